@@ -1,0 +1,48 @@
+# Set-up on a fresh machine: each target builds/refreshes .venv itself, then runs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+IB := $(VENV)/bin/interbias
+STAMP := $(VENV)/.installed
+REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/nodeps.txt
+export INTERBIAS_CACHE ?= $(CURDIR)/.cache/interbias
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: venv test test-slow demo bench lint format clean
+
+venv: $(STAMP)
+
+$(STAMP): $(REQS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first: 2.13.0 is the CPU wheel on local disk; any other spec pulls a CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements/base.txt -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements/nodeps.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+test: venv
+	$(PY) -m pytest -q
+
+test-slow: venv
+	$(PY) -m pytest -q -m slow
+
+demo: venv
+	$(IB) run E16 --corpus synthetic --encoders CAM++,mfcc-stats | tee .demo.log
+	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
+
+bench: venv
+	$(PY) benchmarks/run_all.py
+
+lint: venv
+	$(VENV)/bin/ruff check interbias tests benchmarks
+	$(VENV)/bin/ruff format --check interbias tests benchmarks
+
+format: venv
+	$(VENV)/bin/ruff format interbias tests benchmarks
+	$(VENV)/bin/ruff check --fix interbias tests benchmarks
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .demo.log

@@ -1,0 +1,44 @@
+"""Analysis of results tables: contrasts, summaries (and, in later modules, gaps, bootstrap,
+fairness, geometry, reports). Works on any CSV with the DESIGN.md columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from interbias.errors import AnalysisError
+
+METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc")
+
+
+def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | None = None) -> pd.DataFrame:
+    """Read a results CSV, checking required columns and that ``metric`` is numeric."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.csv"
+    if not path.is_file():
+        raise AnalysisError(f"results file {path} does not exist")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise AnalysisError(f"{path}: not a readable CSV ({exc})") from exc
+    need = list(required) + ([metric] if metric else [])
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise AnalysisError(
+            f"{path}: missing required column(s) {', '.join(missing)}; found: {', '.join(frame.columns) or '(none)'}"
+        )
+    if metric:
+        if metric not in METRIC_CHOICES:
+            raise AnalysisError(f"unknown metric {metric!r}; valid: {', '.join(METRIC_CHOICES)}")
+        values = pd.to_numeric(frame[metric].str.strip(), errors="coerce")
+        bad = values.isna() | ~np.isfinite(values)
+        if bad.any():
+            rows = [str(i + 2) for i in np.flatnonzero(bad.to_numpy())[:5]]
+            raise AnalysisError(
+                f"{path}: column {metric!r} has {int(bad.sum())} non-numeric value(s); first at line(s) {', '.join(rows)}"
+            )
+        frame[metric] = values.astype(float)
+    return frame

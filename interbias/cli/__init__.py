@@ -1,0 +1,74 @@
+"""The ``interbias`` command line: thin typer commands over the library.
+
+Library errors (:class:`InterbiasError`) become one line on stderr and exit code 1; a
+traceback is shown only with ``--debug``. Each command module registers itself on ``app``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from interbias.errors import InterbiasError
+
+app = typer.Typer(
+    name="interbias",
+    help="Compound-condition speaker-verification benchmark: run experiments, analyse results.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def guarded(fn: F) -> F:
+    """Turn library errors (and OS errors such as a full disk) into one line and exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (InterbiasError, OSError) as exc:
+            if _state["debug"]:
+                raise
+            msg = (
+                str(exc) if isinstance(exc, InterbiasError) else f"{exc.strerror or exc}: {exc.filename or ''}".strip()
+            )
+            fail(msg.replace("\n", " "))
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+from interbias.cli import analyze as _analyze  # noqa: E402,F401
+from interbias.cli import listing as _listing  # noqa: E402,F401
+from interbias.cli import metrics as _metrics  # noqa: E402,F401
+from interbias.cli import run as _run  # noqa: E402,F401
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,76 @@
+"""``interbias run``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.tables import print_frame
+
+
+@app.command()
+@guarded
+def run(
+    experiment: Annotated[str, typer.Argument(help="Experiment id (E16) or a path to its YAML file.")],
+    corpus: Annotated[str | None, typer.Option(help="Corpus (or variant) to run on, e.g. synthetic.")] = None,
+    corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
+    encoders: Annotated[str, typer.Option(help="Comma-separated encoder labels.")] = "CAM++,mfcc-stats",
+    out: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("results"),
+    device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
+    max_trials: Annotated[int | None, typer.Option(help="Cap on trials per stratum (half targets).")] = None,
+    max_failure_share: Annotated[
+        float,
+        typer.Option(help="Share of a cell's trials that may be dropped for failed utterances before the cell errors."),
+    ] = 0.01,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+) -> None:
+    """Run an experiment: draw its trials once, embed, score every cell × encoder."""
+    from interbias.runner import RunOptions
+    from interbias.runner import run as run_experiment
+
+    labels = [e.strip() for e in encoders.split(",") if e.strip()]
+    outcome = run_experiment(
+        RunOptions(
+            experiment=experiment,
+            encoders=labels,
+            corpus=corpus,
+            corpus_root=corpus_root,
+            out=out,
+            device=device,
+            max_trials=max_trials,
+            max_failure_share=max_failure_share,
+            cache_dir=cache_dir,
+            quiet=quiet,
+            command=["interbias", *sys.argv[1:]],
+        )
+    )
+    if not quiet:
+        print_frame(
+            outcome.results,
+            f"{outcome.run_dir.name}: results",
+            [
+                "model",
+                "cell",
+                "eer",
+                "eer_legacy",
+                "min_dcf",
+                "auc",
+                "n_target",
+                "n_nontarget",
+                "n_speakers",
+                "n_failed",
+            ],
+        )
+    typer.echo(
+        f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
+    )
+    typer.echo(f"results: {outcome.run_dir / 'results.csv'}")
+    if outcome.errored_cells:
+        for msg in outcome.errored_cells:
+            typer.echo(f"error: {msg}", err=True)
+        raise typer.Exit(1)

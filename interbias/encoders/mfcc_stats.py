@@ -1,0 +1,41 @@
+"""``mfcc-stats``: a weight-free baseline (family ``baseline``).
+
+Embedding = [mean_t c_k, std_t c_k] for k = 1..20, with c_k the orthonormal-DCT MFCCs of a
+40-bin Kaldi log filterbank (c0, the level term, is dropped). Cosine on this vector is a
+classical long-term-spectrum speaker comparison with no learned weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from interbias.encoders import Encoder, EncoderCard, register
+from interbias.encoders.features import mfcc
+
+N_CEPS = 20
+
+
+class MfccStats(Encoder):
+    def _embed_one(self, wave: np.ndarray) -> np.ndarray:
+        c = mfcc(torch.from_numpy(wave), num_ceps=N_CEPS + 1, num_mel_bins=40)[:, 1:].to(torch.float64)
+        return torch.cat([c.mean(0), c.std(0, unbiased=False)]).numpy()
+
+
+def _build(card: EncoderCard, *, device: str = "cpu") -> MfccStats:
+    return MfccStats(
+        card, source="builtin", checkpoint_sha256="none", device="cpu", config={"n_ceps": N_CEPS, "num_mel_bins": 40}
+    )
+
+
+register(
+    EncoderCard(
+        label="mfcc-stats",
+        family="baseline",
+        backend="builtin",
+        embedding_dim=2 * N_CEPS,
+        features="40-bin log fbank -> MFCC 1..20, mean and std over frames",
+        description="weight-free MFCC statistics baseline",
+        factory=_build,
+    )
+)

@@ -1,0 +1,45 @@
+"""Typed errors. The library raises these; the CLI prints their message on one line."""
+
+
+class InterbiasError(Exception):
+    """Base class of every error interbias reports to the user."""
+
+
+class ConfigError(InterbiasError):
+    """An experiment definition (YAML) is invalid."""
+
+
+class ManifestError(InterbiasError):
+    """A manifest file is malformed or refers to unusable audio."""
+
+
+class CorpusError(InterbiasError):
+    """A corpus root is missing, malformed, or cannot be built."""
+
+
+class AudioError(InterbiasError):
+    """One audio file cannot be used (corrupt, empty, too short, non-finite)."""
+
+
+class OperatorError(InterbiasError):
+    """A degradation operator is unknown, misconfigured, or failed on an input."""
+
+
+class EncoderError(InterbiasError):
+    """An encoder is unknown, missing its files, or its checkpoint does not load."""
+
+
+class TrialError(InterbiasError):
+    """A trial list cannot be drawn or read (too few speakers, unknown utterances)."""
+
+
+class MetricError(InterbiasError):
+    """Metric inputs are invalid (no targets, no non-targets, non-finite scores)."""
+
+
+class AnalysisError(InterbiasError):
+    """An analysis input is missing columns or holds unusable values."""
+
+
+class RunError(InterbiasError):
+    """A run cannot proceed (locked run directory, inconsistent earlier state)."""

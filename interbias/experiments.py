@@ -1,0 +1,455 @@
+"""Experiment definitions: the typed schema of ``conditions/*.yaml``.
+
+An experiment names a corpus, a population filter, up to three factors (each a population
+factor that selects speakers/utterances by a manifest attribute, or an acoustic factor whose
+levels are operator chains per side), a trial spec and a seed. Every problem is reported as
+one :class:`ConfigError` naming the file, the key and the valid choices.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from interbias.audio import FrontEnd
+from interbias.errors import ConfigError, OperatorError
+from interbias.operators import Chain, parse_chain
+
+TOP_KEYS = {
+    "name": "experiment id (E01…E20)",
+    "title": "short human title",
+    "description": "what the experiment measures",
+    "use": "contrast | gap | descriptive",
+    "corpus": "corpus name or {name, root, manifest}",
+    "population": "filter: attribute -> value or list of values",
+    "factors": "list of factors (at most 3)",
+    "trials": "trial spec",
+    "frontend": "front-end rules",
+    "seed": "integer mixed into every derived seed",
+    "requires": "what data a run needs, shown when it cannot run",
+    "variants": "per-corpus overrides of top-level keys (e.g. synthetic)",
+    "notes": "free text",
+}
+FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
+TRIAL_KEYS = {"targets", "nontargets", "min_speakers", "utterances_per_speaker"}
+FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s"}
+USES = ("contrast", "gap", "descriptive")
+SIDES = ("test", "enrol", "both")
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    name: str
+    root: str | None = None
+    manifest: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PopulationLevel:
+    """Allowed attribute values on each side (``None`` = any value)."""
+
+    name: str
+    enrol: tuple[str, ...] | None
+    test: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class AcousticLevel:
+    name: str
+    enrol: Chain
+    test: Chain
+
+
+@dataclass(frozen=True)
+class Factor:
+    name: str
+    type: Literal["population", "acoustic"]
+    reference: str
+    levels: tuple[PopulationLevel | AcousticLevel, ...]
+    attribute: str | None = None
+
+    def level(self, name: str) -> PopulationLevel | AcousticLevel:
+        for lv in self.levels:
+            if lv.name == name:
+                return lv
+        raise KeyError(name)
+
+    @property
+    def level_names(self) -> list[str]:
+        return [lv.name for lv in self.levels]
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Per-stratum trial counts: ``targets`` genuine and ``nontargets`` impostor trials at most
+    (matched across strata), from strata with at least ``min_speakers`` speakers."""
+
+    targets: int = 2000
+    nontargets: int | None = None
+    min_speakers: int = 4
+    #: At most this many utterances per speaker and side enter a stratum's pools (bounds
+    #: the embedding cost); chosen by a derived seed.
+    utterances_per_speaker: int | None = None
+
+    @property
+    def n_nontargets(self) -> int:
+        return self.targets if self.nontargets is None else self.nontargets
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One combination of population-factor levels; trials are drawn per stratum."""
+
+    name: str
+    levels: tuple[tuple[str, str], ...]
+    enrol: dict[str, tuple[str, ...] | None]
+    test: dict[str, tuple[str, ...] | None]
+
+    @property
+    def symmetric(self) -> bool:
+        return self.enrol == self.test
+
+
+@dataclass(frozen=True)
+class Cell:
+    levels: tuple[tuple[str, str], ...]
+    stratum: str
+    enrol_chain: Chain
+    test_chain: Chain
+
+    @property
+    def id(self) -> str:
+        return ",".join(f"{f}={lv}" for f, lv in self.levels) or "all"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    title: str
+    description: str
+    use: str
+    corpus: CorpusSpec
+    population: dict[str, tuple[str, ...]]
+    factors: tuple[Factor, ...]
+    trials: TrialSpec
+    frontend: FrontEnd
+    seed: int
+    requires: str
+    path: Path | None
+    raw: dict[str, Any]
+    variant: str | None = None
+
+    def resolved(self) -> dict[str, Any]:
+        """The resolved definition (variant applied) as plain data, for hashing and run.json."""
+        out = {k: v for k, v in self.raw.items() if k != "variants"}
+        out["variant"] = self.variant
+        return out
+
+    @property
+    def population_factors(self) -> list[Factor]:
+        return [f for f in self.factors if f.type == "population"]
+
+    @property
+    def acoustic_factors(self) -> list[Factor]:
+        return [f for f in self.factors if f.type == "acoustic"]
+
+    def strata(self) -> list[Stratum]:
+        pops = self.population_factors
+        out = []
+        for combo in itertools.product(*[f.levels for f in pops]):
+            enrol = {f.attribute: lv.enrol for f, lv in zip(pops, combo, strict=True)}
+            test = {f.attribute: lv.test for f, lv in zip(pops, combo, strict=True)}
+            levels = tuple((f.name, lv.name) for f, lv in zip(pops, combo, strict=True))
+            name = ",".join(f"{f}={lv}" for f, lv in levels) or "all"
+            out.append(Stratum(name, levels, enrol, test))
+        return out
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for combo in itertools.product(*[f.levels for f in self.factors]):
+            levels = tuple((f.name, lv.name) for f, lv in zip(self.factors, combo, strict=True))
+            stratum = (
+                ",".join(
+                    f"{f.name}={lv.name}" for f, lv in zip(self.factors, combo, strict=True) if f.type == "population"
+                )
+                or "all"
+            )
+            enrol, test = Chain(), Chain()
+            for lv in combo:
+                if isinstance(lv, AcousticLevel):
+                    enrol, test = enrol + lv.enrol, test + lv.test
+            out.append(Cell(levels, stratum, enrol, test))
+        return out
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def load_experiment(path: Path, *, corpus: str | None = None) -> Experiment:
+    """Read and validate ``path``; ``corpus`` selects a variant (or overrides the corpus name)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"experiment file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path.name}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    return parse_experiment(data, where=path.name, path=path, corpus=corpus)
+
+
+def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus: str | None = None) -> Experiment:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the file must be a mapping of keys")
+    _check_keys(data, TOP_KEYS, where, "top level")
+    variants = data.get("variants") or {}
+    if not isinstance(variants, dict):
+        raise ConfigError(f"{where}: variants: must map a corpus name to overrides")
+    variant = None
+    raw = copy.deepcopy(data)
+    if corpus is not None:
+        if corpus in variants:
+            override = variants[corpus]
+            if not isinstance(override, dict):
+                raise ConfigError(f"{where}: variants.{corpus}: must be a mapping of top-level keys")
+            _check_keys(override, TOP_KEYS, where, f"variants.{corpus}")
+            raw.update(copy.deepcopy(override))
+            raw.setdefault("corpus", corpus)
+            variant = corpus
+        else:
+            raw["corpus"] = _override_corpus_name(raw.get("corpus"), corpus)
+    for key in variants:
+        if not isinstance(variants[key], dict):
+            raise ConfigError(f"{where}: variants.{key}: must be a mapping of top-level keys")
+        _check_keys(variants[key], TOP_KEYS, where, f"variants.{key}")
+    name = _req(raw, "name", str, where)
+    corpus_spec = _corpus(raw.get("corpus"), where)
+    use = raw.get("use", "contrast")
+    if use not in USES:
+        raise ConfigError(f"{where}: use: {use!r} is not one of {', '.join(USES)}")
+    population = _population(raw.get("population") or {}, where)
+    factors_raw = raw.get("factors")
+    if not isinstance(factors_raw, list) or not factors_raw:
+        raise ConfigError(f"{where}: factors: a non-empty list of factors is required")
+    if len(factors_raw) > 3:
+        raise ConfigError(
+            f"{where}: factors: at most 3 factors (results have factor_a..factor_c), got {len(factors_raw)}"
+        )
+    factors = tuple(_factor(f, where, i) for i, f in enumerate(factors_raw))
+    names = [f.name for f in factors]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: factors: factor names must be unique, got {', '.join(names)}")
+    trials = _trials(raw.get("trials") or {}, where)
+    frontend = _frontend(raw.get("frontend") or {}, where)
+    seed = raw.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
+    return Experiment(
+        name=name,
+        title=str(raw.get("title", name)),
+        description=str(raw.get("description", "")),
+        use=use,
+        corpus=corpus_spec,
+        population=population,
+        factors=factors,
+        trials=trials,
+        frontend=frontend,
+        seed=seed,
+        requires=str(raw.get("requires", "")),
+        path=path,
+        raw=raw,
+        variant=variant,
+    )
+
+
+def _override_corpus_name(spec: Any, name: str) -> Any:
+    if isinstance(spec, dict):
+        return {"name": name}
+    return name
+
+
+def _check_keys(data: dict[str, Any], valid: Any, where: str, section: str) -> None:
+    for key in data:
+        if key not in valid:
+            raise ConfigError(f"{where}: unknown key {key!r} at {section}; valid: {', '.join(sorted(valid))}")
+
+
+def _req(data: dict[str, Any], key: str, tp: type, where: str) -> Any:
+    if key not in data:
+        raise ConfigError(f"{where}: missing required key {key!r}")
+    value = data[key]
+    if not isinstance(value, tp):
+        raise ConfigError(f"{where}: {key}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def _corpus(spec: Any, where: str) -> CorpusSpec:
+    if isinstance(spec, str):
+        return CorpusSpec(spec)
+    if isinstance(spec, dict):
+        _check_keys(spec, {"name", "root", "manifest", "options"}, where, "corpus")
+        if "name" not in spec and "manifest" not in spec:
+            raise ConfigError(f"{where}: corpus: needs a 'name' (or a 'manifest' file)")
+        options = spec.get("options") or {}
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: corpus.options: must be a mapping")
+        return CorpusSpec(
+            str(spec.get("name", "manifest")),
+            None if spec.get("root") is None else str(spec["root"]),
+            None if spec.get("manifest") is None else str(spec["manifest"]),
+            options,
+        )
+    raise ConfigError(f"{where}: corpus: required, a corpus name or {{name, root, manifest}}")
+
+
+def _values(value: Any, where: str) -> tuple[str, ...] | None:
+    if value == ANY:
+        return None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return (str(value),)
+    if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(str(v) for v in value)
+    raise ConfigError(f"{where}: expected a value, a list of values, or '*', got {value!r}")
+
+
+def _population(spec: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: population: must map attribute names to values")
+    out = {}
+    for attr, value in spec.items():
+        vals = _values(value, f"{where}: population.{attr}")
+        if vals is not None:
+            out[str(attr)] = vals
+    return out
+
+
+def _factor(spec: Any, where: str, i: int) -> Factor:
+    here = f"factors[{i}]"
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: {here}: a factor is a mapping")
+    _check_keys(spec, FACTOR_KEYS, where, here)
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: {here}.name: required string")
+    here = f"factors[{i}] ({name})"
+    ftype = spec.get("type")
+    if ftype not in ("population", "acoustic"):
+        raise ConfigError(f"{where}: {here}.type: {ftype!r} is not one of population, acoustic")
+    levels_raw = spec.get("levels")
+    if not isinstance(levels_raw, dict) or not levels_raw:
+        raise ConfigError(f"{where}: {here}.levels: a non-empty mapping of level name to definition")
+    levels: list[PopulationLevel | AcousticLevel] = []
+    attribute = None
+    if ftype == "population":
+        attribute = spec.get("attribute")
+        if not isinstance(attribute, str) or not attribute:
+            raise ConfigError(f"{where}: {here}.attribute: required for a population factor")
+        if "apply_to" in spec:
+            raise ConfigError(f"{where}: {here}.apply_to: only acoustic factors have apply_to")
+        for lname, ldef in levels_raw.items():
+            lw = f"{where}: {here}.levels.{lname}"
+            if isinstance(ldef, dict):
+                _check_keys(ldef, {"enrol", "test", "value"}, where, f"{here}.levels.{lname}")
+                if "value" in ldef:
+                    if "enrol" in ldef or "test" in ldef:
+                        raise ConfigError(f"{lw}: give either value or enrol/test, not both")
+                    both = _values(ldef["value"], lw)
+                    levels.append(PopulationLevel(str(lname), both, both))
+                else:
+                    if "enrol" not in ldef or "test" not in ldef:
+                        raise ConfigError(f"{lw}: needs both enrol and test (or value)")
+                    levels.append(
+                        PopulationLevel(
+                            str(lname), _values(ldef["enrol"], lw + ".enrol"), _values(ldef["test"], lw + ".test")
+                        )
+                    )
+            else:
+                both = _values(lname if ldef is None else ldef, lw)
+                levels.append(PopulationLevel(str(lname), both, both))
+    else:
+        apply_to = spec.get("apply_to")
+        if apply_to not in SIDES:
+            raise ConfigError(
+                f"{where}: {here}.apply_to: {apply_to!r} is not one of {', '.join(SIDES)} (which side the chains degrade)"
+            )
+        for lname, ldef in levels_raw.items():
+            lw = f"{here}.levels.{lname}"
+            try:
+                if isinstance(ldef, dict):
+                    _check_keys(ldef, {"enrol", "test"}, where, lw)
+                    enrol = parse_chain(ldef.get("enrol"), where=f"{where}: {lw}.enrol")
+                    test = parse_chain(ldef.get("test"), where=f"{where}: {lw}.test")
+                else:
+                    chain = parse_chain(ldef, where=f"{where}: {lw}")
+                    enrol = chain if apply_to in ("enrol", "both") else Chain()
+                    test = chain if apply_to in ("test", "both") else Chain()
+            except OperatorError as exc:
+                raise ConfigError(str(exc)) from None
+            levels.append(AcousticLevel(str(lname), enrol, test))
+    reference = spec.get("reference")
+    names = [lv.name for lv in levels]
+    if reference is None:
+        raise ConfigError(f"{where}: {here}.reference: required; valid: {', '.join(names)}")
+    if str(reference) not in names:
+        raise ConfigError(f"{where}: {here}.reference: {reference!r} is not a level; valid: {', '.join(names)}")
+    return Factor(name, ftype, str(reference), tuple(levels), attribute)
+
+
+def _int_field(spec: dict[str, Any], key: str, default: Any, where: str, minimum: int) -> Any:
+    value = spec.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{where}: trials.{key}: must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _trials(spec: Any, where: str) -> TrialSpec:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: trials: must be a mapping")
+    _check_keys(spec, TRIAL_KEYS, where, "trials")
+    return TrialSpec(
+        targets=_int_field(spec, "targets", 2000, where, 1),
+        nontargets=_int_field(spec, "nontargets", None, where, 1),
+        min_speakers=_int_field(spec, "min_speakers", 4, where, 2),
+        utterances_per_speaker=_int_field(spec, "utterances_per_speaker", None, where, 2),
+    )
+
+
+def _frontend(spec: Any, where: str) -> FrontEnd:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: frontend: must be a mapping")
+    _check_keys(spec, FRONTEND_KEYS, where, "frontend")
+    base = FrontEnd()
+    try:
+        rate = int(spec.get("sample_rate_hz", base.sample_rate_hz))
+        min_d = float(spec.get("min_duration_s", base.min_duration_s))
+        max_raw = spec.get("max_duration_s", base.max_duration_s)
+        max_d = None if max_raw is None else float(max_raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: frontend: values must be numbers ({exc})") from None
+    if rate <= 0 or min_d < 0 or (max_d is not None and max_d <= min_d):
+        raise ConfigError(f"{where}: frontend: need sample_rate_hz > 0 and 0 <= min_duration_s < max_duration_s")
+    return FrontEnd(rate, min_d, max_d)
+
+
+def find_experiment(name_or_path: str, conditions_dir: Path) -> Path:
+    """``E16`` -> ``conditions/E16.yaml``; a path to a YAML file is used as is."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml"):
+        if not p.is_file():
+            raise ConfigError(f"experiment file {p} does not exist")
+        return p
+    candidate = conditions_dir / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    known = sorted(q.stem for q in conditions_dir.glob("*.yaml")) if conditions_dir.is_dir() else []
+    raise ConfigError(f"unknown experiment {name_or_path!r} in {conditions_dir}; valid: {', '.join(known) or '(none)'}")

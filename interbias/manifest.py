@@ -1,0 +1,238 @@
+"""Manifests: one frozen record per utterance, read and written as CSV or JSONL by extension."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from interbias import atomic
+from interbias.errors import ManifestError
+from interbias.seeding import canonical_json
+
+#: Columns a manifest file must have.
+REQUIRED_COLUMNS = ("path", "speaker")
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One utterance. ``path`` is relative to the manifest's root (or absolute).
+
+    ``age_band`` and ``style`` carry population labels; on the synthetic corpus they are
+    prosodic proxies, which ``attrs['proxy']`` says. Free speaker/recording metadata lives
+    in ``attrs`` and is addressable by name like any field.
+    """
+
+    id: str
+    path: str
+    speaker: str
+    gender: str | None = None
+    age: float | None = None
+    age_band: str | None = None
+    accent: str | None = None
+    style: str | None = None
+    session: str | None = None
+    text: str | None = None
+    duration_s: float | None = None
+    sample_rate_hz: int | None = None
+    sha256: str | None = None
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    def get(self, attribute: str) -> str | None:
+        """The value of a field or free attribute, as a string (``None`` when absent)."""
+        if attribute in _FIELD_NAMES and attribute != "attrs":
+            value = getattr(self, attribute)
+        else:
+            value = self.attrs.get(attribute)
+        if value is None:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields with values; ``attrs`` flattened into the top level (empty fields dropped)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "attrs":
+                continue
+            value = getattr(self, f.name)
+            if value is not None and value != "":
+                out[f.name] = value
+        for key in sorted(self.attrs):
+            out[key] = self.attrs[key]
+        return out
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any], *, where: str = "manifest") -> Utterance:
+        known: dict[str, Any] = {}
+        attrs: dict[str, str] = {}
+        for key, value in row.items():
+            if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+                continue
+            if key in _FIELD_NAMES and key != "attrs":
+                known[key] = value
+            elif key == "attrs" and isinstance(value, dict):
+                attrs.update({str(k): str(v) for k, v in value.items()})
+            else:
+                attrs[str(key)] = str(value)
+        for col in REQUIRED_COLUMNS:
+            if col not in known:
+                raise ManifestError(f"{where}: row has no {col!r}")
+        known.setdefault("id", _default_id(known["path"]))
+        try:
+            for name in ("age", "duration_s"):
+                if name in known:
+                    known[name] = float(known[name])
+            if "sample_rate_hz" in known:
+                known["sample_rate_hz"] = int(float(known["sample_rate_hz"]))
+        except ValueError as exc:
+            raise ManifestError(f"{where}: row {known['id']!r} has a non-numeric value: {exc}") from exc
+        for name in ("id", "path", "speaker", "gender", "age_band", "accent", "style", "session", "text", "sha256"):
+            if name in known:
+                known[name] = str(known[name])
+        return cls(**known, attrs=attrs)
+
+
+_FIELD_NAMES = {f.name for f in fields(Utterance)}
+
+
+def _default_id(path: str) -> str:
+    p = Path(path)
+    return str(p.with_suffix("")).replace("\\", "/")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """An ordered collection of utterances of one corpus; paths resolve against ``root``."""
+
+    name: str
+    root: Path
+    utterances: tuple[Utterance, ...]
+
+    def __post_init__(self) -> None:
+        seen: dict[str, int] = {}
+        dups: list[str] = []
+        for u in self.utterances:
+            seen[u.id] = seen.get(u.id, 0) + 1
+            if seen[u.id] == 2:
+                dups.append(u.id)
+        if dups:
+            raise ManifestError(
+                f"manifest {self.name!r} has {len(dups)} duplicate id(s); first: "
+                + ", ".join(repr(d) for d in dups[:5])
+            )
+
+    def __len__(self) -> int:
+        return len(self.utterances)
+
+    def __iter__(self) -> Iterator[Utterance]:
+        return iter(self.utterances)
+
+    def by_id(self) -> dict[str, Utterance]:
+        return {u.id: u for u in self.utterances}
+
+    def resolve(self, utt: Utterance) -> Path:
+        """Absolute path of ``utt``; a relative path that escapes the root is rejected."""
+        p = Path(utt.path)
+        if p.is_absolute():
+            return p
+        root = self.root.resolve()
+        full = (root / p).resolve()
+        if root != full and root not in full.parents:
+            raise ManifestError(f"utterance {utt.id!r}: path {utt.path!r} escapes the corpus root {root}")
+        return full
+
+    def filter(self, keep: Iterable[bool]) -> Manifest:
+        return Manifest(self.name, self.root, tuple(u for u, k in zip(self.utterances, keep, strict=True) if k))
+
+    def sha256(self) -> str:
+        """Hash of the manifest's content (records in order, root excluded)."""
+        h = hashlib.sha256()
+        for u in self.utterances:
+            h.update(canonical_json(u.to_dict()).encode("utf-8"))
+            h.update(b"\n")
+        return h.hexdigest()
+
+    def speakers(self) -> list[str]:
+        return sorted({u.speaker for u in self.utterances})
+
+    def columns(self) -> list[str]:
+        cols: dict[str, None] = {}
+        for u in self.utterances:
+            for key in u.to_dict():
+                cols.setdefault(key, None)
+        order = [f.name for f in fields(Utterance) if f.name in cols]
+        return order + sorted(k for k in cols if k not in _FIELD_NAMES)
+
+    # ---- serialisation -------------------------------------------------------------------
+
+    def write(self, path: Path) -> None:
+        path = Path(path)
+        if path.suffix == ".jsonl":
+            text = "".join(json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=False) + "\n" for u in self)
+        elif path.suffix == ".csv":
+            buf = io.StringIO()
+            cols = self.columns()
+            writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+            writer.writeheader()
+            for u in self:
+                writer.writerow({k: _fmt(v) for k, v in u.to_dict().items()})
+            text = buf.getvalue()
+        else:
+            raise ManifestError(f"{path}: manifest files end in .csv or .jsonl")
+        atomic.write_text(path, text)
+
+    @classmethod
+    def read(cls, path: Path, *, name: str | None = None, root: Path | None = None) -> Manifest:
+        """Read a CSV or JSONL manifest; relative paths resolve against ``root`` or its folder."""
+        path = Path(path)
+        if not path.is_file():
+            raise ManifestError(f"manifest {path} does not exist")
+        rows: list[dict[str, Any]]
+        if path.suffix == ".jsonl":
+            rows = []
+            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ManifestError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                if not isinstance(row, dict):
+                    raise ManifestError(f"{path}:{lineno}: each line must be a JSON object")
+                rows.append(row)
+            present = set().union(*(r.keys() for r in rows)) if rows else set()
+        elif path.suffix == ".csv":
+            with path.open(newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                present = set(reader.fieldnames or [])
+                rows = list(reader)
+        else:
+            raise ManifestError(f"{path}: manifest files end in .csv or .jsonl")
+        missing = [c for c in REQUIRED_COLUMNS if c not in present]
+        if missing:
+            raise ManifestError(
+                f"{path}: missing required column(s) {', '.join(missing)}; found: {', '.join(sorted(present)) or '(none)'}"
+            )
+        if not rows:
+            raise ManifestError(f"{path}: manifest has no rows")
+        bad = [i + 2 for i, r in enumerate(rows) if not r.get("path") or not r.get("speaker")]
+        if bad:
+            raise ManifestError(
+                f"{path}: {len(bad)} row(s) with an empty path or speaker; first at line(s) {', '.join(map(str, bad[:5]))}"
+            )
+        utts = tuple(Utterance.from_dict(r, where=str(path)) for r in rows)
+        return cls(name or path.stem, Path(root) if root else path.parent, utts)
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        return repr(value)
+    return value

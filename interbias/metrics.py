@@ -1,0 +1,197 @@
+"""Verification metrics as pure functions of (scores, labels). Higher score = more target-like.
+
+A trial is accepted when its score is >= the threshold. Operating points are taken at every
+distinct score value (tied scores form one threshold) plus +inf (reject all), so the curves
+run from (FPR, FNR) = (1, 0) to (0, 1). Everything is sort-based, O(N log N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from interbias.errors import MetricError
+
+
+@dataclass(frozen=True)
+class OperatingPoints:
+    """Miss and false-alarm rates at ascending thresholds; the last threshold is +inf."""
+
+    thresholds: np.ndarray
+    fnr: np.ndarray
+    fpr: np.ndarray
+    n_target: int
+    n_nontarget: int
+    #: Targets and non-targets with a score equal to each finite threshold (for AUC).
+    tgt_at: np.ndarray
+    non_at: np.ndarray
+    #: Non-targets scoring strictly below each finite threshold.
+    non_below: np.ndarray
+
+
+def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(scores, dtype=np.float64)
+    lab = np.asarray(labels)
+    if s.ndim != 1 or lab.ndim != 1:
+        raise MetricError("scores and labels must be one-dimensional")
+    if len(s) != len(lab):
+        raise MetricError(f"scores ({len(s)}) and labels ({len(lab)}) differ in length")
+    if lab.dtype != bool:
+        if not np.isin(lab, (0, 1)).all():
+            raise MetricError("labels must be 1 (target) or 0 (non-target)")
+        lab = lab.astype(bool)
+    if not np.isfinite(s).all():
+        raise MetricError(f"{int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
+    n_t = int(lab.sum())
+    if n_t == 0:
+        raise MetricError("no target trials: the metric is undefined")
+    if n_t == len(lab):
+        raise MetricError("no non-target trials: the metric is undefined")
+    return s, lab
+
+
+def operating_points(scores: object, labels: object) -> OperatingPoints:
+    """Rates at every distinct threshold: FNR(t) = P(s < t | target), FPR(t) = P(s >= t | non)."""
+    s, lab = _validate(scores, labels)
+    tgt = np.sort(s[lab])
+    non = np.sort(s[~lab])
+    n_t, n_n = len(tgt), len(non)
+    both = np.concatenate([tgt, non])
+    order = np.argsort(both, kind="stable")  # two sorted runs: a linear merge
+    merged = both[order]
+    keep = np.empty(len(merged), dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    starts = np.flatnonzero(keep)
+    uniq = merged[starts]
+    is_t = (order < n_t).view(np.int8)
+    acc = np.int32 if len(merged) < 2**31 - 1 else np.int64
+    cum = np.zeros(len(merged) + 1, dtype=np.int64)
+    cum[1:] = np.cumsum(is_t, dtype=acc)
+    t_lo = cum[starts]
+    n_lo = starts - t_lo
+    t_hi = np.append(t_lo[1:], n_t)
+    n_hi = np.append(n_lo[1:], n_n)
+    fnr = np.append(t_lo, n_t) / n_t
+    fpr = (n_n - np.append(n_lo, n_n)) / n_n
+    return OperatingPoints(np.append(uniq, np.inf), fnr, fpr, n_t, n_n, t_hi - t_lo, n_hi - n_lo, n_lo)
+
+
+def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
+    """(EER, threshold) at the interpolated crossing of the miss and false-alarm curves.
+
+    With d_k = FNR_k − FPR_k (non-decreasing in k), take the first k with d_k >= 0; if d_k > 0
+    interpolate linearly between points k−1 and k: α = −d_{k−1} / (d_k − d_{k−1}),
+    EER = FNR_{k−1} + α (FNR_k − FNR_{k−1}) (= the same combination of FPR). This is the
+    crossing of the piecewise-linear ROC with the diagonal FNR = FPR (what scikit-learn's
+    ``roc_curve`` + ``brentq`` computes). The threshold is interpolated the same way (the
+    upper point's threshold when it is +inf).
+    """
+    d = p.fnr - p.fpr
+    k = int(np.argmax(d >= 0))
+    if d[k] == 0 or k == 0:
+        return float(p.fnr[k]), float(p.thresholds[k])
+    a = -d[k - 1] / (d[k] - d[k - 1])
+    eer = p.fnr[k - 1] + a * (p.fnr[k] - p.fnr[k - 1])
+    lo, hi = p.thresholds[k - 1], p.thresholds[k]
+    thr = hi if not np.isfinite(hi) else lo + a * (hi - lo)
+    return float(eer), float(thr)
+
+
+def eer(scores: object, labels: object) -> float:
+    """Equal error rate, interpolated crossing of FNR and FPR (fraction, 0.01 = 1 %)."""
+    return eer_from_points(operating_points(scores, labels))[0]
+
+
+def eer_legacy_from_points(p: OperatingPoints) -> float:
+    """The seed paper's EER: the operating point minimising |FPR − FNR|, the two rates averaged.
+
+    Ties go to the highest threshold (the first such point in scikit-learn's ``roc_curve``
+    order with ``drop_intermediate=False``). Not interpolated: it can differ from :func:`eer`
+    by up to half the rate step at the crossing.
+    """
+    gap = np.abs(p.fpr - p.fnr)
+    k = len(gap) - 1 - int(np.argmin(gap[::-1]))
+    return float((p.fpr[k] + p.fnr[k]) / 2)
+
+
+def eer_legacy(scores: object, labels: object) -> float:
+    return eer_legacy_from_points(operating_points(scores, labels))
+
+
+def min_dcf_from_points(p: OperatingPoints, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+    """Normalised minimum detection cost.
+
+    C(t) = C_miss·P_miss(t)·p + C_fa·P_fa(t)·(1 − p), minimised over all thresholds (accept-all
+    and reject-all included) and divided by min(C_miss·p, C_fa·(1 − p)); hence in [0, 1].
+    """
+    if not 0 < p_target < 1:
+        raise MetricError(f"p_target must be in (0, 1), got {p_target}")
+    if c_miss <= 0 or c_fa <= 0:
+        raise MetricError("c_miss and c_fa must be positive")
+    cost = c_miss * p.fnr * p_target + c_fa * p.fpr * (1 - p_target)
+    return float(cost.min() / min(c_miss * p_target, c_fa * (1 - p_target)))
+
+
+def min_dcf(scores: object, labels: object, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+    return min_dcf_from_points(operating_points(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
+
+
+def auc_from_points(p: OperatingPoints) -> float:
+    """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney)."""
+    wins = np.sum(p.tgt_at * (p.non_below + 0.5 * p.non_at), dtype=np.float64)
+    return float(wins / (p.n_target * p.n_nontarget))
+
+
+def auc(scores: object, labels: object) -> float:
+    return auc_from_points(operating_points(scores, labels))
+
+
+@dataclass(frozen=True)
+class Summary:
+    eer: float
+    eer_threshold: float
+    eer_legacy: float
+    min_dcf: float
+    auc: float
+    n_target: int
+    n_nontarget: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "eer": self.eer,
+            "eer_legacy": self.eer_legacy,
+            "min_dcf": self.min_dcf,
+            "auc": self.auc,
+            "n_target": self.n_target,
+            "n_nontarget": self.n_nontarget,
+        }
+
+
+def summarize(scores: object, labels: object, *, p_target: float = 0.01) -> Summary:
+    """All metrics from one sort."""
+    p = operating_points(scores, labels)
+    e, thr = eer_from_points(p)
+    return Summary(
+        e,
+        thr,
+        eer_legacy_from_points(p),
+        min_dcf_from_points(p, p_target=p_target),
+        auc_from_points(p),
+        p.n_target,
+        p.n_nontarget,
+    )
+
+
+def det_curve(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, FNR) at every distinct threshold, for DET plots."""
+    p = operating_points(scores, labels)
+    return p.fpr, p.fnr
+
+
+def rates_at(scores: object, labels: object, threshold: float) -> tuple[float, float]:
+    """(FPR, FNR) when accepting scores >= ``threshold``."""
+    s, lab = _validate(scores, labels)
+    accept = s >= threshold
+    return float(accept[~lab].mean()), float((~accept[lab]).mean())

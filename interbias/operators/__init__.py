@@ -1,0 +1,259 @@
+"""Degradation operators: registered, typed records applied in ordered chains.
+
+An operator is a frozen dataclass registered under its exact name; its fields are its
+parameters, validated on construction from YAML or the CLI. Randomness comes only from the
+generator in :class:`OpContext`, derived from (utterance content, chain fingerprint, position
+in the chain). What an operator actually did (achieved SNR, noise offset, realised loss rate)
+is returned as a record and stored with the embedding.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from interbias.errors import OperatorError
+from interbias.registry import Registry
+from interbias.seeding import canonical_json, derive_rng, sha256_text
+
+OPERATORS: Registry[type[Operator]] = Registry("operator", OperatorError)
+
+
+@dataclass
+class OpContext:
+    """What an operator may know about the utterance it degrades.
+
+    ``corpus`` (a Manifest) and ``exclude_speakers`` serve operators that draw other talkers;
+    ``rng`` is the derived generator for this (utterance, chain, position).
+    """
+
+    sample_rate_hz: int
+    utterance_id: str
+    speaker: str
+    rng: np.random.Generator
+    corpus: Any = None
+    exclude_speakers: frozenset[str] = frozenset()
+    frontend: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """Base of every operator. Subclasses set ``name`` and implement :meth:`apply`."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    #: Operators whose output equals their input by definition (skipped in fingerprints).
+    is_identity: ClassVar[bool] = False
+    #: Operators that mix in other talkers of the corpus; their output depends on which
+    #: speakers are excluded (``OpContext.exclude_speakers``), so cache keys include that set.
+    draws_talkers: ClassVar[bool] = False
+
+    def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
+        """Degrade float32 mono ``x``; return the output (same rate and length) and a record."""
+        raise NotImplementedError
+
+    def validate(self) -> None:
+        """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
+
+    def params(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def to_record(self) -> dict[str, Any]:
+        return {"name": self.name, "kwargs": self.params()}
+
+    @classmethod
+    def describe_params(cls) -> list[dict[str, Any]]:
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in fields(cls):
+            default = None if f.default is MISSING else f.default
+            out.append(
+                {
+                    "name": f.name,
+                    "type": _type_name(hints[f.name]),
+                    "default": default,
+                    "required": f.default is MISSING and f.default_factory is MISSING,
+                }
+            )
+        return out
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this operator can run on this machine, and why not."""
+        return True, ""
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "|".join(map(str, typing.get_args(tp)))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None)) + " (optional)"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, where)
+            except OperatorError as exc:
+                errors.append(str(exc))
+        raise OperatorError(errors[0] if errors else f"{where}: invalid value {value!r}")
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value in choices:
+            return value
+        raise OperatorError(f"{where}: {value!r} is not one of {', '.join(map(str, choices))}")
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise OperatorError(f"{where}: {value!r} is not a boolean")
+    if tp is float:
+        if isinstance(value, bool):
+            raise OperatorError(f"{where}: {value!r} is not a number")
+        try:
+            out = float(value)
+        except (TypeError, ValueError):
+            raise OperatorError(f"{where}: {value!r} is not a number") from None
+        if not np.isfinite(out):
+            raise OperatorError(f"{where}: {value!r} is not a finite number")
+        return out
+    if tp is int:
+        if isinstance(value, bool):
+            raise OperatorError(f"{where}: {value!r} is not an integer")
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise OperatorError(f"{where}: {value!r} is not an integer") from None
+        if not f.is_integer():
+            raise OperatorError(f"{where}: {value!r} is not an integer")
+        return int(f)
+    if tp is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise OperatorError(f"{where}: {value!r} is not a string")
+    return value
+
+
+def make_operator(name: str, params: dict[str, Any], *, where: str = "operator") -> Operator:
+    """Build and validate the operator ``name`` from raw parameters (YAML or CLI strings)."""
+    cls = OPERATORS.get(name)
+    hints = typing.get_type_hints(cls)
+    valid = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise OperatorError(
+            f"{where}: unknown parameter {unknown[0]!r} for operator {name!r}; valid: {', '.join(valid) or '(none)'}"
+        )
+    kwargs = {}
+    for pname, f in valid.items():
+        if pname in params:
+            kwargs[pname] = _coerce(params[pname], hints[pname], f"{where}: {name}.{pname}")
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise OperatorError(f"{where}: operator {name!r} needs parameter {pname!r}")
+    op = cls(**kwargs)
+    op.validate()
+    return op
+
+
+@dataclass(frozen=True)
+class Chain:
+    """An ordered tuple of operators: one side's acoustic condition."""
+
+    ops: tuple[Operator, ...] = ()
+
+    @property
+    def effective(self) -> tuple[Operator, ...]:
+        return tuple(op for op in self.ops if not op.is_identity)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(op.to_record(), version=op.version) for op in self.effective]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 (16 hex) of the canonical records of its non-identity operators and versions."""
+        return sha256_text(canonical_json(self.records()))[:16]
+
+    @property
+    def label(self) -> str:
+        if not self.effective:
+            return "clean"
+        return "+".join(
+            op.name + "(" + ",".join(f"{k}={v}" for k, v in op.params().items()) + ")" for op in self.effective
+        )
+
+    @property
+    def draws_talkers(self) -> bool:
+        return any(op.draws_talkers for op in self.effective)
+
+    def key(self, exclude_speakers: frozenset[str] = frozenset()) -> str:
+        """Cache/seed key: the fingerprint, plus a hash of the excluded speakers when an
+        operator draws other talkers (so a cached mix never includes a trial's speaker)."""
+        if not self.draws_talkers:
+            return self.fingerprint
+        return f"{self.fingerprint}~{sha256_text(canonical_json(sorted(exclude_speakers)))[:8]}"
+
+    def __add__(self, other: Chain) -> Chain:
+        return Chain(self.ops + other.ops)
+
+    def apply(
+        self,
+        x: np.ndarray,
+        *,
+        utterance_sha256: str,
+        make_ctx: typing.Callable[[np.random.Generator], OpContext],
+        key: str | None = None,
+    ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+        """Run every operator in order. Operator ``i`` draws from
+        ``derive_rng("operator", utterance_sha256, key, i, name)`` (``key`` defaults to the
+        fingerprint; see :meth:`key`)."""
+        realised = []
+        y = x
+        n = len(x)
+        for i, op in enumerate(self.effective):
+            rng = derive_rng("operator", utterance_sha256, key or self.fingerprint, i, op.name)
+            y, record = op.apply(y, make_ctx(rng))
+            if len(y) != n:
+                raise OperatorError(f"operator {op.name!r} changed the length from {n} to {len(y)} samples")
+            if not np.isfinite(y).all():
+                raise OperatorError(f"operator {op.name!r} produced non-finite samples")
+            realised.append({"name": op.name, **record})
+        return np.ascontiguousarray(y, dtype=np.float32), realised
+
+
+def parse_chain(items: Any, *, where: str) -> Chain:
+    """A chain from YAML: a list of ``{op: NAME, PARAM: VALUE, ...}`` mappings."""
+    if items is None:
+        return Chain()
+    if not isinstance(items, list):
+        raise OperatorError(f"{where}: an operator chain is a list of {{op: NAME, ...}} mappings")
+    ops = []
+    for i, item in enumerate(items):
+        here = f"{where}[{i}]"
+        if isinstance(item, str):
+            item = {"op": item}
+        if not isinstance(item, dict) or "op" not in item:
+            raise OperatorError(f"{here}: each operator is a mapping with an 'op' key")
+        params = {k: v for k, v in item.items() if k != "op"}
+        ops.append(make_operator(str(item["op"]), params, where=here))
+    return Chain(tuple(ops))
+
+
+# Register the built-in operator families.
+from interbias.operators import basic as _basic  # noqa: E402,F401
+from interbias.operators import noise as _noise  # noqa: E402,F401

@@ -1,0 +1,22 @@
+"""The identity operator: the explicit clean condition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interbias.operators import OPERATORS, OpContext, Operator
+
+
+@OPERATORS.register("identity")
+@dataclass(frozen=True)
+class Identity(Operator):
+    """Returns its input unchanged (and is skipped in chain fingerprints)."""
+
+    name = "identity"
+    is_identity = True
+
+    def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
+        return x, {}

@@ -1,0 +1,515 @@
+"""The runner: experiment + corpus + encoders -> results/<run_id>/.
+
+1. Load the experiment, the corpus manifest and every encoder (all failures before work).
+2. Derive the run id from what was asked; lock ``results/<run_id>/``.
+3. Draw (or re-read and verify) the trial list; every cell and encoder scores exactly it.
+4. Embed each needed (utterance, chain) once per encoder, reusing the embedding cache;
+   each utterance is decoded once and each chain applied once for all encoders.
+5. Score each cell × encoder, write its per-trial scores and a completion record.
+6. Assemble results.csv (DESIGN schema) and run.json (provenance, counts, timings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic, audio, metrics
+from interbias.cache import EmbeddingCache, Key
+from interbias.corpora import load_corpus
+from interbias.encoders import Encoder, load_encoder, restore_threads
+from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
+from interbias.experiments import Cell, Experiment, find_experiment, load_experiment
+from interbias.lock import RunLock
+from interbias.manifest import Manifest, Utterance
+from interbias.operators import Chain, OpContext
+from interbias.paths import cache_dir as default_cache_dir
+from interbias.paths import conditions_dir
+from interbias.progress import Reporter
+from interbias.results import COLUMNS, hardware, package_versions, revision
+from interbias.scoring import cosine_scores
+from interbias.seeding import canonical_json
+from interbias.trials import TrialList, draw_trials
+
+#: Embeddings written to the cache per transaction.
+_CACHE_BATCH = 64
+
+
+@dataclass
+class RunOptions:
+    experiment: str
+    encoders: Sequence[str] = ("CAM++", "mfcc-stats")
+    corpus: str | None = None
+    corpus_root: Path | None = None
+    out: Path = Path("results")
+    device: str = "cpu"
+    max_trials: int | None = None
+    max_failure_share: float = 0.01
+    cache_dir: Path | None = None
+    quiet: bool = False
+    command: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    results: pd.DataFrame
+    n_embedded: int
+    n_cached: int
+    cells_done_before: int
+    errored_cells: list[str]
+
+
+def slug(text: str) -> str:
+    """File-name-safe form of a label or cell id (readable, collision-proofed by a hash)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+    return f"{safe[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def _check_device(device: str) -> None:
+    if device == "cpu":
+        return
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EncoderError(f"--device {device} requested but CUDA is not available on this machine")
+    if not device.startswith("cuda"):
+        raise EncoderError(f"--device {device!r}: use cpu or cuda[:N]")
+
+
+def load_encoders(labels: Sequence[str], device: str) -> list[Encoder]:
+    """Load every requested encoder, or fail listing every one that is unavailable."""
+    _check_device(device)
+    encoders, problems = [], []
+    for label in labels:
+        try:
+            encoders.append(load_encoder(label, device=device))
+        except EncoderError as exc:
+            problems.append(str(exc))
+    restore_threads()
+    if problems:
+        raise EncoderError("unavailable encoder(s): " + "; ".join(problems))
+    if len({e.label for e in encoders}) != len(encoders):
+        raise EncoderError("an encoder label is listed twice")
+    return encoders
+
+
+def run_id_for(
+    exp: Experiment, manifest: Manifest, encoders: Sequence[Encoder], rev: str, max_trials: int | None
+) -> str:
+    payload = {
+        "experiment": exp.resolved(),
+        "manifest": manifest.sha256(),
+        "max_trials": max_trials,
+        "encoders": [[e.label, e.fingerprint] for e in encoders],
+        "revision": rev,
+    }
+    return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
+
+
+def _utterance_sha(u: Utterance, manifest: Manifest) -> str:
+    if u.sha256:
+        return u.sha256
+    try:
+        return hashlib.sha256(manifest.resolve(u).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise AudioError(f"{u.id}: cannot read {u.path} ({exc.strerror or exc})") from exc
+
+
+class _Embedder:
+    """Computes missing embeddings for (utterance, chain) items across several encoders."""
+
+    def __init__(
+        self,
+        exp: Experiment,
+        manifest: Manifest,
+        encoders: Sequence[Encoder],
+        cache: EmbeddingCache,
+        reporter: Reporter,
+    ) -> None:
+        self.exp, self.manifest, self.encoders = exp, manifest, encoders
+        self.cache, self.reporter = cache, reporter
+        self.by_id = manifest.by_id()
+        self.sha: dict[str, str] = {}
+        self.failures: dict[tuple[str, str], str] = {}  # (utt id, chain fp) -> message
+        self.vectors: dict[tuple[str, str, str], np.ndarray] = {}  # (utt id, chain fp, enc fp)
+        self.realised: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.n_embedded = 0
+        self.n_cached = 0
+        self.exclude: dict[str, frozenset[str]] = {}
+
+    def utt_sha(self, uid: str) -> str | None:
+        if uid not in self.sha:
+            try:
+                self.sha[uid] = _utterance_sha(self.by_id[uid], self.manifest)
+            except AudioError as exc:
+                self.sha[uid] = ""
+                self.failures[(uid, "*")] = str(exc)
+        return self.sha[uid] or None
+
+    def run(self, items: dict[str, tuple[Chain, set[str]]]) -> None:
+        wanted: list[tuple[str, Chain, Encoder]] = []
+        keys: list[Key] = []
+        for _fp, (chain, uids) in sorted(items.items()):
+            for uid in sorted(uids):
+                sha = self.utt_sha(uid)
+                if sha is None:
+                    continue
+                ckey = chain.key(self.exclude.get(uid, frozenset()))
+                for enc in self.encoders:
+                    wanted.append((uid, chain, enc))
+                    keys.append((sha, ckey, enc.fingerprint))
+        found = self.cache.get_many(keys)
+        todo: dict[str, dict[str, tuple[Chain, list[Encoder]]]] = {}
+        for (uid, chain, enc), key in zip(wanted, keys, strict=True):
+            entry = found.get(key)
+            if entry is not None:
+                self.vectors[(uid, chain.fingerprint, enc.fingerprint)] = entry.vector
+                self.realised[(uid, chain.fingerprint)] = entry.realised
+                self.n_cached += 1
+            else:
+                slot = todo.setdefault(uid, {})
+                slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc)
+        n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
+        pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
+        with self.reporter.task("embedding", n_todo) as advance:
+            for uid in sorted(todo):
+                self._embed_utterance(uid, todo[uid], pending, advance)
+                if len(pending) >= _CACHE_BATCH:
+                    self.cache.put_many(pending)
+                    pending = []
+        if pending:
+            self.cache.put_many(pending)
+
+    def _embed_utterance(
+        self, uid: str, chains: dict[str, tuple[Chain, list[Encoder]]], pending: list, advance: Any
+    ) -> None:
+        u = self.by_id[uid]
+        n_items = sum(len(e) for _, e in chains.values())
+        try:
+            loaded = audio.load(self.manifest.resolve(u), self.exp.frontend)
+        except AudioError as exc:
+            for fp in chains:
+                self.failures[(uid, fp)] = str(exc)
+            advance(n_items)
+            return
+        front = {
+            "source_rate_hz": loaded.source_rate_hz,
+            "channels": loaded.source_channels,
+            "truncated": loaded.truncated,
+        }
+        sha = self.sha[uid]
+        exclude = self.exclude.get(uid, frozenset())
+        for fp, (chain, encs) in sorted(chains.items()):
+            ckey = chain.key(exclude)
+            try:
+                wave, ops = chain.apply(
+                    loaded.samples,
+                    utterance_sha256=sha,
+                    key=ckey,
+                    make_ctx=lambda rng, u=u: OpContext(
+                        sample_rate_hz=loaded.sample_rate_hz,
+                        utterance_id=u.id,
+                        speaker=u.speaker,
+                        rng=rng,
+                        corpus=self.manifest,
+                        exclude_speakers=exclude | {u.speaker},
+                        frontend=self.exp.frontend,
+                    ),
+                )
+            except OperatorError as exc:
+                self.failures[(uid, fp)] = f"{uid}: {exc}"
+                advance(len(encs))
+                continue
+            record = [{"frontend": front}, *ops]
+            self.realised[(uid, fp)] = record
+            for enc in encs:
+                try:
+                    vec = enc.embed([wave])[0]
+                except EncoderError as exc:
+                    self.failures[(uid, fp)] = f"{uid}: {exc}"
+                    advance(1)
+                    continue
+                except Exception as exc:  # a model raising on one input is a counted failure
+                    self.failures[(uid, fp)] = f"{uid}: {enc.label} failed ({type(exc).__name__}: {exc})"
+                    advance(1)
+                    continue
+                self.vectors[(uid, fp, enc.fingerprint)] = vec
+                pending.append(((sha, ckey, enc.fingerprint), vec, record))
+                self.n_embedded += 1
+                advance(1)
+
+    def failed(self, uid: str, chain_fp: str) -> str | None:
+        return self.failures.get((uid, chain_fp)) or self.failures.get((uid, "*"))
+
+
+def _row_base(exp: Experiment, cell: Cell) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    levels = dict(cell.levels)
+    for slot, factor in zip("abc", list(exp.factors) + [None] * 3, strict=False):
+        row[f"factor_{slot}"] = factor.name if factor else ""
+        row[f"level_{slot}"] = levels[factor.name] if factor else ""
+        row[f"ref_{slot}"] = factor.reference if factor else ""
+    return row
+
+
+def _score_cell(
+    exp: Experiment, cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: _Embedder, max_failure_share: float
+) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, str]]]:
+    efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
+    enrol_ids = trials["enrol"].to_numpy()
+    test_ids = trials["test"].to_numpy()
+    failed_items: dict[tuple[str, str], str] = {}
+    for side_ids, fp, side in ((enrol_ids, efp, "enrol"), (test_ids, tfp, "test")):
+        for uid in np.unique(side_ids):
+            msg = emb.failed(uid, fp)
+            if msg is None and (uid, fp, enc.fingerprint) not in emb.vectors:
+                msg = f"{uid}: no embedding was produced"
+            if msg is not None:
+                failed_items[(uid, side)] = msg
+    bad_enrol = np.array([(u, "enrol") in failed_items for u in enrol_ids], dtype=bool)
+    bad_test = np.array([(u, "test") in failed_items for u in test_ids], dtype=bool)
+    dropped = bad_enrol | bad_test
+    n_dropped = int(dropped.sum())
+    share = n_dropped / max(1, len(trials))
+    if share > max_failure_share:
+        first = next(iter(failed_items.values()))
+        raise RunError(
+            f"cell {cell.id} / {enc.label}: {len(failed_items)} utterance(s) failed, dropping {n_dropped} of "
+            f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}"
+        )
+    keep = ~dropped
+    uniq_e = np.unique(enrol_ids[keep])
+    uniq_t = np.unique(test_ids[keep])
+    E = (
+        np.stack([emb.vectors[(u, efp, enc.fingerprint)] for u in uniq_e])
+        if len(uniq_e)
+        else np.zeros((0, 1), np.float32)
+    )
+    T = (
+        np.stack([emb.vectors[(u, tfp, enc.fingerprint)] for u in uniq_t])
+        if len(uniq_t)
+        else np.zeros((0, 1), np.float32)
+    )
+    scores = np.full(len(trials), np.nan)
+    scores[keep] = cosine_scores(
+        E, T, np.searchsorted(uniq_e, enrol_ids[keep]), np.searchsorted(uniq_t, test_ids[keep])
+    )
+    labels = trials["label"].to_numpy()
+    summary = metrics.summarize(scores[keep], labels[keep])
+    kept = trials[keep]
+    truncated = 0
+    for uid, fp in [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t]:
+        rec = emb.realised.get((uid, fp))
+        if rec and rec[0].get("frontend", {}).get("truncated"):
+            truncated += 1
+    row = {
+        **summary.as_dict(),
+        "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
+        "n_failed": len(failed_items),
+        "n_utterances": len(set(uniq_e) | set(uniq_t)),
+        "n_dropped_trials": n_dropped,
+        "n_truncated": truncated,
+    }
+    frame = pd.DataFrame(
+        {
+            "trial_id": trials["trial_id"].to_numpy(),
+            "label": labels.astype(np.int8),
+            "score": scores,
+            "dropped": dropped,
+        }
+    )
+    failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed_items.items())]
+    return row, frame, failures
+
+
+def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
+    reporter = reporter or Reporter(quiet=options.quiet)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
+    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    if not 0 <= options.max_failure_share < 1:
+        raise RunError("--max-failure-share must be in [0, 1)")
+    encoders = load_encoders(options.encoders, options.device)
+    timings["load_encoders_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
+    manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache)
+    timings["corpus_s"] = time.perf_counter() - t
+    rev = revision()
+    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials)
+    run_dir = Path(options.out) / run_id
+    with RunLock(run_dir) as lock:
+        if lock.previous_pid:
+            reporter.info(
+                f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
+            )
+        return _run_locked(exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0)
+
+
+def _run_locked(
+    exp: Experiment,
+    manifest: Manifest,
+    encoders: list[Encoder],
+    options: RunOptions,
+    reporter: Reporter,
+    run_dir: Path,
+    run_id: str,
+    rev: str,
+    cache: Path,
+    timings: dict[str, float],
+    t0: float,
+) -> RunOutcome:
+    t = time.perf_counter()
+    trials = draw_trials(exp, manifest, max_trials=options.max_trials)
+    if (run_dir / "trials.json").is_file():
+        earlier = TrialList.read(run_dir)
+        if earlier.sha256 != trials.sha256:
+            raise RunError(
+                f"{run_dir}: the saved trial list differs from a fresh draw; remove the directory to start over"
+            )
+    else:
+        trials.write(run_dir)
+    atomic.write_text(run_dir / "experiment.resolved.json", json.dumps(exp.resolved(), indent=2, sort_keys=True) + "\n")
+    timings["trials_s"] = time.perf_counter() - t
+    reporter.info(f"run {run_id}: {len(trials.frame)} trials, {len(exp.cells())} cells × {len(encoders)} encoders")
+
+    cells = exp.cells()
+    done_dir = run_dir / "cells"
+    pending: list[tuple[Cell, Encoder]] = []
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for enc in encoders:
+        for cell in cells:
+            rec_path = done_dir / slug(enc.label) / f"{slug(cell.id)}.json"
+            if rec_path.is_file():
+                rec = json.loads(rec_path.read_text())
+                if rec.get("encoder_fingerprint") == enc.fingerprint and rec.get("trials_sha256") == trials.sha256:
+                    rows[(enc.label, cell.id)] = rec["row"]
+                    continue
+            pending.append((cell, enc))
+    cells_done_before = len(rows)
+
+    # Everything the pending cells need, deduplicated across cells: chain fp -> utterances.
+    items: dict[str, tuple[Chain, set[str]]] = {}
+    for cell in {c.id: c for c, _ in pending}.values():
+        sub = trials.for_stratum(cell.stratum)
+        for chain, ids in ((cell.enrol_chain, sub["enrol"]), (cell.test_chain, sub["test"])):
+            items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
+    t = time.perf_counter()
+    db = EmbeddingCache(cache / "embeddings.sqlite")
+    emb = _Embedder(exp, manifest, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
+    # Operators that draw other talkers must avoid every speaker an utterance is paired with.
+    partners: dict[str, set[str]] = {}
+    for e_id, t_id, e_spk, t_spk in trials.frame[["enrol", "test", "enrol_speaker", "test_speaker"]].itertuples(
+        index=False
+    ):
+        partners.setdefault(e_id, {e_spk}).add(t_spk)
+        partners.setdefault(t_id, {t_spk}).add(e_spk)
+    emb.exclude = {k: frozenset(v) for k, v in partners.items()}
+    if pending:
+        emb.run(items)
+    db.close()
+    timings["embed_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    errored: list[str] = []
+    all_failures: list[dict[str, str]] = []
+    seeds = {name: s.seed for name, s in trials.strata.items()}
+    with reporter.task("scoring", len(pending)) as advance:
+        for cell, enc in pending:
+            sub = trials.for_stratum(cell.stratum)
+            try:
+                metrics_row, frame, failures = _score_cell(exp, cell, enc, sub, emb, options.max_failure_share)
+            except (RunError, InterbiasError) as exc:
+                errored.append(str(exc))
+                advance(1)
+                continue
+            row = {
+                "experiment": exp.name,
+                "dataset": manifest.name,
+                "model": enc.label,
+                "family": enc.family,
+                "cell": cell.id,
+                **_row_base(exp, cell),
+                **metrics_row,
+                "run_id": run_id,
+                "revision": rev,
+                "encoder_source": enc.source,
+                "checkpoint_sha256": enc.checkpoint_sha256,
+                "chain_fingerprint": f"{cell.enrol_chain.fingerprint}:{cell.test_chain.fingerprint}",
+                "trials_sha256": trials.sha256,
+                "seed": seeds[cell.stratum],
+                "stratum": cell.stratum,
+                "enrol_chain": cell.enrol_chain.label,
+                "test_chain": cell.test_chain.label,
+            }
+            atomic.write_parquet(run_dir / "scores" / slug(enc.label) / f"{slug(cell.id)}.parquet", frame)
+            rec = {
+                "row": row,
+                "encoder_fingerprint": enc.fingerprint,
+                "trials_sha256": trials.sha256,
+                "failures": failures,
+            }
+            atomic.write_text(
+                done_dir / slug(enc.label) / f"{slug(cell.id)}.json", json.dumps(rec, indent=1, sort_keys=True) + "\n"
+            )
+            rows[(enc.label, cell.id)] = row
+            all_failures.extend({"model": enc.label, "cell": cell.id, **f} for f in failures)
+            advance(1)
+    timings["score_s"] = time.perf_counter() - t
+
+    ordered = [rows[(e.label, c.id)] for e in encoders for c in cells if (e.label, c.id) in rows]
+    results = pd.DataFrame(ordered, columns=COLUMNS)
+    atomic.write_csv(run_dir / "results.csv", results)
+    timings["total_s"] = time.perf_counter() - t0
+    run_json = {
+        "run_id": run_id,
+        "revision": rev,
+        "command": options.command,
+        "experiment": exp.resolved(),
+        "corpus": {
+            "name": manifest.name,
+            "root": str(manifest.root),
+            "manifest_sha256": manifest.sha256(),
+            "n_utterances": len(manifest),
+        },
+        "encoders": [e.provenance() for e in encoders],
+        "device": options.device,
+        "trials": {
+            "sha256": trials.sha256,
+            "n": len(trials.frame),
+            "source": trials.source,
+            "strata": {k: vars(v) for k, v in trials.strata.items()},
+            **trials.info,
+        },
+        "operator_seeds": "derive_rng('operator', utterance sha256, chain fingerprint, position, name)",
+        "counts": {
+            "cells": len(cells) * len(encoders),
+            "cells_complete": len(ordered),
+            "cells_reused": cells_done_before,
+            "embedded": emb.n_embedded,
+            "from_cache": emb.n_cached,
+            "forward_calls": {e.label: e.forward_calls for e in encoders},
+            "failed_items": len(emb.failures),
+        },
+        "failures": all_failures[:200],
+        "n_failures": len(all_failures),
+        "errored_cells": errored,
+        "packages": package_versions(),
+        "hardware": hardware(),
+        "timings": timings,
+        "max_failure_share": options.max_failure_share,
+        "cache": str(cache),
+    }
+    atomic.write_text(run_dir / "run.json", json.dumps(run_json, indent=2, sort_keys=True, default=str) + "\n")
+    return RunOutcome(run_dir, results, emb.n_embedded, emb.n_cached, cells_done_before, errored)

@@ -1,0 +1,324 @@
+"""Trial lists: drawn once per experiment from derived seeds, saved, and scored by every cell.
+
+Trials are drawn per stratum (one combination of population-factor levels). Genuine trials
+pair two different utterances of one speaker; impostor trials pair utterances of two
+different speakers of the same stratum. Every stratum gets the same number of target and
+non-target trials (the smallest stratum's supply, capped by the spec), each from its own
+generator ``derive_rng("trials", experiment, seed, stratum, spec)`` so no stratum's draw
+depends on another's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic
+from interbias.errors import TrialError
+from interbias.experiments import Experiment, Stratum
+from interbias.manifest import Manifest, Utterance
+from interbias.seeding import derive_rng, derive_seed
+
+COLUMNS = ["trial_id", "stratum", "enrol", "test", "label", "enrol_speaker", "test_speaker"]
+#: Above this many candidate pairs, impostor pairs are drawn by rejection instead of listed.
+_ENUMERATE_LIMIT = 2_000_000
+
+
+@dataclass
+class StratumStats:
+    name: str
+    n_speakers: int
+    n_enrol_utterances: int
+    n_test_utterances: int
+    targets_available: int
+    nontargets_available: int
+    n_target: int = 0
+    n_nontarget: int = 0
+    seed: int = 0
+
+
+@dataclass
+class TrialList:
+    frame: pd.DataFrame
+    strata: dict[str, StratumStats] = field(default_factory=dict)
+    source: str = "sampled"
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the canonical rows ``stratum\\tenrol\\ttest\\tlabel\\n`` in trial order."""
+        f = self.frame
+        body = (
+            f["stratum"].astype(str)
+            + "\t"
+            + f["enrol"].astype(str)
+            + "\t"
+            + f["test"].astype(str)
+            + "\t"
+            + f["label"].astype(int).astype(str)
+            + "\n"
+        )
+        return hashlib.sha256("".join(body.tolist()).encode("utf-8")).hexdigest()
+
+    def for_stratum(self, name: str) -> pd.DataFrame:
+        return self.frame[self.frame["stratum"] == name]
+
+    def utterance_ids(self) -> set[str]:
+        return set(self.frame["enrol"]) | set(self.frame["test"])
+
+    def write(self, directory: Path) -> None:
+        atomic.write_parquet(directory / "trials.parquet", self.frame)
+        meta = {
+            "sha256": self.sha256,
+            "source": self.source,
+            "n_trials": len(self.frame),
+            "strata": {k: asdict(v) for k, v in self.strata.items()},
+            **self.info,
+        }
+        atomic.write_text(directory / "trials.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def read(cls, directory: Path) -> TrialList:
+        frame = pd.read_parquet(directory / "trials.parquet")
+        meta = json.loads((directory / "trials.json").read_text())
+        strata = {k: StratumStats(**v) for k, v in meta.get("strata", {}).items()}
+        info = {k: v for k, v in meta.items() if k not in ("sha256", "source", "n_trials", "strata")}
+        tl = cls(frame, strata, meta.get("source", "sampled"), info)
+        if tl.sha256 != meta["sha256"]:
+            raise TrialError(f"{directory}/trials.parquet does not match the sha256 in trials.json")
+        return tl
+
+
+def _matches(u: Utterance, selectors: dict[str, tuple[str, ...] | None]) -> bool:
+    for attr, values in selectors.items():
+        if values is None:
+            continue
+        if u.get(attr) not in values:
+            return False
+    return True
+
+
+def eligible_utterances(exp: Experiment, manifest: Manifest) -> tuple[list[Utterance], dict[str, int]]:
+    """Utterances passing the population filter and the front end's known-duration minimum."""
+    kept, short = [], 0
+    for u in manifest:
+        if not _matches(u, exp.population):
+            continue
+        if u.duration_s is not None and u.duration_s < exp.frontend.min_duration_s:
+            short += 1
+            continue
+        kept.append(u)
+    return kept, {"n_population": len(kept) + short, "n_excluded_short": short}
+
+
+def _triangular(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode flat indices ``k`` into pairs i < j of ``n`` items (row-major over i)."""
+    k = k.astype(np.float64)
+    nf = n.astype(np.float64)
+    i = nf - 2 - np.floor(np.sqrt(-8 * k + 4 * nf * (nf - 1) - 7) / 2.0 - 0.5)
+    i = i.astype(np.int64)
+    before = i * n - i * (i + 1) // 2
+    j = (k.astype(np.int64) - before) + i + 1
+    return i, j
+
+
+def _target_pairs(
+    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int, rng: np.random.Generator
+) -> list[tuple[str, str]]:
+    speakers = sorted(set(enrol) & set(test))
+    if stratum.symmetric:
+        sizes = np.array([len(enrol[s]) for s in speakers], dtype=np.int64)
+        counts = sizes * (sizes - 1) // 2
+        total = int(counts.sum())
+        if k == 0 or total == 0:
+            return []
+        flat = np.sort(rng.choice(total, size=k, replace=False))
+        cum = np.cumsum(counts)
+        spk = np.searchsorted(cum, flat, side="right")
+        local = flat - (cum[spk] - counts[spk])
+        i, j = _triangular(local, sizes[spk])
+        swap = rng.random(k) < 0.5
+        out = []
+        for s_idx, a, b, sw in zip(spk, i, j, swap, strict=True):
+            utts = enrol[speakers[s_idx]]
+            e, t = (utts[b], utts[a]) if sw else (utts[a], utts[b])
+            out.append((e, t))
+        return out
+    cands = [(e, t) for s in speakers for e in enrol[s] for t in test[s] if e != t]
+    if k == 0:
+        return []
+    pick = np.sort(rng.choice(len(cands), size=k, replace=False))
+    return [cands[p] for p in pick]
+
+
+def _count_targets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]]) -> int:
+    total = 0
+    for s in set(enrol) & set(test):
+        if stratum.symmetric:
+            n = len(enrol[s])
+            total += n * (n - 1) // 2
+        else:
+            overlap = len(set(enrol[s]) & set(test[s]))
+            total += len(enrol[s]) * len(test[s]) - overlap
+    return total
+
+
+def _count_nontargets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]]) -> int:
+    ne = sum(len(v) for v in enrol.values())
+    nt = sum(len(v) for v in test.values())
+    same = sum(len(enrol[s]) * len(test.get(s, [])) for s in enrol)
+    total = ne * nt - same
+    return total // 2 if stratum.symmetric else total
+
+
+def _nontarget_pairs(
+    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int, rng: np.random.Generator
+) -> list[tuple[str, str]]:
+    if k == 0:
+        return []
+    e_ids = [u for s in sorted(enrol) for u in enrol[s]]
+    e_spk = np.array([s for s in sorted(enrol) for _ in enrol[s]])
+    t_ids = [u for s in sorted(test) for u in test[s]]
+    t_spk = np.array([s for s in sorted(test) for _ in test[s]])
+    if len(e_ids) * len(t_ids) <= _ENUMERATE_LIMIT:
+        ei, ti = np.meshgrid(np.arange(len(e_ids)), np.arange(len(t_ids)), indexing="ij")
+        ei, ti = ei.ravel(), ti.ravel()
+        keep = e_spk[ei] != t_spk[ti]
+        if stratum.symmetric:
+            keep &= ei < ti
+        ei, ti = ei[keep], ti[keep]
+        pick = np.sort(rng.choice(len(ei), size=k, replace=False))
+        ei, ti = ei[pick], ti[pick]
+    else:
+        chosen: dict[tuple[int, int], None] = {}
+        while len(chosen) < k:
+            m = 2 * (k - len(chosen)) + 16
+            a = rng.integers(0, len(e_ids), size=m)
+            b = rng.integers(0, len(t_ids), size=m)
+            for x, y in zip(a.tolist(), b.tolist(), strict=True):
+                if e_spk[x] == t_spk[y]:
+                    continue
+                key = (min(x, y), max(x, y)) if stratum.symmetric else (x, y)
+                if key not in chosen:
+                    chosen[key] = None
+                    if len(chosen) == k:
+                        break
+        pairs = np.array(list(chosen), dtype=np.int64)
+        ei, ti = pairs[:, 0], pairs[:, 1]
+    if stratum.symmetric:
+        swap = rng.random(len(ei)) < 0.5
+        ei, ti = np.where(swap, ti, ei), np.where(swap, ei, ti)
+    return [(e_ids[a], t_ids[b]) for a, b in zip(ei.tolist(), ti.tolist(), strict=True)]
+
+
+def _pools(
+    stratum: Stratum, utts: list[Utterance], per_speaker: int | None, rng_parts: tuple[Any, ...]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    enrol: dict[str, list[str]] = {}
+    test: dict[str, list[str]] = {}
+    for u in utts:
+        if _matches(u, stratum.enrol):
+            enrol.setdefault(u.speaker, []).append(u.id)
+        if _matches(u, stratum.test):
+            test.setdefault(u.speaker, []).append(u.id)
+    if per_speaker:
+        for side, pool in (("enrol", enrol), ("test", test)):
+            for spk in sorted(pool):
+                ids = sorted(pool[spk])
+                if len(ids) > per_speaker:
+                    r = derive_rng(*rng_parts, "subset", side, spk)
+                    pool[spk] = sorted(r.choice(ids, size=per_speaker, replace=False).tolist())
+                else:
+                    pool[spk] = ids
+        if stratum.symmetric:
+            test = enrol
+    else:
+        enrol = {s: sorted(v) for s, v in enrol.items()}
+        test = {s: sorted(v) for s, v in test.items()}
+    return enrol, test
+
+
+def draw_trials(exp: Experiment, manifest: Manifest, *, max_trials: int | None = None) -> TrialList:
+    """Draw the experiment's trial list (targets and non-targets matched across strata)."""
+    utts, pop_info = eligible_utterances(exp, manifest)
+    if not utts:
+        raise TrialError(
+            f"{exp.name}: no utterances of corpus {manifest.name!r} pass the population filter "
+            f"{_fmt_sel(exp.population)} (corpus has {len(manifest)} utterances)"
+        )
+    spec = exp.trials
+    cap_t, cap_n = spec.targets, spec.n_nontargets
+    if max_trials is not None:
+        if max_trials < 2:
+            raise TrialError("--max-trials must be at least 2 (one target and one non-target per stratum)")
+        cap_t, cap_n = min(cap_t, max_trials // 2), min(cap_n, max_trials - max_trials // 2)
+    spec_key = {
+        "targets": cap_t,
+        "nontargets": cap_n,
+        "min_speakers": spec.min_speakers,
+        "utterances_per_speaker": spec.utterances_per_speaker,
+    }
+    pools = {}
+    stats: dict[str, StratumStats] = {}
+    for st in exp.strata():
+        parts = ("trials", exp.name, exp.seed, st.name, spec_key)
+        enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
+        speakers = sorted(set(enrol) | set(test))
+        paired = set(enrol) & set(test)
+        if len(paired) < spec.min_speakers:
+            raise TrialError(
+                f"{exp.name}: stratum {st.name} has {len(paired)} speaker(s) with usable enrol and test "
+                f"utterances (enrol side {len(enrol)}, test side {len(test)}); at least {spec.min_speakers} are needed"
+            )
+        pools[st.name] = (st, enrol, test, parts)
+        stats[st.name] = StratumStats(
+            name=st.name,
+            n_speakers=len(speakers),
+            n_enrol_utterances=sum(map(len, enrol.values())),
+            n_test_utterances=sum(map(len, test.values())),
+            targets_available=_count_targets(st, enrol, test),
+            nontargets_available=_count_nontargets(st, enrol, test),
+            seed=derive_seed(*parts),
+        )
+    n_t = min(cap_t, *(s.targets_available for s in stats.values()))
+    n_n = min(cap_n, *(s.nontargets_available for s in stats.values()))
+    if n_t == 0:
+        worst = min(stats.values(), key=lambda s: s.targets_available)
+        raise TrialError(f"{exp.name}: stratum {worst.name} has no genuine pairs (each speaker needs two utterances)")
+    if n_n == 0:
+        raise TrialError(f"{exp.name}: a stratum has no impostor pairs")
+    rows = []
+    for st_name, (st, enrol, test, parts) in pools.items():
+        rng = derive_rng(*parts)
+        spk_of = {u: s for pool in (enrol, test) for s, ids in pool.items() for u in ids}
+        tg = _target_pairs(st, enrol, test, n_t, rng)
+        nt = _nontarget_pairs(st, enrol, test, n_n, rng)
+        for label, pairs in ((1, tg), (0, nt)):
+            for e, t in pairs:
+                rows.append((st_name, e, t, label, spk_of[e], spk_of[t]))
+        stats[st_name].n_target, stats[st_name].n_nontarget = len(tg), len(nt)
+    order = {s.name: i for i, s in enumerate(exp.strata())}
+    frame = pd.DataFrame(rows, columns=COLUMNS[1:])
+    frame["_o"] = frame["stratum"].map(order)
+    frame = frame.sort_values(["_o", "label", "enrol", "test"], ascending=[True, False, True, True], kind="stable")
+    frame = frame.drop(columns="_o").reset_index(drop=True)
+    frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
+    frame["label"] = frame["label"].astype(np.int8)
+    info = {
+        "experiment": exp.name,
+        "seed": exp.seed,
+        "spec": spec_key,
+        "population": pop_info,
+        "matched": {"n_target_per_stratum": n_t, "n_nontarget_per_stratum": n_n},
+    }
+    return TrialList(frame, stats, "sampled", info)
+
+
+def _fmt_sel(sel: dict[str, tuple[str, ...]]) -> str:
+    return "{" + ", ".join(f"{k}: {list(v)}" for k, v in sel.items()) + "}" if sel else "{}"

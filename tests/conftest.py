@@ -1,0 +1,57 @@
+"""Shared fixtures: an isolated cache, a tiny synthetic corpus, tiny experiments."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from interbias.corpora.synthetic import SyntheticSpec, build
+
+#: A small grid for fast tests: 2 accents × 2 genders × 3 voices, neutral, 5 sentences.
+TINY = {"accents": ["us", "wi"], "age_bands": ["adult"], "voices_per_cell": 3, "styles": ["neutral"], "n_sentences": 5}
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ibcache")
+    os.environ["INTERBIAS_CACHE"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(session_cache: Path):
+    manifest, _ = build(SyntheticSpec.from_options(dict(TINY)), session_cache)
+    return manifest
+
+
+def tiny_experiment(tmp_path: Path, name: str = "T01", **overrides) -> Path:
+    """Write a gender × noise experiment on the tiny corpus; returns its path."""
+    data = {
+        "name": name,
+        "title": "tiny gender x noise",
+        "corpus": {"name": "synthetic", "options": dict(TINY)},
+        "factors": [
+            {
+                "name": "gender",
+                "type": "population",
+                "attribute": "gender",
+                "reference": "female",
+                "levels": {"female": "female", "male": "male"},
+            },
+            {
+                "name": "noise",
+                "type": "acoustic",
+                "apply_to": "test",
+                "reference": "clean",
+                "levels": {"clean": [], "n10": [{"op": "noise", "kind": "gaussian", "snr_db": 10}]},
+            },
+        ],
+        "trials": {"targets": 40, "min_speakers": 4},
+    }
+    data.update(overrides)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from interbias.cli import app
+
+runner = CliRunner()
+
+
+def test_help_for_every_command() -> None:
+    for cmd in ("run", "analyze", "metrics", "list"):
+        res = runner.invoke(app, [cmd, "--help"])
+        assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_metrics_json_keys_whitespace_and_csv(tmp_path: Path) -> None:
+    ws = tmp_path / "s.txt"
+    ws.write_text("e1 t1 0.9 target\ne1 t2 0.1 nontarget\ne2 t3 0.4 target\ne2 t4 0.5 nontarget\n")
+    res = runner.invoke(app, ["metrics", str(ws), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert list(out) == ["eer", "eer_legacy", "min_dcf", "auc", "n_target", "n_nontarget"]
+    assert out["n_target"] == 2 and out["auc"] == 0.75
+    csv = tmp_path / "s.csv"
+    csv.write_text("score,label\n0.9,1\n0.1,0\n0.4,1\n0.5,0\n")
+    assert json.loads(runner.invoke(app, ["metrics", str(csv), "--json"]).output) == out
+
+
+def test_metrics_bad_label_one_line(tmp_path: Path) -> None:
+    ws = tmp_path / "s.txt"
+    ws.write_text("e1 t1 0.9 maybe\n")
+    res = runner.invoke(app, ["metrics", str(ws)])
+    assert res.exit_code == 1
+    assert res.output.strip() == f"error: {ws}: line 1: label 'maybe' is not 1/0 or target/nontarget"
+
+
+def test_analyze_foreign_csv(tmp_path: Path) -> None:
+    rows = []
+    for la, lb, e in (("a0", "b0", 0.1), ("a1", "b0", 0.2), ("a0", "b1", 0.3), ("a1", "b1", 0.5)):
+        rows.append(
+            {
+                "experiment": "X",
+                "model": "m",
+                "family": "sv",
+                "factor_a": "A",
+                "level_a": la,
+                "ref_a": "a0",
+                "factor_b": "B",
+                "level_b": lb,
+                "ref_b": "b0",
+                "eer": e,
+            }
+        )
+    p = tmp_path / "r.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    res = runner.invoke(app, ["analyze", str(p), "--quiet"])
+    assert res.exit_code == 0, res.output
+    c = pd.read_csv(tmp_path / "contrasts.csv")
+    assert c.ie.iloc[0] == 0.1 or abs(c.ie.iloc[0] - 0.1) < 1e-12
+    s = pd.read_csv(tmp_path / "summary.csv")
+    assert s.n.iloc[0] == 1
+
+
+def test_analyze_missing_columns_and_non_numeric(tmp_path: Path) -> None:
+    p = tmp_path / "r.csv"
+    p.write_text("experiment,model\nX,m\n")
+    res = runner.invoke(app, ["analyze", str(p)])
+    assert res.exit_code == 1
+    assert res.output.startswith(f"error: {p}: missing required column(s) factor_a, level_a, ref_a")
+    p.write_text("experiment,model,factor_a,level_a,ref_a,factor_b,level_b,ref_b,eer\nX,m,A,a,a,B,b,b,oops\n")
+    res = runner.invoke(app, ["analyze", str(p)])
+    assert res.output.strip() == f"error: {p}: column 'eer' has 1 non-numeric value(s); first at line(s) 2"
+
+
+def test_run_unknown_experiment_one_line(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["run", "E99", "--quiet"])
+    assert res.exit_code == 1
+    assert res.output.startswith("error: unknown experiment 'E99' in ")
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_run_unknown_encoder_before_work(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["run", "E16", "--corpus", "synthetic", "--encoders", "Nope", "--out", str(tmp_path)])
+    assert res.exit_code == 1
+    assert "unavailable encoder(s): unknown encoder 'Nope'; valid:" in res.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_list_json() -> None:
+    res = runner.invoke(app, ["list", "--json"])
+    assert res.exit_code == 0
+    names = [e["name"] for e in json.loads(res.output)]
+    assert "E16" in names

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import tiny_experiment
+
+from interbias.errors import TrialError
+from interbias.experiments import load_experiment
+from interbias.trials import TrialList, _triangular, draw_trials
+
+
+def test_triangular_decode_enumerates_pairs() -> None:
+    for n in (2, 3, 7, 40):
+        k = np.arange(n * (n - 1) // 2)
+        i, j = _triangular(k, np.full(len(k), n))
+        expect = [(a, b) for a in range(n) for b in range(a + 1, n)]
+        assert list(zip(i.tolist(), j.tolist(), strict=True)) == expect
+
+
+def test_draw_is_balanced_matched_and_deterministic(tmp_path: Path, tiny_corpus) -> None:
+    exp = load_experiment(tiny_experiment(tmp_path))
+    a = draw_trials(exp, tiny_corpus)
+    b = draw_trials(exp, tiny_corpus)
+    assert a.sha256 == b.sha256 and a.frame.equals(b.frame)
+    f = a.frame
+    by = f.groupby(["stratum", "label"]).size()
+    assert by.nunique() == 1  # matched counts per stratum and class
+    tg = f[f.label == 1]
+    assert (tg.enrol_speaker == tg.test_speaker).all() and (tg.enrol != tg.test).all()
+    nt = f[f.label == 0]
+    assert (nt.enrol_speaker != nt.test_speaker).all()
+    assert not f.duplicated(["enrol", "test"]).any()
+    man = tiny_corpus.by_id()
+    for stratum, gender in (("gender=female", "female"), ("gender=male", "male")):
+        sub = f[f.stratum == stratum]
+        assert {man[u].gender for u in set(sub.enrol) | set(sub.test)} == {gender}
+
+
+def test_roundtrip_and_hash_check(tmp_path: Path, tiny_corpus) -> None:
+    tl = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus)
+    tl.write(tmp_path / "run")
+    assert TrialList.read(tmp_path / "run").sha256 == tl.sha256
+
+
+def test_different_seed_different_draw(tmp_path: Path, tiny_corpus) -> None:
+    a = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus)
+    b = draw_trials(load_experiment(tiny_experiment(tmp_path, seed=1)), tiny_corpus)
+    assert a.sha256 != b.sha256
+
+
+def test_too_few_speakers_names_counts(tmp_path: Path, tiny_corpus) -> None:
+    exp = load_experiment(tiny_experiment(tmp_path, trials={"targets": 10, "min_speakers": 20}))
+    with pytest.raises(TrialError) as exc:
+        draw_trials(exp, tiny_corpus)
+    assert str(exc.value) == (
+        "T01: stratum gender=female has 6 speaker(s) with usable enrol and test utterances "
+        "(enrol side 6, test side 6); at least 20 are needed"
+    )
+
+
+def test_max_trials_caps_per_stratum(tmp_path: Path, tiny_corpus) -> None:
+    tl = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus, max_trials=10)
+    assert tl.frame.groupby("stratum").size().tolist() == [10, 10]
