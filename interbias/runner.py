@@ -224,6 +224,7 @@ class _Embedder:
                         corpus=self.manifest,
                         exclude_speakers=exclude | {u.speaker},
                         frontend=self.exp.frontend,
+                        cache_dir=self.cache.path.parent,
                     ),
                 )
             except OperatorError as exc:

@@ -38,6 +38,8 @@ class OpContext:
     corpus: Any = None
     exclude_speakers: frozenset[str] = frozenset()
     frontend: Any = None
+    #: Folder for operator caches (e.g. a simulated impulse-response bank).
+    cache_dir: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -52,9 +54,12 @@ class Operator:
     #: Operators that mix in other talkers of the corpus; their output depends on which
     #: speakers are excluded (``OpContext.exclude_speakers``), so cache keys include that set.
     draws_talkers: ClassVar[bool] = False
+    #: Operators allowed to change the number of samples (time-scale modification).
+    changes_length: ClassVar[bool] = False
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        """Degrade float32 mono ``x``; return the output (same rate and length) and a record."""
+        """Degrade float32 mono ``x``; return the output (same rate, and same length unless
+        ``changes_length``) and a record of what was done."""
         raise NotImplementedError
 
     def validate(self) -> None:
@@ -228,8 +233,11 @@ class Chain:
         for i, op in enumerate(self.effective):
             rng = derive_rng("operator", utterance_sha256, key or self.fingerprint, i, op.name)
             y, record = op.apply(y, make_ctx(rng))
-            if len(y) != n:
+            if len(y) != n and not op.changes_length:
                 raise OperatorError(f"operator {op.name!r} changed the length from {n} to {len(y)} samples")
+            if len(y) == 0:
+                raise OperatorError(f"operator {op.name!r} produced no samples")
+            n = len(y)
             if not np.isfinite(y).all():
                 raise OperatorError(f"operator {op.name!r} produced non-finite samples")
             realised.append({"name": op.name, **record})
