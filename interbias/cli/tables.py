@@ -18,7 +18,10 @@ def fmt(value: object, digits: int = 4) -> str:
 
 
 def print_frame(frame: pd.DataFrame, title: str, columns: list[str] | None = None, *, digits: int = 4) -> None:
-    console = Console(width=max(100, Console().width))
+    import sys
+
+    # Terminals get their own width; pipes and CI logs get a wide, uncoloured table.
+    console = Console() if sys.stdout.isatty() else Console(width=200, no_color=True)
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     table = Table(title=title, show_lines=False, title_justify="left")
     for c in cols:
