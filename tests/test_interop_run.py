@@ -65,7 +65,8 @@ def build_corpus(tiny_corpus, root: Path) -> tuple[Path, Path, dict[str, tuple[i
                 lines.append(f"1 {a} {b}")
                 n_t += 1
         for s1, s2 in itertools.combinations(speakers, 2):
-            for a, b in zip(names[s1], names[s2], strict=True):
+            # impostor pairs never share a sentence (utterance j of one speaker, j + 1 of the other)
+            for a, b in zip(names[s1], names[s2][1:] + names[s2][:1], strict=True):
                 lines.append(f"0 {a} {b}")
                 n_n += 1
         counts[gender] = (n_t, n_n)
