@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +36,11 @@ TOP_KEYS = {
     "notes": "free text",
 }
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
-TRIAL_KEYS = {"targets", "nontargets", "min_speakers", "utterances_per_speaker"}
+TRIAL_KEYS = {"targets", "nontargets", "min_speakers", "utterances_per_speaker", "list", "format", "unassigned"}
+#: Trial-spec keys that only apply to sampled trial lists.
+SAMPLING_KEYS = ("targets", "nontargets", "min_speakers", "utterances_per_speaker")
+TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
+UNASSIGNED = ("error", "exclude")
 FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s"}
 USES = ("contrast", "gap", "descriptive")
 SIDES = ("test", "enrol", "both")
@@ -97,6 +101,13 @@ class TrialSpec:
     #: At most this many utterances per speaker and side enter a stratum's pools (bounds
     #: the embedding cost); chosen by a derived seed.
     utterances_per_speaker: int | None = None
+    #: An external trial list scored instead of sampling (``trials: {list: FILE}``), its
+    #: format (``voxceleb``: ``1|0 enrol test``; ``kaldi``: ``enrol test target|nontarget``;
+    #: ``auto``: told from the first line) and what happens to a trial that falls in no
+    #: stratum (``error``, or ``exclude``: dropped and counted in trials.json).
+    list_file: str | None = None
+    list_format: str = "auto"
+    unassigned: str = "error"
 
     @property
     def n_nontargets(self) -> int:
@@ -231,7 +242,8 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
             raise ConfigError(f"{where}: variants.{key}: must be a mapping of top-level keys")
         _check_keys(variants[key], TOP_KEYS, where, f"variants.{key}")
     name = _req(raw, "name", str, where)
-    corpus_spec = _corpus(raw.get("corpus"), where)
+    base = path.parent if path is not None else None
+    corpus_spec = _corpus(raw.get("corpus"), where, base)
     use = raw.get("use", "contrast")
     if use not in USES:
         raise ConfigError(f"{where}: use: {use!r} is not one of {', '.join(USES)}")
@@ -247,7 +259,12 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     names = [f.name for f in factors]
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: factors: factor names must be unique, got {', '.join(names)}")
-    trials = _trials(raw.get("trials") or {}, where)
+    trials = _trials(raw.get("trials") or {}, where, base)
+    # the resolved definition names the files it read by their full paths
+    if isinstance(raw.get("corpus"), dict) and corpus_spec.manifest:
+        raw["corpus"]["manifest"] = corpus_spec.manifest
+    if trials.list_file:
+        raw["trials"]["list"] = trials.list_file
     frontend = _frontend(raw.get("frontend") or {}, where)
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -268,6 +285,42 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         raw=raw,
         variant=variant,
     )
+
+
+def with_data(
+    exp: Experiment,
+    *,
+    manifest: Path | None = None,
+    data_root: Path | None = None,
+    trials: Path | None = None,
+    trials_format: str | None = None,
+) -> Experiment:
+    """``exp`` on a user's manifest and/or an external trial list (``interbias run --manifest
+    FILE --data-root DIR --trials FILE --trials-format F``). The resolved definition written
+    to run.json and hashed into the run id shows the replacement, with absolute paths."""
+    raw = copy.deepcopy(exp.raw)
+    corpus, spec = exp.corpus, exp.trials
+    if data_root is not None and manifest is None and not corpus.manifest:
+        raise ConfigError(
+            "--data-root applies to a manifest (--manifest or corpus.manifest); use --corpus-root for a corpus adapter"
+        )
+    if manifest is not None or data_root is not None:
+        mpath = str(Path(manifest).expanduser().resolve()) if manifest is not None else str(corpus.manifest)
+        root = str(Path(data_root).expanduser().resolve()) if data_root is not None else None
+        if root is None and manifest is None:
+            root = corpus.root
+        corpus = CorpusSpec("manifest", root, mpath)
+        raw["corpus"] = {"manifest": mpath, **({"root": root} if root else {})}
+    if trials_format is not None and trials_format not in TRIAL_LIST_FORMATS:
+        raise ConfigError(f"--trials-format: {trials_format!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
+    if trials is not None or trials_format is not None:
+        if trials is None and spec.list_file is None:
+            raise ConfigError("--trials-format applies to an external trial list (--trials FILE or trials.list)")
+        lpath = str(Path(trials).expanduser().resolve()) if trials is not None else spec.list_file
+        fmt = trials_format or (spec.list_format if trials is None else "auto")
+        spec = TrialSpec(list_file=lpath, list_format=fmt, unassigned=spec.unassigned)
+        raw["trials"] = {"list": lpath, "format": fmt, "unassigned": spec.unassigned}
+    return replace(exp, corpus=corpus, trials=spec, raw=raw)
 
 
 def _override_corpus_name(spec: Any, name: str) -> Any:
@@ -291,7 +344,15 @@ def _req(data: dict[str, Any], key: str, tp: type, where: str) -> Any:
     return value
 
 
-def _corpus(spec: Any, where: str) -> CorpusSpec:
+def _relative_to(value: Any, base: Path | None) -> str | None:
+    """A path from the YAML, relative ones resolved against the YAML file's folder."""
+    if value is None:
+        return None
+    p = Path(str(value)).expanduser()
+    return str(base / p) if base is not None and not p.is_absolute() else str(p)
+
+
+def _corpus(spec: Any, where: str, base: Path | None = None) -> CorpusSpec:
     if isinstance(spec, str):
         return CorpusSpec(spec)
     if isinstance(spec, dict):
@@ -304,7 +365,7 @@ def _corpus(spec: Any, where: str) -> CorpusSpec:
         return CorpusSpec(
             str(spec.get("name", "manifest")),
             None if spec.get("root") is None else str(spec["root"]),
-            None if spec.get("manifest") is None else str(spec["manifest"]),
+            _relative_to(spec.get("manifest"), base),
             options,
         )
     raise ConfigError(f"{where}: corpus: required, a corpus name or {{name, root, manifest}}")
@@ -412,11 +473,30 @@ def _int_field(spec: dict[str, Any], key: str, default: Any, where: str, minimum
     return value
 
 
-def _trials(spec: Any, where: str) -> TrialSpec:
+def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: trials: must be a mapping")
     _check_keys(spec, TRIAL_KEYS, where, "trials")
+    if "list" in spec:
+        mixed = [k for k in SAMPLING_KEYS if k in spec]
+        if mixed:
+            raise ConfigError(
+                f"{where}: trials: {', '.join(mixed)} only apply to sampled trials, not to an external list"
+            )
+        if not isinstance(spec["list"], str) or not spec["list"]:
+            raise ConfigError(f"{where}: trials.list: a path to a trial list file, got {spec['list']!r}")
+    elif "format" in spec or "unassigned" in spec:
+        raise ConfigError(f"{where}: trials: format and unassigned apply to an external list (trials.list)")
+    fmt = spec.get("format", "auto")
+    if fmt not in TRIAL_LIST_FORMATS:
+        raise ConfigError(f"{where}: trials.format: {fmt!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
+    unassigned = spec.get("unassigned", "error")
+    if unassigned not in UNASSIGNED:
+        raise ConfigError(f"{where}: trials.unassigned: {unassigned!r} is not one of {', '.join(UNASSIGNED)}")
     return TrialSpec(
+        list_file=_relative_to(spec.get("list"), base),
+        list_format=fmt,
+        unassigned=unassigned,
         targets=_int_field(spec, "targets", 2000, where, 1),
         nontargets=_int_field(spec, "nontargets", None, where, 1),
         min_speakers=_int_field(spec, "min_speakers", 4, where, 2),

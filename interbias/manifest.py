@@ -7,7 +7,9 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator
+import os
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -190,30 +192,32 @@ class Manifest:
         atomic.write_text(path, text)
 
     @classmethod
-    def read(cls, path: Path, *, name: str | None = None, root: Path | None = None) -> Manifest:
-        """Read a CSV or JSONL manifest; relative paths resolve against ``root`` or its folder."""
+    def read(
+        cls, path: Path, *, name: str | None = None, root: Path | None = None, check_files: bool = False
+    ) -> Manifest:
+        """Read a CSV or JSONL manifest; relative paths resolve against ``root`` or its folder.
+
+        Every problem of one kind (missing columns, empty path/speaker, duplicate ids and, with
+        ``check_files``, audio paths that cannot be read) is one :class:`ManifestError` giving
+        the count and the first offending lines.
+        """
         path = Path(path)
         if not path.is_file():
             raise ManifestError(f"manifest {path} does not exist")
-        rows: list[dict[str, Any]]
+        rows: list[dict[str, Any]] = []
+        lines: list[int] = []
         if path.suffix == ".jsonl":
-            rows = []
-            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ManifestError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise ManifestError(f"{path}:{lineno}: each line must be a JSON object")
+            for lineno, row in jsonl_records(path.read_text(encoding="utf-8").splitlines(), where=str(path)):
                 rows.append(row)
+                lines.append(lineno)
             present = set().union(*(r.keys() for r in rows)) if rows else set()
         elif path.suffix == ".csv":
             with path.open(newline="", encoding="utf-8") as fh:
                 reader = csv.DictReader(fh)
                 present = set(reader.fieldnames or [])
-                rows = list(reader)
+                for row in reader:
+                    rows.append(row)
+                    lines.append(reader.line_num)
         else:
             raise ManifestError(f"{path}: manifest files end in .csv or .jsonl")
         missing = [c for c in REQUIRED_COLUMNS if c not in present]
@@ -223,13 +227,85 @@ class Manifest:
             )
         if not rows:
             raise ManifestError(f"{path}: manifest has no rows")
-        bad = [i + 2 for i, r in enumerate(rows) if not r.get("path") or not r.get("speaker")]
+        bad = [ln for r, ln in zip(rows, lines, strict=True) if not r.get("path") or not r.get("speaker")]
         if bad:
             raise ManifestError(
                 f"{path}: {len(bad)} row(s) with an empty path or speaker; first at line(s) {', '.join(map(str, bad[:5]))}"
             )
-        utts = tuple(Utterance.from_dict(r, where=str(path)) for r in rows)
-        return cls(name or path.stem, Path(root) if root else path.parent, utts)
+        utts = tuple(Utterance.from_dict(r, where=f"{path}:{ln}") for r, ln in zip(rows, lines, strict=True))
+        check_unique_ids(utts, lines, where=str(path))
+        manifest = cls(name or path.stem, Path(root) if root else path.parent, utts)
+        if check_files:
+            manifest.check_files(lines, where=str(path))
+        return manifest
+
+    def check_files(self, lines: Sequence[int] | None = None, *, where: str | None = None) -> None:
+        """Raise one :class:`ManifestError` if any audio path is missing, empty, not a regular
+        file, unreadable or escapes the root; ``lines`` (the file line of each utterance)
+        are quoted for the first offenders."""
+        problems: list[tuple[int, Utterance, str]] = []
+        for i, u in enumerate(self.utterances):
+            reason = _unreadable(self, u)
+            if reason:
+                problems.append((i, u, reason))
+        if problems:
+            first = ", ".join(
+                (f"line {lines[i]} " if lines else "") + f"{u.path!r} ({reason})" for i, u, reason in problems[:5]
+            )
+            raise ManifestError(
+                f"{where or 'manifest ' + repr(self.name)}: {len(problems)} of {len(self)} audio path(s) cannot be read "
+                f"(relative paths resolve against {self.root}); first: {first}"
+            )
+
+
+def jsonl_records(lines: Iterable[str], *, where: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of JSONL text; a line that is not a JSON
+    object is a :class:`ManifestError` naming ``where`` and the line."""
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{where}:{lineno}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise ManifestError(f"{where}:{lineno}: each line must be a JSON object")
+        yield lineno, record
+
+
+def check_unique_ids(utts: Sequence[Utterance], lines: Sequence[int], *, where: str) -> None:
+    """One :class:`ManifestError` listing duplicated ids with the lines that carry them."""
+    at: dict[str, list[int]] = {}
+    for u, ln in zip(utts, lines, strict=True):
+        at.setdefault(u.id, []).append(ln)
+    dups = [(uid, lns) for uid, lns in at.items() if len(lns) > 1]
+    if dups:
+        first = ", ".join(f"{uid!r} (lines {', '.join(map(str, lns[:3]))})" for uid, lns in dups[:5])
+        raise ManifestError(
+            f"{where}: {len(dups)} duplicate id(s); first: {first} ({sum(len(lns) for _, lns in dups)} rows in all; "
+            "an id defaults to the path without its extension: give an 'id' column to disambiguate)"
+        )
+
+
+def _unreadable(manifest: Manifest, u: Utterance) -> str | None:
+    """Why ``u``'s audio file cannot be read, or ``None``."""
+    try:
+        full = manifest.resolve(u)
+    except ManifestError:
+        return "escapes the corpus root"
+    try:
+        st = full.stat()
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size == 0:
+        return "empty file"
+    if not os.access(full, os.R_OK):
+        return "permission denied"
+    return None
 
 
 def _fmt(value: Any) -> Any:

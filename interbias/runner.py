@@ -28,7 +28,7 @@ from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import load_corpus
 from interbias.encoders import Encoder, load_encoder, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
-from interbias.experiments import Cell, Experiment, find_experiment, load_experiment
+from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, with_data
 from interbias.lock import RunLock
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
@@ -38,7 +38,7 @@ from interbias.progress import Reporter
 from interbias.results import COLUMNS, hardware, package_versions, revision
 from interbias.scoring import cosine_scores
 from interbias.seeding import canonical_json
-from interbias.trials import TrialList, draw_trials
+from interbias.trials import TrialList, draw_trials, external_trials, partners
 
 #: Embeddings written to the cache per transaction.
 _CACHE_BATCH = 64
@@ -56,6 +56,12 @@ class RunOptions:
     max_failure_share: float = 0.01
     cache_dir: Path | None = None
     quiet: bool = False
+    #: A user's manifest (CSV/JSONL/Lhotse) replacing the experiment's corpus, its data root,
+    #: and an external trial list (with its format) replacing the sampled one.
+    manifest: Path | None = None
+    data_root: Path | None = None
+    trials: Path | None = None
+    trials_format: str | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -104,7 +110,12 @@ def load_encoders(labels: Sequence[str], device: str) -> list[Encoder]:
 
 
 def run_id_for(
-    exp: Experiment, manifest: Manifest, encoders: Sequence[Encoder], rev: str, max_trials: int | None
+    exp: Experiment,
+    manifest: Manifest,
+    encoders: Sequence[Encoder],
+    rev: str,
+    max_trials: int | None,
+    listed: TrialList | None = None,
 ) -> str:
     payload = {
         "experiment": exp.resolved(),
@@ -113,6 +124,10 @@ def run_id_for(
         "encoders": [[e.label, e.fingerprint] for e in encoders],
         "revision": rev,
     }
+    if exp.corpus.manifest:  # a user's manifest: where its relative paths point matters too
+        payload["manifest_root"] = str(manifest.root.resolve())
+    if listed is not None:
+        payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
     return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
 
 
@@ -338,6 +353,14 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
+    if options.manifest or options.data_root or options.trials or options.trials_format:
+        exp = with_data(
+            exp,
+            manifest=options.manifest,
+            data_root=options.data_root,
+            trials=options.trials,
+            trials_format=options.trials_format,
+        )
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     if not 0 <= options.max_failure_share < 1:
         raise RunError("--max-failure-share must be in [0, 1)")
@@ -346,16 +369,17 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache)
+    listed = external_trials(exp, manifest, max_trials=options.max_trials)
     timings["corpus_s"] = time.perf_counter() - t
     rev = revision()
-    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials)
+    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed)
     run_dir = Path(options.out) / run_id
     with RunLock(run_dir) as lock:
         if lock.previous_pid:
             reporter.info(
                 f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
             )
-        return _run_locked(exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0)
+        return _run_locked(exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, listed)
 
 
 def _run_locked(
@@ -370,9 +394,10 @@ def _run_locked(
     cache: Path,
     timings: dict[str, float],
     t0: float,
+    listed: TrialList | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
-    trials = draw_trials(exp, manifest, max_trials=options.max_trials)
+    trials = listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials)
     if (run_dir / "trials.json").is_file():
         earlier = TrialList.read(run_dir)
         if earlier.sha256 != trials.sha256:
@@ -410,13 +435,7 @@ def _run_locked(
     db = EmbeddingCache(cache / "embeddings.sqlite")
     emb = _Embedder(exp, manifest, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
-    partners: dict[str, set[str]] = {}
-    for e_id, t_id, e_spk, t_spk in trials.frame[["enrol", "test", "enrol_speaker", "test_speaker"]].itertuples(
-        index=False
-    ):
-        partners.setdefault(e_id, {e_spk}).add(t_spk)
-        partners.setdefault(t_id, {t_spk}).add(e_spk)
-    emb.exclude = {k: frozenset(v) for k, v in partners.items()}
+    emb.exclude = partners(trials.frame)
     if pending:
         emb.run(items)
     db.close()

@@ -28,6 +28,26 @@ def run(
     ] = 0.01,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            help="Your corpus: a CSV/JSONL manifest (path, speaker, any attributes) or a Lhotse "
+            "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
+        ),
+    ] = None,
+    data_root: Annotated[
+        Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
+    ] = None,
+    trials: Annotated[
+        Path | None,
+        typer.Option(
+            help="Score this trial list instead of sampling: VoxCeleb '1|0 enrol test' or "
+            "Kaldi/WeSpeaker 'enrol test target|nontarget', names matched by manifest id or relative path."
+        ),
+    ] = None,
+    trials_format: Annotated[
+        str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
+    ] = None,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder."""
     from interbias.runner import RunOptions
@@ -46,6 +66,10 @@ def run(
             max_failure_share=max_failure_share,
             cache_dir=cache_dir,
             quiet=quiet,
+            manifest=manifest,
+            data_root=data_root,
+            trials=trials,
+            trials_format=trials_format,
             command=["interbias", *sys.argv[1:]],
         )
     )

@@ -44,8 +44,8 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path) -> Manifest
     from interbias.paths import corpora_dir
 
     if spec.manifest:
-        mroot = root or (Path(spec.root) if spec.root else None)
-        return Manifest.read(Path(spec.manifest), root=mroot)
+        mroot = root or (Path(spec.root).expanduser() if spec.root else None)
+        return read_manifest(Path(spec.manifest).expanduser(), root=mroot)
     adapter = CORPORA.get(spec.name)
     corpus_root: Path | None = None
     if adapter.needs_root:
@@ -56,6 +56,17 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path) -> Manifest
                 f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'})"
             )
     return adapter.prepare(corpus_root, cache, dict(spec.options))
+
+
+def read_manifest(path: Path, *, root: Path | None = None) -> Manifest:
+    """A user's manifest: CSV or JSONL (``path``, ``speaker``, any attributes), or a Lhotse
+    recordings + supervisions pair (either file, or the folder holding both). Every audio
+    path must be a readable file; relative paths resolve against ``root`` or the file's folder."""
+    from interbias.corpora import lhotse
+
+    if path.is_dir() or lhotse.is_lhotse_file(path):
+        return lhotse.read_lhotse(*lhotse.find_pair(path), root=root, name=path.name if path.is_dir() else None)
+    return Manifest.read(path, root=root, check_files=True)
 
 
 from interbias.corpora import synthetic as _synthetic  # noqa: E402,F401

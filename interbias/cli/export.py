@@ -1,0 +1,57 @@
+"""``interbias export``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+
+
+class Format(StrEnum):
+    wespeaker = "wespeaker"
+    kaldi = "kaldi"
+    csv = "csv"
+
+
+@app.command()
+@guarded
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (results/<run_id>).")],
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            help="wespeaker: <cell>.score 'enrol test score target|nontarget'; kaldi: the same as "
+            "<cell>.scores plus <cell>.trials; csv: <cell>.csv with trial ids, speakers, score, label.",
+        ),
+    ] = Format.wespeaker,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default RUN_DIR/export/<format>).")] = None,
+    embeddings: Annotated[
+        bool,
+        typer.Option(
+            "--embeddings", help="Also write the cached embeddings per encoder and chain as .npz (ids, vectors)."
+        ),
+    ] = False,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Embedding cache folder (default: the one the run used).")
+    ] = None,
+) -> None:
+    """Write a run's per-cell score files (and embeddings) for other tools."""
+    from interbias.export import export_embeddings, export_scores, write_report
+
+    target = out or run_dir / "export" / format.value
+    report = export_scores(run_dir, format.value, target)
+    if embeddings:
+        report.embeddings = export_embeddings(run_dir, target, cache_dir=cache_dir)
+    path = write_report(report, format.value, run_dir)
+    n_trials = sum(f["n_trials"] for f in report.files)
+    n_dropped = sum(f["n_dropped"] for f in report.files)
+    typer.echo(f"{len(report.files)} score file(s), {n_trials} trials ({n_dropped} dropped) in {target}")
+    for e in report.embeddings:
+        note = f", {e['n_missing']} not in the cache" if e["n_missing"] else ""
+        typer.echo(f"embeddings {e['model']} / {e['chain']}: {e['n']} vectors{note} -> {e['file']}")
+    typer.echo(f"summary: {path}")

@@ -1,0 +1,247 @@
+"""Export a run's per-trial scores and cached embeddings in formats other tools read.
+
+Score files, one per results row (model × cell), hold the trials the row's metrics were
+computed on (dropped trials are left out and counted in ``export.json``), scores written at
+full float64 precision so ``interbias metrics FILE`` reproduces the row's EER and minDCF exactly:
+
+- ``wespeaker``: ``<model>/<cell>.score``, lines ``enrol test score target|nontarget``
+  (WeSpeaker's score files; its ``compute_metrics`` reads them).
+- ``kaldi``: ``<model>/<cell>.scores`` with the same lines, plus ``<model>/<cell>.trials``
+  (``enrol test target|nontarget``, Kaldi's trials file).
+- ``csv``: ``<model>/<cell>.csv`` with ``trial_id, stratum, enrol, test, enrol_speaker,
+  test_speaker, score, label`` (label 1/0).
+
+Utterance names are the trial list's own names for an external list, else manifest ids.
+
+Embeddings (``embeddings/<model>/<chain fingerprint>.npz``, arrays ``ids``, ``vectors``
+(N × D float32, L2-normalised), ``chain``, ``chain_fingerprint``, ``encoder``,
+``encoder_fingerprint``) are read back from the embedding cache under the keys the run used
+(utterance sha256, chain key, encoder fingerprint); utterances the cache lacks are counted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic
+from interbias.errors import AudioError, RunError
+from interbias.trials import TrialList, partners
+
+FORMATS = ("wespeaker", "kaldi", "csv")
+_SUFFIX = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    files: list[dict[str, Any]] = field(default_factory=list)
+    embeddings: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _slug(text: str) -> str:
+    from interbias.runner import slug
+
+    return slug(text)
+
+
+def _utterance_sha(manifest: Any, u: Any) -> str | None:
+    """The sha256 the run keyed ``u``'s embeddings by; ``None`` when its file is unreadable."""
+    from interbias.runner import _utterance_sha as run_sha
+
+    try:
+        return run_sha(u, manifest)
+    except AudioError:
+        return None
+
+
+def _require(run_dir: Path, *names: str) -> None:
+    missing = [n for n in names if not (run_dir / n).is_file()]
+    if missing:
+        raise RunError(f"{run_dir} is not a complete run directory: missing {', '.join(missing)}")
+
+
+def _names(trials: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    enrol = trials["enrol_name"] if "enrol_name" in trials else trials["enrol"]
+    test = trials["test_name"] if "test_name" in trials else trials["test"]
+    return enrol.astype(str), test.astype(str)
+
+
+def _fmt_scores(scores: np.ndarray) -> list[str]:
+    """Shortest strings that parse back to the same float64 (Python's ``repr``)."""
+    return [repr(float(x)) for x in scores]
+
+
+def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
+    """Write one score file per results row of ``run_dir`` into ``out`` (see module docs)."""
+    if fmt not in FORMATS:
+        raise RunError(f"export format {fmt!r} is not one of {', '.join(FORMATS)}")
+    run_dir, out = Path(run_dir), Path(out)
+    _require(run_dir, "results.csv", "trials.parquet", "trials.json")
+    results = pd.read_csv(run_dir / "results.csv", dtype={"model": str, "cell": str})
+    trials = TrialList.read(run_dir).frame.set_index("trial_id", drop=False)
+    enrol_names, test_names = _names(trials)
+    if fmt != "csv":
+        spaced = sorted({n for n in (*enrol_names, *test_names) if any(c.isspace() for c in n)})
+        if spaced:
+            raise RunError(
+                f"{len(spaced)} utterance name(s) contain whitespace, which the {fmt} format cannot hold; "
+                f"first: {', '.join(repr(n) for n in spaced[:5])} (use --format csv)"
+            )
+    report = ExportReport(out)
+    for row in results.itertuples(index=False):
+        src = run_dir / "scores" / _slug(row.model) / f"{_slug(row.cell)}.parquet"
+        if not src.is_file():
+            raise RunError(f"{src} is missing: results row {row.model} / {row.cell} has no score file")
+        scores = pd.read_parquet(src)
+        kept = scores[~scores["dropped"].to_numpy(dtype=bool)]
+        ids = kept["trial_id"].to_numpy()
+        sub = trials.loc[ids]
+        if not np.array_equal(sub["label"].to_numpy(), kept["label"].to_numpy()):
+            raise RunError(f"{src}: labels disagree with trials.parquet")
+        label_words = np.where(kept["label"].to_numpy() == 1, "target", "nontarget")
+        e_names, t_names = enrol_names.loc[ids].to_numpy(), test_names.loc[ids].to_numpy()
+        score_text = _fmt_scores(kept["score"].to_numpy(dtype=np.float64))
+        folder, stem = out / _slug(row.model), _slug(row.cell)
+        target = folder / f"{stem}{_SUFFIX[fmt]}"
+        if fmt == "csv":
+            frame = pd.DataFrame(
+                {
+                    "trial_id": ids,
+                    "stratum": sub["stratum"].to_numpy(),
+                    "enrol": e_names,
+                    "test": t_names,
+                    "enrol_speaker": sub["enrol_speaker"].to_numpy(),
+                    "test_speaker": sub["test_speaker"].to_numpy(),
+                    "score": score_text,
+                    "label": kept["label"].to_numpy(dtype=np.int64),
+                }
+            )
+            atomic.write_csv(target, frame)
+        else:
+            body = "".join(
+                f"{e} {t} {s} {w}\n" for e, t, s, w in zip(e_names, t_names, score_text, label_words, strict=True)
+            )
+            atomic.write_text(target, body)
+            if fmt == "kaldi":
+                trials_body = "".join(f"{e} {t} {w}\n" for e, t, w in zip(e_names, t_names, label_words, strict=True))
+                atomic.write_text(folder / f"{stem}.trials", trials_body)
+        report.files.append(
+            {
+                "model": row.model,
+                "cell": row.cell,
+                "file": str(target.relative_to(out)),
+                "n_trials": len(kept),
+                "n_dropped": int(len(scores) - len(kept)),
+                "eer": row.eer,
+                "min_dcf": row.min_dcf,
+            }
+        )
+    return report
+
+
+def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Write the run's cached embeddings per encoder and chain as ``.npz`` (see module docs)."""
+    from interbias.cache import EmbeddingCache
+    from interbias.corpora import load_corpus
+    from interbias.experiments import parse_experiment
+    from interbias.manifest import Manifest
+
+    run_dir, out = Path(run_dir), Path(out)
+    _require(run_dir, "run.json", "experiment.resolved.json", "trials.parquet", "trials.json")
+    info = json.loads((run_dir / "run.json").read_text())
+    resolved = json.loads((run_dir / "experiment.resolved.json").read_text())
+    exp = parse_experiment(
+        {k: v for k, v in resolved.items() if k != "variant"}, where=str(run_dir / "experiment.resolved.json")
+    )
+    cache = Path(cache_dir) if cache_dir else Path(info["cache"])
+    db_path = cache / "embeddings.sqlite"
+    if not db_path.is_file():
+        raise RunError(f"embedding cache {db_path} does not exist (pass --cache-dir)")
+    manifest: Manifest = load_corpus(exp.corpus, root=_root(info), cache=cache)
+    if manifest.sha256() != info["corpus"]["manifest_sha256"]:
+        raise RunError(f"the corpus manifest changed since run {info['run_id']}: its embeddings cannot be matched")
+    trials = TrialList.read(run_dir)
+    exclude = partners(trials.frame)
+    by_id = manifest.by_id()
+    # chain fingerprint -> (chain, utterance ids scored through it)
+    chains: dict[str, tuple[Any, set[str]]] = {}
+    for cell in exp.cells():
+        sub = trials.for_stratum(cell.stratum)
+        for chain, ids in ((cell.enrol_chain, sub["enrol"]), (cell.test_chain, sub["test"])):
+            chains.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
+    sha: dict[str, str | None] = {}
+    for uid in sorted({u for _, ids in chains.values() for u in ids}):
+        sha[uid] = _utterance_sha(manifest, by_id[uid])
+    db = EmbeddingCache(db_path)
+    written: list[dict[str, Any]] = []
+    try:
+        for enc in info["encoders"]:
+            for fp, (chain, ids) in sorted(chains.items()):
+                order = sorted(ids)
+                keys = {
+                    uid: (sha[uid], chain.key(exclude.get(uid, frozenset())), enc["fingerprint"])
+                    for uid in order
+                    if sha[uid]
+                }
+                found = db.get_many(keys.values())
+                have = [uid for uid in order if uid in keys and keys[uid] in found]
+                lacking = [uid for uid in order if uid not in have]
+                vectors = (
+                    np.stack([found[keys[u]].vector for u in have]).astype(np.float32)
+                    if have
+                    else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
+                )
+                target = out / "embeddings" / _slug(enc["label"]) / f"{fp}.npz"
+                _write_npz(
+                    target,
+                    ids=np.array(have, dtype=str),
+                    vectors=vectors,
+                    chain=np.array(chain.label),
+                    chain_fingerprint=np.array(fp),
+                    encoder=np.array(enc["label"]),
+                    encoder_fingerprint=np.array(enc["fingerprint"]),
+                )
+                written.append(
+                    {
+                        "model": enc["label"],
+                        "chain": chain.label,
+                        "chain_fingerprint": fp,
+                        "file": str(target.relative_to(out)),
+                        "n": len(have),
+                        "n_missing": len(lacking),
+                        "missing_first": lacking[:20],
+                    }
+                )
+    finally:
+        db.close()
+    return written
+
+
+def _root(info: dict[str, Any]) -> Path | None:
+    exp_corpus = info.get("experiment", {}).get("corpus")
+    if isinstance(exp_corpus, dict) and exp_corpus.get("manifest"):
+        return Path(info["corpus"]["root"])
+    return None
+
+
+def _write_npz(path: Path, **arrays: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic.write_bytes(path, buf.getvalue())
+
+
+def write_report(report: ExportReport, fmt: str, run_dir: Path) -> Path:
+    """``export.json`` beside the files: what was written from which run, with counts."""
+    path = report.out / "export.json"
+    payload = {"run_dir": str(Path(run_dir).resolve()), "format": fmt, "files": report.files}
+    if report.embeddings:
+        payload["embeddings"] = report.embeddings
+    atomic.write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path
