@@ -31,7 +31,7 @@ def test_encoders_json_lists_every_paper_label_and_the_defaults(tmp_path: Path, 
     entries = {e["label"]: e for e in json.loads(res.output)}
     assert set(PAPER_LABELS) | {"GE2E", "mfcc-stats"} <= set(entries)
     for e in entries.values():
-        assert set(e) >= {"family", "backend", "embedding_dim", "status", "source"}
+        assert set(e) >= {"family", "backend", "embedding_dim", "sample_rate_hz", "features", "status", "source"}
         assert e["status"] == "available" or e["status"].startswith("missing: ")
     assert entries["CAM++"]["status"] == "available" and entries["CAM++"]["source"].endswith("campplus_cn_en_common.pt")
     assert entries["GE2E"]["status"] == "available" and entries["GE2E"]["source"].endswith("pretrained.pt")

@@ -24,6 +24,8 @@ def encoder_entries() -> list[dict[str, Any]]:
                 "family": card.family,
                 "backend": card.backend,
                 "embedding_dim": card.embedding_dim,
+                "sample_rate_hz": card.sample_rate_hz,
+                "features": card.features,
                 "status": "available" if ok else f"missing: {why}",
                 "source": source,
                 "folder": str(card.folder()) if card.layouts else "",
