@@ -20,6 +20,8 @@ $(STAMP): $(REQS)
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -r requirements/base.txt -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements/nodeps.txt
+	# torchaudio's wheel is a CUDA build: without its compiled extensions it imports on CPU torch.
+	rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
@@ -30,7 +32,7 @@ test-slow: venv
 	$(PY) -m pytest -q -m slow
 
 demo: venv
-	$(IB) run E16 --corpus synthetic --encoders CAM++,mfcc-stats | tee .demo.log
+	$(IB) run E16 --corpus synthetic --encoders CAM++,GE2E,mfcc-stats | tee .demo.log
 	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
 
 bench: venv

@@ -44,7 +44,15 @@ SCHEMA = [
     "trials_sha256",
     "seed",
 ]
-EXTRA = ["stratum", "n_utterances", "n_dropped_trials", "n_truncated", "enrol_chain", "test_chain"]
+EXTRA = [
+    "stratum",
+    "n_utterances",
+    "n_dropped_trials",
+    "n_truncated",
+    "enrol_chain",
+    "test_chain",
+    "overlap_warning",
+]
 COLUMNS = SCHEMA + EXTRA
 METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
 

@@ -26,7 +26,7 @@ import pandas as pd
 from interbias import atomic, audio, metrics
 from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import load_corpus
-from interbias.encoders import Encoder, load_encoder, restore_threads
+from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, with_data
 from interbias.lock import RunLock
@@ -47,7 +47,7 @@ _CACHE_BATCH = 64
 @dataclass
 class RunOptions:
     experiment: str
-    encoders: Sequence[str] = ("CAM++", "mfcc-stats")
+    encoders: Sequence[str] = ("CAM++", "GE2E", "mfcc-stats")
     corpus: str | None = None
     corpus_root: Path | None = None
     out: Path = Path("results")
@@ -92,13 +92,15 @@ def _check_device(device: str) -> None:
         raise EncoderError(f"--device {device!r}: use cpu or cuda[:N]")
 
 
-def load_encoders(labels: Sequence[str], device: str) -> list[Encoder]:
-    """Load every requested encoder, or fail listing every one that is unavailable."""
+def load_encoders(
+    labels: Sequence[str], device: str, options: dict[str, dict[str, Any]] | None = None
+) -> list[Encoder]:
+    """Load every requested encoder (with its ``options``), or fail listing every one that is unavailable."""
     _check_device(device)
     encoders, problems = [], []
     for label in labels:
         try:
-            encoders.append(load_encoder(label, device=device))
+            encoders.append(load_encoder(label, device=device, options=(options or {}).get(label)))
         except EncoderError as exc:
             problems.append(str(exc))
     restore_threads()
@@ -472,6 +474,7 @@ def _run_locked(
                 "stratum": cell.stratum,
                 "enrol_chain": cell.enrol_chain.label,
                 "test_chain": cell.test_chain.label,
+                "overlap_warning": overlap_warning(enc.card, manifest.name),
             }
             atomic.write_parquet(run_dir / "scores" / slug(enc.label) / f"{slug(cell.id)}.parquet", frame)
             rec = {

@@ -18,7 +18,7 @@ def run(
     experiment: Annotated[str, typer.Argument(help="Experiment id (E16) or a path to its YAML file.")],
     corpus: Annotated[str | None, typer.Option(help="Corpus (or variant) to run on, e.g. synthetic.")] = None,
     corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
-    encoders: Annotated[str, typer.Option(help="Comma-separated encoder labels.")] = "CAM++,mfcc-stats",
+    encoders: Annotated[str, typer.Option(help="Comma-separated encoder labels.")] = "CAM++,GE2E,mfcc-stats",
     out: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("results"),
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     max_trials: Annotated[int | None, typer.Option(help="Cap on trials per stratum (half targets).")] = None,

@@ -1,32 +1,86 @@
 """Speaker encoders: a registry of labels, each building a frozen model from local files only.
 
 An encoder maps 16 kHz float32 mono waveforms to L2-normalised embeddings. It proves which
-model ran with the sha256 of every file it loaded (``checkpoint_sha256``) and a fingerprint
-that keys the embedding cache. A label never resolves to another model: missing or
-mismatched files raise :class:`EncoderError` naming the label, the folder and the files.
+model ran with the sha256 of every file it loaded and a fingerprint that keys the embedding
+cache. A label never resolves to another model: missing, corrupt or mismatched files raise one
+:class:`EncoderError` naming the label, the folder and the files expected. Nothing is
+downloaded and nothing falls back to another checkpoint.
+
+Where a label's files live: ``options["path"]``, else ``$INTERBIAS_MODEL_<KEY>`` (see
+:func:`env_var`), else ``$INTERBIAS_MODELS/<label>/`` (:func:`interbias.paths.models_dir`).
+
+``checkpoint_sha256``: the file's sha256 for a one-file checkpoint; for several files,
+``sha256("".join(f"{name}\\t{sha256(file)}\\n" for name in sorted(names)))`` over the
+folder-relative names, so ``sha256sum`` can recompute it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
+import inspect
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from interbias.errors import EncoderError
 from interbias.registry import Registry
-from interbias.seeding import canonical_json
+from interbias.seeding import canonical_json, derive_rng
 
 Family = Literal["sv", "ssl", "baseline"]
+
+#: Default bucket limits for padded batches on CUDA (items, padded samples per batch).
+MAX_BATCH_ITEMS = 32
+MAX_BATCH_SAMPLES = 32 * 16000 * 10
+#: Longest / shortest waveform allowed in one padded batch.
+MAX_LENGTH_RATIO = 1.2
+
+
+def env_var(label: str) -> str:
+    """Per-label folder override: ``INTERBIAS_MODEL_`` + the label upper-cased, ``+`` spelled
+    ``_PLUS``, other non-alphanumerics as ``_`` (``WavLM-Base+`` -> ``INTERBIAS_MODEL_WAVLM_BASE_PLUS``)."""
+    key = label.upper().replace("+", "_PLUS_")
+    key = re.sub(r"[^A-Z0-9]+", "_", key).strip("_")
+    return f"INTERBIAS_MODEL_{key}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One on-disk form of a checkpoint: the files it needs and the loader that reads them.
+
+    A file entry ``"a|b"`` accepts either name (the first present is used)."""
+
+    kind: str
+    files: tuple[str, ...]
+    loader: Callable[..., Encoder] = field(repr=False, compare=False)
+    #: Importable module the loader needs; checked without importing it.
+    requires: str | None = None
+    requires_hint: str = ""
+    #: Loader options a user may pass (besides ``path``).
+    options: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return " + ".join(f.replace("|", " or ") for f in self.files)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a label's checkpoint was found: folder, layout, resolved file names."""
+
+    folder: Path
+    layout: Layout
+    files: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class EncoderCard:
-    """What a label is: family, backend, input, dimension, where its files live."""
+    """What a label is: family, backend, input, dimension, where its files live, what it was trained on."""
 
     label: str
     family: Family
@@ -34,12 +88,70 @@ class EncoderCard:
     embedding_dim: int | None
     sample_rate_hz: int = 16000
     features: str = "waveform"
+    #: Corpora the checkpoint was trained on (for the overlap warning), when known.
     trained_on: tuple[str, ...] = ()
     description: str = ""
-    #: Files the loader needs inside the encoder's folder (empty for packaged weights).
-    files: tuple[str, ...] = ()
-    #: Builds the encoder; takes the card, the device and options.
+    #: The public checkpoint to fetch (README "Encoders").
+    checkpoint: str = ""
+    #: Alternative on-disk forms, tried in order; empty for packaged or weight-free encoders.
+    layouts: tuple[Layout, ...] = ()
+    #: Architecture facts a backend checks so that the label cannot load another model.
+    expect: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: Builds the encoder: ``factory(card, device=..., **options)``; defaults to the layouts.
     factory: Callable[..., Encoder] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def env_var(self) -> str:
+        return env_var(self.label)
+
+    def folder(self, path: str | Path | None = None) -> Path:
+        """The folder this label reads: ``path``, else its env var, else ``$INTERBIAS_MODELS/<label>``."""
+        from interbias.paths import models_dir
+
+        if path:
+            return Path(path).expanduser()
+        env = os.environ.get(self.env_var)
+        return Path(env).expanduser() if env else models_dir() / self.label
+
+    def expected(self) -> str:
+        return " or ".join(f"[{layout.describe()}]" for layout in self.layouts)
+
+    def error(self, folder: Path | str, message: str) -> EncoderError:
+        """One error naming the label, the folder and the files expected."""
+        return EncoderError(f"{self.label}: {message} in {folder} (expected {self.expected()})")
+
+    def locate_files(self, path: str | Path | None = None) -> Located:
+        """The first complete layout whose required package is installed; else one error."""
+        folder = self.folder(path)
+        if not folder.is_dir():
+            raise EncoderError(
+                f"{self.label}: model folder {folder} does not exist (expected {self.expected()}; "
+                f"place the files there, or set {self.env_var} or INTERBIAS_MODELS)"
+            )
+        problems = []
+        for layout in self.layouts:
+            resolved, missing = [], []
+            for entry in layout.files:
+                names = entry.split("|")
+                hit = next((n for n in names if (folder / n).is_file()), None)
+                if hit is None:
+                    missing.append(entry.replace("|", " or "))
+                else:
+                    resolved.append(hit)
+            if missing:
+                problems.append(f"{layout.kind}: missing {', '.join(missing)}")
+                continue
+            if layout.requires and importlib.util.find_spec(layout.requires) is None:
+                problems.append(f"{layout.kind}: {layout.requires_hint or layout.requires} is not installed")
+                continue
+            return Located(folder, layout, tuple(resolved))
+        raise self.error(folder, "; ".join(problems))
+
+    def locate(self) -> str:
+        """The source this label would load; raises :class:`EncoderError` when it is missing."""
+        if not self.layouts:
+            return "builtin"
+        return str(self.locate_files().folder)
 
     def status(self) -> tuple[bool, str, str]:
         """(available, reason when not, source path)."""
@@ -48,10 +160,6 @@ class EncoderCard:
         except EncoderError as exc:
             return False, str(exc), ""
         return True, "", source
-
-    def locate(self) -> str:
-        """The source this label would load; raises when it is missing."""
-        return "builtin"
 
 
 ENCODERS: Registry[EncoderCard] = Registry("encoder", EncoderError)
@@ -70,11 +178,74 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def combined_sha256(files: Mapping[str, str]) -> str:
+    """A checkpoint's sha256: the file's own for one file, else sha256 over sorted ``name\\tsha\\n`` lines."""
+    if len(files) == 1:
+        return next(iter(files.values()))
+    text = "".join(f"{name}\t{sha}\n" for name, sha in sorted(files.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hash_files(folder: Path, names: Sequence[str]) -> dict[str, str]:
+    """sha256 of each named file in ``folder`` (folder-relative names)."""
+    return {name: sha256_file(folder / name) for name in sorted(names)}
+
+
+def length_buckets(
+    lengths: Sequence[int], max_items: int, max_samples: int, max_ratio: float = MAX_LENGTH_RATIO
+) -> list[list[int]]:
+    """Indices grouped into batches of similar length: sorted by (length, index), a batch is
+    filled while ``items ≤ max_items``, ``items × longest ≤ max_samples`` and
+    ``longest ≤ max_ratio × shortest`` (an over-long item goes alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (
+            len(current) + 1 > max_items
+            or (len(current) + 1) * lengths[i] > max_samples
+            or lengths[i] > max_ratio * lengths[current[0]]
+        ):
+            buckets.append(current)
+            current = []
+        current.append(i)
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def optional_import(module: str, label: str, hint: str) -> Any:
+    """Import an optional backend package, restoring torch's thread count afterwards.
+
+    A missing or broken package is an :class:`EncoderError` naming the label and the package."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:
+        raise EncoderError(f"{label}: {hint} is not usable here ({type(exc).__name__}: {exc})") from exc
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
+def probe_wave(seconds: float = 1.0, rate: int = 16000) -> np.ndarray:
+    """A fixed voiced-like probe signal (harmonics of 140 Hz plus derived noise) for shape checks."""
+    t = np.arange(int(seconds * rate)) / rate
+    wave = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12))
+    wave = 0.1 * wave + 0.01 * derive_rng("encoder-probe", rate).standard_normal(t.size)
+    return wave.astype(np.float32)
+
+
 class Encoder:
-    """A loaded, frozen encoder. Subclasses implement :meth:`_embed_one` (and may batch)."""
+    """A loaded, frozen encoder. Subclasses implement :meth:`_embed_one` and, when the model
+    takes padding masks, :meth:`_embed_batch` with ``supports_padding = True``."""
 
     #: Bump when the embedding computation of a backend changes (invalidates the cache).
     code_version = 1
+    #: Whether :meth:`_embed_batch` handles padded batches (used on CUDA only).
+    supports_padding: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -84,13 +255,17 @@ class Encoder:
         checkpoint_sha256: str,
         device: str = "cpu",
         config: dict[str, Any] | None = None,
+        files: Mapping[str, str] | None = None,
     ) -> None:
         self.card = card
         self.source = source
         self.checkpoint_sha256 = checkpoint_sha256
         self.device = device
         self.config = dict(config or {})
+        self.files = dict(files or {})
         self.forward_calls = 0
+        self.max_batch_items = MAX_BATCH_ITEMS
+        self.max_batch_samples = MAX_BATCH_SAMPLES
 
     @property
     def label(self) -> str:
@@ -105,35 +280,70 @@ class Encoder:
         """sha256 (16 hex) of label, backend, code version, checkpoint hash and config.
 
         The device is excluded: CPU and CUDA embeddings of one checkpoint share cache keys
-        only when they agree (checked by ``benchmarks/gpu_check.sh``)."""
-        payload = {
+        only when they agree (checked by ``benchmarks/gpu_check.sh``). Padded batching (CUDA,
+        models with masks) changes embeddings slightly, so it gets its own keys."""
+        payload: dict[str, Any] = {
             "label": self.card.label,
             "backend": self.card.backend,
             "code": self.code_version,
             "checkpoint": self.checkpoint_sha256,
             "config": self.config,
         }
+        if self.batches():
+            payload["padded_batches"] = [self.max_batch_items, self.max_batch_samples, MAX_LENGTH_RATIO]
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
+
+    def batches(self) -> bool:
+        """Whether :meth:`embed` pads and batches: only on CUDA, and only with padding masks."""
+        return self.device != "cpu" and self.supports_padding
 
     def embed(self, waves: Sequence[np.ndarray]) -> np.ndarray:
         """(N, D) float32 L2-normalised embeddings of 16 kHz float32 waveforms.
 
         On CPU each waveform is embedded on its own, so an embedding never depends on which
-        other utterances shared its batch (byte-identical reruns and resumes)."""
+        other utterances shared its batch (byte-identical reruns and resumes). On CUDA, models
+        that take padding masks get batches of similar length (:func:`length_buckets`)."""
+        arrays = [np.ascontiguousarray(w, dtype=np.float32).reshape(-1) for w in waves]
+        raw: list[np.ndarray | None] = [None] * len(arrays)
+        if self.batches() and len(arrays) > 1:
+            for idx in length_buckets([a.size for a in arrays], self.max_batch_items, self.max_batch_samples):
+                out = self._embed_batch([arrays[i] for i in idx])
+                for i, e in zip(idx, out, strict=True):
+                    raw[i] = e
+        else:
+            for i, a in enumerate(arrays):
+                raw[i] = self._embed_one(a)
         out = []
-        for w in waves:
-            e = np.asarray(self._embed_one(np.asarray(w, dtype=np.float32)), dtype=np.float32).reshape(-1)
+        for e in raw:
+            v = np.asarray(e, dtype=np.float32).reshape(-1)
             self.forward_calls += 1
-            if not np.isfinite(e).all():
+            if not np.isfinite(v).all():
                 raise EncoderError(f"{self.label}: produced a non-finite embedding")
-            norm = float(np.linalg.norm(e))
+            norm = float(np.linalg.norm(v))
             if norm == 0.0:
                 raise EncoderError(f"{self.label}: produced an all-zero embedding")
-            out.append(e / norm)
+            out.append(v / norm)
+        if not out:
+            return np.zeros((0, self.card.embedding_dim or 0), dtype=np.float32)
         return np.stack(out).astype(np.float32)
 
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
+        return [self._embed_one(w) for w in waves]
+
+    def check_dimension(self) -> None:
+        """Embed :func:`probe_wave` once and compare the dimension with the card's."""
+        want = self.card.embedding_dim
+        if want is None:
+            return
+        got = np.asarray(self._embed_one(probe_wave())).reshape(-1).size
+        if got != want:
+            raise EncoderError(
+                f"{self.label}: the checkpoint in {self.source} gives {got}-dimensional embeddings; "
+                f"{self.label} is {want}-dimensional (expected {self.card.expected() or 'its packaged weights'})"
+            )
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -142,6 +352,7 @@ class Encoder:
             "backend": self.card.backend,
             "source": self.source,
             "checkpoint_sha256": self.checkpoint_sha256,
+            "files": [{"path": name, "sha256": sha} for name, sha in sorted(self.files.items())],
             "fingerprint": self.fingerprint,
             "embedding_dim": self.card.embedding_dim,
             "config": self.config,
@@ -149,12 +360,41 @@ class Encoder:
         }
 
 
+def freeze(model: Any, device: str) -> Any:
+    """Eval mode, no gradients, on ``device``."""
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model.to(device)
+
+
+def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | None = None, **options: Any) -> Encoder:
+    """Locate the card's files, check the options, hash every file, and call the layout's loader."""
+    located = card.locate_files(path)
+    unknown = sorted(set(options) - set(located.layout.options))
+    if unknown:
+        valid = ", ".join(("path", *located.layout.options))
+        raise EncoderError(f"{card.label}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
+    files = hash_files(located.folder, located.files)
+    return located.layout.loader(card, located, files, device=device, **options)
+
+
 def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | None = None) -> Encoder:
-    """Build the encoder registered as ``label`` (exact name) on ``device``."""
+    """Build the encoder registered as ``label`` (exact name) on ``device`` and check its dimension."""
     card = ENCODERS.get(label)
-    if card.factory is None:  # pragma: no cover - every registered card has a factory
-        raise EncoderError(f"{label}: no loader")
-    return card.factory(card, device=device, **(options or {}))
+    factory = card.factory or load_from_layouts
+    options = dict(options or {})
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and n != "device"]
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise EncoderError(
+                f"{label}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid) or '(none)'}"
+            )
+    encoder = factory(card, device=device, **options)
+    encoder.check_dimension()
+    return encoder
 
 
 def restore_threads(n: int | None = None) -> None:
@@ -164,5 +404,21 @@ def restore_threads(n: int | None = None) -> None:
     torch.set_num_threads(n or int(os.environ.get("INTERBIAS_THREADS", 0)) or (os.cpu_count() or 1))
 
 
+def _corpus_key(name: str) -> str:
+    return re.sub(r"\d+$", "", re.sub(r"[^a-z0-9]", "", name.lower()))
+
+
+def overlap_warning(card: EncoderCard, dataset: str) -> str:
+    """Non-empty when the evaluation corpus is one the encoder was trained on (corpus names
+    compared lower-case, alphanumerics only, trailing version digits dropped: VoxCeleb2 ~ voxceleb1)."""
+    key = _corpus_key(dataset)
+    hits = [c for c in card.trained_on if key and _corpus_key(c) == key]
+    if not hits:
+        return ""
+    return f"{card.label} was trained on {', '.join(hits)}; evaluated on {dataset}"
+
+
 from interbias.encoders import campplus as _campplus  # noqa: E402,F401
+from interbias.encoders import catalog as _catalog  # noqa: E402,F401
+from interbias.encoders import ge2e as _ge2e  # noqa: E402,F401
 from interbias.encoders import mfcc_stats as _mfcc_stats  # noqa: E402,F401

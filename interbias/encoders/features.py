@@ -41,9 +41,14 @@ def _mel_banks(num_bins: int, padded: int, rate: int, low: float, high: float) -
 
 
 @lru_cache(maxsize=8)
-def _povey(n: int) -> torch.Tensor:
+def _window(kind: str, n: int) -> torch.Tensor:
+    """Kaldi's analysis windows: ``povey`` (Hann to the power 0.85) or ``hamming``."""
     k = torch.arange(n, dtype=torch.float64)
-    return (0.5 - 0.5 * torch.cos(2 * math.pi * k / (n - 1))).pow(0.85)
+    if kind == "povey":
+        return (0.5 - 0.5 * torch.cos(2 * math.pi * k / (n - 1))).pow(0.85)
+    if kind == "hamming":
+        return 0.54 - 0.46 * torch.cos(2 * math.pi * k / (n - 1))
+    raise ValueError(f"unknown window {kind!r} (povey, hamming)")
 
 
 def num_frames(n_samples: int, rate: int = 16000, frame_ms: float = 25.0, shift_ms: float = 10.0) -> int:
@@ -60,10 +65,12 @@ def fbank(
     high_freq_hz: float = 0.0,
     preemphasis: float = 0.97,
     scale: float = 1.0,
+    window: str = "povey",
 ) -> torch.Tensor:
     """Log mel filterbank of a (T,) or (B, T) waveform -> (frames, bins) or (B, frames, bins).
 
-    ``scale`` multiplies the waveform first (Kaldi tools read int16, i.e. scale 32768).
+    ``scale`` multiplies the waveform first (Kaldi tools read int16, i.e. scale 32768);
+    ``window`` is Kaldi's ``window_type`` (``povey`` default, ``hamming`` for WeSpeaker).
     Computed in float64, returned as float32.
     """
     squeeze = wave.dim() == 1
@@ -77,7 +84,7 @@ def fbank(
     if preemphasis:
         prev = torch.cat([frames[..., :1], frames[..., :-1]], dim=-1)
         frames = frames - preemphasis * prev
-    frames = frames * _povey(flen).to(frames.device)
+    frames = frames * _window(window, flen).to(frames.device)
     padded = 1 << (flen - 1).bit_length()
     spec = torch.fft.rfft(frames, n=padded).abs().pow(2)
     banks = _mel_banks(num_mel_bins, padded, sample_rate_hz, low_freq_hz, high_freq_hz).to(spec.device)
@@ -101,3 +108,83 @@ def mfcc(
     """MFCCs: orthonormal DCT-II of the log filterbank (no liftering), c0 included."""
     fb = fbank(wave, num_mel_bins=num_mel_bins, sample_rate_hz=sample_rate_hz).to(torch.float64)
     return (fb @ dct_matrix(num_ceps, num_mel_bins).to(fb.device)).to(torch.float32)
+
+
+def _hz_to_slaney_mel(f: torch.Tensor) -> torch.Tensor:
+    """Slaney's mel scale (librosa's default, ``htk=False``): linear below 1 kHz, log above."""
+    f_sp, min_log_hz, logstep = 200.0 / 3, 1000.0, math.log(6.4) / 27.0
+    lin = f / f_sp
+    log = min_log_hz / f_sp + torch.log(torch.clamp(f, min=min_log_hz) / min_log_hz) / logstep
+    return torch.where(f >= min_log_hz, log, lin)
+
+
+def _slaney_mel_to_hz(m: torch.Tensor) -> torch.Tensor:
+    f_sp, min_log_hz, logstep = 200.0 / 3, 1000.0, math.log(6.4) / 27.0
+    min_log_mel = min_log_hz / f_sp
+    return torch.where(m >= min_log_mel, min_log_hz * torch.exp(logstep * (m - min_log_mel)), f_sp * m)
+
+
+@lru_cache(maxsize=8)
+def slaney_mel_banks(
+    num_bins: int, n_fft: int, rate: int, low_hz: float = 0.0, high_hz: float | None = None
+) -> torch.Tensor:
+    """(num_bins, n_fft // 2 + 1) float64 triangular filters on the Slaney mel scale with Slaney
+    area normalisation (2 / band width): ``librosa.filters.mel(norm="slaney")``'s construction."""
+    high = rate / 2.0 if high_hz is None else high_hz
+    fft_freqs = torch.linspace(0, rate / 2.0, n_fft // 2 + 1, dtype=torch.float64)
+    lo, hi = (
+        _hz_to_slaney_mel(torch.tensor(low_hz, dtype=torch.float64)),
+        _hz_to_slaney_mel(torch.tensor(high, dtype=torch.float64)),
+    )
+    mel_f = _slaney_mel_to_hz(torch.linspace(float(lo), float(hi), num_bins + 2, dtype=torch.float64))
+    fdiff = mel_f[1:] - mel_f[:-1]
+    ramps = mel_f.unsqueeze(1) - fft_freqs.unsqueeze(0)
+    lower = -ramps[:num_bins] / fdiff[:num_bins].unsqueeze(1)
+    upper = ramps[2 : num_bins + 2] / fdiff[1 : num_bins + 1].unsqueeze(1)
+    weights = torch.clamp(torch.minimum(lower, upper), min=0.0)
+    return weights * (2.0 / (mel_f[2 : num_bins + 2] - mel_f[:num_bins])).unsqueeze(1)
+
+
+def stft_power(wave: torch.Tensor, *, n_fft: int, hop: int, window: torch.Tensor) -> torch.Tensor:
+    """|STFT|² of a (T,) waveform, centred frames (zero padding of n_fft // 2 on both sides),
+    ``window`` zero-padded to ``n_fft`` around the centre: (n_fft // 2 + 1, frames), float64."""
+    x = wave.to(torch.float64)
+    spec = torch.stft(
+        x,
+        n_fft=n_fft,
+        hop_length=hop,
+        win_length=window.numel(),
+        window=window.to(device=x.device, dtype=torch.float64),
+        center=True,
+        pad_mode="constant",
+        return_complex=True,
+    )
+    return spec.abs().pow(2)
+
+
+def ge2e_mel(wave: torch.Tensor) -> torch.Tensor:
+    """Resemblyzer's GE2E input: power mel spectrogram, 40 Slaney bins, 25 ms periodic Hann
+    window every 10 ms, centred frames, no log -> (frames, 40) float32
+    (``librosa.feature.melspectrogram(y, sr=16000, n_fft=400, hop_length=160, n_mels=40)``)."""
+    window = torch.hann_window(400, periodic=True, dtype=torch.float64)
+    power = stft_power(wave, n_fft=400, hop=160, window=window)
+    banks = slaney_mel_banks(40, 400, 16000).to(power.device)
+    return (banks @ power).T.to(torch.float32)
+
+
+def nemo_mel(wave: torch.Tensor, *, num_mel_bins: int = 80) -> torch.Tensor:
+    """NeMo's ``AudioToMelSpectrogramPreprocessor`` at inference with the TitaNet-L settings:
+    pre-emphasis 0.97, 512-point STFT of a 25 ms symmetric Hann window every 10 ms (centred),
+    power, Slaney mel (0–8 kHz), ``log(x + 2**-24)``, then per-bin standardisation over time
+    (unbiased std + 1e-5); no dither -> (num_mel_bins, frames) float32."""
+    x = wave.to(torch.float64)
+    x = torch.cat([x[:1], x[1:] - 0.97 * x[:-1]])
+    window = torch.hann_window(400, periodic=False, dtype=torch.float64)
+    power = stft_power(x, n_fft=512, hop=160, window=window)
+    mel = slaney_mel_banks(num_mel_bins, 512, 16000).to(power.device) @ power
+    logmel = torch.log(mel + 2.0**-24)
+    if logmel.shape[1] < 2:
+        raise ValueError("need at least two frames for per-feature normalisation")
+    mean = logmel.mean(dim=1, keepdim=True)
+    std = logmel.std(dim=1, unbiased=True, keepdim=True) + 1e-5
+    return ((logmel - mean) / std).to(torch.float32)

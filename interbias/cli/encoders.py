@@ -1,0 +1,102 @@
+"""``interbias encoders`` and ``interbias embed``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from interbias.cli import app, guarded
+
+
+def encoder_entries() -> list[dict[str, Any]]:
+    """Every registered label: family, backend, dimension, status, source, files expected."""
+    from interbias.encoders import ENCODERS
+
+    out = []
+    for label, card in ENCODERS.items():
+        ok, why, source = card.status()
+        out.append(
+            {
+                "label": label,
+                "family": card.family,
+                "backend": card.backend,
+                "embedding_dim": card.embedding_dim,
+                "sample_rate_hz": card.sample_rate_hz,
+                "features": card.features,
+                "status": "available" if ok else f"missing: {why}",
+                "source": source,
+                "folder": str(card.folder()) if card.layouts else "",
+                "env_var": card.env_var if card.layouts else "",
+                "expects": card.expected(),
+                "checkpoint": card.checkpoint,
+                "trained_on": list(card.trained_on),
+            }
+        )
+    return out
+
+
+@app.command("encoders")
+@guarded
+def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Every encoder label: family, backend, dimension, whether its files are here, and where."""
+    entries = encoder_entries()
+    if as_json:
+        typer.echo(json.dumps(entries, indent=2))
+        return
+    for e in entries:
+        dim = str(e["embedding_dim"] or "-")
+        where = e["source"] or e["folder"]
+        state = "available" if e["status"] == "available" else "missing"
+        typer.echo(f"{e['label']:17s} {e['family']:8s} {e['backend']:18s} {dim:>5s}  {state:9s}  {where}")
+    missing = [e for e in entries if e["status"] != "available"]
+    if missing:
+        typer.echo("\nmissing:")
+        for e in missing:
+            typer.echo(f"  {e['status'][len('missing: ') :]}")
+
+
+@app.command()
+@guarded
+def embed(
+    wavs: Annotated[list[Path], typer.Argument(help="Audio files (any format the front end decodes).")],
+    encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder label (see `interbias encoders`).")],
+    device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
+    model_dir: Annotated[Path | None, typer.Option(help="Folder of the checkpoint (overrides the default).")] = None,
+    layer: Annotated[int | None, typer.Option(help="Hidden layer to mean-pool (ssl encoders only).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the embeddings).")] = False,
+) -> None:
+    """Embed audio files with one encoder: dimension, checkpoint sha256 and the cosine matrix."""
+    import numpy as np
+
+    from interbias import audio
+    from interbias.runner import load_encoders
+
+    options: dict[str, Any] = {}
+    if model_dir is not None:
+        options["path"] = str(model_dir)
+    if layer is not None:
+        options["layer"] = layer
+    enc = load_encoders([encoder], device, {encoder: options})[0]
+    loaded = [audio.load(p) for p in wavs]
+    X = enc.embed([a.samples for a in loaded])
+    cos = (X @ X.T).astype(float)
+    if as_json:
+        out = {
+            "encoder": enc.provenance(),
+            "files": [str(p) for p in wavs],
+            "truncated": [a.truncated for a in loaded],
+            "dimension": int(X.shape[1]),
+            "cosine": np.round(cos, 6).tolist(),
+            "embeddings": np.round(X.astype(float), 7).tolist(),
+        }
+        typer.echo(json.dumps(out))
+        return
+    typer.echo(f"{enc.label}: {X.shape[1]}-d embeddings, checkpoint sha256 {enc.checkpoint_sha256}")
+    names = [p.name for p in wavs]
+    width = max(8, *(len(n) for n in names))
+    typer.echo(" " * width + "".join(f"{i:>9d}" for i in range(len(names))))
+    for i, n in enumerate(names):
+        typer.echo(f"{n:>{width}s}" + "".join(f"{v:9.4f}" for v in cos[i]))
