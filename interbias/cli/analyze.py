@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from interbias import atomic
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
 
@@ -18,41 +17,49 @@ def analyze(
     results: Annotated[Path, typer.Argument(help="results.csv (or a run directory).")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the results).")] = None,
     metric: Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")] = "eer",
+    bootstrap: Annotated[
+        int, typer.Option(help="Bootstrap replicates for percentile CIs (0: none); needs per-trial scores.")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")] = 0,
+    unit: Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")] = "speaker",
+    ci_level: Annotated[float, typer.Option(help="Confidence level of the percentile intervals.")] = 0.95,
+    permutations: Annotated[
+        int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")
+    ] = 0,
+    tolerance: Annotated[
+        float, typer.Option(help="Additivity tolerance on |observed − predicted| (metric units).")
+    ] = 0.01,
+    gap_floor: Annotated[
+        float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
+    ] = 0.01,
+    group_factor: Annotated[
+        str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:
-    """Additive contrasts (IE, NLI) and their summaries from any DESIGN.md results CSV."""
-    from interbias.analysis import read_results
-    from interbias.analysis.contrasts import REQUIRED, compute_contrasts, summarize
+    """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
+    and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
+    from interbias.analysis.suite import Options, analyse, write_tables
 
-    if metric not in ("eer", "eer_legacy", "min_dcf"):
-        from interbias.errors import AnalysisError
-
-        raise AnalysisError(f"--metric {metric!r}: valid: eer, eer_legacy, min_dcf")
-    frame = read_results(results, required=REQUIRED, metric=metric)
-    tables = compute_contrasts(frame, metric)
-    summary = summarize(tables.contrasts)
+    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
+    a = analyse(results, opts)
     folder = out or (results if results.is_dir() else results.parent)
-    atomic.write_csv(folder / "contrasts.csv", tables.contrasts)
-    atomic.write_csv(folder / "summary.csv", summary)
-    atomic.write_csv(folder / "missing_terms.csv", tables.missing)
+    paths = write_tables(a, folder)
+    c = a.contrasts.contrasts
     if not quiet:
+        ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
         print_frame(
-            tables.contrasts,
+            c,
             f"contrasts ({metric})",
-            [
-                "experiment",
-                "model",
-                "level_a",
-                "level_b",
-                f"{metric}_ref",
-                f"{metric}_a",
-                f"{metric}_b",
-                f"{metric}_ab",
-                "predicted",
-                "ie",
-                "nli",
-            ],
+            ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
         )
-        print_frame(summary, "summary by experiment × family")
-    typer.echo(f"{len(tables.contrasts)} contrast(s), {len(tables.missing)} setting(s) with missing terms")
-    typer.echo(f"wrote {folder / 'contrasts.csv'}, {folder / 'summary.csv'}, {folder / 'missing_terms.csv'}")
+        print_frame(a.summary, "summary by experiment × contrast × family")
+        print_frame(a.gaps.summary, "subgroup gaps over models")
+        print_frame(a.additivity.summary, f"additivity (leave-one-setting-out, tolerance {tolerance:g})")
+        print_frame(a.macro[a.macro["scope"] == "macro"], f"macro {metric} per model")
+    typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
+    if len(a.above_chance):
+        typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
+    if a.replicates is not None:
+        typer.echo(f"intervals: {a.replicates.describe()}")
+    typer.echo("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
