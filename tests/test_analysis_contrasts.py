@@ -132,7 +132,9 @@ def test_three_factor_pairwise_within_levels_and_three_way() -> None:
 def test_summary_and_per_model_against_hand_values() -> None:
     rows = []
     for model, fam, ab in (("m1", "sv", 0.30), ("m2", "sv", 0.20), ("m3", "sv", 0.40), ("s1", "ssl", 0.28)):
-        rows += two_factor(model, {("a0", "b0"): 0.10, ("a1", "b0"): 0.15, ("a0", "b1"): 0.20, ("a1", "b1"): ab}, family=fam)
+        rows += two_factor(
+            model, {("a0", "b0"): 0.10, ("a1", "b0"): 0.15, ("a0", "b1"): 0.20, ("a1", "b1"): ab}, family=fam
+        )
         rows += two_factor(
             model, {("a0", "b0"): 0.10, ("a2", "b0"): 0.12, ("a0", "b1"): 0.20, ("a2", "b1"): ab - 0.01}, family=fam
         )[1::2]

@@ -57,8 +57,11 @@ def _load(path: Path, metrics: tuple[str, ...]) -> pd.DataFrame:
 def compare_results(base: Path, new: Path, *, tolerance: float, metrics: tuple[str, ...] | None = None) -> Comparison:
     if not tolerance >= 0:
         raise AnalysisError(f"--tolerance must be >= 0, got {tolerance}")
+    for p in (base, new):
+        if not Path(p).is_file():
+            raise AnalysisError(f"results file {p} does not exist")
     if metrics is None:
-        cols = [set(pd.read_csv(p, nrows=0).columns) if Path(p).is_file() else set() for p in (base, new)]
+        cols = [set(read_results(p).columns) for p in (base, new)]
         metrics = tuple(m for m in COMPARED if m in cols[0] and m in cols[1])
         if not metrics:
             raise AnalysisError(f"no metric column ({', '.join(COMPARED)}) in both {base} and {new}")

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.tables import print_frame
 
 
 @app.command()
@@ -32,8 +31,11 @@ def compare(
     names = tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics else None
     cmp = compare_results(base, new, tolerance=tolerance, metrics=names)
     shown = cmp.diffs if show_all else cmp.moved
-    if len(shown):
-        print_frame(shown, f"differences (tolerance {tolerance:g})", digits=6)
+    for r in shown.itertuples(index=False):
+        tag = "moved" if r.moved else "same"
+        typer.echo(
+            f"{tag}: {r.experiment} / {r.cell} / {r.model}: {r.metric} {r.base:.6f} -> {r.new:.6f} ({r.diff:+.6f})"
+        )
     for label, frame in (("only in base", cmp.only_base), ("only in new", cmp.only_new)):
         for r in frame.itertuples(index=False):
             typer.echo(f"missing: {label}: {' / '.join(str(v) for v in r)}")
