@@ -18,11 +18,12 @@ NAIVE = {"eer": M.eer, "eer_legacy": M.eer_legacy, "min_dcf": M.min_dcf}
 @pytest.mark.parametrize("metric", sorted(NAIVE))
 def test_weighted_metric_equals_metric_of_repeated_trials(metric: str) -> None:
     rng = derive_rng("test", "weighted", metric)
-    for _ in range(40):
-        n = int(rng.integers(4, 40))
-        scores = np.round(rng.normal(size=n), 1)  # many ties
+    for i in range(60):
+        n = int(rng.integers(2, 40))
         labels = rng.integers(0, 2, n).astype(bool)
         labels[:2] = [True, False]
+        # ties (coarse rounding), and every third cell perfectly separated (EER 0)
+        scores = np.round(rng.normal(size=n) + 6.0 * labels * (i % 3 == 0), i % 2)
         weights = rng.integers(0, 4, (15, n))
         got = metric_batch(metric, sort_cell(scores, labels), weights)
         for b in range(len(weights)):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_rows import frame_of, results_rows
 from scipy import stats
 
 from interbias.analysis.contrasts import PER_MODEL_BY, R_NOTE, compute_contrasts, summarize
@@ -16,48 +17,11 @@ from interbias.errors import AnalysisError
 
 
 def two_factor(model: str, values: dict[tuple[str, str], float], experiment: str = "E", family: str = "sv") -> list:
-    return [
-        {
-            "experiment": experiment,
-            "dataset": "d",
-            "model": model,
-            "family": family,
-            "cell": f"A={a},B={b}",
-            "factor_a": "A",
-            "level_a": a,
-            "ref_a": "a0",
-            "factor_b": "B",
-            "level_b": b,
-            "ref_b": "b0",
-            "eer": v,
-        }
-        for (a, b), v in values.items()
-    ]
+    return results_rows(values, experiment=experiment, model=model, family=family)
 
 
 def three_factor(values: dict[tuple[str, str, str], float]) -> pd.DataFrame:
-    rows = []
-    for (a, b, c), v in values.items():
-        rows.append(
-            {
-                "experiment": "T",
-                "dataset": "d",
-                "model": "m",
-                "family": "sv",
-                "cell": f"A={a},B={b},C={c}",
-                "factor_a": "A",
-                "level_a": a,
-                "ref_a": "a0",
-                "factor_b": "B",
-                "level_b": b,
-                "ref_b": "b0",
-                "factor_c": "C",
-                "level_c": c,
-                "ref_c": "c0",
-                "eer": v,
-            }
-        )
-    return pd.DataFrame(rows)
+    return frame_of(values, factors=(("A", "a0"), ("B", "b0"), ("C", "c0")), experiment="T")
 
 
 def test_two_factor_hand_computed_with_missing_term() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from analysis_rows import frame_of, results_rows
 
 from interbias.analysis.additivity import validate_additivity
 from interbias.analysis.contrasts import compute_contrasts
@@ -20,22 +21,13 @@ def e16(model: str, values: dict[str, tuple[float, float]], family: str = "sv") 
     rows = []
     for noise, (f, m) in values.items():
         for gender, v in (("female", f), ("male", m)):
-            rows.append(
-                {
-                    "experiment": "E16",
-                    "dataset": "d",
-                    "model": model,
-                    "family": family,
-                    "cell": f"gender={gender},noise={noise}",
-                    "factor_a": "gender",
-                    "level_a": gender,
-                    "ref_a": "female",
-                    "factor_b": "noise",
-                    "level_b": noise,
-                    "ref_b": "clean",
-                    "eer": v,
-                    "stratum": f"gender={gender}",
-                }
+            rows += results_rows(
+                {(gender, noise): v},
+                (("gender", "female"), ("noise", "clean")),
+                experiment="E16",
+                model=model,
+                family=family,
+                stratum=f"gender={gender}",
             )
     return rows
 
@@ -85,24 +77,7 @@ def test_group_factor_detection_and_errors() -> None:
 
 
 def grid_rows(values: dict[tuple[str, str], float], model: str = "m") -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "experiment": "X",
-                "model": model,
-                "family": "sv",
-                "cell": f"{a},{b}",
-                "factor_a": "A",
-                "level_a": a,
-                "ref_a": "a0",
-                "factor_b": "B",
-                "level_b": b,
-                "ref_b": "b0",
-                "eer": v,
-            }
-            for (a, b), v in values.items()
-        ]
-    )
+    return frame_of(values, experiment="X", model=model)
 
 
 def test_additivity_on_two_by_two_equals_the_contrast() -> None:

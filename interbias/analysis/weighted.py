@@ -2,13 +2,17 @@
 
 A replicate is a vector of non-negative trial weights ``w`` (``B`` replicates → a ``B × N``
 matrix). With integer weights, the metric of a replicate equals the metric of the trial set in
-which trial ``i`` appears ``w_i`` times (``np.repeat``): the rates at each distinct score are
-``FNR(t) = Σ_{target, s<t} w / Σ_target w`` and ``FPR(t) = Σ_{non, s≥t} w / Σ_non w``. A score
-whose trials all have weight 0 gives a duplicate of the next operating point, which changes
-neither the interpolated crossing nor the minimum. The scores are sorted once per cell; each
-replicate costs two cumulative sums. Estimators are those of :mod:`interbias.metrics`
-(``eer`` interpolated, ``eer_legacy`` nearest point, ``min_dcf`` normalised at p_target 0.01).
-A replicate without target or without non-target weight has an undefined metric: NaN.
+which trial ``i`` appears ``w_i`` times (``np.repeat``): at each distinct score ``u_k`` (and
++inf), ``FNR_k = Σ_{target, s<u_k} w / Σ_target w`` and ``FPR_k = Σ_{non, s≥u_k} w / Σ_non w``.
+A score whose trials all have weight 0 gives a duplicate of the next operating point, which
+changes neither the interpolated crossing nor the minimum. Estimators are those of
+:mod:`interbias.metrics` (``eer`` interpolated, ``eer_legacy`` nearest point, ``min_dcf``
+normalised at p_target 0.01), computed with the same floating-point operations.
+
+Cost per replicate block: one gather and one cumulative sum per class over the trials, then
+for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR_k is
+non-decreasing in k), O(B log K) instead of evaluating every operating point. A replicate
+without target or without non-target weight has an undefined metric: NaN.
 """
 
 from __future__ import annotations
@@ -21,20 +25,19 @@ from interbias.errors import AnalysisError, MetricError
 
 METRICS = ("eer", "eer_legacy", "min_dcf")
 #: Replicates evaluated together are capped so that one block holds about this many weights.
-_BLOCK_CELLS = 2_000_000
+_BLOCK_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
 class SortedCell:
-    """A cell's scores sorted once: ``order`` into the original trials, tie-group starts."""
+    """A cell sorted once: each class's trial positions by ascending score, and for every
+    distinct score u_k (then +inf) how many targets / non-targets score below it."""
 
-    order: np.ndarray
-    is_target: np.ndarray
-    starts: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return len(self.order)
+    n: int
+    target_order: np.ndarray
+    nontarget_order: np.ndarray
+    t_below: np.ndarray  # length K + 1; last entry = number of targets
+    n_below: np.ndarray
 
 
 def sort_cell(scores: np.ndarray, labels: np.ndarray) -> SortedCell:
@@ -44,55 +47,91 @@ def sort_cell(scores: np.ndarray, labels: np.ndarray) -> SortedCell:
         raise MetricError("scores and labels must be one-dimensional and of equal length")
     if not np.isfinite(s).all():
         raise MetricError(f"{int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
-    order = np.argsort(s, kind="stable")
-    ss = s[order]
-    keep = np.ones(len(ss), dtype=bool)
-    if len(ss) > 1:
-        np.not_equal(ss[1:], ss[:-1], out=keep[1:])
-    return SortedCell(order, lab[order], np.flatnonzero(keep))
+    t_idx, n_idx = np.flatnonzero(lab), np.flatnonzero(~lab)
+    t_order = t_idx[np.argsort(s[t_idx], kind="stable")]
+    n_order = n_idx[np.argsort(s[n_idx], kind="stable")]
+    uniq = np.unique(s)
+    t_below = np.append(np.searchsorted(s[t_order], uniq, side="left"), len(t_order))
+    n_below = np.append(np.searchsorted(s[n_order], uniq, side="left"), len(n_order))
+    return SortedCell(len(s), t_order, n_order, t_below, n_below)
 
 
-def _rates(cell: SortedCell, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(FNR, FPR, valid) with one row per replicate; columns are thresholds ascending + inf."""
-    w = np.asarray(weights, dtype=np.float64)[:, cell.order]
-    wt = np.where(cell.is_target, w, 0.0)
-    wn = w - wt
-    ct = np.cumsum(wt, axis=1)
-    cn = np.cumsum(wn, axis=1)
-    n_t = ct[:, -1:] if ct.shape[1] else np.zeros((len(w), 1))
-    n_n = cn[:, -1:] if cn.shape[1] else np.zeros((len(w), 1))
-    before = cell.starts - 1
-    t_lo = np.where(before >= 0, ct[:, np.maximum(before, 0)], 0.0)
-    n_lo = np.where(before >= 0, cn[:, np.maximum(before, 0)], 0.0)
-    valid = (n_t[:, 0] > 0) & (n_n[:, 0] > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fnr = np.concatenate([t_lo, n_t], axis=1) / n_t
-        fpr = (n_n - np.concatenate([n_lo, n_n], axis=1)) / n_n
-    return fnr, fpr, valid
+def _cumulative(w: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Row-wise cumulative weights with a leading 0 column: out[:, j] = Σ of the first j."""
+    out = np.zeros((len(w), len(order) + 1))
+    np.cumsum(w[:, order], axis=1, out=out[:, 1:])
+    return out
 
 
-def _eer(fnr: np.ndarray, fpr: np.ndarray) -> np.ndarray:
+class _Points:
+    """FNR/FPR of every replicate at operating point k, evaluated on demand."""
+
+    def __init__(self, cell: SortedCell, w: np.ndarray) -> None:
+        self.ct = _cumulative(w, cell.target_order)
+        self.cn = _cumulative(w, cell.nontarget_order)
+        self.tb, self.nb = cell.t_below, cell.n_below
+        self.n_t = self.ct[:, -1]
+        self.n_n = self.cn[:, -1]
+        self.rows = np.arange(len(w))
+        self.k_max = len(self.tb) - 1
+
+    def at(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        fnr = self.ct[self.rows, self.tb[k]] / self.n_t
+        fpr = (self.n_n - self.cn[self.rows, self.nb[k]]) / self.n_n
+        return fnr, fpr
+
+    def d(self, k: np.ndarray) -> np.ndarray:
+        fnr, fpr = self.at(k)
+        return fnr - fpr
+
+    def first(self, pred_ge: np.ndarray | None = None) -> np.ndarray:
+        """Per row, the first k with d_k >= 0 (or with d_k > ``pred_ge`` when given)."""
+        lo = np.zeros(len(self.rows), dtype=np.int64)
+        hi = np.full(len(self.rows), self.k_max, dtype=np.int64)  # d at +inf is 1
+        while (lo < hi).any():
+            mid = (lo + hi) // 2
+            dm = self.d(mid)
+            ok = dm >= 0 if pred_ge is None else dm > pred_ge
+            active = lo < hi
+            hi = np.where(active & ok, mid, hi)
+            lo = np.where(active & ~ok, mid + 1, lo)
+        return lo
+
+
+def _eer(p: _Points) -> np.ndarray:
     """Row-wise :func:`interbias.metrics.eer_from_points` (same operations, same floats)."""
-    d = fnr - fpr
-    rows = np.arange(len(d))
-    k = np.argmax(d >= 0, axis=1)
+    k = p.first()
     km1 = np.maximum(k - 1, 0)
-    dk, dk1 = d[rows, k], d[rows, km1]
+    fnr_k, fpr_k = p.at(k)
+    fnr_1, fpr_1 = p.at(km1)
+    dk, dk1 = fnr_k - fpr_k, fnr_1 - fpr_1
     exact = (dk == 0) | (k == 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         a = -dk1 / (dk - dk1)
-        interp = fnr[rows, km1] + a * (fnr[rows, k] - fnr[rows, km1])
-    return np.where(exact, fnr[rows, k], interp)
+        interp = fnr_1 + a * (fnr_k - fnr_1)
+    return np.where(exact, fnr_k, interp)
 
 
-def _eer_legacy(fnr: np.ndarray, fpr: np.ndarray) -> np.ndarray:
-    gap = np.abs(fpr - fnr)
-    last = gap.shape[1] - 1 - np.argmin(gap[:, ::-1], axis=1)
-    rows = np.arange(len(gap))
-    return (fpr[rows, last] + fnr[rows, last]) / 2
+def _eer_legacy(p: _Points) -> np.ndarray:
+    """Row-wise :func:`interbias.metrics.eer_legacy_from_points`: the last k minimising |d_k|.
+
+    With d non-decreasing, the minimum of |d| is at k* (first d ≥ 0) or k* − 1; when it is at
+    k* (or tied), the last minimiser is the last k with d_k = d_{k*}."""
+    k = p.first()
+    km1 = np.maximum(k - 1, 0)
+    dk, dk1 = p.d(k), p.d(km1)
+    before = (k > 0) & (np.abs(dk1) < np.abs(dk))
+    after = p.first(pred_ge=dk)  # first k with d_k > d_{k*} (the last point when none is)
+    last = np.where(p.d(after) > dk, after - 1, after)
+    pick = np.where(before, km1, last)
+    fnr, fpr = p.at(pick)
+    return (fpr + fnr) / 2
 
 
-def _min_dcf(fnr: np.ndarray, fpr: np.ndarray, p_target: float = 0.01) -> np.ndarray:
+def _min_dcf(p: _Points, p_target: float = 0.01) -> np.ndarray:
+    ks = np.arange(p.k_max + 1)
+    fnr = p.ct[:, p.tb[ks]] / p.n_t[:, None]
+    fpr = (p.n_n[:, None] - p.cn[:, p.nb[ks]]) / p.n_n[:, None]
     cost = fnr * p_target + fpr * (1 - p_target)
     return cost.min(axis=1) / min(p_target, 1 - p_target)
 
@@ -112,9 +151,11 @@ def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarr
     out = np.full(len(w), np.nan)
     step = max(1, _BLOCK_CELLS // max(1, cell.n))
     for lo in range(0, len(w), step):
-        fnr, fpr, valid = _rates(cell, w[lo : lo + step])
+        block = w[lo : lo + step]
+        p = _Points(cell, block)
+        valid = (p.n_t > 0) & (p.n_n > 0)
         if valid.any():
-            vals = _FUNCS[metric](fnr[valid], fpr[valid])
-            block = out[lo : lo + step]
-            block[valid] = vals
+            p = _Points(cell, block[valid]) if not valid.all() else p
+            part = out[lo : lo + step]
+            part[valid] = _FUNCS[metric](p)
     return out

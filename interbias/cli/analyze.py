@@ -10,35 +10,41 @@ import typer
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
 
+#: Options shared by ``analyze`` and ``report``.
+MetricOpt = Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")]
+SeedOpt = Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")]
+UnitOpt = Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")]
+PermOpt = Annotated[int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")]
+TolOpt = Annotated[float, typer.Option(help="Additivity tolerance on |observed − predicted| (metric units).")]
+FloorOpt = Annotated[
+    float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
+]
+GroupOpt = Annotated[
+    str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
+]
+
 
 @app.command()
 @guarded
 def analyze(
     results: Annotated[Path, typer.Argument(help="results.csv (or a run directory).")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the results).")] = None,
-    metric: Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")] = "eer",
+    metric: MetricOpt = "eer",
     bootstrap: Annotated[
         int, typer.Option(help="Bootstrap replicates for percentile CIs (0: none); needs per-trial scores.")
     ] = 0,
-    seed: Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")] = 0,
-    unit: Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")] = "speaker",
+    seed: SeedOpt = 0,
+    unit: UnitOpt = "speaker",
     ci_level: Annotated[float, typer.Option(help="Confidence level of the percentile intervals.")] = 0.95,
-    permutations: Annotated[
-        int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")
-    ] = 0,
-    tolerance: Annotated[
-        float, typer.Option(help="Additivity tolerance on |observed − predicted| (metric units).")
-    ] = 0.01,
-    gap_floor: Annotated[
-        float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
-    ] = 0.01,
-    group_factor: Annotated[
-        str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
-    ] = None,
+    permutations: PermOpt = 0,
+    tolerance: TolOpt = 0.01,
+    gap_floor: FloorOpt = 0.01,
+    group_factor: GroupOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:
     """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
     and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
+    from interbias.analysis.contrasts import R_NOTE
     from interbias.analysis.suite import Options, analyse, write_tables
 
     opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
@@ -53,10 +59,55 @@ def analyze(
             f"contrasts ({metric})",
             ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
         )
-        print_frame(a.summary, "summary by experiment × contrast × family")
-        print_frame(a.gaps.summary, "subgroup gaps over models")
-        print_frame(a.additivity.summary, f"additivity (leave-one-setting-out, tolerance {tolerance:g})")
-        print_frame(a.macro[a.macro["scope"] == "macro"], f"macro {metric} per model")
+        lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
+        print_frame(
+            a.summary,
+            "summary by experiment × contrast × family",
+            [
+                "experiment",
+                "contrast",
+                "family",
+                "n",
+                "mean_ie",
+                *lohi,
+                "sd_ie",
+                "pct_positive",
+                "mean_nli",
+                "n_nli",
+                "mean_predicted",
+                "r_predicted_ie",
+            ],
+        )
+        typer.echo(f"r_predicted_ie: {R_NOTE}")
+        glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
+        print_frame(
+            a.gaps.summary,
+            "subgroup gaps over models (gap = group level − reference group)",
+            [
+                "experiment",
+                "group_level",
+                "condition",
+                "n_models",
+                "mean_gap",
+                "mean_abs_gap",
+                *glohi,
+                "max_abs_gap",
+                "n_ratio_flagged",
+            ],
+        )
+        print_frame(
+            a.additivity.summary,
+            f"additivity (leave-one-setting-out, tolerance {tolerance:g})",
+            ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"],
+        )
+        for r in a.additivity.summary.itertuples(index=False):
+            typer.echo(f"worst settings, {r.model}: {r.worst_settings}")
+        mlohi = ["lo", "hi"] if a.replicates is not None else []
+        print_frame(
+            a.macro[a.macro["scope"] == "macro"],
+            f"macro {metric} per model",
+            ["model", "family", "n_experiments", "n_cells", "value", *mlohi],
+        )
     typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
     if len(a.above_chance):
         typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.analyze import FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
 
 #: Replicates used when --bootstrap is not given and the run has per-trial scores.
 DEFAULT_BOOT = 1000
@@ -18,17 +19,17 @@ DEFAULT_BOOT = 1000
 def report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory (results/<run_id>/) or its results.csv.")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: the run directory).")] = None,
-    metric: Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")] = "eer",
+    metric: MetricOpt = "eer",
     bootstrap: Annotated[
         int | None,
         typer.Option(help=f"Bootstrap replicates (default {DEFAULT_BOOT} when the run has per-trial scores; 0: none)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")] = 0,
-    unit: Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")] = "speaker",
-    permutations: Annotated[int, typer.Option(help="Speaker-level permutations per subgroup gap (0: none).")] = 0,
-    tolerance: Annotated[float, typer.Option(help="Additivity tolerance (metric units).")] = 0.01,
-    gap_floor: Annotated[float, typer.Option(help="Flag gap ratios whose reference gap is below this.")] = 0.01,
-    group_factor: Annotated[str | None, typer.Option(help="Factor compared as groups (default: population).")] = None,
+    seed: SeedOpt = 0,
+    unit: UnitOpt = "speaker",
+    permutations: PermOpt = 0,
+    tolerance: TolOpt = 0.01,
+    gap_floor: FloorOpt = 0.01,
+    group_factor: GroupOpt = None,
 ) -> None:
     """Write report.md and a self-contained report.html with figures for one run."""
     from interbias.analysis.report import build_report, write_report
