@@ -24,7 +24,7 @@ import pandas as pd
 from interbias.analysis.replicates import Replicates
 from interbias.errors import AnalysisError
 
-REQUIRED = ("experiment", "model", "factor_a", "level_a", "ref_a", "factor_b", "level_b", "ref_b")
+REQUIRED = ("experiment", "model", "factor_a", "level_a", "ref_a")
 SLOTS = ("a", "b", "c")
 MODEL_KEY = ["experiment", "dataset", "model", "family"]
 #: Chance level of metrics that have one (an EER of 0.5; normalised minDCF has none below 1).

@@ -94,7 +94,8 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
         for i in range(len(a_levels)):
             for j in range(len(b_levels)):
                 text = "missing" if np.isnan(grid[i, j]) else f"{grid[i, j]:+.3f}{ci.get((i, j), '')}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=8)
+                dark = not np.isnan(grid[i, j]) and abs(grid[i, j]) > 0.6 * vmax
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
         ax.set_xticks(range(len(b_levels)), b_levels, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(a_levels)), a_levels, fontsize=8)
         ax.set_xlabel(str(sub["factor_b"].iloc[0]))

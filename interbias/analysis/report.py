@@ -126,9 +126,16 @@ def _provenance(a: Analysis, rep: Report) -> None:
             )
             + "."
         )
-    n_fail = rj.get("n_failures", int(pd.to_numeric(frame.get("n_failed", 0), errors="coerce").fillna(0).sum()))
     errored = rj.get("errored_cells", [])
-    lines.append(f"Failures: {n_fail} failed utterance(s) over all cells; {len(errored)} errored cell(s).")
+    if "n_failures" in rj:
+        lines.append(
+            f"Failures: {rj['n_failures']} failed utterance(s) over all cells; {len(errored)} errored cell(s)."
+        )
+    elif "n_failed" in frame.columns:
+        n_fail = int(pd.to_numeric(frame["n_failed"], errors="coerce").fillna(0).sum())
+        lines.append(f"Failures: {n_fail} failed utterance(s) summed over results rows (no run.json).")
+    else:
+        lines.append("Failures: unknown (no run.json and no n_failed column).")
     if "n_dropped_trials" in frame.columns:
         dropped = pd.to_numeric(frame["n_dropped_trials"], errors="coerce").fillna(0)
         lines.append(f"Dropped trials: {int(dropped.sum())} over all cells (max {int(dropped.max())} in one cell).")
