@@ -128,3 +128,42 @@ def test_additivity_not_estimable_when_a_level_only_occurs_in_the_held_out_cell(
     assert validate_additivity(only).summary.n_estimable.iloc[0] == 0
     with pytest.raises(AnalysisError, match="--tolerance must be positive"):
         validate_additivity(only, tolerance=0)
+
+
+def test_analyze_cli_on_a_small_csv_hand_values(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    rows = e16("m1", {"clean": (0.10, 0.12), "n25": (0.15, 0.20), "n5": (0.30, 0.45)})
+    rows += e16("m2", {"clean": (0.20, 0.19), "n25": (0.25, 0.30)})  # (male, n5) and (female, n5) absent
+    path = tmp_path / "results.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    res = CliRunner().invoke(app, ["analyze", str(path), "--quiet", "--gap-floor", "0.015"])
+    assert res.exit_code == 0, res.output
+    assert "3 contrast(s), 1 setting(s) with missing terms" in res.output
+    c = pd.read_csv(tmp_path / "contrasts.csv").set_index(["model", "level_b"])
+    # m1, n5: predicted 0.30 + 0.12 − 0.10 = 0.32, IE = 0.45 − 0.32 = 0.13, NLI = 0.45 / 0.32
+    assert c.loc[("m1", "n5"), "predicted"] == pytest.approx(0.32) and c.loc[("m1", "n5"), "ie"] == pytest.approx(0.13)
+    assert c.loc[("m1", "n5"), "nli"] == pytest.approx(0.45 / 0.32)
+    assert c.loc[("m2", "n25"), "ie"] == pytest.approx(0.30 - (0.25 + 0.19 - 0.20))
+    miss = pd.read_csv(tmp_path / "missing_terms.csv")
+    assert miss[["model", "level_b", "missing_terms"]].values.tolist() == [
+        ["m2", "n5", "b=(female,n5),joint=(male,n5)"]
+    ]
+    g = pd.read_csv(tmp_path / "gaps.csv").fillna({"ratio_flag": ""}).set_index(["model", "condition"])
+    assert g.loc[("m1", "noise=n5"), "gap"] == pytest.approx(0.15) and g.loc[
+        ("m1", "noise=n5"), "ratio"
+    ] == pytest.approx(7.5)
+    assert g.loc[("m2", "noise=n25"), "ratio"] == pytest.approx(-5.0)
+    assert g.loc[("m2", "noise=n25"), "ratio_flag"] == "unstable: |reference-condition gap| 0.0100 < floor 0.015"
+    assert g.loc[("m1", "noise=n25"), "ratio_flag"] == ""
+    s = pd.read_csv(tmp_path / "gap_summary.csv").set_index("condition")
+    assert s.loc["noise=clean", "mean_abs_gap"] == pytest.approx((0.02 + 0.01) / 2)
+    assert s.loc["noise=n25", "mean_abs_gap"] == pytest.approx((0.05 + 0.05) / 2)
+    a = pd.read_csv(tmp_path / "additivity_summary.csv").set_index("model")
+    assert a.loc["m2", "n_settings"] == 1 and a.loc["m1", "n_settings"] == 2
+    m = pd.read_csv(tmp_path / "macro.csv")
+    assert m[(m.model == "m2") & (m.scope == "macro")].value.iloc[0] == pytest.approx(
+        (0.10 + 0.19 + 0.25 + 0.30) / 4 + 0.0
+    )

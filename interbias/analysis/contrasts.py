@@ -68,6 +68,7 @@ class Grid:
 def grids(results: pd.DataFrame, metric: str) -> list[Grid]:
     """Split a results table into experiment × model grids, checking one row per cell."""
     frame = prepare(results)
+    exp_rows = {exp: grp for exp, grp in frame.groupby("experiment", sort=False)}
     out = []
     for key, grp in frame.groupby(MODEL_KEY, sort=False):
         info = dict(zip(MODEL_KEY, key, strict=True))
@@ -95,7 +96,8 @@ def grids(results: pd.DataFrame, metric: str) -> list[Grid]:
             k = tuple(getattr(row, c) for c in level_cols)
             value[k] = float(getattr(row, metric))
             cell[k] = row.cell
-        levels = {s: list(dict.fromkeys(grp[f"level_{s}"])) for s in slots}
+        # levels of the whole experiment: a model lacking a level gets its settings listed missing
+        levels = {s: list(dict.fromkeys(exp_rows[info["experiment"]][f"level_{s}"])) for s in slots}
         out.append(Grid(info, slots, factor, ref, levels, value, cell))
     return out
 
