@@ -23,8 +23,17 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
     tmp = tmp_path_factory.mktemp("analysis_run")
+    # Own embedding cache (the built corpus is shared): other tests count what they embed.
+    cache = tmp / "cache"
+    cache.mkdir()
+    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
     opts = RunOptions(
-        experiment=str(tiny_experiment(tmp)), encoders=["mfcc-stats"], out=tmp / "results", quiet=True, command=["t"]
+        experiment=str(tiny_experiment(tmp)),
+        encoders=["mfcc-stats"],
+        out=tmp / "results",
+        cache_dir=cache,
+        quiet=True,
+        command=["t"],
     )
     return run(opts).run_dir
 
