@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -35,3 +36,9 @@ def corpora_dir() -> Path:
     """``$INTERBIAS_CORPORA``: the default parent of corpus roots (``<dir>/<corpus name>``)."""
     env = os.environ.get("INTERBIAS_CORPORA")
     return Path(env).expanduser() if env else Path.home() / "corpora"
+
+
+def slug(text: str) -> str:
+    """File-name-safe form of a label or cell id (readable, collision-proofed by a hash)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+    return f"{safe[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"

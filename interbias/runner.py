@@ -33,7 +33,7 @@ from interbias.lock import RunLock
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
 from interbias.paths import cache_dir as default_cache_dir
-from interbias.paths import conditions_dir
+from interbias.paths import conditions_dir, slug
 from interbias.progress import Reporter
 from interbias.results import COLUMNS, hardware, package_versions, revision
 from interbias.scoring import cosine_scores
@@ -73,12 +73,6 @@ class RunOutcome:
     n_cached: int
     cells_done_before: int
     errored_cells: list[str]
-
-
-def slug(text: str) -> str:
-    """File-name-safe form of a label or cell id (readable, collision-proofed by a hash)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-    return f"{safe[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def _check_device(device: str) -> None:

@@ -35,7 +35,7 @@ def test_hand_computed_contrast_and_missing() -> None:
     assert len(t.contrasts) == 1
     r = t.contrasts.iloc[0]
     assert r.predicted == pytest.approx(0.25) and r.ie == pytest.approx(0.05) and r.nli == pytest.approx(1.2)
-    assert t.missing.iloc[0].missing_terms == "ab=(a1,b2)"
+    assert t.missing.iloc[0].missing_terms == "joint=(a1,b2)"
 
 
 def test_nonpositive_prediction_has_no_nli() -> None:

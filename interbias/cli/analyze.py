@@ -7,9 +7,21 @@ from typing import Annotated
 
 import typer
 
-from interbias import atomic
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+
+#: Options shared by ``analyze`` and ``report``.
+MetricOpt = Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")]
+SeedOpt = Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")]
+UnitOpt = Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")]
+PermOpt = Annotated[int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")]
+TolOpt = Annotated[float, typer.Option(help="Additivity tolerance on |observed − predicted| (metric units).")]
+FloorOpt = Annotated[
+    float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
+]
+GroupOpt = Annotated[
+    str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
+]
 
 
 @app.command()
@@ -17,42 +29,88 @@ from interbias.cli.tables import print_frame
 def analyze(
     results: Annotated[Path, typer.Argument(help="results.csv (or a run directory).")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the results).")] = None,
-    metric: Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")] = "eer",
+    metric: MetricOpt = "eer",
+    bootstrap: Annotated[
+        int, typer.Option(help="Bootstrap replicates for percentile CIs (0: none); needs per-trial scores.")
+    ] = 0,
+    seed: SeedOpt = 0,
+    unit: UnitOpt = "speaker",
+    ci_level: Annotated[float, typer.Option(help="Confidence level of the percentile intervals.")] = 0.95,
+    permutations: PermOpt = 0,
+    tolerance: TolOpt = 0.01,
+    gap_floor: FloorOpt = 0.01,
+    group_factor: GroupOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:
-    """Additive contrasts (IE, NLI) and their summaries from any DESIGN.md results CSV."""
-    from interbias.analysis import read_results
-    from interbias.analysis.contrasts import REQUIRED, compute_contrasts, summarize
+    """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
+    and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
+    from interbias.analysis.contrasts import R_NOTE
+    from interbias.analysis.suite import Options, analyse, write_tables
 
-    if metric not in ("eer", "eer_legacy", "min_dcf"):
-        from interbias.errors import AnalysisError
-
-        raise AnalysisError(f"--metric {metric!r}: valid: eer, eer_legacy, min_dcf")
-    frame = read_results(results, required=REQUIRED, metric=metric)
-    tables = compute_contrasts(frame, metric)
-    summary = summarize(tables.contrasts)
+    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
+    a = analyse(results, opts)
     folder = out or (results if results.is_dir() else results.parent)
-    atomic.write_csv(folder / "contrasts.csv", tables.contrasts)
-    atomic.write_csv(folder / "summary.csv", summary)
-    atomic.write_csv(folder / "missing_terms.csv", tables.missing)
+    paths = write_tables(a, folder)
+    c = a.contrasts.contrasts
     if not quiet:
+        ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
         print_frame(
-            tables.contrasts,
+            c,
             f"contrasts ({metric})",
+            ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
+        )
+        lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
+        print_frame(
+            a.summary,
+            "summary by experiment × contrast × family",
             [
                 "experiment",
-                "model",
-                "level_a",
-                "level_b",
-                f"{metric}_ref",
-                f"{metric}_a",
-                f"{metric}_b",
-                f"{metric}_ab",
-                "predicted",
-                "ie",
-                "nli",
+                "contrast",
+                "family",
+                "n",
+                "mean_ie",
+                *lohi,
+                "sd_ie",
+                "pct_positive",
+                "mean_nli",
+                "n_nli",
+                "mean_predicted",
+                "r_predicted_ie",
             ],
         )
-        print_frame(summary, "summary by experiment × family")
-    typer.echo(f"{len(tables.contrasts)} contrast(s), {len(tables.missing)} setting(s) with missing terms")
-    typer.echo(f"wrote {folder / 'contrasts.csv'}, {folder / 'summary.csv'}, {folder / 'missing_terms.csv'}")
+        typer.echo(f"r_predicted_ie: {R_NOTE}")
+        glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
+        print_frame(
+            a.gaps.summary,
+            "subgroup gaps over models (gap = group level − reference group)",
+            [
+                "experiment",
+                "group_level",
+                "condition",
+                "n_models",
+                "mean_gap",
+                "mean_abs_gap",
+                *glohi,
+                "max_abs_gap",
+                "n_ratio_flagged",
+            ],
+        )
+        print_frame(
+            a.additivity.summary,
+            f"additivity (leave-one-setting-out, tolerance {tolerance:g})",
+            ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"],
+        )
+        for r in a.additivity.summary.itertuples(index=False):
+            typer.echo(f"worst settings, {r.model}: {r.worst_settings}")
+        mlohi = ["lo", "hi"] if a.replicates is not None else []
+        print_frame(
+            a.macro[a.macro["scope"] == "macro"],
+            f"macro {metric} per model",
+            ["model", "family", "n_experiments", "n_cells", "value", *mlohi],
+        )
+    typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
+    if len(a.above_chance):
+        typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
+    if a.replicates is not None:
+        typer.echo(f"intervals: {a.replicates.describe()}")
+    typer.echo("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")

@@ -1,0 +1,168 @@
+"""Speaker-cluster (and, for comparison, trial-level) bootstrap weights for a trial list.
+
+Speaker unit (the default). Speakers are resampled with replacement once per replicate, and the
+same resample is applied to every cell and every model, so the four terms of a contrast and the
+two groups of a gap move together (they share speakers and trials). Resampling is stratified:
+speakers are grouped into blocks by the set of strata whose trials they occur in (in E16: one
+block per gender), and each block of ``n`` speakers is redrawn as ``n`` draws with replacement,
+so every replicate keeps each stratum's speaker count. A speaker drawn ``c`` times has count
+``c`` (0 when not drawn). A trial's multiplicity is the product of the counts of its distinct
+speakers: a target trial of speaker ``s`` appears ``c_s`` times, a non-target trial between
+``e`` and ``t`` appears ``c_e · c_t`` times (every copy of ``e`` meets every copy of ``t``).
+
+Trial unit. Within each stratum × label, trials are redrawn with replacement (same number), and
+every cell of that stratum uses the same redraw. It treats trials as independent, which they
+are not when speakers repeat: it is there to show how much that understates uncertainty.
+
+Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial unit also
+the stratum and label), so each replicate is reproducible on its own and independent of order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from interbias.errors import AnalysisError
+from interbias.seeding import derive_rng, derive_seed
+
+Unit = Literal["speaker", "trial"]
+UNITS: tuple[str, ...] = ("speaker", "trial")
+SPEAKER_RULE = (
+    "speakers resampled with replacement within blocks of speakers sharing the same strata; "
+    "trial multiplicity = product of its distinct speakers' counts (target: c_s; non-target: c_e*c_t)"
+)
+TRIAL_RULE = "trials resampled with replacement within stratum x label (ignores speaker clustering)"
+
+
+@dataclass(frozen=True)
+class TrialDesign:
+    """A trial list as arrays: per trial its id, stratum, label and speaker indices."""
+
+    trial_id: np.ndarray
+    stratum: np.ndarray
+    label: np.ndarray
+    enrol: np.ndarray
+    test: np.ndarray
+    speakers: tuple[str, ...]
+    _row: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_frame(cls, trials: pd.DataFrame) -> TrialDesign:
+        need = ["trial_id", "stratum", "label", "enrol_speaker", "test_speaker"]
+        missing = [c for c in need if c not in trials.columns]
+        if missing:
+            raise AnalysisError(f"trial list lacks column(s) {', '.join(missing)}")
+        spk = pd.concat([trials["enrol_speaker"], trials["test_speaker"]]).astype(str)
+        speakers = tuple(sorted(set(spk)))
+        index = {s: i for i, s in enumerate(speakers)}
+        ids = trials["trial_id"].to_numpy(np.int64)
+        if len(np.unique(ids)) != len(ids):
+            raise AnalysisError("trial list has repeated trial_id values")
+        return cls(
+            trial_id=ids,
+            stratum=trials["stratum"].astype(str).to_numpy(),
+            label=trials["label"].to_numpy().astype(bool),
+            enrol=np.array([index[s] for s in trials["enrol_speaker"].astype(str)], dtype=np.int64),
+            test=np.array([index[s] for s in trials["test_speaker"].astype(str)], dtype=np.int64),
+            speakers=speakers,
+            _row={int(t): i for i, t in enumerate(ids)},
+        )
+
+    def rows(self, trial_ids: np.ndarray) -> np.ndarray:
+        """Positions of ``trial_ids`` in this design (an unknown id is an error)."""
+        try:
+            return np.array([self._row[int(t)] for t in trial_ids], dtype=np.int64)
+        except KeyError as exc:
+            raise AnalysisError(f"scores name trial_id {exc.args[0]}, which is not in the trial list") from None
+
+    def blocks(self) -> list[np.ndarray]:
+        """Speaker indices grouped by the set of strata they occur in (sorted, deterministic)."""
+        member: dict[int, set[str]] = {}
+        for side in (self.enrol, self.test):
+            for s, st in zip(side.tolist(), self.stratum.tolist(), strict=True):
+                member.setdefault(s, set()).add(st)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for s in sorted(member):
+            groups.setdefault(tuple(sorted(member[s])), []).append(s)
+        return [np.array(groups[k], dtype=np.int64) for k in sorted(groups)]
+
+
+class Resampler:
+    """Bootstrap trial weights for a :class:`TrialDesign`, computed lazily per set of trials."""
+
+    def __init__(self, design: TrialDesign, *, n_boot: int, seed: int = 0, unit: str = "speaker") -> None:
+        if unit not in UNITS:
+            raise AnalysisError(f"bootstrap unit {unit!r}: valid: {', '.join(UNITS)}")
+        if n_boot < 1:
+            raise AnalysisError(f"--bootstrap must be a positive number of replicates, got {n_boot}")
+        self.design, self.n_boot, self.seed, self.unit = design, n_boot, seed, unit
+        self._speaker_counts: np.ndarray | None = None
+        self._trial_counts: dict[tuple[str, bool], np.ndarray] = {}
+
+    @property
+    def rule(self) -> str:
+        return SPEAKER_RULE if self.unit == "speaker" else TRIAL_RULE
+
+    def replicate_seeds(self) -> list[int]:
+        """The seed of each replicate (speaker unit), derived from the master seed."""
+        return [derive_seed("bootstrap", self.unit, self.seed, b) for b in range(self.n_boot)]
+
+    def speaker_counts(self) -> np.ndarray:
+        """``B × n_speakers`` resample counts (each block keeps its size)."""
+        if self._speaker_counts is None:
+            blocks = self.design.blocks()
+            counts = np.zeros((self.n_boot, len(self.design.speakers)), dtype=np.int64)
+            for b in range(self.n_boot):
+                rng = derive_rng("bootstrap", self.unit, self.seed, b)
+                for blk in blocks:
+                    drawn = blk[rng.integers(0, len(blk), size=len(blk))]
+                    counts[b] += np.bincount(drawn, minlength=counts.shape[1])
+            self._speaker_counts = counts
+        return self._speaker_counts
+
+    def _trial_counts_for(self, stratum: str, label: bool) -> np.ndarray:
+        key = (stratum, label)
+        if key not in self._trial_counts:
+            idx = np.flatnonzero((self.design.stratum == stratum) & (self.design.label == label))
+            counts = np.zeros((self.n_boot, len(idx)), dtype=np.int64)
+            for b in range(self.n_boot):
+                rng = derive_rng("bootstrap", self.unit, self.seed, b, stratum, int(label))
+                counts[b] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
+            self._trial_counts[key] = counts
+        return self._trial_counts[key]
+
+    def weights(self, rows: np.ndarray) -> np.ndarray:
+        """``B × len(rows)`` multiplicities of the design's trials at positions ``rows``."""
+        d = self.design
+        if self.unit == "speaker":
+            c = self.speaker_counts()
+            e, t = d.enrol[rows], d.test[rows]
+            return np.where(e == t, c[:, e], c[:, e] * c[:, t]).astype(np.float64)
+        out = np.zeros((self.n_boot, len(rows)))
+        for st in np.unique(d.stratum[rows]):
+            for lab in (False, True):
+                pool = np.flatnonzero((d.stratum == st) & (d.label == lab))
+                sel = np.flatnonzero((d.stratum[rows] == st) & (d.label[rows] == lab))
+                if len(sel) == 0:
+                    continue
+                pos = np.searchsorted(pool, rows[sel])
+                out[:, sel] = self._trial_counts_for(st, lab)[:, pos]
+        return out
+
+
+def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, n_valid) percentile interval over the last axis, ignoring NaN replicates
+    (NaN bounds when no replicate is valid)."""
+    if not 0 < level < 1:
+        raise AnalysisError(f"confidence level must be in (0, 1), got {level}")
+    reps = np.asarray(replicates, dtype=np.float64)
+    alpha = (1 - level) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN bounds
+        q = np.nanquantile(reps, [alpha, 1 - alpha], axis=-1)
+    return q[0], q[1], np.isfinite(reps).sum(axis=-1)

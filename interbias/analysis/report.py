@@ -1,0 +1,423 @@
+"""A readable report of one run: ``report.md`` (figures beside it) and a self-contained
+``report.html`` (figures embedded as base64 PNG, no external files, scripts or fonts).
+
+Sections: what was run and how uncertainty was estimated; provenance (encoders with checkpoint
+hashes, trial-list hash and counts, failures, overlap warnings); results per cell; figures
+(DET curves per cell, metric by condition per model, IE heatmap per model, gap against SNR
+per noise kind); contrasts and their diagnostics; subgroup gaps; additivity validation; macro
+averages. A figure that cannot be drawn is listed with the reason, never left out silently.
+SNR and noise kind come from the operator parameters in ``experiment.resolved.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic, metrics
+from interbias.analysis import plots
+from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.suite import Analysis
+from interbias.paths import slug
+
+_DIGITS = 4
+
+
+@dataclass
+class Figure:
+    name: str
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class Report:
+    title: str
+    blocks: list[tuple[str, Any]] = field(default_factory=list)  # (kind, payload)
+    figures: list[Figure] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+
+    def heading(self, text: str) -> None:
+        self.blocks.append(("h2", text))
+
+    def para(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, frame: pd.DataFrame, columns: list[str] | None = None) -> None:
+        cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+        self.blocks.append(("table", frame[cols].reset_index(drop=True)))
+
+    def figure(self, fig: Figure) -> None:
+        self.figures.append(fig)
+        self.blocks.append(("figure", fig))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return "" if math.isnan(v) else f"{v:.{_DIGITS}f}"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def snr_levels(resolved: dict[str, Any] | None, factor: str) -> dict[str, tuple[str, float]]:
+    """level -> (noise kind, SNR dB) for levels of ``factor`` whose chain holds exactly one
+    operator with an ``snr_db`` parameter (kind: its ``kind`` parameter, else the operator name)."""
+    out: dict[str, tuple[str, float]] = {}
+    for f in (resolved or {}).get("factors", []):
+        if f.get("name") != factor or f.get("type") != "acoustic":
+            continue
+        for level, spec in (f.get("levels") or {}).items():
+            chains = [spec] if isinstance(spec, list) else list((spec or {}).values()) if isinstance(spec, dict) else []
+            ops = [op for ch in chains for op in (ch or []) if isinstance(op, dict) and "snr_db" in op]
+            if len({(op.get("kind", op.get("op")), op["snr_db"]) for op in ops}) == 1:
+                op = ops[0]
+                out[str(level)] = (str(op.get("kind", op.get("op"))), float(op["snr_db"]))
+    return out
+
+
+def _fig(name: str, title: str, caption: str, fig: Any) -> Figure:
+    return Figure(name, title, caption, plots.png(fig))
+
+
+def _provenance(a: Analysis, rep: Report) -> None:
+    rep.heading("Provenance")
+    rj = a.run.run_json or {}
+    frame = prepare(a.results)
+    if rj.get("encoders"):
+        enc = pd.DataFrame(
+            [
+                {
+                    "encoder": e.get("label"),
+                    "family": e.get("family"),
+                    "checkpoint_sha256": e.get("checkpoint_sha256"),
+                    "fingerprint": e.get("fingerprint"),
+                    "source": e.get("source"),
+                }
+                for e in rj["encoders"]
+            ]
+        )
+    else:
+        cols = [c for c in ("model", "family", "checkpoint_sha256", "encoder_source") if c in frame.columns]
+        enc = frame[cols].drop_duplicates().rename(columns={"model": "encoder"})
+    rep.table(enc)
+    trials = rj.get("trials", {})
+    sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
+    lines = [
+        f"Run {rj.get('run_id', ', '.join(sorted(set(frame.get('run_id', pd.Series(dtype=str))))) or 'unknown')}, "
+        f"revision {rj.get('revision', 'unknown')}.",
+        f"Trial list sha256 {sha or 'unknown'}; {trials.get('n', 'unknown')} trials.",
+    ]
+    strata = trials.get("strata") or {}
+    if strata:
+        lines.append(
+            "Strata: "
+            + "; ".join(
+                f"{k}: {v.get('n_speakers')} speakers, {v.get('n_target')} target / {v.get('n_nontarget')} non-target trials"
+                for k, v in strata.items()
+            )
+            + "."
+        )
+    errored = rj.get("errored_cells", [])
+    if "n_failures" in rj:
+        lines.append(
+            f"Failures: {rj['n_failures']} failed utterance(s) over all cells; {len(errored)} errored cell(s)."
+        )
+    elif "n_failed" in frame.columns:
+        n_fail = int(pd.to_numeric(frame["n_failed"], errors="coerce").fillna(0).sum())
+        lines.append(f"Failures: {n_fail} failed utterance(s) summed over results rows (no run.json).")
+    else:
+        lines.append("Failures: unknown (no run.json and no n_failed column).")
+    if "n_dropped_trials" in frame.columns:
+        dropped = pd.to_numeric(frame["n_dropped_trials"], errors="coerce").fillna(0)
+        lines.append(f"Dropped trials: {int(dropped.sum())} over all cells (max {int(dropped.max())} in one cell).")
+    for line in lines:
+        rep.para(line)
+    for msg in errored:
+        rep.para(f"Errored cell: {msg}")
+    if "overlap_warning" in frame.columns:
+        warn = frame[frame["overlap_warning"].astype(str).str.strip() != ""]
+        if len(warn):
+            rep.para(f"Overlap warnings ({len(warn)} row(s)):")
+            rep.table(warn, ["model", "cell", "overlap_warning"])
+        else:
+            rep.para("Overlap warnings: none.")
+    else:
+        rep.para("Overlap warnings: not checked (no overlap_warning column in results.csv).")
+
+
+def _condition_table(a: Analysis) -> pd.DataFrame:
+    frame = prepare(a.results)
+    metric = a.options.metric
+    ci = a.cells.set_index(["experiment", "model", "cell"]) if a.cells is not None else None
+    rows = []
+    for r in frame.itertuples(index=False):
+        gname = a.gaps.group_factor.get(r.experiment)
+        series, cond = [], []
+        for s in SLOTS:
+            f, lv = getattr(r, f"factor_{s}"), getattr(r, f"level_{s}")
+            if f:
+                (series if f == gname else cond).append(f"{f}={lv}" if f != gname else lv)
+        row = {
+            "model": r.model,
+            "condition": ",".join(cond) or "(none)",
+            "series": ",".join(series) or "all",
+            "value": float(getattr(r, metric)),
+        }
+        if ci is not None:
+            c = ci.loc[(r.experiment, r.model, r.cell)]
+            row.update(lo=float(c["lo"]), hi=float(c["hi"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _figures(a: Analysis, rep: Report) -> None:
+    metric = a.options.metric
+    rep.heading("Figures")
+    frame = prepare(a.results)
+    # DET curves per cell.
+    if a.run.has_scores and "cell" in frame.columns:
+        curves: dict[str, list] = {}
+        for r in frame.itertuples(index=False):
+            cs = a.run.cell(r.model, r.cell)
+            fpr, fnr = metrics.det_curve(cs.scores, cs.labels)
+            curves.setdefault(r.model, []).append((r.cell, fpr, fnr, float(getattr(r, metric))))
+        rep.figure(
+            _fig(
+                "det",
+                "DET curves per cell",
+                "Miss against false-alarm rate on normal-deviate axes, one curve per cell; legend gives each "
+                f"cell's {metric}. The dotted diagonal is where the equal error rate is read.",
+                plots.det_figure(curves, metric),
+            )
+        )
+    else:
+        rep.omitted.append("DET curves: need per-trial scores (trials.parquet and scores/ in the run directory)")
+    cond = _condition_table(a)
+    ci_note = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else ""
+    rep.figure(
+        _fig(
+            "by_condition",
+            f"{metric} by condition per model",
+            f"One panel per model, one line per group level.{ci_note}",
+            plots.condition_figure(cond, metric),
+        )
+    )
+    c = a.contrasts.contrasts
+    two = c[c["contrast"].str.count("×") == 1]
+    if len(two):
+        pair = two["contrast"].iloc[0]
+        two = two[two["contrast"] == pair]
+        vmax = float(np.nanmax(np.abs(two["ie"]))) if len(two) else 0.0
+        for model in dict.fromkeys(two["model"]):
+            rep.figure(
+                _fig(
+                    f"ie_{slug(model)}",
+                    f"IE heatmap: {model}",
+                    f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
+                    "red: worse than additive, blue: better. Same colour scale for all models.",
+                    plots.ie_heatmap(two, model, vmax),
+                )
+            )
+    else:
+        rep.omitted.append("IE heatmaps: no complete two-factor contrast (a factor missing or terms missing)")
+    gsum = a.gaps.summary
+    drawn = False
+    for exp, gname in a.gaps.group_factor.items():
+        part = gsum[gsum["experiment"] == exp]
+        first = frame[frame["experiment"] == exp].iloc[0]
+        slots = {first[f"factor_{s}"]: s for s in SLOTS if first[f"factor_{s}"] and first[f"factor_{s}"] != gname}
+        if len(slots) != 1:
+            rep.omitted.append(f"gap vs SNR ({exp}): needs exactly one condition factor besides {gname}")
+            continue
+        factor, slot = next(iter(slots.items()))
+        snr = snr_levels(a.run.resolved if (a.run.resolved or {}).get("name") == exp else None, factor)
+        if not snr:
+            rep.omitted.append(
+                f"gap vs SNR ({exp}): no level of {factor} has one operator with an snr_db parameter "
+                "in experiment.resolved.json"
+            )
+            continue
+        ref_level = str(first[f"ref_{slot}"])
+        rep.figure(
+            _fig(
+                f"gap_snr_{exp}",
+                f"Subgroup gap against SNR ({exp})",
+                f"Mean |{metric} gap| between {gname} groups over models, per noise kind (SNR and kind read from "
+                f"the operator parameters); dashed: the {ref_level} condition."
+                + (" Bands: " + a.replicates.describe() + "." if a.replicates is not None else ""),
+                plots.gap_snr_figure(part, snr, factor, ref_level, metric),
+            )
+        )
+        drawn = True
+    if not drawn and not a.gaps.group_factor:
+        rep.omitted.append("gap vs SNR: no population (group) factor in this experiment")
+
+
+def build_report(a: Analysis) -> Report:
+    frame = prepare(a.results)
+    metric = a.options.metric
+    resolved = a.run.resolved or {}
+    exps = ", ".join(dict.fromkeys(frame["experiment"]))
+    rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
+    if resolved.get("description"):
+        rep.para(str(resolved["description"]).strip())
+    rep.para(
+        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
+        + (
+            "Intervals: " + a.replicates.describe() + "."
+            if a.replicates is not None
+            else "No intervals: "
+            + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
+        )
+    )
+    _provenance(a, rep)
+    rep.heading("Results per cell")
+    if a.cells is not None:
+        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
+    else:
+        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
+    if len(a.above_chance):
+        rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
+        rep.table(a.above_chance, ["model", "cell", "value"])
+    _figures(a, rep)
+    rep.heading("Additive contrasts")
+    rep.para(
+        "IE = observed − (sum of single-factor changes added to the reference). Missing terms are listed, never "
+        "imputed. r(prediction, IE) is descriptive: IE contains −prediction, so the two are mathematically coupled."
+    )
+    ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
+    cols = [
+        "model",
+        "contrast",
+        "level_a",
+        "level_b",
+        "level_c",
+        "predicted",
+        f"{metric}_joint",
+        "ie",
+        *ci,
+        "nli",
+        "flags",
+    ]
+    rep.table(a.contrasts.contrasts, cols)
+    if len(a.contrasts.missing):
+        rep.para("Settings with missing terms:")
+        rep.table(a.contrasts.missing, ["model", "contrast", "missing_terms"])
+    rep.para("Per experiment × family:")
+    extra = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
+    summ = ["family", "contrast", "n", "mean_ie", *extra, "sd_ie", "pct_positive", "mean_nli", "n_nli"]
+    summ += ["mean_predicted", "max_predicted", "share_predicted_above_chance", "r_predicted_ie"]
+    rep.table(a.summary, summ)
+    rep.para("Per model (the seed paper's Table 11 shape):")
+    rep.table(a.per_model, ["model", *summ])
+    if len(a.gaps.gaps):
+        rep.heading("Subgroup gaps")
+        rep.para(
+            "gap = metric of the group level − metric of the reference group, per model and condition. Ratios "
+            f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
+        )
+        gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
+        gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]
+        rep.table(a.gaps.summary, [*gcols, "n_ratio_flagged"])
+        pcols = ["model", "condition", "gap", "gap_lo", "gap_hi", "abs_gap", "p_perm", "ratio", "ratio_flag"]
+        rep.table(a.gaps.gaps, pcols)
+        if "p_perm" in a.gaps.gaps.columns:
+            rep.para(
+                f"p_perm: two-sided speaker-level permutation test ({a.options.n_perm} permutations; units: "
+                "enrol speakers), not corrected for multiple comparisons."
+            )
+    rep.heading("Additivity validation")
+    rep.para(
+        "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "
+        f"(leave-one-setting-out). Tolerance fixed up front: {a.options.tolerance:g}."
+    )
+    rep.table(
+        a.additivity.summary,
+        ["model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error", "worst_settings"],
+    )
+    rep.heading(f"Macro {metric}")
+    rep.para("Per model: mean over the cells of each experiment, then over experiments with equal weight.")
+    rep.table(
+        a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
+    )
+    if rep.omitted:
+        rep.heading("Figures not drawn")
+        for msg in rep.omitted:
+            rep.para(msg)
+    return rep
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    sep = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, sep, *body])
+
+
+def to_markdown(rep: Report, figure_dir: str) -> str:
+    out = [f"# {rep.title}", ""]
+    for kind, payload in rep.blocks:
+        if kind == "h2":
+            out += [f"## {payload}", ""]
+        elif kind == "p":
+            out += [payload, ""]
+        elif kind == "table":
+            out += [_md_table(payload), ""]
+        elif kind == "figure":
+            out += [f"### {payload.title}", "", f"![{payload.title}]({figure_dir}/{payload.name}.png)", ""]
+            out += [payload.caption, ""]
+    return "\n".join(out)
+
+
+_CSS = (
+    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}"
+    "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:13px;color:#444}"
+)
+
+
+def to_html(rep: Report) -> str:
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(rep.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(rep.title)}</h1>",
+    ]
+    for kind, payload in rep.blocks:
+        if kind == "h2":
+            out.append(f"<h2>{html.escape(payload)}</h2>")
+        elif kind == "p":
+            out.append(f"<p>{html.escape(payload)}</p>")
+        elif kind == "table":
+            cells = payload.map(_fmt) if hasattr(payload, "map") else payload.applymap(_fmt)
+            out.append(cells.to_html(index=False, escape=True, border=0))
+        elif kind == "figure":
+            data = base64.b64encode(payload.png).decode("ascii")
+            out.append(
+                f'<figure id="{html.escape(payload.name)}"><h3>{html.escape(payload.title)}</h3>'
+                f'<img alt="{html.escape(payload.title)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(payload.caption)}</figcaption></figure>"
+            )
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_report(rep: Report, folder: Path) -> tuple[Path, Path]:
+    """Write ``report.md`` (figures in ``report_figures/``) and ``report.html`` into ``folder``."""
+    fig_dir = "report_figures"
+    for fig in rep.figures:
+        atomic.write_bytes(folder / fig_dir / f"{fig.name}.png", fig.png)
+    md, page = folder / "report.md", folder / "report.html"
+    atomic.write_text(md, to_markdown(rep, fig_dir))
+    atomic.write_text(page, to_html(rep))
+    return md, page

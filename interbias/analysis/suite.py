@@ -1,0 +1,126 @@
+"""Every analysis of one results table, computed together (``interbias analyze`` and ``report``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from interbias import atomic
+from interbias.analysis import read_results
+from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
+from interbias.analysis.bootstrap import Resampler
+from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
+from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
+from interbias.analysis.permutation import RunPermutations
+from interbias.analysis.replicates import Replicates, bootstrap_cells
+from interbias.analysis.rundir import RunDir
+from interbias.analysis.summaries import above_chance, cell_intervals, macro
+from interbias.errors import AnalysisError
+
+ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf")
+
+
+@dataclass(frozen=True)
+class Options:
+    metric: str = "eer"
+    n_boot: int = 0
+    seed: int = 0
+    unit: str = "speaker"
+    level: float = 0.95
+    n_perm: int = 0
+    tolerance: float = DEFAULT_TOLERANCE
+    gap_floor: float = DEFAULT_FLOOR
+    group_factor: str | None = None
+
+
+@dataclass
+class Analysis:
+    options: Options
+    results: pd.DataFrame
+    run: RunDir
+    contrasts: ContrastTables
+    summary: pd.DataFrame
+    per_model: pd.DataFrame
+    gaps: GapTables
+    additivity: AdditivityTables
+    macro: pd.DataFrame
+    above_chance: pd.DataFrame
+    replicates: Replicates | None
+    resampler: Resampler | None
+    cells: pd.DataFrame | None
+
+
+def analyse(results_path: Path, options: Options) -> Analysis:
+    """Read ``results_path`` and compute contrasts, summaries, gaps, additivity and macros;
+    with ``n_boot``/``n_perm``, intervals and permutation p-values from the per-trial scores."""
+    if options.metric not in ANALYSIS_METRICS:
+        raise AnalysisError(f"--metric {options.metric!r}: valid: {', '.join(ANALYSIS_METRICS)}")
+    if options.n_boot < 0 or options.n_perm < 0:
+        raise AnalysisError("--bootstrap and --permutations must be >= 0")
+    results = read_results(results_path, required=REQUIRED, metric=options.metric)
+    run = RunDir.open(results_path)
+    replicates = resampler = None
+    if options.n_boot:
+        run.require_scores("bootstrap CIs")
+        resampler = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit=options.unit)
+        replicates = bootstrap_cells(results, run, options.metric, resampler, level=options.level)
+    permutations = None
+    if options.n_perm:
+        run.require_scores("permutation tests")
+        run.check_against(results, options.metric)
+        permutations = RunPermutations(run, options.metric, options.n_perm, options.seed)
+    contrasts = compute_contrasts(results, options.metric, replicates)
+    reps = contrasts.ie_replicates
+    return Analysis(
+        options=options,
+        results=results,
+        run=run,
+        contrasts=contrasts,
+        summary=summarize(contrasts.contrasts, ie_replicates=reps, replicates=replicates),
+        per_model=summarize(contrasts.contrasts, PER_MODEL_BY, ie_replicates=reps, replicates=replicates),
+        gaps=compute_gaps(
+            results,
+            options.metric,
+            group_factor=options.group_factor,
+            resolved=run.resolved,
+            floor=options.gap_floor,
+            replicates=replicates,
+            permutations=permutations,
+        ),
+        additivity=validate_additivity(results, options.metric, tolerance=options.tolerance),
+        macro=macro(results, options.metric, replicates),
+        above_chance=above_chance(results, options.metric),
+        replicates=replicates,
+        resampler=resampler,
+        cells=cell_intervals(results, replicates) if replicates is not None else None,
+    )
+
+
+def write_tables(a: Analysis, folder: Path) -> list[Path]:
+    """Write every table as CSV (and bootstrap.json with the resampling record); returns paths."""
+    tables = {
+        "contrasts.csv": a.contrasts.contrasts,
+        "missing_terms.csv": a.contrasts.missing,
+        "summary.csv": a.summary,
+        "per_model.csv": a.per_model,
+        "gaps.csv": a.gaps.gaps,
+        "gap_summary.csv": a.gaps.summary,
+        "additivity.csv": a.additivity.settings,
+        "additivity_summary.csv": a.additivity.summary,
+        "macro.csv": a.macro,
+        "above_chance.csv": a.above_chance,
+    }
+    if a.cells is not None:
+        tables["cell_ci.csv"] = a.cells
+    paths = []
+    for name, frame in tables.items():
+        atomic.write_csv(folder / name, frame)
+        paths.append(folder / name)
+    if a.replicates is not None:
+        record = {"options": asdict(a.options), **a.replicates.to_json(a.resampler)}
+        atomic.write_text(folder / "bootstrap.json", json.dumps(record, indent=1, sort_keys=True) + "\n")
+        paths.append(folder / "bootstrap.json")
+    return paths

@@ -1,0 +1,51 @@
+"""``interbias report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.analyze import FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
+
+#: Replicates used when --bootstrap is not given and the run has per-trial scores.
+DEFAULT_BOOT = 1000
+
+
+@app.command()
+@guarded
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory (results/<run_id>/) or its results.csv.")],
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: the run directory).")] = None,
+    metric: MetricOpt = "eer",
+    bootstrap: Annotated[
+        int | None,
+        typer.Option(help=f"Bootstrap replicates (default {DEFAULT_BOOT} when the run has per-trial scores; 0: none)."),
+    ] = None,
+    seed: SeedOpt = 0,
+    unit: UnitOpt = "speaker",
+    permutations: PermOpt = 0,
+    tolerance: TolOpt = 0.01,
+    gap_floor: FloorOpt = 0.01,
+    group_factor: GroupOpt = None,
+) -> None:
+    """Write report.md and a self-contained report.html with figures for one run."""
+    from interbias.analysis.report import build_report, write_report
+    from interbias.analysis.rundir import RunDir
+    from interbias.analysis.suite import Options, analyse
+    from interbias.errors import AnalysisError
+
+    if not run_dir.exists():
+        raise AnalysisError(f"run directory {run_dir} does not exist")
+    n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if RunDir.open(run_dir).has_scores else 0)
+    opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor)
+    a = analyse(run_dir, opts)
+    rep = build_report(a)
+    folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
+    md, page = write_report(rep, folder)
+    typer.echo(f"{len(rep.figures)} figure(s); not drawn: {len(rep.omitted)}")
+    for msg in rep.omitted:
+        typer.echo(f"  not drawn: {msg}")
+    typer.echo(f"wrote {md} and {page}")

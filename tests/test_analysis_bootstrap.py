@@ -1,0 +1,144 @@
+"""Weighted-replicate metrics and the speaker-cluster bootstrap against naive references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interbias import metrics as M
+from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.weighted import metric_batch, sort_cell
+from interbias.errors import AnalysisError
+from interbias.seeding import derive_rng
+
+NAIVE = {"eer": M.eer, "eer_legacy": M.eer_legacy, "min_dcf": M.min_dcf}
+
+
+@pytest.mark.parametrize("metric", sorted(NAIVE))
+def test_weighted_metric_equals_metric_of_repeated_trials(metric: str) -> None:
+    rng = derive_rng("test", "weighted", metric)
+    for i in range(60):
+        n = int(rng.integers(2, 40))
+        labels = rng.integers(0, 2, n).astype(bool)
+        labels[:2] = [True, False]
+        # ties (coarse rounding), and every third cell perfectly separated (EER 0)
+        scores = np.round(rng.normal(size=n) + 6.0 * labels * (i % 3 == 0), i % 2)
+        weights = rng.integers(0, 4, (15, n))
+        got = metric_batch(metric, sort_cell(scores, labels), weights)
+        for b in range(len(weights)):
+            lab = np.repeat(labels, weights[b])
+            if lab.all() or not lab.any():
+                assert np.isnan(got[b])  # undefined without both classes
+            else:
+                assert got[b] == NAIVE[metric](np.repeat(scores, weights[b]), lab)
+
+
+def test_weighted_metric_rejects_bad_weights() -> None:
+    cell = sort_cell(np.array([0.1, 0.2]), np.array([True, False]))
+    with pytest.raises(AnalysisError, match="weights must be"):
+        metric_batch("eer", cell, np.ones((2, 3)))
+    with pytest.raises(AnalysisError, match="non-negative"):
+        metric_batch("eer", cell, -np.ones((1, 2)))
+    with pytest.raises(AnalysisError, match="not supported; valid: eer, eer_legacy, min_dcf"):
+        metric_batch("auc", cell, np.ones((1, 2)))
+
+
+def small_trials() -> pd.DataFrame:
+    """Two strata with disjoint speakers, targets and non-targets, scores with ties."""
+    rows, tid = [], 0
+    for stratum, spk in (("g=f", ["f1", "f2", "f3", "f4"]), ("g=m", ["m1", "m2", "m3"])):
+        for s in spk:
+            for _ in range(3):
+                rows.append((tid, stratum, 1, s, s))
+                tid += 1
+        for i, e in enumerate(spk):
+            for t in spk[i + 1 :]:
+                rows.append((tid, stratum, 0, e, t))
+                tid += 1
+    return pd.DataFrame(rows, columns=["trial_id", "stratum", "label", "enrol_speaker", "test_speaker"])
+
+
+def test_blocks_follow_strata_and_keep_sizes() -> None:
+    design = TrialDesign.from_frame(small_trials())
+    blocks = [[design.speakers[i] for i in b] for b in design.blocks()]
+    assert blocks == [["f1", "f2", "f3", "f4"], ["m1", "m2", "m3"]]
+    counts = Resampler(design, n_boot=50, seed=3).speaker_counts()
+    f = [design.speakers.index(s) for s in blocks[0]]
+    assert (counts[:, f].sum(axis=1) == 4).all() and (counts.sum(axis=1) == 7).all()
+
+
+def naive_replicate(
+    everything: pd.DataFrame, trials: pd.DataFrame, scores: np.ndarray, seed: int, b: int, metric: str
+) -> float:
+    """Rebuild replicate b by hand: draw speaker copies per block with the same generator, then
+    list every target trial once per copy of its speaker and every non-target trial once per
+    (copy of enrol speaker, copy of test speaker) pair."""
+    design = TrialDesign.from_frame(everything)  # blocks (and draws) span the whole trial list
+    rng = derive_rng("bootstrap", "speaker", seed, b)
+    copies: dict[str, int] = {}
+    for blk in design.blocks():
+        for i in blk[rng.integers(0, len(blk), size=len(blk))]:
+            copies[design.speakers[i]] = copies.get(design.speakers[i], 0) + 1
+    s_out, l_out = [], []
+    for r, sc in zip(trials.itertuples(), scores, strict=True):
+        if r.label == 1:
+            reps = copies.get(r.enrol_speaker, 0)
+        else:
+            reps = sum(1 for _ in range(copies.get(r.enrol_speaker, 0)) for _ in range(copies.get(r.test_speaker, 0)))
+        s_out += [sc] * reps
+        l_out += [r.label] * reps
+    lab = np.array(l_out, dtype=bool)
+    if lab.all() or not lab.any():
+        return float("nan")
+    return NAIVE[metric](np.array(s_out), lab)
+
+
+def test_speaker_bootstrap_matches_hand_built_replicates() -> None:
+    trials = small_trials()
+    rng = derive_rng("test", "scores")
+    scores = np.round(rng.normal(size=len(trials)) + trials["label"].to_numpy(), 1)
+    design = TrialDesign.from_frame(trials)
+    res = Resampler(design, n_boot=30, seed=11)
+    for stratum in ("g=f", "g=m"):
+        rows = np.flatnonzero(design.stratum == stratum)
+        got = metric_batch("eer", sort_cell(scores[rows], design.label[rows]), res.weights(rows))
+        sub = trials.iloc[rows]
+        want = [naive_replicate(trials, sub, scores[rows], 11, b, "eer") for b in range(30)]
+        np.testing.assert_array_equal(got, np.array(want))
+
+
+def test_replicates_are_derived_not_advanced() -> None:
+    design = TrialDesign.from_frame(small_trials())
+    a = Resampler(design, n_boot=10, seed=5).speaker_counts()
+    b = Resampler(design, n_boot=20, seed=5).speaker_counts()
+    c = Resampler(design, n_boot=10, seed=6).speaker_counts()
+    np.testing.assert_array_equal(a, b[:10])
+    assert not np.array_equal(a, c)
+    t1 = Resampler(design, n_boot=10, seed=5, unit="trial").weights(np.arange(10))
+    t2 = Resampler(design, n_boot=10, seed=5, unit="trial").weights(np.arange(10))
+    np.testing.assert_array_equal(t1, t2)
+
+
+def test_trial_unit_redraws_within_stratum_and_label() -> None:
+    trials = small_trials()
+    design = TrialDesign.from_frame(trials)
+    rows = np.arange(len(trials))
+    w = Resampler(design, n_boot=25, seed=1, unit="trial").weights(rows)
+    for st in ("g=f", "g=m"):
+        for lab in (0, 1):
+            sel = ((trials.stratum == st) & (trials.label == lab)).to_numpy()
+            assert (w[:, sel].sum(axis=1) == sel.sum()).all()
+
+
+def test_resampler_and_ci_errors() -> None:
+    design = TrialDesign.from_frame(small_trials())
+    with pytest.raises(AnalysisError, match="bootstrap unit 'utterance': valid: speaker, trial"):
+        Resampler(design, n_boot=5, unit="utterance")
+    with pytest.raises(AnalysisError, match="positive number of replicates"):
+        Resampler(design, n_boot=0)
+    with pytest.raises(AnalysisError, match="not in the trial list"):
+        design.rows(np.array([999]))
+    lo, hi, n = percentile_ci(np.array([[1.0, 2.0, 3.0, np.nan, 5.0], [np.nan] * 5]), 0.5)
+    assert (lo[0], hi[0], n[0]) == (np.quantile([1, 2, 3, 5], 0.25), np.quantile([1, 2, 3, 5], 0.75), 4)
+    assert np.isnan(lo[1]) and n[1] == 0

@@ -1,0 +1,160 @@
+"""``interbias analyze`` / ``report`` / ``compare`` end to end on a tiny run (mfcc-stats)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import tiny_experiment
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.paths import slug
+from interbias.runner import RunOptions, run
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
+    tmp = tmp_path_factory.mktemp("analysis_run")
+    # Own embedding cache (the built corpus is shared): other tests count what they embed.
+    cache = tmp / "cache"
+    cache.mkdir()
+    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
+    opts = RunOptions(
+        experiment=str(tiny_experiment(tmp)),
+        encoders=["mfcc-stats"],
+        out=tmp / "results",
+        cache_dir=cache,
+        quiet=True,
+        command=["t"],
+    )
+    return run(opts).run_dir
+
+
+def test_help_for_analysis_commands() -> None:
+    for cmd in ("analyze", "report", "compare"):
+        res = runner.invoke(app, [cmd, "--help"])
+        assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Path) -> None:
+    args = ["analyze", str(tiny_run / "results.csv"), "--bootstrap", "60", "--permutations", "30", "--quiet"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "a"
+    for name in ("contrasts", "summary", "per_model", "gaps", "additivity", "macro", "cell_ci", "gap_summary"):
+        assert (out / f"{name}.csv").is_file(), name
+    assert (
+        "intervals: 95% percentile intervals from B=60 speaker-level bootstrap replicates (master seed 0;" in res.output
+    )
+    c = pd.read_csv(out / "contrasts.csv")
+    assert len(c) == 1 and c.ie_lo.iloc[0] <= c.ie.iloc[0] <= c.ie_hi.iloc[0]
+    assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (60, "speaker")
+    g = pd.read_csv(out / "gaps.csv")
+    assert list(g.condition) == ["noise=clean", "noise=n10"] and g.p_perm.between(1 / 31, 1).all()
+    assert (g.perm_unit == "enrol speaker").all() and (g.n_perm_valid > 0).all()
+    cells = pd.read_csv(out / "cell_ci.csv")
+    results = pd.read_csv(tiny_run / "results.csv")
+    assert cells.value.tolist() == pytest.approx(results.eer.tolist())
+    assert (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
+    record = json.loads((out / "bootstrap.json").read_text())
+    assert record["n_boot"] == 60 and record["unit"] == "speaker" and len(record["replicate_seeds"]) == 60
+    assert [len(b) for b in record["speaker_blocks"]] == [6, 6]  # one block per gender
+    # same seed, same intervals; another seed, other intervals
+    runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert (tmp_path / "b" / "cell_ci.csv").read_bytes() == (out / "cell_ci.csv").read_bytes()
+    runner.invoke(app, [*args, "--seed", "1", "--out", str(tmp_path / "c")])
+    assert (tmp_path / "c" / "cell_ci.csv").read_bytes() != (out / "cell_ci.csv").read_bytes()
+
+
+def test_bootstrap_without_scores_says_so(tiny_run: Path, tmp_path: Path) -> None:
+    shutil.copy(tiny_run / "results.csv", tmp_path / "results.csv")
+    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--quiet"])
+    assert res.exit_code == 0 and (tmp_path / "gaps.csv").is_file() and not (tmp_path / "cell_ci.csv").exists()
+    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--bootstrap", "10"])
+    assert res.exit_code == 1
+    assert res.output.strip() == (
+        f"error: bootstrap CIs need per-trial scores: no trials.parquet and scores/ beside the results in {tmp_path} "
+        "(a run directory written by `interbias run` has them)"
+    )
+
+
+def test_scores_that_do_not_reproduce_results_are_refused(tiny_run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy)
+    row = pd.read_csv(copy / "results.csv").iloc[0]
+    path = copy / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet"
+    scores = pd.read_parquet(path)
+    scores["score"] = -scores["score"]
+    scores.to_parquet(path)
+    res = runner.invoke(app, ["analyze", str(copy), "--bootstrap", "5", "--quiet"])
+    assert res.exit_code == 1
+    assert re.match(rf"error: scores of mfcc-stats / {re.escape(row.cell)} give eer \S+, results.csv says", res.output)
+
+
+def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "40"])
+    assert res.exit_code == 0, res.output
+    assert "4 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap
+    page = (tmp_path / "report.html").read_text()
+    figures = re.findall(r'<figure id="([^"]+)">.*?src="data:image/png;base64,([^"]+)"', page)
+    assert [f for f, _ in figures] == ["det", "by_condition", f"ie_{slug('mfcc-stats')}", "gap_snr_T01"]
+    for _, data in figures:
+        assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing external
+    for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=40 speaker-level"):
+        assert needle in page
+    md = (tmp_path / "report.md").read_text()
+    for name in re.findall(r"\]\((report_figures/[^)]+\.png)\)", md):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    assert md.count("](report_figures/") == 4
+
+
+def test_report_lists_figures_it_cannot_draw(tiny_run: Path, tmp_path: Path) -> None:
+    shutil.copy(tiny_run / "results.csv", tmp_path / "results.csv")
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "not drawn: DET curves: need per-trial scores" in res.output
+    assert "not drawn: gap vs SNR (T01): no level of noise has one operator with an snr_db parameter" in res.output
+    assert "No intervals: the run directory has no per-trial scores." in (tmp_path / "report.md").read_text()
+
+
+def test_matplotlib_uses_agg() -> None:
+    import matplotlib
+
+    import interbias.analysis.plots  # noqa: F401
+
+    assert matplotlib.get_backend().lower() == "agg"
+
+
+def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path) -> None:
+    base = tiny_run / "results.csv"
+    res = runner.invoke(app, ["compare", str(base), str(base)])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip().endswith(
+        "4 row(s) matched on eer, eer_legacy, min_dcf, auc; 0 value(s) moved by more than 0; 0 row(s) missing"
+    )
+    frame = pd.read_csv(base)
+    moved = frame.copy()
+    moved.loc[1, "eer"] += 0.02
+    moved.to_csv(tmp_path / "moved.csv", index=False)
+    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.01"])
+    assert res.exit_code == 1 and "1 value(s) moved by more than 0.01" in res.output
+    assert (
+        f"moved: T01 / {frame.cell[1]} / mfcc-stats: eer {frame.eer[1]:.6f} -> {frame.eer[1] + 0.02:.6f}" in res.output
+    )
+    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.03"])
+    assert res.exit_code == 0
+    frame.iloc[:-1].to_csv(tmp_path / "short.csv", index=False)
+    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "short.csv"), "--tolerance", "0.5"])
+    assert res.exit_code == 1
+    assert f"missing: only in base: T01 / {frame.cell.iloc[-1]} / mfcc-stats" in res.output
+    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "nope.csv")])
+    assert res.exit_code == 1 and "does not exist" in res.output
