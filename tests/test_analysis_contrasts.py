@@ -30,7 +30,7 @@ def test_two_factor_hand_computed_with_missing_term() -> None:
     assert len(t.contrasts) == 1 and len(t.missing) == 1
     r = t.contrasts.iloc[0]
     assert r.contrast == "A×B" and (r.level_a, r.level_b, r.level_c) == ("a1", "b1", "")
-    assert (r.eer_ref, r.eer_a, r.eer_b, r.eer_joint) == (0.10, 0.15, 0.20, 0.30) and math.isnan(r.eer_c)
+    assert (r.eer_ref, r.eer_a, r.eer_b, r.eer_ab) == (0.10, 0.15, 0.20, 0.30) and math.isnan(r.eer_c)
     assert r.predicted == pytest.approx(0.25) and r.ie == pytest.approx(0.05) and r.nli == pytest.approx(1.2)
     assert r["flags"] == ""
     m = t.missing.iloc[0]
@@ -87,7 +87,7 @@ def test_three_factor_pairwise_within_levels_and_three_way() -> None:
     assert three.ie == pytest.approx(0.014) and (three.eer_a, three.eer_b, three.eer_c) == pytest.approx(
         (0.12, 0.13, 0.15)
     )
-    assert three.eer_joint == pytest.approx(vals[("a1", "b1", "c1")])
+    assert three.eer_ab == pytest.approx(vals[("a1", "b1", "c1")])
     del vals[("a0", "b0", "c1")]
     miss = compute_contrasts(three_factor(vals)).missing
     assert "c=(a0,b0,c1)" in set(miss.missing_terms)

@@ -9,7 +9,8 @@ A setting with a term not measured is listed in ``missing`` with the absent term
 
 Term columns: ``<metric>_ref`` (the contrast's reference setting), ``<metric>_a|_b|_c`` (the
 setting that changes only that factor; empty when the factor is not varied) and
-``<metric>_joint``. Three-factor experiments give the pairwise contrasts within every level of
+``<metric>_ab`` (the joint cell: every varied factor at its level; for the three-way
+contrast that is the a×b×c cell — the name is kept from the two-factor schema). Three-factor experiments give the pairwise contrasts within every level of
 the third factor (``contrast`` = "A×B" etc.) and the three-way one ("A×B×C").
 """
 
@@ -160,7 +161,7 @@ def contrast_columns(metric: str) -> list[str]:
         f"{metric}_a",
         f"{metric}_b",
         f"{metric}_c",
-        f"{metric}_joint",
+        f"{metric}_ab",
         "predicted",
         "ie",
         "nli",
@@ -203,7 +204,7 @@ def compute_contrasts(
                 "metric": metric,
                 f"{metric}_ref": m["ref"],
                 **{f"{metric}_{s}": m.get(s, np.nan) for s in SLOTS},
-                f"{metric}_joint": m["joint"],
+                f"{metric}_ab": m["joint"],
                 "predicted": predicted,
                 "ie": ie,
                 "nli": m["joint"] / predicted if predicted > 0 else np.nan,

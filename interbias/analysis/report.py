@@ -302,7 +302,7 @@ def build_report(a: Analysis) -> Report:
         "level_b",
         "level_c",
         "predicted",
-        f"{metric}_joint",
+        f"{metric}_ab",
         "ie",
         *ci,
         "nli",
