@@ -110,7 +110,8 @@ def test_encoded_size_matches_the_bitrate(name: str, signals) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "low", "high"), [("amr_nb", 4750, 12200), ("opus", 8000, 48000), ("mp3", 16000, 64000)]
+    ("name", "low", "high"),
+    [("g726", 16000, 40000), ("opus", 8000, 48000), ("mp3", 16000, 64000), ("sbc", 32000, 128000)],
 )
 def test_lower_bitrate_distorts_more(name: str, low: int, high: int, signals) -> None:
     x = signals[0]

@@ -247,7 +247,7 @@ def _to_pcm(x: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def _frame_to_float(frame: Any) -> np.ndarray:
-    """A decoded AudioFrame as float32 mono (channel mean)."""
+    """A decoded AudioFrame as float64 mono in [-1, 1] (channel mean)."""
     arr = frame.to_ndarray()
     nch = len(frame.layout.channels)
     if not frame.format.is_planar:
@@ -317,9 +317,9 @@ def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int)
         frame = av.AudioFrame.from_ndarray(pcm[None, :], format=spec.sample_fmt, layout="mono")
         frame.sample_rate = rate
         frame.pts = 0
-        for packet in stream.encode(frame):
-            container.mux(packet)
-        for packet in stream.encode(None):
+        n_bytes = 0
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            n_bytes += packet.size
             container.mux(packet)
     data = buf.getvalue()
     out, out_rate = [], rate
@@ -330,7 +330,7 @@ def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int)
             out_rate = frame.sample_rate
     if not out:
         raise OperatorError(f"codec {spec.encoder}: the decoder returned no audio")
-    return np.concatenate(out), int(out_rate), len(data) - 44
+    return np.concatenate(out), int(out_rate), n_bytes
 
 
 def _gsm_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
@@ -521,6 +521,7 @@ def roundtrip(
     crate = codec_rate(codec, rate_hz, codec_rate_hz)
     delay, out_rate = codec_delay(codec, bitrate, crate)
     xc = resample(x, rate_hz, crate)
+    clipped = int(np.count_nonzero(np.abs(xc) > 1.0))  # integer-PCM codecs clip at full scale
     # An early codec (negative delay) gets zeros in front: a whole number of samples at both rates.
     step = crate // gcd(crate, out_rate)
     head = -(-max(0, -delay) * crate // out_rate)
@@ -542,6 +543,7 @@ def roundtrip(
         "delay_samples": delay,
         "encoded_bytes": int(n_bytes),
         "bitrate_realised_bps": float(n_bytes * 8 * crate / len(padded)),
+        "samples_over_full_scale": clipped,
     }
     return z[:n].astype(np.float32), record
 
