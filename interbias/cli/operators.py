@@ -52,6 +52,7 @@ def degrade_file(
     )
     manifest = None
     if chain.draws_talkers:
+        typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
         from interbias.corpora import load_corpus
         from interbias.experiments import CorpusSpec
 

@@ -69,14 +69,14 @@ def noise_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
 def _load_cached(path: str, frontend: audio.FrontEnd) -> np.ndarray:
     samples = audio.load(Path(path), frontend).samples
     samples.setflags(write=False)
     return samples
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)  # noise recordings can be long
 def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
     data, rate = audio.decode(Path(path))
     mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]

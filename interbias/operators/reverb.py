@@ -17,6 +17,7 @@ geometry; of a user's IR, from its onset (:func:`direct_path_onset`).
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import threading
@@ -83,7 +84,10 @@ class SimulatedRoom:
 
 def simulate_room(rt60_s: float, rate_hz: int, index: int) -> tuple[np.ndarray, SimulatedRoom]:
     """One shoebox room of the bank and its impulse response (see the module docstring)."""
-    import pyroomacoustics as pra
+    try:
+        import pyroomacoustics as pra
+    except ImportError as exc:
+        raise OperatorError(f"reverb: rt60_s needs pyroomacoustics to simulate rooms ({exc})") from exc
 
     rng = derive_rng("rir-bank", BANK_VERSION, rt60_s, rate_hz, index)
     for _ in range(20):  # draw rooms until Sabine's formula has a solution for this RT60
@@ -195,6 +199,12 @@ class Reverb(Operator):
         if self.rt60_s is not None and self.bank_size is None:
             object.__setattr__(self, "bank_size", DEFAULT_BANK_SIZE)
 
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("pyroomacoustics") is None:
+            return False, "pyroomacoustics is not installed: only ir_dir works"
+        return True, ""
+
     def validate(self) -> None:
         if (self.rt60_s is None) == (self.ir_dir is None):
             raise OperatorError(
@@ -206,6 +216,9 @@ class Reverb(Operator):
                 raise OperatorError(f"reverb.rt60_s: {self.rt60_s} s is outside [{lo}, {hi}]")
             if not 1 <= self.bank_size <= 64:  # type: ignore[operator]
                 raise OperatorError(f"reverb.bank_size: {self.bank_size} is outside [1, 64]")
+            ok, why = self.available()
+            if not ok:
+                raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}")
         else:
             if self.bank_size is not None:
                 raise OperatorError("reverb.bank_size: applies only to simulated rooms (rt60_s)")
