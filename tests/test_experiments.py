@@ -85,7 +85,7 @@ def test_unknown_operator_parameter(tmp_path: Path) -> None:
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["factors"][1]["levels"]["n5"] = [{"op": "noise", "kind": "gaussian", "snr": 5}]
     assert err(tmp_path, data) == (
-        "X1.yaml: factors[1] (noise).levels.n5[0]: unknown parameter 'snr' for operator 'noise'; valid: kind, snr_db"
+        "X1.yaml: factors[1] (noise).levels.n5[0]: unknown parameter 'snr' for operator 'noise'; valid: kind, snr_db, noise_dir, n_talkers"
     )
 
 

@@ -70,6 +70,7 @@ from interbias.cli import encoders as _encoders  # noqa: E402,F401
 from interbias.cli import export as _export  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
+from interbias.cli import operators as _operators  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
 

@@ -66,7 +66,15 @@ class Operator:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
 
     def params(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The parameters; optional ones left at ``None`` are omitted (so adding an optional
+        parameter keeps the fingerprints and labels of existing conditions)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.default is None:
+                continue
+            out[f.name] = value
+        return out
 
     def to_record(self) -> dict[str, Any]:
         return {"name": self.name, "kwargs": self.params()}
@@ -264,4 +272,8 @@ def parse_chain(items: Any, *, where: str) -> Chain:
 
 # Register the built-in operator families.
 from interbias.operators import basic as _basic  # noqa: E402,F401
+from interbias.operators import codec as _codec  # noqa: E402,F401
 from interbias.operators import noise as _noise  # noqa: E402,F401
+from interbias.operators import packet_loss as _packet_loss  # noqa: E402,F401
+from interbias.operators import reverb as _reverb  # noqa: E402,F401
+from interbias.operators import timescale as _timescale  # noqa: E402,F401

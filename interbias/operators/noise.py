@@ -1,31 +1,221 @@
-"""Additive noise at a signal-to-noise ratio measured on active speech."""
+"""Additive noise at a signal-to-noise ratio measured on active speech.
+
+Kinds:
+
+* ``gaussian``, ``pink``, ``brown``: synthetic noise whose power spectral density is flat,
+  ∝ 1/f, or ∝ 1/f² above 20 Hz (flat below, no DC), drawn from the operator's generator.
+* ``environmental``: a segment of a recording from a folder the user provides
+  (``noise_dir``, else ``$INTERBIAS_NOISE_DIR``); interbias ships no noise recordings, and a
+  missing or empty folder is an error, never synthetic noise in its place.
+* ``babble``: ``n_talkers`` (default 6) other speakers of the corpus, each at equal active
+  power; ``crosstalk``: one other speaker. The trial's own speakers
+  (``OpContext.exclude_speakers``) are never drawn.
+
+The record names the file or utterances used and, for each, the segment: ``offset_s`` into
+it, for the input's duration, wrapping to its start (``looped``) when it is shorter.
+It also holds the achieved SNR.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from interbias.errors import OperatorError
+from interbias import audio
+from interbias.errors import AudioError, OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
-from interbias.operators.levels import mix_at_snr
+from interbias.operators.levels import active_mask, active_power, mix_at_snr
+
+NoiseKind = Literal["gaussian", "pink", "brown", "environmental", "babble", "crosstalk"]
+
+#: Environment variable naming the noise folder when ``noise_dir`` is not given.
+NOISE_DIR_ENV = "INTERBIAS_NOISE_DIR"
+#: File suffixes read from a noise folder.
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aac", ".webm")
+#: Below this frequency coloured noise is flat (keeps brown noise from being all rumble), Hz.
+COLOUR_FLOOR_HZ = 20.0
+DEFAULT_TALKERS = 6
+
+_EXPONENT = {"gaussian": 0.0, "pink": 1.0, "brown": 2.0}
+
+
+def coloured_noise(n: int, rate_hz: int, exponent: float, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian noise with power spectral density ∝ 1/max(f, 20 Hz)^exponent and no DC.
+
+    White noise shaped in the frequency domain (one real FFT of length ``n``)."""
+    white = rng.standard_normal(n)
+    if exponent == 0:
+        return white
+    spec = np.fft.rfft(white)
+    freqs = np.fft.rfftfreq(n, 1.0 / rate_hz)
+    gain = np.maximum(freqs, COLOUR_FLOOR_HZ) ** (-exponent / 2)
+    gain[0] = 0.0
+    return np.fft.irfft(spec * gain, n)
+
+
+def circular_segment(x: np.ndarray, n: int, offset: int) -> np.ndarray:
+    """``n`` samples of ``x`` from ``offset``, wrapping around (looping) when ``x`` is shorter."""
+    idx = (offset + np.arange(n)) % len(x)
+    return x[idx]
+
+
+def noise_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
+
+
+@lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
+def _load_cached(path: str, frontend: audio.FrontEnd) -> np.ndarray:
+    samples = audio.load(Path(path), frontend).samples
+    samples.setflags(write=False)
+    return samples
+
+
+@lru_cache(maxsize=16)  # noise recordings can be long
+def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
+    data, rate = audio.decode(Path(path))
+    mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+    if not np.isfinite(mono).all():
+        raise AudioError(f"{path}: non-finite (NaN/Inf) samples")
+    out = audio.resample(mono, rate, rate_hz)
+    out.setflags(write=False)
+    return out, rate
 
 
 @OPERATORS.register("noise")
 @dataclass(frozen=True)
 class Noise(Operator):
-    """Add noise of ``kind`` at ``snr_db`` (dB, active-speech power over noise power)."""
+    """Add noise of ``kind`` at ``snr_db`` (dB, active-speech power over noise power).
 
-    kind: Literal["gaussian"]
+    ``noise_dir`` (environmental only): folder of recordings, else ``$INTERBIAS_NOISE_DIR``.
+    ``n_talkers`` (babble only, default 6; crosstalk is one talker)."""
+
+    kind: NoiseKind
     snr_db: float
+    noise_dir: str | None = None
+    n_talkers: int | None = None
     name = "noise"
+
+    def __post_init__(self) -> None:
+        if self.kind == "babble" and self.n_talkers is None:
+            object.__setattr__(self, "n_talkers", DEFAULT_TALKERS)
+        if self.kind == "environmental" and self.noise_dir is None and os.environ.get(NOISE_DIR_ENV):
+            # Resolved now, so the folder is part of the fingerprint and the cache key.
+            object.__setattr__(self, "noise_dir", os.environ[NOISE_DIR_ENV])
+            object.__setattr__(self, "_dir_source", NOISE_DIR_ENV)
+
+    @property
+    def draws_talkers(self) -> bool:  # type: ignore[override]
+        return self.kind in ("babble", "crosstalk")
 
     def validate(self) -> None:
         if not -20.0 <= self.snr_db <= 80.0:
             raise OperatorError(f"noise.snr_db: {self.snr_db} dB is outside [-20, 80]")
+        if self.noise_dir is not None and self.kind != "environmental":
+            raise OperatorError(f"noise.noise_dir: applies only to kind=environmental, not kind={self.kind}")
+        if self.n_talkers is not None and self.kind != "babble":
+            raise OperatorError(
+                f"noise.n_talkers: applies only to kind=babble (crosstalk is one talker), not kind={self.kind}"
+            )
+        if self.kind == "babble" and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
+            raise OperatorError(f"noise.n_talkers: {self.n_talkers} is outside [2, 64]")
+        if self.kind == "environmental":
+            self.noise_folder()
+
+    def noise_folder(self) -> tuple[Path, list[Path]]:
+        """The noise folder and its audio files; one clear error when either is missing."""
+        if self.noise_dir is None:
+            raise OperatorError(
+                "noise kind=environmental needs a folder of noise recordings: set the noise_dir parameter "
+                f"or the {NOISE_DIR_ENV} environment variable (interbias ships no noise recordings)"
+            )
+        source = getattr(self, "_dir_source", "noise_dir")
+        folder = Path(self.noise_dir).expanduser()
+        if not folder.is_dir():
+            raise OperatorError(f"noise kind=environmental: {source} {folder} does not exist or is not a folder")
+        files = noise_files(folder)
+        if not files:
+            raise OperatorError(
+                f"noise kind=environmental: {source} {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})"
+            )
+        return folder, files
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        noise = ctx.rng.standard_normal(len(x))
-        y, rec = mix_at_snr(x, noise, self.snr_db, ctx.sample_rate_hz)
-        return y, {"kind": self.kind, **rec}
+        n, rate = len(x), ctx.sample_rate_hz
+        if self.kind in _EXPONENT:
+            noise = coloured_noise(n, rate, _EXPONENT[self.kind], ctx.rng)
+            source: dict[str, Any] = {}
+        elif self.kind == "environmental":
+            noise, source = self._environmental(n, ctx)
+        else:
+            noise, source = self._talkers(n, ctx)
+        y, rec = mix_at_snr(x, noise, self.snr_db, rate)
+        return y, {"kind": self.kind, **source, **rec}
+
+    def _environmental(self, n: int, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
+        folder, files = self.noise_folder()
+        path = files[int(ctx.rng.integers(len(files)))]
+        try:
+            samples, file_rate = _decode_cached(str(path), ctx.sample_rate_hz)
+        except AudioError as exc:
+            raise OperatorError(f"noise kind=environmental: cannot use noise file {path}: {exc}") from exc
+        if len(samples) == 0:
+            raise OperatorError(f"noise kind=environmental: noise file {path} holds no samples")
+        looped = len(samples) < n
+        offset = int(ctx.rng.integers(len(samples) if looped else len(samples) - n + 1))
+        return circular_segment(np.asarray(samples, np.float64), n, offset), {
+            "file": str(path.relative_to(folder)),
+            "noise_dir": str(folder),
+            "offset_s": offset / ctx.sample_rate_hz,
+            "file_duration_s": len(samples) / ctx.sample_rate_hz,
+            "file_rate_hz": file_rate,
+            "looped": looped,
+        }
+
+    def _talkers(self, n: int, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
+        k = self.n_talkers if self.kind == "babble" else 1
+        if ctx.corpus is None:
+            raise OperatorError(f"noise kind={self.kind} draws other talkers from a corpus, but none was given")
+        exclude = set(ctx.exclude_speakers) | {ctx.speaker}
+        by_speaker: dict[str, list[Any]] = {}
+        for u in ctx.corpus.utterances:
+            if u.speaker not in exclude:
+                by_speaker.setdefault(u.speaker, []).append(u)
+        speakers = sorted(by_speaker)
+        if len(speakers) < k:  # type: ignore[operator]
+            raise OperatorError(
+                f"noise kind={self.kind} needs {k} other speaker(s); the corpus has {len(speakers)} "
+                f"outside the {len(exclude)} speaker(s) of this utterance's trials"
+            )
+        frontend = ctx.frontend or audio.FrontEnd(sample_rate_hz=ctx.sample_rate_hz)
+        if frontend.sample_rate_hz != ctx.sample_rate_hz:
+            frontend = dataclasses.replace(frontend, sample_rate_hz=ctx.sample_rate_hz)
+        mix = np.zeros(n)
+        used = []
+        for si in ctx.rng.choice(len(speakers), size=k, replace=False):
+            spk = speakers[int(si)]
+            utts = sorted(by_speaker[spk], key=lambda u: u.id)
+            u = utts[int(ctx.rng.integers(len(utts)))]
+            try:
+                talker = np.asarray(_load_cached(str(ctx.corpus.resolve(u)), frontend), np.float64)
+                power = active_power(talker, active_mask(talker, ctx.sample_rate_hz))
+            except (AudioError, OperatorError) as exc:
+                raise OperatorError(f"noise kind={self.kind}: cannot use talker utterance {u.id}: {exc}") from exc
+            looped = len(talker) < n
+            offset = int(ctx.rng.integers(len(talker) if looped else len(talker) - n + 1))
+            mix += circular_segment(talker, n, offset) / np.sqrt(power)
+            used.append(
+                {
+                    "utterance": u.id,
+                    "speaker": spk,
+                    "offset_s": offset / ctx.sample_rate_hz,
+                    "talker_duration_s": len(talker) / ctx.sample_rate_hz,
+                    "looped": looped,
+                }
+            )
+        return mix, {"talkers": used}

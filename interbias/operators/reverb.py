@@ -1,0 +1,268 @@
+"""Reverberation: convolution with a room impulse response (IR), time-aligned to the input.
+
+* ``rt60_s``: a bank of ``bank_size`` shoebox rooms simulated with pyroomacoustics (image
+  source method; wall absorption and reflection order from Sabine's formula through
+  ``inverse_sabine``). Room sizes and source/microphone positions come from generators
+  derived from (RT60, rate, room index), so the bank is the same everywhere; it is computed
+  once and cached under ``OpContext.cache_dir``. Because the image method overshoots long
+  RT60s, each room is re-simulated (up to 4 times) with the requested RT60 scaled by
+  target/measured until its measured RT60 (Schroeder T30) is within 10 % of the target.
+* ``ir_dir``: impulse responses from a folder the user provides (first channel of each file).
+
+The output is shifted so the IR's direct path lands at lag 0 — reverberation adds a tail,
+not a delay — and scaled to the input's RMS level (the gain is recorded), so reverberation
+changes the sound, not the level. The direct path of a simulated room comes from its
+geometry; of a user's IR, from its onset (:func:`direct_path_onset`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interbias import atomic, audio
+from interbias.errors import AudioError, OperatorError
+from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators.noise import AUDIO_SUFFIXES
+from interbias.seeding import derive_rng
+
+#: Bump when the room simulation changes: cached banks of older versions are not reused.
+BANK_VERSION = 1
+DEFAULT_BANK_SIZE = 8
+RT60_RANGE_S = (0.1, 1.5)
+#: Accept a simulated room when its measured RT60 is within this share of the target.
+RT60_TOLERANCE = 0.10
+_MAX_TRIES = 4
+
+
+def schroeder_rt60(h: np.ndarray, rate_hz: int, decay_db: float = 30.0) -> float:
+    """RT60 from the Schroeder energy-decay curve EDC(t) = Σ_{τ≥t} h(τ)²: the least-squares
+    line through EDC between −5 dB and −(5 + decay_db) dB, extrapolated to −60 dB."""
+    energy = np.cumsum(np.asarray(h, np.float64)[::-1] ** 2)[::-1]
+    if energy[0] <= 0:
+        raise OperatorError("impulse response is silent: no RT60")
+    edc = 10 * np.log10(np.maximum(energy / energy[0], 1e-300))
+    sel = np.flatnonzero((edc <= -5.0) & (edc >= -5.0 - decay_db))
+    if len(sel) < 2 or edc.min() > -5.0 - decay_db:
+        raise OperatorError(f"impulse response does not decay by {5 + decay_db:g} dB: cannot measure RT60")
+    t = sel / rate_hz
+    slope, _ = np.polyfit(t, edc[sel], 1)
+    return float(-60.0 / slope)
+
+
+def direct_path_onset(h: np.ndarray, rate_hz: int) -> int:
+    """Index of the direct path in a measured IR: the first sample reaching half the largest
+    magnitude, then the largest sample within the next 1 ms. (An early reflection can exceed
+    the sampled direct path, so the global maximum is not used.)"""
+    mag = np.abs(np.asarray(h, np.float64))
+    if not mag.any():
+        raise OperatorError("impulse response is silent")
+    first = int(np.argmax(mag >= 0.5 * mag.max()))
+    return first + int(np.argmax(mag[first : first + max(1, int(0.001 * rate_hz)) + 1]))
+
+
+@dataclass(frozen=True)
+class SimulatedRoom:
+    dims_m: list[float]
+    source_m: list[float]
+    mic_m: list[float]
+    absorption: float
+    max_order: int
+    rt60_requested_s: float
+    rt60_measured_s: float
+    #: Where the direct sound arrives: distance / c · rate plus pyroomacoustics' fixed delay
+    #: of half its fractional-delay filter.
+    direct_path_sample: int
+
+
+def simulate_room(rt60_s: float, rate_hz: int, index: int) -> tuple[np.ndarray, SimulatedRoom]:
+    """One shoebox room of the bank and its impulse response (see the module docstring)."""
+    try:
+        import pyroomacoustics as pra
+    except ImportError as exc:
+        raise OperatorError(f"reverb: rt60_s needs pyroomacoustics to simulate rooms ({exc})") from exc
+
+    rng = derive_rng("rir-bank", BANK_VERSION, rt60_s, rate_hz, index)
+    for _ in range(20):  # draw rooms until Sabine's formula has a solution for this RT60
+        dims = np.array([rng.uniform(4.0, 10.0), rng.uniform(3.0, 7.0), rng.uniform(2.5, 4.0)])
+        try:
+            pra.inverse_sabine(rt60_s, dims)
+            break
+        except ValueError:
+            continue
+    else:
+        raise OperatorError(f"reverb: no shoebox room of 4–10 × 3–7 × 2.5–4 m has RT60 {rt60_s} s")
+    while True:
+        src = [float(rng.uniform(0.5, d - 0.5)) for d in dims]
+        mic = [float(rng.uniform(0.5, d - 0.5)) for d in dims]
+        if np.linalg.norm(np.subtract(src, mic)) >= 1.0:
+            break
+    requested = rt60_s
+    best: tuple[float, np.ndarray, SimulatedRoom] | None = None
+    for _ in range(_MAX_TRIES):
+        try:
+            absorption, max_order = pra.inverse_sabine(requested, dims)
+        except ValueError:
+            break
+        room = pra.ShoeBox(dims, fs=rate_hz, materials=pra.Material(float(absorption)), max_order=int(max_order))
+        room.add_source(src)
+        room.add_microphone(mic)
+        room.compute_rir()
+        h = np.asarray(room.rir[0][0], np.float64)
+        measured = schroeder_rt60(h, rate_hz)
+        distance = float(np.linalg.norm(np.subtract(src, mic)))
+        direct = int(round(distance / room.c * rate_hz)) + pra.constants.get("frac_delay_length") // 2
+        info = SimulatedRoom(
+            dims_m=[float(d) for d in dims],
+            source_m=src,
+            mic_m=mic,
+            absorption=float(absorption),
+            max_order=int(max_order),
+            rt60_requested_s=float(requested),
+            rt60_measured_s=measured,
+            direct_path_sample=direct,
+        )
+        error = abs(measured - rt60_s) / rt60_s
+        if best is None or error < best[0]:
+            best = (error, h, info)
+        if error <= RT60_TOLERANCE:
+            break
+        requested *= rt60_s / measured
+    if best is None:
+        raise OperatorError(f"reverb: could not simulate a room with RT60 {rt60_s} s")
+    return best[1], best[2]
+
+
+_bank_lock = threading.Lock()
+_banks: dict[tuple[float, int, int], tuple[list[np.ndarray], list[dict[str, Any]]]] = {}
+
+
+def bank_path(cache_dir: Path, rt60_s: float, rate_hz: int, size: int) -> Path:
+    return Path(cache_dir) / "rir" / f"shoebox-v{BANK_VERSION}-rt{rt60_s:g}-fs{rate_hz}-n{size}.npz"
+
+
+def room_bank(
+    rt60_s: float, rate_hz: int, size: int, cache_dir: Path | None
+) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+    """The bank's impulse responses and room records: from memory, the cache, or simulated."""
+    key = (rt60_s, rate_hz, size)
+    with _bank_lock:
+        if key in _banks:
+            return _banks[key]
+        path = bank_path(cache_dir, rt60_s, rate_hz, size) if cache_dir is not None else None
+        bank = _read_bank(path) if path is not None and path.is_file() else None
+        if bank is None:
+            irs, rooms = [], []
+            for i in range(size):
+                h, info = simulate_room(rt60_s, rate_hz, i)
+                irs.append(h)
+                rooms.append(info.__dict__)
+            bank = (irs, rooms)
+            if path is not None:
+                buf = io.BytesIO()
+                arrays = {f"ir_{i}": h for i, h in enumerate(irs)}
+                np.savez(buf, rooms=np.array(json.dumps(rooms)), **arrays)  # type: ignore[arg-type]
+                atomic.write_bytes(path, buf.getvalue())
+        _banks[key] = bank
+        return bank
+
+
+def _read_bank(path: Path) -> tuple[list[np.ndarray], list[dict[str, Any]]] | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            rooms = json.loads(str(data["rooms"]))
+            irs = [np.asarray(data[f"ir_{i}"], np.float64) for i in range(len(rooms))]
+    except (OSError, ValueError, KeyError):
+        return None  # a torn or foreign file: simulate again and overwrite it
+    return irs, rooms
+
+
+@OPERATORS.register("reverb")
+@dataclass(frozen=True)
+class Reverb(Operator):
+    """Convolve with a room impulse response: simulated for ``rt60_s`` seconds (a bank of
+    ``bank_size`` rooms, default 8), or drawn from the files in ``ir_dir``."""
+
+    rt60_s: float | None = None
+    ir_dir: str | None = None
+    bank_size: int | None = None
+    name = "reverb"
+
+    def __post_init__(self) -> None:
+        if self.rt60_s is not None and self.bank_size is None:
+            object.__setattr__(self, "bank_size", DEFAULT_BANK_SIZE)
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("pyroomacoustics") is None:
+            return False, "pyroomacoustics is not installed: only ir_dir works"
+        return True, ""
+
+    def validate(self) -> None:
+        if (self.rt60_s is None) == (self.ir_dir is None):
+            raise OperatorError(
+                "reverb: give exactly one of rt60_s (simulated rooms) or ir_dir (your impulse responses)"
+            )
+        if self.rt60_s is not None:
+            lo, hi = RT60_RANGE_S
+            if not lo <= self.rt60_s <= hi:
+                raise OperatorError(f"reverb.rt60_s: {self.rt60_s} s is outside [{lo}, {hi}]")
+            if not 1 <= self.bank_size <= 64:  # type: ignore[operator]
+                raise OperatorError(f"reverb.bank_size: {self.bank_size} is outside [1, 64]")
+            ok, why = self.available()
+            if not ok:
+                raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}")
+        else:
+            if self.bank_size is not None:
+                raise OperatorError("reverb.bank_size: applies only to simulated rooms (rt60_s)")
+            self.ir_files()
+
+    def ir_files(self) -> tuple[Path, list[Path]]:
+        folder = Path(self.ir_dir).expanduser()  # type: ignore[arg-type]
+        if not folder.is_dir():
+            raise OperatorError(f"reverb: ir_dir {folder} does not exist or is not a folder")
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
+        if not files:
+            raise OperatorError(f"reverb: ir_dir {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})")
+        return folder, files
+
+    def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
+        rate = ctx.sample_rate_hz
+        if self.rt60_s is not None:
+            irs, rooms = room_bank(self.rt60_s, rate, self.bank_size, ctx.cache_dir)  # type: ignore[arg-type]
+            index = int(ctx.rng.integers(len(irs)))
+            h, peak = irs[index], int(rooms[index]["direct_path_sample"])
+            source: dict[str, Any] = {"ir": f"shoebox-v{BANK_VERSION}/{index}", "room": rooms[index]}
+        else:
+            folder, files = self.ir_files()
+            path = files[int(ctx.rng.integers(len(files)))]
+            try:
+                data, file_rate = audio.decode(path)
+            except AudioError as exc:
+                raise OperatorError(f"reverb: cannot use impulse response {path}: {exc}") from exc
+            if data.shape[0] == 0 or not np.isfinite(data).all():
+                raise OperatorError(f"reverb: impulse response {path} is empty or holds non-finite samples")
+            h = audio.resample(data[:, 0], file_rate, rate).astype(np.float64)
+            peak = direct_path_onset(h, rate)
+            source = {"ir": str(path.relative_to(folder)), "ir_rate_hz": file_rate, "channels": int(data.shape[1])}
+        from scipy.signal import fftconvolve
+
+        x64 = np.asarray(x, np.float64)
+        y = fftconvolve(x64, h)[peak : peak + len(x)]
+        rms_in, rms_out = np.sqrt(np.mean(x64**2)), np.sqrt(np.mean(y**2))
+        if rms_out == 0:
+            raise OperatorError("reverb: the reverberant signal is silent (is the input silent?)")
+        gain = rms_in / rms_out
+        return (y * gain).astype(np.float32), {
+            **source,
+            "direct_path_sample": peak,
+            "ir_samples": len(h),
+            "level_gain": float(gain),
+        }
