@@ -23,7 +23,11 @@ population (1/n) covariances with class priors ``π_c = n_c / n``, so ``Σ_T = �
   voices; styles fixed). Not a bootstrap: a bootstrap draw of texts with replacement holds about
   63 % distinct texts (5 of 8), which collapses class means, changes ``r_sem`` and leaves the
   rank-``m`` semantic subspace undefined in most replicates; leaving one text out keeps every
-  statistic defined and needs no random draws (a replicate where ``m`` exceeds ``C_a − 1`` is left out and counted).
+  statistic defined and needs no random draws. A statistic undefined in some replicate (Λ when
+  ``m`` exceeds ``C_a − 1`` there, a group left with one voice) gets no half-width (``nan``) and
+  ``n_resamples`` counts its finite replicates. Leaving out a text (voice) also lowers ``r_sem`` (``r_voice``) by one,
+  and that shift enters the half-widths of F_sem, F_voice, their group values and spreads: they
+  are conservative (wide) for Γ, whose test is the permutation p-value.
 """
 
 from __future__ import annotations
