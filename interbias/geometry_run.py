@@ -14,7 +14,8 @@ Two sources of embeddings:
 Outputs in ``--out`` (default ``results/geometry``): ``geometry.csv`` (one table for every audit
 written there; a rerun of the same encoder/layer/source/subset replaces its rows),
 ``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table)
-and, with ``--save-embeddings``, ``embeddings-<encoder>.parquet`` in the ``--embeddings`` format.
+and, with ``--save-embeddings``, ``embeddings-<encoder>[-layerN]-<subset>.parquet`` in the
+``--embeddings`` format.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def embed_clean(
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
 
 
 def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> GeometryOutcome:
@@ -268,7 +269,8 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     _write_provenance(out / "geometry.json", meta, result, options, provenance, failures)
     plot_geometry(table_all, out / "geometry.png")
     if options.save_embeddings:
-        name = slug(meta["encoder"] + (f"-layer{meta['layer']}" if meta["layer"] != "" else ""))
+        layer = f"-layer{meta['layer']}" if meta["layer"] != "" else ""
+        name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
         atomic.write_parquet(out / f"embeddings-{name}.parquet", grid_to_table(grid))
     return GeometryOutcome(
         out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note

@@ -154,8 +154,13 @@ def test_encoder_on_a_tiny_grid_uses_the_cache_and_is_deterministic(tone_grid: P
     gamma = frame[frame["metric"] == "Gamma"]
     assert (gamma["p_method"] == "exact").all() and (gamma["n_perm"] == 6).all()  # 4 voices, 2 + 2: 6 splits
     # the saved table reproduces the audit through --embeddings
-    saved = pd.read_parquet(out / "embeddings-mfcc-stats.parquet")
-    assert saved.shape == (24, 3 + 1 + 40)
+    saved = out / "embeddings-mfcc-stats-full.parquet"
+    assert pd.read_parquet(saved).shape == (24, 3 + 1 + 40)
+    res = invoke("--embeddings", str(saved), "--groups", "gender", "--out", str(tmp_path / "again"), "-q")
+    assert res.exit_code == 0, res.output
+    again = geo.read_geometry(tmp_path / "again")
+    cols = ["metric", "axis", "axis_b", "attribute", "group", "value", "ci_half_width", "p_value"]
+    pd.testing.assert_frame_equal(again[cols], frame[cols])  # exact permutations: no draw differs
     res = invoke(*args, "--permutations", "10")
     assert res.exit_code == 0 and "embedded 0, from cache 24" in res.output
     assert (out / "geometry.csv").read_bytes() == first
