@@ -1,0 +1,99 @@
+"""``interbias geometry``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.tables import print_frame
+
+
+@app.command()
+@guarded
+def geometry(
+    encoder: Annotated[
+        str | None, typer.Option(help="Encoder label to embed the corpus's clean grid with (e.g. CAM++).")
+    ] = None,
+    embeddings: Annotated[
+        Path | None,
+        typer.Option(
+            help="A CSV/parquet table instead of an encoder: columns e0..e{d-1} (embedding), text, voice, "
+            "style and the --groups columns (constant within each voice)."
+        ),
+    ] = None,
+    corpus: Annotated[str, typer.Option(help="Corpus to embed (a factorial text × voice × style grid).")] = "synthetic",
+    corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
+    manifest: Annotated[
+        Path | None, typer.Option(help="A manifest file (CSV/JSONL with speaker, text, style) instead of --corpus.")
+    ] = None,
+    layer: Annotated[int | None, typer.Option(help="Layer N, passed to encoders that take one (SSL).")] = None,
+    sentences: Annotated[
+        int | None,
+        typer.Option(help="Use only the first N sentences (all voices and styles: still balanced)."),
+    ] = None,
+    groups: Annotated[
+        str, typer.Option(help="Comma-separated voice-level group attributes for F_{a|g} and Γ.")
+    ] = "gender,age_band,accent",
+    out: Annotated[Path, typer.Option(help="Output folder (geometry.csv, geometry.json, geometry.png).")] = Path(
+        "results/geometry"
+    ),
+    permutations: Annotated[int, typer.Option(help="Speaker-level permutations per attribute.")] = 200,
+    no_jackknife: Annotated[
+        bool, typer.Option("--no-jackknife", help="Skip the text/voice jackknife half-widths.")
+    ] = False,
+    m: Annotated[int | None, typer.Option(help="Subspace rank for Λ and ℓ (default min_a(C_a − 1), ≤ d/2).")] = None,
+    tau_rel: Annotated[float, typer.Option(help="Ridge τ = tau_rel·tr(Σ_W)/d.")] = 1e-3,
+    label: Annotated[str | None, typer.Option(help="Name of an --embeddings table's rows (default file stem).")] = None,
+    save_embeddings: Annotated[
+        bool, typer.Option("--save-embeddings", help="Also write the grid as an --embeddings parquet table.")
+    ] = False,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
+) -> None:
+    """Geometry audit (seed 003): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
+    from interbias.geometry_run import GeometryOptions, run_geometry
+
+    outcome = run_geometry(
+        GeometryOptions(
+            encoder=encoder,
+            embeddings=embeddings,
+            corpus=corpus,
+            corpus_root=corpus_root,
+            manifest=manifest,
+            layer=layer,
+            sentences=sentences,
+            groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+            out=out,
+            cache_dir=cache_dir,
+            device=device,
+            n_perm=permutations,
+            jackknife=not no_jackknife,
+            m=m,
+            tau_rel=tau_rel,
+            label=label,
+            save_embeddings=save_embeddings,
+            quiet=quiet,
+            command=["interbias", *sys.argv[1:]],
+        )
+    )
+    if not quiet:
+        frame = outcome.frame
+        head = frame[frame["metric"].isin(["F", "Lambda", "ell", "Gamma"])].copy()
+        head["statistic"] = [
+            " ".join(str(x) for x in (r.metric, r.attribute, r.axis, r.axis_b) if str(x) != "")
+            for r in head.itertuples()
+        ]
+        row = frame.iloc[0]
+        title = f"{row['encoder']} {row['source']} {row['subset']}: geometry (± 95 %, text/voice jackknife)"
+        print_frame(head, title, ["statistic", "value", "ci_half_width", "p_value", "m", "chance", "note"])
+        typer.echo(f"decomposition: {outcome.decomposition_note}")
+    if outcome.n_failed:
+        typer.echo(f"warning: {outcome.n_failed} utterance(s) failed and were left out (see geometry.json)", err=True)
+    if encoder is not None:
+        typer.echo(f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}")
+    typer.echo(f"wrote {outcome.out_dir / 'geometry.csv'}, geometry.json, geometry.png")

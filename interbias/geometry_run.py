@@ -1,0 +1,426 @@
+"""The geometry audit end to end: collect a grid of embeddings, audit it, write the outputs.
+
+Two sources of embeddings:
+
+- an encoder on a corpus (``--encoder LABEL --corpus synthetic``, or ``--manifest FILE``):
+  every utterance of the corpus (or of its first N sentences, ``--sentences N``) through the *clean* chain, embedded
+  once per encoder fingerprint and read back from the embedding cache keyed by (utterance
+  sha256, ``Chain().fingerprint``, encoder fingerprint) — the same keys ``interbias run`` uses;
+- a table (``--embeddings FILE``, CSV or parquet): columns ``e0 … e{d−1}`` (the embedding,
+  numbers), ``text``, ``voice``, ``style`` (the grid labels) and one column per group attribute
+  (``--groups``, default gender, age_band, accent; constant within each voice). Other columns
+  are ignored.
+
+Outputs in ``--out`` (default ``results/geometry``): ``geometry.csv`` (one table for every audit
+written there; a rerun of the same encoder/layer/source/subset replaces its rows),
+``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table)
+and, with ``--save-embeddings``, ``embeddings-<encoder>[-layerN]-<subset>.parquet`` in the
+``--embeddings`` format.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import re
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic
+from interbias.analysis import geometry as geo
+from interbias.audio import FrontEnd
+from interbias.errors import AnalysisError, EncoderError
+from interbias.manifest import Manifest
+from interbias.progress import Reporter
+from interbias.seeding import derive_seed
+
+#: Embedding columns of an ``--embeddings`` table.
+EMBEDDING_COLUMN = re.compile(r"^e(\d+)$")
+
+
+@dataclass(frozen=True)
+class GeometryOptions:
+    encoder: str | None = None
+    embeddings: Path | None = None
+    corpus: str = "synthetic"
+    corpus_root: Path | None = None
+    manifest: Path | None = None
+    layer: int | None = None
+    sentences: int | None = None
+    groups: tuple[str, ...] = geo.DEFAULT_ATTRIBUTES
+    out: Path = Path("results/geometry")
+    cache_dir: Path | None = None
+    device: str = "cpu"
+    n_perm: int = 200
+    jackknife: bool = True
+    m: int | None = None
+    tau_rel: float = geo.TAU_REL
+    label: str | None = None
+    save_embeddings: bool = False
+    quiet: bool = False
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GeometryOutcome:
+    out_dir: Path
+    frame: pd.DataFrame
+    summary: pd.DataFrame
+    n_embedded: int
+    n_cached: int
+    n_failed: int
+    decomposition_note: str
+
+
+# ---- grids from a manifest or a table --------------------------------------------------------
+
+
+def text_label(u: Any) -> str | None:
+    """The sem-axis class of an utterance: ``attrs['sentence']`` when present, else its text."""
+    return u.get("sentence") or u.text
+
+
+def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
+    """The utterances of the first ``n`` sentence labels in sorted order (all voices and styles:
+    still a full factorial grid) and a subset name (``full`` or ``sentences=N``)."""
+    labels = sorted({text_label(u) or "" for u in manifest})
+    if n is None:
+        return manifest, "full"
+    if not 2 <= n <= len(labels):
+        raise AnalysisError(f"--sentences must be in 2..{len(labels)} (the corpus has {len(labels)} sentences)")
+    keep = set(labels[:n])
+    return manifest.filter(text_label(u) in keep for u in manifest), f"sentences={n}"
+
+
+def grid_from_manifest(manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]) -> geo.Grid:
+    """Rows for the utterances that have a vector, labelled text/voice (= speaker)/style/groups."""
+    utts = [u for u in manifest if u.id in vectors]
+    if not utts:
+        raise AnalysisError("no utterance has an embedding")
+    for name, get in (("text", text_label), ("style", lambda u: u.style)):
+        missing = [u.id for u in utts if not get(u)]
+        if missing:
+            raise AnalysisError(f"{len(missing)} utterance(s) have no {name} label; first: {missing[0]!r}")
+    cols: dict[str, list[str]] = {}
+    for attr in groups:
+        values = [u.get(attr) for u in utts]
+        if any(v is None for v in values):
+            raise AnalysisError(f"group attribute {attr!r} is missing from the manifest for some utterances")
+        cols[attr] = [str(v) for v in values]
+    x = np.stack([vectors[u.id] for u in utts]).astype(np.float64)
+    return geo.Grid.build(x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols)
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise AnalysisError(f"embeddings file {path} does not exist")
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        if path.suffix == ".csv":
+            return pd.read_csv(path)
+    except Exception as exc:  # pyarrow/pandas raise many types for unreadable files
+        raise AnalysisError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})") from exc
+    raise AnalysisError(f"{path}: embeddings tables end in .csv or .parquet")
+
+
+def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.Grid:
+    """A grid from an ``--embeddings`` table (see the module docstring for its columns)."""
+    emb = sorted(
+        ((int(m.group(1)), c) for c in frame.columns if (m := EMBEDDING_COLUMN.match(str(c)))), key=lambda t: t[0]
+    )
+    if not emb:
+        raise AnalysisError(f"{where}: no embedding columns (named e0, e1, …)")
+    if [i for i, _ in emb] != list(range(len(emb))):
+        raise AnalysisError(f"{where}: embedding columns must be e0..e{len(emb) - 1} without gaps")
+    need = ["text", "voice", "style", *groups]
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise AnalysisError(
+            f"{where}: missing column(s) {', '.join(missing)}; found: {', '.join(map(str, frame.columns))}"
+        )
+    empty = [c for c in need if frame[c].isna().any() or (frame[c].astype(str).str.strip() == "").any()]
+    if empty:
+        raise AnalysisError(f"{where}: column(s) {', '.join(empty)} have empty values")
+    try:
+        x = frame[[c for _, c in emb]].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"{where}: embedding columns must be numeric ({exc})") from exc
+    return geo.Grid.build(
+        x,
+        frame["text"].astype(str),
+        frame["voice"].astype(str),
+        frame["style"].astype(str),
+        {g: frame[g].astype(str) for g in groups},
+    )
+
+
+def grid_to_table(grid: geo.Grid) -> pd.DataFrame:
+    cols = {f"e{i}": grid.x[:, i] for i in range(grid.x.shape[1])}
+    labels = {"text": grid.text, "voice": grid.voice, "style": grid.style, **grid.groups}
+    return pd.DataFrame({**{k: list(v) for k, v in labels.items()}, **cols})
+
+
+# ---- embedding the clean grid ----------------------------------------------------------------
+
+
+def encoder_options(label: str, layer: int | None) -> dict[str, Any]:
+    """``{"layer": N}`` for encoders whose loader takes a layer; an error for the others."""
+    if layer is None:
+        return {}
+    from interbias.encoders import ENCODERS
+
+    card = ENCODERS.get(label)
+    params = inspect.signature(card.factory).parameters if card.factory else {}
+    if "layer" not in params:
+        raise EncoderError(f"{label}: takes no --layer option (only encoders with selectable layers do)")
+    return {"layer": int(layer)}
+
+
+def embed_clean(
+    manifest: Manifest, encoder: Any, cache_dir: Path, reporter: Reporter
+) -> tuple[dict[str, np.ndarray], dict[str, str], int, int]:
+    """Clean-chain embeddings of every utterance: (vectors by id, failures by id, embedded, cached).
+
+    Uses the runner's embedder (same front end, cache keys and failure accounting)."""
+    from interbias.cache import EmbeddingCache
+    from interbias.operators import Chain
+    from interbias.runner import _Embedder
+
+    chain = Chain()
+    db = EmbeddingCache(cache_dir / "embeddings.sqlite")
+    try:
+        emb = _Embedder(types.SimpleNamespace(frontend=FrontEnd()), manifest, [encoder], db, reporter)  # type: ignore[arg-type]
+        emb.run({chain.fingerprint: (chain, {u.id for u in manifest})})
+    finally:
+        db.close()
+    vectors = {uid: vec for (uid, _fp, _enc), vec in emb.vectors.items()}
+    failures = {
+        u.id: emb.failed(u.id, chain.fingerprint) or "no embedding returned" for u in manifest if u.id not in vectors
+    }
+    return vectors, failures, emb.n_embedded, emb.n_cached
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
+
+
+def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> GeometryOutcome:
+    """Collect the grid (encoder on corpus, or a table), audit it, write the outputs."""
+    reporter = reporter or Reporter(quiet=options.quiet)
+    if (options.encoder is None) == (options.embeddings is None):
+        raise AnalysisError("give exactly one of --encoder LABEL or --embeddings FILE")
+    if options.n_perm < 1:
+        raise AnalysisError(f"--permutations must be >= 1; got {options.n_perm}")
+    t0 = time.perf_counter()
+    provenance: dict[str, Any] = {"command": options.command, "groups": list(options.groups)}
+    n_embedded = n_cached = 0
+    failures: dict[str, str] = {}
+    if options.encoder is not None:
+        grid, meta, n_embedded, n_cached, failures = _collect(options.encoder, options, reporter, provenance)
+    elif options.embeddings is not None:
+        if options.layer is not None or options.sentences is not None:
+            raise AnalysisError("--layer and --sentences apply to --encoder runs, not to --embeddings tables")
+        table = read_table(options.embeddings)
+        grid = grid_from_table(table, options.groups, where=str(options.embeddings))
+        meta = {
+            "encoder": options.label or options.embeddings.stem,
+            "encoder_fingerprint": "",
+            "source": options.embeddings.name,
+            "subset": "full",
+            "layer": "",
+        }
+    meta["n_failed"] = len(failures)
+    seed = derive_seed(
+        "geometry", meta["encoder"], meta["encoder_fingerprint"], meta["source"], meta["subset"], meta["layer"]
+    )
+    provenance["timings"] = {"collect_s": round(time.perf_counter() - t0, 3)}
+    t = time.perf_counter()
+    units = geo.work_units(grid, options.groups, options.n_perm, options.jackknife)
+    with reporter.task("geometry audit (permutations + jackknife)", units) as advance:
+        result = geo.audit(
+            grid,
+            attributes=options.groups,
+            m=options.m,
+            tau_rel=options.tau_rel,
+            n_perm=options.n_perm,
+            jackknife=options.jackknife,
+            seed=seed,
+            advance=advance,
+        )
+    provenance["timings"]["audit_s"] = round(time.perf_counter() - t, 3)
+    frame = geo.to_frame(result, meta)
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "geometry.csv"
+    table_all = geo.merge(geo.read_geometry(csv_path) if csv_path.is_file() else None, frame)
+    atomic.write_csv(csv_path, table_all)
+    _write_provenance(out / "geometry.json", meta, result, options, provenance, failures)
+    plot_geometry(table_all, out / "geometry.png")
+    if options.save_embeddings:
+        layer = f"-layer{meta['layer']}" if meta["layer"] != "" else ""
+        name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
+        atomic.write_parquet(out / f"embeddings-{name}.parquet", grid_to_table(grid))
+    return GeometryOutcome(
+        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note
+    )
+
+
+def _collect(
+    label: str, options: GeometryOptions, reporter: Reporter, provenance: dict[str, Any]
+) -> tuple[geo.Grid, dict[str, Any], int, int, dict[str, str]]:
+    from interbias.corpora import load_corpus
+    from interbias.encoders import load_encoder, restore_threads
+    from interbias.experiments import CorpusSpec
+    from interbias.paths import cache_dir as default_cache_dir
+    from interbias.runner import _check_device
+
+    _check_device(options.device)
+    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    encoder = load_encoder(label, device=options.device, options=encoder_options(label, options.layer))
+    restore_threads()
+    reporter.info(
+        f"manifest {options.manifest}" if options.manifest else f"corpus {options.corpus}: preparing manifest"
+    )
+    spec = CorpusSpec(
+        options.corpus,
+        root=str(options.corpus_root) if options.corpus_root else None,
+        manifest=str(options.manifest) if options.manifest else None,
+    )
+    manifest = load_corpus(spec, root=options.corpus_root, cache=cache)
+    manifest, subset = select_sentences(manifest, options.sentences)
+    reporter.info(f"{label}: {len(manifest)} utterances ({subset}), clean chain")
+    vectors, failures, n_embedded, n_cached = embed_clean(manifest, encoder, cache, reporter)
+    if failures:
+        reporter.info(f"{len(failures)} utterance(s) failed and are left out; first: {next(iter(failures.values()))}")
+    grid = grid_from_manifest(manifest, vectors, options.groups)
+    provenance.update(
+        encoder=encoder.provenance(),
+        corpus=options.corpus,
+        manifest=str(options.manifest or ""),
+        manifest_sha256=manifest.sha256(),
+        n_utterances=len(manifest),
+        n_embedded=n_embedded,
+        n_cached=n_cached,
+    )
+    meta = {
+        "encoder": encoder.label,
+        "encoder_fingerprint": encoder.fingerprint,
+        "source": options.manifest.name if options.manifest else options.corpus,
+        "subset": subset,
+        "layer": "" if options.layer is None else str(options.layer),
+    }
+    return grid, meta, n_embedded, n_cached, failures
+
+
+def _write_provenance(
+    path: Path,
+    meta: dict[str, Any],
+    result: geo.Audit,
+    options: GeometryOptions,
+    provenance: dict[str, Any],
+    failures: dict[str, str],
+) -> None:
+    from interbias.results import package_versions, revision
+
+    try:
+        existing = json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        existing = {}
+    key = "|".join(str(meta[k]) for k in geo.AUDIT_KEY)
+    existing[key] = {
+        **provenance,
+        **{k: meta[k] for k in ("encoder", "encoder_fingerprint", "source", "subset", "layer")},
+        "revision": revision(),
+        "packages": package_versions(),
+        "seed": result.seed,
+        "seed_parts": [
+            "geometry",
+            meta["encoder"],
+            meta["encoder_fingerprint"],
+            meta["source"],
+            meta["subset"],
+            meta["layer"],
+        ],
+        "n_perm": options.n_perm,
+        "ci_method": geo.CI_METHOD if options.jackknife else "none",
+        "m": result.m,
+        "tau_rel": options.tau_rel,
+        "shape": result.shape,
+        "decomposition": result.decomposition_note,
+        "n_failed": len(failures),
+        "failures": dict(list(failures.items())[:50]),
+    }
+    atomic.write_text(path, json.dumps(existing, indent=2, sort_keys=True, default=str) + "\n")
+
+
+# ---- the figure ---------------------------------------------------------------------------------
+
+
+def plot_geometry(frame: pd.DataFrame, path: Path) -> None:
+    """Three panels over every audit in ``frame``: F per axis; Λ (bars) and ℓ (triangles) per axis
+    pair, a grey dash at each audit's chance Λ = m/d; Γ per attribute × axis, * where the permutation
+    p < 0.05. Error bars are the 95 % half-widths. PNG without a timestamp (byte-stable)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    audits = [k for k, _ in frame.groupby(list(geo.AUDIT_KEY), sort=True)]
+    width = 0.8 / max(1, len(audits))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+
+    def rows(key: tuple, metric: str, cat: dict[str, str]) -> pd.DataFrame:
+        match = {**dict(zip(geo.AUDIT_KEY, key, strict=True)), "metric": metric, **cat}
+        return frame[np.all([frame[c].astype(str) == str(v) for c, v in match.items()], axis=0)]
+
+    def column(key: tuple, metric: str, cats: list[dict[str, str]], col: str) -> np.ndarray:
+        out = []
+        for cat in cats:
+            sel = rows(key, metric, cat)
+            out.append(float(sel[col].iloc[0]) if len(sel) and str(sel[col].iloc[0]) != "" else math.nan)
+        return np.asarray(out)
+
+    def panel(ax: Any, metric: str, cats: list[dict[str, str]], labels: list[str]) -> None:
+        for i, key in enumerate(audits):
+            xs = np.arange(len(cats)) + (i - (len(audits) - 1) / 2) * width
+            vals = column(key, metric, cats, "value")
+            errs = np.nan_to_num(column(key, metric, cats, "ci_half_width"))
+            name = " ".join(x for x in (key[0], f"layer {key[1]}" if key[1] else "", key[3]) if x)
+            ax.bar(xs, vals, width, yerr=errs, capsize=2, label=name, color=f"C{i}")
+            if metric == "Lambda":
+                ax.plot(xs, column(key, "ell", cats, "value"), "^", color=f"C{i}", mec="k")
+                ax.plot(xs, column(key, metric, cats, "chance"), "_", color="grey", ms=14, mew=2)
+            if metric == "Gamma":
+                for xx, vv, p in zip(xs, vals, column(key, metric, cats, "p_value"), strict=True):
+                    if p < 0.05:
+                        ax.text(xx, vv, "*", ha="center", va="bottom")
+        ax.set_xticks(np.arange(len(cats)), labels, rotation=30, ha="right")
+
+    panel(axes[0], "F", [{"axis": a} for a in geo.AXES], list(geo.AXES))
+    axes[0].set(title="axis fidelity F", ylim=(0, 1))
+    axes[0].legend(fontsize=7)
+    panel(axes[1], "Lambda", [{"axis": a, "axis_b": b} for a, b in geo.PAIRS], [f"{a}–{b}" for a, b in geo.PAIRS])
+    axes[1].set(title="leakage: Λ bars, ℓ triangles (grey dash: chance Λ = m/d)", ylim=(0, 1.05))
+    attrs = sorted(set(frame.loc[frame["metric"] == "Gamma", "attribute"]))
+    cats = [{"attribute": at, "axis": a} for at in attrs for a in geo.AXES]
+    panel(axes[2], "Gamma", cats, [f"{c['attribute']}: {c['axis']}" for c in cats])
+    axes[2].set(title="fidelity spread Γ (* permutation p < 0.05)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    atomic.write_bytes(Path(path), buf.getvalue())
