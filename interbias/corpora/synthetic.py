@@ -31,7 +31,7 @@ from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
 from interbias.seeding import canonical_json, derive_rng, derive_seed
 
-VERSION = 1
+VERSION = 2
 SAMPLE_RATE_HZ = 16000
 
 #: accent code -> espeak-ng language file under lang/gmw
@@ -90,7 +90,7 @@ class Style:
 
 STYLES: dict[str, Style] = {
     "neutral": Style(50, 50, 1.00, 100),
-    "cheerful": Style(68, 85, 1.10, 115),
+    "happy": Style(68, 85, 1.10, 115),  # cheerful
     "sad": Style(32, 18, 0.80, 75),
     "angry": Style(58, 95, 1.12, 150, ("roughness 5",)),
     "fearful": Style(72, 65, 1.22, 95, ("flutter 45",)),
@@ -373,11 +373,24 @@ def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tu
     manifest = Manifest("synthetic", work, utts)
     (work / "voices.jsonl").write_text("".join(canonical_json(asdict(v)) + "\n" for v in voices), encoding="utf-8")
     manifest.write(work / "manifest.jsonl")
+    seconds = time.perf_counter() - t0
+    build_record = {"build_seconds": round(seconds, 2), "workers": n, "version": VERSION, "spec": asdict(spec)}
+    (work / "build.json").write_text(canonical_json(build_record) + "\n", encoding="utf-8")
     if final.exists():  # another process finished first: keep theirs
         shutil.rmtree(work)
     else:
         work.rename(final)
-    return Manifest.read(manifest_path, name="synthetic"), time.perf_counter() - t0
+    return Manifest.read(manifest_path, name="synthetic"), seconds
+
+
+def build_info(manifest: Manifest) -> dict[str, Any]:
+    """What ``build.json`` recorded about a built corpus (seconds, workers, version, spec)."""
+    import json
+
+    try:
+        return json.loads((manifest.root / "build.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def prepare_synthetic(root: Path | None, cache: Path, options: dict[str, Any]) -> Manifest:
@@ -391,5 +404,6 @@ register(
         description="embedded factorial espeak-ng corpus (gender × age band × accent × style × sentence; proxies)",
         prepare=prepare_synthetic,
         needs_root=False,
+        attributes=("gender", "age_band", "accent", "style", "text", "sentence", "proxy", "synth"),
     )
 )
