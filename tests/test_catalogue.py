@@ -117,12 +117,15 @@ def test_list_json_lists_every_experiment() -> None:
 
 def test_list_text_says_where_each_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("INTERBIAS_CORPORA", str(tmp_path))
-    res = runner.invoke(app, ["list", "--verbose"])
+    res = runner.invoke(app, ["list"])
     assert res.exit_code == 0, res.output
-    lines = {ln[:4].strip(): ln for ln in res.output.splitlines() if ln[:1] == "E"}
-    assert "runs here: with --corpus synthetic" in lines["E01"] and "emotion(15)" in lines["E01"]
-    assert "cells=2" in lines["E02"] and lines["E02"].endswith("runs here: no")
-    assert f"why not: E07: corpus 'voxceleb1' not found at {tmp_path / 'voxceleb1'}" in res.output
+    blocks = {b.split()[0]: b for b in ("\n" + res.output).split("\nE")[1:]}
+    e01 = blocks["01"].splitlines()
+    assert e01[0] == "01  Emotional speech  [descriptive]  corpus ravdess, 15 cells"
+    assert e01[1].startswith("     emotion (population, ref neutral-neutral): neutral-neutral, neutral-calm,")
+    assert e01[2].startswith(f"     runs here: no: E01: corpus 'ravdess' not found at {tmp_path / 'ravdess'}")
+    assert e01[3] == "     variant synthetic (--corpus synthetic): 11 cells, runs here: yes"
+    assert "E02: corpus 'torgo' not found" in blocks["02"] and "variant" not in blocks["02"]
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in CONDITIONS.glob("*.yaml")))

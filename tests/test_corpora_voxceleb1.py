@@ -65,3 +65,13 @@ def test_malformed_roots(tmp_path: Path) -> None:
         CorpusError, match=r"video_dates.csv video 1zcIwhmdeo4: date 'May 2010' is not YYYY or YYYY-MM-DD$"
     ):
         prepare_voxceleb1(root)
+
+
+def test_impossible_age_is_an_error(tmp_path: Path) -> None:
+    root = fake_corpora.voxceleb1(tmp_path / "vox", dates=True, births=True)
+    (root / "speaker_birth_years.csv").write_text("speaker,birth_year\nid10001,2013\n")
+    with pytest.raises(CorpusError) as err:
+        prepare_voxceleb1(root)
+    assert str(err.value) == (
+        "voxceleb1: id10001/1zcIwhmdeo4: age -3 from 2010 (video date) minus 2013 (speaker_birth_years.csv) is not in 0..120"
+    )

@@ -68,40 +68,28 @@ def experiment_entries(conditions: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def _here(entry: dict[str, Any]) -> str:
-    if entry["runnable"]:
-        return "yes"
-    if entry["runnable_with"]:
-        return "with --corpus " + ",".join(entry["runnable_with"])
-    return "no"
-
-
 @app.command("list")
 @guarded
 def list_experiments(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (every field, every variant).")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show levels and why an entry cannot run.")] = False,
 ) -> None:
-    """The experiments in conditions/: corpus, factors and levels, cells, and whether they run here now."""
+    """The experiments in conditions/: corpus, factors and levels, cells, and whether they run here now
+    (and if not, why and what data they need), for the default corpus and every variant."""
     entries = experiment_entries()
     if as_json:
         typer.echo(json.dumps(entries, indent=2))
         return
     for e in entries:
         if "error" in e:
-            typer.echo(f"{e['name']:4s} INVALID: {e['error']}")
+            typer.echo(f"{e['name']}  INVALID: {e['error']}")
             continue
-        factors = " × ".join(f"{f['name']}({len(f['levels'])})" for f in e["factors"])
-        typer.echo(
-            f"{e['name']:4s} {e['title'][:34]:34s} corpus={e['corpus']:11s} {factors:34s} "
-            f"cells={e['n_cells']:<3d} runs here: {_here(e)}"
-        )
-        if verbose:
-            for f in e["factors"]:
-                typer.echo(f"       {f['name']} (ref {f['reference']}): {', '.join(f['levels'])}")
-            if not e["runnable"]:
-                typer.echo(f"       why not: {e['why_not']}")
-            for v in e["variants"]:
-                state = "runs here" if v["runnable"] else f"cannot run: {v.get('why_not') or v.get('error')}"
-                cells = f"{v['n_cells']} cells" if "n_cells" in v else ""
-                typer.echo(f"       variant {v['name']}: {cells} {state}")
+        typer.echo(f"{e['name']}  {e['title']}  [{e['use']}]  corpus {e['corpus']}, {e['n_cells']} cells")
+        for f in e["factors"]:
+            typer.echo(f"     {f['name']} ({f['type']}, ref {f['reference']}): {', '.join(f['levels'])}")
+        typer.echo("     runs here: " + ("yes" if e["runnable"] else f"no: {e['why_not']}"))
+        for v in e["variants"]:
+            if "error" in v:
+                typer.echo(f"     variant {v['name']}: INVALID: {v['error']}")
+                continue
+            state = "yes" if v["runnable"] else f"no: {v['why_not']}"
+            typer.echo(f"     variant {v['name']} (--corpus {v['name']}): {v['n_cells']} cells, runs here: {state}")

@@ -190,3 +190,11 @@ def check_options(corpus: str, options: dict, valid: Iterable[str]) -> None:
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise CorpusError(f"{corpus}: unknown option {unknown[0]!r}; valid: {', '.join(valid) or '(none)'}")
+
+
+def require_root(corpus: str, root: Path | str, expected: str) -> Path:
+    """``root`` as a Path, or an error saying it is not a folder and what was expected there."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CorpusError(f"{corpus}: corpus root {root} is not a folder (expected {expected})")
+    return root

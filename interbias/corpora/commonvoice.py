@@ -31,6 +31,7 @@ from interbias.corpora.common import (
     describe_dir,
     layout_error,
     normalise_gender,
+    require_root,
 )
 from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
@@ -120,9 +121,7 @@ def prepare_commonvoice(root: Path, cache: Path | None = None, options: dict[str
     options = options or {}
     check_options("commonvoice", options, ("split",))
     split = str(options.get("split", "validated"))
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"commonvoice: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("commonvoice", root, EXPECTED)
     tsv = root / f"{split}.tsv"
     clips = root / "clips"
     if not tsv.is_file() or not clips.is_dir():
@@ -198,7 +197,7 @@ register(
     CorpusAdapter(
         name="commonvoice",
         description="Common Voice locale folder: crowd-sourced MP3 clips with self-reported age, gender, accent",
-        prepare=lambda root, cache, options: prepare_commonvoice(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_commonvoice,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=(
             "gender",

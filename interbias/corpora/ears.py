@@ -33,6 +33,7 @@ from interbias.corpora.common import (
     layout_error,
     normalise_gender,
     rel,
+    require_root,
 )
 from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
@@ -75,9 +76,7 @@ def _style_of(stem: str) -> tuple[str, str, str] | None:
 def prepare_ears(root: Path, cache: Path | None = None, options: dict[str, Any] | None = None) -> Manifest:
     """The manifest of EARS under ``root`` (speech files only; paths relative to ``root``)."""
     check_options("ears", options or {}, ())
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"ears: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("ears", root, EXPECTED)
     stats_path = root / "speaker_statistics.json"
     speakers = sorted(p for p in root.iterdir() if p.is_dir() and _SPEAKER.fullmatch(p.name))
     if not stats_path.is_file() or not speakers:
@@ -149,7 +148,7 @@ register(
     CorpusAdapter(
         name="ears",
         description="EARS: 107 speakers, 22 emotions and 7 reading styles, anechoic 48 kHz",
-        prepare=lambda root, cache, options: prepare_ears(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_ears,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=(
             "gender",

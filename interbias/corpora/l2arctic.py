@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
-from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel
-from interbias.errors import CorpusError
+from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
 from interbias.manifest import Manifest, Utterance
 
 #: Speaker -> (L1, gender), from the L2-ARCTIC v5.0 documentation.
@@ -58,9 +57,7 @@ EXPECTED = "speaker folders ABA, SKA, … (the 24 L2-ARCTIC speakers) each with 
 def prepare_l2arctic(root: Path, cache: Path | None = None, options: dict[str, Any] | None = None) -> Manifest:
     """The manifest of L2-ARCTIC under ``root`` (scripted ``wav/`` recordings)."""
     check_options("l2arctic", options or {}, ())
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"l2arctic: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("l2arctic", root, EXPECTED)
     folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / "wav").is_dir() and p.name not in NOT_SPEAKERS)
     if not folders:
         raise layout_error("l2arctic", root, EXPECTED, describe_dir(root))
@@ -99,7 +96,7 @@ register(
     CorpusAdapter(
         name="l2arctic",
         description="L2-ARCTIC: 24 non-native English speakers (6 L1s × 2 F + 2 M), CMU ARCTIC prompts",
-        prepare=lambda root, cache, options: prepare_l2arctic(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_l2arctic,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=("gender", "accent", "text", "l1", "prompt"),
     )

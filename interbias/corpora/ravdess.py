@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
-from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel
-from interbias.errors import CorpusError
+from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
 from interbias.manifest import Manifest, Utterance
 
 EMOTIONS = {
@@ -57,9 +56,7 @@ def _actor_dirs(root: Path) -> list[Path]:
 def prepare_ravdess(root: Path, cache: Path | None = None, options: dict[str, Any] | None = None) -> Manifest:
     """The manifest of a RAVDESS speech release under ``root`` (paths relative to ``root``)."""
     check_options("ravdess", options or {}, ())
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"ravdess: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("ravdess", root, EXPECTED)
     actors = _actor_dirs(root)
     if not actors:
         raise layout_error("ravdess", root, EXPECTED, describe_dir(root))
@@ -121,7 +118,7 @@ register(
     CorpusAdapter(
         name="ravdess",
         description="RAVDESS speech: 24 actors, 8 emotions × 2 intensities × 2 statements × 2 repetitions",
-        prepare=lambda root, cache, options: prepare_ravdess(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_ravdess,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=("gender", "style", "emotion", "intensity", "statement", "repetition"),
     )

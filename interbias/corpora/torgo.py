@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
-from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel
-from interbias.errors import CorpusError
+from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
 from interbias.manifest import Manifest, Utterance
 
 EXPECTED = "speaker folders F01, FC01, M01, MC01 … with Session*/wav_arrayMic|wav_headMic/*.wav"
@@ -41,9 +40,7 @@ def _speaker_dirs(root: Path) -> list[Path]:
 def prepare_torgo(root: Path, cache: Path | None = None, options: dict[str, Any] | None = None) -> Manifest:
     """The manifest of TORGO under ``root`` (both microphones; paths relative to ``root``)."""
     check_options("torgo", options or {}, ())
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"torgo: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("torgo", root, EXPECTED)
     speakers = _speaker_dirs(root)
     if not speakers:
         raise layout_error("torgo", root, EXPECTED, describe_dir(root))
@@ -97,7 +94,7 @@ register(
     CorpusAdapter(
         name="torgo",
         description="TORGO: dysarthric (F0x/M0x) and control (FC0x/MC0x) speakers, array and head mics",
-        prepare=lambda root, cache, options: prepare_torgo(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_torgo,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=("gender", "session", "text", "pathology", "mic", "prompt"),
     )

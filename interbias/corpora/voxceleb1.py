@@ -38,6 +38,7 @@ from interbias.corpora.common import (
     describe_dir,
     layout_error,
     normalise_gender,
+    require_root,
 )
 from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
@@ -96,9 +97,7 @@ def _year(text: str, where: str) -> int:
 def prepare_voxceleb1(root: Path, cache: Path | None = None, options: dict[str, Any] | None = None) -> Manifest:
     """The manifest of VoxCeleb1 under ``root`` (dev and test speakers found in ``wav/``)."""
     check_options("voxceleb1", options or {}, ())
-    root = Path(root)
-    if not root.is_dir():
-        raise CorpusError(f"voxceleb1: corpus root {root} is not a folder (expected {EXPECTED})")
+    root = require_root("voxceleb1", root, EXPECTED)
     wav = root / "wav"
     if not (root / "vox1_meta.csv").is_file() or not wav.is_dir():
         raise layout_error("voxceleb1", root, EXPECTED, describe_dir(root))
@@ -145,6 +144,11 @@ def prepare_voxceleb1(root: Path, cache: Path | None = None, options: dict[str, 
                     proxy = ["year,years_from_first (publication date)"]
                     if sdir.name in births:
                         age = float(year - births[sdir.name])
+                        if not 0 <= age <= 120:
+                            raise CorpusError(
+                                f"voxceleb1: {sdir.name}/{vdir.name}: age {age:g} from {year} (video date) "
+                                f"minus {births[sdir.name]} ({BIRTH_FILE}) is not in 0..120"
+                            )
                         band = age_band(age)
                         proxy.append("age,age_band (publication year - birth year)")
                     attrs["proxy"] = "; ".join(proxy)
@@ -172,7 +176,7 @@ register(
     CorpusAdapter(
         name="voxceleb1",
         description="VoxCeleb1: 1,251 celebrities, YouTube interviews; official trial lists veri_test2.txt etc.",
-        prepare=lambda root, cache, options: prepare_voxceleb1(root, cache, options),  # type: ignore[arg-type]
+        prepare=prepare_voxceleb1,  # type: ignore[arg-type]
         expects=EXPECTED,
         attributes=("gender", "session", "nationality", "set", "vggface1_id"),
         conditional=(
