@@ -95,7 +95,8 @@ def test_all_fifteen_experiments_are_shipped() -> None:
         assert raw(name)["name"] == name
 
 
-def test_list_json_lists_every_experiment() -> None:
+def test_list_json_lists_every_experiment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("INTERBIAS_CORPORA", str(tmp_path))  # no corpus on disk
     res = runner.invoke(app, ["list", "--json"])
     assert res.exit_code == 0, res.output
     entries = {e["name"]: e for e in json.loads(res.output)}
