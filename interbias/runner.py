@@ -25,7 +25,7 @@ import pandas as pd
 
 from interbias import atomic, audio, metrics
 from interbias.cache import EmbeddingCache, Key
-from interbias.corpora import load_corpus
+from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, with_data
@@ -357,6 +357,7 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
             trials=options.trials,
             trials_format=options.trials_format,
         )
+    check_runnable(exp, root=options.corpus_root)  # data it needs is here, before any work
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     if not 0 <= options.max_failure_share < 1:
         raise RunError("--max-failure-share must be in [0, 1)")
@@ -365,6 +366,7 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache)
+    check_manifest(exp, manifest)
     listed = external_trials(exp, manifest, max_trials=options.max_trials)
     timings["corpus_s"] = time.perf_counter() - t
     rev = revision()

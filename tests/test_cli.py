@@ -84,7 +84,7 @@ def test_run_unknown_experiment_one_line(tmp_path: Path) -> None:
 
 
 def test_run_unknown_encoder_before_work(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["run", "E16", "--corpus", "synthetic", "--encoders", "Nope", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["run", "E01", "--corpus", "synthetic", "--encoders", "Nope", "--out", str(tmp_path)])
     assert res.exit_code == 1
     assert "unavailable encoder(s): unknown encoder 'Nope'; valid:" in res.output
     assert not any(tmp_path.iterdir())

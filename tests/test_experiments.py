@@ -112,12 +112,3 @@ def test_not_yaml(tmp_path: Path) -> None:
     p.write_text("name: [unclosed\n")
     with pytest.raises(ConfigError, match=r"^bad.yaml:\d+: not valid YAML"):
         load_experiment(p)
-
-
-def test_shipped_conditions_load() -> None:
-    root = Path(__file__).resolve().parent.parent / "conditions"
-    for path in sorted(root.glob("*.yaml")):
-        exp = load_experiment(path)
-        assert exp.name == path.stem
-        for variant in exp.raw.get("variants") or {}:
-            load_experiment(path, corpus=variant)

@@ -1,7 +1,10 @@
 """Corpus adapters: one module per corpus, each turning a corpus on disk into a Manifest.
 
-Adapters are registered by exact name. ``prepare(root, cache)`` reads the corpus's published
-layout and metadata; the embedded ``synthetic`` corpus needs no root and builds itself.
+Adapters are registered by exact name. ``prepare(root, cache, options)`` reads the corpus's
+published layout and metadata; the embedded ``synthetic`` corpus needs no root and builds
+itself. Each adapter declares the attributes its manifests carry, so an experiment that
+selects by an attribute a corpus lacks (a drift date, a dysarthria label) fails before any
+work with one line saying what data it needs (:func:`check_runnable`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,18 @@ from interbias.errors import CorpusError
 from interbias.manifest import Manifest
 from interbias.registry import Registry
 
+#: Attributes every manifest has.
+BASE_ATTRIBUTES = ("id", "path", "speaker")
+
+
+@dataclass(frozen=True)
+class Conditional:
+    """An attribute an adapter provides only when ``file`` (relative to the root) exists."""
+
+    attribute: str
+    file: str
+    why: str
+
 
 @dataclass(frozen=True)
 class CorpusAdapter:
@@ -25,6 +40,13 @@ class CorpusAdapter:
     needs_root: bool = True
     #: What the user must provide, shown when the root is missing.
     expects: str = ""
+    #: Attributes (fields or ``attrs`` keys) its manifests carry, beyond id/path/speaker.
+    attributes: tuple[str, ...] = ()
+    #: Attributes that need an extra file under the root.
+    conditional: tuple[Conditional, ...] = ()
+
+    def provides(self) -> set[str]:
+        return set(BASE_ATTRIBUTES) | set(self.attributes) | {c.attribute for c in self.conditional}
 
 
 CORPORA: Registry[CorpusAdapter] = Registry("corpus", CorpusError)
@@ -41,15 +63,13 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path) -> Manifest
     A ``manifest`` file is read directly; otherwise the named adapter prepares it from
     ``root`` (argument, then the spec's ``root``, then ``$INTERBIAS_CORPORA/<name>``).
     """
-    from interbias.paths import corpora_dir
-
     if spec.manifest:
         mroot = root or (Path(spec.root).expanduser() if spec.root else None)
         return read_manifest(Path(spec.manifest).expanduser(), root=mroot)
     adapter = CORPORA.get(spec.name)
     corpus_root: Path | None = None
     if adapter.needs_root:
-        corpus_root = root or (Path(spec.root).expanduser() if spec.root else corpora_dir() / spec.name)
+        corpus_root = corpus_root_for(spec, root)
         if not corpus_root.is_dir():
             raise CorpusError(
                 f"corpus {spec.name!r} not found at {corpus_root}: pass --corpus-root DIR or set "
@@ -69,4 +89,74 @@ def read_manifest(path: Path, *, root: Path | None = None) -> Manifest:
     return Manifest.read(path, root=root, check_files=True)
 
 
+def corpus_root_for(spec: Any, root: Path | None = None) -> Path:
+    """Where a corpus lives: ``root``, else the spec's ``root``, else ``$INTERBIAS_CORPORA/<name>``."""
+    from interbias.paths import corpora_dir
+
+    return root or (Path(spec.root).expanduser() if spec.root else corpora_dir() / spec.name)
+
+
+def needed_attributes(exp: Any) -> list[str]:
+    """Attributes an experiment selects by: its population filter and population factors."""
+    names = list(exp.population) + [f.attribute for f in exp.factors if f.type == "population"]
+    return list(dict.fromkeys(names))
+
+
+def check_runnable(exp: Any, *, root: Path | None = None) -> None:
+    """Raise one :class:`CorpusError` when ``exp`` cannot run on its corpus here, before any work.
+
+    Checks, in order: the corpus has an adapter (or its manifest file exists); the adapter's
+    manifests carry every attribute the experiment selects by; the corpus root exists; and
+    files that conditional attributes come from exist. The message ends with the
+    experiment's ``requires`` text (what data it needs).
+    """
+    need = f"; needs: {exp.requires.strip()}" if exp.requires.strip() else ""
+    spec = exp.corpus
+    if spec.manifest:
+        if not Path(spec.manifest).exists():
+            raise CorpusError(f"{exp.name}: manifest {spec.manifest} does not exist{need}")
+        return
+    if spec.name not in CORPORA:
+        raise CorpusError(f"{exp.name}: no adapter for corpus {spec.name!r}; valid: {', '.join(CORPORA.names())}{need}")
+    adapter = CORPORA.get(spec.name)
+    provided = adapter.provides()
+    for attr in needed_attributes(exp):
+        if attr not in provided:
+            raise CorpusError(
+                f"{exp.name} cannot run on corpus {spec.name!r}: it selects by {attr!r}, which {spec.name} "
+                f"manifests do not have (they have: {', '.join(sorted(provided - set(BASE_ATTRIBUTES)))}){need}"
+            )
+    if not adapter.needs_root:
+        return
+    corpus_root = corpus_root_for(spec, root)
+    if not corpus_root.is_dir():
+        raise CorpusError(
+            f"{exp.name}: corpus {spec.name!r} not found at {corpus_root}: pass --corpus-root DIR or set "
+            f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'}){need}"
+        )
+    wanted = set(needed_attributes(exp))
+    for cond in adapter.conditional:
+        if cond.attribute in wanted and not (corpus_root / cond.file).exists():
+            raise CorpusError(
+                f"{exp.name}: {spec.name} attribute {cond.attribute!r} comes from {corpus_root / cond.file}, "
+                f"which does not exist ({cond.why}){need}"
+            )
+
+
+def check_manifest(exp: Any, manifest: Manifest) -> None:
+    """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by."""
+    need = f"; needs: {exp.requires.strip()}" if exp.requires.strip() else ""
+    for attr in needed_attributes(exp):
+        if not any(u.get(attr) is not None for u in manifest):
+            raise CorpusError(
+                f"{exp.name}: no utterance of corpus {manifest.name!r} has the attribute {attr!r} it selects by{need}"
+            )
+
+
+from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401
+from interbias.corpora import ears as _ears  # noqa: E402,F401
+from interbias.corpora import l2arctic as _l2arctic  # noqa: E402,F401
+from interbias.corpora import ravdess as _ravdess  # noqa: E402,F401
 from interbias.corpora import synthetic as _synthetic  # noqa: E402,F401
+from interbias.corpora import torgo as _torgo  # noqa: E402,F401
+from interbias.corpora import voxceleb1 as _voxceleb1  # noqa: E402,F401

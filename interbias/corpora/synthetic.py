@@ -1,7 +1,8 @@
 """The embedded synthetic corpus: a factorial grid of espeak-ng voices, styles and sentences.
 
 Voices cross gender × age band × accent (espeak-ng English accents) with per-voice pitch,
-formant, rate, breath and roughness settings drawn from a seed derived from the voice id.
+formant (vocal-tract scale and per-formant shifts), spectral tilt, rate, stress, voicing,
+breath and roughness settings drawn from a seed derived from the voice id.
 Styles and age bands are *prosodic proxies* (pitch level and range, rate, amplitude,
 flutter, breathiness, whisper), not recorded emotion or ageing; the manifest says so in
 ``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969).
@@ -31,7 +32,7 @@ from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
 from interbias.seeding import canonical_json, derive_rng, derive_seed
 
-VERSION = 1
+VERSION = 2
 SAMPLE_RATE_HZ = 16000
 
 #: accent code -> espeak-ng language file under lang/gmw
@@ -90,7 +91,7 @@ class Style:
 
 STYLES: dict[str, Style] = {
     "neutral": Style(50, 50, 1.00, 100),
-    "cheerful": Style(68, 85, 1.10, 115),
+    "happy": Style(68, 85, 1.10, 115),  # cheerful
     "sad": Style(32, 18, 0.80, 75),
     "angry": Style(58, 95, 1.12, 150, ("roughness 5",)),
     "fearful": Style(72, 65, 1.22, 95, ("flutter 45",)),
@@ -161,21 +162,47 @@ class SyntheticSpec:
 
 @dataclass(frozen=True)
 class Voice:
+    """One synthetic speaker: espeak-ng voice-file settings (percentages are of espeak's default)."""
+
     id: str
     gender: str
     age_band: str
     accent: str
     pitch_base_hz: float
     pitch_top_hz: float
-    formants: tuple[tuple[int, int, int, int], ...]  # (n, freq %, height %, width %)
+    formants: tuple[tuple[int, int, int, int], ...]  # (n, freq %, height %, width %), n = 0..6
     rate_wpm: int
     flutter: int
     roughness: int
     breath: int
+    #: Spectral tilt: (freq Hz, amplitude %) pairs of espeak's ``tone``.
+    tone: tuple[int, ...]
+    #: Per-stress-level pitch/amplitude offsets (espeak ``stressAdd``): idiolectal prosody.
+    stress_add: tuple[int, ...]
+    consonants: int
+    voicing: int
+    intonation: int
+
+
+#: Per-formant spread (SD of the relative frequency shift) of formants 0..6 around the voice's
+#: vocal-tract scale; formant 0 (nasal) is not scaled.
+_FORMANT_SD = (0.104, 0.091, 0.091, 0.065, 0.052, 0.052, 0.039)
+
+
+def _clipped_normal(rng: np.random.Generator, sd: float, lo: float, hi: float) -> float:
+    return float(np.clip(rng.normal(0.0, sd), lo, hi))
 
 
 def make_voices(spec: SyntheticSpec) -> list[Voice]:
-    """The grid's voices; every voice's settings come from a seed derived from its id."""
+    """The grid's voices; every voice's settings come from a seed derived from its id.
+
+    Each voice draws a vocal-tract scale (female 1.04–1.24, male 0.86–1.04 of espeak's
+    formant frequencies), independent shifts of each formant, formant heights and widths, a
+    spectral tilt, pitch base and range, rate, idiolectal stress offsets, consonant strength,
+    voicing and an intonation set; age bands shift pitch, rate, scale, flutter, roughness and
+    breath (proxies of ageing). The spread was set so that voices are distinct for a trained
+    speaker encoder without being trivially separable.
+    """
     voices = []
     for accent in spec.accents:
         for gender in spec.genders:
@@ -184,17 +211,17 @@ def make_voices(spec: SyntheticSpec) -> list[Voice]:
                     vid = f"{accent}-{gender[0]}-{band}-{k + 1}"
                     rng = derive_rng("synthetic-voice", VERSION, vid)
                     if gender == "female":
-                        base = rng.uniform(165, 215)
-                        top = base + rng.uniform(70, 110)
-                        scale = rng.uniform(1.06, 1.16)
+                        base = rng.uniform(160, 225)
+                        top = base + rng.uniform(60, 130)
+                        scale = rng.uniform(1.04, 1.24)
                     else:
-                        base = rng.uniform(85, 120)
-                        top = base + rng.uniform(30, 55)
-                        scale = rng.uniform(0.92, 1.02)
-                    rate = rng.uniform(150, 185)
-                    flutter = int(rng.integers(0, 12))
-                    roughness = int(rng.integers(0, 3))
-                    breath = int(rng.integers(0, 3))
+                        base = rng.uniform(80, 130)
+                        top = base + rng.uniform(25, 70)
+                        scale = rng.uniform(0.86, 1.04)
+                    rate = rng.uniform(140, 195)
+                    flutter = int(rng.integers(0, 15))
+                    roughness = int(rng.integers(0, 4))
+                    breath = int(rng.integers(0, 4))
                     if band == "young":
                         base, top, scale, rate = base * 1.08, top * 1.08, scale + 0.03, rate * 1.06
                     elif band == "elderly":
@@ -204,42 +231,64 @@ def make_voices(spec: SyntheticSpec) -> list[Voice]:
                         flutter += int(rng.integers(20, 40))
                         roughness += int(rng.integers(2, 4))
                         breath += int(rng.integers(2, 5))
-                    formants = tuple(
-                        (
-                            n,
-                            int(round(100 * scale * (1 + rng.normal(0, 0.02)))),
-                            int(round(100 + rng.normal(0, 8))),
-                            int(round(100 + rng.normal(0, 8))),
-                        )
-                        for n in range(1, 6)
+                    formants = []
+                    for n, sd in enumerate(_FORMANT_SD):
+                        shift = 1 + sd * _clipped_normal(rng, 1.0, -2.5, 2.5)
+                        freq = 100 * (scale if n else 1.0) * shift
+                        height = 100 + _clipped_normal(rng, 23.0, -45, 45)
+                        width = 100 + _clipped_normal(rng, 26.0, -50, 60)
+                        formants.append((n, int(round(freq)), int(round(height)), int(round(width))))
+                    tilt = rng.uniform(-1.3, 1.3)
+                    tone = (
+                        300,
+                        round(100 + 35 * tilt),
+                        1000,
+                        100,
+                        2500,
+                        round(100 - 25 * tilt),
+                        4500,
+                        round(100 - 40 * tilt),
                     )
+                    stress_add = tuple(int(round(x)) for x in rng.normal(0.0, 15.6, 8))
                     voices.append(
                         Voice(
-                            vid,
-                            gender,
-                            band,
-                            accent,
-                            round(base, 1),
-                            round(top, 1),
-                            formants,
-                            int(round(rate)),
-                            flutter,
-                            roughness,
-                            breath,
+                            id=vid,
+                            gender=gender,
+                            age_band=band,
+                            accent=accent,
+                            pitch_base_hz=round(base, 1),
+                            pitch_top_hz=round(top, 1),
+                            formants=tuple(formants),
+                            rate_wpm=int(round(rate)),
+                            flutter=flutter,
+                            roughness=roughness,
+                            breath=breath,
+                            tone=tuple(int(t) for t in tone),
+                            stress_add=stress_add,
+                            consonants=int(rng.integers(70, 130)),
+                            voicing=int(rng.integers(85, 116)),
+                            intonation=int(rng.integers(1, 5)),
                         )
                     )
     return voices
 
 
 def voice_file(voice: Voice, style_name: str, lang_lines: list[str]) -> str:
-    """An espeak-ng voice file: the accent's language settings plus this voice and style."""
+    """An espeak-ng voice file: the accent's language settings plus this voice and style
+    (a style's own ``voicing``/``flutter``/``roughness``/``breath`` lines replace the voice's)."""
     style = STYLES[style_name]
     lines = [f"name ib-{voice.id}-{style_name}"]
     lines += [ln for ln in lang_lines if not ln.startswith(("name", "maintainer", "status"))]
     lines.append(f"gender {voice.gender}")
     lines.append(f"pitch {int(voice.pitch_base_hz)} {int(voice.pitch_top_hz)}")
     lines += [f"formant {n} {fr} {h} {w}" for n, fr, h, w in voice.formants]
+    lines.append("tone " + " ".join(map(str, voice.tone)))
+    lines.append("stressAdd " + " ".join(map(str, voice.stress_add)))
+    lines.append(f"consonants {voice.consonants}")
+    lines.append(f"intonation {voice.intonation}")
     extra_keys = {e.split()[0] for e in style.extra}
+    if "voicing" not in extra_keys:
+        lines.append(f"voicing {voice.voicing}")
     if "flutter" not in extra_keys:
         lines.append(f"flutter {voice.flutter}")
     if "roughness" not in extra_keys:
@@ -373,11 +422,24 @@ def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tu
     manifest = Manifest("synthetic", work, utts)
     (work / "voices.jsonl").write_text("".join(canonical_json(asdict(v)) + "\n" for v in voices), encoding="utf-8")
     manifest.write(work / "manifest.jsonl")
+    seconds = time.perf_counter() - t0
+    build_record = {"build_seconds": round(seconds, 2), "workers": n, "version": VERSION, "spec": asdict(spec)}
+    (work / "build.json").write_text(canonical_json(build_record) + "\n", encoding="utf-8")
     if final.exists():  # another process finished first: keep theirs
         shutil.rmtree(work)
     else:
         work.rename(final)
-    return Manifest.read(manifest_path, name="synthetic"), time.perf_counter() - t0
+    return Manifest.read(manifest_path, name="synthetic"), seconds
+
+
+def build_info(manifest: Manifest) -> dict[str, Any]:
+    """What ``build.json`` recorded about a built corpus (seconds, workers, version, spec)."""
+    import json
+
+    try:
+        return json.loads((manifest.root / "build.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def prepare_synthetic(root: Path | None, cache: Path, options: dict[str, Any]) -> Manifest:
@@ -391,5 +453,6 @@ register(
         description="embedded factorial espeak-ng corpus (gender × age band × accent × style × sentence; proxies)",
         prepare=prepare_synthetic,
         needs_root=False,
+        attributes=("gender", "age_band", "accent", "style", "text", "sentence", "proxy", "synth"),
     )
 )

@@ -1,0 +1,157 @@
+"""``interbias corpus build|prepare|info``: make and inspect corpus manifests."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from interbias.cli import app, guarded
+
+corpus_app = typer.Typer(
+    help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
+    no_args_is_help=True,
+)
+app.add_typer(corpus_app, name="corpus")
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a value with commas becomes a list."""
+    from interbias.errors import CorpusError
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CorpusError(f"--set {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = [v.strip() for v in value.split(",")] if "," in value else value.strip()
+    return out
+
+
+def _print_summary(manifest: Any, *, as_json: bool) -> None:
+    from interbias.corpora.info import summarize
+
+    summary = summarize(manifest)
+    if as_json:
+        typer.echo(json.dumps(summary.as_dict(), indent=2))
+        return
+    hours = "" if summary.total_duration_s is None else f", {summary.total_duration_s / 3600:.2f} h"
+    typer.echo(f"{summary.name}: {summary.n_utterances} utterances, {summary.n_speakers} speakers{hours}")
+    for a in summary.attributes:
+        missing = f", {a.n_missing} utterances without" if a.n_missing else ""
+        if not a.values:
+            typer.echo(f"  {a.name}: {a.n_distinct} distinct values{missing}")
+            continue
+        typer.echo(f"  {a.name} ({a.n_distinct} values{missing}):")
+        for value, (spk, utt) in a.values.items():
+            typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
+
+
+@corpus_app.command("build")
+@guarded
+def build(
+    name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."),
+    ] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Build the embedded synthetic corpus into the cache (reused when already built)."""
+    from interbias.corpora.synthetic import SyntheticSpec, build_info
+    from interbias.corpora.synthetic import build as build_synthetic
+    from interbias.errors import CorpusError
+    from interbias.paths import cache_dir as default_cache
+
+    if name != "synthetic":
+        raise CorpusError(
+            f"only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
+            f"interbias corpus prepare {name} --root DIR"
+        )
+    spec = SyntheticSpec.from_options(_options(set_ or []))
+    cache = cache_dir or default_cache()
+    manifest, seconds = build_synthetic(spec, cache, workers=workers)
+    info = build_info(manifest)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "manifest": str(manifest.root / "manifest.jsonl"),
+                    "manifest_sha256": manifest.sha256(),
+                    "built_now": seconds > 0,
+                    "build_seconds": seconds if seconds > 0 else info.get("build_seconds"),
+                    "spec": dataclasses.asdict(spec),
+                    "n_utterances": len(manifest),
+                    "n_speakers": len(manifest.speakers()),
+                },
+                indent=2,
+            )
+        )
+        return
+    if seconds > 0:
+        typer.echo(f"synthetic: built in {seconds:.1f} s with {info.get('workers')} worker(s)")
+    else:
+        earlier = info.get("build_seconds")
+        typer.echo(
+            "synthetic: already built (reused)"
+            + (f"; it took {earlier:.1f} s with {info.get('workers')} worker(s)" if earlier else "")
+        )
+    typer.echo(f"manifest: {manifest.root / 'manifest.jsonl'} (sha256 {manifest.sha256()[:16]}…)")
+    _print_summary(manifest, as_json=False)
+
+
+@corpus_app.command("prepare")
+@guarded
+def prepare(
+    name: Annotated[
+        str, typer.Argument(help="Corpus adapter: ravdess, torgo, ears, commonvoice, l2arctic, voxceleb1.")
+    ],
+    root: Annotated[Path, typer.Option(help="Root folder of the corpus on disk (its published layout).")],
+    out: Annotated[Path | None, typer.Option(help="Manifest to write (.jsonl or .csv; default ./NAME.jsonl).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Adapter option KEY=VALUE, e.g. split=test.")] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Cache folder for audio headers (default $INTERBIAS_CACHE).")
+    ] = None,
+) -> None:
+    """Read a corpus in its published layout and write its manifest (absolute audio paths)."""
+    from interbias.corpora import CORPORA
+    from interbias.errors import CorpusError
+    from interbias.manifest import Manifest
+    from interbias.paths import cache_dir as default_cache
+
+    adapter = CORPORA.get(name)
+    if not adapter.needs_root:
+        raise CorpusError(f"{name!r} is built, not prepared: interbias corpus build {name}")
+    if not root.is_dir():
+        raise CorpusError(f"{name}: corpus root {root} is not a folder (expected {adapter.expects})")
+    manifest = adapter.prepare(root, cache_dir or default_cache(), _options(set_ or []))
+    target = out or Path(f"{name}.jsonl")
+    absolute = Manifest(
+        manifest.name,
+        manifest.root,
+        tuple(dataclasses.replace(u, path=str(manifest.resolve(u))) for u in manifest),
+    )
+    absolute.write(target)
+    typer.echo(f"wrote {target}: {len(manifest)} utterances, {len(manifest.speakers())} speakers")
+    if name == "voxceleb1":
+        from interbias.corpora.voxceleb1 import official_trial_lists
+
+        lists = official_trial_lists(root)
+        typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
+
+
+@corpus_app.command("info")
+@guarded
+def info(
+    manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Count speakers and utterances per value of every speaker and recording attribute."""
+    from interbias.manifest import Manifest
+
+    _print_summary(Manifest.read(manifest), as_json=as_json)

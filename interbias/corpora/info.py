@@ -1,0 +1,70 @@
+"""Counts of a manifest per attribute: how many speakers and utterances carry each value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from interbias.manifest import Manifest
+
+#: Attributes that identify a recording rather than describe a speaker or condition.
+SKIP = {"id", "path", "speaker", "sha256", "duration_s", "text", "sample_rate_hz", "age"}
+#: Attributes with more distinct values than this are summarised by their count only.
+MAX_LEVELS = 40
+
+
+@dataclass
+class AttributeCounts:
+    name: str
+    #: value -> (speakers, utterances), for attributes with at most ``MAX_LEVELS`` values.
+    values: dict[str, tuple[int, int]] = field(default_factory=dict)
+    n_distinct: int = 0
+    n_missing: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_distinct": self.n_distinct, "n_missing_utterances": self.n_missing}
+        if self.values:
+            out["values"] = {k: {"speakers": s, "utterances": u} for k, (s, u) in self.values.items()}
+        return out
+
+
+@dataclass
+class ManifestSummary:
+    name: str
+    n_utterances: int
+    n_speakers: int
+    total_duration_s: float | None
+    attributes: list[AttributeCounts]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "n_utterances": self.n_utterances,
+            "n_speakers": self.n_speakers,
+            "total_duration_s": self.total_duration_s,
+            "attributes": {a.name: a.as_dict() for a in self.attributes},
+        }
+
+
+def summarize(manifest: Manifest) -> ManifestSummary:
+    """Speakers and utterances per value of every attribute (fields and ``attrs``)."""
+    names = [c for c in manifest.columns() if c not in SKIP]
+    attributes = []
+    for name in names:
+        utts: dict[str, int] = {}
+        spks: dict[str, set[str]] = {}
+        missing = 0
+        for u in manifest:
+            value = u.get(name)
+            if value is None:
+                missing += 1
+                continue
+            utts[value] = utts.get(value, 0) + 1
+            spks.setdefault(value, set()).add(u.speaker)
+        counts = AttributeCounts(name, n_distinct=len(utts), n_missing=missing)
+        if len(utts) <= MAX_LEVELS:
+            counts.values = {v: (len(spks[v]), utts[v]) for v in sorted(utts)}
+        attributes.append(counts)
+    durations = [u.duration_s for u in manifest if u.duration_s is not None]
+    total = round(sum(durations), 3) if len(durations) == len(manifest) else None
+    return ManifestSummary(manifest.name, len(manifest), len(manifest.speakers()), total, attributes)
