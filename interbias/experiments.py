@@ -533,3 +533,15 @@ def find_experiment(name_or_path: str, conditions_dir: Path) -> Path:
         return candidate
     known = sorted(q.stem for q in conditions_dir.glob("*.yaml")) if conditions_dir.is_dir() else []
     raise ConfigError(f"unknown experiment {name_or_path!r} in {conditions_dir}; valid: {', '.join(known) or '(none)'}")
+
+
+def resource_problems(exp: Experiment) -> list[str]:
+    """What the experiment's operators need on this machine and do not find (noise folders,
+    codec backends, room simulation), one message per problem with the levels it affects."""
+    by_msg: dict[str, list[str]] = {}
+    for factor in exp.acoustic_factors:
+        for level in factor.levels:
+            assert isinstance(level, AcousticLevel)
+            for msg in dict.fromkeys(level.enrol.resource_problems() + level.test.resource_problems()):
+                by_msg.setdefault(msg, []).append(f"{factor.name}={level.name}")
+    return [f"{msg} (levels {', '.join(levels)})" for msg, levels in by_msg.items()]

@@ -28,7 +28,7 @@ from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
-from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, with_data
+from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.lock import RunLock
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
@@ -358,6 +358,9 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
             trials_format=options.trials_format,
         )
     check_runnable(exp, root=options.corpus_root)  # data it needs is here, before any work
+    problems = resource_problems(exp)
+    if problems:
+        raise RunError(f"{exp.name} cannot run here: " + "; ".join(problems))
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     if not 0 <= options.max_failure_share < 1:
         raise RunError("--max-failure-share must be in [0, 1)")

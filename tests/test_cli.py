@@ -95,3 +95,22 @@ def test_list_json() -> None:
     assert res.exit_code == 0
     names = [e["name"] for e in json.loads(res.output)]
     assert "E16" in names
+
+
+def test_missing_operator_resources_refuse_before_work(tmp_path: Path, tiny_corpus) -> None:
+    from conftest import tiny_experiment
+
+    missing = tmp_path / "no-noise-here"
+    factors = [
+        {"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean",
+         "levels": {"clean": [], "env5": [{"op": "noise", "kind": "environmental", "snr_db": 5,
+                                           "noise_dir": str(missing)}]}},
+    ]  # fmt: skip
+    exp = tiny_experiment(tmp_path, name="T09", factors=factors)
+    res = runner.invoke(app, ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "out"), "-q"])
+    assert res.exit_code == 1
+    assert res.output == (
+        f"error: T09 cannot run here: noise kind=environmental: noise_dir {missing} does not exist or is not a "
+        "folder (levels noise=env5)\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -15,6 +15,7 @@ def _describe(exp: Any) -> dict[str, Any]:
     """Corpus, factors with levels, cells, and runnability of one loaded experiment."""
     from interbias.corpora import check_runnable
     from interbias.errors import CorpusError
+    from interbias.experiments import resource_problems
 
     out: dict[str, Any] = {
         "corpus": exp.corpus.name,
@@ -37,6 +38,11 @@ def _describe(exp: Any) -> dict[str, Any]:
     except CorpusError as exc:
         out["runnable"] = False
         out["why_not"] = str(exc)
+    problems = resource_problems(exp)
+    if problems:
+        reason = f"{exp.name}: operators need: " + "; ".join(problems)
+        out["why_not"] = f"{reason}; {out['why_not']}" if "why_not" in out else reason
+        out["runnable"] = False
     return out
 
 

@@ -65,6 +65,12 @@ class Operator:
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
 
+    def check_resources(self) -> None:
+        """Raise :class:`OperatorError` when something this operator needs on this machine is
+        missing (a noise folder, a codec backend, room simulation). Separate from
+        :meth:`validate` so an experiment file loads anywhere; the runner calls it for every
+        chain before any work."""
+
     def params(self) -> dict[str, Any]:
         """The parameters; optional ones left at ``None`` are omitted (so adding an optional
         parameter keeps the fingerprints and labels of existing conditions)."""
@@ -163,8 +169,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-def make_operator(name: str, params: dict[str, Any], *, where: str = "operator") -> Operator:
-    """Build and validate the operator ``name`` from raw parameters (YAML or CLI strings)."""
+def make_operator(
+    name: str, params: dict[str, Any], *, where: str = "operator", check_resources: bool = True
+) -> Operator:
+    """Build and validate the operator ``name`` from raw parameters (YAML or CLI strings);
+    with ``check_resources`` also check that what it needs on this machine is there."""
     cls = OPERATORS.get(name)
     hints = typing.get_type_hints(cls)
     valid = {f.name: f for f in fields(cls)}
@@ -181,6 +190,8 @@ def make_operator(name: str, params: dict[str, Any], *, where: str = "operator")
             raise OperatorError(f"{where}: operator {name!r} needs parameter {pname!r}")
     op = cls(**kwargs)
     op.validate()
+    if check_resources:
+        op.check_resources()
     return op
 
 
@@ -213,6 +224,16 @@ class Chain:
     @property
     def draws_talkers(self) -> bool:
         return any(op.draws_talkers for op in self.effective)
+
+    def resource_problems(self) -> list[str]:
+        """Messages of every operator whose resources are missing on this machine."""
+        problems = []
+        for op in self.effective:
+            try:
+                op.check_resources()
+            except OperatorError as exc:
+                problems.append(str(exc))
+        return problems
 
     def key(self, exclude_speakers: frozenset[str] = frozenset()) -> str:
         """Cache/seed key: the fingerprint, plus a hash of the excluded speakers when an
@@ -266,7 +287,7 @@ def parse_chain(items: Any, *, where: str) -> Chain:
         if not isinstance(item, dict) or "op" not in item:
             raise OperatorError(f"{here}: each operator is a mapping with an 'op' key")
         params = {k: v for k, v in item.items() if k != "op"}
-        ops.append(make_operator(str(item["op"]), params, where=here))
+        ops.append(make_operator(str(item["op"]), params, where=here, check_resources=False))
     return Chain(tuple(ops))
 
 

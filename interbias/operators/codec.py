@@ -596,6 +596,8 @@ class Codec(Operator):
                     f"codec.codec_rate_hz: {self.codec} does not run at {self.codec_rate_hz} Hz "
                     f"(allowed: {', '.join(map(str, allowed))})"
                 )
+
+    def check_resources(self) -> None:
         problem = backend_problem(self.codec)
         if problem is not None:
             raise OperatorError(f"codec {self.codec!r} is unavailable on this machine: {problem}")

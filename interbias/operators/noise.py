@@ -124,6 +124,8 @@ class Noise(Operator):
             )
         if self.kind == "babble" and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
             raise OperatorError(f"noise.n_talkers: {self.n_talkers} is outside [2, 64]")
+
+    def check_resources(self) -> None:
         if self.kind == "environmental":
             self.noise_folder()
 

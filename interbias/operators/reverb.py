@@ -216,12 +216,15 @@ class Reverb(Operator):
                 raise OperatorError(f"reverb.rt60_s: {self.rt60_s} s is outside [{lo}, {hi}]")
             if not 1 <= self.bank_size <= 64:  # type: ignore[operator]
                 raise OperatorError(f"reverb.bank_size: {self.bank_size} is outside [1, 64]")
+        elif self.bank_size is not None:
+            raise OperatorError("reverb.bank_size: applies only to simulated rooms (rt60_s)")
+
+    def check_resources(self) -> None:
+        if self.rt60_s is not None:
             ok, why = self.available()
             if not ok:
                 raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}")
         else:
-            if self.bank_size is not None:
-                raise OperatorError("reverb.bank_size: applies only to simulated rooms (rt60_s)")
             self.ir_files()
 
     def ir_files(self) -> tuple[Path, list[Path]]:
