@@ -158,3 +158,25 @@ def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path)
     assert f"missing: only in base: T01 / {frame.cell.iloc[-1]} / mfcc-stats" in res.output
     res = runner.invoke(app, ["compare", str(base), str(tmp_path / "nope.csv")])
     assert res.exit_code == 1 and "does not exist" in res.output
+
+
+def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> None:
+    from test_geometry_cli import table
+
+    geo_dir = tmp_path / "geo"
+    res = runner.invoke(app, ["geometry", "--embeddings", str(table(tmp_path)), "--out", str(geo_dir),
+                              "--groups", "gender", "--permutations", "20"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "rep"
+    res = runner.invoke(
+        app, ["report", str(tiny_run), "--out", str(out), "--bootstrap", "0", "--geometry", str(geo_dir)]
+    )
+    assert res.exit_code == 0, res.output
+    page = (out / "report.html").read_text()
+    assert "Geometry audit (seed 003)" in page and "F_sem" in page
+    assert '<figure id="geometry">' in page
+    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(out), "--geometry", str(tmp_path)])
+    assert res.exit_code == 1
+    assert (
+        res.output == f"error: --geometry {tmp_path}: no geometry.csv there (run interbias geometry --out {tmp_path})\n"
+    )

@@ -262,7 +262,25 @@ def _figures(a: Analysis, rep: Report) -> None:
         rep.omitted.append("gap vs SNR: no population (group) factor in this experiment")
 
 
-def build_report(a: Analysis) -> Report:
+def _geometry(folder: Path, rep: Report) -> None:
+    """The geometry audit (``interbias geometry``) when ``folder`` holds a geometry.csv."""
+    from interbias.analysis.geometry import report_section
+
+    section = report_section(folder)
+    if section is None:
+        return
+    rep.heading("Geometry audit (seed 003)")
+    notes = section.markdown.split("\n\n", 1)[1] if "\n\n" in section.markdown else ""
+    rep.table(section.table)
+    if notes.strip():
+        rep.para(notes.strip().split("\n\n![")[0])
+    if section.figure is not None:
+        rep.figure(
+            Figure("geometry", "Geometry audit", f"From {folder / 'geometry.csv'}.", section.figure.read_bytes())
+        )
+
+
+def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     frame = prepare(a.results)
     metric = a.options.metric
     resolved = a.run.resolved or {}
@@ -349,6 +367,8 @@ def build_report(a: Analysis) -> Report:
     rep.table(
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
+    if geometry_dir is not None:
+        _geometry(Path(geometry_dir), rep)
     if rep.omitted:
         rep.heading("Figures not drawn")
         for msg in rep.omitted:

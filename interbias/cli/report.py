@@ -30,6 +30,13 @@ def report(
     tolerance: TolOpt = 0.01,
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
+    geometry: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder with an `interbias geometry` audit (geometry.csv) to include; default: "
+            "the run directory when it holds one."
+        ),
+    ] = None,
 ) -> None:
     """Write report.md and a self-contained report.html with figures for one run."""
     from interbias.analysis.report import build_report, write_report
@@ -42,8 +49,12 @@ def report(
     n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if RunDir.open(run_dir).has_scores else 0)
     opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor)
     a = analyse(run_dir, opts)
-    rep = build_report(a)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
+    base = run_dir if run_dir.is_dir() else run_dir.parent
+    if geometry is not None and not (geometry / "geometry.csv").is_file():
+        raise AnalysisError(f"--geometry {geometry}: no geometry.csv there (run interbias geometry --out {geometry})")
+    geo = geometry or (base if (base / "geometry.csv").is_file() else None)
+    rep = build_report(a, geometry_dir=geo)
     md, page = write_report(rep, folder)
     typer.echo(f"{len(rep.figures)} figure(s); not drawn: {len(rep.omitted)}")
     for msg in rep.omitted:
