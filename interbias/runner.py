@@ -24,8 +24,11 @@ import numpy as np
 import pandas as pd
 
 from interbias import atomic, audio, metrics
+from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.spoofing import SPOOF_COLUMNS, dsr_by_cell, spoof_summary
 from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import load_corpus
+from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.encoders import Encoder, load_encoder, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment
@@ -306,8 +309,14 @@ def _score_cell(
         E, T, np.searchsorted(uniq_e, enrol_ids[keep]), np.searchsorted(uniq_t, test_ids[keep])
     )
     labels = trials["label"].to_numpy()
-    summary = metrics.summarize(scores[keep], labels[keep])
-    kept = trials[keep]
+    # Metrics use the eval split's bona fide trials (all trials when neither feature is used).
+    use = keep.copy()
+    if "split" in trials.columns:
+        use &= trials["split"].to_numpy() == "eval"
+    types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
+    bona = use if types is None else use & (types != "spoof")
+    summary = metrics.summarize(scores[bona], labels[bona])
+    kept = trials[bona]
     truncated = 0
     for uid, fp in [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t]:
         rec = emb.realised.get((uid, fp))
@@ -321,6 +330,8 @@ def _score_cell(
         "n_dropped_trials": n_dropped,
         "n_truncated": truncated,
     }
+    if types is not None:
+        row.update(spoof_summary(scores[use], types[use]).as_dict())
     frame = pd.DataFrame(
         {
             "trial_id": trials["trial_id"].to_numpy(),
@@ -329,8 +340,40 @@ def _score_cell(
             "dropped": dropped,
         }
     )
+    for col in ("split", "trial_type"):
+        if col in trials.columns:
+            frame[col] = trials[col].to_numpy()
     failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed_items.items())]
     return row, frame, failures
+
+
+def _spoofing_and_fairness(
+    run_dir: Path,
+    results: pd.DataFrame,
+    trials: TrialList,
+    scored: Manifest,
+    attacks: AttackSet | None,
+    errored: list[str],
+) -> dict[str, Any]:
+    """spoofing.csv (DSR over encoders per cell) for spoofing experiments; attributes.parquet
+    and the fairness report (fairness.csv, fairness_groups.csv) when dev trials exist. A
+    failure here is reported like an errored cell; results.csv is already written."""
+    out: dict[str, Any] = {}
+    try:
+        if attacks is not None and len(results):
+            atomic.write_csv(run_dir / "spoofing.csv", dsr_by_cell(results))
+            out["spoofing"] = "spoofing.csv"
+        if "split" in trials.frame.columns:
+            by_id = scored.by_id()
+            ids = sorted(trials.utterance_ids())
+            table = pd.DataFrame([{k: v for k, v in by_id[u].to_dict().items() if k != "path"} for u in ids])
+            atomic.write_parquet(run_dir / "attributes.parquet", table.astype(object).where(table.notna(), None))
+            report = fairness_for_run(run_dir) if len(results) else None
+            if report is not None:
+                out["fairness"] = [p.name for p in report.write(run_dir)]
+    except InterbiasError as exc:
+        errored.append(f"analysis: {exc}")
+    return out
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -347,15 +390,22 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache)
     timings["corpus_s"] = time.perf_counter() - t
+    attacks = None
+    if exp.spoofing is not None:
+        t = time.perf_counter()
+        attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
+        timings["attacks_s"] = time.perf_counter() - t
     rev = revision()
-    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials)
+    run_id = run_id_for(exp, attacks.extend(manifest) if attacks else manifest, encoders, rev, options.max_trials)
     run_dir = Path(options.out) / run_id
     with RunLock(run_dir) as lock:
         if lock.previous_pid:
             reporter.info(
                 f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
             )
-        return _run_locked(exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0)
+        return _run_locked(
+            exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, attacks
+        )
 
 
 def _run_locked(
@@ -370,9 +420,11 @@ def _run_locked(
     cache: Path,
     timings: dict[str, float],
     t0: float,
+    attacks: AttackSet | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
-    trials = draw_trials(exp, manifest, max_trials=options.max_trials)
+    trials = draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
+    scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     if (run_dir / "trials.json").is_file():
         earlier = TrialList.read(run_dir)
         if earlier.sha256 != trials.sha256:
@@ -408,7 +460,7 @@ def _run_locked(
             items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
     t = time.perf_counter()
     db = EmbeddingCache(cache / "embeddings.sqlite")
-    emb = _Embedder(exp, manifest, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
+    emb = _Embedder(exp, scored, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
     partners: dict[str, set[str]] = {}
     for e_id, t_id, e_spk, t_spk in trials.frame[["enrol", "test", "enrol_speaker", "test_speaker"]].itertuples(
@@ -470,8 +522,9 @@ def _run_locked(
     timings["score_s"] = time.perf_counter() - t
 
     ordered = [rows[(e.label, c.id)] for e in encoders for c in cells if (e.label, c.id) in rows]
-    results = pd.DataFrame(ordered, columns=COLUMNS)
+    results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if attacks else []))
     atomic.write_csv(run_dir / "results.csv", results)
+    analyses = _spoofing_and_fairness(run_dir, results, trials, scored, attacks, errored)
     timings["total_s"] = time.perf_counter() - t0
     run_json = {
         "run_id": run_id,
@@ -511,6 +564,7 @@ def _run_locked(
         "timings": timings,
         "max_failure_share": options.max_failure_share,
         "cache": str(cache),
+        **({"analyses": analyses} if analyses else {}),
     }
     atomic.write_text(run_dir / "run.json", json.dumps(run_json, indent=2, sort_keys=True, default=str) + "\n")
     return RunOutcome(run_dir, results, emb.n_embedded, emb.n_cached, cells_done_before, errored)

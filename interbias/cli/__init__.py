@@ -65,6 +65,8 @@ def stdout_is_tty() -> bool:
 
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401
+from interbias.cli import cm_eval as _cm_eval  # noqa: E402,F401
+from interbias.cli import fairness as _fairness  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
