@@ -107,7 +107,12 @@ def load_encoders(labels: Sequence[str], device: str) -> list[Encoder]:
 
 
 def run_id_for(
-    exp: Experiment, manifest: Manifest, encoders: Sequence[Encoder], rev: str, max_trials: int | None
+    exp: Experiment,
+    manifest: Manifest,
+    encoders: Sequence[Encoder],
+    rev: str,
+    max_trials: int | None,
+    attacks_sha256: str | None = None,
 ) -> str:
     payload = {
         "experiment": exp.resolved(),
@@ -116,6 +121,8 @@ def run_id_for(
         "encoders": [[e.label, e.fingerprint] for e in encoders],
         "revision": rev,
     }
+    if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
+        payload["attacks"] = attacks_sha256
     return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
 
 
@@ -396,7 +403,7 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
         timings["attacks_s"] = time.perf_counter() - t
     rev = revision()
-    run_id = run_id_for(exp, attacks.extend(manifest) if attacks else manifest, encoders, rev, options.max_trials)
+    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, attacks.sha256 if attacks else None)
     run_dir = Path(options.out) / run_id
     with RunLock(run_dir) as lock:
         if lock.previous_pid:

@@ -18,6 +18,7 @@ from interbias.analysis.spoofing import (
     deception_success_rate,
     dsr_by_cell,
     spoof_summary,
+    spoofing_for_run,
     weighted_dsr,
 )
 from interbias.cli import app
@@ -323,6 +324,7 @@ def test_e10_runs_offline_and_reports_spoof_far_per_encoder(tmp_path: Path, tiny
         assert row.n_target == (bona.label == 1).sum()  # eval bona fide trials only
     dsr = pd.read_csv(run_dir / "spoofing.csv")
     assert dsr.dsr.tolist() == pytest.approx(results.spoof_far.tolist())  # N = 1: DSR = spoof FAR
+    assert spoofing_for_run(run_dir).dsr.tolist() == pytest.approx(dsr.dsr.tolist())  # the analyze hook
     fair = pd.read_csv(run_dir / "fairness_groups.csv")
     assert {"spoof_far", "n_spoof"} <= set(fair.columns)
     assert set(fair.group_by) == {"gender", "accent"}
