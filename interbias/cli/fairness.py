@@ -23,8 +23,9 @@ def fairness(
     scores: Annotated[
         Path,
         typer.Argument(
-            help="Evaluation scores: a CSV/parquet with score, label (1/target/bonafide = accept, "
-            "0/nontarget/spoof = reject) and the group column(s); or a run directory with dev trials."
+            help="Evaluation scores: a CSV/parquet with score (higher = more target-like / bona fide), label "
+            "(1/target/bonafide = should be accepted, 0/nontarget/spoof = should be rejected) and the group "
+            "column(s); or a run directory with dev trials."
         ),
     ],
     group: Annotated[
