@@ -24,6 +24,17 @@ from interbias.trials import draw_trials
 SPLIT = {"targets": 30, "min_speakers": 3, "dev_share": 0.5}
 
 
+def isolated_cache(tmp: Path, session_cache: Path) -> Path:
+    """A cache sharing the session's built corpora and attack sets but with its own embedding
+    cache, so these runs leave the session's embeddings as other tests expect them."""
+    cache = tmp / "cache"
+    cache.mkdir(parents=True)
+    for sub in ("corpora", "attacks"):
+        (session_cache / sub).mkdir(exist_ok=True)
+        (cache / sub).symlink_to(session_cache / sub)
+    return cache
+
+
 def test_split_is_speaker_disjoint_stratified_recorded_and_deterministic(tmp_path: Path, tiny_corpus) -> None:
     exp = load_experiment(tiny_experiment(tmp_path, trials=SPLIT))
     tl = draw_trials(exp, tiny_corpus)
@@ -71,10 +82,17 @@ def test_split_errors(tmp_path: Path, tiny_corpus) -> None:
 
 
 @pytest.fixture(scope="module")
-def split_run(tmp_path_factory, tiny_corpus):
+def split_run(tmp_path_factory, tiny_corpus, session_cache):
     tmp = tmp_path_factory.mktemp("split")
     exp = tiny_experiment(tmp, name="T07", trials=SPLIT, fairness={"groups": ["gender", "accent"]})
-    opts = RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp / "r", quiet=True, command=["test"])
+    opts = RunOptions(
+        experiment=str(exp),
+        encoders=["mfcc-stats"],
+        out=tmp / "r",
+        quiet=True,
+        command=["test"],
+        cache_dir=isolated_cache(tmp, session_cache),
+    )
     return run(opts)
 
 
@@ -163,9 +181,10 @@ def test_fairness_cli_on_a_run_directory_and_other_rules(split_run, tmp_path: Pa
     assert not len(below) or (neg >= below[-1]).mean() > 0.1  # ... by the lowest such threshold
 
 
-def test_runs_without_dev_trials_have_no_fairness(tmp_path: Path, tiny_corpus) -> None:
+def test_runs_without_dev_trials_have_no_fairness(tmp_path: Path, tiny_corpus, session_cache) -> None:
     exp = tiny_experiment(tmp_path, name="T08", trials={"targets": 10, "min_speakers": 4})
-    out = run(RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", quiet=True))
+    cache = isolated_cache(tmp_path, session_cache)
+    out = run(RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", quiet=True, cache_dir=cache))
     assert fairness_for_run(out.run_dir) is None
     assert not (out.run_dir / "fairness.csv").exists() and not (out.run_dir / "attributes.parquet").exists()
     assert list(

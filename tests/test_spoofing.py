@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import TINY, tiny_experiment
 from scipy.signal import lfilter
+from test_fairness_run import isolated_cache
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import (
@@ -298,9 +299,13 @@ def tiny_variant(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_e10_runs_offline_and_reports_spoof_far_per_encoder(tmp_path: Path, tiny_corpus, tts_attacks) -> None:
+def test_e10_runs_offline_and_reports_spoof_far_per_encoder(
+    tmp_path: Path, tiny_corpus, tts_attacks, session_cache
+) -> None:
     exp = tiny_variant(tmp_path, "E10")
+    cache = isolated_cache(tmp_path, session_cache)
     args = ["run", str(exp), "--corpus", "synthetic", "--encoders", "mfcc-stats", "--max-trials", "40"]
+    args += ["--cache-dir", str(cache)]
     res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r"), "-q"])
     assert res.exit_code == 0, res.output
     run_dir = next((tmp_path / "r").iterdir())
