@@ -33,12 +33,17 @@ TOP_KEYS = {
     "seed": "integer mixed into every derived seed",
     "requires": "what data a run needs, shown when it cannot run",
     "variants": "per-corpus overrides of top-level keys (e.g. synthetic)",
+    "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
+    "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
     "notes": "free text",
 }
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
-TRIAL_KEYS = {"targets", "nontargets", "min_speakers", "utterances_per_speaker", "list", "format", "unassigned"}
+TRIAL_KEYS = {
+    "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
+    "list", "format", "unassigned",
+}  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
-SAMPLING_KEYS = ("targets", "nontargets", "min_speakers", "utterances_per_speaker")
+SAMPLING_KEYS = ("targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs")
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
 UNASSIGNED = ("error", "exclude")
 FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s"}
@@ -108,10 +113,39 @@ class TrialSpec:
     list_file: str | None = None
     list_format: str = "auto"
     unassigned: str = "error"
+    #: Share of speakers (0 < s < 1) drawn into a speaker-disjoint development split; the
+    #: rest form the evaluation split. ``None``: no split (every trial is evaluation).
+    dev_share: float | None = None
+    #: Attributes the split is stratified by (default: the population factors' attributes).
+    split_by: tuple[str, ...] | None = None
+    #: Spoof trials per stratum (default: ``targets``), when the experiment has ``spoofing``.
+    spoofs: int | None = None
 
     @property
     def n_nontargets(self) -> int:
         return self.targets if self.nontargets is None else self.nontargets
+
+    @property
+    def n_spoofs(self) -> int:
+        return self.targets if self.spoofs is None else self.spoofs
+
+
+@dataclass(frozen=True)
+class SpoofingSpec:
+    """Where the attack audio comes from: an attack manifest file, or a registered builder
+    (``interbias.corpora.attacks``) with options."""
+
+    attacks: str | None = None
+    builder: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FairnessSpec:
+    """Group attributes and the dev threshold rule of the fairness report."""
+
+    groups: tuple[str, ...] | None = None
+    threshold: str = "eer"
 
 
 @dataclass(frozen=True)
@@ -156,6 +190,8 @@ class Experiment:
     path: Path | None
     raw: dict[str, Any]
     variant: str | None = None
+    spoofing: SpoofingSpec | None = None
+    fairness: FairnessSpec | None = None
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -284,6 +320,8 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         path=path,
         raw=raw,
         variant=variant,
+        spoofing=_spoofing(raw.get("spoofing"), where),
+        fairness=_fairness(raw.get("fairness"), where),
     )
 
 
@@ -493,6 +531,16 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
     unassigned = spec.get("unassigned", "error")
     if unassigned not in UNASSIGNED:
         raise ConfigError(f"{where}: trials.unassigned: {unassigned!r} is not one of {', '.join(UNASSIGNED)}")
+    share = spec.get("dev_share")
+    if share is not None and (
+        isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < float(share) < 1
+    ):
+        raise ConfigError(f"{where}: trials.dev_share: must be a number strictly between 0 and 1, got {share!r}")
+    split_by = spec.get("split_by")
+    if split_by is not None:
+        if share is None:
+            raise ConfigError(f"{where}: trials.split_by: only meaningful with trials.dev_share")
+        split_by = _values(split_by, f"{where}: trials.split_by")
     return TrialSpec(
         list_file=_relative_to(spec.get("list"), base),
         list_format=fmt,
@@ -501,7 +549,53 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         nontargets=_int_field(spec, "nontargets", None, where, 1),
         min_speakers=_int_field(spec, "min_speakers", 4, where, 2),
         utterances_per_speaker=_int_field(spec, "utterances_per_speaker", None, where, 2),
+        dev_share=None if share is None else float(share),
+        split_by=split_by,
+        spoofs=_int_field(spec, "spoofs", None, where, 1),
     )
+
+
+def _spoofing(spec: Any, where: str) -> SpoofingSpec | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: spoofing: must be a mapping with an 'attacks' entry")
+    _check_keys(spec, {"attacks"}, where, "spoofing")
+    attacks = spec.get("attacks")
+    if isinstance(attacks, str) and attacks:
+        return SpoofingSpec(attacks=attacks)
+    if isinstance(attacks, dict):
+        _check_keys(attacks, {"builder", "options"}, where, "spoofing.attacks")
+        builder = attacks.get("builder")
+        options = attacks.get("options") or {}
+        if not isinstance(builder, str) or not builder:
+            raise ConfigError(f"{where}: spoofing.attacks.builder: required string (an attack builder name)")
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: spoofing.attacks.options: must be a mapping")
+        return SpoofingSpec(builder=builder, options=dict(options))
+    raise ConfigError(
+        f"{where}: spoofing.attacks: an attack manifest file (CSV/JSONL) or {{builder: NAME, options: {{...}}}}"
+    )
+
+
+def _fairness(spec: Any, where: str) -> FairnessSpec | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: fairness: must be a mapping (groups, threshold)")
+    _check_keys(spec, {"groups", "threshold"}, where, "fairness")
+    groups = spec.get("groups")
+    threshold = spec.get("threshold", "eer")
+    if not isinstance(threshold, str):
+        raise ConfigError(f"{where}: fairness.threshold: eer, fixed:X or far:X, got {threshold!r}")
+    from interbias.analysis.fairness import ThresholdRule
+    from interbias.errors import AnalysisError
+
+    try:
+        ThresholdRule.parse(threshold)
+    except AnalysisError as exc:
+        raise ConfigError(f"{where}: fairness.threshold: {exc}") from None
+    return FairnessSpec(None if groups is None else _values(groups, f"{where}: fairness.groups"), threshold)
 
 
 def _frontend(spec: Any, where: str) -> FrontEnd:

@@ -24,8 +24,11 @@ import numpy as np
 import pandas as pd
 
 from interbias import atomic, audio, metrics
+from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.spoofing import SPOOF_COLUMNS, dsr_by_cell, spoof_summary
 from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import check_manifest, check_runnable, load_corpus
+from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
 from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
@@ -112,6 +115,7 @@ def run_id_for(
     rev: str,
     max_trials: int | None,
     listed: TrialList | None = None,
+    attacks_sha256: str | None = None,
 ) -> str:
     payload = {
         "experiment": exp.resolved(),
@@ -124,6 +128,8 @@ def run_id_for(
         payload["manifest_root"] = str(manifest.root.resolve())
     if listed is not None:
         payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
+    if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
+        payload["attacks"] = attacks_sha256
     return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
 
 
@@ -317,8 +323,14 @@ def _score_cell(
         E, T, np.searchsorted(uniq_e, enrol_ids[keep]), np.searchsorted(uniq_t, test_ids[keep])
     )
     labels = trials["label"].to_numpy()
-    summary = metrics.summarize(scores[keep], labels[keep])
-    kept = trials[keep]
+    # Metrics use the eval split's bona fide trials (all trials when neither feature is used).
+    use = keep.copy()
+    if "split" in trials.columns:
+        use &= trials["split"].to_numpy() == "eval"
+    types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
+    bona = use if types is None else use & (types != "spoof")
+    summary = metrics.summarize(scores[bona], labels[bona])
+    kept = trials[bona]
     truncated = 0
     for uid, fp in [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t]:
         rec = emb.realised.get((uid, fp))
@@ -332,6 +344,8 @@ def _score_cell(
         "n_dropped_trials": n_dropped,
         "n_truncated": truncated,
     }
+    if types is not None:
+        row.update(spoof_summary(scores[use], types[use]).as_dict())
     frame = pd.DataFrame(
         {
             "trial_id": trials["trial_id"].to_numpy(),
@@ -340,8 +354,40 @@ def _score_cell(
             "dropped": dropped,
         }
     )
+    for col in ("split", "trial_type"):
+        if col in trials.columns:
+            frame[col] = trials[col].to_numpy()
     failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed_items.items())]
     return row, frame, failures
+
+
+def _spoofing_and_fairness(
+    run_dir: Path,
+    results: pd.DataFrame,
+    trials: TrialList,
+    scored: Manifest,
+    attacks: AttackSet | None,
+    errored: list[str],
+) -> dict[str, Any]:
+    """spoofing.csv (DSR over encoders per cell) for spoofing experiments; attributes.parquet
+    and the fairness report (fairness.csv, fairness_groups.csv) when dev trials exist. A
+    failure here is reported like an errored cell; results.csv is already written."""
+    out: dict[str, Any] = {}
+    try:
+        if attacks is not None and len(results):
+            atomic.write_csv(run_dir / "spoofing.csv", dsr_by_cell(results))
+            out["spoofing"] = "spoofing.csv"
+        if "split" in trials.frame.columns:
+            by_id = scored.by_id()
+            ids = sorted(trials.utterance_ids())
+            table = pd.DataFrame([{k: v for k, v in by_id[u].to_dict().items() if k != "path"} for u in ids])
+            atomic.write_parquet(run_dir / "attributes.parquet", table.astype(object).where(table.notna(), None))
+            report = fairness_for_run(run_dir) if len(results) else None
+            if report is not None:
+                out["fairness"] = [p.name for p in report.write(run_dir)]
+    except InterbiasError as exc:
+        errored.append(f"analysis: {exc}")
+    return out
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -372,15 +418,24 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     check_manifest(exp, manifest)
     listed = external_trials(exp, manifest, max_trials=options.max_trials)
     timings["corpus_s"] = time.perf_counter() - t
+    attacks = None
+    if listed is not None and exp.spoofing is not None:
+        raise RunError(f"{exp.name}: spoof trials are sampled; an external trial list (trials.list) cannot carry them")
+    if exp.spoofing is not None:
+        t = time.perf_counter()
+        attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
+        timings["attacks_s"] = time.perf_counter() - t
     rev = revision()
-    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed)
+    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed, attacks.sha256 if attacks else None)
     run_dir = Path(options.out) / run_id
     with RunLock(run_dir) as lock:
         if lock.previous_pid:
             reporter.info(
                 f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
             )
-        return _run_locked(exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, listed)
+        return _run_locked(
+            exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, listed, attacks
+        )
 
 
 def _run_locked(
@@ -396,9 +451,14 @@ def _run_locked(
     timings: dict[str, float],
     t0: float,
     listed: TrialList | None = None,
+    attacks: AttackSet | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
-    trials = listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials)
+    if listed is not None:
+        trials = listed
+    else:
+        trials = draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
+    scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     if (run_dir / "trials.json").is_file():
         earlier = TrialList.read(run_dir)
         if earlier.sha256 != trials.sha256:
@@ -434,7 +494,7 @@ def _run_locked(
             items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
     t = time.perf_counter()
     db = EmbeddingCache(cache / "embeddings.sqlite")
-    emb = _Embedder(exp, manifest, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
+    emb = _Embedder(exp, scored, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
     emb.exclude = partners(trials.frame)
     if pending:
@@ -491,8 +551,9 @@ def _run_locked(
     timings["score_s"] = time.perf_counter() - t
 
     ordered = [rows[(e.label, c.id)] for e in encoders for c in cells if (e.label, c.id) in rows]
-    results = pd.DataFrame(ordered, columns=COLUMNS)
+    results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if attacks else []))
     atomic.write_csv(run_dir / "results.csv", results)
+    analyses = _spoofing_and_fairness(run_dir, results, trials, scored, attacks, errored)
     timings["total_s"] = time.perf_counter() - t0
     run_json = {
         "run_id": run_id,
@@ -532,6 +593,7 @@ def _run_locked(
         "timings": timings,
         "max_failure_share": options.max_failure_share,
         "cache": str(cache),
+        **({"analyses": analyses} if analyses else {}),
     }
     atomic.write_text(run_dir / "run.json", json.dumps(run_json, indent=2, sort_keys=True, default=str) + "\n")
     return RunOutcome(run_dir, results, emb.n_embedded, emb.n_cached, cells_done_before, errored)

@@ -18,7 +18,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,14 @@ from interbias.experiments import Experiment, Stratum
 from interbias.manifest import Manifest, Utterance
 from interbias.seeding import derive_rng, derive_seed
 
+if TYPE_CHECKING:
+    from interbias.corpora.attacks import AttackSet
+
 COLUMNS = ["trial_id", "stratum", "enrol", "test", "label", "enrol_speaker", "test_speaker"]
+#: Optional columns: ``split`` (dev|eval) with ``trials.dev_share``; ``trial_type``
+#: (target|nontarget|spoof) when the experiment has spoofing. Absent otherwise.
+SPLITS = ("dev", "eval")
+TRIAL_TYPES = ("target", "nontarget", "spoof")
 #: Above this many candidate pairs, impostor pairs are drawn by rejection instead of listed.
 _ENUMERATE_LIMIT = 2_000_000
 
@@ -56,7 +63,8 @@ class TrialList:
 
     @property
     def sha256(self) -> str:
-        """sha256 of the canonical rows ``stratum\\tenrol\\ttest\\tlabel\\n`` in trial order."""
+        """sha256 of the canonical rows ``stratum\\tenrol\\ttest\\tlabel\\n`` in trial order
+        (``\\tsplit`` and ``\\ttrial_type`` before the newline when those columns exist)."""
         f = self.frame
         body = (
             f["stratum"].astype(str)
@@ -66,8 +74,11 @@ class TrialList:
             + f["test"].astype(str)
             + "\t"
             + f["label"].astype(int).astype(str)
-            + "\n"
         )
+        for col in ("split", "trial_type"):
+            if col in f.columns:
+                body = body + "\t" + f[col].astype(str)
+        body = body + "\n"
         return hashlib.sha256("".join(body.tolist()).encode("utf-8")).hexdigest()
 
     def for_stratum(self, name: str) -> pd.DataFrame:
@@ -248,8 +259,62 @@ def _pools(
     return enrol, test
 
 
-def draw_trials(exp: Experiment, manifest: Manifest, *, max_trials: int | None = None) -> TrialList:
-    """Draw the experiment's trial list (targets and non-targets matched across strata)."""
+def population_attributes(exp: Experiment) -> tuple[str, ...]:
+    """The manifest attributes the experiment's population factors select by (in order)."""
+    return tuple(dict.fromkeys(f.attribute for f in exp.population_factors if f.attribute))
+
+
+def split_speakers(
+    utts: list[Utterance], dev_share: float, by: tuple[str, ...], rng_parts: tuple[Any, ...]
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Assign every speaker to ``dev`` or ``eval`` (speaker-disjoint), stratified by ``by``.
+
+    Speakers are grouped by their profile (the sorted set of values each attribute of ``by``
+    takes over their utterances); each group is permuted by ``derive_rng(*rng_parts, profile)``
+    and its first round(dev_share · n) speakers go to dev, kept within [1, n − 1] when n ≥ 2
+    (a lone speaker goes to eval). Returns the assignment and a record of it.
+    """
+    values: dict[str, dict[str, set[str]]] = {}
+    for u in utts:
+        slot = values.setdefault(u.speaker, {a: set() for a in by})
+        for a in by:
+            slot[a].add(u.get(a) or "")
+    groups: dict[str, list[str]] = {}
+    for spk in sorted(values):
+        profile = ";".join(f"{a}={'|'.join(sorted(values[spk][a]))}" for a in by) or "all"
+        groups.setdefault(profile, []).append(spk)
+    assign: dict[str, str] = {}
+    record: dict[str, dict[str, int]] = {}
+    for profile, speakers in sorted(groups.items()):
+        order = derive_rng(*rng_parts, profile).permutation(len(speakers))
+        n = len(speakers)
+        n_dev = int(np.floor(dev_share * n + 0.5))
+        n_dev = 0 if n < 2 else min(max(n_dev, 1), n - 1)
+        for rank, idx in enumerate(order.tolist()):
+            assign[speakers[idx]] = "dev" if rank < n_dev else "eval"
+        record[profile] = {"dev": n_dev, "eval": n - n_dev}
+    info = {
+        "dev_share": dev_share,
+        "split_by": list(by),
+        "seed": derive_seed(*rng_parts),
+        "groups": record,
+        "n_dev_speakers": sum(v == "dev" for v in assign.values()),
+        "n_eval_speakers": sum(v == "eval" for v in assign.values()),
+        "dev_speakers": sorted(s for s, v in assign.items() if v == "dev"),
+    }
+    return assign, info
+
+
+def draw_trials(
+    exp: Experiment, manifest: Manifest, *, max_trials: int | None = None, attacks: AttackSet | None = None
+) -> TrialList:
+    """Draw the experiment's trial list (targets and non-targets matched across strata).
+
+    With ``trials.dev_share`` the speakers are first split into speaker-disjoint dev and eval
+    sets (:func:`split_speakers`) and each split is drawn on its own (column ``split``). With
+    an attack set, each stratum (of eval) also gets spoof trials pairing a genuine enrolment of
+    a speaker with an attack imitating that speaker (label 0, column ``trial_type``).
+    """
     utts, pop_info = eligible_utterances(exp, manifest)
     if not utts:
         raise TrialError(
@@ -257,27 +322,79 @@ def draw_trials(exp: Experiment, manifest: Manifest, *, max_trials: int | None =
             f"{_fmt_sel(exp.population)} (corpus has {len(manifest)} utterances)"
         )
     spec = exp.trials
-    cap_t, cap_n = spec.targets, spec.n_nontargets
+    cap_t, cap_n, cap_s = spec.targets, spec.n_nontargets, spec.n_spoofs
     if max_trials is not None:
         if max_trials < 2:
             raise TrialError("--max-trials must be at least 2 (one target and one non-target per stratum)")
         cap_t, cap_n = min(cap_t, max_trials // 2), min(cap_n, max_trials - max_trials // 2)
-    spec_key = {
+        cap_s = min(cap_s, max_trials // 2)
+    spec_key: dict[str, Any] = {
         "targets": cap_t,
         "nontargets": cap_n,
         "min_speakers": spec.min_speakers,
         "utterances_per_speaker": spec.utterances_per_speaker,
     }
+    split_info: dict[str, Any] | None = None
+    blocks: list[tuple[str | None, list[Utterance]]] = [(None, utts)]
+    if spec.dev_share is not None:
+        by = spec.split_by if spec.split_by is not None else population_attributes(exp)
+        spec_key["dev_share"] = spec.dev_share
+        spec_key["split_by"] = list(by)
+        assign, split_info = split_speakers(utts, spec.dev_share, by, ("trials-split", exp.name, exp.seed, spec_key))
+        blocks = [(name, [u for u in utts if assign[u.speaker] == name]) for name in SPLITS]
+    rows: list[tuple[Any, ...]] = []
+    stats: dict[str, StratumStats] = {}
+    info: dict[str, Any] = {}
+    for split, part in blocks:
+        b_rows, b_stats, pools, matched = _draw_block(exp, part, spec_key, cap_t, cap_n, split)
+        rows += b_rows
+        if split == "dev":
+            info["dev_strata"] = {k: asdict(v) for k, v in b_stats.items()}
+            info["dev_matched"] = matched
+        else:
+            stats, main_matched = b_stats, matched
+            if attacks is not None:
+                s_rows, info["spoof"] = _draw_spoofs(exp, pools, attacks, cap_s, split)
+                rows += s_rows
+    order = {s.name: i for i, s in enumerate(exp.strata())}
+    extra = (["split"] if split_info else []) + (["trial_type"] if attacks is not None else [])
+    frame = pd.DataFrame(rows, columns=[*COLUMNS[1:], "split", "trial_type"])
+    frame["_o"] = frame["stratum"].map(order)
+    frame["_s"] = [SPLITS.index(v) if v else -1 for v in frame["split"]]
+    frame["_t"] = [TRIAL_TYPES.index(v) for v in frame["trial_type"]]
+    frame = frame.sort_values(["_o", "_s", "_t", "enrol", "test"], kind="stable")
+    frame = frame.drop(columns=["_o", "_s", "_t", *(c for c in ("split", "trial_type") if c not in extra)])
+    frame = frame.reset_index(drop=True)
+    frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
+    frame["label"] = frame["label"].astype(np.int8)
+    info = {
+        "experiment": exp.name,
+        "seed": exp.seed,
+        "spec": spec_key,
+        "population": pop_info,
+        "matched": main_matched,
+        **({"split": split_info} if split_info else {}),
+        **info,
+    }
+    return TrialList(frame, stats, "sampled", info)
+
+
+def _draw_block(
+    exp: Experiment, utts: list[Utterance], spec_key: dict[str, Any], cap_t: int, cap_n: int, split: str | None
+) -> tuple[list[tuple[Any, ...]], dict[str, StratumStats], dict[str, Any], dict[str, int]]:
+    """Targets and non-targets of one split (or of all speakers), matched across strata."""
+    spec = exp.trials
+    where = "" if split is None else f" ({split} split)"
     pools = {}
     stats: dict[str, StratumStats] = {}
     for st in exp.strata():
-        parts = ("trials", exp.name, exp.seed, st.name, spec_key)
+        parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
         speakers = sorted(set(enrol) | set(test))
         paired = set(enrol) & set(test)
         if len(paired) < spec.min_speakers:
             raise TrialError(
-                f"{exp.name}: stratum {st.name} has {len(paired)} speaker(s) with usable enrol and test "
+                f"{exp.name}: stratum {st.name}{where} has {len(paired)} speaker(s) with usable enrol and test "
                 f"utterances (enrol side {len(enrol)}, test side {len(test)}); at least {spec.min_speakers} are needed"
             )
         pools[st.name] = (st, enrol, test, parts)
@@ -294,34 +411,64 @@ def draw_trials(exp: Experiment, manifest: Manifest, *, max_trials: int | None =
     n_n = min(cap_n, *(s.nontargets_available for s in stats.values()))
     if n_t == 0:
         worst = min(stats.values(), key=lambda s: s.targets_available)
-        raise TrialError(f"{exp.name}: stratum {worst.name} has no genuine pairs (each speaker needs two utterances)")
+        raise TrialError(
+            f"{exp.name}: stratum {worst.name}{where} has no genuine pairs (each speaker needs two utterances)"
+        )
     if n_n == 0:
-        raise TrialError(f"{exp.name}: a stratum has no impostor pairs")
+        raise TrialError(f"{exp.name}: a stratum{where} has no impostor pairs")
     rows = []
     for st_name, (st, enrol, test, parts) in pools.items():
         rng = derive_rng(*parts)
         spk_of = {u: s for pool in (enrol, test) for s, ids in pool.items() for u in ids}
         tg = _target_pairs(st, enrol, test, n_t, rng)
         nt = _nontarget_pairs(st, enrol, test, n_n, rng)
-        for label, pairs in ((1, tg), (0, nt)):
+        for label, kind, pairs in ((1, "target", tg), (0, "nontarget", nt)):
             for e, t in pairs:
-                rows.append((st_name, e, t, label, spk_of[e], spk_of[t]))
+                rows.append((st_name, e, t, label, spk_of[e], spk_of[t], split, kind))
         stats[st_name].n_target, stats[st_name].n_nontarget = len(tg), len(nt)
-    order = {s.name: i for i, s in enumerate(exp.strata())}
-    frame = pd.DataFrame(rows, columns=COLUMNS[1:])
-    frame["_o"] = frame["stratum"].map(order)
-    frame = frame.sort_values(["_o", "label", "enrol", "test"], ascending=[True, False, True, True], kind="stable")
-    frame = frame.drop(columns="_o").reset_index(drop=True)
-    frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
-    frame["label"] = frame["label"].astype(np.int8)
-    info = {
-        "experiment": exp.name,
-        "seed": exp.seed,
-        "spec": spec_key,
-        "population": pop_info,
-        "matched": {"n_target_per_stratum": n_t, "n_nontarget_per_stratum": n_n},
+    return rows, stats, pools, {"n_target_per_stratum": n_t, "n_nontarget_per_stratum": n_n}
+
+
+def _draw_spoofs(
+    exp: Experiment, pools: dict[str, Any], attacks: AttackSet, cap_s: int, split: str | None
+) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+    """Spoof trials: (genuine enrolment of speaker S, an attack imitating S), matched across
+    strata, drawn from ``derive_rng(*stratum parts, "spoof", cap)`` — the bona fide draw does
+    not depend on the attacks; an attack joins a stratum when the speaker it imitates has
+    enrolment utterances there."""
+    by_target = attacks.by_target()
+    cands: dict[str, list[tuple[str, str, str]]] = {}
+    for st_name, (_st, enrol, _test, _parts) in pools.items():
+        cands[st_name] = [(e, a, spk) for spk in sorted(enrol) for e in enrol[spk] for a in by_target.get(spk, [])]
+    n_s = min(cap_s, *(len(c) for c in cands.values()))
+    if n_s == 0:
+        worst = min(cands, key=lambda k: len(cands[k]))
+        raise TrialError(
+            f"{exp.name}: stratum {worst} has no spoof pairs: no attack of {attacks.source} imitates a speaker "
+            f"with enrolment utterances there ({len(by_target)} speaker(s) are attacked)"
+        )
+    rows = []
+    per_stratum = {}
+    for st_name, (_st, _enrol, _test, parts) in pools.items():
+        rng = derive_rng(*parts, "spoof", cap_s)
+        pick = np.sort(rng.choice(len(cands[st_name]), size=n_s, replace=False))
+        for p in pick.tolist():
+            e, a, spk = cands[st_name][p]
+            rows.append((st_name, e, a, 0, spk, spk, split, "spoof"))
+        per_stratum[st_name] = {
+            "spoofs_available": len(cands[st_name]),
+            "n_spoof": n_s,
+            "seed": derive_seed(*parts, "spoof", cap_s),
+        }
+    record = {
+        "attacks": attacks.source,
+        "attacks_sha256": attacks.sha256,
+        "n_attacks": len(attacks),
+        "spoofs": cap_s,
+        "n_spoof_per_stratum": n_s,
+        "strata": per_stratum,
     }
-    return TrialList(frame, stats, "sampled", info)
+    return rows, record
 
 
 def _fmt_sel(sel: dict[str, tuple[str, ...]]) -> str:

@@ -88,8 +88,15 @@ def run(
                 "n_nontarget",
                 "n_speakers",
                 "n_failed",
+                "spoof_far",
+                "eer_spoof",
             ],
         )
+        spoofing = outcome.run_dir / "spoofing.csv"
+        if spoofing.is_file():
+            import pandas as pd
+
+            print_frame(pd.read_csv(spoofing), "deception success rate over encoders (DSR = W / (A × N))")
     typer.echo(
         f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
     )

@@ -1,0 +1,359 @@
+"""Countermeasure metrics of ADD 2023 (seed 002, Sections 3.2–3.4).
+
+**Detection (Track 1.2).** Scores are higher for bona fide audio; label 1 = bona fide, 0 =
+spoof. The EER is :func:`interbias.metrics.eer` (interpolated crossing). The weighted EER over
+rounds is WEER = Σ_r w_r · EER_r with ADD 2023's w = (0.4, 0.6) for two rounds (Eq. 4).
+
+**Manipulated-region location (Track 2).** Segment label files (reference and prediction)
+hold one utterance per line, in the layout of the Half-Truth (HAD) corpus that Track 2 is built
+from::
+
+    UTT_ID  START-END-T/START-END-F/...  LABEL
+
+Segments are ``start-end-flag`` in seconds, joined by ``/``, in time order and not overlapping;
+flag ``T`` marks genuine audio and ``F`` a manipulated (fake) region; time no segment covers
+counts as genuine. ``LABEL`` is the utterance decision: ``1`` genuine, ``0`` fake. In a
+reference file the label must agree with the segments (0 exactly when some segment is ``F``);
+in a prediction the label is the sentence decision and the ``F`` segments the located regions.
+
+- Sentence accuracy A = (TP + TN) / N over all utterances, fake as the positive class (Eq. 5).
+- Segment precision, recall and F1 (Eqs. 6–8) over the reference-fake utterances, counted in
+  seconds: TP = duration fake in both, FP = predicted fake but genuine, FN = fake but predicted
+  genuine (a frame-level count at infinitely fine resolution).
+- Score = 0.3 · A + 0.7 · F1 (Eq. 9).
+
+**Algorithm recognition (Track 3, open set).** Over the C known classes, P = (1/C) Σ TP_i /
+(TP_i + FP_i), R = (1/C) Σ TP_i / (TP_i + FN_i), F1 = 2PR / (P + R) (Eqs. 10–12) — the
+harmonic mean of macro precision and macro recall. Samples of the unknown class count in FP_i
+when predicted as class i, and a known-class sample predicted unknown counts in FN_i. A class
+with no predictions (or no samples) has a 0/0 term: it counts as 0 and is reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from interbias import metrics
+from interbias.errors import MetricError
+
+#: ADD 2023 weights of EER rounds 1 and 2 (Eq. 4) and of the location score (Eq. 9).
+ADD_ROUND_WEIGHTS = (0.4, 0.6)
+LOCATION_WEIGHTS = (0.3, 0.7)
+_CM_LABELS = {
+    "1": 1,
+    "bonafide": 1,
+    "bona-fide": 1,
+    "bona_fide": 1,
+    "genuine": 1,
+    "real": 1,
+    "target": 1,
+    "0": 0,
+    "spoof": 0,
+    "fake": 0,
+    "nontarget": 0,
+}
+
+
+# ---- detection ----------------------------------------------------------------------------------
+
+
+def read_cm_frame(path: Path) -> pd.DataFrame:
+    """A CM score file as a frame with float ``score`` and int ``label`` (1 = bona fide) plus
+    any other columns: a CSV with ``score,label`` or a whitespace file ``ID SCORE LABEL``;
+    labels bonafide|spoof (also genuine/real, fake, 1/0)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MetricError(f"scores file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    head = text.lstrip().split("\n", 1)[0]
+    if "," in head:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        missing = [c for c in ("score", "label") if c not in frame.columns]
+        if missing:
+            raise MetricError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(frame.columns)}")
+        first = 2
+    else:
+        rows = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 3:
+                raise MetricError(f"{path}:{lineno}: expected 'ID SCORE LABEL', got {line!r}")
+            rows.append(parts)
+        frame = pd.DataFrame(rows, columns=["id", "score", "label"])
+        first = 1
+    if not len(frame):
+        raise MetricError(f"scores file {path} has no rows")
+    labels = []
+    for i, lab in enumerate(frame["label"]):
+        v = _CM_LABELS.get(str(lab).strip().lower())
+        if v is None:
+            raise MetricError(f"{path}: row {i + first}: label {lab!r} is not bonafide/spoof (or 1/0)")
+        labels.append(v)
+    scores = pd.to_numeric(frame["score"], errors="coerce")
+    if scores.isna().any():
+        bad = int(np.flatnonzero(scores.isna().to_numpy())[0])
+        raise MetricError(f"{path}: row {bad + first}: score {frame['score'].iloc[bad]!r} is not a number")
+    frame["score"] = scores.astype(np.float64)
+    frame["label"] = np.array(labels, dtype=np.int8)
+    return frame
+
+
+def read_cm_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, labels with 1 = bona fide) of :func:`read_cm_frame`."""
+    frame = read_cm_frame(path)
+    return frame["score"].to_numpy(), frame["label"].to_numpy()
+
+
+def weighted_eer(eers: Sequence[float], weights: Sequence[float] = ADD_ROUND_WEIGHTS) -> float:
+    """WEER = Σ w_r · EER_r; the weights must be non-negative and sum to 1."""
+    e = np.asarray(eers, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if len(e) != len(w) or len(e) == 0:
+        raise MetricError(f"weighted EER: {len(e)} round(s) but {len(w)} weight(s)")
+    if (w < 0).any() or abs(w.sum() - 1) > 1e-9:
+        raise MetricError(f"weighted EER: weights must be >= 0 and sum to 1, got {w.tolist()}")
+    if not np.isfinite(e).all() or (e < 0).any() or (e > 1).any():
+        raise MetricError("weighted EER: every EER must be a fraction in [0, 1]")
+    return float(np.dot(w, e))
+
+
+def dsr_at_eer(score_sets: Sequence[tuple[np.ndarray, np.ndarray]], attack: Sequence[np.ndarray] | None = None) -> dict:
+    """DSR of an attack set against N detectors, each at its own EER threshold.
+
+    ``score_sets``: per detector (scores, labels with 1 = bona fide) on one evaluation set;
+    ``attack``: per detector, a mask of the attack samples (default: every spoof sample). W =
+    attack samples scoring ≥ the detector's EER threshold (accepted as bona fide)."""
+    from interbias.analysis.spoofing import deception_success_rate
+
+    wrong, sizes, thresholds = [], [], []
+    for i, (s, lab) in enumerate(score_sets):
+        _, thr = metrics.eer_from_points(metrics.operating_points(s, lab))
+        mask = (np.asarray(lab) == 0) if attack is None else np.asarray(attack[i], dtype=bool)
+        wrong.append(int((np.asarray(s)[mask] >= thr).sum()))
+        sizes.append(int(mask.sum()))
+        thresholds.append(float(thr))
+    if len(set(sizes)) != 1:
+        raise MetricError(f"DSR: detectors were given different numbers of attack samples {sizes}")
+    return {
+        "dsr": deception_success_rate(wrong, sizes[0]),
+        "wrong": wrong,
+        "n_samples": sizes[0],
+        "n_models": len(wrong),
+        "thresholds": thresholds,
+    }
+
+
+# ---- manipulated-region location -----------------------------------------------------------------
+
+_SEGMENT = re.compile(r"^(\d+(?:\.\d*)?)-(\d+(?:\.\d*)?)-([TF])$")
+
+
+@dataclass(frozen=True)
+class SegmentLabel:
+    utterance: str
+    segments: tuple[tuple[float, float, bool], ...]  # (start_s, end_s, fake)
+    fake: bool
+
+    @property
+    def fake_regions(self) -> list[tuple[float, float]]:
+        return [(a, b) for a, b, f in self.segments if f]
+
+
+def parse_segment_line(line: str, *, where: str, reference: bool) -> SegmentLabel:
+    """One line of a segment label file (module docstring)."""
+    parts = line.split()
+    if len(parts) != 3:
+        raise MetricError(f"{where}: expected 'UTT_ID START-END-T/START-END-F/... LABEL', got {line.strip()!r}")
+    utt, segs, label = parts
+    if label not in ("0", "1"):
+        raise MetricError(f"{where}: label {label!r} is not 1 (genuine) or 0 (fake)")
+    out = []
+    last_end = 0.0
+    for seg in segs.split("/"):
+        m = _SEGMENT.match(seg)
+        if not m:
+            raise MetricError(f"{where}: segment {seg!r} is not START-END-T or START-END-F (seconds)")
+        a, b, flag = float(m.group(1)), float(m.group(2)), m.group(3) == "F"
+        if b <= a:
+            raise MetricError(f"{where}: segment {seg!r} ends before it starts")
+        if a < last_end - 1e-9:
+            raise MetricError(f"{where}: segment {seg!r} overlaps or precedes the previous one")
+        last_end = b
+        out.append((a, b, flag))
+    fake = label == "0"
+    if reference and fake != any(f for _, _, f in out):
+        raise MetricError(f"{where}: label {label} disagrees with the segments (0 = fake exactly when a segment is F)")
+    return SegmentLabel(utt, tuple(out), fake)
+
+
+def read_segment_labels(path: Path, *, reference: bool) -> dict[str, SegmentLabel]:
+    path = Path(path)
+    if not path.is_file():
+        raise MetricError(f"segment label file {path} does not exist")
+    out: dict[str, SegmentLabel] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        lab = parse_segment_line(line, where=f"{path}:{lineno}", reference=reference)
+        if lab.utterance in out:
+            raise MetricError(f"{path}:{lineno}: utterance {lab.utterance!r} is listed twice")
+        out[lab.utterance] = lab
+    if not out:
+        raise MetricError(f"segment label file {path} has no lines")
+    return out
+
+
+def _length(regions: list[tuple[float, float]]) -> float:
+    return float(sum(b - a for a, b in regions))
+
+
+def _overlap(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
+    return float(sum(max(0.0, min(b, d) - max(a, c)) for a, b in x for c, d in y))
+
+
+@dataclass(frozen=True)
+class LocationScores:
+    n_utterances: int
+    sentence_tp: int
+    sentence_tn: int
+    sentence_fp: int
+    sentence_fn: int
+    sentence_accuracy: float
+    segment_tp_s: float
+    segment_fp_s: float
+    segment_fn_s: float
+    segment_precision: float
+    segment_recall: float
+    segment_f1: float
+    score: float
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["notes"] = "; ".join(self.notes)
+        return d
+
+
+def _match(ref: dict, pred: dict, what: str) -> None:
+    missing = sorted(set(ref) - set(pred))
+    extra = sorted(set(pred) - set(ref))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} reference utterance(s) have no prediction (first: {', '.join(missing[:5])})")
+        if extra:
+            parts.append(f"{len(extra)} prediction(s) are not in the reference (first: {', '.join(extra[:5])})")
+        raise MetricError(f"{what}: " + "; ".join(parts))
+
+
+def location_scores(
+    ref: dict[str, SegmentLabel], pred: dict[str, SegmentLabel], *, weights: tuple[float, float] = LOCATION_WEIGHTS
+) -> LocationScores:
+    """Sentence accuracy, segment P/R/F1 (seconds, over reference-fake utterances) and the
+    weighted score of ADD 2023 Track 2."""
+    _match(ref, pred, "location")
+    tp = tn = fp = fn = 0
+    s_tp = s_fp = s_fn = 0.0
+    notes = []
+    for utt, r in ref.items():
+        p = pred[utt]
+        if r.fake and p.fake:
+            tp += 1
+        elif r.fake:
+            fn += 1
+        elif p.fake:
+            fp += 1
+        else:
+            tn += 1
+        if r.fake:
+            both = _overlap(r.fake_regions, p.fake_regions)
+            s_tp += both
+            s_fp += _length(p.fake_regions) - both
+            s_fn += _length(r.fake_regions) - both
+    n = tp + tn + fp + fn
+    acc = (tp + tn) / n
+    if s_tp + s_fp > 0:
+        prec = s_tp / (s_tp + s_fp)
+    else:
+        prec = 0.0
+        notes.append("no predicted fake duration in reference-fake utterances: segment precision set to 0")
+    if s_tp + s_fn > 0:
+        rec = s_tp / (s_tp + s_fn)
+    else:
+        rec = 0.0
+        notes.append("no reference fake duration: segment recall set to 0")
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
+    if prec + rec == 0:
+        notes.append("segment precision and recall are 0: F1 set to 0")
+    a, b = weights
+    return LocationScores(n, tp, tn, fp, fn, acc, s_tp, s_fp, s_fn, prec, rec, f1, a * acc + b * f1, tuple(notes))
+
+
+# ---- open-set algorithm recognition ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenSetScores:
+    precision: float
+    recall: float
+    f1: float
+    per_class: pd.DataFrame
+    n_samples: int
+    n_unknown: int
+    notes: tuple[str, ...] = ()
+
+
+def read_class_labels(path: Path) -> dict[str, str]:
+    """``UTT_ID LABEL`` per line (whitespace)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MetricError(f"label file {path} does not exist")
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise MetricError(f"{path}:{lineno}: expected 'UTT_ID LABEL', got {line.strip()!r}")
+        if parts[0] in out:
+            raise MetricError(f"{path}:{lineno}: utterance {parts[0]!r} is listed twice")
+        out[parts[0]] = parts[1]
+    if not out:
+        raise MetricError(f"label file {path} has no lines")
+    return out
+
+
+def open_set_f1(y_true: Sequence[str], y_pred: Sequence[str], known: Sequence[str]) -> OpenSetScores:
+    """Macro precision, recall and F1 over the ``known`` classes (module docstring)."""
+    t = np.asarray([str(v) for v in y_true], dtype=object)
+    p = np.asarray([str(v) for v in y_pred], dtype=object)
+    if len(t) != len(p) or len(t) == 0:
+        raise MetricError(f"open-set F1: {len(t)} reference and {len(p)} predicted labels")
+    classes = [str(k) for k in known]
+    if not classes or len(set(classes)) != len(classes):
+        raise MetricError("open-set F1: give each known class once")
+    rows, notes = [], []
+    for c in classes:
+        tp = int(((t == c) & (p == c)).sum())
+        fp = int(((t != c) & (p == c)).sum())
+        fn = int(((t == c) & (p != c)).sum())
+        prec = tp / (tp + fp) if tp + fp else 0.0
+        rec = tp / (tp + fn) if tp + fn else 0.0
+        if tp + fp == 0:
+            notes.append(f"class {c}: never predicted, precision term 0")
+        if tp + fn == 0:
+            notes.append(f"class {c}: no reference samples, recall term 0")
+        rows.append({"class": c, "tp": tp, "fp": fp, "fn": fn, "precision": prec, "recall": rec})
+    per = pd.DataFrame(rows)
+    P, R = float(per["precision"].mean()), float(per["recall"].mean())
+    f1 = 2 * P * R / (P + R) if P + R > 0 else 0.0
+    n_unknown = int((~np.isin(t, classes)).sum())
+    return OpenSetScores(P, R, f1, per, len(t), n_unknown, tuple(notes))

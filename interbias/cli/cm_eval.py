@@ -1,0 +1,195 @@
+"""``interbias cm-eval``: countermeasure metrics of ADD 2023."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.tables import print_frame
+
+cm_app = typer.Typer(
+    help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
+    "manipulated-region location, open-set algorithm recognition.",
+    no_args_is_help=True,
+)
+app.add_typer(cm_app, name="cm-eval")
+
+
+def _floats(text: str, what: str) -> list[float]:
+    from interbias.errors import MetricError
+
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise MetricError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+
+
+@cm_app.command("eer")
+@guarded
+def eer(
+    scores: Annotated[
+        list[Path],
+        typer.Argument(help="One score file per round: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof labels."),
+    ],
+    weights: Annotated[
+        str | None, typer.Option(help="Round weights, comma-separated (default 0.4,0.6 for two rounds).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
+    from interbias.analysis.cm import ADD_ROUND_WEIGHTS, read_cm_scores, weighted_eer
+    from interbias.errors import MetricError
+    from interbias.metrics import eer_from_points, operating_points
+
+    rounds = []
+    for path in scores:
+        s, lab = read_cm_scores(path)
+        e, thr = eer_from_points(operating_points(s, lab))
+        rounds.append(
+            {
+                "file": str(path),
+                "eer": e,
+                "threshold": thr,
+                "n_bonafide": int(lab.sum()),
+                "n_spoof": int((lab == 0).sum()),
+            }
+        )
+    out: dict = {"rounds": rounds}
+    if len(rounds) > 1 or weights:
+        if weights:
+            w = _floats(weights, "--weights")
+        elif len(rounds) == 2:
+            w = list(ADD_ROUND_WEIGHTS)
+        else:
+            raise MetricError(f"{len(rounds)} rounds: give --weights (ADD 2023 defines 0.4,0.6 for two rounds)")
+        out["weights"] = w
+        out["weer"] = weighted_eer([r["eer"] for r in rounds], w)
+    if as_json:
+        typer.echo(json.dumps(out))
+        return
+    for r in rounds:
+        typer.echo(
+            f"{r['file']}: eer {r['eer']:.6f} at threshold {r['threshold']:.6f} ({r['n_bonafide']} bona fide, {r['n_spoof']} spoof)"
+        )
+    if "weer" in out:
+        typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
+
+
+@cm_app.command("dsr")
+@guarded
+def dsr(
+    scores: Annotated[
+        list[Path], typer.Argument(help="One score file per detection model, all on one evaluation set.")
+    ],
+    attack: Annotated[
+        str | None,
+        typer.Option(help="COLUMN=VALUE selecting the attack samples (default: every spoof sample)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Deception success rate DSR = W / (A × N): attack samples each detector accepts at its own
+    EER threshold, over A samples and N detectors."""
+    from interbias.analysis.cm import dsr_at_eer, read_cm_frame
+    from interbias.errors import MetricError
+
+    sets, masks = [], []
+    for path in scores:
+        frame = read_cm_frame(path)
+        if attack:
+            col, sep, value = attack.partition("=")
+            if not sep or col not in frame.columns:
+                raise MetricError(
+                    f"--attack {attack!r}: expected COLUMN=VALUE with a column of {path}; found: {', '.join(frame.columns)}"
+                )
+            masks.append((frame[col].astype(str) == value).to_numpy() & (frame["label"] == 0).to_numpy())
+        sets.append((frame["score"].to_numpy(), frame["label"].to_numpy()))
+    res = dsr_at_eer(sets, masks if attack else None)
+    if as_json:
+        typer.echo(json.dumps(res))
+    else:
+        typer.echo(
+            f"dsr {res['dsr']:.6f} (W = {sum(res['wrong'])} of A = {res['n_samples']} attack samples × N = {res['n_models']} models)"
+        )
+
+
+@cm_app.command("location")
+@guarded
+def location(
+    reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],
+    prediction: Annotated[Path, typer.Argument(help="Predicted segment labels, same layout.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Manipulated-region location: sentence accuracy, segment precision/recall/F1 (seconds, over
+    reference-fake utterances) and score = 0.3·accuracy + 0.7·F1."""
+    from interbias.analysis.cm import location_scores, read_segment_labels
+
+    res = location_scores(
+        read_segment_labels(reference, reference=True), read_segment_labels(prediction, reference=False)
+    )
+    d = res.as_dict()
+    if as_json:
+        typer.echo(json.dumps(d))
+        return
+    for k, v in d.items():
+        if v != "":
+            typer.echo(f"{k:18s} {v:.6f}" if isinstance(v, float) else f"{k:18s} {v}")
+
+
+@cm_app.command("recognition")
+@guarded
+def recognition(
+    reference: Annotated[Path, typer.Argument(help="Reference labels: 'UTT LABEL' per line.")],
+    prediction: Annotated[Path, typer.Argument(help="Predicted labels: 'UTT LABEL' per line.")],
+    known: Annotated[str | None, typer.Option(help="Known classes, comma-separated.")] = None,
+    unknown: Annotated[
+        str | None, typer.Option(help="The reference's unknown-class label(s), comma-separated; known = the rest.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Open-set algorithm recognition: macro precision and recall over the known classes (the
+    unknown class counted in FP/FN) and their harmonic mean F1."""
+    from interbias.analysis.cm import open_set_f1, read_class_labels
+    from interbias.errors import MetricError
+
+    ref = read_class_labels(reference)
+    pred = read_class_labels(prediction)
+    missing, extra = sorted(set(ref) - set(pred)), sorted(set(pred) - set(ref))
+    if missing or extra:
+        raise MetricError(
+            f"recognition: {len(missing)} reference utterance(s) without prediction (first: {', '.join(missing[:5]) or '-'}); "
+            f"{len(extra)} prediction(s) not in the reference (first: {', '.join(extra[:5]) or '-'})"
+        )
+    if (known is None) == (unknown is None):
+        raise MetricError("give exactly one of --known or --unknown")
+    if known is not None:
+        classes = [k.strip() for k in known.split(",") if k.strip()]
+    else:
+        unk = {u.strip() for u in (unknown or "").split(",") if u.strip()}
+        classes = sorted(set(ref.values()) - unk)
+    ids = sorted(ref)
+    res = open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "precision": res.precision,
+                    "recall": res.recall,
+                    "f1": res.f1,
+                    "known": classes,
+                    "n_samples": res.n_samples,
+                    "n_unknown": res.n_unknown,
+                    "per_class": res.per_class.to_dict(orient="records"),
+                    "notes": list(res.notes),
+                }
+            )
+        )
+        return
+    print_frame(res.per_class, "known classes")
+    typer.echo(f"macro precision {res.precision:.6f}  macro recall {res.recall:.6f}  f1 {res.f1:.6f}")
+    typer.echo(f"{res.n_samples} samples, {res.n_unknown} of the unknown class")
+    for note in res.notes:
+        typer.echo(f"note: {note}")

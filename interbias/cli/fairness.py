@@ -1,0 +1,119 @@
+"""``interbias fairness``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.tables import print_frame
+
+
+class Positive(StrEnum):
+    accept = "accept"
+    spoof = "spoof"
+
+
+@app.command()
+@guarded
+def fairness(
+    scores: Annotated[
+        Path,
+        typer.Argument(
+            help="Evaluation scores: a CSV/parquet with score (higher = more target-like / bona fide), label "
+            "(1/target/bonafide = should be accepted, 0/nontarget/spoof = should be rejected) and the group "
+            "column(s); or a run directory with dev trials."
+        ),
+    ],
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            help="Group attribute (repeatable): a column, or enrol_COLUMN and test_COLUMN (a trial "
+            "belongs to a group when both sides do; other pairs are reported as 'mixed').",
+        ),
+    ] = None,
+    dev: Annotated[
+        Path | None, typer.Option(help="Development scores (score, label) the threshold is chosen on.")
+    ] = None,
+    positive: Annotated[
+        Positive, typer.Option(help="Positive class: accept (speaker verification) or spoof (countermeasure).")
+    ] = Positive.accept,
+    threshold_rule: Annotated[
+        str | None,
+        typer.Option(help="eer (dev EER threshold), fixed:X, or far:X (lowest dev threshold with FAR <= X)."),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="Significance level of the Holm-adjusted tests.")] = 0.05,
+    out: Annotated[Path | None, typer.Option(help="Folder to write fairness.csv and fairness_groups.csv into.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
+) -> None:
+    """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected z-tests."""
+    from interbias.analysis.fairness import fairness_for_files, fairness_for_run
+    from interbias.errors import AnalysisError
+
+    if not 0 < alpha < 1:
+        raise AnalysisError("--alpha must be in (0, 1)")
+    if scores.is_dir():
+        if dev is not None or positive is not Positive.accept:
+            raise AnalysisError(
+                "a run directory holds its own dev trials and is scored as verification: drop --dev/--positive"
+            )
+        report = fairness_for_run(scores, groups=group or None, rule=threshold_rule, alpha=alpha)
+        if report is None:
+            raise AnalysisError(f"{scores}: the run has no dev trials (set trials.dev_share in the experiment)")
+    else:
+        report = fairness_for_files(
+            scores, group or [], dev=dev, rule=threshold_rule or "eer", positive=positive.value, alpha=alpha
+        )
+    if out is not None:
+        paths = report.write(out)
+    if as_json:
+        typer.echo(report.to_json())
+    elif not quiet:
+        print_frame(
+            report.groups,
+            f"groups at the threshold (positive class: {report.positive})",
+            [
+                "model",
+                "condition",
+                "group_by",
+                "group",
+                "n",
+                "threshold",
+                "far",
+                "frr",
+                "statistical_parity",
+                "equal_opportunity",
+                "equality_of_odds",
+                "predictive_parity",
+                "treatment_equality",
+                "spoof_far",
+                "note",
+            ],
+        )
+        print_frame(
+            report.comparisons,
+            "group differences (Holm across the report)",
+            [
+                "model",
+                "condition",
+                "group_by",
+                "metric",
+                "group_a",
+                "group_b",
+                "value_a",
+                "value_b",
+                "difference",
+                "z",
+                "p_value",
+                "p_holm",
+                "significant",
+                "note",
+            ],
+        )
+    if out is not None and not as_json:
+        typer.echo(f"wrote {', '.join(str(p) for p in paths)}")
