@@ -12,6 +12,7 @@ from conftest import tiny_experiment
 from typer.testing import CliRunner
 
 from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.report import _fmt
 from interbias.cli import app
 from interbias.errors import ConfigError, TrialError
 from interbias.experiments import load_experiment
@@ -198,3 +199,20 @@ def test_runs_without_dev_trials_have_no_fairness(tmp_path: Path, tiny_corpus, s
         res.stderr.strip()
         == f"error: {out.run_dir}: the run has no dev trials (set trials.dev_share in the experiment)"
     )
+
+
+def test_report_shows_fairness_at_the_dev_threshold(split_run, tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(app, ["report", str(split_run.run_dir), "--out", str(out), "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert "## Fairness at the deployment threshold" in md
+    groups = pd.read_csv(split_run.run_dir / "fairness_groups.csv")
+    comparisons = pd.read_csv(split_run.run_dir / "fairness.csv")
+    n_sig = int((comparisons["significant"].astype(str).str.lower() == "true").sum())
+    assert f"{n_sig} of {len(comparisons)} group comparisons significant after Holm correction" in md
+    # every per-group row of fairness_groups.csv is in the report's table, with its threshold
+    section = md.split("## Fairness at the deployment threshold")[1]
+    table_rows = [line for line in section.splitlines() if line.startswith("| mfcc-stats")]
+    assert len(table_rows) >= len(groups)
+    assert _fmt(float(groups["threshold"].iloc[0])) in section

@@ -24,6 +24,8 @@ import pandas as pd
 from interbias import atomic, metrics
 from interbias.analysis import plots
 from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
+from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.suite import Analysis
 from interbias.paths import slug
 
@@ -280,6 +282,36 @@ def _geometry(folder: Path, rep: Report) -> None:
         )
 
 
+def _deployment(folder: Path, rep: Report) -> None:
+    """Fairness at the dev threshold (fairness_groups.csv, fairness.csv) and the spoofing DSR
+    (spoofing.csv), when the run wrote them."""
+    groups, comparisons, spoofing = (folder / n for n in ("fairness_groups.csv", "fairness.csv", "spoofing.csv"))
+    if groups.is_file():
+        rep.heading("Fairness at the deployment threshold")
+        g = pd.read_csv(groups)
+        rule = ", ".join(dict.fromkeys(g["threshold_rule"].astype(str))) if "threshold_rule" in g else "?"
+        rep.para(
+            f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
+            "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
+        )
+        keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
+        rep.table(g, [*keep, *(c for c in (*FAIRNESS_METRICS, SPOOF_METRIC) if c in g.columns)])
+        if comparisons.is_file():
+            c = pd.read_csv(comparisons)
+            if len(c) and "significant" in c:
+                sig = c[c["significant"].astype(str).str.lower() == "true"]
+                rep.para(
+                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction "
+                    "(two-proportion z-tests, fairness.csv):"
+                )
+                cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
+                rep.table(sig, [*cols, "difference", "p_holm"])
+    if spoofing.is_file():
+        rep.heading("Spoofing")
+        rep.para("DSR = accepted spoof trials / (spoof trials × encoders), per cell, at each encoder's threshold.")
+        rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
+
+
 def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     frame = prepare(a.results)
     metric = a.options.metric
@@ -367,6 +399,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     rep.table(
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
+    _deployment(a.run.path, rep)
     if geometry_dir is not None:
         _geometry(Path(geometry_dir), rep)
     if rep.omitted:
