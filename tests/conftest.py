@@ -55,3 +55,11 @@ def tiny_experiment(tmp_path: Path, name: str = "T01", **overrides) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """speechbrain, once imported (the HyperPyYAML fixtures do), leaves proxy modules that
+    break hypothesis's scan of sys.modules; drop the unloadable ones before every test."""
+    from interbias.encoders import drop_unloadable_lazy_modules
+
+    drop_unloadable_lazy_modules()

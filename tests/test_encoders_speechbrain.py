@@ -114,3 +114,21 @@ def test_non_tensor_pickle_is_refused_by_weights_only(sb_dirs, tmp_path: Path) -
     torch.save({"weights": Path("/etc")}, bad / "classifier.ckpt")  # loads only with weights_only=False
     with pytest.raises(EncoderError, match=r"^ECAPA-TDNN: cannot load classifier.ckpt \(UnpicklingError"):
         load_from_layouts(tiny("ECAPA-TDNN"), path=str(bad))
+
+
+def test_unloadable_lazy_proxies_are_dropped_from_sys_modules(sb_dirs) -> None:
+    """speechbrain's proxies for missing optional packages raise ImportError on attribute access;
+    after a load none is left for tools that walk sys.modules (inspect, hypothesis)."""
+    import sys
+
+    from speechbrain.utils.importutils import LazyModule
+
+    from interbias.encoders import drop_unloadable_lazy_modules
+
+    name = "speechbrain.integrations.interbias_missing_backend"
+    sys.modules[name] = LazyModule(name, "interbias_no_such_package", None)
+    assert drop_unloadable_lazy_modules() == [name]
+    assert name not in sys.modules
+    load_from_layouts(tiny("ECAPA-TDNN"), path=str(sb_dirs[0]))
+    for module in list(sys.modules.values()):
+        getattr(module, "__file__", None)  # raised ImportError for the k2 proxy before the fix

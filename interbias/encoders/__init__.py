@@ -22,6 +22,8 @@ import importlib.util
 import inspect
 import os
 import re
+import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,8 +228,33 @@ def optional_import(module: str, label: str, hint: str) -> Any:
     except Exception as exc:
         raise EncoderError(f"{label}: {hint} is not usable here ({type(exc).__name__}: {exc})") from exc
     finally:
+        drop_unloadable_lazy_modules()
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+
+
+def drop_unloadable_lazy_modules() -> list[str]:
+    """Remove from ``sys.modules`` speechbrain's lazy proxy modules whose import fails.
+
+    speechbrain registers proxies for optional integrations (k2, flair, ...) whose attribute
+    access raises ImportError rather than AttributeError, so anything that walks
+    ``sys.modules`` (``inspect.getmodule``, hypothesis) crashes once speechbrain is loaded.
+    Returns the names removed."""
+    utils = sys.modules.get("speechbrain.utils.importutils")
+    lazy = getattr(utils, "LazyModule", None)
+    if lazy is None:
+        return []
+    dropped = []
+    with warnings.catch_warnings():  # deprecated-path redirects warn when resolved
+        warnings.simplefilter("ignore")
+        for name, module in list(sys.modules.items()):
+            if isinstance(module, lazy):
+                try:
+                    getattr(module, "__file__", None)
+                except ImportError:
+                    del sys.modules[name]
+                    dropped.append(name)
+    return dropped
 
 
 def probe_wave(seconds: float = 1.0, rate: int = 16000) -> np.ndarray:

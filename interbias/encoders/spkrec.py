@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, freeze, optional_import
+from interbias.encoders import (
+    Encoder,
+    EncoderCard,
+    Layout,
+    Located,
+    combined_sha256,
+    drop_unloadable_lazy_modules,
+    freeze,
+    optional_import,
+)
 
 FILES = ("hyperparams.yaml", "embedding_model.ckpt", "mean_var_norm_emb.ckpt", "classifier.ckpt", "label_encoder.txt")
 
@@ -95,6 +104,7 @@ def load_speechbrain(
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         raise card.error(folder, f"SpeechBrain could not load the checkpoint ({type(exc).__name__}: {first})") from exc
+    drop_unloadable_lazy_modules()  # the hyperparameters may have registered more proxies
     loaded = {Path(p).resolve() for p in classifier.hparams.pretrainer.paths.values()}
     outside = sorted(str(p) for p in loaded if p.parent != folder)
     if outside:
