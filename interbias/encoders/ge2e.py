@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, freeze, optional_import, register, sha256_file
+from interbias.encoders import Encoder, EncoderCard, freeze, load_problem, optional_import, register, sha256_file
 from interbias.encoders.features import ge2e_mel
 from interbias.errors import EncoderError
 
@@ -89,7 +89,7 @@ def _build(card: EncoderCard, *, device: str = "cpu") -> GE2E:
     try:  # the wheel loads with strict=False
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
+        first = load_problem(exc)
         raise EncoderError(f"GE2E: {weights} does not match the GE2E architecture ({first})") from exc
     model = freeze(model, device)
     model.device = torch.device(device)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import yaml
 
-from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, freeze
+from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, freeze, load_problem
 from interbias.encoders.features import fbank
 from interbias.encoders.wespeaker_models import build
 
@@ -79,7 +79,7 @@ def load_wespeaker(
         model = build(name, model_args, state)
         model.load_state_dict(state, strict=True)
     except (ValueError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0]
+        first = load_problem(exc)
         raise card.error(folder, f"avg_model.pt does not match {name} ({first})") from exc
     model = freeze(model, device)
     return WeSpeakerEncoder(
