@@ -285,9 +285,29 @@ class _Embedder:
         return self.failures.get((uid, chain_fp)) or self.failures.get((uid, "*"))
 
 
-def _finished(run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str) -> dict[str, Any] | None:
+def _audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:
+    """sha256 of every trial utterance's file (``""`` when unreadable) and, per stratum, one
+    digest of its utterances' hashes: a finished cell is reused only for the same audio."""
+    by_id = manifest.by_id()
+    shas: dict[str, str] = {}
+    for uid in sorted(trials.utterance_ids()):
+        try:
+            shas[uid] = _utterance_sha(by_id[uid], manifest)
+        except InterbiasError:  # unreadable or outside the root: the embedder reports it
+            shas[uid] = ""
+    digests = {}
+    for name in trials.strata:
+        sub = trials.for_stratum(name)
+        ids = sorted(set(sub["enrol"]) | set(sub["test"]))
+        digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
+    return shas, digests
+
+
+def _finished(
+    run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str, audio_sha256: str
+) -> dict[str, Any] | None:
     """The completion record of ``cell`` × ``enc`` if it is valid for this run: same encoder,
-    trials and chains, and its scores file present; else ``None`` (the cell is scored again)."""
+    trials, chains and audio, and its scores file present; else ``None`` (scored again)."""
     path = run_dir / "cells" / slug(enc.label) / f"{slug(cell.id)}.json"
     if not path.is_file() or not (run_dir / "scores" / slug(enc.label) / f"{slug(cell.id)}.parquet").is_file():
         return None
@@ -299,6 +319,7 @@ def _finished(run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str) -> di
     ok = (
         rec.get("encoder_fingerprint") == enc.fingerprint
         and rec.get("trials_sha256") == trials_sha256
+        and rec.get("audio_sha256") == audio_sha256
         and chains == f"{cell.enrol_chain.fingerprint}:{cell.test_chain.fingerprint}"
     )
     return rec if ok else None
@@ -521,12 +542,13 @@ def _run_locked(
 
     cells = exp.cells()
     done_dir = run_dir / "cells"
+    shas, audio = _audio_digests(trials, manifest)
     pending: list[tuple[Cell, Encoder]] = []
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     all_failures: list[dict[str, str]] = []
     for enc in encoders:
         for cell in cells:
-            rec = _finished(run_dir, cell, enc, trials.sha256)
+            rec = _finished(run_dir, cell, enc, trials.sha256, audio[cell.stratum])
             if rec is not None:
                 rows[(enc.label, cell.id)] = rec["row"]
                 all_failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
@@ -545,6 +567,7 @@ def _run_locked(
     emb = _Embedder(exp, scored, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
     emb.exclude = partners(trials.frame)
+    emb.sha.update({uid: sha for uid, sha in shas.items() if sha})
     if pending:
         emb.run(items)
     db.close()
@@ -587,6 +610,7 @@ def _run_locked(
                 "row": row,
                 "encoder_fingerprint": enc.fingerprint,
                 "trials_sha256": trials.sha256,
+                "audio_sha256": audio[cell.stratum],
                 "failures": failures,
             }
             atomic.write_text(
