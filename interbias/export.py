@@ -187,7 +187,11 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
             for fp, (chain, ids) in sorted(chains.items()):
                 order = sorted(ids)
                 keys = {
-                    uid: (sha[uid], cache_chain_key(chain, exclude.get(uid, frozenset()), exp.frontend), enc["fingerprint"])
+                    uid: (
+                        sha[uid],
+                        cache_chain_key(chain, exclude.get(uid, frozenset()), exp.frontend),
+                        enc["fingerprint"],
+                    )
                     for uid in order
                     if sha[uid]
                 }

@@ -211,6 +211,7 @@ class _Embedder:
                 slot = todo.setdefault(uid, {})
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
+        self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
         with self.reporter.task("embedding", n_todo) as advance:
             for uid in sorted(todo):
@@ -303,9 +304,7 @@ def _audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str
     return shas, digests
 
 
-def _finished(
-    run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str, audio_sha256: str
-) -> dict[str, Any] | None:
+def _finished(run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str, audio_sha256: str) -> dict[str, Any] | None:
     """The completion record of ``cell`` × ``enc`` if it is valid for this run: same encoder,
     trials, chains and audio, and its scores file present; else ``None`` (scored again)."""
     path = run_dir / "cells" / slug(enc.label) / f"{slug(cell.id)}.json"
@@ -499,7 +498,9 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
             )
         except atomic.WriteError as exc:
             done = sum(1 for _ in (run_dir / "cells").rglob("*.json"))
-            raise RunError(f"{exc}; {done} finished cell(s) are kept in {run_dir}: rerun the same command to resume") from exc
+            raise RunError(
+                f"{exc}; {done} finished cell(s) are kept in {run_dir}: rerun the same command to resume"
+            ) from exc
 
 
 def _run_locked(
@@ -542,7 +543,7 @@ def _run_locked(
 
     cells = exp.cells()
     done_dir = run_dir / "cells"
-    shas, audio = _audio_digests(trials, manifest)
+    shas, audio = _audio_digests(trials, scored)
     pending: list[tuple[Cell, Encoder]] = []
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     all_failures: list[dict[str, str]] = []
@@ -555,6 +556,9 @@ def _run_locked(
                 continue
             pending.append((cell, enc))
     cells_done_before = len(rows)
+    reporter.info(
+        f"cells: {cells_done_before} of {len(cells) * len(encoders)} finished earlier (reused), {len(pending)} to score"
+    )
 
     # Everything the pending cells need, deduplicated across cells: chain fp -> utterances.
     items: dict[str, tuple[Chain, set[str]]] = {}

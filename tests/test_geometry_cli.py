@@ -205,4 +205,6 @@ def test_a_failed_utterance_is_counted_and_refuses_the_decomposition(tone_grid: 
     assert row["note"].startswith("unbalanced grid: 1 of 24 (text, voice, style) cells missing")
     prov = json.loads((out / "geometry.json").read_text())
     (entry,) = prov.values()
-    assert entry["failures"] == {rows[0]["id"]: f"{broken}: cannot decode audio (Error opening {str(broken)!r}: Format not recognised.)"}
+    assert entry["failures"] == {
+        rows[0]["id"]: f"{broken}: cannot decode audio (Error opening {str(broken)!r}: Format not recognised.)"
+    }
