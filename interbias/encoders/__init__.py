@@ -387,6 +387,15 @@ class Encoder:
         }
 
 
+def load_reason(exc: BaseException) -> str:
+    """``Type: first sentence`` of an error raised while reading a checkpoint file, e.g.
+    ``RuntimeError: PytorchStreamReader failed reading zip archive: not a ZIP archive`` (torch
+    appends advice in further sentences)."""
+    line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    sentence = line.split(". ")[0].rstrip(".")
+    return f"{type(exc).__name__}: {sentence}" if sentence else type(exc).__name__
+
+
 def load_problem(exc: BaseException) -> str:
     """One line for a failed ``load_state_dict``: torch's header plus its first detail (which
     parameter, which shapes), e.g. ``Error(s) in loading state_dict for ResNet: size mismatch

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, freeze, load_problem, register, sha256_file
+from interbias.encoders import Encoder, EncoderCard, freeze, load_problem, load_reason, register, sha256_file
 from interbias.encoders.features import fbank
 from interbias.errors import EncoderError
 
@@ -74,7 +74,7 @@ def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = N
     try:
         state = torch.load(str(ckpt), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise EncoderError(f"CAM++: cannot load checkpoint {ckpt} ({type(exc).__name__}: {exc})") from exc
+        raise EncoderError(f"CAM++: cannot load checkpoint {ckpt} ({load_reason(exc)})") from exc
     try:
         model.load_state_dict(state, strict=True)
     except Exception as exc:

@@ -34,6 +34,7 @@ from interbias.encoders import (
     combined_sha256,
     drop_unloadable_lazy_modules,
     freeze,
+    load_reason,
     optional_import,
 )
 
@@ -85,7 +86,7 @@ def _check_checkpoints(card: EncoderCard, folder: Path, names: tuple[str, ...]) 
         try:
             torch.load(str(folder / name), map_location="cpu", weights_only=True)
         except Exception as exc:
-            raise card.error(folder, f"cannot load {name} ({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
+            raise card.error(folder, f"cannot load {name} ({load_reason(exc)})") from exc
 
 
 #: What ``hyperparams.yaml`` may build: HyperPyYAML runs the callables its tags name, so only
@@ -115,7 +116,7 @@ def hparams_tags(text: str) -> list[str]:
 
     _Recorder.add_multi_constructor("!", record)
     _Recorder.add_multi_constructor("tag:yaml.org,2002:python/", record)
-    yaml.load(text, Loader=_Recorder)  # noqa: S506 - a SafeLoader subclass that only records tags
+    yaml.load(text, Loader=_Recorder)  # a SafeLoader subclass that only records tags
     return tags
 
 
