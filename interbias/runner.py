@@ -483,6 +483,11 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         t = time.perf_counter()
         attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
         timings["attacks_s"] = time.perf_counter() - t
+    t = time.perf_counter()  # drawn before the run directory exists: a refusal leaves nothing behind
+    trials = (
+        listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
+    )
+    timings["trials_s"] = time.perf_counter() - t
     rev = revision()
     run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed, attacks.sha256 if attacks else None)
     run_dir = Path(options.out) / run_id
@@ -494,7 +499,7 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         atomic.remove_stale_temps(run_dir)
         try:
             return _run_locked(
-                exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, listed, attacks
+                exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, trials, attacks
             )
         except atomic.WriteError as exc:
             done = sum(1 for _ in (run_dir / "cells").rglob("*.json"))
@@ -515,14 +520,10 @@ def _run_locked(
     cache: Path,
     timings: dict[str, float],
     t0: float,
-    listed: TrialList | None = None,
+    trials: TrialList,
     attacks: AttackSet | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
-    if listed is not None:
-        trials = listed
-    else:
-        trials = draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     if (run_dir / "trials.json").is_file():
         try:
@@ -538,7 +539,7 @@ def _run_locked(
     else:
         trials.write(run_dir)
     atomic.write_text(run_dir / "experiment.resolved.json", json.dumps(exp.resolved(), indent=2, sort_keys=True) + "\n")
-    timings["trials_s"] = time.perf_counter() - t
+    timings["trials_s"] += time.perf_counter() - t
     reporter.info(f"run {run_id}: {len(trials.frame)} trials, {len(exp.cells())} cells × {len(encoders)} encoders")
 
     cells = exp.cells()
@@ -550,7 +551,9 @@ def _run_locked(
     for enc in encoders:
         for cell in cells:
             rec = _finished(run_dir, cell, enc, trials.sha256, audio[cell.stratum])
-            if rec is not None:
+            # a cell kept under a laxer --max-failure-share is scored again (and errors) under this one
+            n_cell = len(trials.for_stratum(cell.stratum))
+            if rec is not None and rec["row"].get("n_dropped_trials", 0) / max(1, n_cell) <= options.max_failure_share:
                 rows[(enc.label, cell.id)] = rec["row"]
                 all_failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
                 continue
