@@ -178,6 +178,15 @@ def trial_list_unknown_utterance(env: Env, tmp: Path) -> tuple[list[str], str]:
     )
 
 
+def trial_list_ambiguous_format(env: Env, tmp: Path) -> tuple[list[str], str]:
+    ids = env.rows().id
+    (tmp / "trials.txt").write_text(f"1 {ids[0]} target\n0 {ids[1]} nontarget\n")
+    return [env.exp, "--trials", tmp / "trials.txt"], (
+        f"trial list {tmp / 'trials.txt'}: every line fits both VoxCeleb ('1|0 enrol test') and Kaldi/WeSpeaker "
+        "('enrol test target|nontarget') format; give the format (--trials-format or trials.format)"
+    )
+
+
 CKPT_TAIL = "(expected [config.yaml + avg_model.pt] or [model.onnx])"
 
 
@@ -251,6 +260,7 @@ CASES = [
     audio_empty_file,
     stratum_too_few_speakers,
     trial_list_unknown_utterance,
+    trial_list_ambiguous_format,
     checkpoint_missing,
     checkpoint_corrupt,
     checkpoint_wrong_shapes,
