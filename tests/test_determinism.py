@@ -91,10 +91,12 @@ def _scores(run_dir: Path) -> np.ndarray:
     )
 
 
-def test_an_operator_version_change_recomputes_only_its_chain(data, tmp_path: Path, monkeypatch) -> None:
+def test_an_operator_version_change_recomputes_only_its_chain(data, baseline, tmp_path: Path, monkeypatch) -> None:
     _, _, exp = data
+    shutil.copytree(baseline[1], tmp_path / "cache")  # a warm cache: the first run embeds nothing
     opts = _opts(exp, tmp_path / "out", tmp_path / "cache")
     before = run(opts)
+    assert before.n_embedded == 0
     trials = pd.read_parquet(before.run_dir / "trials.parquet")
     n10_items, clean_items = len(set(trials.test)), len(set(trials.enrol))  # noise cells: clean enrol, n10 test
     monkeypatch.setattr(Noise, "version", Noise.version + 1)
@@ -120,13 +122,15 @@ def test_other_front_end_settings_are_never_served_from_the_cache(data, baseline
     assert not np.array_equal(_scores(out.run_dir), _scores(baseline.run_dir))
 
 
-def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, tmp_path: Path) -> None:
+def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, baseline, tmp_path: Path) -> None:
     _, manifest, _ = data
     folder = tmp_path / "m"
     shutil.copytree(manifest.parent, folder)
     exp = tiny_experiment(tmp_path, name="D01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
+    shutil.copytree(baseline[1], tmp_path / "cache")  # same audio bytes: served from this cache
     opts = _opts(exp, tmp_path / "out", tmp_path / "cache")
     before = run(opts)
+    assert before.n_embedded == 0
     trials = pd.read_parquet(before.run_dir / "trials.parquet")
     victim = trials.enrol.iloc[0]  # an enrolment utterance (clean on both cells of its stratum)
     stratum = trials.stratum.iloc[0]
