@@ -16,6 +16,9 @@ from interbias.manifest import Manifest
 #: The repository root of the package under test (put first on a child's PYTHONPATH).
 REPO = Path(interbias.__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from interbias.cli import main; main()"]
+#: Children run single-threaded: on a shared machine idle torch threads spin and cost more CPU
+#: than they save on these small runs.
+CHILD_ENV = {"INTERBIAS_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def manifest_file(corpus: Manifest, folder: Path, *, copy_audio: bool = False) -> Path:
@@ -46,13 +49,13 @@ def run_args(exp: Path, out: Path, cache: Path, *extra: str) -> list[str]:
 
 def run_child(args: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``interbias ARGS`` in a child process with this worktree first on its path."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **CHILD_ENV, **(env or {})}
     return subprocess.run([*CLI, *args], env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
 def start_child(args: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
     """``interbias ARGS`` started in a child process (not waited for)."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **CHILD_ENV, **(env or {})}
     return subprocess.Popen([*CLI, *args], env=full_env, **kwargs)
 
 
