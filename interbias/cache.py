@@ -1,4 +1,8 @@
-"""Embedding cache keyed by (utterance sha256, chain fingerprint, encoder fingerprint).
+"""Embedding cache keyed by (utterance sha256, chain key, encoder fingerprint).
+
+The chain key is the chain's fingerprint (operators and their versions, plus excluded
+talkers where an operator draws them) and the front end's fingerprint
+(:func:`interbias.runner.cache_chain_key`).
 
 One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
 batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
@@ -16,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from interbias import crashpoints
 from interbias.errors import RunError
 
 _SCHEMA = """
@@ -85,6 +90,7 @@ class EmbeddingCache:
             with self._db:
                 self._db.execute("BEGIN")
                 self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
+                crashpoints.reached("cache-write")
         except sqlite3.OperationalError as exc:
             raise RunError(f"cannot write the embedding cache {self.path}: {exc}") from exc
 

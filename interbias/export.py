@@ -16,7 +16,7 @@ Utterance names are the trial list's own names for an external list, else manife
 Embeddings (``embeddings/<model>/<chain fingerprint>.npz``, arrays ``ids``, ``vectors``
 (N × D float32, L2-normalised), ``chain``, ``chain_fingerprint``, ``encoder``,
 ``encoder_fingerprint``) are read back from the embedding cache under the keys the run used
-(utterance sha256, chain key, encoder fingerprint); utterances the cache lacks are counted.
+(utterance sha256, chain and front-end key, encoder fingerprint); utterances the cache lacks are counted.
 """
 
 from __future__ import annotations
@@ -152,6 +152,7 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     from interbias.corpora import load_corpus
     from interbias.experiments import parse_experiment
     from interbias.manifest import Manifest
+    from interbias.runner import cache_chain_key
 
     run_dir, out = Path(run_dir), Path(out)
     _require(run_dir, "run.json", "experiment.resolved.json", "trials.parquet", "trials.json")
@@ -186,7 +187,11 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
             for fp, (chain, ids) in sorted(chains.items()):
                 order = sorted(ids)
                 keys = {
-                    uid: (sha[uid], chain.key(exclude.get(uid, frozenset())), enc["fingerprint"])
+                    uid: (
+                        sha[uid],
+                        cache_chain_key(chain, exclude.get(uid, frozenset()), exp.frontend),
+                        enc["fingerprint"],
+                    )
                     for uid in order
                     if sha[uid]
                 }

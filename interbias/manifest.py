@@ -182,7 +182,11 @@ class Manifest:
         elif path.suffix == ".csv":
             buf = io.StringIO()
             cols = self.columns()
-            writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+            # csv quotes a value holding "\n" but not one holding a lone "\r", which readers take
+            # for a line end: quote every value then
+            carriage = any("\r" in str(v) for u in self for v in u.to_dict().values())
+            quoting = csv.QUOTE_ALL if carriage else csv.QUOTE_MINIMAL
+            writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", quoting=quoting)
             writer.writeheader()
             for u in self:
                 writer.writerow({k: _fmt(v) for k, v in u.to_dict().items()})
@@ -207,7 +211,8 @@ class Manifest:
         rows: list[dict[str, Any]] = []
         lines: list[int] = []
         if path.suffix == ".jsonl":
-            for lineno, row in jsonl_records(path.read_text(encoding="utf-8").splitlines(), where=str(path)):
+            # lines end at "\n" only: JSON strings may hold U+2028, U+0085 and the like raw
+            for lineno, row in jsonl_records(path.read_text(encoding="utf-8").split("\n"), where=str(path)):
                 rows.append(row)
                 lines.append(lineno)
             present = set().union(*(r.keys() for r in rows)) if rows else set()

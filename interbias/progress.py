@@ -19,6 +19,10 @@ class Reporter:
         if not self.quiet:
             print(message, file=self.stream, flush=True)
 
+    def notice(self, message: str) -> None:
+        """A line the user must see even with ``--quiet`` (e.g. a lock taken over)."""
+        print(message, file=self.stream, flush=True)
+
     @contextmanager
     def task(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
         """A unit of long work; yields ``advance(n)``."""

@@ -49,6 +49,8 @@ EXTRA = [
     "n_utterances",
     "n_dropped_trials",
     "n_truncated",
+    "n_resampled",
+    "n_downmixed",
     "enrol_chain",
     "test_chain",
     "overlap_warning",

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic, audio, metrics
+from interbias import atomic, audio, crashpoints, metrics
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.spoofing import SPOOF_COLUMNS, dsr_by_cell, spoof_summary
 from interbias.cache import EmbeddingCache, Key
@@ -40,7 +41,7 @@ from interbias.paths import conditions_dir, slug
 from interbias.progress import Reporter
 from interbias.results import COLUMNS, hardware, package_versions, revision
 from interbias.scoring import cosine_scores
-from interbias.seeding import canonical_json
+from interbias.seeding import canonical_json, sha256_text
 from interbias.trials import TrialList, draw_trials, external_trials, partners
 
 #: Embeddings written to the cache per transaction.
@@ -134,12 +135,25 @@ def run_id_for(
 
 
 def _utterance_sha(u: Utterance, manifest: Manifest) -> str:
-    if u.sha256:
-        return u.sha256
+    """sha256 of the file's bytes (the cache key's audio component); a manifest that records
+    another sha256 means the file changed after the manifest was made: an error, not a key."""
     try:
-        return hashlib.sha256(manifest.resolve(u).read_bytes()).hexdigest()
+        sha = hashlib.sha256(manifest.resolve(u).read_bytes()).hexdigest()
     except OSError as exc:
         raise AudioError(f"{u.id}: cannot read {u.path} ({exc.strerror or exc})") from exc
+    if u.sha256 and u.sha256 != sha:
+        raise AudioError(
+            f"{u.id}: {u.path} has sha256 {sha[:12]}…, the manifest records {u.sha256[:12]}… (the file changed)"
+        )
+    return sha
+
+
+def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: audio.FrontEnd) -> str:
+    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
+    fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
+    made under other front-end rules is never served."""
+    fe = sha256_text(canonical_json(dataclasses.asdict(frontend)))[:8]
+    return f"{chain.key(exclude)}@fe{fe}"
 
 
 class _Embedder:
@@ -181,7 +195,7 @@ class _Embedder:
                 sha = self.utt_sha(uid)
                 if sha is None:
                     continue
-                ckey = chain.key(self.exclude.get(uid, frozenset()))
+                ckey = cache_chain_key(chain, self.exclude.get(uid, frozenset()), self.exp.frontend)
                 for enc in self.encoders:
                     wanted.append((uid, chain, enc))
                     keys.append((sha, ckey, enc.fingerprint))
@@ -197,6 +211,7 @@ class _Embedder:
                 slot = todo.setdefault(uid, {})
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
+        self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
         with self.reporter.task("embedding", n_todo) as advance:
             for uid in sorted(todo):
@@ -227,12 +242,12 @@ class _Embedder:
         sha = self.sha[uid]
         exclude = self.exclude.get(uid, frozenset())
         for fp, (chain, encs) in sorted(chains.items()):
-            ckey = chain.key(exclude)
+            ckey = cache_chain_key(chain, exclude, self.exp.frontend)
             try:
                 wave, ops = chain.apply(
                     loaded.samples,
                     utterance_sha256=sha,
-                    key=ckey,
+                    key=chain.key(exclude),
                     make_ctx=lambda rng, u=u: OpContext(
                         sample_rate_hz=loaded.sample_rate_hz,
                         utterance_id=u.id,
@@ -265,9 +280,48 @@ class _Embedder:
                 pending.append(((sha, ckey, enc.fingerprint), vec, record))
                 self.n_embedded += 1
                 advance(1)
+                crashpoints.reached("embedded")
 
     def failed(self, uid: str, chain_fp: str) -> str | None:
         return self.failures.get((uid, chain_fp)) or self.failures.get((uid, "*"))
+
+
+def _audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:
+    """sha256 of every trial utterance's file (``""`` when unreadable) and, per stratum, one
+    digest of its utterances' hashes: a finished cell is reused only for the same audio."""
+    by_id = manifest.by_id()
+    shas: dict[str, str] = {}
+    for uid in sorted(trials.utterance_ids()):
+        try:
+            shas[uid] = _utterance_sha(by_id[uid], manifest)
+        except InterbiasError:  # unreadable or outside the root: the embedder reports it
+            shas[uid] = ""
+    digests = {}
+    for name in trials.strata:
+        sub = trials.for_stratum(name)
+        ids = sorted(set(sub["enrol"]) | set(sub["test"]))
+        digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
+    return shas, digests
+
+
+def _finished(run_dir: Path, cell: Cell, enc: Encoder, trials_sha256: str, audio_sha256: str) -> dict[str, Any] | None:
+    """The completion record of ``cell`` × ``enc`` if it is valid for this run: same encoder,
+    trials, chains and audio, and its scores file present; else ``None`` (scored again)."""
+    path = run_dir / "cells" / slug(enc.label) / f"{slug(cell.id)}.json"
+    if not path.is_file() or not (run_dir / "scores" / slug(enc.label) / f"{slug(cell.id)}.parquet").is_file():
+        return None
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        chains = rec["row"]["chain_fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    ok = (
+        rec.get("encoder_fingerprint") == enc.fingerprint
+        and rec.get("trials_sha256") == trials_sha256
+        and rec.get("audio_sha256") == audio_sha256
+        and chains == f"{cell.enrol_chain.fingerprint}:{cell.test_chain.fingerprint}"
+    )
+    return rec if ok else None
 
 
 def _row_base(exp: Experiment, cell: Cell) -> dict[str, Any]:
@@ -331,11 +385,13 @@ def _score_cell(
     bona = use if types is None else use & (types != "spoof")
     summary = metrics.summarize(scores[bona], labels[bona])
     kept = trials[bona]
-    truncated = 0
+    # what the front end did to the cell's utterances (counted per utterance and side)
+    truncated = resampled = downmixed = 0
     for uid, fp in [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t]:
-        rec = emb.realised.get((uid, fp))
-        if rec and rec[0].get("frontend", {}).get("truncated"):
-            truncated += 1
+        front = (emb.realised.get((uid, fp)) or [{}])[0].get("frontend", {})
+        truncated += bool(front.get("truncated"))
+        resampled += front.get("source_rate_hz", exp.frontend.sample_rate_hz) != exp.frontend.sample_rate_hz
+        downmixed += front.get("channels", 1) > 1
     row = {
         **summary.as_dict(),
         "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
@@ -343,6 +399,8 @@ def _score_cell(
         "n_utterances": len(set(uniq_e) | set(uniq_t)),
         "n_dropped_trials": n_dropped,
         "n_truncated": truncated,
+        "n_resampled": int(resampled),
+        "n_downmixed": int(downmixed),
     }
     if types is not None:
         row.update(spoof_summary(scores[use], types[use]).as_dict())
@@ -425,17 +483,29 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         t = time.perf_counter()
         attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
         timings["attacks_s"] = time.perf_counter() - t
+    t = time.perf_counter()  # drawn before the run directory exists: a refusal leaves nothing behind
+    trials = (
+        listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
+    )
+    timings["trials_s"] = time.perf_counter() - t
     rev = revision()
     run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed, attacks.sha256 if attacks else None)
     run_dir = Path(options.out) / run_id
     with RunLock(run_dir) as lock:
         if lock.previous_pid:
-            reporter.info(
+            reporter.notice(
                 f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
             )
-        return _run_locked(
-            exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, listed, attacks
-        )
+        atomic.remove_stale_temps(run_dir)
+        try:
+            return _run_locked(
+                exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, trials, attacks
+            )
+        except atomic.WriteError as exc:
+            done = sum(1 for _ in (run_dir / "cells").rglob("*.json"))
+            raise RunError(
+                f"{exc}; {done} finished cell(s) are kept in {run_dir}: rerun the same command to resume"
+            ) from exc
 
 
 def _run_locked(
@@ -450,17 +520,18 @@ def _run_locked(
     cache: Path,
     timings: dict[str, float],
     t0: float,
-    listed: TrialList | None = None,
+    trials: TrialList,
     attacks: AttackSet | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
-    if listed is not None:
-        trials = listed
-    else:
-        trials = draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     if (run_dir / "trials.json").is_file():
-        earlier = TrialList.read(run_dir)
+        try:
+            earlier = TrialList.read(run_dir)
+        except (OSError, ValueError) as exc:
+            raise RunError(
+                f"{run_dir}: the saved trial list cannot be read ({type(exc).__name__}); remove the directory to start over"
+            ) from exc
         if earlier.sha256 != trials.sha256:
             raise RunError(
                 f"{run_dir}: the saved trial list differs from a fresh draw; remove the directory to start over"
@@ -468,23 +539,29 @@ def _run_locked(
     else:
         trials.write(run_dir)
     atomic.write_text(run_dir / "experiment.resolved.json", json.dumps(exp.resolved(), indent=2, sort_keys=True) + "\n")
-    timings["trials_s"] = time.perf_counter() - t
+    timings["trials_s"] += time.perf_counter() - t
     reporter.info(f"run {run_id}: {len(trials.frame)} trials, {len(exp.cells())} cells × {len(encoders)} encoders")
 
     cells = exp.cells()
     done_dir = run_dir / "cells"
+    shas, audio = _audio_digests(trials, scored)
     pending: list[tuple[Cell, Encoder]] = []
     rows: dict[tuple[str, str], dict[str, Any]] = {}
+    all_failures: list[dict[str, str]] = []
     for enc in encoders:
         for cell in cells:
-            rec_path = done_dir / slug(enc.label) / f"{slug(cell.id)}.json"
-            if rec_path.is_file():
-                rec = json.loads(rec_path.read_text())
-                if rec.get("encoder_fingerprint") == enc.fingerprint and rec.get("trials_sha256") == trials.sha256:
-                    rows[(enc.label, cell.id)] = rec["row"]
-                    continue
+            rec = _finished(run_dir, cell, enc, trials.sha256, audio[cell.stratum])
+            # a cell kept under a laxer --max-failure-share is scored again (and errors) under this one
+            n_cell = len(trials.for_stratum(cell.stratum))
+            if rec is not None and rec["row"].get("n_dropped_trials", 0) / max(1, n_cell) <= options.max_failure_share:
+                rows[(enc.label, cell.id)] = rec["row"]
+                all_failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
+                continue
             pending.append((cell, enc))
     cells_done_before = len(rows)
+    reporter.info(
+        f"cells: {cells_done_before} of {len(cells) * len(encoders)} finished earlier (reused), {len(pending)} to score"
+    )
 
     # Everything the pending cells need, deduplicated across cells: chain fp -> utterances.
     items: dict[str, tuple[Chain, set[str]]] = {}
@@ -497,6 +574,7 @@ def _run_locked(
     emb = _Embedder(exp, scored, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
     emb.exclude = partners(trials.frame)
+    emb.sha.update({uid: sha for uid, sha in shas.items() if sha})
     if pending:
         emb.run(items)
     db.close()
@@ -504,7 +582,6 @@ def _run_locked(
 
     t = time.perf_counter()
     errored: list[str] = []
-    all_failures: list[dict[str, str]] = []
     seeds = {name: s.seed for name, s in trials.strata.items()}
     with reporter.task("scoring", len(pending)) as advance:
         for cell, enc in pending:
@@ -540,6 +617,7 @@ def _run_locked(
                 "row": row,
                 "encoder_fingerprint": enc.fingerprint,
                 "trials_sha256": trials.sha256,
+                "audio_sha256": audio[cell.stratum],
                 "failures": failures,
             }
             atomic.write_text(
@@ -548,6 +626,7 @@ def _run_locked(
             rows[(enc.label, cell.id)] = row
             all_failures.extend({"model": enc.label, "cell": cell.id, **f} for f in failures)
             advance(1)
+            crashpoints.reached("cell-done")
     timings["score_s"] = time.perf_counter() - t
 
     ordered = [rows[(e.label, c.id)] for e in encoders for c in cells if (e.label, c.id) in rows]
@@ -592,6 +671,7 @@ def _run_locked(
         "hardware": hardware(),
         "timings": timings,
         "max_failure_share": options.max_failure_share,
+        "frontend": dataclasses.asdict(exp.frontend),
         "cache": str(cache),
         **({"analyses": analyses} if analyses else {}),
     }

@@ -489,9 +489,18 @@ class ListedTrial:
     label: int
 
 
+def _voxceleb_line(parts: list[str]) -> bool:
+    return len(parts) == 3 and parts[0] in ("0", "1")
+
+
+def _kaldi_line(parts: list[str]) -> bool:
+    return len(parts) == 3 and parts[2] in ("target", "nontarget")
+
+
 def parse_trial_file(path: Path, fmt: str = "auto") -> tuple[str, list[ListedTrial]]:
     """(format, trials) of a VoxCeleb (``1|0 enrol test``) or Kaldi/WeSpeaker
-    (``enrol test target|nontarget``) trial list; ``auto`` tells them apart by the first line.
+    (``enrol test target|nontarget``) trial list; ``auto`` takes the one format every line fits
+    (a list that fits both is an error), else the first line's.
 
     Blank lines are skipped; any other line that does not fit the format is an error quoting
     the count and the first such lines.
@@ -508,9 +517,17 @@ def parse_trial_file(path: Path, fmt: str = "auto") -> tuple[str, list[ListedTri
         raise TrialError(f"trial list {path} is empty")
     if fmt == "auto":
         first = lines[0][1]
-        if len(first) == 3 and first[0] in ("0", "1"):
+        fits = [f for f, ok in (("voxceleb", _voxceleb_line), ("kaldi", _kaldi_line)) if all(ok(p) for _, p in lines)]
+        if len(fits) == 2:  # e.g. "1 a target": never guessed
+            raise TrialError(
+                f"trial list {path}: every line fits both VoxCeleb ('1|0 enrol test') and Kaldi/WeSpeaker "
+                "('enrol test target|nontarget') format; give the format (--trials-format or trials.format)"
+            )
+        if fits:
+            fmt = fits[0]
+        elif _voxceleb_line(first):
             fmt = "voxceleb"
-        elif len(first) == 3 and first[2] in ("target", "nontarget"):
+        elif _kaldi_line(first):
             fmt = "kaldi"
         else:
             raise TrialError(
@@ -523,9 +540,9 @@ def parse_trial_file(path: Path, fmt: str = "auto") -> tuple[str, list[ListedTri
     out: list[ListedTrial] = []
     bad: list[str] = []
     for lineno, parts in lines:
-        if len(parts) == 3 and fmt == "voxceleb" and parts[0] in ("0", "1"):
+        if fmt == "voxceleb" and _voxceleb_line(parts):
             out.append(ListedTrial(lineno, parts[1], parts[2], int(parts[0])))
-        elif len(parts) == 3 and fmt == "kaldi" and parts[2] in ("target", "nontarget"):
+        elif fmt == "kaldi" and _kaldi_line(parts):
             out.append(ListedTrial(lineno, parts[0], parts[1], int(parts[2] == "target")))
         else:
             bad.append(f"line {lineno} {' '.join(parts)!r}")

@@ -65,7 +65,7 @@ def test_unknown_operator_lists_valid_names(tmp_path: Path) -> None:
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["factors"][1]["levels"]["n5"] = [{"op": "nois", "snr_db": 5}]
     msg = err(tmp_path, data)
-    assert msg.startswith("unknown operator 'nois'; valid: ")
+    assert msg.startswith("X1.yaml: factors[1] (noise).levels.n5[0]: unknown operator 'nois'; valid: ")
     assert "identity" in msg and "noise" in msg
 
 

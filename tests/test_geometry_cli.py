@@ -174,9 +174,9 @@ def test_encoder_on_a_tiny_grid_uses_the_cache_and_is_deterministic(tone_grid: P
 
 def test_a_failed_utterance_is_counted_and_refuses_the_decomposition(tone_grid: Path, tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (tone_grid / "manifest.jsonl").read_text().splitlines()]
-    empty = tmp_path / "empty.flac"
-    empty.write_bytes(b"")
-    rows[0]["path"] = str(empty)
+    broken = tmp_path / "broken.flac"  # readable, not decodable (an empty file is refused up front)
+    broken.write_bytes(b"not audio at all")
+    rows[0]["path"] = str(broken)
     for r in rows[1:]:
         r["path"] = str(tone_grid / r["path"])
     manifest = tmp_path / "broken.jsonl"
@@ -205,4 +205,6 @@ def test_a_failed_utterance_is_counted_and_refuses_the_decomposition(tone_grid: 
     assert row["note"].startswith("unbalanced grid: 1 of 24 (text, voice, style) cells missing")
     prov = json.loads((out / "geometry.json").read_text())
     (entry,) = prov.values()
-    assert entry["failures"] == {rows[0]["id"]: f"{empty}: file is empty (0 bytes)"}
+    assert entry["failures"] == {
+        rows[0]["id"]: f"{broken}: cannot decode audio (Error opening {str(broken)!r}: Format not recognised.)"
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from interbias import atomic
 from interbias.cli import app, guarded
 from interbias.errors import AudioError, OperatorError
 
@@ -75,11 +77,15 @@ def degrade_file(
     )
     peak = float(np.abs(y).max()) if len(y) else 0.0
     subtype = "PCM_16" if peak <= 1.0 else "FLOAT"
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    fmt = dst.suffix.lstrip(".").upper()
+    if fmt not in sf.available_formats():
+        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
+    buf = io.BytesIO()
     try:
-        sf.write(str(dst), y, rate, subtype=subtype if dst.suffix.lower() == ".wav" else None)
-    except Exception as exc:  # libsndfile: unknown extension, unwritable format
+        sf.write(buf, y, rate, format=fmt, subtype=subtype if fmt == "WAV" else None)
+    except Exception as exc:  # libsndfile: unwritable format or subtype
         raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
+    atomic.write_bytes(dst, buf.getvalue())
     return {
         "input": str(src),
         "output": str(dst),

@@ -101,7 +101,9 @@ def run(
         f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
     )
     typer.echo(f"results: {outcome.run_dir / 'results.csv'}")
-    if outcome.errored_cells:
-        for msg in outcome.errored_cells:
-            typer.echo(f"error: {msg}", err=True)
+    if outcome.errored_cells:  # one line; run.json lists every errored cell
+        n = len(outcome.errored_cells)
+        first = outcome.errored_cells[0]
+        more = f"{n} cells errored (all listed in run.json errored_cells); first: " if n > 1 else ""
+        typer.echo(f"error: {more}{first}", err=True)
         raise typer.Exit(1)

@@ -84,6 +84,10 @@ def read_manifest(path: Path, *, root: Path | None = None) -> Manifest:
     path must be a readable file; relative paths resolve against ``root`` or the file's folder."""
     from interbias.corpora import lhotse
 
+    if root is not None and not Path(root).is_dir():
+        raise CorpusError(
+            f"data root {root} does not exist or is not a folder (the manifest's paths resolve against it)"
+        )
     if path.is_dir() or lhotse.is_lhotse_file(path):
         return lhotse.read_lhotse(*lhotse.find_pair(path), root=root, name=path.name if path.is_dir() else None)
     return Manifest.read(path, root=root, check_files=True)

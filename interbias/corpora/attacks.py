@@ -2,7 +2,7 @@
 
 **Attack manifest** (CSV or JSONL, one row per attack file):
 
-- ``path`` (required): the audio, relative to the manifest's folder or absolute;
+- ``path`` (required): the audio, absolute or relative to the manifest's folder (and inside it);
 - ``target_speaker`` (required): the corpus speaker id the attack imitates;
 - ``generator`` (required): the system that made it (e.g. ``VITS``, ``kNN-VC``);
 - optional ``id`` (default: the path without suffix), ``attack_type`` (tts, vc, …),
@@ -111,6 +111,14 @@ def _read_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     ]
 
 
+def _inside(base: Path, audio: Path) -> bool:
+    """An absolute path, or a relative one that resolves (links followed) inside ``base``."""
+    if audio.is_absolute():
+        return True
+    full = (base / audio).resolve()
+    return full == base or base in full.parents
+
+
 def read_attacks(path: Path, corpus: Manifest) -> AttackSet:
     """Read and validate an attack manifest against the corpus it attacks (module docstring)."""
     path = Path(path)
@@ -145,9 +153,16 @@ def read_attacks(path: Path, corpus: Manifest) -> AttackSet:
         )
     utts = []
     absent = []
+    base = path.parent.resolve()
+    outside = [str(r["path"]) for r in rows if not _inside(base, Path(str(r["path"])))]
+    if outside:
+        raise ManifestError(
+            f"attack manifest {path}: {len(outside)} relative path(s) escape its folder {base}; first: "
+            f"{', '.join(outside[:5])}"
+        )
     for r in rows:
         audio = Path(str(r["path"]))
-        full = audio if audio.is_absolute() else (path.parent / audio).resolve()
+        full = audio if audio.is_absolute() else (base / audio).resolve()
         if not full.is_file():
             absent.append(str(r["path"]))
             continue

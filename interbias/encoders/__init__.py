@@ -387,6 +387,30 @@ class Encoder:
         }
 
 
+def load_reason(exc: BaseException) -> str:
+    """``Type: first sentence`` of an error raised while reading a checkpoint file, e.g.
+    ``RuntimeError: PytorchStreamReader failed reading zip archive: not a ZIP archive`` (torch
+    appends advice in further sentences)."""
+    line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    sentence = line.split(". ")[0].rstrip(".")
+    return f"{type(exc).__name__}: {sentence}" if sentence else type(exc).__name__
+
+
+def load_problem(exc: BaseException) -> str:
+    """One line for a failed ``load_state_dict``: torch's header plus its first detail (which
+    parameter, which shapes), e.g. ``Error(s) in loading state_dict for ResNet: size mismatch
+    for seg_1.weight: copying a param with shape torch.Size([8, 5120]) from checkpoint, the
+    shape in current model is torch.Size([10, 5120]). (+1 more)``."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    head, details = lines[0], lines[1:]
+    if not details:
+        return head
+    more = f" (+{len(details) - 1} more)" if len(details) > 1 else ""
+    return f"{head} {details[0][:300]}{more}"
+
+
 def freeze(model: Any, device: str) -> Any:
     """Eval mode, no gradients, on ``device``."""
     model.eval()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, freeze, register, sha256_file
+from interbias.encoders import Encoder, EncoderCard, freeze, load_problem, load_reason, register, sha256_file
 from interbias.encoders.features import fbank
 from interbias.errors import EncoderError
 
@@ -74,11 +74,11 @@ def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = N
     try:
         state = torch.load(str(ckpt), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise EncoderError(f"CAM++: cannot load checkpoint {ckpt} ({type(exc).__name__}: {exc})") from exc
+        raise EncoderError(f"CAM++: cannot load checkpoint {ckpt} ({load_reason(exc)})") from exc
     try:
         model.load_state_dict(state, strict=True)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0]
+        first = load_problem(exc)
         raise EncoderError(f"CAM++: checkpoint {ckpt} does not match the CAM++ architecture ({first})") from exc
     model = freeze(model, device)
     sha = sha256_file(ckpt)

@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from interbias.encoders import Encoder, EncoderCard, freeze, optional_import, register, sha256_file
+from interbias.encoders import (
+    Encoder,
+    EncoderCard,
+    freeze,
+    load_problem,
+    load_reason,
+    optional_import,
+    register,
+    sha256_file,
+)
 from interbias.encoders.features import ge2e_mel
 from interbias.errors import EncoderError
 
@@ -78,7 +87,7 @@ def _build(card: EncoderCard, *, device: str = "cpu") -> GE2E:
     try:
         state = torch.load(str(weights), map_location="cpu", weights_only=True)["model_state"]
     except Exception as exc:
-        raise EncoderError(f"GE2E: cannot load {weights} ({type(exc).__name__}: {exc}) (expected {WEIGHTS})") from exc
+        raise EncoderError(f"GE2E: cannot load {weights} ({load_reason(exc)}) (expected {WEIGHTS})") from exc
     with warnings.catch_warnings():  # resemblyzer imports scipy.ndimage.morphology (deprecated alias)
         warnings.simplefilter("ignore", DeprecationWarning)
         voice_encoder = optional_import("resemblyzer.voice_encoder", "GE2E", "resemblyzer (with librosa and webrtcvad)")
@@ -89,7 +98,7 @@ def _build(card: EncoderCard, *, device: str = "cpu") -> GE2E:
     try:  # the wheel loads with strict=False
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
+        first = load_problem(exc)
         raise EncoderError(f"GE2E: {weights} does not match the GE2E architecture ({first})") from exc
     model = freeze(model, device)
     model.device = torch.device(device)

@@ -8,7 +8,9 @@ and ``allow_network=False``; every path the pretrainer loads must lie in that fo
 ``.ckpt`` is first opened with ``torch.load(weights_only=True)`` so a corrupt file is reported
 by name. The embedding is ``encode_batch(wavs, wav_lens)`` (Fbank, sentence mean
 normalisation, the embedding model; ``normalize=False`` as in SpeechBrain's verification).
-``hyperparams.yaml`` instantiates the classes it names: only use files you trust.
+``hyperparams.yaml`` instantiates the classes it names, so its tags are read first with a safe
+loader and anything but ``!new``/``!name`` of SpeechBrain's model, feature and label-encoder
+classes, its Pretrainer and ``torch.nn`` (or ``!ref``/``!copy``) is refused before it is built.
 
 SpeechBrain's ``StatisticsPooling`` (the X-vector's) adds Gaussian noise of 1e-5–9e-5 to the
 pooled means, drawn from torch's global RNG, so two calls on one input differ. interbias sets
@@ -32,6 +34,7 @@ from interbias.encoders import (
     combined_sha256,
     drop_unloadable_lazy_modules,
     freeze,
+    load_reason,
     optional_import,
 )
 
@@ -83,13 +86,66 @@ def _check_checkpoints(card: EncoderCard, folder: Path, names: tuple[str, ...]) 
         try:
             torch.load(str(folder / name), map_location="cpu", weights_only=True)
         except Exception as exc:
-            raise card.error(folder, f"cannot load {name} ({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
+            raise card.error(folder, f"cannot load {name} ({load_reason(exc)})") from exc
+
+
+#: What ``hyperparams.yaml`` may build: HyperPyYAML runs the callables its tags name, so only
+#: SpeechBrain's model, feature and encoder classes, its Pretrainer and torch.nn modules.
+_ALLOWED_TARGETS = (
+    "speechbrain.lobes.",
+    "speechbrain.processing.",
+    "speechbrain.nnet.",
+    "speechbrain.dataio.encoder.",
+    "speechbrain.utils.parameter_transfer.Pretrainer",
+    "torch.nn.",
+)
+_PLAIN_TAGS = ("!ref", "!copy", "!tuple", "!PLACEHOLDER")
+
+
+def hparams_tags(text: str) -> list[str]:
+    """Every tag in a HyperPyYAML text, read with a safe loader (nothing is built)."""
+    import yaml
+
+    tags: list[str] = []
+
+    class _Recorder(yaml.SafeLoader):
+        pass
+
+    def record(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> None:
+        tags.append(node.tag)
+
+    _Recorder.add_multi_constructor("!", record)
+    _Recorder.add_multi_constructor("tag:yaml.org,2002:python/", record)
+    yaml.load(text, Loader=_Recorder)  # a SafeLoader subclass that only records tags
+    return tags
+
+
+def _check_hparams(card: EncoderCard, folder: Path) -> None:
+    """Refuse a ``hyperparams.yaml`` whose tags would run anything but the allowed classes."""
+    import yaml
+
+    try:
+        tags = hparams_tags((folder / "hyperparams.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise card.error(folder, f"hyperparams.yaml is not readable YAML ({type(exc).__name__})") from exc
+    for tag in tags:
+        if tag in _PLAIN_TAGS:
+            continue
+        kind, _, target = tag.partition(":")
+        if kind in ("!new", "!name") and target.startswith(_ALLOWED_TARGETS):
+            continue
+        raise card.error(
+            folder,
+            f"hyperparams.yaml uses {tag}: only !new/!name of speechbrain.lobes, .processing, .nnet, "
+            ".dataio.encoder, the Pretrainer and torch.nn are built from a model folder",
+        )
 
 
 def load_speechbrain(
     card: EncoderCard, located: Located, files: dict[str, str], *, device: str = "cpu"
 ) -> SpeechBrainEncoder:
     folder = located.folder.resolve()
+    _check_hparams(card, folder)
     _check_checkpoints(card, folder, located.files)
     inference = optional_import("speechbrain.inference.classifiers", card.label, "speechbrain (with torchaudio)")
     fetching = optional_import("speechbrain.utils.fetching", card.label, "speechbrain (with torchaudio)")

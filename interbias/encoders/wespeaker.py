@@ -16,7 +16,16 @@ import numpy as np
 import torch
 import yaml
 
-from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, freeze
+from interbias.encoders import (
+    Encoder,
+    EncoderCard,
+    Layout,
+    Located,
+    combined_sha256,
+    freeze,
+    load_problem,
+    load_reason,
+)
 from interbias.encoders.features import fbank
 from interbias.encoders.wespeaker_models import build
 
@@ -69,9 +78,7 @@ def load_wespeaker(
     try:
         state = torch.load(str(folder / "avg_model.pt"), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise card.error(
-            folder, f"cannot load avg_model.pt ({type(exc).__name__}: {str(exc).splitlines()[0]})"
-        ) from exc
+        raise card.error(folder, f"cannot load avg_model.pt ({load_reason(exc)})") from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise card.error(folder, "avg_model.pt is not a state dict of tensors")
     state = {k: v for k, v in state.items() if not k.startswith("projection.")}
@@ -79,7 +86,7 @@ def load_wespeaker(
         model = build(name, model_args, state)
         model.load_state_dict(state, strict=True)
     except (ValueError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0]
+        first = load_problem(exc)
         raise card.error(folder, f"avg_model.pt does not match {name} ({first})") from exc
     model = freeze(model, device)
     return WeSpeakerEncoder(

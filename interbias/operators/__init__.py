@@ -287,7 +287,11 @@ def parse_chain(items: Any, *, where: str) -> Chain:
         if not isinstance(item, dict) or "op" not in item:
             raise OperatorError(f"{here}: each operator is a mapping with an 'op' key")
         params = {k: v for k, v in item.items() if k != "op"}
-        ops.append(make_operator(str(item["op"]), params, where=here, check_resources=False))
+        try:
+            ops.append(make_operator(str(item["op"]), params, where=here, check_resources=False))
+        except OperatorError as exc:  # name the place in the file for every operator error
+            msg = str(exc)
+            raise OperatorError(msg if msg.startswith(here) else f"{here}: {msg}") from None
     return Chain(tuple(ops))
 
 
