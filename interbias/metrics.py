@@ -52,30 +52,39 @@ def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 def operating_points(scores: object, labels: object) -> OperatingPoints:
-    """Rates at every distinct threshold: FNR(t) = P(s < t | target), FPR(t) = P(s >= t | non)."""
+    """Rates at every distinct threshold: FNR(t) = P(s < t | target), FPR(t) = P(s >= t | non).
+
+    One sort of all scores gives the distinct thresholds and, at each, the number of scores
+    below it; one sort of the target scores and a binary search of the (ascending) thresholds
+    in it gives the targets below; non-targets below is the difference.
+    """
     s, lab = _validate(scores, labels)
     tgt = np.sort(s[lab])
-    non = np.sort(s[~lab])
-    n_t, n_n = len(tgt), len(non)
-    both = np.concatenate([tgt, non])
-    order = np.argsort(both, kind="stable")  # two sorted runs: a linear merge
-    merged = both[order]
+    merged = np.sort(s)
+    n_t = len(tgt)
+    n_n = len(merged) - n_t
     keep = np.empty(len(merged), dtype=bool)
     keep[0] = True
     np.not_equal(merged[1:], merged[:-1], out=keep[1:])
     starts = np.flatnonzero(keep)
-    uniq = merged[starts]
-    is_t = (order < n_t).view(np.int8)
-    acc = np.int32 if len(merged) < 2**31 - 1 else np.int64
-    cum = np.zeros(len(merged) + 1, dtype=np.int64)
-    cum[1:] = np.cumsum(is_t, dtype=acc)
-    t_lo = cum[starts]
-    n_lo = starts - t_lo
-    t_hi = np.append(t_lo[1:], n_t)
-    n_hi = np.append(n_lo[1:], n_n)
-    fnr = np.append(t_lo, n_t) / n_t
-    fpr = (n_n - np.append(n_lo, n_n)) / n_n
-    return OperatingPoints(np.append(uniq, np.inf), fnr, fpr, n_t, n_n, t_hi - t_lo, n_hi - n_lo, n_lo)
+    del keep
+    n_u = len(starts)
+    thresholds = np.empty(n_u + 1)
+    np.take(merged, starts, out=thresholds[:n_u])
+    thresholds[n_u] = np.inf
+    del merged
+    # targets and non-targets strictly below each threshold (the last entry: all of them)
+    t_lo = np.empty(n_u + 1, dtype=np.int64)
+    t_lo[:n_u] = np.searchsorted(tgt, thresholds[:n_u], side="left")
+    t_lo[n_u] = n_t
+    n_lo = np.empty(n_u + 1, dtype=np.int64)
+    np.subtract(starts, t_lo[:n_u], out=n_lo[:n_u])
+    n_lo[n_u] = n_n
+    del starts
+    fnr = t_lo / n_t
+    fpr = np.subtract(n_n, n_lo, dtype=np.float64)
+    fpr /= n_n
+    return OperatingPoints(thresholds, fnr, fpr, n_t, n_n, np.diff(t_lo), np.diff(n_lo), n_lo[:n_u])
 
 
 def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
