@@ -36,7 +36,7 @@ demo: venv
 	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
 
 bench: venv
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check interbias tests benchmarks

@@ -16,14 +16,42 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+#: What the timings measure: ``wall`` seconds, or ``cpu`` seconds of this process with
+#: BLAS and torch held to one thread (robust on a machine shared with other work, where
+#: wall times measure the queue; it hides any multi-core speed-up).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = {"name": "wall"}
+
+
+def set_clock(name: str) -> str:
+    """Select the clock (see :data:`CLOCKS`); ``cpu`` also limits BLAS and torch to one thread.
+    Returns a phrase for table titles."""
+    if name not in CLOCKS:
+        raise SystemExit(f"unknown clock {name!r}; valid: {', '.join(CLOCKS)}")
+    _clock["name"] = name
+    if name == "cpu":
+        import threadpoolctl
+        import torch
+
+        threadpoolctl.threadpool_limits(1)
+        torch.set_num_threads(1)
+        return "CPU seconds, one thread"
+    return "wall seconds"
+
+
+def now() -> float:
+    return CLOCKS[_clock["name"]]()
+
+
 def median_time(fn: Callable[[], Any], reps: int, *, warmup: bool = True) -> tuple[float, Any]:
-    """(median wall seconds over ``reps`` calls, the last result); one untimed call first."""
+    """(median seconds on the selected clock over ``reps`` calls, the last result); one
+    untimed call first unless ``warmup`` is false."""
     result = fn() if warmup else None
     times = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = now()
         result = fn()
-        times.append(time.perf_counter() - t)
+        times.append(now() - t)
     return statistics.median(times), result
 
 

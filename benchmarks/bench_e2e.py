@@ -6,6 +6,11 @@ The command runs in a fresh process with an empty embedding cache (the built cor
 shared with ``$INTERBIAS_CACHE``, so corpus building is not counted) and a temporary results
 folder. Forward time is what the run measured inside ``Encoder.embed`` (run.json
 ``timings.forward_s``); the wall time is the whole process, seen from outside.
+
+CPU seconds are given too (the process's user + system time; forward: the CPU time of the
+thread calling ``Encoder.embed``, ``timings.forward_cpu_s``). With ``--threads 1`` torch
+computes on that thread alone, so the CPU split is exact and does not depend on what else the
+machine is running — use it on a shared machine, where wall times measure the queue.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -24,6 +30,11 @@ from _common import ROOT, fmt_s, machine, table
 from bench_embedding import fresh_cache
 
 from interbias.paths import cache_dir
+
+
+def children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -39,14 +50,33 @@ def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
-def split(wall_s: float, info: dict[str, Any]) -> list[list[Any]]:
-    """Rows: the wall time, forward passes, and the run's other timed stages."""
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f} %"
+
+
+def split(wall_s: float, info: dict[str, Any], cpu_s: float | None = None) -> list[list[Any]]:
+    """Rows (part, wall, share of wall, CPU, share of CPU): the whole process, forward
+    passes, the harness overhead, then the run's timed stages (wall only)."""
     t = info["timings"]
     forward = t["forward_s"]
+    fcpu = t.get("forward_cpu_s")
+    cpu = cpu_s is not None and fcpu is not None
     rows = [
-        ["process wall time", fmt_s(wall_s), "100 %"],
-        ["encoder forward (inside Encoder.embed)", fmt_s(forward), f"{100 * forward / wall_s:.1f} %"],
-        ["harness overhead (wall − forward)", fmt_s(wall_s - forward), f"{100 * (wall_s - forward) / wall_s:.1f} %"],
+        ["process", fmt_s(wall_s), "100 %", fmt_s(cpu_s) if cpu else "—", "100 %" if cpu else "—"],
+        [
+            "encoder forward (inside Encoder.embed)",
+            fmt_s(forward),
+            _pct(forward, wall_s),
+            fmt_s(fcpu) if cpu else "—",
+            _pct(fcpu, cpu_s) if cpu else "—",
+        ],
+        [
+            "harness overhead (process − forward)",
+            fmt_s(wall_s - forward),
+            _pct(wall_s - forward, wall_s),
+            fmt_s(cpu_s - fcpu) if cpu else "—",
+            _pct(cpu_s - fcpu, cpu_s) if cpu else "—",
+        ],
     ]
     stages = [
         ("  start-up and imports (wall − run total)", wall_s - t["total_s"]),
@@ -57,12 +87,12 @@ def split(wall_s: float, info: dict[str, Any]) -> list[list[Any]]:
         ("  scoring and writing cells", t["score_s"]),
     ]
     for name, sec in stages:
-        rows.append([name, fmt_s(sec), f"{100 * sec / wall_s:.1f} %"])
+        rows.append([name, fmt_s(sec), _pct(sec, wall_s), "", ""])
     return rows
 
 
 def measure(
-    experiment: str, corpus: str | None, encoders: str, max_trials: int | None
+    experiment: str, corpus: str | None, encoders: str, max_trials: int | None, threads: int | None = None
 ) -> tuple[list[list[Any]], dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="interbias-e2e-") as tmp:
         tmp_path = Path(tmp)
@@ -71,14 +101,16 @@ def measure(
         args += ["--cache-dir", str(cache), "--quiet"] + (["--corpus", corpus] if corpus else [])
         if max_trials:
             args += ["--max-trials", str(max_trials)]
+        cpu0 = children_cpu_s()
         t = time.perf_counter()
-        proc = cli(args)
+        proc = cli(args, {"INTERBIAS_THREADS": str(threads)} if threads else None)
         wall = time.perf_counter() - t
+        cpu = children_cpu_s() - cpu0
         if proc.returncode != 0:
             raise SystemExit(f"interbias {' '.join(args)} failed:\n{proc.stderr}")
         results = next(line for line in proc.stdout.splitlines() if line.startswith("results: "))
         info = json.loads((Path(results.split(": ", 1)[1]).parent / "run.json").read_text())
-    return split(wall, info), info
+    return split(wall, info, cpu), info
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,17 +119,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default="synthetic")
     ap.add_argument("--encoders", default="CAM++,mfcc-stats")
     ap.add_argument("--max-trials", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None, help="INTERBIAS_THREADS for the run (1: exact CPU split)")
+    ap.add_argument("--clock", default="wall", help="cpu implies --threads 1 (both clocks are always shown)")
     args = ap.parse_args(argv)
-    rows, info = measure(args.experiment, args.corpus, args.encoders, args.max_trials)
+    if args.clock == "cpu" and args.threads is None:
+        args.threads = 1
+    rows, info = measure(args.experiment, args.corpus, args.encoders, args.max_trials, args.threads)
     counts = info["counts"]
     print(f"machine: {machine()}\n")
     title = (
         f"End to end: interbias run {args.experiment} --corpus {args.corpus} --encoders {args.encoders}"
         + (f" --max-trials {args.max_trials}" if args.max_trials else "")
         + f" (cold embedding cache; {counts['embedded']} embeddings, {info['trials']['n']} trials,"
-        f" {counts['cells']} cells)"
+        f" {counts['cells']} cells; torch threads {info['executor']['torch_threads']})"
     )
-    print(table(title, ["part", "time", "share of wall"], rows))
+    print(table(title, ["part", "wall", "share of wall", "CPU", "share of CPU"], rows))
     return 0
 
 

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 import numpy as np
-from _common import fmt_s, machine, median_time, table
+from _common import fmt_s, machine, median_time, set_clock, table
 
 from interbias import metrics
 from interbias.seeding import derive_rng
@@ -79,7 +79,9 @@ def sb_min_dcf_bytes(n: int) -> int:
     return SB_BYTES_PER_N2 * n * n
 
 
-def run(sizes: list[int], sb_sizes: list[int], reps: int, sb_reps: int, mem_limit: int) -> str:
+def run(
+    sizes: list[int], sb_sizes: list[int], reps: int, sb_reps: int, mem_limit: int, clock: str = "wall seconds"
+) -> str:
     rows: list[list[Any]] = []
     sb_missing = speechbrain_unavailable()
     for n in sorted(set(sizes) | set(sb_sizes)):
@@ -130,7 +132,7 @@ def run(sizes: list[int], sb_sizes: list[int], reps: int, sb_reps: int, mem_limi
                 ]
             )
     return table(
-        f"Metrics: EER + minDCF + AUC (median of {reps}; SpeechBrain {sb_reps})",
+        f"Metrics: EER + minDCF + AUC (median of {reps}; SpeechBrain {sb_reps}; {clock})",
         ["n scores", "implementation", "time", "× interbias", "EER", "ΔEER vs interbias", "minDCF"],
         rows,
     )
@@ -140,12 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--clock", default="wall", help="wall, or cpu (CPU seconds, one thread)")
     args = ap.parse_args(argv)
+    clock = set_clock(args.clock)
     if args.quick:
-        out = run([10_000, 100_000], [2_000], reps=2, sb_reps=1, mem_limit=2**30)
+        out = run([10_000, 100_000], [2_000], reps=2, sb_reps=1, mem_limit=2**30, clock=clock)
     else:
         mem = 4 * 2**30
-        out = run([1_000_000, 10_000_000], [10_000, 100_000], reps=args.reps, sb_reps=1, mem_limit=mem)
+        out = run([1_000_000, 10_000_000], [10_000, 100_000], reps=args.reps, sb_reps=1, mem_limit=mem, clock=clock)
     print(f"machine: {machine()}\n")
     print(out)
     return 0

@@ -35,12 +35,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", help="benchmarks to run (e.g. metrics scoring)")
     ap.add_argument("--quick", action="store_true", help="pass --quick to the benchmarks that take it")
+    ap.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: CPU seconds with one thread (for a machine shared with other work)",
+    )
     args = ap.parse_args(argv)
     env = {**os.environ}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     failed = []
     for path in scripts(args.only):
-        extra = ["--quick"] if args.quick and "--quick" in path.read_text() else []
+        text = path.read_text()
+        extra = ["--quick"] if args.quick and "--quick" in text else []
+        extra += ["--clock", args.clock] if args.clock != "wall" and "--clock" in text else []
         print(f"## {path.name}", flush=True)
         t = time.perf_counter()
         rc = subprocess.call([sys.executable, str(path), *extra], cwd=HERE.parent, env=env)

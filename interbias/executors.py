@@ -110,17 +110,22 @@ class Prepared:
 
 @dataclass
 class ExecStats:
-    """Seconds inside ``Encoder.embed`` per encoder label (summed over workers), and the
-    forward passes run by remote workers (local ones are on the driver's encoders)."""
+    """Wall seconds inside ``Encoder.embed`` per encoder label, CPU seconds of the calling
+    thread there (all of the forward pass when torch uses one thread), both summed over
+    workers, and the forward passes run by remote workers (local ones are counted on the
+    driver's encoders)."""
 
     forward_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    forward_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     remote_calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     workers: int = 1
 
-    def merge(self, forward_s: dict[str, float], calls: dict[str, int]) -> None:
-        for k, v in forward_s.items():
+    def merge(self, other: ExecStats) -> None:
+        for k, v in other.forward_s.items():
             self.forward_s[k] += v
-        for k, n in calls.items():
+        for k, v in other.forward_cpu_s.items():
+            self.forward_cpu_s[k] += v
+        for k, n in other.remote_calls.items():
             self.remote_calls[k] += n
 
 
@@ -164,16 +169,18 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
 
 def _embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> list[EmbedResult]:
     """Embed ``items`` in one call; if the call fails, each item alone (failures counted)."""
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.thread_time()
     try:
         vecs = enc.embed([p.wave for p in items])
         stats.forward_s[enc.label] += time.perf_counter() - t
+        stats.forward_cpu_s[enc.label] += time.thread_time() - c
         return [
             EmbedResult(p.uid, p.chain_fp, p.chain_key, enc.fingerprint, vecs[i], p.realised)
             for i, p in enumerate(items)
         ]
     except Exception as exc:
         stats.forward_s[enc.label] += time.perf_counter() - t
+        stats.forward_cpu_s[enc.label] += time.thread_time() - c
         if len(items) > 1:
             return [r for p in items for r in _embed_batch(enc, [p], stats)]
         p = items[0]
@@ -326,11 +333,13 @@ class RayWorker:
             "encoders": {e.label: e.fingerprint for e in self.encoders},
         }
 
-    def run(self, tasks: list[EmbedTask]) -> tuple[list[EmbedResult], dict[str, float], dict[str, int]]:
+    def run(self, tasks: list[EmbedTask]) -> tuple[list[EmbedResult], ExecStats]:
         stats = ExecStats()
         before = {e.label: e.forward_calls for e in self.encoders}
         out = list(embed_tasks(self.ctx, self.encoders, tasks, self.device, stats))
-        return out, dict(stats.forward_s), {e.label: e.forward_calls - before[e.label] for e in self.encoders}
+        for e in self.encoders:
+            stats.remote_calls[e.label] = e.forward_calls - before[e.label]
+        return out, stats
 
 
 def shards(tasks: Sequence[EmbedTask], size: int) -> list[list[EmbedTask]]:
@@ -384,8 +393,8 @@ class RayExecutor(Executor):
                     )
             self.stats.workers = n
             pool = ActorPool(actors)
-            for results, forward_s, calls in pool.map_unordered(lambda a, shard: a.run.remote(shard), work):
-                self.stats.merge(forward_s, calls)
+            for results, stats in pool.map_unordered(lambda a, shard: a.run.remote(shard), work):
+                self.stats.merge(stats)
                 yield from results
         except ray.exceptions.RayError as exc:
             raise RunError(f"ray: a worker failed ({type(exc).__name__}: {str(exc).strip().splitlines()[-1]})") from exc

@@ -574,6 +574,7 @@ def _run_locked(
     db.close()
     timings["embed_s"] = time.perf_counter() - t
     timings["forward_s"] = sum(executor.stats.forward_s.values())
+    timings["forward_cpu_s"] = sum(executor.stats.forward_cpu_s.values())
 
     t = time.perf_counter()
     errored: list[str] = []

@@ -80,42 +80,52 @@ def cosine_scores(
     enrol_idx = np.asarray(enrol_idx, dtype=np.int64)
     test_idx = np.asarray(test_idx, dtype=np.int64)
     n_e, n_t = len(enrol), len(test)
-    out = np.empty(len(enrol_idx), dtype=np.float32)
     if len(enrol_idx) == 0:
-        return out.astype(np.float64)
+        return np.empty(0, dtype=np.float64)
     rows = rows_per_block(n_t)
     n_blocks = (n_e + rows - 1) // rows
-    block = enrol_idx // rows
-    key_dtype = np.uint16 if n_blocks <= np.iinfo(np.uint16).max else np.int64
-    order = np.argsort(block.astype(key_dtype), kind="stable")  # radix sort for uint16 keys
-    bounds = np.searchsorted(block[order], np.arange(n_blocks + 1))
-    del block
+    order: np.ndarray | None = None
+    e_sorted, t_sorted = enrol_idx, test_idx
+    bounds = np.array([0, len(enrol_idx)])
+    if n_blocks > 1:  # group trials by block: stable radix sort on the block number
+        block = enrol_idx // rows
+        key_dtype = np.uint16 if n_blocks <= np.iinfo(np.uint16).max else np.int64
+        order = np.argsort(block.astype(key_dtype), kind="stable")
+        bounds = np.zeros(n_blocks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(block, minlength=n_blocks), out=bounds[1:])
+        del block
+        e_sorted, t_sorted = enrol_idx[order], test_idx[order]
+    done = np.empty(len(enrol_idx), dtype=np.float32)  # scores in block order
     mark = np.zeros(n_t, dtype=bool)
-    for b in range(n_blocks):
+    for b in range(len(bounds) - 1):
         lo, hi = int(bounds[b]), int(bounds[b + 1])
         if lo == hi:
             continue
-        pos = order[lo:hi]
         first = b * rows
         block_rows = enrol[first : min(first + rows, n_e)]
-        e_loc = enrol_idx[pos] - first
-        t_pos = test_idx[pos]
-        if _SORT_FACTOR * len(pos) < n_t:  # few trials: sort them rather than scan all tests
+        e_loc = e_sorted[lo:hi] - first
+        t_pos = t_sorted[lo:hi]
+        if _SORT_FACTOR * (hi - lo) < n_t:  # few trials: sort them rather than scan all tests
             cols, t_slot = np.unique(t_pos, return_inverse=True)
         else:
             mark[t_pos] = True
             cols = np.flatnonzero(mark)
             mark[cols] = False
             t_slot = None
-        plan = plan_block(len(block_rows), n_t, len(cols), len(pos))
+        plan = plan_block(len(block_rows), n_t, len(cols), hi - lo)
         if plan == "dense":
-            out[pos] = (block_rows @ test.T)[e_loc, t_pos]
+            done[lo:hi] = (block_rows @ test.T).ravel()[e_loc * n_t + t_pos]
         elif plan == "subset":
             if t_slot is None:
                 t_slot = np.searchsorted(cols, t_pos)
-            out[pos] = (block_rows @ test[cols].T)[e_loc, t_slot]
+            done[lo:hi] = (block_rows @ test[cols].T).ravel()[e_loc * len(cols) + t_slot]
         else:
-            out[pos] = _gather_dot(block_rows, test, e_loc, t_pos)
+            done[lo:hi] = _gather_dot(block_rows, test, e_loc, t_pos)
         if plans is not None:
             plans[plan] += 1
-    return out.astype(np.float64)
+    out = np.empty(len(enrol_idx), dtype=np.float64)
+    if order is None:
+        out[:] = done
+    else:
+        out[order] = done
+    return out

@@ -50,6 +50,7 @@ def test_e2e_split_arithmetic() -> None:
     info = {
         "timings": {
             "forward_s": 6.0,
+            "forward_cpu_s": 5.0,
             "total_s": 9.0,
             "load_encoders_s": 1.0,
             "corpus_s": 0.5,
@@ -58,19 +59,21 @@ def test_e2e_split_arithmetic() -> None:
             "score_s": 0.25,
         }
     }
-    rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info)}
-    assert rows["encoder forward (inside Encoder.embed)"][2] == "60.0 %"
-    assert rows["harness overhead (wall − forward)"][1:] == ["4.00 s", "40.0 %"]
+    rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info, 8.0)}
+    assert rows["process"][1:] == ["10.00 s", "100 %", "8.00 s", "100 %"]
+    assert rows["encoder forward (inside Encoder.embed)"][2:] == ["60.0 %", "5.00 s", "62.5 %"]
+    assert rows["harness overhead (process − forward)"][1:] == ["4.00 s", "40.0 %", "3.00 s", "37.5 %"]
     assert rows["start-up and imports (wall − run total)"][1] == "1.00 s"
     assert rows["embedding stage minus forward (decode, operators, cache)"][1] == "1.00 s"
 
 
 def test_e2e_runs_the_cli_in_a_fresh_process(tmp_path: Path, tiny_corpus, session_cache) -> None:
     exp = tiny_experiment(tmp_path, name="T06", seed=4)
-    rows, info = bench_e2e.measure(str(exp), None, "mfcc-stats", 10)
+    rows, info = bench_e2e.measure(str(exp), None, "mfcc-stats", 10, threads=1)
     assert info["counts"]["embedded"] > 0 and info["timings"]["forward_s"] > 0
+    assert info["executor"]["torch_threads"] == 1 and 0 < info["timings"]["forward_cpu_s"]
     wall = float(rows[0][1].split()[0]) if rows[0][1].endswith(" s") else float(rows[0][1].split()[0]) / 1000
-    assert wall >= info["timings"]["total_s"]
+    assert wall >= info["timings"]["total_s"] and rows[0][3] != "—"
 
 
 def test_gpu_check_distances_and_verdict() -> None:
@@ -99,3 +102,24 @@ def test_gpu_check_without_cuda_is_not_run(capsys: pytest.CaptureFixture[str]) -
         pytest.skip("a CUDA device is present: the check would run")
     assert gpu_check.main(["--device", "cuda"]) == 2
     assert "gpu_check: not run on cuda: CUDA is not available" in capsys.readouterr().err
+
+
+def test_cpu_clock_limits_threads_and_unknown_clock_is_an_error() -> None:
+    import threadpoolctl
+    import torch
+
+    threads = torch.get_num_threads()
+    blas = max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+    try:
+        assert _common.set_clock("cpu") == "CPU seconds, one thread"
+        assert torch.get_num_threads() == 1
+        assert all(i["num_threads"] == 1 for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+        t0 = _common.now()
+        sum(range(200_000))
+        assert _common.now() > t0
+    finally:
+        _common.set_clock("wall")
+        torch.set_num_threads(threads)
+        threadpoolctl.threadpool_limits(blas, user_api="blas")
+    with pytest.raises(SystemExit, match="unknown clock 'gpu'; valid: wall, cpu"):
+        _common.set_clock("gpu")
