@@ -169,15 +169,13 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
 
 def _embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> list[EmbedResult]:
     """Embed ``items`` in one call; if the call fails, each item alone (failures counted)."""
+    fp = enc.fingerprint  # a hash: computed once per batch
     t, c = time.perf_counter(), time.thread_time()
     try:
         vecs = enc.embed([p.wave for p in items])
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
-        return [
-            EmbedResult(p.uid, p.chain_fp, p.chain_key, enc.fingerprint, vecs[i], p.realised)
-            for i, p in enumerate(items)
-        ]
+        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised) for i, p in enumerate(items)]
     except Exception as exc:
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
@@ -185,7 +183,7 @@ def _embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> l
             return [r for p in items for r in _embed_batch(enc, [p], stats)]
         p = items[0]
         msg = str(exc) if isinstance(exc, EncoderError) else f"{enc.label} failed ({type(exc).__name__}: {exc})"
-        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, enc.fingerprint, None, p.realised, f"{p.uid}: {msg}")]
+        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, None, p.realised, f"{p.uid}: {msg}")]
 
 
 def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]:

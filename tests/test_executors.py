@@ -177,3 +177,16 @@ def test_ray_run_equals_serial_byte_for_byte(tmp_path: Path, tiny_corpus, sessio
     assert info_r["executor"]["torch_threads"] == info_s["executor"]["torch_threads"] == 1
     assert info_r["counts"]["forward_calls"] == info_s["counts"]["forward_calls"]
     assert info_r["timings"]["forward_s"] > 0
+
+
+def test_cli_rejects_unknown_executor_and_stray_address(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    exp = tiny_experiment(tmp_path, name="T04")
+    res = CliRunner().invoke(app, ["run", str(exp), "--executor", "dask", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 1 and "error: unknown executor 'dask'; valid: local, ray" in res.output
+    res = CliRunner().invoke(app, ["run", str(exp), "--address", "auto", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 1 and "error: --address is only used with --executor ray" in res.output
+    assert not (tmp_path / "r").exists()  # refused before any work
