@@ -60,7 +60,9 @@ def fmt_s(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds >= 1:
         return f"{seconds:.2f} s"
-    return f"{seconds * 1000:.1f} ms"
+    if seconds >= 1e-3:
+        return f"{seconds * 1000:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

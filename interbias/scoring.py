@@ -103,8 +103,7 @@ def cosine_scores(
             continue
         first = b * rows
         block_rows = enrol[first : min(first + rows, n_e)]
-        e_loc = e_sorted[lo:hi] - first
-        t_pos = t_sorted[lo:hi]
+        e_blk, t_pos = e_sorted[lo:hi], t_sorted[lo:hi]
         if _SORT_FACTOR * (hi - lo) < n_t:  # few trials: sort them rather than scan all tests
             cols, t_slot = np.unique(t_pos, return_inverse=True)
         else:
@@ -113,19 +112,23 @@ def cosine_scores(
             mark[cols] = False
             t_slot = None
         plan = plan_block(len(block_rows), n_t, len(cols), hi - lo)
-        if plan == "dense":
-            done[lo:hi] = (block_rows @ test.T).ravel()[e_loc * n_t + t_pos]
-        elif plan == "subset":
-            if t_slot is None:
-                t_slot = np.searchsorted(cols, t_pos)
-            done[lo:hi] = (block_rows @ test[cols].T).ravel()[e_loc * len(cols) + t_slot]
+        if plan == "gather":
+            done[lo:hi] = _gather_dot(block_rows, test, e_blk - first, t_pos)
         else:
-            done[lo:hi] = _gather_dot(block_rows, test, e_loc, t_pos)
+            if plan == "dense":
+                product, width, col = block_rows @ test.T, n_t, t_pos
+            else:
+                product, width = block_rows @ test[cols].T, len(cols)
+                col = np.searchsorted(cols, t_pos) if t_slot is None else t_slot
+            flat = np.multiply(e_blk, width)  # row-major position of each trial in the product
+            if first:
+                flat -= first * width
+            flat += col
+            np.take(product.ravel(), flat, out=done[lo:hi])
         if plans is not None:
             plans[plan] += 1
-    out = np.empty(len(enrol_idx), dtype=np.float64)
     if order is None:
-        out[:] = done
-    else:
-        out[order] = done
+        return done.astype(np.float64)
+    out = np.empty(len(enrol_idx), dtype=np.float64)
+    out[order] = done
     return out

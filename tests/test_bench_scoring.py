@@ -28,5 +28,5 @@ def test_quick_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert B.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "gather-and-dot (vectorised)" in out and "extrapolated" in out
-    assert "interbias (dense×" in out  # the dense case takes matrix products
+    assert "cross: 5 × 195" in out and "interbias (dense×" in out  # dense designs take matrix products
     assert "interbias (gather×" in out  # the scattered case gathers
