@@ -60,14 +60,15 @@ def split(wall_s: float, info: dict[str, Any], cpu_s: float | None = None) -> li
     t = info["timings"]
     forward = t["forward_s"]
     fcpu = t.get("forward_cpu_s")
-    cpu = cpu_s is not None and fcpu is not None
+    # the forward CPU time is the calling thread's: all of it only when torch uses one thread
+    cpu = cpu_s is not None and fcpu is not None and info.get("executor", {}).get("torch_threads") == 1
     rows = [
-        ["process", fmt_s(wall_s), "100 %", fmt_s(cpu_s) if cpu else "—", "100 %" if cpu else "—"],
+        ["process", fmt_s(wall_s), "100 %", fmt_s(cpu_s) if cpu_s is not None else "—", "100 %" if cpu else "—"],
         [
             "encoder forward (inside Encoder.embed)",
             fmt_s(forward),
             _pct(forward, wall_s),
-            fmt_s(fcpu) if cpu else "—",
+            fmt_s(fcpu) if cpu else "— (needs --threads 1)",
             _pct(fcpu, cpu_s) if cpu else "—",
         ],
         [

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("experiment", nargs="?", default="E16")
     ap.add_argument("--corpus", default="synthetic")
     ap.add_argument("--encoders", default="CAM++,mfcc-stats")
-    ap.add_argument("--max-trials", type=int, default=200, help="cap per stratum (the count check needs no more)")
+    ap.add_argument("--max-trials", type=int, default=50, help="cap per stratum (the count check needs no more)")
     args = ap.parse_args(argv)
     rows = measure(args.experiment, args.corpus, [e for e in args.encoders.split(",") if e], args.max_trials)
     print(f"machine: {machine()}\n")

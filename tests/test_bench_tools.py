@@ -57,13 +57,17 @@ def test_e2e_split_arithmetic() -> None:
             "trials_s": 0.25,
             "embed_s": 7.0,
             "score_s": 0.25,
-        }
+        },
+        "executor": {"torch_threads": 1},
     }
     rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info, 8.0)}
     assert rows["process"][1:] == ["10.00 s", "100 %", "8.00 s", "100 %"]
     assert rows["encoder forward (inside Encoder.embed)"][2:] == ["60.0 %", "5.00 s", "62.5 %"]
     assert rows["harness overhead (process − forward)"][1:] == ["4.00 s", "40.0 %", "3.00 s", "37.5 %"]
     assert rows["start-up and imports (wall − run total)"][1] == "1.00 s"
+    info["executor"]["torch_threads"] = 2  # the calling thread's CPU time is then not all of it
+    rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info, 8.0)}
+    assert rows["encoder forward (inside Encoder.embed)"][3:] == ["— (needs --threads 1)", "—"]
     assert rows["embedding stage minus forward (decode, operators, cache)"][1] == "1.00 s"
 
 
