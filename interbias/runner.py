@@ -201,7 +201,11 @@ class _Embedder:
                 self.failures[(uid, "*")] = str(exc)
         return self.sha[uid] or None
 
-    def run(self, items: dict[str, tuple[Chain, set[str]]], executor: Executor) -> None:
+    def run(self, items: dict[str, tuple[Chain, set[str]]], executor: Executor | None = None) -> None:
+        """Fill ``vectors`` for ``items`` from the cache, computing the rest with ``executor``
+        (default: this process, on the encoders' device)."""
+        if executor is None:
+            executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu")
         wanted: list[tuple[str, Chain, Encoder]] = []
         keys: list[Key] = []
         for _fp, (chain, uids) in sorted(items.items()):

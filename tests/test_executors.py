@@ -23,11 +23,11 @@ class FakeEncoder(Encoder):
     def __init__(self, label: str = "fake", poison: np.ndarray | None = None) -> None:
         card = EncoderCard(label=label, family="baseline", backend="test", embedding_dim=3)
         super().__init__(card, source="test", checkpoint_sha256="0" * 64)
-        self.batches: list[list[int]] = []
+        self.seen: list[list[int]] = []
         self.poison = poison
 
     def embed(self, waves):  # type: ignore[override]
-        self.batches.append([len(w) for w in waves])
+        self.seen.append([len(w) for w in waves])
         if self.poison is not None and any(np.array_equal(w, self.poison) for w in waves):
             raise EncoderError(f"{self.label}: poisoned input")
         return super().embed(waves)
@@ -83,16 +83,16 @@ def test_cuda_path_batches_by_length_and_equals_cpu(tiny_corpus, tmp_path: Path,
     cpu_enc, gpu_enc = FakeEncoder(), FakeEncoder()
     tasks = tasks_for(tiny_corpus, [cpu_enc], 12, chains)
     cpu = list(X.embed_tasks(ctx, [cpu_enc], tasks, "cpu", X.ExecStats()))
-    assert all(len(b) == 1 for b in cpu_enc.batches) and len(cpu_enc.batches) == 24
+    assert all(len(b) == 1 for b in cpu_enc.seen) and len(cpu_enc.seen) == 24
 
     monkeypatch.setattr(X, "pin", lambda w, device: w.copy())  # no CUDA here: the batching logic only
     monkeypatch.setattr(X, "GPU_BATCH", 5)
     monkeypatch.setattr(X, "GPU_BUFFER", 10)
     stats = X.ExecStats()
     gpu = list(X.embed_tasks(ctx, [gpu_enc], tasks, "cuda", stats))
-    sizes = [len(b) for b in gpu_enc.batches]
+    sizes = [len(b) for b in gpu_enc.seen]
     assert max(sizes) == 5 and sum(sizes) == 24 and gpu_enc.forward_calls == 24
-    assert all(b == sorted(b) for b in gpu_enc.batches)
+    assert all(b == sorted(b) for b in gpu_enc.seen)
     key = lambda r: (r.uid, r.chain_key)  # noqa: E731
     assert [key(r) for r in sorted(cpu, key=key)] == [key(r) for r in sorted(gpu, key=key)]
     for a, b in zip(sorted(cpu, key=key), sorted(gpu, key=key), strict=True):
@@ -112,7 +112,7 @@ def test_failed_batch_is_retried_item_by_item(tiny_corpus, tmp_path: Path, monke
     assert len(results) == 4 and [r.uid for r in bad] == [victim.id]
     assert bad[0].error == f"{victim.id}: fake: poisoned input" and bad[0].vector is None
     assert bad[0].realised is not None  # the chain ran; only the encoder failed
-    assert len(enc.batches) == 1 + 4  # one batch of four, then each alone
+    assert len(enc.seen) == 1 + 4  # one batch of four, then each alone
     assert sum(r.vector is not None for r in results) == 3
 
 
