@@ -4,8 +4,10 @@ drawing, decoding, operators, caching, scoring, writing).
 
 The command runs in a fresh process with an empty embedding cache (the built corpus is
 shared with ``$INTERBIAS_CACHE``, so corpus building is not counted) and a temporary results
-folder. Forward time is what the run measured inside ``Encoder.embed`` (run.json
-``timings.forward_s``); the wall time is the whole process, seen from outside.
+folder. The default is E14 capped at 20 trials per stratum (42 cells, 933 embeddings per
+encoder; the whole experiment, ``--max-trials 0``, needs 11 296). Forward time is what the
+run measured inside ``Encoder.embed`` (run.json ``timings.forward_s``); the wall time is the
+whole process, seen from outside.
 
 CPU seconds are given too (the process's user + system time; forward: the CPU time of the
 thread calling ``Encoder.embed``, ``timings.forward_cpu_s``). With ``--threads 1`` torch
@@ -116,10 +118,16 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("experiment", nargs="?", default="E16")
+    ap.add_argument("experiment", nargs="?", default="E14")
     ap.add_argument("--corpus", default="synthetic")
     ap.add_argument("--encoders", default="CAM++,mfcc-stats")
-    ap.add_argument("--max-trials", type=int, default=None)
+    ap.add_argument(
+        "--max-trials",
+        type=int,
+        default=20,
+        help="cap per stratum; 0: the whole experiment (E14 synthetic: 11 296 embeddings per encoder, "
+        "about 12 times the default's 933)",
+    )
     ap.add_argument("--threads", type=int, default=None, help="INTERBIAS_THREADS for the run (1: exact CPU split)")
     ap.add_argument("--clock", default="wall", help="cpu implies --threads 1 (both clocks are always shown)")
     args = ap.parse_args(argv)

@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     dist = cosine_distances(ref, got)
     dist_single = cosine_distances(single, got)
     wall = statistics.median(walls)
+    # the encoder pads batches only on CUDA and only with padding masks; else one call per input
+    how = f"padded batches of ≤ {args.batch}" if dev.batches() else "one at a time (no padding masks)"
     rows = [
         ["utterances / audio", f"{len(waves)} / {audio_s:.0f} s"],
         [
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{times_real_time(audio_s, cpu_wall):.0f}× real time ({cpu_wall:.1f} s)",
         ],
         [
-            f"{args.device}, batches of {args.batch} (median of {args.reps})",
+            f"{args.device}, {how} (median of {args.reps})",
             f"{times_real_time(audio_s, wall):.0f}× real time ({wall:.2f} s)",
         ],
         ["cosine distance CPU vs device: max / mean", f"{dist.max():.2e} / {dist.mean():.2e}"],
