@@ -10,7 +10,7 @@ REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/n
 export INTERBIAS_CACHE ?= $(CURDIR)/.cache/interbias
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv test test-slow demo bench lint format clean
+.PHONY: venv test test-slow demo bench gpu-check lint format clean
 
 venv: $(STAMP)
 
@@ -36,7 +36,10 @@ demo: venv
 	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
 
 bench: venv
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
+
+gpu-check: venv
+	PYTHON=$(PY) benchmarks/gpu_check.sh
 
 lint: venv
 	$(VENV)/bin/ruff check interbias tests benchmarks

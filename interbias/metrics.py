@@ -8,6 +8,7 @@ run from (FPR, FNR) = (1, 0) to (0, 1). Everything is sort-based, O(N log N).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -16,18 +17,54 @@ from interbias.errors import MetricError
 
 @dataclass(frozen=True)
 class OperatingPoints:
-    """Miss and false-alarm rates at ascending thresholds; the last threshold is +inf."""
+    """Counts at ascending thresholds (every distinct score, then +inf); rates on demand.
+
+    Between consecutive thresholds at least one score changes sides, so FNR − FPR is
+    strictly increasing along the points.
+    """
 
     thresholds: np.ndarray
-    fnr: np.ndarray
-    fpr: np.ndarray
+    #: Targets and non-targets strictly below each threshold (int64; the last: all of them).
+    t_lo: np.ndarray
+    n_lo: np.ndarray
+    #: Targets with a score equal to each finite threshold.
+    tgt_at: np.ndarray
     n_target: int
     n_nontarget: int
-    #: Targets and non-targets with a score equal to each finite threshold (for AUC).
-    tgt_at: np.ndarray
-    non_at: np.ndarray
-    #: Non-targets scoring strictly below each finite threshold.
-    non_below: np.ndarray
+
+    def fnr_at(self, k: int) -> np.float64:
+        return self.t_lo[k] / self.n_target
+
+    def fpr_at(self, k: int) -> np.float64:
+        return np.float64(self.n_nontarget - self.n_lo[k]) / self.n_nontarget
+
+    @cached_property
+    def fnr(self) -> np.ndarray:
+        """P(s < t | target) at each threshold."""
+        return self.t_lo / self.n_target
+
+    @cached_property
+    def fpr(self) -> np.ndarray:
+        """P(s >= t | non-target) at each threshold."""
+        out = np.subtract(self.n_nontarget, self.n_lo, dtype=np.float64)
+        out /= self.n_nontarget
+        return out
+
+    @cached_property
+    def non_at(self) -> np.ndarray:
+        """Non-targets with a score equal to each finite threshold."""
+        return np.diff(self.n_lo)
+
+    @property
+    def non_below(self) -> np.ndarray:
+        """Non-targets scoring strictly below each finite threshold."""
+        return self.n_lo[:-1]
+
+
+#: Operating points per piece when minimising the detection cost.
+_CHUNK = 1 << 16
+#: Below this many (target, non-target) pairs the AUC is summed in int64 (no overflow).
+_EXACT_PAIRS = 2**61
 
 
 def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
@@ -52,30 +89,51 @@ def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 def operating_points(scores: object, labels: object) -> OperatingPoints:
-    """Rates at every distinct threshold: FNR(t) = P(s < t | target), FPR(t) = P(s >= t | non)."""
+    """Counts (and rates) at every distinct threshold: FNR(t) = P(s < t | target),
+    FPR(t) = P(s >= t | non-target).
+
+    One sort of all scores gives the distinct thresholds and, at each, the number of scores
+    below it; the sorted target scores, located among the thresholds by binary search, give
+    the targets at each threshold; non-targets below is the difference. No rate array is
+    built until asked for.
+    """
     s, lab = _validate(scores, labels)
     tgt = np.sort(s[lab])
-    non = np.sort(s[~lab])
-    n_t, n_n = len(tgt), len(non)
-    both = np.concatenate([tgt, non])
-    order = np.argsort(both, kind="stable")  # two sorted runs: a linear merge
-    merged = both[order]
-    keep = np.empty(len(merged), dtype=bool)
+    merged = np.sort(s)
+    n_t = len(tgt)
+    n = len(merged)
+    n_n = n - n_t
+    keep = np.empty(n, dtype=bool)
     keep[0] = True
     np.not_equal(merged[1:], merged[:-1], out=keep[1:])
     starts = np.flatnonzero(keep)
-    uniq = merged[starts]
-    is_t = (order < n_t).view(np.int8)
-    acc = np.int32 if len(merged) < 2**31 - 1 else np.int64
-    cum = np.zeros(len(merged) + 1, dtype=np.int64)
-    cum[1:] = np.cumsum(is_t, dtype=acc)
-    t_lo = cum[starts]
-    n_lo = starts - t_lo
-    t_hi = np.append(t_lo[1:], n_t)
-    n_hi = np.append(n_lo[1:], n_n)
-    fnr = np.append(t_lo, n_t) / n_t
-    fpr = (n_n - np.append(n_lo, n_n)) / n_n
-    return OperatingPoints(np.append(uniq, np.inf), fnr, fpr, n_t, n_n, t_hi - t_lo, n_hi - n_lo, n_lo)
+    del keep
+    n_u = len(starts)
+    thresholds = np.empty(n_u + 1)
+    np.take(merged, starts, out=thresholds[:n_u])
+    thresholds[n_u] = np.inf
+    del merged
+    tgt_at = np.bincount(np.searchsorted(thresholds[:n_u], tgt), minlength=n_u)
+    del tgt
+    t_lo = np.empty(n_u + 1, dtype=np.int64)
+    t_lo[0] = 0
+    np.cumsum(tgt_at, out=t_lo[1:])
+    n_lo = np.empty(n_u + 1, dtype=np.int64)
+    np.subtract(starts, t_lo[:n_u], out=n_lo[:n_u])
+    n_lo[n_u] = n_n
+    return OperatingPoints(thresholds, t_lo, n_lo, tgt_at, n_t, n_n)
+
+
+def _crossing(p: OperatingPoints) -> int:
+    """The first k with FNR_k − FPR_k >= 0 (binary search: the difference increases)."""
+    lo, hi = 0, len(p.thresholds) - 1  # at +inf: FNR 1, FPR 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if p.fnr_at(mid) - p.fpr_at(mid) >= 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
@@ -88,12 +146,14 @@ def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
     ``roc_curve`` + ``brentq`` computes). The threshold is interpolated the same way (the
     upper point's threshold when it is +inf).
     """
-    d = p.fnr - p.fpr
-    k = int(np.argmax(d >= 0))
-    if d[k] == 0 or k == 0:
-        return float(p.fnr[k]), float(p.thresholds[k])
-    a = -d[k - 1] / (d[k] - d[k - 1])
-    eer = p.fnr[k - 1] + a * (p.fnr[k] - p.fnr[k - 1])
+    k = _crossing(p)
+    fnr_k, d_k = p.fnr_at(k), p.fnr_at(k) - p.fpr_at(k)
+    if d_k == 0 or k == 0:
+        return float(fnr_k), float(p.thresholds[k])
+    fnr_j = p.fnr_at(k - 1)
+    d_j = fnr_j - p.fpr_at(k - 1)
+    a = -d_j / (d_k - d_j)
+    eer = fnr_j + a * (fnr_k - fnr_j)
     lo, hi = p.thresholds[k - 1], p.thresholds[k]
     thr = hi if not np.isfinite(hi) else lo + a * (hi - lo)
     return float(eer), float(thr)
@@ -111,9 +171,10 @@ def eer_legacy_from_points(p: OperatingPoints) -> float:
     order with ``drop_intermediate=False``). Not interpolated: it can differ from :func:`eer`
     by up to half the rate step at the crossing.
     """
-    gap = np.abs(p.fpr - p.fnr)
-    k = len(gap) - 1 - int(np.argmin(gap[::-1]))
-    return float((p.fpr[k] + p.fnr[k]) / 2)
+    k = _crossing(p)  # |FPR − FNR| is smallest at k or k − 1 (the difference increases)
+    if k > 0 and abs(p.fnr_at(k - 1) - p.fpr_at(k - 1)) < abs(p.fnr_at(k) - p.fpr_at(k)):
+        k -= 1
+    return float((p.fpr_at(k) + p.fnr_at(k)) / 2)
 
 
 def eer_legacy(scores: object, labels: object) -> float:
@@ -130,8 +191,14 @@ def min_dcf_from_points(p: OperatingPoints, *, p_target: float = 0.01, c_miss: f
         raise MetricError(f"p_target must be in (0, 1), got {p_target}")
     if c_miss <= 0 or c_fa <= 0:
         raise MetricError("c_miss and c_fa must be positive")
-    cost = c_miss * p.fnr * p_target + c_fa * p.fpr * (1 - p_target)
-    return float(cost.min() / min(c_miss * p_target, c_fa * (1 - p_target)))
+    best = np.inf
+    for start in range(0, len(p.t_lo), _CHUNK):  # cache-sized pieces, no full-length temporaries
+        fnr = p.t_lo[start : start + _CHUNK] / p.n_target
+        fpr = np.subtract(p.n_nontarget, p.n_lo[start : start + _CHUNK], dtype=np.float64)
+        fpr /= p.n_nontarget
+        cost = c_miss * fnr * p_target + c_fa * fpr * (1 - p_target)
+        best = min(best, cost.min())
+    return float(best / min(c_miss * p_target, c_fa * (1 - p_target)))
 
 
 def min_dcf(scores: object, labels: object, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
@@ -139,9 +206,15 @@ def min_dcf(scores: object, labels: object, *, p_target: float = 0.01, c_miss: f
 
 
 def auc_from_points(p: OperatingPoints) -> float:
-    """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney)."""
+    """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney).
+
+    Twice the wins, Σ_k tgt_at_k·(n_lo_k + n_lo_{k+1}), is summed exactly in integers."""
+    pairs = p.n_target * p.n_nontarget
+    if pairs < _EXACT_PAIRS:
+        wins2 = int(np.dot(p.tgt_at, p.n_lo[:-1])) + int(np.dot(p.tgt_at, p.n_lo[1:]))
+        return wins2 / (2 * pairs)
     wins = np.sum(p.tgt_at * (p.non_below + 0.5 * p.non_at), dtype=np.float64)
-    return float(wins / (p.n_target * p.n_nontarget))
+    return float(wins / pairs)
 
 
 def auc(scores: object, labels: object) -> float:

@@ -3,7 +3,8 @@
 1. Load the experiment, the corpus manifest and every encoder (all failures before work).
 2. Derive the run id from what was asked; lock ``results/<run_id>/``.
 3. Draw (or re-read and verify) the trial list; every cell and encoder scores exactly it.
-4. Embed each needed (utterance, chain) once per encoder, reusing the embedding cache;
+4. Embed each needed (utterance, chain) once per encoder, reusing the embedding cache
+   (computed by an executor, here or on Ray; the runner alone writes the cache);
    each utterance is decoded once and each chain applied once for all encoders.
 5. Score each cell × encoder, write its per-trial scores and a completion record.
 6. Assemble results.csv (DESIGN schema) and run.json (provenance, counts, timings).
@@ -31,11 +32,12 @@ from interbias.cache import EmbeddingCache, Key
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
-from interbias.errors import AudioError, EncoderError, InterbiasError, OperatorError, RunError
+from interbias.errors import AudioError, EncoderError, InterbiasError, RunError
+from interbias.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.lock import RunLock
 from interbias.manifest import Manifest, Utterance
-from interbias.operators import Chain, OpContext
+from interbias.operators import Chain
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir, slug
 from interbias.progress import Reporter
@@ -66,6 +68,10 @@ class RunOptions:
     data_root: Path | None = None
     trials: Path | None = None
     trials_format: str | None = None
+    #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.executors).
+    executor: str = "local"
+    #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).
+    address: str | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -107,6 +113,12 @@ def load_encoders(
     if len({e.label for e in encoders}) != len(encoders):
         raise EncoderError("an encoder label is listed twice")
     return encoders
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def run_id_for(
@@ -177,6 +189,8 @@ class _Embedder:
         self.n_embedded = 0
         self.n_cached = 0
         self.exclude: dict[str, frozenset[str]] = {}
+        #: (utt id, chain fp) -> the cache's chain component (:func:`cache_chain_key`).
+        self.cache_keys: dict[tuple[str, str], str] = {}
 
     def utt_sha(self, uid: str) -> str | None:
         if uid not in self.sha:
@@ -187,7 +201,11 @@ class _Embedder:
                 self.failures[(uid, "*")] = str(exc)
         return self.sha[uid] or None
 
-    def run(self, items: dict[str, tuple[Chain, set[str]]]) -> None:
+    def run(self, items: dict[str, tuple[Chain, set[str]]], executor: Executor | None = None) -> None:
+        """Fill ``vectors`` for ``items`` from the cache, computing the rest with ``executor``
+        (default: this process, on the encoders' device)."""
+        if executor is None:
+            executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu")
         wanted: list[tuple[str, Chain, Encoder]] = []
         keys: list[Key] = []
         for _fp, (chain, uids) in sorted(items.items()):
@@ -196,11 +214,12 @@ class _Embedder:
                 if sha is None:
                     continue
                 ckey = cache_chain_key(chain, self.exclude.get(uid, frozenset()), self.exp.frontend)
+                self.cache_keys[(uid, chain.fingerprint)] = ckey
                 for enc in self.encoders:
                     wanted.append((uid, chain, enc))
                     keys.append((sha, ckey, enc.fingerprint))
         found = self.cache.get_many(keys)
-        todo: dict[str, dict[str, tuple[Chain, list[Encoder]]]] = {}
+        todo: dict[str, dict[str, tuple[Chain, list[str]]]] = {}
         for (uid, chain, enc), key in zip(wanted, keys, strict=True):
             entry = found.get(key)
             if entry is not None:
@@ -209,78 +228,42 @@ class _Embedder:
                 self.n_cached += 1
             else:
                 slot = todo.setdefault(uid, {})
-                slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc)
+                slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
         self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
+        tasks = [
+            EmbedTask(
+                uid,
+                self.sha[uid],
+                self.exclude.get(uid, frozenset()),
+                tuple((chain, tuple(encs)) for _, (chain, encs) in sorted(todo[uid].items())),
+            )
+            for uid in sorted(todo)
+        ]
+        ctx = EmbedContext(self.exp, self.manifest, self.cache.path.parent)
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
-        with self.reporter.task("embedding", n_todo) as advance:
-            for uid in sorted(todo):
-                self._embed_utterance(uid, todo[uid], pending, advance)
+        with self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
+            for result in executor.embed(ctx, self.encoders, tasks):
+                self._take(result, pending)
+                advance(result.n_items)
                 if len(pending) >= _CACHE_BATCH:
                     self.cache.put_many(pending)
                     pending = []
         if pending:
             self.cache.put_many(pending)
 
-    def _embed_utterance(
-        self, uid: str, chains: dict[str, tuple[Chain, list[Encoder]]], pending: list, advance: Any
-    ) -> None:
-        u = self.by_id[uid]
-        n_items = sum(len(e) for _, e in chains.values())
-        try:
-            loaded = audio.load(self.manifest.resolve(u), self.exp.frontend)
-        except AudioError as exc:
-            for fp in chains:
-                self.failures[(uid, fp)] = str(exc)
-            advance(n_items)
+    def _take(self, r: EmbedResult, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
+        """Record one executor result; vectors are queued for the cache (written here only)."""
+        if r.realised is not None:
+            self.realised[(r.uid, r.chain_fp)] = r.realised
+        if r.error is not None or r.vector is None:
+            self.failures[(r.uid, r.chain_fp)] = r.error or f"{r.uid}: no embedding was produced"
             return
-        front = {
-            "source_rate_hz": loaded.source_rate_hz,
-            "channels": loaded.source_channels,
-            "truncated": loaded.truncated,
-        }
-        sha = self.sha[uid]
-        exclude = self.exclude.get(uid, frozenset())
-        for fp, (chain, encs) in sorted(chains.items()):
-            ckey = cache_chain_key(chain, exclude, self.exp.frontend)
-            try:
-                wave, ops = chain.apply(
-                    loaded.samples,
-                    utterance_sha256=sha,
-                    key=chain.key(exclude),
-                    make_ctx=lambda rng, u=u: OpContext(
-                        sample_rate_hz=loaded.sample_rate_hz,
-                        utterance_id=u.id,
-                        speaker=u.speaker,
-                        rng=rng,
-                        corpus=self.manifest,
-                        exclude_speakers=exclude | {u.speaker},
-                        frontend=self.exp.frontend,
-                        cache_dir=self.cache.path.parent,
-                    ),
-                )
-            except OperatorError as exc:
-                self.failures[(uid, fp)] = f"{uid}: {exc}"
-                advance(len(encs))
-                continue
-            record = [{"frontend": front}, *ops]
-            self.realised[(uid, fp)] = record
-            for enc in encs:
-                try:
-                    vec = enc.embed([wave])[0]
-                except EncoderError as exc:
-                    self.failures[(uid, fp)] = f"{uid}: {exc}"
-                    advance(1)
-                    continue
-                except Exception as exc:  # a model raising on one input is a counted failure
-                    self.failures[(uid, fp)] = f"{uid}: {enc.label} failed ({type(exc).__name__}: {exc})"
-                    advance(1)
-                    continue
-                self.vectors[(uid, fp, enc.fingerprint)] = vec
-                pending.append(((sha, ckey, enc.fingerprint), vec, record))
-                self.n_embedded += 1
-                advance(1)
-                crashpoints.reached("embedded")
+        self.vectors[(r.uid, r.chain_fp, r.encoder_fp)] = r.vector
+        key = (self.sha[r.uid], self.cache_keys[(r.uid, r.chain_fp)], r.encoder_fp)
+        pending.append((key, r.vector, r.realised or []))
+        self.n_embedded += 1
+        crashpoints.reached("embedded")
 
     def failed(self, uid: str, chain_fp: str) -> str | None:
         return self.failures.get((uid, chain_fp)) or self.failures.get((uid, "*"))
@@ -468,6 +451,7 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     if not 0 <= options.max_failure_share < 1:
         raise RunError("--max-failure-share must be in [0, 1)")
+    executor = make_executor(options.executor, device=options.device, address=options.address)
     encoders = load_encoders(options.encoders, options.device)
     timings["load_encoders_s"] = time.perf_counter() - t0
     t = time.perf_counter()
@@ -499,7 +483,20 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         atomic.remove_stale_temps(run_dir)
         try:
             return _run_locked(
-                exp, manifest, encoders, options, reporter, run_dir, run_id, rev, cache, timings, t0, trials, attacks
+                exp,
+                manifest,
+                encoders,
+                options,
+                reporter,
+                run_dir,
+                run_id,
+                rev,
+                cache,
+                timings,
+                t0,
+                trials,
+                executor,
+                attacks,
             )
         except atomic.WriteError as exc:
             done = sum(1 for _ in (run_dir / "cells").rglob("*.json"))
@@ -521,6 +518,7 @@ def _run_locked(
     timings: dict[str, float],
     t0: float,
     trials: TrialList,
+    executor: Executor,
     attacks: AttackSet | None = None,
 ) -> RunOutcome:
     t = time.perf_counter()
@@ -576,9 +574,11 @@ def _run_locked(
     emb.exclude = partners(trials.frame)
     emb.sha.update({uid: sha for uid, sha in shas.items() if sha})
     if pending:
-        emb.run(items)
+        emb.run(items, executor)
     db.close()
     timings["embed_s"] = time.perf_counter() - t
+    timings["forward_s"] = sum(executor.stats.forward_s.values())
+    timings["forward_cpu_s"] = sum(executor.stats.forward_cpu_s.values())
 
     t = time.perf_counter()
     errored: list[str] = []
@@ -647,6 +647,7 @@ def _run_locked(
         },
         "encoders": [e.provenance() for e in encoders],
         "device": options.device,
+        "executor": {**executor.describe(), "torch_threads": _torch_threads()},
         "trials": {
             "sha256": trials.sha256,
             "n": len(trials.frame),
@@ -661,7 +662,8 @@ def _run_locked(
             "cells_reused": cells_done_before,
             "embedded": emb.n_embedded,
             "from_cache": emb.n_cached,
-            "forward_calls": {e.label: e.forward_calls for e in encoders},
+            "forward_calls": {e.label: e.forward_calls + executor.stats.remote_calls[e.label] for e in encoders},
+            "forward_s": dict(executor.stats.forward_s),
             "failed_items": len(emb.failures),
         },
         "failures": all_failures[:200],

@@ -48,6 +48,15 @@ def run(
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,
+    executor: Annotated[
+        str, typer.Option(help="Who computes embeddings: local (this process) or ray (a Ray cluster).")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder."""
     from interbias.runner import RunOptions
@@ -70,6 +79,8 @@ def run(
             data_root=data_root,
             trials=trials,
             trials_format=trials_format,
+            executor=executor,
+            address=address,
             command=["interbias", *sys.argv[1:]],
         )
     )

@@ -1,0 +1,129 @@
+"""benchmarks/: run_all discovery, the embedding-count and end-to-end scripts on the tiny
+corpus, and the CPU-side logic of the GPU check (its CUDA part is not run here)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import tiny_experiment
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _common  # noqa: E402
+import bench_e2e  # noqa: E402
+import bench_embedding  # noqa: E402
+import gpu_check  # noqa: E402
+import run_all  # noqa: E402
+
+
+def test_run_all_finds_every_bench_script_and_rejects_unknown_names() -> None:
+    names = [p.name for p in run_all.scripts()]
+    assert {"bench_metrics.py", "bench_scoring.py", "bench_embedding.py", "bench_e2e.py"} <= set(names)
+    assert names == sorted(names)
+    assert [p.name for p in run_all.scripts(["scoring", "bench_metrics"])] == ["bench_scoring.py", "bench_metrics.py"]
+    with pytest.raises(SystemExit, match=r"unknown benchmark\(s\) nope; valid: .*metrics"):
+        run_all.scripts(["nope"])
+
+
+def test_table_and_median_time() -> None:
+    out = _common.table("T", ["a", "bb"], [[1, "x"], ["long", 2]])
+    assert out.splitlines()[2:] == ["| a    | bb |", "|------|----|", "| 1    | x  |", "| long | 2  |"]
+    calls = []
+    t, result = _common.median_time(lambda: calls.append(1) or len(calls), 3)
+    assert len(calls) == 4 and result == 4 and t >= 0  # one warm-up call, three timed
+
+
+def test_embedding_counts_on_tiny_experiment(tmp_path: Path, tiny_corpus, session_cache) -> None:
+    exp = tiny_experiment(tmp_path, name="T05", seed=3)
+    rows = bench_embedding.measure(str(exp), None, ["mfcc-stats"], None)
+    (_, label, need, cold, equal, warm_new, warm_same) = rows[0]
+    assert label == "mfcc-stats" and need > 0 and cold == need and equal == "yes"
+    assert warm_new == 0 and warm_same == 0
+
+
+def test_e2e_split_arithmetic() -> None:
+    info = {
+        "timings": {
+            "forward_s": 6.0,
+            "forward_cpu_s": 5.0,
+            "total_s": 9.0,
+            "load_encoders_s": 1.0,
+            "corpus_s": 0.5,
+            "trials_s": 0.25,
+            "embed_s": 7.0,
+            "score_s": 0.25,
+        },
+        "executor": {"torch_threads": 1},
+    }
+    rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info, 8.0)}
+    assert rows["process"][1:] == ["10.00 s", "100 %", "8.00 s", "100 %"]
+    assert rows["encoder forward (inside Encoder.embed)"][2:] == ["60.0 %", "5.00 s", "62.5 %"]
+    assert rows["harness overhead (process − forward)"][1:] == ["4.00 s", "40.0 %", "3.00 s", "37.5 %"]
+    assert rows["start-up and imports (wall − run total)"][1] == "1.00 s"
+    info["executor"]["torch_threads"] = 2  # the calling thread's CPU time is then not all of it
+    rows = {r[0].strip(): r for r in bench_e2e.split(10.0, info, 8.0)}
+    assert rows["encoder forward (inside Encoder.embed)"][3:] == ["— (needs --threads 1)", "—"]
+    assert rows["embedding stage minus forward (decode, operators, cache)"][1] == "1.00 s"
+
+
+def test_e2e_runs_the_cli_in_a_fresh_process(tmp_path: Path, tiny_corpus, session_cache) -> None:
+    exp = tiny_experiment(tmp_path, name="T06", seed=4)
+    rows, info = bench_e2e.measure(str(exp), None, "mfcc-stats", 10, threads=1)
+    assert info["counts"]["embedded"] > 0 and info["timings"]["forward_s"] > 0
+    assert info["executor"]["torch_threads"] == 1 and 0 < info["timings"]["forward_cpu_s"]
+    wall = float(rows[0][1].split()[0]) if rows[0][1].endswith(" s") else float(rows[0][1].split()[0]) / 1000
+    assert wall >= info["timings"]["total_s"] and rows[0][3] != "—"
+
+
+def test_gpu_check_distances_and_verdict() -> None:
+    a = np.array([[1.0, 0.0], [0.6, 0.8], [1.0, 1.0]])
+    b = np.array([[1.0, 0.0], [0.8, 0.6], [2.0, 2.0]])
+    np.testing.assert_allclose(gpu_check.cosine_distances(a, b), [0.0, 1 - 0.96, 0.0], atol=1e-15)
+    assert gpu_check.verdict(np.array([0.0, 1e-4])) == "PASS"
+    assert gpu_check.verdict(np.array([0.0, 1.01e-4])) == "FAIL"
+    assert gpu_check.times_real_time(120.0, 2.0) == 60.0
+    with pytest.raises(ValueError, match="shapes differ"):
+        gpu_check.cosine_distances(a, b[:2])
+
+
+def test_gpu_check_runs_its_logic_on_cpu(tiny_corpus, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        gpu_check.main(["--device", "cpu", "--encoder", "mfcc-stats", "--n", "6", "--batch", "4", "--reps", "1"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert re.search(r"\| agreement \(max ≤ 0.0001\) +\| PASS +\|", out) and "| 6 / " in out
+
+
+def test_gpu_check_without_cuda_is_not_run(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the check would run")
+    assert gpu_check.main(["--device", "cuda"]) == 2
+    assert "gpu_check: not run on cuda: CUDA is not available" in capsys.readouterr().err
+
+
+def test_cpu_clock_limits_threads_and_unknown_clock_is_an_error() -> None:
+    import threadpoolctl
+    import torch
+
+    threads = torch.get_num_threads()
+    blas = max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+    try:
+        assert _common.set_clock("cpu") == "CPU seconds, one thread"
+        assert torch.get_num_threads() == 1
+        assert all(i["num_threads"] == 1 for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+        t0 = _common.now()
+        sum(range(200_000))
+        assert _common.now() > t0
+    finally:
+        _common.set_clock("wall")
+        torch.set_num_threads(threads)
+        threadpoolctl.threadpool_limits(blas, user_api="blas")
+    with pytest.raises(SystemExit, match="unknown clock 'gpu'; valid: wall, cpu"):
+        _common.set_clock("gpu")
