@@ -41,6 +41,7 @@ def _margin(enc, corpus) -> float:
     return float(S[iu][same].mean() - S[iu][~same].mean())
 
 
+@pytest.mark.slow  # test_encoders_packaged asserts a larger margin on the same weights in the default suite
 def test_campplus_real_weights_separate_speakers(tiny_corpus) -> None:
     enc = load_encoder("CAM++")
     assert len(enc.checkpoint_sha256) == 64 and enc.checkpoint_sha256 == (
