@@ -7,6 +7,7 @@ that makes a file unusable raises :class:`AudioError` with a message naming the 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
@@ -156,3 +157,15 @@ def info(path: Path) -> tuple[float, int, int]:
             pass
     data, rate = decode(path)
     return data.shape[0] / rate, rate, data.shape[1]
+
+
+def write_flac16(path: Path, x: np.ndarray, rate: int) -> tuple[int, str]:
+    """Write ``x`` (floats in [−1, 1]) as 16-bit PCM FLAC, rounding to the nearest step and
+    clipping; returns the number of samples and the sha256 of the file written."""
+    import soundfile as sf
+
+    q = np.clip(np.round(np.asarray(x) * 32767.0), -32768, 32767).astype(np.int16)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), q, rate, subtype="PCM_16", format="FLAC")
+    return len(q), hashlib.sha256(path.read_bytes()).hexdigest()

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from interbias.audio import write_flac16
 from interbias.errors import CorpusError, ManifestError
 from interbias.manifest import Manifest, Utterance
 from interbias.registry import Registry
@@ -372,15 +373,12 @@ def _convert_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for job in jobs:
         x, rate = sf.read(job["source_path"], dtype="float64")
         y, rec = convert(x, rate, pitch_ratio=job["pitch_ratio"], formant_ratio=job["formant_ratio"])
-        q = np.clip(np.round(y * 32767.0), -32768, 32767).astype(np.int16)
-        path = Path(job["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sf.write(str(path), q, rate, subtype="PCM_16", format="FLAC")
+        n, sha = write_flac16(Path(job["path"]), y, rate)
         out.append(
             {
                 "id": job["id"],
-                "duration_s": len(q) / rate,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "duration_s": n / rate,
+                "sha256": sha,
                 "pitch_ratio": rec["pitch_ratio"],
             }
         )

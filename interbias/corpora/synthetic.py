@@ -319,9 +319,8 @@ def _data_dir(build_dir: Path) -> Path:
 
 def _render_voice(data_dir: str, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: render one voice's utterances in a fixed order (fresh process per voice)."""
-    import soundfile as sf
 
-    from interbias.audio import resample
+    from interbias.audio import resample, write_flac16
     from interbias.corpora.espeak import Espeak
 
     engine = Espeak(Path(data_dir))
@@ -341,17 +340,8 @@ def _render_voice(data_dir: str, jobs: list[dict[str, Any]]) -> list[dict[str, A
             volume=job["volume"],
         )
         x = resample(pcm.astype(np.float32) / 32768.0, engine.sample_rate_hz, SAMPLE_RATE_HZ)
-        q = np.clip(np.round(x * 32767.0), -32768, 32767).astype(np.int16)
-        path = Path(job["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sf.write(str(path), q, SAMPLE_RATE_HZ, subtype="PCM_16", format="FLAC")
-        out.append(
-            {
-                "id": job["id"],
-                "duration_s": len(q) / SAMPLE_RATE_HZ,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            }
-        )
+        n, sha = write_flac16(Path(job["path"]), x, SAMPLE_RATE_HZ)
+        out.append({"id": job["id"], "duration_s": n / SAMPLE_RATE_HZ, "sha256": sha})
     return out
 
 
