@@ -32,6 +32,7 @@ import pandas as pd
 
 from interbias import atomic
 from interbias.errors import AudioError, RunError
+from interbias.paths import slug
 from interbias.trials import TrialList, partners
 
 FORMATS = ("wespeaker", "kaldi", "csv")
@@ -45,18 +46,12 @@ class ExportReport:
     embeddings: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _slug(text: str) -> str:
-    from interbias.runner import slug
-
-    return slug(text)
-
-
 def _utterance_sha(manifest: Any, u: Any) -> str | None:
     """The sha256 the run keyed ``u``'s embeddings by; ``None`` when its file is unreadable."""
-    from interbias.runner import _utterance_sha as run_sha
+    from interbias.embedding import utterance_sha256
 
     try:
-        return run_sha(u, manifest)
+        return utterance_sha256(u, manifest)
     except AudioError:
         return None
 
@@ -96,7 +91,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
             )
     report = ExportReport(out)
     for row in results.itertuples(index=False):
-        src = run_dir / "scores" / _slug(row.model) / f"{_slug(row.cell)}.parquet"
+        src = run_dir / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet"
         if not src.is_file():
             raise RunError(f"{src} is missing: results row {row.model} / {row.cell} has no score file")
         scores = pd.read_parquet(src)
@@ -108,7 +103,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
         label_words = np.where(kept["label"].to_numpy() == 1, "target", "nontarget")
         e_names, t_names = enrol_names.loc[ids].to_numpy(), test_names.loc[ids].to_numpy()
         score_text = _fmt_scores(kept["score"].to_numpy(dtype=np.float64))
-        folder, stem = out / _slug(row.model), _slug(row.cell)
+        folder, stem = out / slug(row.model), slug(row.cell)
         target = folder / f"{stem}{_SUFFIX[fmt]}"
         if fmt == "csv":
             frame = pd.DataFrame(
@@ -148,11 +143,10 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
 
 def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
     """Write the run's cached embeddings per encoder and chain as ``.npz`` (see module docs)."""
-    from interbias.cache import EmbeddingCache
+    from interbias.cache import EmbeddingCache, cache_chain_key
     from interbias.corpora import load_corpus
     from interbias.experiments import parse_experiment
     from interbias.manifest import Manifest
-    from interbias.runner import cache_chain_key
 
     run_dir, out = Path(run_dir), Path(out)
     _require(run_dir, "run.json", "experiment.resolved.json", "trials.parquet", "trials.json")
@@ -203,7 +197,7 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
                     if have
                     else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
                 )
-                target = out / "embeddings" / _slug(enc["label"]) / f"{fp}.npz"
+                target = out / "embeddings" / slug(enc["label"]) / f"{fp}.npz"
                 _write_npz(
                     target,
                     ids=np.array(have, dtype=str),

@@ -25,18 +25,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic, audio, crashpoints, metrics
+from interbias import atomic, crashpoints, metrics
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.spoofing import SPOOF_COLUMNS, dsr_by_cell, spoof_summary
-from interbias.cache import EmbeddingCache, Key
+from interbias.cache import EmbeddingCache
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
-from interbias.encoders import Encoder, load_encoder, overlap_warning, restore_threads
-from interbias.errors import AudioError, EncoderError, InterbiasError, RunError
-from interbias.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
+from interbias.embedding import Embedder, utterance_sha256
+from interbias.encoders import Encoder, load_encoders, overlap_warning
+from interbias.errors import InterbiasError, RunError
+from interbias.executors import Executor, make_executor
 from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.lock import RunLock
-from interbias.manifest import Manifest, Utterance
+from interbias.manifest import Manifest
 from interbias.operators import Chain
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir, slug
@@ -45,9 +46,6 @@ from interbias.results import COLUMNS, hardware, package_versions, revision
 from interbias.scoring import cosine_scores
 from interbias.seeding import canonical_json, sha256_text
 from interbias.trials import TrialList, draw_trials, external_trials, partners
-
-#: Embeddings written to the cache per transaction.
-_CACHE_BATCH = 64
 
 
 @dataclass
@@ -85,36 +83,6 @@ class RunOutcome:
     errored_cells: list[str]
 
 
-def _check_device(device: str) -> None:
-    if device == "cpu":
-        return
-    import torch
-
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise EncoderError(f"--device {device} requested but CUDA is not available on this machine")
-    if not device.startswith("cuda"):
-        raise EncoderError(f"--device {device!r}: use cpu or cuda[:N]")
-
-
-def load_encoders(
-    labels: Sequence[str], device: str, options: dict[str, dict[str, Any]] | None = None
-) -> list[Encoder]:
-    """Load every requested encoder (with its ``options``), or fail listing every one that is unavailable."""
-    _check_device(device)
-    encoders, problems = [], []
-    for label in labels:
-        try:
-            encoders.append(load_encoder(label, device=device, options=(options or {}).get(label)))
-        except EncoderError as exc:
-            problems.append(str(exc))
-    restore_threads()
-    if problems:
-        raise EncoderError("unavailable encoder(s): " + "; ".join(problems))
-    if len({e.label for e in encoders}) != len(encoders):
-        raise EncoderError("an encoder label is listed twice")
-    return encoders
-
-
 def _torch_threads() -> int:
     import torch
 
@@ -146,129 +114,6 @@ def run_id_for(
     return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
 
 
-def _utterance_sha(u: Utterance, manifest: Manifest) -> str:
-    """sha256 of the file's bytes (the cache key's audio component); a manifest that records
-    another sha256 means the file changed after the manifest was made: an error, not a key."""
-    try:
-        sha = hashlib.sha256(manifest.resolve(u).read_bytes()).hexdigest()
-    except OSError as exc:
-        raise AudioError(f"{u.id}: cannot read {u.path} ({exc.strerror or exc})") from exc
-    if u.sha256 and u.sha256 != sha:
-        raise AudioError(
-            f"{u.id}: {u.path} has sha256 {sha[:12]}…, the manifest records {u.sha256[:12]}… (the file changed)"
-        )
-    return sha
-
-
-def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: audio.FrontEnd) -> str:
-    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
-    fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
-    made under other front-end rules is never served."""
-    fe = sha256_text(canonical_json(dataclasses.asdict(frontend)))[:8]
-    return f"{chain.key(exclude)}@fe{fe}"
-
-
-class _Embedder:
-    """Computes missing embeddings for (utterance, chain) items across several encoders."""
-
-    def __init__(
-        self,
-        exp: Experiment,
-        manifest: Manifest,
-        encoders: Sequence[Encoder],
-        cache: EmbeddingCache,
-        reporter: Reporter,
-    ) -> None:
-        self.exp, self.manifest, self.encoders = exp, manifest, encoders
-        self.cache, self.reporter = cache, reporter
-        self.by_id = manifest.by_id()
-        self.sha: dict[str, str] = {}
-        self.failures: dict[tuple[str, str], str] = {}  # (utt id, chain fp) -> message
-        self.vectors: dict[tuple[str, str, str], np.ndarray] = {}  # (utt id, chain fp, enc fp)
-        self.realised: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self.n_embedded = 0
-        self.n_cached = 0
-        self.exclude: dict[str, frozenset[str]] = {}
-        #: (utt id, chain fp) -> the cache's chain component (:func:`cache_chain_key`).
-        self.cache_keys: dict[tuple[str, str], str] = {}
-
-    def utt_sha(self, uid: str) -> str | None:
-        if uid not in self.sha:
-            try:
-                self.sha[uid] = _utterance_sha(self.by_id[uid], self.manifest)
-            except AudioError as exc:
-                self.sha[uid] = ""
-                self.failures[(uid, "*")] = str(exc)
-        return self.sha[uid] or None
-
-    def run(self, items: dict[str, tuple[Chain, set[str]]], executor: Executor | None = None) -> None:
-        """Fill ``vectors`` for ``items`` from the cache, computing the rest with ``executor``
-        (default: this process, on the encoders' device)."""
-        if executor is None:
-            executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu")
-        wanted: list[tuple[str, Chain, Encoder]] = []
-        keys: list[Key] = []
-        for _fp, (chain, uids) in sorted(items.items()):
-            for uid in sorted(uids):
-                sha = self.utt_sha(uid)
-                if sha is None:
-                    continue
-                ckey = cache_chain_key(chain, self.exclude.get(uid, frozenset()), self.exp.frontend)
-                self.cache_keys[(uid, chain.fingerprint)] = ckey
-                for enc in self.encoders:
-                    wanted.append((uid, chain, enc))
-                    keys.append((sha, ckey, enc.fingerprint))
-        found = self.cache.get_many(keys)
-        todo: dict[str, dict[str, tuple[Chain, list[str]]]] = {}
-        for (uid, chain, enc), key in zip(wanted, keys, strict=True):
-            entry = found.get(key)
-            if entry is not None:
-                self.vectors[(uid, chain.fingerprint, enc.fingerprint)] = entry.vector
-                self.realised[(uid, chain.fingerprint)] = entry.realised
-                self.n_cached += 1
-            else:
-                slot = todo.setdefault(uid, {})
-                slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
-        n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
-        self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
-        tasks = [
-            EmbedTask(
-                uid,
-                self.sha[uid],
-                self.exclude.get(uid, frozenset()),
-                tuple((chain, tuple(encs)) for _, (chain, encs) in sorted(todo[uid].items())),
-            )
-            for uid in sorted(todo)
-        ]
-        ctx = EmbedContext(self.exp, self.manifest, self.cache.path.parent)
-        pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
-        with self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
-            for result in executor.embed(ctx, self.encoders, tasks):
-                self._take(result, pending)
-                advance(result.n_items)
-                if len(pending) >= _CACHE_BATCH:
-                    self.cache.put_many(pending)
-                    pending = []
-        if pending:
-            self.cache.put_many(pending)
-
-    def _take(self, r: EmbedResult, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
-        """Record one executor result; vectors are queued for the cache (written here only)."""
-        if r.realised is not None:
-            self.realised[(r.uid, r.chain_fp)] = r.realised
-        if r.error is not None or r.vector is None:
-            self.failures[(r.uid, r.chain_fp)] = r.error or f"{r.uid}: no embedding was produced"
-            return
-        self.vectors[(r.uid, r.chain_fp, r.encoder_fp)] = r.vector
-        key = (self.sha[r.uid], self.cache_keys[(r.uid, r.chain_fp)], r.encoder_fp)
-        pending.append((key, r.vector, r.realised or []))
-        self.n_embedded += 1
-        crashpoints.reached("embedded")
-
-    def failed(self, uid: str, chain_fp: str) -> str | None:
-        return self.failures.get((uid, chain_fp)) or self.failures.get((uid, "*"))
-
-
 def _audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:
     """sha256 of every trial utterance's file (``""`` when unreadable) and, per stratum, one
     digest of its utterances' hashes: a finished cell is reused only for the same audio."""
@@ -276,7 +121,7 @@ def _audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str
     shas: dict[str, str] = {}
     for uid in sorted(trials.utterance_ids()):
         try:
-            shas[uid] = _utterance_sha(by_id[uid], manifest)
+            shas[uid] = utterance_sha256(by_id[uid], manifest)
         except InterbiasError:  # unreadable or outside the root: the embedder reports it
             shas[uid] = ""
     digests = {}
@@ -318,7 +163,7 @@ def _row_base(exp: Experiment, cell: Cell) -> dict[str, Any]:
 
 
 def _score_cell(
-    exp: Experiment, cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: _Embedder, max_failure_share: float
+    exp: Experiment, cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, str]]]:
     efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
     enrol_ids = trials["enrol"].to_numpy()
@@ -569,10 +414,16 @@ def _run_locked(
             items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
     t = time.perf_counter()
     db = EmbeddingCache(cache / "embeddings.sqlite")
-    emb = _Embedder(exp, scored, [e for e in encoders if any(e is pe for _, pe in pending)], db, reporter)
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
-    emb.exclude = partners(trials.frame)
-    emb.sha.update({uid: sha for uid, sha in shas.items() if sha})
+    emb = Embedder(
+        scored,
+        [e for e in encoders if any(e is pe for _, pe in pending)],
+        db,
+        exp.frontend,
+        reporter,
+        exclude=partners(trials.frame),
+        known_sha=shas,
+    )
     if pending:
         emb.run(items, executor)
     db.close()

@@ -27,7 +27,7 @@ from interbias import atomic
 from interbias.errors import TrialError
 from interbias.experiments import Experiment, Stratum
 from interbias.manifest import Manifest, Utterance
-from interbias.seeding import derive_rng, derive_seed
+from interbias.seeding import derive_rng, derive_seed, sha256_file
 
 if TYPE_CHECKING:
     from interbias.corpora.attacks import AttackSet
@@ -744,7 +744,7 @@ def read_trial_list(
         "experiment": exp.name if exp is not None else None,
         "seed": exp.seed if exp is not None else 0,
         "file": str(path.resolve()),
-        "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "file_sha256": sha256_file(path),
         "format": fmt,
         "n_listed": len(listed),
         "matched_by": matched_by,

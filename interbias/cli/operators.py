@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -14,6 +13,7 @@ import typer
 from interbias import atomic
 from interbias.cli import app, guarded
 from interbias.errors import AudioError, OperatorError
+from interbias.seeding import sha256_file
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -59,7 +59,7 @@ def degrade_file(
         from interbias.experiments import CorpusSpec
 
         manifest = load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
-    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    sha = sha256_file(src)
     key = f"{chain.fingerprint}~seed{seed}"
     y, realised = chain.apply(
         loaded.samples,
