@@ -25,12 +25,12 @@ import numpy as np
 
 from interbias import crashpoints
 from interbias.cache import EmbeddingCache, Key, cache_chain_key
-from interbias.errors import AudioError
+from interbias.errors import AudioError, InterbiasError
 from interbias.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain
 from interbias.progress import Reporter
-from interbias.seeding import sha256_file
+from interbias.seeding import canonical_json, sha256_file, sha256_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from interbias.audio import FrontEnd
     from interbias.encoders import Encoder
     from interbias.experiments import Cell
+    from interbias.trials import TrialList
 
 #: Embeddings written to the cache per transaction.
 CACHE_BATCH = 64
@@ -193,3 +194,21 @@ class Embedder:
     def frontend_record(self, uid: str, chain_fp: str) -> dict[str, Any]:
         """What the front end did to ``uid`` under ``chain_fp`` (the first realised record)."""
         return (self.realised.get((uid, chain_fp)) or [{}])[0].get("frontend", {})
+
+
+def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:
+    """sha256 of every trial utterance's file (``""`` when unreadable) and, per stratum, one
+    digest of its utterances' hashes: a finished cell is reused only for the same audio."""
+    by_id = manifest.by_id()
+    shas: dict[str, str] = {}
+    for uid in sorted(trials.utterance_ids()):
+        try:
+            shas[uid] = utterance_sha256(by_id[uid], manifest)
+        except InterbiasError:  # unreadable or outside the root: the embedder reports it
+            shas[uid] = ""
+    digests = {}
+    for name in trials.strata:
+        sub = trials.for_stratum(name)
+        ids = sorted(set(sub["enrol"]) | set(sub["test"]))
+        digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
+    return shas, digests

@@ -55,7 +55,8 @@ from scipy.stats import norm
 
 from interbias import atomic
 from interbias.errors import AnalysisError
-from interbias.paths import slug
+from interbias.experiments import FairnessSpec
+from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
 from interbias.thresholds import ThresholdRule
 
 POSITIVES = ("accept", "spoof")
@@ -405,95 +406,124 @@ def fairness_for_run(
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
     present, give ``spoof_far`` at the same threshold. Dropped trials are left out and counted.
     """
-    run_dir = Path(run_dir)
-    trials_path = run_dir / "trials.parquet"
-    if not trials_path.is_file():
-        raise AnalysisError(f"{run_dir}: not a run directory (no trials.parquet)")
-    trials = pd.read_parquet(trials_path)
+    run = RunDir(run_dir)
+    if not run.file(TRIALS).is_file():
+        raise AnalysisError(f"{run.path}: not a run directory (no trials.parquet)")
+    trials = pd.read_parquet(run.file(TRIALS))
     if "split" not in trials.columns or not (trials["split"] == "dev").any():
         return None
-    for name in ("experiment.resolved.json", "attributes.parquet", "results.csv"):
-        if not (run_dir / name).is_file():
-            raise AnalysisError(f"{run_dir}: the run has dev trials but no {name}")
-    exp = json.loads((run_dir / "experiment.resolved.json").read_text())
-    cfg = exp.get("fairness") or {}
-    the_rule = ThresholdRule.parse(rule or cfg.get("threshold", "eer"))
-    pop_attrs = [f["attribute"] for f in exp.get("factors", []) if f.get("type") == "population"]
-    attrs = list(groups or _as_list(cfg.get("groups")) or dict.fromkeys(pop_attrs) or ["gender"])
-    acoustic = {f["name"]: str(f["reference"]) for f in exp.get("factors", []) if f.get("type") == "acoustic"}
-    table = pd.read_parquet(run_dir / "attributes.parquet").set_index("id")
+    for name in (EXPERIMENT, ATTRIBUTES, RESULTS):
+        if not run.file(name).is_file():
+            raise AnalysisError(f"{run.path}: the run has dev trials but no {name}")
+    exp = run.experiment(AnalysisError)
+    assert exp is not None  # checked above
+    cfg = exp.fairness or FairnessSpec()
+    the_rule = ThresholdRule.parse(rule or cfg.threshold)
+    pop_attrs = [str(f.attribute) for f in exp.population_factors]
+    attrs = list(groups or list(cfg.groups or ()) or dict.fromkeys(pop_attrs) or ["gender"])
+    table = pd.read_parquet(run.file(ATTRIBUTES)).set_index("id")
     absent = [a for a in attrs if a not in table.columns]
     if absent:
         raise AnalysisError(
-            f"{run_dir}: group attribute(s) {', '.join(absent)} not in the manifest; valid: "
+            f"{run.path}: group attribute(s) {', '.join(absent)} not in the manifest; valid: "
             f"{', '.join(c for c in table.columns if c != 'path')}"
         )
-    results = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False)
-
-    trials = trials.set_index("trial_id")
-    types_all = trials["trial_type"] if "trial_type" in trials.columns else None
-    side_cols = ["split", "enrol", "test", *(["trial_type"] if types_all is not None else [])]
+    results = run.read_results(dtype=str, keep_default_na=False)
+    side = _TrialSides(trials.set_index("trial_id"), table, attrs)
+    acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     units: list[Unit] = []
     for model, rows in results.groupby("model", sort=False):
-        by_condition: dict[str, list[pd.DataFrame]] = {}
-        dev_frames, dev_cells = [], []
-        for row in rows.itertuples(index=False):
-            levels = {getattr(row, f"factor_{x}"): getattr(row, f"level_{x}") for x in "abc"}
-            condition = ",".join(f"{f}={levels[f]}" for f in acoustic) or "all"
-            path = run_dir / "scores" / slug(str(model)) / f"{slug(row.cell)}.parquet"
-            if not path.is_file():
-                raise AnalysisError(f"{run_dir}: scores of {model} / {row.cell} are missing ({path.name})")
-            sc = pd.read_parquet(path).set_index("trial_id")[["label", "score", "dropped"]]
-            sc = sc.join(trials[side_cols], how="left")
-            if all(levels.get(f) == ref for f, ref in acoustic.items()):
-                dev_frames.append(sc[sc["split"] == "dev"])
-                dev_cells.append(row.cell)
-            by_condition.setdefault(condition, []).append(sc[sc["split"] == "eval"])
-        dev = pd.concat(dev_frames)
-        dev = dev[~dev["dropped"].astype(bool)]
-        if types_all is not None:
-            dev = dev[dev["trial_type"] != "spoof"]
-        if not len(dev):
-            raise AnalysisError(f"{run_dir}: {model} has no scored dev trials in the reference condition")
-        value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
-        n1 = int(dev["label"].sum())
-        source = (
-            f"dev split of {';'.join(dev_cells)}: {len(dev)} trials ({n1} label 1, {len(dev) - n1} label 0)"
-            if the_rule.kind != "fixed"
-            else "fixed"
-        )
-        thr = Threshold(value, the_rule.label, source)
-        for condition, frames in by_condition.items():
-            ev = pd.concat(frames)
-            n_dropped = int(ev["dropped"].astype(bool).sum())
-            ev = ev[~ev["dropped"].astype(bool)]
-            grp = {
-                a: pair_groups(
-                    table[a].reindex(ev["enrol"]).to_numpy(dtype=object),
-                    table[a].reindex(ev["test"]).to_numpy(dtype=object),
-                )
-                for a in attrs
-            }
-            units.append(
-                Unit(
-                    keys={"experiment": str(exp.get("name", "")), "model": str(model), "condition": condition},
-                    scores=ev["score"].to_numpy(),
-                    labels=ev["label"].to_numpy(),
-                    groups=grp,
-                    threshold=thr,
-                    types=None if types_all is None else ev["trial_type"].to_numpy(),
-                    info={"n_dropped_trials": n_dropped},
-                )
-            )
+        units.extend(_model_units(run, exp.name, str(model), rows, acoustic, side, the_rule))
     return fairness_report(units, positive="accept", alpha=alpha)
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+@dataclass(frozen=True)
+class _TrialSides:
+    """The run's trials (indexed by trial id) and the group attributes of their utterances."""
+
+    trials: pd.DataFrame
+    table: pd.DataFrame
+    attrs: list[str]
+
+    @property
+    def types(self) -> pd.Series | None:
+        return self.trials["trial_type"] if "trial_type" in self.trials.columns else None
+
+    def join(self, scores: pd.DataFrame) -> pd.DataFrame:
+        cols = ["split", "enrol", "test", *(["trial_type"] if self.types is not None else [])]
+        return scores.set_index("trial_id")[["label", "score", "dropped"]].join(self.trials[cols], how="left")
+
+    def groups(self, ev: pd.DataFrame) -> dict[str, np.ndarray]:
+        return {
+            a: pair_groups(
+                self.table[a].reindex(ev["enrol"]).to_numpy(dtype=object),
+                self.table[a].reindex(ev["test"]).to_numpy(dtype=object),
+            )
+            for a in self.attrs
+        }
+
+
+def _model_units(
+    run: RunDir,
+    experiment: str,
+    model: str,
+    rows: pd.DataFrame,
+    acoustic: dict[str, str],
+    side: _TrialSides,
+    the_rule: ThresholdRule,
+) -> list[Unit]:
+    """One model's units: a threshold from the reference condition's dev trials, applied to the
+    eval trials of every acoustic condition (pooled over population strata)."""
+    by_condition: dict[str, list[pd.DataFrame]] = {}
+    dev_frames, dev_cells = [], []
+    for row in rows.itertuples(index=False):
+        levels = {getattr(row, f"factor_{x}"): getattr(row, f"level_{x}") for x in "abc"}
+        condition = ",".join(f"{f}={levels[f]}" for f in acoustic) or "all"
+        path = run.scores_path(model, row.cell)
+        if not path.is_file():
+            raise AnalysisError(f"{run.path}: scores of {model} / {row.cell} are missing ({path.name})")
+        sc = side.join(run.read_scores(model, row.cell))
+        if all(levels.get(f) == ref for f, ref in acoustic.items()):
+            dev_frames.append(sc[sc["split"] == "dev"])
+            dev_cells.append(row.cell)
+        by_condition.setdefault(condition, []).append(sc[sc["split"] == "eval"])
+    thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, side.types is not None, the_rule)
+    units = []
+    for condition, frames in by_condition.items():
+        ev = pd.concat(frames)
+        n_dropped = int(ev["dropped"].astype(bool).sum())
+        ev = ev[~ev["dropped"].astype(bool)]
+        units.append(
+            Unit(
+                keys={"experiment": experiment, "model": model, "condition": condition},
+                scores=ev["score"].to_numpy(),
+                labels=ev["label"].to_numpy(),
+                groups=side.groups(ev),
+                threshold=thr,
+                types=None if side.types is None else ev["trial_type"].to_numpy(),
+                info={"n_dropped_trials": n_dropped},
+            )
+        )
+    return units
+
+
+def _dev_threshold(
+    run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], typed: bool, the_rule: ThresholdRule
+) -> Threshold:
+    """The threshold ``the_rule`` chooses on the kept bona fide dev trials."""
+    dev = dev[~dev["dropped"].astype(bool)]
+    if typed:
+        dev = dev[dev["trial_type"] != "spoof"]
+    if not len(dev):
+        raise AnalysisError(f"{run.path}: {model} has no scored dev trials in the reference condition")
+    value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
+    n1 = int(dev["label"].sum())
+    source = (
+        f"dev split of {';'.join(dev_cells)}: {len(dev)} trials ({n1} label 1, {len(dev) - n1} label 0)"
+        if the_rule.kind != "fixed"
+        else "fixed"
+    )
+    return Threshold(value, the_rule.label, source)
 
 
 # ---- score files ---------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.suite import Analysis
+from interbias.errors import AnalysisError
+from interbias.experiments import AcousticLevel, Experiment
 from interbias.paths import slug
 
 _DIGITS = 4
@@ -70,19 +72,20 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def snr_levels(resolved: dict[str, Any] | None, factor: str) -> dict[str, tuple[str, float]]:
-    """level -> (noise kind, SNR dB) for levels of ``factor`` whose chain holds exactly one
-    operator with an ``snr_db`` parameter (kind: its ``kind`` parameter, else the operator name)."""
+def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, float]]:
+    """level -> (noise kind, SNR dB) for levels of ``factor`` whose chains (enrolment and test)
+    hold one distinct operator setting with an ``snr_db`` parameter (kind: its ``kind``
+    parameter, else the operator name)."""
     out: dict[str, tuple[str, float]] = {}
-    for f in (resolved or {}).get("factors", []):
-        if f.get("name") != factor or f.get("type") != "acoustic":
+    for f in exp.acoustic_factors if exp is not None else []:
+        if f.name != factor:
             continue
-        for level, spec in (f.get("levels") or {}).items():
-            chains = [spec] if isinstance(spec, list) else list((spec or {}).values()) if isinstance(spec, dict) else []
-            ops = [op for ch in chains for op in (ch or []) if isinstance(op, dict) and "snr_db" in op]
-            if len({(op.get("kind", op.get("op")), op["snr_db"]) for op in ops}) == 1:
-                op = ops[0]
-                out[str(level)] = (str(op.get("kind", op.get("op"))), float(op["snr_db"]))
+        for level in f.levels:
+            assert isinstance(level, AcousticLevel)
+            ops = [op for ch in (level.enrol, level.test) for op in ch.ops if hasattr(op, "snr_db")]
+            settings = {(str(getattr(op, "kind", op.name)), float(op.snr_db)) for op in ops}  # type: ignore[attr-defined]
+            if len(settings) == 1:
+                out[level.name] = next(iter(settings))
     return out
 
 
@@ -241,7 +244,7 @@ def _figures(a: Analysis, rep: Report) -> None:
             rep.omitted.append(f"gap vs SNR ({exp}): needs exactly one condition factor besides {gname}")
             continue
         factor, slot = next(iter(slots.items()))
-        snr = snr_levels(a.run.resolved if (a.run.resolved or {}).get("name") == exp else None, factor)
+        snr = snr_levels(a.run.experiment(AnalysisError) if (a.run.resolved or {}).get("name") == exp else None, factor)
         if not snr:
             rep.omitted.append(
                 f"gap vs SNR ({exp}): no level of {factor} has one operator with an snr_db parameter "
