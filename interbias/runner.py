@@ -52,7 +52,8 @@ from interbias.results import (
     torch_threads,
 )
 from interbias.rundir import TRIALS_META, RunDir
-from interbias.trials import TrialList, draw_trials, external_trials, partners
+from interbias.trial_lists import external_trials
+from interbias.trials import TrialList, draw_trials, partners
 
 
 @dataclass
