@@ -67,6 +67,21 @@ EXTRA = [
     "overlap_warning",
 ]
 COLUMNS = SCHEMA + EXTRA
+#: The results columns ``interbias run`` prints after a run (spoofing ones when present).
+SUMMARY_COLUMNS = (
+    "model",
+    "cell",
+    "eer",
+    "eer_legacy",
+    "min_dcf",
+    "auc",
+    "n_target",
+    "n_nontarget",
+    "n_speakers",
+    "n_failed",
+    "spoof_far",
+    "eer_spoof",
+)
 METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
 
 PACKAGES = (

@@ -70,6 +70,36 @@ METRICS: dict[str, tuple[str, str]] = {
     "treatment_equality": ("FP/FN", "FP of FP+FN"),
 }
 SPOOF_METRIC = "spoof_far"
+#: The columns of the two tables ``interbias fairness`` prints (present ones only).
+GROUP_TABLE = (
+    "model",
+    "condition",
+    "group_by",
+    "group",
+    "n",
+    "threshold",
+    "far",
+    "frr",
+    *METRICS,
+    SPOOF_METRIC,
+    "note",
+)
+COMPARISON_TABLE = (
+    "model",
+    "condition",
+    "group_by",
+    "metric",
+    "group_a",
+    "group_b",
+    "value_a",
+    "value_b",
+    "difference",
+    "z",
+    "p_value",
+    "p_holm",
+    "significant",
+    "note",
+)
 
 
 # ---- thresholds ---------------------------------------------------------------------------
