@@ -321,6 +321,52 @@ def _group_row(
     return row
 
 
+def _comparison(
+    unit: Unit,
+    attr: str,
+    name: str,
+    pair: tuple[str, str],
+    conf: dict[str, Confusion],
+    spoofs: dict[str, tuple[int, int]],
+    positive: str,
+) -> dict[str, Any]:
+    """One metric compared between two groups of one unit (two-proportion z-test)."""
+    ga, gb = pair
+    if name == SPOOF_METRIC:
+        (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
+        va, vb, tested = ratio(xa, na), ratio(xb, nb), "accepted of spoof trials"
+        notes = [f"{g}: {_ZERO[name]}" for g, n_ in ((ga, na), (gb, nb)) if n_ == 0]
+    else:
+        na_v, da, xa, na = metric_counts(conf[ga], name)
+        nb_v, db, xb, nb = metric_counts(conf[gb], name)
+        va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
+        notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
+    z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
+    if tnote:
+        notes.append(tnote)
+    return {
+        **unit.keys,
+        "group_by": attr,
+        "metric": name,
+        "positive": positive,
+        "group_a": ga,
+        "group_b": gb,
+        "value_a": va,
+        "value_b": vb,
+        "difference": va - vb,
+        "tested": tested,
+        "x_a": xa,
+        "n_a": na,
+        "x_b": xb,
+        "n_b": nb,
+        "z": z,
+        "p_value": p,
+        "threshold": unit.threshold.value,
+        "threshold_rule": unit.threshold.rule,
+        "note": "; ".join(notes),
+    }
+
+
 def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: float = 0.05) -> FairnessReport:
     """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values."""
     if positive not in POSITIVES:
@@ -365,41 +411,7 @@ def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: f
             for name in names:
                 for i, ga in enumerate(pure):
                     for gb in pure[i + 1 :]:
-                        if name == SPOOF_METRIC:
-                            (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
-                            va, vb, tested = ratio(xa, na), ratio(xb, nb), "accepted of spoof trials"
-                            notes = [f"{g}: {_ZERO[name]}" for g, n_ in ((ga, na), (gb, nb)) if n_ == 0]
-                        else:
-                            na_v, da, xa, na = metric_counts(conf[ga], name)
-                            nb_v, db, xb, nb = metric_counts(conf[gb], name)
-                            va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
-                            notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
-                        z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
-                        if tnote:
-                            notes.append(tnote)
-                        comp_rows.append(
-                            {
-                                **unit.keys,
-                                "group_by": attr,
-                                "metric": name,
-                                "positive": positive,
-                                "group_a": ga,
-                                "group_b": gb,
-                                "value_a": va,
-                                "value_b": vb,
-                                "difference": va - vb,
-                                "tested": tested,
-                                "x_a": xa,
-                                "n_a": na,
-                                "x_b": xb,
-                                "n_b": nb,
-                                "z": z,
-                                "p_value": p,
-                                "threshold": thr,
-                                "threshold_rule": unit.threshold.rule,
-                                "note": "; ".join(notes),
-                            }
-                        )
+                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive))
     comparisons = pd.DataFrame(comp_rows)
     if len(comparisons):
         adj, rej = holm(comparisons["p_value"].to_numpy(), alpha)

@@ -234,6 +234,12 @@ def _figures(a: Analysis, rep: Report) -> None:
             )
     else:
         rep.omitted.append("IE heatmaps: no complete two-factor contrast (a factor missing or terms missing)")
+    _gap_snr_figures(a, rep, frame)
+
+
+def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
+    """Subgroup gap against SNR per experiment, when one condition factor has SNR levels."""
+    metric = a.options.metric
     gsum = a.gaps.summary
     drawn = False
     for exp, gname in a.gaps.group_factor.items():
@@ -315,33 +321,9 @@ def _deployment(folder: Path, rep: Report) -> None:
         rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
-def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
-    frame = prepare(a.results)
+def _contrasts(a: Analysis, rep: Report) -> None:
+    """Additive contrasts per setting, missing terms, and their summaries."""
     metric = a.options.metric
-    resolved = a.run.resolved or {}
-    exps = ", ".join(dict.fromkeys(frame["experiment"]))
-    rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
-    if resolved.get("description"):
-        rep.para(str(resolved["description"]).strip())
-    rep.para(
-        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
-        + (
-            "Intervals: " + a.replicates.describe() + "."
-            if a.replicates is not None
-            else "No intervals: "
-            + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
-        )
-    )
-    _provenance(a, rep)
-    rep.heading("Results per cell")
-    if a.cells is not None:
-        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
-    else:
-        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
-    if len(a.above_chance):
-        rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
-        rep.table(a.above_chance, ["model", "cell", "value"])
-    _figures(a, rep)
     rep.heading("Additive contrasts")
     rep.para(
         "IE = observed − (sum of single-factor changes added to the reference). Missing terms are listed, never "
@@ -372,6 +354,10 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     rep.table(a.summary, summ)
     rep.para("Per model (the seed paper's Table 11 shape):")
     rep.table(a.per_model, ["model", *summ])
+
+
+def _gaps(a: Analysis, rep: Report) -> None:
+    """Subgroup gaps per condition (summary over models, then per model)."""
     if len(a.gaps.gaps):
         rep.heading("Subgroup gaps")
         rep.para(
@@ -388,6 +374,37 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
                 f"p_perm: two-sided speaker-level permutation test ({a.options.n_perm} permutations; units: "
                 "enrol speakers), not corrected for multiple comparisons."
             )
+
+
+def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
+    frame = prepare(a.results)
+    metric = a.options.metric
+    resolved = a.run.resolved or {}
+    exps = ", ".join(dict.fromkeys(frame["experiment"]))
+    rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
+    if resolved.get("description"):
+        rep.para(str(resolved["description"]).strip())
+    rep.para(
+        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
+        + (
+            "Intervals: " + a.replicates.describe() + "."
+            if a.replicates is not None
+            else "No intervals: "
+            + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
+        )
+    )
+    _provenance(a, rep)
+    rep.heading("Results per cell")
+    if a.cells is not None:
+        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
+    else:
+        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
+    if len(a.above_chance):
+        rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
+        rep.table(a.above_chance, ["model", "cell", "value"])
+    _figures(a, rep)
+    _contrasts(a, rep)
+    _gaps(a, rep)
     rep.heading("Additivity validation")
     rep.para(
         "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "
