@@ -113,12 +113,5 @@ class EmbeddingCache:
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
 
-    def iter_encoder_chain(self, encoder_fp: str, chain_fp: str) -> Iterable[tuple[str, np.ndarray]]:
-        for utt, blob in self._db.execute(
-            "SELECT utt_sha256, vector FROM embeddings WHERE encoder_fp=? AND chain_fp=? ORDER BY utt_sha256",
-            (encoder_fp, chain_fp),
-        ):
-            yield utt, np.frombuffer(blob, dtype=np.float32)
-
     def close(self) -> None:
         self._db.close()
