@@ -352,7 +352,7 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     summ = ["family", "contrast", "n", "mean_ie", *extra, "sd_ie", "pct_positive", "mean_nli", "n_nli"]
     summ += ["mean_predicted", "max_predicted", "share_predicted_above_chance", "r_predicted_ie"]
     rep.table(a.summary, summ)
-    rep.para("Per model (the seed paper's Table 11 shape):")
+    rep.para("Per model (the shape of InterBias-SV's Table 11):")
     rep.table(a.per_model, ["model", *summ])
 
 
