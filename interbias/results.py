@@ -67,14 +67,12 @@ EXTRA = [
     "overlap_warning",
 ]
 COLUMNS = SCHEMA + EXTRA
+METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
 #: The results columns ``interbias run`` prints after a run (spoofing ones when present).
 SUMMARY_COLUMNS = (
     "model",
     "cell",
-    "eer",
-    "eer_legacy",
-    "min_dcf",
-    "auc",
+    *METRICS,
     "n_target",
     "n_nontarget",
     "n_speakers",
@@ -82,7 +80,6 @@ SUMMARY_COLUMNS = (
     "spoof_far",
     "eer_spoof",
 )
-METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
 
 PACKAGES = (
     "numpy",
