@@ -89,3 +89,20 @@ def test_a_fresh_run_matches_the_reference_run(fresh_run: Path) -> None:
     assert len(got) == 2 + 6  # trials, results and six cells' scores
     for name in want:
         assert got[name] == want[name], name
+
+
+def test_the_run_directory_is_read_back_through_rundir(fresh_run: Path) -> None:
+    from interbias.rundir import RunDir
+
+    run = RunDir(fresh_run)
+    results = run.read_results(dtype={"model": str, "cell": str})
+    assert len(results) == 6
+    for row in results.itertuples(index=False):
+        assert run.scores_path(row.model, row.cell).is_file()
+        record = run.cell_record(row.model, row.cell)
+        assert record is not None and record["row"]["cell"] == row.cell
+        assert len(run.read_scores(row.model, row.cell)) == len(run.read_trials().for_stratum(row.stratum))
+    exp = run.experiment()
+    assert exp is not None and exp.name == "R01"
+    assert [c.id for c in exp.cells()] == list(results["cell"])
+    assert run.n_finished_cells() == 6
