@@ -7,7 +7,6 @@ that makes a file unusable raises :class:`AudioError` with a message naming the 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from interbias.errors import AudioError
+from interbias.seeding import sha256_file
 
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
@@ -24,7 +24,7 @@ _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
 class FrontEnd:
     """Front-end rules applied to every utterance before any operator runs.
 
-    Defaults follow the seed paper: 16 kHz, clips shorter than 1 s rejected, longer than
+    Defaults follow InterBias-SV: 16 kHz, clips shorter than 1 s rejected, longer than
     10 s truncated to their first 10 s.
     """
 
@@ -168,4 +168,4 @@ def write_flac16(path: Path, x: np.ndarray, rate: int) -> tuple[int, str]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), q, rate, subtype="PCM_16", format="FLAC")
-    return len(q), hashlib.sha256(path.read_bytes()).hexdigest()
+    return len(q), sha256_file(path)

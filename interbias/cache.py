@@ -2,7 +2,8 @@
 
 The chain key is the chain's fingerprint (operators and their versions, plus excluded
 talkers where an operator draws them) and the front end's fingerprint
-(:func:`interbias.runner.cache_chain_key`).
+(:func:`cache_chain_key`). The table's column for it is named ``chain_fp`` for history: it holds
+that chain key with the front-end suffix (``<chain key>@fe<8 hex>``), not a bare chain fingerprint.
 
 One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
 batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
@@ -11,17 +12,32 @@ what the operator chain actually did to that utterance (achieved SNR, offsets, â
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from interbias import crashpoints
 from interbias.errors import RunError
+from interbias.seeding import canonical_json, sha256_text
+
+if TYPE_CHECKING:
+    from interbias.audio import FrontEnd
+    from interbias.operators import Chain
+
+
+def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: FrontEnd) -> str:
+    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
+    fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
+    made under other front-end rules is never served."""
+    fe = sha256_text(canonical_json(dataclasses.asdict(frontend)))[:8]
+    return f"{chain.key(exclude)}@fe{fe}"
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -96,13 +112,6 @@ class EmbeddingCache:
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
-
-    def iter_encoder_chain(self, encoder_fp: str, chain_fp: str) -> Iterable[tuple[str, np.ndarray]]:
-        for utt, blob in self._db.execute(
-            "SELECT utt_sha256, vector FROM embeddings WHERE encoder_fp=? AND chain_fp=? ORDER BY utt_sha256",
-            (encoder_fp, chain_fp),
-        ):
-            yield utt, np.frombuffer(blob, dtype=np.float32)
 
     def close(self) -> None:
         self._db.close()

@@ -3,7 +3,7 @@
 The unit of work is an :class:`EmbedTask`: one utterance with every (operator chain, encoder)
 pair the run still lacks for it, so each file is decoded once and each chain applied once for
 all encoders. Executors turn tasks into :class:`EmbedResult` records (a vector or a counted
-failure) and never touch the embedding cache: the runner (the driver) is its only writer, so
+failure) and never touch the embedding cache: the embedding stage (:class:`interbias.embedding.Embedder`, on the driver) is its only writer, so
 the cache may sit on shared storage without concurrent SQLite writers.
 
 - ``local``: in this process; the next utterances are decoded and degraded on a loader thread
@@ -32,7 +32,6 @@ import numpy as np
 from interbias import audio
 from interbias.encoders import Encoder
 from interbias.errors import AudioError, EncoderError, OperatorError, RunError
-from interbias.experiments import Experiment
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
 from interbias.registry import Registry
@@ -85,7 +84,7 @@ class EmbedResult:
 class EmbedContext:
     """What a worker needs besides its encoders (picklable, sent once per worker)."""
 
-    exp: Experiment
+    frontend: audio.FrontEnd
     manifest: Manifest
     cache_dir: Path
     _by_id: dict[str, Utterance] | None = field(default=None, init=False, repr=False, compare=False)
@@ -133,7 +132,7 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
     """Decode the utterance once and apply each chain: waveforms, or counted failures."""
     u = ctx.utterance(task.uid)
     try:
-        loaded = audio.load(ctx.manifest.resolve(u), ctx.exp.frontend)
+        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend)
     except AudioError as exc:
         return [], [
             EmbedResult(task.uid, c.fingerprint, c.key(task.exclude), error=str(exc), n_items=len(encs))
@@ -156,7 +155,7 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
                     rng=rng,
                     corpus=ctx.manifest,
                     exclude_speakers=task.exclude | {u.speaker},
-                    frontend=ctx.exp.frontend,
+                    frontend=ctx.frontend,
                     cache_dir=ctx.cache_dir,
                 ),
             )
@@ -312,7 +311,7 @@ class RayWorker:
         self.ctx, self.device, self.problem = ctx, device, ""
         self.encoders: list[Encoder] = []
         try:
-            from interbias.runner import load_encoders
+            from interbias.encoders import load_encoders
 
             self.encoders = load_encoders(labels, device)
         except Exception as exc:

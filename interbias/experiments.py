@@ -588,8 +588,8 @@ def _fairness(spec: Any, where: str) -> FairnessSpec | None:
     threshold = spec.get("threshold", "eer")
     if not isinstance(threshold, str):
         raise ConfigError(f"{where}: fairness.threshold: eer, fixed:X or far:X, got {threshold!r}")
-    from interbias.analysis.fairness import ThresholdRule
     from interbias.errors import AnalysisError
+    from interbias.thresholds import ThresholdRule
 
     try:
         ThresholdRule.parse(threshold)

@@ -32,7 +32,9 @@ import pandas as pd
 
 from interbias import atomic
 from interbias.errors import AudioError, RunError
-from interbias.trials import TrialList, partners
+from interbias.paths import slug
+from interbias.rundir import EXPERIMENT, RESULTS, RUN_JSON, TRIALS, TRIALS_META, RunDir
+from interbias.trials import partners
 
 FORMATS = ("wespeaker", "kaldi", "csv")
 _SUFFIX = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}
@@ -45,26 +47,20 @@ class ExportReport:
     embeddings: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _slug(text: str) -> str:
-    from interbias.runner import slug
-
-    return slug(text)
-
-
 def _utterance_sha(manifest: Any, u: Any) -> str | None:
     """The sha256 the run keyed ``u``'s embeddings by; ``None`` when its file is unreadable."""
-    from interbias.runner import _utterance_sha as run_sha
+    from interbias.embedding import utterance_sha256
 
     try:
-        return run_sha(u, manifest)
+        return utterance_sha256(u, manifest)
     except AudioError:
         return None
 
 
-def _require(run_dir: Path, *names: str) -> None:
-    missing = [n for n in names if not (run_dir / n).is_file()]
+def _require(run: RunDir, *names: str) -> None:
+    missing = run.missing(*names)
     if missing:
-        raise RunError(f"{run_dir} is not a complete run directory: missing {', '.join(missing)}")
+        raise RunError(f"{run.path} is not a complete run directory: missing {', '.join(missing)}")
 
 
 def _names(trials: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -83,9 +79,10 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
     if fmt not in FORMATS:
         raise RunError(f"export format {fmt!r} is not one of {', '.join(FORMATS)}")
     run_dir, out = Path(run_dir), Path(out)
-    _require(run_dir, "results.csv", "trials.parquet", "trials.json")
-    results = pd.read_csv(run_dir / "results.csv", dtype={"model": str, "cell": str})
-    trials = TrialList.read(run_dir).frame.set_index("trial_id", drop=False)
+    run = RunDir(run_dir)
+    _require(run, RESULTS, TRIALS, TRIALS_META)
+    results = run.read_results(dtype={"model": str, "cell": str})
+    trials = run.read_trials().frame.set_index("trial_id", drop=False)
     enrol_names, test_names = _names(trials)
     if fmt != "csv":
         spaced = sorted({n for n in (*enrol_names, *test_names) if any(c.isspace() for c in n)})
@@ -96,7 +93,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
             )
     report = ExportReport(out)
     for row in results.itertuples(index=False):
-        src = run_dir / "scores" / _slug(row.model) / f"{_slug(row.cell)}.parquet"
+        src = run.scores_path(row.model, row.cell)
         if not src.is_file():
             raise RunError(f"{src} is missing: results row {row.model} / {row.cell} has no score file")
         scores = pd.read_parquet(src)
@@ -108,7 +105,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
         label_words = np.where(kept["label"].to_numpy() == 1, "target", "nontarget")
         e_names, t_names = enrol_names.loc[ids].to_numpy(), test_names.loc[ids].to_numpy()
         score_text = _fmt_scores(kept["score"].to_numpy(dtype=np.float64))
-        folder, stem = out / _slug(row.model), _slug(row.cell)
+        folder, stem = out / slug(row.model), slug(row.cell)
         target = folder / f"{stem}{_SUFFIX[fmt]}"
         if fmt == "csv":
             frame = pd.DataFrame(
@@ -150,17 +147,14 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     """Write the run's cached embeddings per encoder and chain as ``.npz`` (see module docs)."""
     from interbias.cache import EmbeddingCache
     from interbias.corpora import load_corpus
-    from interbias.experiments import parse_experiment
+    from interbias.embedding import chains_for_cells
     from interbias.manifest import Manifest
-    from interbias.runner import cache_chain_key
 
-    run_dir, out = Path(run_dir), Path(out)
-    _require(run_dir, "run.json", "experiment.resolved.json", "trials.parquet", "trials.json")
-    info = json.loads((run_dir / "run.json").read_text())
-    resolved = json.loads((run_dir / "experiment.resolved.json").read_text())
-    exp = parse_experiment(
-        {k: v for k, v in resolved.items() if k != "variant"}, where=str(run_dir / "experiment.resolved.json")
-    )
+    run, out = RunDir(run_dir), Path(out)
+    _require(run, RUN_JSON, EXPERIMENT, TRIALS, TRIALS_META)
+    info = run.read_json(RUN_JSON) or {}
+    exp = run.experiment()
+    assert exp is not None  # required above
     cache = Path(cache_dir) if cache_dir else Path(info["cache"])
     db_path = cache / "embeddings.sqlite"
     if not db_path.is_file():
@@ -168,65 +162,70 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     manifest: Manifest = load_corpus(exp.corpus, root=_root(info), cache=cache)
     if manifest.sha256() != info["corpus"]["manifest_sha256"]:
         raise RunError(f"the corpus manifest changed since run {info['run_id']}: its embeddings cannot be matched")
-    trials = TrialList.read(run_dir)
+    trials = run.read_trials()
     exclude = partners(trials.frame)
     by_id = manifest.by_id()
     # chain fingerprint -> (chain, utterance ids scored through it)
-    chains: dict[str, tuple[Any, set[str]]] = {}
-    for cell in exp.cells():
-        sub = trials.for_stratum(cell.stratum)
-        for chain, ids in ((cell.enrol_chain, sub["enrol"]), (cell.test_chain, sub["test"])):
-            chains.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
-    sha: dict[str, str | None] = {}
-    for uid in sorted({u for _, ids in chains.values() for u in ids}):
-        sha[uid] = _utterance_sha(manifest, by_id[uid])
+    chains = chains_for_cells(exp.cells(), trials.for_stratum)
+    sha = {uid: _utterance_sha(manifest, by_id[uid]) for uid in sorted({u for _, ids in chains.values() for u in ids})}
     db = EmbeddingCache(db_path)
-    written: list[dict[str, Any]] = []
     try:
-        for enc in info["encoders"]:
-            for fp, (chain, ids) in sorted(chains.items()):
-                order = sorted(ids)
-                keys = {
-                    uid: (
-                        sha[uid],
-                        cache_chain_key(chain, exclude.get(uid, frozenset()), exp.frontend),
-                        enc["fingerprint"],
-                    )
-                    for uid in order
-                    if sha[uid]
-                }
-                found = db.get_many(keys.values())
-                have = [uid for uid in order if uid in keys and keys[uid] in found]
-                lacking = [uid for uid in order if uid not in have]
-                vectors = (
-                    np.stack([found[keys[u]].vector for u in have]).astype(np.float32)
-                    if have
-                    else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
-                )
-                target = out / "embeddings" / _slug(enc["label"]) / f"{fp}.npz"
-                _write_npz(
-                    target,
-                    ids=np.array(have, dtype=str),
-                    vectors=vectors,
-                    chain=np.array(chain.label),
-                    chain_fingerprint=np.array(fp),
-                    encoder=np.array(enc["label"]),
-                    encoder_fingerprint=np.array(enc["fingerprint"]),
-                )
-                written.append(
-                    {
-                        "model": enc["label"],
-                        "chain": chain.label,
-                        "chain_fingerprint": fp,
-                        "file": str(target.relative_to(out)),
-                        "n": len(have),
-                        "n_missing": len(lacking),
-                        "missing_first": lacking[:20],
-                    }
-                )
+        return [
+            _export_chain(db, out, enc, chain, fp, ids, sha, exclude, exp.frontend)
+            for enc in info["encoders"]
+            for fp, (chain, ids) in sorted(chains.items())
+        ]
     finally:
         db.close()
-    return written
+
+
+def _export_chain(
+    db: Any,
+    out: Path,
+    enc: dict[str, Any],
+    chain: Any,
+    fp: str,
+    ids: set[str],
+    sha: dict[str, str | None],
+    exclude: dict[str, frozenset[str]],
+    frontend: Any,
+) -> dict[str, Any]:
+    """One encoder × chain: the cached vectors of ``ids`` written as one ``.npz``; its listing."""
+    from interbias.cache import cache_chain_key
+
+    order = sorted(ids)
+    keys = {
+        uid: (sha[uid], cache_chain_key(chain, exclude.get(uid, frozenset()), frontend), enc["fingerprint"])
+        for uid in order
+        if sha[uid]
+    }
+    found = db.get_many(keys.values())
+    have = [uid for uid in order if uid in keys and keys[uid] in found]
+    lacking = [uid for uid in order if uid not in have]
+    vectors = (
+        np.stack([found[keys[u]].vector for u in have]).astype(np.float32)
+        if have
+        else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
+    )
+    target = out / "embeddings" / slug(enc["label"]) / f"{fp}.npz"
+    _write_npz(
+        target,
+        ids=np.array(have, dtype=str),
+        vectors=vectors,
+        chain=np.array(chain.label),
+        chain_fingerprint=np.array(fp),
+        encoder=np.array(enc["label"]),
+        encoder_fingerprint=np.array(enc["fingerprint"]),
+    )
+    return {
+        "model": enc["label"],
+        "chain": chain.label,
+        "chain_fingerprint": fp,
+        "file": str(target.relative_to(out)),
+        "n": len(have),
+        "n_missing": len(lacking),
+        "missing_first": lacking[:20],
+    }
 
 
 def _root(info: dict[str, Any]) -> Path | None:

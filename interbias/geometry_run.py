@@ -25,7 +25,6 @@ import json
 import math
 import re
 import time
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,15 +189,15 @@ def embed_clean(
 ) -> tuple[dict[str, np.ndarray], dict[str, str], int, int]:
     """Clean-chain embeddings of every utterance: (vectors by id, failures by id, embedded, cached).
 
-    Uses the runner's embedder (same front end, cache keys and failure accounting)."""
+    Uses the runner's embedding stage (same front end, cache keys and failure accounting)."""
     from interbias.cache import EmbeddingCache
+    from interbias.embedding import Embedder
     from interbias.operators import Chain
-    from interbias.runner import _Embedder
 
     chain = Chain()
     db = EmbeddingCache(cache_dir / "embeddings.sqlite")
     try:
-        emb = _Embedder(types.SimpleNamespace(frontend=FrontEnd()), manifest, [encoder], db, reporter)  # type: ignore[arg-type]
+        emb = Embedder(manifest, [encoder], db, FrontEnd(), reporter)
         emb.run({chain.fingerprint: (chain, {u.id for u in manifest})})
     finally:
         db.close()
@@ -281,12 +280,11 @@ def _collect(
     label: str, options: GeometryOptions, reporter: Reporter, provenance: dict[str, Any]
 ) -> tuple[geo.Grid, dict[str, Any], int, int, dict[str, str]]:
     from interbias.corpora import load_corpus
-    from interbias.encoders import load_encoder, restore_threads
+    from interbias.encoders import check_device, load_encoder, restore_threads
     from interbias.experiments import CorpusSpec
     from interbias.paths import cache_dir as default_cache_dir
-    from interbias.runner import _check_device
 
-    _check_device(options.device)
+    check_device(options.device)
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     encoder = load_encoder(label, device=options.device, options=encoder_options(label, options.layer))
     restore_threads()

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interbias import __version__
 from interbias.paths import PACKAGE_DIR
+from interbias.seeding import canonical_json
+
+if TYPE_CHECKING:
+    from interbias.encoders import Encoder
+    from interbias.experiments import Cell, Experiment
+    from interbias.manifest import Manifest
+    from interbias.trials import TrialList
 
 #: results.csv columns, in order (DESIGN.md), then interbias's additional counts.
 SCHEMA = [
@@ -57,6 +68,18 @@ EXTRA = [
 ]
 COLUMNS = SCHEMA + EXTRA
 METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
+#: The results columns ``interbias run`` prints after a run (spoofing ones when present).
+SUMMARY_COLUMNS = (
+    "model",
+    "cell",
+    *METRICS,
+    "n_target",
+    "n_nontarget",
+    "n_speakers",
+    "n_failed",
+    "spoof_far",
+    "eer_spoof",
+)
 
 PACKAGES = (
     "numpy",
@@ -134,3 +157,138 @@ def hardware() -> dict[str, Any]:
         first = mem.read_text().splitlines()[0].split()
         info["memory_gib"] = round(int(first[1]) / 2**20, 1)
     return info
+
+
+def torch_threads() -> int:
+    """The number of threads torch uses in this process."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def run_id_for(
+    exp: Experiment,
+    manifest: Manifest,
+    encoders: Sequence[Encoder],
+    rev: str,
+    max_trials: int | None,
+    listed: TrialList | None = None,
+    attacks_sha256: str | None = None,
+) -> str:
+    """``<experiment>-<12 hex>``: a digest of what was asked (resolved experiment, manifest,
+    trial cap, encoders and their fingerprints, code revision, an external trial list, attack
+    audio), so the same command resumes the same directory and any change starts a new one."""
+    payload = {
+        "experiment": exp.resolved(),
+        "manifest": manifest.sha256(),
+        "max_trials": max_trials,
+        "encoders": [[e.label, e.fingerprint] for e in encoders],
+        "revision": rev,
+    }
+    if exp.corpus.manifest:  # a user's manifest: where its relative paths point matters too
+        payload["manifest_root"] = str(manifest.root.resolve())
+    if listed is not None:
+        payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
+    if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
+        payload["attacks"] = attacks_sha256
+    return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
+
+
+# ---- rows and run.json ------------------------------------------------------------------------
+
+
+def factor_columns(exp: Experiment, cell: Cell) -> dict[str, Any]:
+    """``factor_a..c``, ``level_a..c``, ``ref_a..c`` of ``cell`` (empty past the experiment's factors)."""
+    row: dict[str, Any] = {}
+    levels = dict(cell.levels)
+    for slot, factor in zip("abc", list(exp.factors) + [None] * 3, strict=False):
+        row[f"factor_{slot}"] = factor.name if factor else ""
+        row[f"level_{slot}"] = levels[factor.name] if factor else ""
+        row[f"ref_{slot}"] = factor.reference if factor else ""
+    return row
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """What every results row of a run shares."""
+
+    exp: Experiment
+    dataset: str
+    run_id: str
+    revision: str
+    trials_sha256: str
+    seeds: dict[str, int]
+
+
+def results_row(ctx: RowContext, cell: Cell, enc: Encoder, measured: dict[str, Any]) -> dict[str, Any]:
+    """One results.csv row: ``measured`` (metrics and counts of :func:`interbias.cells.score_cell`)
+    with what identifies the experiment, cell, encoder, chains and trial list."""
+    from interbias.encoders import overlap_warning
+
+    return {
+        "experiment": ctx.exp.name,
+        "dataset": ctx.dataset,
+        "model": enc.label,
+        "family": enc.family,
+        "cell": cell.id,
+        **factor_columns(ctx.exp, cell),
+        **measured,
+        "run_id": ctx.run_id,
+        "revision": ctx.revision,
+        "encoder_source": enc.source,
+        "checkpoint_sha256": enc.checkpoint_sha256,
+        "chain_fingerprint": chain_fingerprint(cell),
+        "trials_sha256": ctx.trials_sha256,
+        "seed": ctx.seeds[cell.stratum],
+        "stratum": cell.stratum,
+        "enrol_chain": cell.enrol_chain.label,
+        "test_chain": cell.test_chain.label,
+        "overlap_warning": overlap_warning(enc.card, ctx.dataset),
+    }
+
+
+def chain_fingerprint(cell: Cell) -> str:
+    """The results column ``chain_fingerprint``: ``<enrol chain fp>:<test chain fp>``."""
+    return f"{cell.enrol_chain.fingerprint}:{cell.test_chain.fingerprint}"
+
+
+def run_record(
+    *,
+    header: dict[str, Any],
+    exp: Experiment,
+    manifest: Manifest,
+    encoders: Sequence[Encoder],
+    trials: TrialList,
+    counts: dict[str, Any],
+    failures: list[dict[str, str]],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """run.json: ``header`` (run id, revision, command, device, executor), the experiment, corpus,
+    encoders and trial list provenance, ``counts``, the first 200 ``failures``, packages,
+    hardware, and ``extra`` (errored cells, timings, cache, analyses …)."""
+    return {
+        **header,
+        "experiment": exp.resolved(),
+        "corpus": {
+            "name": manifest.name,
+            "root": str(manifest.root),
+            "manifest_sha256": manifest.sha256(),
+            "n_utterances": len(manifest),
+        },
+        "encoders": [e.provenance() for e in encoders],
+        "trials": {
+            "sha256": trials.sha256,
+            "n": len(trials.frame),
+            "source": trials.source,
+            "strata": {k: vars(v) for k, v in trials.strata.items()},
+            **trials.info,
+        },
+        "operator_seeds": "derive_rng('operator', utterance sha256, chain fingerprint, position, name)",
+        "counts": counts,
+        "failures": failures[:200],
+        "n_failures": len(failures),
+        "packages": package_versions(),
+        "hardware": hardware(),
+        "frontend": dataclasses.asdict(exp.frontend),
+        **extra,
+    }

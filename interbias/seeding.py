@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,15 @@ def canonical_json(obj: Any) -> str:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks (raises ``OSError`` when unreadable)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def derive_seed(*parts: Any) -> int:

@@ -39,7 +39,7 @@ class FakeEncoder(Encoder):
 def waves_ctx(tiny_corpus, tmp_path: Path) -> X.EmbedContext:
     from interbias.experiments import load_experiment
 
-    return X.EmbedContext(load_experiment(tiny_experiment(tmp_path)), tiny_corpus, tmp_path)
+    return X.EmbedContext(load_experiment(tiny_experiment(tmp_path)).frontend, tiny_corpus, tmp_path)
 
 
 def tasks_for(manifest, encoders, n: int, chains: tuple[Chain, ...]) -> list[X.EmbedTask]:
@@ -106,7 +106,7 @@ def test_failed_batch_is_retried_item_by_item(tiny_corpus, tmp_path: Path, monke
     ctx = waves_ctx(tiny_corpus, tmp_path)
     monkeypatch.setattr(X, "pin", lambda w, device: w.copy())
     victim = tiny_corpus.utterances[2]
-    enc = FakeEncoder(poison=audio.load(tiny_corpus.resolve(victim), ctx.exp.frontend).samples)
+    enc = FakeEncoder(poison=audio.load(tiny_corpus.resolve(victim), ctx.frontend).samples)
     results = list(X.embed_tasks(ctx, [enc], tasks_for(tiny_corpus, [enc], 4, (Chain(),)), "cuda", X.ExecStats()))
     bad = [r for r in results if r.error]
     assert len(results) == 4 and [r.uid for r in bad] == [victim.id]

@@ -17,8 +17,9 @@ from interbias.cli import app
 from interbias.errors import ConfigError, TrialError
 from interbias.experiments import load_experiment
 from interbias.metrics import eer_from_points, operating_points
+from interbias.paths import slug
 from interbias.results import COLUMNS
-from interbias.runner import RunOptions, run, slug
+from interbias.runner import RunOptions, run
 from interbias.trials import COLUMNS as TRIAL_COLUMNS
 from interbias.trials import draw_trials
 

@@ -12,7 +12,7 @@ import pytest
 from interbias import atomic
 from interbias.errors import RunError, TrialError
 from interbias.export import export_scores
-from interbias.runner import slug
+from interbias.paths import slug
 from interbias.trials import StratumStats, TrialList
 
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from interbias import audio
 from interbias.cli import app
-from interbias.runner import slug
+from interbias.paths import slug
 from interbias.scoring import cosine_scores
 
 cli = CliRunner()

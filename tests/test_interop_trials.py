@@ -11,7 +11,7 @@ import yaml
 from interbias.errors import ConfigError, TrialError
 from interbias.experiments import load_experiment, parse_experiment, with_data
 from interbias.manifest import Manifest, Utterance
-from interbias.trials import external_trials, parse_trial_file, read_trial_list
+from interbias.trial_lists import external_trials, parse_trial_file, read_trial_list
 
 
 def corpus() -> Manifest:

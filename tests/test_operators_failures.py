@@ -13,7 +13,8 @@ import soundfile as sf
 import yaml
 from conftest import tiny_experiment
 
-from interbias.runner import RunOptions, run, slug
+from interbias.paths import slug
+from interbias.runner import RunOptions, run
 from interbias.seeding import derive_rng
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from interbias import metrics as M
 from interbias.errors import TrialError
 from interbias.manifest import Manifest, Utterance
-from interbias.trials import parse_trial_file
+from interbias.trial_lists import parse_trial_file
 
 SETTINGS = settings(
     max_examples=int(__import__("os").environ.get("IB_EXAMPLES", 60)),

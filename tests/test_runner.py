@@ -41,7 +41,7 @@ def test_every_cell_and_encoder_scores_the_saved_trials(first_run) -> None:
     _, outcome = first_run
     trials = pd.read_parquet(outcome.run_dir / "trials.parquet")
     res = pd.read_csv(outcome.run_dir / "results.csv")
-    from interbias.runner import slug
+    from interbias.paths import slug
 
     for row in res.itertuples():
         scores = pd.read_parquet(outcome.run_dir / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet")

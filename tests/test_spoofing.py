@@ -312,7 +312,7 @@ def test_e10_runs_offline_and_reports_spoof_far_per_encoder(
     results = pd.read_csv(run_dir / "results.csv")
     assert list(results.columns) == COLUMNS + SPOOF_COLUMNS
     trials = pd.read_parquet(run_dir / "trials.parquet")
-    from interbias.runner import slug
+    from interbias.paths import slug
 
     for row in results.itertuples():
         sc = pd.read_parquet(run_dir / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet")

@@ -1,4 +1,4 @@
-"""Group fairness at one deployment threshold (seed 000, Sections II–III).
+"""Group fairness at one deployment threshold (the deepfake gender-fairness study, Sections II–III).
 
 A threshold is chosen once on development data — its EER threshold, a fixed value, or the
 lowest threshold whose FAR is at most a target — and applied unchanged to every group (and
@@ -10,7 +10,7 @@ be rejected (non-target, or spoof).
 The **positive class** states what a "positive" is:
 
 - ``accept`` (speaker verification): predicted positive = accepted, actual positive = label 1;
-- ``spoof`` (countermeasure, seed 000's setting): predicted positive = rejected (flagged as
+- ``spoof`` (countermeasure, the deepfake gender-fairness study's setting): predicted positive = rejected (flagged as
   spoof), actual positive = label 0 (spoof).
 
 Per group g, from TP, FP, TN, FN at the threshold:
@@ -47,14 +47,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from interbias import atomic, metrics
+from interbias import atomic
 from interbias.errors import AnalysisError
+from interbias.experiments import FairnessSpec
+from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
+from interbias.thresholds import ThresholdRule
 
 POSITIVES = ("accept", "spoof")
 MIXED, MISSING, ALL = "mixed", "missing", "all"
@@ -67,60 +70,39 @@ METRICS: dict[str, tuple[str, str]] = {
     "treatment_equality": ("FP/FN", "FP of FP+FN"),
 }
 SPOOF_METRIC = "spoof_far"
+#: The columns of the two tables ``interbias fairness`` prints (present ones only).
+GROUP_TABLE = (
+    "model",
+    "condition",
+    "group_by",
+    "group",
+    "n",
+    "threshold",
+    "far",
+    "frr",
+    *METRICS,
+    SPOOF_METRIC,
+    "note",
+)
+COMPARISON_TABLE = (
+    "model",
+    "condition",
+    "group_by",
+    "metric",
+    "group_a",
+    "group_b",
+    "value_a",
+    "value_b",
+    "difference",
+    "z",
+    "p_value",
+    "p_holm",
+    "significant",
+    "note",
+)
 
 
 # ---- thresholds ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ThresholdRule:
-    """How the deployment threshold is chosen: ``eer``, ``fixed:X`` or ``far:X``."""
-
-    kind: Literal["eer", "fixed", "far"]
-    value: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> ThresholdRule:
-        t = str(text).strip()
-        if t == "eer":
-            return cls("eer")
-        kind, _, raw = t.partition(":")
-        if kind in ("fixed", "far") and raw:
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                raise AnalysisError(f"threshold rule {t!r}: {raw!r} is not a finite number")
-            if kind == "far" and not 0 <= value < 1:
-                raise AnalysisError(f"threshold rule {t!r}: the target FAR must be in [0, 1)")
-            return cls(kind, value)  # type: ignore[arg-type]
-        raise AnalysisError(f"threshold rule {t!r}: valid: eer, fixed:X, far:X")
-
-    @property
-    def label(self) -> str:
-        return "eer" if self.kind == "eer" else f"{self.kind}:{self.value:g}"
-
-    def choose(self, dev_scores: object, dev_labels: object) -> float:
-        """The threshold from development scores (not needed for ``fixed``).
-
-        ``eer``: the interpolated EER threshold of :func:`interbias.metrics.eer_from_points`.
-        ``far:X``: the lowest distinct dev score t with FAR(t) = P(s ≥ t | label 0) ≤ X.
-        """
-        if self.kind == "fixed":
-            return float(self.value)  # type: ignore[arg-type]
-        p = metrics.operating_points(dev_scores, dev_labels)
-        if self.kind == "eer":
-            thr = metrics.eer_from_points(p)[1]
-        else:
-            k = int(np.argmax(p.fpr <= self.value))
-            thr = float(p.thresholds[k])
-        if not np.isfinite(thr):
-            raise AnalysisError(
-                f"threshold rule {self.label}: no finite dev threshold exists (the highest dev score is a "
-                "label-0 trial); use fixed:X"
-            )
-        return float(thr)
 
 
 @dataclass(frozen=True)
@@ -339,6 +321,52 @@ def _group_row(
     return row
 
 
+def _comparison(
+    unit: Unit,
+    attr: str,
+    name: str,
+    pair: tuple[str, str],
+    conf: dict[str, Confusion],
+    spoofs: dict[str, tuple[int, int]],
+    positive: str,
+) -> dict[str, Any]:
+    """One metric compared between two groups of one unit (two-proportion z-test)."""
+    ga, gb = pair
+    if name == SPOOF_METRIC:
+        (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
+        va, vb, tested = ratio(xa, na), ratio(xb, nb), "accepted of spoof trials"
+        notes = [f"{g}: {_ZERO[name]}" for g, n_ in ((ga, na), (gb, nb)) if n_ == 0]
+    else:
+        na_v, da, xa, na = metric_counts(conf[ga], name)
+        nb_v, db, xb, nb = metric_counts(conf[gb], name)
+        va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
+        notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
+    z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
+    if tnote:
+        notes.append(tnote)
+    return {
+        **unit.keys,
+        "group_by": attr,
+        "metric": name,
+        "positive": positive,
+        "group_a": ga,
+        "group_b": gb,
+        "value_a": va,
+        "value_b": vb,
+        "difference": va - vb,
+        "tested": tested,
+        "x_a": xa,
+        "n_a": na,
+        "x_b": xb,
+        "n_b": nb,
+        "z": z,
+        "p_value": p,
+        "threshold": unit.threshold.value,
+        "threshold_rule": unit.threshold.rule,
+        "note": "; ".join(notes),
+    }
+
+
 def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: float = 0.05) -> FairnessReport:
     """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values."""
     if positive not in POSITIVES:
@@ -383,41 +411,7 @@ def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: f
             for name in names:
                 for i, ga in enumerate(pure):
                     for gb in pure[i + 1 :]:
-                        if name == SPOOF_METRIC:
-                            (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
-                            va, vb, tested = ratio(xa, na), ratio(xb, nb), "accepted of spoof trials"
-                            notes = [f"{g}: {_ZERO[name]}" for g, n_ in ((ga, na), (gb, nb)) if n_ == 0]
-                        else:
-                            na_v, da, xa, na = metric_counts(conf[ga], name)
-                            nb_v, db, xb, nb = metric_counts(conf[gb], name)
-                            va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
-                            notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
-                        z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
-                        if tnote:
-                            notes.append(tnote)
-                        comp_rows.append(
-                            {
-                                **unit.keys,
-                                "group_by": attr,
-                                "metric": name,
-                                "positive": positive,
-                                "group_a": ga,
-                                "group_b": gb,
-                                "value_a": va,
-                                "value_b": vb,
-                                "difference": va - vb,
-                                "tested": tested,
-                                "x_a": xa,
-                                "n_a": na,
-                                "x_b": xb,
-                                "n_b": nb,
-                                "z": z,
-                                "p_value": p,
-                                "threshold": thr,
-                                "threshold_rule": unit.threshold.rule,
-                                "note": "; ".join(notes),
-                            }
-                        )
+                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive))
     comparisons = pd.DataFrame(comp_rows)
     if len(comparisons):
         adj, rej = holm(comparisons["p_value"].to_numpy(), alpha)
@@ -454,96 +448,124 @@ def fairness_for_run(
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
     present, give ``spoof_far`` at the same threshold. Dropped trials are left out and counted.
     """
-    run_dir = Path(run_dir)
-    trials_path = run_dir / "trials.parquet"
-    if not trials_path.is_file():
-        raise AnalysisError(f"{run_dir}: not a run directory (no trials.parquet)")
-    trials = pd.read_parquet(trials_path)
+    run = RunDir(run_dir)
+    if not run.file(TRIALS).is_file():
+        raise AnalysisError(f"{run.path}: not a run directory (no trials.parquet)")
+    trials = pd.read_parquet(run.file(TRIALS))
     if "split" not in trials.columns or not (trials["split"] == "dev").any():
         return None
-    for name in ("experiment.resolved.json", "attributes.parquet", "results.csv"):
-        if not (run_dir / name).is_file():
-            raise AnalysisError(f"{run_dir}: the run has dev trials but no {name}")
-    exp = json.loads((run_dir / "experiment.resolved.json").read_text())
-    cfg = exp.get("fairness") or {}
-    the_rule = ThresholdRule.parse(rule or cfg.get("threshold", "eer"))
-    pop_attrs = [f["attribute"] for f in exp.get("factors", []) if f.get("type") == "population"]
-    attrs = list(groups or _as_list(cfg.get("groups")) or dict.fromkeys(pop_attrs) or ["gender"])
-    acoustic = {f["name"]: str(f["reference"]) for f in exp.get("factors", []) if f.get("type") == "acoustic"}
-    table = pd.read_parquet(run_dir / "attributes.parquet").set_index("id")
+    for name in (EXPERIMENT, ATTRIBUTES, RESULTS):
+        if not run.file(name).is_file():
+            raise AnalysisError(f"{run.path}: the run has dev trials but no {name}")
+    exp = run.experiment(AnalysisError)
+    assert exp is not None  # checked above
+    cfg = exp.fairness or FairnessSpec()
+    the_rule = ThresholdRule.parse(rule or cfg.threshold)
+    pop_attrs = [str(f.attribute) for f in exp.population_factors]
+    attrs = list(groups or list(cfg.groups or ()) or dict.fromkeys(pop_attrs) or ["gender"])
+    table = pd.read_parquet(run.file(ATTRIBUTES)).set_index("id")
     absent = [a for a in attrs if a not in table.columns]
     if absent:
         raise AnalysisError(
-            f"{run_dir}: group attribute(s) {', '.join(absent)} not in the manifest; valid: "
+            f"{run.path}: group attribute(s) {', '.join(absent)} not in the manifest; valid: "
             f"{', '.join(c for c in table.columns if c != 'path')}"
         )
-    results = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False)
-    from interbias.runner import slug  # lazy: the runner imports the encoders
-
-    trials = trials.set_index("trial_id")
-    types_all = trials["trial_type"] if "trial_type" in trials.columns else None
-    side_cols = ["split", "enrol", "test", *(["trial_type"] if types_all is not None else [])]
+    results = run.read_results(dtype=str, keep_default_na=False)
+    side = _TrialSides(trials.set_index("trial_id"), table, attrs)
+    acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     units: list[Unit] = []
     for model, rows in results.groupby("model", sort=False):
-        by_condition: dict[str, list[pd.DataFrame]] = {}
-        dev_frames, dev_cells = [], []
-        for row in rows.itertuples(index=False):
-            levels = {getattr(row, f"factor_{x}"): getattr(row, f"level_{x}") for x in "abc"}
-            condition = ",".join(f"{f}={levels[f]}" for f in acoustic) or "all"
-            path = run_dir / "scores" / slug(str(model)) / f"{slug(row.cell)}.parquet"
-            if not path.is_file():
-                raise AnalysisError(f"{run_dir}: scores of {model} / {row.cell} are missing ({path.name})")
-            sc = pd.read_parquet(path).set_index("trial_id")[["label", "score", "dropped"]]
-            sc = sc.join(trials[side_cols], how="left")
-            if all(levels.get(f) == ref for f, ref in acoustic.items()):
-                dev_frames.append(sc[sc["split"] == "dev"])
-                dev_cells.append(row.cell)
-            by_condition.setdefault(condition, []).append(sc[sc["split"] == "eval"])
-        dev = pd.concat(dev_frames)
-        dev = dev[~dev["dropped"].astype(bool)]
-        if types_all is not None:
-            dev = dev[dev["trial_type"] != "spoof"]
-        if not len(dev):
-            raise AnalysisError(f"{run_dir}: {model} has no scored dev trials in the reference condition")
-        value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
-        n1 = int(dev["label"].sum())
-        source = (
-            f"dev split of {';'.join(dev_cells)}: {len(dev)} trials ({n1} label 1, {len(dev) - n1} label 0)"
-            if the_rule.kind != "fixed"
-            else "fixed"
-        )
-        thr = Threshold(value, the_rule.label, source)
-        for condition, frames in by_condition.items():
-            ev = pd.concat(frames)
-            n_dropped = int(ev["dropped"].astype(bool).sum())
-            ev = ev[~ev["dropped"].astype(bool)]
-            grp = {
-                a: pair_groups(
-                    table[a].reindex(ev["enrol"]).to_numpy(dtype=object),
-                    table[a].reindex(ev["test"]).to_numpy(dtype=object),
-                )
-                for a in attrs
-            }
-            units.append(
-                Unit(
-                    keys={"experiment": str(exp.get("name", "")), "model": str(model), "condition": condition},
-                    scores=ev["score"].to_numpy(),
-                    labels=ev["label"].to_numpy(),
-                    groups=grp,
-                    threshold=thr,
-                    types=None if types_all is None else ev["trial_type"].to_numpy(),
-                    info={"n_dropped_trials": n_dropped},
-                )
-            )
+        units.extend(_model_units(run, exp.name, str(model), rows, acoustic, side, the_rule))
     return fairness_report(units, positive="accept", alpha=alpha)
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+@dataclass(frozen=True)
+class _TrialSides:
+    """The run's trials (indexed by trial id) and the group attributes of their utterances."""
+
+    trials: pd.DataFrame
+    table: pd.DataFrame
+    attrs: list[str]
+
+    @property
+    def types(self) -> pd.Series | None:
+        return self.trials["trial_type"] if "trial_type" in self.trials.columns else None
+
+    def join(self, scores: pd.DataFrame) -> pd.DataFrame:
+        cols = ["split", "enrol", "test", *(["trial_type"] if self.types is not None else [])]
+        return scores.set_index("trial_id")[["label", "score", "dropped"]].join(self.trials[cols], how="left")
+
+    def groups(self, ev: pd.DataFrame) -> dict[str, np.ndarray]:
+        return {
+            a: pair_groups(
+                self.table[a].reindex(ev["enrol"]).to_numpy(dtype=object),
+                self.table[a].reindex(ev["test"]).to_numpy(dtype=object),
+            )
+            for a in self.attrs
+        }
+
+
+def _model_units(
+    run: RunDir,
+    experiment: str,
+    model: str,
+    rows: pd.DataFrame,
+    acoustic: dict[str, str],
+    side: _TrialSides,
+    the_rule: ThresholdRule,
+) -> list[Unit]:
+    """One model's units: a threshold from the reference condition's dev trials, applied to the
+    eval trials of every acoustic condition (pooled over population strata)."""
+    by_condition: dict[str, list[pd.DataFrame]] = {}
+    dev_frames, dev_cells = [], []
+    for row in rows.itertuples(index=False):
+        levels = {getattr(row, f"factor_{x}"): getattr(row, f"level_{x}") for x in "abc"}
+        condition = ",".join(f"{f}={levels[f]}" for f in acoustic) or "all"
+        path = run.scores_path(model, row.cell)
+        if not path.is_file():
+            raise AnalysisError(f"{run.path}: scores of {model} / {row.cell} are missing ({path.name})")
+        sc = side.join(run.read_scores(model, row.cell))
+        if all(levels.get(f) == ref for f, ref in acoustic.items()):
+            dev_frames.append(sc[sc["split"] == "dev"])
+            dev_cells.append(row.cell)
+        by_condition.setdefault(condition, []).append(sc[sc["split"] == "eval"])
+    thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, side.types is not None, the_rule)
+    units = []
+    for condition, frames in by_condition.items():
+        ev = pd.concat(frames)
+        n_dropped = int(ev["dropped"].astype(bool).sum())
+        ev = ev[~ev["dropped"].astype(bool)]
+        units.append(
+            Unit(
+                keys={"experiment": experiment, "model": model, "condition": condition},
+                scores=ev["score"].to_numpy(),
+                labels=ev["label"].to_numpy(),
+                groups=side.groups(ev),
+                threshold=thr,
+                types=None if side.types is None else ev["trial_type"].to_numpy(),
+                info={"n_dropped_trials": n_dropped},
+            )
+        )
+    return units
+
+
+def _dev_threshold(
+    run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], typed: bool, the_rule: ThresholdRule
+) -> Threshold:
+    """The threshold ``the_rule`` chooses on the kept bona fide dev trials."""
+    dev = dev[~dev["dropped"].astype(bool)]
+    if typed:
+        dev = dev[dev["trial_type"] != "spoof"]
+    if not len(dev):
+        raise AnalysisError(f"{run.path}: {model} has no scored dev trials in the reference condition")
+    value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
+    n1 = int(dev["label"].sum())
+    source = (
+        f"dev split of {';'.join(dev_cells)}: {len(dev)} trials ({n1} label 1, {len(dev) - n1} label 0)"
+        if the_rule.kind != "fixed"
+        else "fixed"
+    )
+    return Threshold(value, the_rule.label, source)
 
 
 # ---- score files ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Subgroup gaps under conditions (the seed paper's E16 analysis, Appendix D).
+"""Subgroup gaps under conditions (InterBias-SV's E16 analysis, Appendix D).
 
 The group factor is a population factor (gender); the other factors set the condition. Per
 model, condition and non-reference group level g:
@@ -89,6 +89,46 @@ def _gap_columns(replicates: Replicates | None, permutations: RunPermutations | 
     return cols
 
 
+def _group_name(exp: str, names: list[str], group_factor: str | None, pops: dict[str, list[str]]) -> str | None:
+    """The factor compared as groups in ``exp``: ``group_factor``, else its first population
+    factor; ``None`` (skipped) without one."""
+    if group_factor is not None:
+        if group_factor not in names:
+            raise AnalysisError(f"--group-factor {group_factor!r} is not a factor of {exp}; valid: {', '.join(names)}")
+        return group_factor
+    return pops[exp][0] if pops.get(exp) else None
+
+
+def _add_uncertainty(
+    row: dict[str, Any],
+    info: dict[str, Any],
+    cells: tuple[str, str],
+    replicates: Replicates | None,
+    permutations: RunPermutations | None,
+    abs_reps: list[np.ndarray],
+) -> None:
+    """Bootstrap intervals of the gap (reference-group cell, group cell) and its permutation
+    p-value, when requested; the absolute gap's replicates are appended to ``abs_reps``."""
+    exp, model = info["experiment"], info["model"]
+    ref_cell, cell = cells
+    if replicates is not None:
+        r = replicates.of(exp, model, cell) - replicates.of(exp, model, ref_cell)
+        lo, hi, n_valid = replicates.ci(r)
+        alo, ahi, _ = replicates.ci(np.abs(r))
+        row.update(gap_lo=lo, gap_hi=hi, abs_gap_lo=alo, abs_gap_hi=ahi, n_boot_valid=int(n_valid))
+        row.update(replicates.stamp())
+        abs_reps.append(np.abs(r))
+    if permutations is not None:
+        res = permutations.test(model, ref_cell, cell)
+        row.update(
+            p_perm=res.p_value,
+            n_perm_valid=res.n_valid,
+            perm_unit=UNIT,
+            perm_seed=permutations.seed,
+            perm_note=res.note,
+        )
+
+
 def compute_gaps(
     results: pd.DataFrame,
     metric: str = "eer",
@@ -110,15 +150,8 @@ def compute_gaps(
     for g in grids(results, metric):
         exp = g.info["experiment"]
         names = [g.factor[s] for s in g.slots]
-        if group_factor is not None:
-            if group_factor not in names:
-                raise AnalysisError(
-                    f"--group-factor {group_factor!r} is not a factor of {exp}; valid: {', '.join(names)}"
-                )
-            gname = group_factor
-        elif pops.get(exp):
-            gname = pops[exp][0]
-        else:
+        gname = _group_name(exp, names, group_factor, pops)
+        if gname is None:
             continue
         chosen[exp] = gname
         gi = names.index(gname)
@@ -159,24 +192,7 @@ def compute_gaps(
                     "ratio_floor": floor,
                     "ratio_flag": flag,
                 }
-                if replicates is not None:
-                    r = replicates.of(exp, g.info["model"], g.cell[kg]) - replicates.of(
-                        exp, g.info["model"], g.cell[kr]
-                    )
-                    lo, hi, n_valid = replicates.ci(r)
-                    alo, ahi, _ = replicates.ci(np.abs(r))
-                    row.update(gap_lo=lo, gap_hi=hi, abs_gap_lo=alo, abs_gap_hi=ahi, n_boot_valid=int(n_valid))
-                    row.update(replicates.stamp())
-                    abs_reps.append(np.abs(r))
-                if permutations is not None:
-                    res = permutations.test(g.info["model"], g.cell[kr], g.cell[kg])
-                    row.update(
-                        p_perm=res.p_value,
-                        n_perm_valid=res.n_valid,
-                        perm_unit=UNIT,
-                        perm_seed=permutations.seed,
-                        perm_note=res.note,
-                    )
+                _add_uncertainty(row, g.info, (g.cell[kr], g.cell[kg]), replicates, permutations, abs_reps)
                 rows.append(row)
     gaps = pd.DataFrame(rows, columns=_gap_columns(replicates, permutations))
     reps = np.array(abs_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.analysis.rundir import RunDir
+from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.weighted import metric_batch, sort_cell
 from interbias.errors import AnalysisError
 from interbias.seeding import derive_rng
@@ -78,7 +78,7 @@ def permutation_gap_test(
 class RunPermutations:
     """Permutation tests on the cells of one run directory (units: enrol speakers)."""
 
-    run: RunDir
+    run: ScoredRun
     metric: str
     n_perm: int
     seed: int = 0

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, percentile_ci
-from interbias.analysis.rundir import RunDir
+from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.weighted import metric_batch
 
 Key = tuple[str, str, str]
@@ -72,7 +72,7 @@ class Replicates:
 
 
 def bootstrap_cells(
-    results: pd.DataFrame, run: RunDir, metric: str, resampler: Resampler, *, level: float = 0.95
+    results: pd.DataFrame, run: ScoredRun, metric: str, resampler: Resampler, *, level: float = 0.95
 ) -> Replicates:
     """Replicates of ``metric`` for every row of ``results`` (one run directory's cells)."""
     run.check_against(results, metric)

@@ -27,6 +27,8 @@ from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.suite import Analysis
+from interbias.errors import AnalysisError
+from interbias.experiments import AcousticLevel, Experiment
 from interbias.paths import slug
 
 _DIGITS = 4
@@ -70,19 +72,20 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def snr_levels(resolved: dict[str, Any] | None, factor: str) -> dict[str, tuple[str, float]]:
-    """level -> (noise kind, SNR dB) for levels of ``factor`` whose chain holds exactly one
-    operator with an ``snr_db`` parameter (kind: its ``kind`` parameter, else the operator name)."""
+def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, float]]:
+    """level -> (noise kind, SNR dB) for levels of ``factor`` whose chains (enrolment and test)
+    hold one distinct operator setting with an ``snr_db`` parameter (kind: its ``kind``
+    parameter, else the operator name)."""
     out: dict[str, tuple[str, float]] = {}
-    for f in (resolved or {}).get("factors", []):
-        if f.get("name") != factor or f.get("type") != "acoustic":
+    for f in exp.acoustic_factors if exp is not None else []:
+        if f.name != factor:
             continue
-        for level, spec in (f.get("levels") or {}).items():
-            chains = [spec] if isinstance(spec, list) else list((spec or {}).values()) if isinstance(spec, dict) else []
-            ops = [op for ch in chains for op in (ch or []) if isinstance(op, dict) and "snr_db" in op]
-            if len({(op.get("kind", op.get("op")), op["snr_db"]) for op in ops}) == 1:
-                op = ops[0]
-                out[str(level)] = (str(op.get("kind", op.get("op"))), float(op["snr_db"]))
+        for level in f.levels:
+            assert isinstance(level, AcousticLevel)
+            ops = [op for ch in (level.enrol, level.test) for op in ch.ops if hasattr(op, "snr_db")]
+            settings = {(str(getattr(op, "kind", op.name)), float(op.snr_db)) for op in ops}  # type: ignore[attr-defined]
+            if len(settings) == 1:
+                out[level.name] = next(iter(settings))
     return out
 
 
@@ -231,6 +234,12 @@ def _figures(a: Analysis, rep: Report) -> None:
             )
     else:
         rep.omitted.append("IE heatmaps: no complete two-factor contrast (a factor missing or terms missing)")
+    _gap_snr_figures(a, rep, frame)
+
+
+def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
+    """Subgroup gap against SNR per experiment, when one condition factor has SNR levels."""
+    metric = a.options.metric
     gsum = a.gaps.summary
     drawn = False
     for exp, gname in a.gaps.group_factor.items():
@@ -241,7 +250,7 @@ def _figures(a: Analysis, rep: Report) -> None:
             rep.omitted.append(f"gap vs SNR ({exp}): needs exactly one condition factor besides {gname}")
             continue
         factor, slot = next(iter(slots.items()))
-        snr = snr_levels(a.run.resolved if (a.run.resolved or {}).get("name") == exp else None, factor)
+        snr = snr_levels(a.run.experiment(AnalysisError) if (a.run.resolved or {}).get("name") == exp else None, factor)
         if not snr:
             rep.omitted.append(
                 f"gap vs SNR ({exp}): no level of {factor} has one operator with an snr_db parameter "
@@ -312,33 +321,9 @@ def _deployment(folder: Path, rep: Report) -> None:
         rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
-def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
-    frame = prepare(a.results)
+def _contrasts(a: Analysis, rep: Report) -> None:
+    """Additive contrasts per setting, missing terms, and their summaries."""
     metric = a.options.metric
-    resolved = a.run.resolved or {}
-    exps = ", ".join(dict.fromkeys(frame["experiment"]))
-    rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
-    if resolved.get("description"):
-        rep.para(str(resolved["description"]).strip())
-    rep.para(
-        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
-        + (
-            "Intervals: " + a.replicates.describe() + "."
-            if a.replicates is not None
-            else "No intervals: "
-            + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
-        )
-    )
-    _provenance(a, rep)
-    rep.heading("Results per cell")
-    if a.cells is not None:
-        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
-    else:
-        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
-    if len(a.above_chance):
-        rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
-        rep.table(a.above_chance, ["model", "cell", "value"])
-    _figures(a, rep)
     rep.heading("Additive contrasts")
     rep.para(
         "IE = observed − (sum of single-factor changes added to the reference). Missing terms are listed, never "
@@ -367,8 +352,12 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     summ = ["family", "contrast", "n", "mean_ie", *extra, "sd_ie", "pct_positive", "mean_nli", "n_nli"]
     summ += ["mean_predicted", "max_predicted", "share_predicted_above_chance", "r_predicted_ie"]
     rep.table(a.summary, summ)
-    rep.para("Per model (the seed paper's Table 11 shape):")
+    rep.para("Per model (the shape of InterBias-SV's Table 11):")
     rep.table(a.per_model, ["model", *summ])
+
+
+def _gaps(a: Analysis, rep: Report) -> None:
+    """Subgroup gaps per condition (summary over models, then per model)."""
     if len(a.gaps.gaps):
         rep.heading("Subgroup gaps")
         rep.para(
@@ -385,6 +374,37 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
                 f"p_perm: two-sided speaker-level permutation test ({a.options.n_perm} permutations; units: "
                 "enrol speakers), not corrected for multiple comparisons."
             )
+
+
+def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
+    frame = prepare(a.results)
+    metric = a.options.metric
+    resolved = a.run.resolved or {}
+    exps = ", ".join(dict.fromkeys(frame["experiment"]))
+    rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
+    if resolved.get("description"):
+        rep.para(str(resolved["description"]).strip())
+    rep.para(
+        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
+        + (
+            "Intervals: " + a.replicates.describe() + "."
+            if a.replicates is not None
+            else "No intervals: "
+            + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
+        )
+    )
+    _provenance(a, rep)
+    rep.heading("Results per cell")
+    if a.cells is not None:
+        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
+    else:
+        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
+    if len(a.above_chance):
+        rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
+        rep.table(a.above_chance, ["model", "cell", "value"])
+    _figures(a, rep)
+    _contrasts(a, rep)
+    _gaps(a, rep)
     rep.heading("Additivity validation")
     rep.para(
         "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "

@@ -1,17 +1,12 @@
-"""A run directory as analysis input: trial list, per-trial scores, resolved experiment, run.json.
-
-``results/<run_id>/`` holds ``results.csv``, ``trials.parquet`` + ``trials.json``,
-``scores/<slug(model)>/<slug(cell)>.parquet`` (trial_id, label, score, dropped),
-``experiment.resolved.json`` and ``run.json``. Per-trial scores are checked against the trial
+"""A run directory as analysis input (:class:`ScoredRun`, a :class:`interbias.rundir.RunDir`):
+trial list, per-trial scores, resolved experiment, run.json. Per-trial scores are checked against the trial
 list (ids, labels) and against ``results.csv`` (the metric recomputed from them must match).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +15,7 @@ from interbias import metrics
 from interbias.analysis.bootstrap import TrialDesign
 from interbias.analysis.weighted import SortedCell, sort_cell
 from interbias.errors import AnalysisError, MetricError
-from interbias.paths import slug
+from interbias.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, RunDir
 
 #: Recomputed metric and results.csv must agree this closely.
 _MATCH_TOL = 1e-9
@@ -37,33 +32,22 @@ class CellScores:
     n_dropped: int
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AnalysisError(f"{path}: not readable JSON ({exc})") from exc
+class ScoredRun(RunDir):
+    """A run directory read for per-trial analyses: its resolved experiment and run.json (raw),
+    its trial design and each cell's kept scores, checked against the trial list."""
 
-
-@dataclass
-class RunDir:
-    path: Path
-    resolved: dict[str, Any] | None
-    run_json: dict[str, Any] | None
-    _design: TrialDesign | None = None
-    _cells: dict[tuple[str, str], CellScores] = field(default_factory=dict)
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.resolved = self.read_json(EXPERIMENT, AnalysisError)
+        self.run_json = self.read_json(RUN_JSON, AnalysisError)
+        self._design: TrialDesign | None = None
+        self._cells: dict[tuple[str, str], CellScores] = {}
 
     @classmethod
-    def open(cls, results_path: Path) -> RunDir:
+    def open(cls, results_path: Path) -> ScoredRun:
         """The folder of ``results_path`` (a results.csv or the run directory itself)."""
         folder = Path(results_path)
-        folder = folder if folder.is_dir() else folder.parent
-        return cls(folder, _read_json(folder / "experiment.resolved.json"), _read_json(folder / "run.json"))
-
-    @property
-    def has_scores(self) -> bool:
-        return (self.path / "trials.parquet").is_file() and (self.path / "scores").is_dir()
+        return cls(folder if folder.is_dir() else folder.parent)
 
     def require_scores(self, what: str) -> None:
         if not self.has_scores:
@@ -74,21 +58,18 @@ class RunDir:
 
     @property
     def trials_sha256(self) -> str | None:
-        meta = _read_json(self.path / "trials.json")
+        meta = self.read_json(TRIALS_META, AnalysisError)
         return None if meta is None else str(meta.get("sha256"))
 
     def design(self) -> TrialDesign:
         if self._design is None:
             self.require_scores("per-trial analyses")
             try:
-                frame = pd.read_parquet(self.path / "trials.parquet")
+                frame = pd.read_parquet(self.file(TRIALS))
             except (OSError, ValueError) as exc:
-                raise AnalysisError(f"{self.path / 'trials.parquet'}: not readable ({exc})") from exc
+                raise AnalysisError(f"{self.file(TRIALS)}: not readable ({exc})") from exc
             self._design = TrialDesign.from_frame(frame)
         return self._design
-
-    def scores_path(self, model: str, cell: str) -> Path:
-        return self.path / "scores" / slug(model) / f"{slug(cell)}.parquet"
 
     def cell(self, model: str, cell: str) -> CellScores:
         key = (model, cell)
@@ -96,7 +77,7 @@ class RunDir:
             path = self.scores_path(model, cell)
             if not path.is_file():
                 raise AnalysisError(f"no per-trial scores for model {model!r}, cell {cell!r} (expected {path})")
-            frame = pd.read_parquet(path)
+            frame = self.read_scores(model, cell)
             dropped = frame["dropped"].to_numpy(bool) if "dropped" in frame.columns else np.zeros(len(frame), bool)
             kept = frame[~dropped]
             design = self.design()

@@ -16,7 +16,7 @@ from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables,
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
 from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
-from interbias.analysis.rundir import RunDir
+from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.errors import AnalysisError
 
@@ -40,7 +40,7 @@ class Options:
 class Analysis:
     options: Options
     results: pd.DataFrame
-    run: RunDir
+    run: ScoredRun
     contrasts: ContrastTables
     summary: pd.DataFrame
     per_model: pd.DataFrame
@@ -61,7 +61,7 @@ def analyse(results_path: Path, options: Options) -> Analysis:
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
     results = read_results(results_path, required=REQUIRED, metric=options.metric)
-    run = RunDir.open(results_path)
+    run = ScoredRun.open(results_path)
     replicates = resampler = None
     if options.n_boot:
         run.require_scores("bootstrap CIs")

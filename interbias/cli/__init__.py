@@ -7,7 +7,6 @@ traceback is shown only with ``--debug``. Each command module registers itself o
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -58,10 +57,6 @@ def guarded(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()
 
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+
+if TYPE_CHECKING:
+    from interbias.analysis.suite import Analysis
 
 #: Options shared by ``analyze`` and ``report``.
 MetricOpt = Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")]
@@ -44,7 +47,6 @@ def analyze(
 ) -> None:
     """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
     and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
-    from interbias.analysis.contrasts import R_NOTE
     from interbias.analysis.suite import Options, analyse, write_tables
 
     opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
@@ -53,64 +55,72 @@ def analyze(
     paths = write_tables(a, folder)
     c = a.contrasts.contrasts
     if not quiet:
-        ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
-        print_frame(
-            c,
-            f"contrasts ({metric})",
-            ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
-        )
-        lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
-        print_frame(
-            a.summary,
-            "summary by experiment × contrast × family",
-            [
-                "experiment",
-                "contrast",
-                "family",
-                "n",
-                "mean_ie",
-                *lohi,
-                "sd_ie",
-                "pct_positive",
-                "mean_nli",
-                "n_nli",
-                "mean_predicted",
-                "r_predicted_ie",
-            ],
-        )
-        typer.echo(f"r_predicted_ie: {R_NOTE}")
-        glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
-        print_frame(
-            a.gaps.summary,
-            "subgroup gaps over models (gap = group level − reference group)",
-            [
-                "experiment",
-                "group_level",
-                "condition",
-                "n_models",
-                "mean_gap",
-                "mean_abs_gap",
-                *glohi,
-                "max_abs_gap",
-                "n_ratio_flagged",
-            ],
-        )
-        print_frame(
-            a.additivity.summary,
-            f"additivity (leave-one-setting-out, tolerance {tolerance:g})",
-            ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"],
-        )
-        for r in a.additivity.summary.itertuples(index=False):
-            typer.echo(f"worst settings, {r.model}: {r.worst_settings}")
-        mlohi = ["lo", "hi"] if a.replicates is not None else []
-        print_frame(
-            a.macro[a.macro["scope"] == "macro"],
-            f"macro {metric} per model",
-            ["model", "family", "n_experiments", "n_cells", "value", *mlohi],
-        )
+        _print_tables(a, metric, tolerance)
     typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
     if len(a.above_chance):
         typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
     if a.replicates is not None:
         typer.echo(f"intervals: {a.replicates.describe()}")
     typer.echo("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
+
+
+def _print_tables(a: Analysis, metric: str, tolerance: float) -> None:
+    """Contrasts, their summary, subgroup gaps, additivity and the macro metric per model."""
+    from interbias.analysis.contrasts import R_NOTE
+
+    c = a.contrasts.contrasts
+    ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
+    print_frame(
+        c,
+        f"contrasts ({metric})",
+        ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
+    )
+    lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
+    print_frame(
+        a.summary,
+        "summary by experiment × contrast × family",
+        [
+            "experiment",
+            "contrast",
+            "family",
+            "n",
+            "mean_ie",
+            *lohi,
+            "sd_ie",
+            "pct_positive",
+            "mean_nli",
+            "n_nli",
+            "mean_predicted",
+            "r_predicted_ie",
+        ],
+    )
+    typer.echo(f"r_predicted_ie: {R_NOTE}")
+    glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
+    print_frame(
+        a.gaps.summary,
+        "subgroup gaps over models (gap = group level − reference group)",
+        [
+            "experiment",
+            "group_level",
+            "condition",
+            "n_models",
+            "mean_gap",
+            "mean_abs_gap",
+            *glohi,
+            "max_abs_gap",
+            "n_ratio_flagged",
+        ],
+    )
+    print_frame(
+        a.additivity.summary,
+        f"additivity (leave-one-setting-out, tolerance {tolerance:g})",
+        ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"],
+    )
+    for r in a.additivity.summary.itertuples(index=False):
+        typer.echo(f"worst settings, {r.model}: {r.worst_settings}")
+    mlohi = ["lo", "hi"] if a.replicates is not None else []
+    print_frame(
+        a.macro[a.macro["scope"] == "macro"],
+        f"macro {metric} per model",
+        ["model", "family", "n_experiments", "n_cells", "value", *mlohi],
+    )

@@ -72,7 +72,7 @@ def embed(
     import numpy as np
 
     from interbias import audio
-    from interbias.runner import load_encoders
+    from interbias.encoders import load_encoders
 
     options: dict[str, Any] = {}
     if model_dir is not None:

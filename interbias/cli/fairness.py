@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+
+if TYPE_CHECKING:
+    from interbias.analysis.fairness import FairnessReport
 
 
 class Positive(StrEnum):
@@ -69,51 +72,19 @@ def fairness(
         report = fairness_for_files(
             scores, group or [], dev=dev, rule=threshold_rule or "eer", positive=positive.value, alpha=alpha
         )
+    _show(report, out, as_json, quiet)
+
+
+def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool) -> None:
+    """Write the report's CSVs into ``out``; print it as JSON or as two tables."""
+    from interbias.analysis.fairness import COMPARISON_TABLE, GROUP_TABLE
+
     if out is not None:
         paths = report.write(out)
     if as_json:
         typer.echo(report.to_json())
     elif not quiet:
-        print_frame(
-            report.groups,
-            f"groups at the threshold (positive class: {report.positive})",
-            [
-                "model",
-                "condition",
-                "group_by",
-                "group",
-                "n",
-                "threshold",
-                "far",
-                "frr",
-                "statistical_parity",
-                "equal_opportunity",
-                "equality_of_odds",
-                "predictive_parity",
-                "treatment_equality",
-                "spoof_far",
-                "note",
-            ],
-        )
-        print_frame(
-            report.comparisons,
-            "group differences (Holm across the report)",
-            [
-                "model",
-                "condition",
-                "group_by",
-                "metric",
-                "group_a",
-                "group_b",
-                "value_a",
-                "value_b",
-                "difference",
-                "z",
-                "p_value",
-                "p_holm",
-                "significant",
-                "note",
-            ],
-        )
+        print_frame(report.groups, f"groups at the threshold (positive class: {report.positive})", list(GROUP_TABLE))
+        print_frame(report.comparisons, "group differences (Holm across the report)", list(COMPARISON_TABLE))
     if out is not None and not as_json:
         typer.echo(f"wrote {', '.join(str(p) for p in paths)}")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+
+if TYPE_CHECKING:
+    from interbias.geometry_run import GeometryOutcome
 
 
 @app.command()
@@ -55,7 +58,7 @@ def geometry(
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
-    """Geometry audit (seed 003): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
+    """Geometry audit (TRIAD): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
     from interbias.geometry_run import GeometryOptions, run_geometry
 
     outcome = run_geometry(
@@ -82,18 +85,22 @@ def geometry(
         )
     )
     if not quiet:
-        frame = outcome.frame
-        head = frame[frame["metric"].isin(["F", "Lambda", "ell", "Gamma"])].copy()
-        head["statistic"] = [
-            " ".join(str(x) for x in (r.metric, r.attribute, r.axis, r.axis_b) if str(x) != "")
-            for r in head.itertuples()
-        ]
-        row = frame.iloc[0]
-        title = f"{row['encoder']} {row['source']} {row['subset']}: geometry (± 95 %, text/voice jackknife)"
-        print_frame(head, title, ["statistic", "value", "ci_half_width", "p_value", "m", "chance", "note"])
-        typer.echo(f"decomposition: {outcome.decomposition_note}")
+        _print_table(outcome)
     if outcome.n_failed:
         typer.echo(f"warning: {outcome.n_failed} utterance(s) failed and were left out (see geometry.json)", err=True)
     if encoder is not None:
         typer.echo(f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}")
     typer.echo(f"wrote {outcome.out_dir / 'geometry.csv'}, geometry.json, geometry.png")
+
+
+def _print_table(outcome: GeometryOutcome) -> None:
+    """The headline statistics (F, Λ, ℓ, Γ) with their intervals, and the decomposition note."""
+    frame = outcome.frame
+    head = frame[frame["metric"].isin(["F", "Lambda", "ell", "Gamma"])].copy()
+    head["statistic"] = [
+        " ".join(str(x) for x in (r.metric, r.attribute, r.axis, r.axis_b) if str(x) != "") for r in head.itertuples()
+    ]
+    row = frame.iloc[0]
+    title = f"{row['encoder']} {row['source']} {row['subset']}: geometry (± 95 %, text/voice jackknife)"
+    print_frame(head, title, ["statistic", "value", "ci_half_width", "p_value", "m", "chance", "note"])
+    typer.echo(f"decomposition: {outcome.decomposition_note}")

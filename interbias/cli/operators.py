@@ -2,102 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import numpy as np
 import typer
 
-from interbias import atomic
 from interbias.cli import app, guarded
-from interbias.errors import AudioError, OperatorError
-
-
-def parse_params(items: list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` strings as a mapping; a malformed or repeated key is an error."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise OperatorError(f"--param {item!r}: expected KEY=VALUE")
-        if key in out:
-            raise OperatorError(f"--param {key}: given twice")
-        out[key] = value.strip()
-    return out
-
-
-def degrade_file(
-    src: Path, dst: Path, op_name: str, params: dict[str, str], *, seed: int = 0, corpus: str = "synthetic"
-) -> dict[str, Any]:
-    """Apply one operator to an audio file at its own rate and write the result."""
-    import soundfile as sf
-
-    from interbias import audio
-    from interbias.operators import Chain, OpContext, make_operator
-    from interbias.paths import cache_dir
-
-    op = make_operator(op_name, params, where="--op")
-    chain = Chain((op,))
-    data, rate = audio.decode(src)
-    if data.shape[0] == 0:
-        raise AudioError(f"{src}: file holds no samples")
-    loaded = audio.prepare(
-        data.mean(axis=1) if data.shape[1] > 1 else data[:, 0],
-        rate,
-        audio.FrontEnd(sample_rate_hz=rate, min_duration_s=0.0, max_duration_s=None),
-        where=str(src),
-        channels=data.shape[1],
-    )
-    manifest = None
-    if chain.draws_talkers:
-        typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
-        from interbias.corpora import load_corpus
-        from interbias.experiments import CorpusSpec
-
-        manifest = load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
-    sha = hashlib.sha256(src.read_bytes()).hexdigest()
-    key = f"{chain.fingerprint}~seed{seed}"
-    y, realised = chain.apply(
-        loaded.samples,
-        utterance_sha256=sha,
-        key=key,
-        make_ctx=lambda rng: OpContext(
-            sample_rate_hz=rate,
-            utterance_id=src.stem,
-            speaker="",
-            rng=rng,
-            corpus=manifest,
-            frontend=audio.FrontEnd(sample_rate_hz=rate),
-            cache_dir=cache_dir(),
-        ),
-    )
-    peak = float(np.abs(y).max()) if len(y) else 0.0
-    subtype = "PCM_16" if peak <= 1.0 else "FLOAT"
-    fmt = dst.suffix.lstrip(".").upper()
-    if fmt not in sf.available_formats():
-        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
-    buf = io.BytesIO()
-    try:
-        sf.write(buf, y, rate, format=fmt, subtype=subtype if fmt == "WAV" else None)
-    except Exception as exc:  # libsndfile: unwritable format or subtype
-        raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
-    atomic.write_bytes(dst, buf.getvalue())
-    return {
-        "input": str(src),
-        "output": str(dst),
-        "sample_rate_hz": rate,
-        "channels_in": int(data.shape[1]),
-        "seed": seed,
-        "operator": op.to_record(),
-        "label": chain.label,
-        "peak": peak,
-        "subtype": subtype,
-        "realised": realised,
-    }
 
 
 @app.command()
@@ -116,7 +27,11 @@ def degrade(
     """Degrade one file with one operator so you can hear a condition.
 
     Example: interbias degrade in.wav out.wav --op codec --param codec=gsm"""
-    info = degrade_file(src, dst, op, parse_params(param or []), seed=seed, corpus=corpus)
+    from interbias.degrade import degrade_file, parse_params
+
+    info = degrade_file(
+        src, dst, op, parse_params(param or []), seed=seed, corpus=corpus, notice=lambda m: typer.echo(m, err=True)
+    )
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
@@ -127,46 +42,12 @@ def degrade(
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
 
 
-def operator_entries() -> list[dict[str, Any]]:
-    """Every registered operator: parameters, availability here, and codec details."""
-    from interbias.operators import OPERATORS
-    from interbias.operators.codec import CODECS, availability, fixed_bitrate
-
-    out = []
-    for name, cls in OPERATORS.items():
-        ok, why = cls.available()
-        entry: dict[str, Any] = {
-            "name": name,
-            "description": (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
-            "parameters": cls.describe_params(),
-            "available": ok,
-        }
-        if why:
-            entry["why_not"] = why
-        if name == "codec":
-            problems = availability()
-            entry["codecs"] = [
-                {
-                    "codec": codec,
-                    "available": problems[codec] is None,
-                    **({"why_not": problems[codec]} if problems[codec] else {}),
-                    "backend": spec.backend,
-                    "rate_hz": spec.rate_hz,
-                    "rates_hz": list(spec.rates_hz),
-                    "default_bitrate": spec.default_bitrate if fixed_bitrate(codec, 1) is None else None,
-                    "bitrates": spec.allowed_bitrates() if fixed_bitrate(codec, 1) is None else "fixed by the rate",
-                    "description": spec.description,
-                }
-                for codec, spec in CODECS.items()
-            ]
-        out.append(entry)
-    return out
-
-
 @app.command("operators")
 @guarded
 def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""
+    from interbias.degrade import operator_entries
+
     entries = operator_entries()
     if as_json:
         typer.echo(json.dumps(entries, indent=2, default=str))

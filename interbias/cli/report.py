@@ -40,13 +40,13 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures for one run."""
     from interbias.analysis.report import build_report, write_report
-    from interbias.analysis.rundir import RunDir
+    from interbias.analysis.rundir import ScoredRun
     from interbias.analysis.suite import Options, analyse
     from interbias.errors import AnalysisError
 
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
-    n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if RunDir.open(run_dir).has_scores else 0)
+    n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if ScoredRun.open(run_dir).has_scores else 0)
     opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor)
     a = analyse(run_dir, opts)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)

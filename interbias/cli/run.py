@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.results import SUMMARY_COLUMNS
+
+if TYPE_CHECKING:
+    from interbias.runner import RunOutcome
 
 
 @app.command()
@@ -84,24 +88,16 @@ def run(
             command=["interbias", *sys.argv[1:]],
         )
     )
+    _report(outcome, quiet)
+
+
+def _report(outcome: RunOutcome, quiet: bool) -> None:
+    """The results table (unless quiet), the counts and where the results are; exit 1 on errored cells."""
     if not quiet:
         print_frame(
             outcome.results,
             f"{outcome.run_dir.name}: results",
-            [
-                "model",
-                "cell",
-                "eer",
-                "eer_legacy",
-                "min_dcf",
-                "auc",
-                "n_target",
-                "n_nontarget",
-                "n_speakers",
-                "n_failed",
-                "spoof_far",
-                "eer_spoof",
-            ],
+            list(SUMMARY_COLUMNS),
         )
         spoofing = outcome.run_dir / "spoofing.csv"
         if spoofing.is_file():

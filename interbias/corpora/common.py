@@ -167,21 +167,8 @@ class HeaderCache:
             self._dirty = False
 
 
-def sorted_files(root: Path, pattern: str) -> list[Path]:
-    """Files under ``root`` matching a glob ``pattern``, in a stable (sorted) order."""
-    return sorted(p for p in root.glob(pattern) if p.is_file())
-
-
 def rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
-
-
-def count_values(values: Iterable[str | None]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        key = "(missing)" if v is None else v
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
 
 
 def check_options(corpus: str, options: dict, valid: Iterable[str]) -> None:

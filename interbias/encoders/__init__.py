@@ -33,7 +33,7 @@ import numpy as np
 
 from interbias.errors import EncoderError
 from interbias.registry import Registry
-from interbias.seeding import canonical_json, derive_rng
+from interbias.seeding import canonical_json, derive_rng, sha256_file
 
 Family = Literal["sv", "ssl", "baseline"]
 
@@ -170,14 +170,6 @@ ENCODERS: Registry[EncoderCard] = Registry("encoder", EncoderError)
 def register(card: EncoderCard) -> EncoderCard:
     ENCODERS.register(card.label)(card)
     return card
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def combined_sha256(files: Mapping[str, str]) -> str:
@@ -453,6 +445,37 @@ def restore_threads(n: int | None = None) -> None:
     import torch
 
     torch.set_num_threads(n or int(os.environ.get("INTERBIAS_THREADS", 0)) or (os.cpu_count() or 1))
+
+
+def check_device(device: str) -> None:
+    """Refuse a device this machine cannot give: ``cpu``, or ``cuda[:N]`` with CUDA available."""
+    if device == "cpu":
+        return
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EncoderError(f"--device {device} requested but CUDA is not available on this machine")
+    if not device.startswith("cuda"):
+        raise EncoderError(f"--device {device!r}: use cpu or cuda[:N]")
+
+
+def load_encoders(
+    labels: Sequence[str], device: str, options: dict[str, dict[str, Any]] | None = None
+) -> list[Encoder]:
+    """Load every requested encoder (with its ``options``), or fail listing every one that is unavailable."""
+    check_device(device)
+    encoders, problems = [], []
+    for label in labels:
+        try:
+            encoders.append(load_encoder(label, device=device, options=(options or {}).get(label)))
+        except EncoderError as exc:
+            problems.append(str(exc))
+    restore_threads()
+    if problems:
+        raise EncoderError("unavailable encoder(s): " + "; ".join(problems))
+    if len({e.label for e in encoders}) != len(encoders):
+        raise EncoderError("an encoder label is listed twice")
+    return encoders
 
 
 def _corpus_key(name: str) -> str:

@@ -1,0 +1,124 @@
+"""Scoring one cell × encoder from the embedding stage's vectors.
+
+A trial is dropped (and counted) when either side's utterance has no embedding under the
+cell's chain for that side; more dropped trials than ``max_failure_share`` make the cell an
+error. The kept trials are cosine-scored; metrics use the eval split's bona fide trials (all
+trials when the run has neither a dev split nor spoof trials).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import metrics
+from interbias.analysis.spoofing import spoof_summary
+from interbias.embedding import Embedder
+from interbias.encoders import Encoder
+from interbias.errors import RunError
+from interbias.experiments import Cell
+from interbias.scoring import cosine_scores
+
+
+@dataclass
+class CellScore:
+    """A scored cell: its metrics and counts (a results row's measured part), its per-trial
+    scores frame (the run directory's scores file) and its failed utterances."""
+
+    row: dict[str, Any]
+    frame: pd.DataFrame
+    failures: list[dict[str, str]]
+
+
+def failed_items(cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder) -> dict[tuple[str, str], str]:
+    """(utterance id, side) -> why it has no embedding under the side's chain."""
+    out: dict[tuple[str, str], str] = {}
+    sides = (("enrol", cell.enrol_chain.fingerprint), ("test", cell.test_chain.fingerprint))
+    for side, fp in sides:
+        for uid in np.unique(trials[side].to_numpy()):
+            msg = emb.failed(uid, fp)
+            if msg is None and (uid, fp, enc.fingerprint) not in emb.vectors:
+                msg = f"{uid}: no embedding was produced"
+            if msg is not None:
+                out[(uid, side)] = msg
+    return out
+
+
+def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.ndarray:
+    if not len(ids):
+        return np.zeros((0, 1), np.float32)
+    return np.stack([emb.vectors[(u, chain_fp, enc.fingerprint)] for u in ids])
+
+
+def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, int]:
+    """What the front end did to the cell's utterances, counted per (utterance, chain) side."""
+    truncated = resampled = downmixed = 0
+    for uid, fp in sides:
+        front = emb.frontend_record(uid, fp)
+        truncated += bool(front.get("truncated"))
+        resampled += front.get("source_rate_hz", sample_rate_hz) != sample_rate_hz
+        downmixed += front.get("channels", 1) > 1
+    return {"n_truncated": truncated, "n_resampled": int(resampled), "n_downmixed": int(downmixed)}
+
+
+def score_cell(
+    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+) -> CellScore:
+    """Score ``trials`` (the cell's stratum) with ``enc``'s vectors; raise :class:`RunError`
+    when more than ``max_failure_share`` of the trials would be dropped."""
+    efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
+    enrol_ids, test_ids = trials["enrol"].to_numpy(), trials["test"].to_numpy()
+    failed = failed_items(cell, enc, trials, emb)
+    bad_enrol = np.array([(u, "enrol") in failed for u in enrol_ids], dtype=bool)
+    bad_test = np.array([(u, "test") in failed for u in test_ids], dtype=bool)
+    dropped = bad_enrol | bad_test
+    n_dropped = int(dropped.sum())
+    share = n_dropped / max(1, len(trials))
+    if share > max_failure_share:
+        first = next(iter(failed.values()))
+        raise RunError(
+            f"cell {cell.id} / {enc.label}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
+            f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}"
+        )
+    keep = ~dropped
+    uniq_e, uniq_t = np.unique(enrol_ids[keep]), np.unique(test_ids[keep])
+    scores = np.full(len(trials), np.nan)
+    scores[keep] = cosine_scores(
+        _stack(emb, uniq_e, efp, enc),
+        _stack(emb, uniq_t, tfp, enc),
+        np.searchsorted(uniq_e, enrol_ids[keep]),
+        np.searchsorted(uniq_t, test_ids[keep]),
+    )
+    labels = trials["label"].to_numpy()
+    use = keep.copy()
+    if "split" in trials.columns:
+        use &= trials["split"].to_numpy() == "eval"
+    types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
+    bona = use if types is None else use & (types != "spoof")
+    kept = trials[bona]
+    row = {
+        **metrics.summarize(scores[bona], labels[bona]).as_dict(),
+        "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
+        "n_failed": len(failed),
+        "n_utterances": len(set(uniq_e) | set(uniq_t)),
+        "n_dropped_trials": n_dropped,
+        **frontend_counts(emb, [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t], sample_rate_hz),
+    }
+    if types is not None:
+        row.update(spoof_summary(scores[use], types[use]).as_dict())
+    frame = pd.DataFrame(
+        {
+            "trial_id": trials["trial_id"].to_numpy(),
+            "label": labels.astype(np.int8),
+            "score": scores,
+            "dropped": dropped,
+        }
+    )
+    for col in ("split", "trial_type"):
+        if col in trials.columns:
+            frame[col] = trials[col].to_numpy()
+    failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed.items())]
+    return CellScore(row, frame, failures)

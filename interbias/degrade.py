@@ -1,0 +1,144 @@
+"""Degrading one audio file with one operator so a condition can be heard (``interbias
+degrade``), and the listing of every registered operator (``interbias operators``)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interbias import atomic
+from interbias.errors import AudioError, OperatorError
+from interbias.seeding import sha256_file
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings as a mapping; a malformed or repeated key is an error."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise OperatorError(f"--param {item!r}: expected KEY=VALUE")
+        if key in out:
+            raise OperatorError(f"--param {key}: given twice")
+        out[key] = value.strip()
+    return out
+
+
+def degrade_file(
+    src: Path,
+    dst: Path,
+    op_name: str,
+    params: dict[str, str],
+    *,
+    seed: int = 0,
+    corpus: str = "synthetic",
+    notice: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Apply one operator to an audio file at its own rate and write the result; ``notice``
+    hears where drawn talkers come from (operators that mix in other talkers)."""
+    import soundfile as sf
+
+    from interbias import audio
+    from interbias.operators import Chain, OpContext, make_operator
+    from interbias.paths import cache_dir
+
+    op = make_operator(op_name, params, where="--op")
+    chain = Chain((op,))
+    data, rate = audio.decode(src)
+    if data.shape[0] == 0:
+        raise AudioError(f"{src}: file holds no samples")
+    loaded = audio.prepare(
+        data.mean(axis=1) if data.shape[1] > 1 else data[:, 0],
+        rate,
+        audio.FrontEnd(sample_rate_hz=rate, min_duration_s=0.0, max_duration_s=None),
+        where=str(src),
+        channels=data.shape[1],
+    )
+    manifest = None
+    if chain.draws_talkers:
+        if notice is not None:
+            notice(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})")
+        from interbias.corpora import load_corpus
+        from interbias.experiments import CorpusSpec
+
+        manifest = load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
+    sha = sha256_file(src)
+    key = f"{chain.fingerprint}~seed{seed}"
+    y, realised = chain.apply(
+        loaded.samples,
+        utterance_sha256=sha,
+        key=key,
+        make_ctx=lambda rng: OpContext(
+            sample_rate_hz=rate,
+            utterance_id=src.stem,
+            speaker="",
+            rng=rng,
+            corpus=manifest,
+            frontend=audio.FrontEnd(sample_rate_hz=rate),
+            cache_dir=cache_dir(),
+        ),
+    )
+    peak = float(np.abs(y).max()) if len(y) else 0.0
+    subtype = "PCM_16" if peak <= 1.0 else "FLOAT"
+    fmt = dst.suffix.lstrip(".").upper()
+    if fmt not in sf.available_formats():
+        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
+    buf = io.BytesIO()
+    try:
+        sf.write(buf, y, rate, format=fmt, subtype=subtype if fmt == "WAV" else None)
+    except Exception as exc:  # libsndfile: unwritable format or subtype
+        raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
+    atomic.write_bytes(dst, buf.getvalue())
+    return {
+        "input": str(src),
+        "output": str(dst),
+        "sample_rate_hz": rate,
+        "channels_in": int(data.shape[1]),
+        "seed": seed,
+        "operator": op.to_record(),
+        "label": chain.label,
+        "peak": peak,
+        "subtype": subtype,
+        "realised": realised,
+    }
+
+
+def operator_entries() -> list[dict[str, Any]]:
+    """Every registered operator: parameters, availability here, and codec details."""
+    from interbias.operators import OPERATORS
+    from interbias.operators.codec import CODECS, availability, fixed_bitrate
+
+    out = []
+    for name, cls in OPERATORS.items():
+        ok, why = cls.available()
+        entry: dict[str, Any] = {
+            "name": name,
+            "description": (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            "parameters": cls.describe_params(),
+            "available": ok,
+        }
+        if why:
+            entry["why_not"] = why
+        if name == "codec":
+            problems = availability()
+            entry["codecs"] = [
+                {
+                    "codec": codec,
+                    "available": problems[codec] is None,
+                    **({"why_not": problems[codec]} if problems[codec] else {}),
+                    "backend": spec.backend,
+                    "rate_hz": spec.rate_hz,
+                    "rates_hz": list(spec.rates_hz),
+                    "default_bitrate": spec.default_bitrate if fixed_bitrate(codec, 1) is None else None,
+                    "bitrates": spec.allowed_bitrates() if fixed_bitrate(codec, 1) is None else "fixed by the rate",
+                    "description": spec.description,
+                }
+                for codec, spec in CODECS.items()
+            ]
+        out.append(entry)
+    return out
