@@ -164,7 +164,7 @@ def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: audio.Front
     """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
     fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
     made under other front-end rules is never served."""
-    fe = sha256_text(canonical_json(dataclasses.asdict(frontend)))[:8]
+    fe = sha256_text(canonical_json(frontend.fingerprint()))[:8]
     return f"{chain.key(exclude)}@fe{fe}"
 
 

@@ -10,6 +10,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.errors import EncoderError
 
 
 @app.command()
@@ -63,6 +64,8 @@ def run(
     from interbias.runner import run as run_experiment
 
     labels = [e.strip() for e in encoders.split(",") if e.strip()]
+    if not labels:  # "" or only commas would embed nothing and write an empty results.csv
+        raise EncoderError(f"--encoders names no encoder ({encoders!r}); give comma-separated labels, e.g. CAM++,GE2E")
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,

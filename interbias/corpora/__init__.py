@@ -148,13 +148,17 @@ def check_runnable(exp: Any, *, root: Path | None = None) -> None:
 
 
 def check_manifest(exp: Any, manifest: Manifest) -> None:
-    """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by."""
+    """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by, or
+    when a speaker-level attribute differs between one speaker's utterances."""
+    from interbias.experiments import check_speaker_attributes
+
     need = f"; needs: {exp.requires.strip()}" if exp.requires.strip() else ""
     for attr in needed_attributes(exp):
         if not any(u.get(attr) is not None for u in manifest):
             raise CorpusError(
                 f"{exp.name}: no utterance of corpus {manifest.name!r} has the attribute {attr!r} it selects by{need}"
             )
+    check_speaker_attributes(exp, manifest)
 
 
 from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401
