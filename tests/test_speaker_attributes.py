@@ -81,7 +81,9 @@ def test_check_manifest_refuses_a_population_factor_attribute_that_varies(tmp_pa
     p.write_text(yaml.safe_dump(data))
     exp = load_experiment(p)
     m = _manifest([{"speaker": "s1", "tribe": "x"}, {"speaker": "s1", "tribe": "y"}])
-    with pytest.raises(ManifestError, match=r"P: corpus 'm': .*'tribe' differs within 1 speaker\(s\) \('s1': 'x', 'y'\)"):
+    with pytest.raises(
+        ManifestError, match=r"P: corpus 'm': .*'tribe' differs within 1 speaker\(s\) \('s1': 'x', 'y'\)"
+    ):
         check_manifest(exp, m)
 
 
@@ -157,7 +159,10 @@ def test_a_latin1_manifest_is_one_line(tmp_path: Path) -> None:
     ("line", "message"),
     [
         ('{"path": 5, "speaker": "s"}', "'path' must be text, got a number 5"),
-        ('{"path": "a.wav", "speaker": "s", "sample_rate_hz": "inf"}', "'sample_rate_hz' must be a finite number, got 'inf'"),
+        (
+            '{"path": "a.wav", "speaker": "s", "sample_rate_hz": "inf"}',
+            "'sample_rate_hz' must be a finite number, got 'inf'",
+        ),
         ('{"path": "a.wav", "speaker": ["s"]}', "'speaker' must be text or a number, got a list"),
         ('{"path": "a.wav", "speaker": "s", "age": "x"}', "'age' must be a number, got 'x'"),
         ('{"path": "a.wav", "speaker": "s", "attrs": 3}', "'attrs' must be an object, got a number"),
