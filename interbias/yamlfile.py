@@ -142,24 +142,43 @@ def _children(node: Node) -> list[Node]:
 
 def loads(text: str, *, where: str) -> Any:
     """Parse one YAML document strictly (see the module docstring)."""
-    loader = _StrictLoader(text)
-    loader.where = where
+    loader: _StrictLoader | None = None
     try:
+        loader = _StrictLoader(text)  # its reader refuses control characters at once
+        loader.where = where
         node = loader.get_single_node()
         if node is None:
             return None
         _expanded_size(node, where)
-        return loader.construct_document(node)
+        data = loader.construct_document(node)
+        _check_plain(data, where)
+        return data
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
-        raise ConfigError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"{where}{line}: not valid YAML ({problem})") from None
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to read") from None
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp or binary value that does not parse
         raise ConfigError(f"{where}: a value cannot be read ({exc})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def _check_plain(data: Any, where: str) -> None:
+    """Refuse values an experiment cannot hold (``!!binary``, ``!!set``, ``!!omap`` and the like):
+    only text, numbers, booleans, null, lists and mappings."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif value is not None and not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{where}: a value of type {type(value).__name__} (an explicit YAML tag?) is not allowed")
 
 
 def load(path: Path) -> Any:
