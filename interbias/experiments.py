@@ -18,8 +18,6 @@ from typing import Any, Literal
 from interbias import yamlfile
 from interbias.audio import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.errors import ConfigError, OperatorError
-from interbias.manifest import Manifest, speaker_level_attributes
-from interbias.manifest import check_speaker_attributes as check_attrs
 from interbias.operators import Chain, parse_chain
 
 TOP_KEYS = {
@@ -337,27 +335,6 @@ def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{where}: {key}: a list of attribute names, got {value!r}")
     return tuple(value)
-
-
-def selected_attributes(exp: Experiment) -> list[str]:
-    """Attributes ``exp`` selects or groups speakers by: its population filter, population
-    factors, split attributes and fairness groups."""
-    names = list(exp.population) + [f.attribute for f in exp.population_factors if f.attribute]
-    names += list(exp.trials.split_by or ()) + list((exp.fairness.groups if exp.fairness else None) or ())
-    return list(dict.fromkeys(names))
-
-
-def speaker_attributes(exp: Experiment, manifest: Manifest) -> list[str]:
-    """The attributes that must be constant per speaker for ``exp`` on ``manifest``
-    (:func:`interbias.manifest.speaker_level_attributes` with what ``exp`` selects by and declares)."""
-    return speaker_level_attributes(
-        manifest, selected=selected_attributes(exp), declared=exp.speaker_level, exempt=exp.utterance_level
-    )
-
-
-def check_speaker_attributes(exp: Experiment, manifest: Manifest) -> None:
-    """Refuse ``manifest`` for ``exp`` when a speaker-level attribute differs within a speaker."""
-    check_attrs(manifest, speaker_attributes(exp, manifest), where=f"{exp.name}: corpus {manifest.name!r}")
 
 
 def with_data(

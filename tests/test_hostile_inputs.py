@@ -45,6 +45,17 @@ def done(tmp_path_factory, tiny_corpus) -> dict[str, Path]:
     return {"tmp": tmp, "manifest": manifest, "exp": exp, "out": out, "cache": cache}
 
 
+def _copy_of(done: dict[str, Path], tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """(data folder, experiment, out, cache): a copy of the finished run's audio and manifest
+    (so files can be replaced), its experiment on that copy, an empty out and a copy of the cache."""
+    folder = tmp_path / "data"
+    shutil.copytree(done["manifest"].parent, folder)
+    exp = tiny_experiment(tmp_path, name="H01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    shutil.copytree(done["cache"], cache)
+    return folder, exp, out, cache
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -174,11 +185,7 @@ def test_compare_and_analyze_count_a_duplicated_row_right(done, tmp_path: Path) 
 
 
 def test_silent_audio_is_a_counted_failure_with_its_reason(done, tmp_path: Path) -> None:
-    folder = tmp_path / "data"
-    shutil.copytree(done["manifest"].parent, folder)
-    exp = tiny_experiment(tmp_path, name="H01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    shutil.copytree(done["cache"], cache)
+    folder, exp, out, cache = _copy_of(done, tmp_path)
     rows = pd.read_csv(folder / "manifest.csv").set_index("id")
     trials = pd.read_parquet(only_run_dir(done["out"]) / "trials.parquet")
     female = trials[trials.stratum == "gender=female"]
@@ -300,11 +307,7 @@ def test_garbage_trial_lists(done, tmp_path_factory, data: bytes) -> None:
 
 @pytest.mark.xfail(strict=True, reason="needs runner pass")
 def test_a_failed_rerun_leaves_the_finished_run_directory_byte_for_byte(done, tmp_path: Path) -> None:
-    folder = tmp_path / "data"
-    shutil.copytree(done["manifest"].parent, folder)
-    exp = tiny_experiment(tmp_path, name="H01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    shutil.copytree(done["cache"], cache)
+    folder, exp, out, cache = _copy_of(done, tmp_path)
     rows = pd.read_csv(folder / "manifest.csv").set_index("id")
     trials = pd.read_parquet(only_run_dir(done["out"]) / "trials.parquet")
     bad = sorted(set(trials[trials.stratum == "gender=female"].enrol))[0]
@@ -320,11 +323,7 @@ def test_a_failed_rerun_leaves_the_finished_run_directory_byte_for_byte(done, tm
 
 @pytest.mark.xfail(strict=True, reason="needs runner pass")
 def test_new_audio_bytes_make_a_new_run_and_leave_the_old_one(done, tmp_path: Path) -> None:
-    folder = tmp_path / "data"
-    shutil.copytree(done["manifest"].parent, folder)
-    exp = tiny_experiment(tmp_path, name="H01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    shutil.copytree(done["cache"], cache)
+    folder, exp, out, cache = _copy_of(done, tmp_path)
     assert runner.invoke(app, run_args(exp, out, cache)).exit_code == 0
     first = only_run_dir(out)
     before = _snapshot(first)

@@ -12,9 +12,9 @@ from conftest import tiny_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interbias.corpora import check_manifest
+from interbias.corpora import check_manifest, speaker_attributes
 from interbias.errors import ManifestError
-from interbias.experiments import load_experiment, speaker_attributes
+from interbias.experiments import load_experiment
 from interbias.manifest import (
     SPEAKER_LEVEL,
     Manifest,

@@ -13,6 +13,14 @@ from interbias.cli.tables import print_frame
 from interbias.errors import EncoderError
 
 
+def encoder_labels(text: str) -> list[str]:
+    """The labels of ``--encoders``; "" or only commas (nothing to embed, an empty results.csv) is an error."""
+    labels = [e.strip() for e in text.split(",") if e.strip()]
+    if not labels:
+        raise EncoderError(f"--encoders names no encoder ({text!r}); give comma-separated labels, e.g. CAM++,GE2E")
+    return labels
+
+
 @app.command()
 @guarded
 def run(
@@ -63,9 +71,7 @@ def run(
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
-    labels = [e.strip() for e in encoders.split(",") if e.strip()]
-    if not labels:  # "" or only commas would embed nothing and write an empty results.csv
-        raise EncoderError(f"--encoders names no encoder ({encoders!r}); give comma-separated labels, e.g. CAM++,GE2E")
+    labels = encoder_labels(encoders)
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,
