@@ -55,6 +55,10 @@ class FrontEnd:
             out["resampler"] = resampler_record(self.resampler)
         return out
 
+    def record(self) -> dict[str, Any]:
+        """The rules as run.json records them: every field, the resampler with its method and parameters."""
+        return {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
+
 
 @dataclass(frozen=True)
 class LoadedAudio:

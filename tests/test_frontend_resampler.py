@@ -52,6 +52,12 @@ def test_the_default_fingerprint_and_cache_key_are_unchanged() -> None:
     assert cache_chain_key(Chain(), frozenset(), sinc) != cache_chain_key(Chain(), frozenset(), audio.FrontEnd())
 
 
+def test_the_record_names_the_resampler_with_its_parameters() -> None:
+    rec = audio.FrontEnd().record()
+    assert rec["resampler"] == {"name": "polyphase", "method": "scipy.signal.resample_poly", "window": ["kaiser", 5.0]}
+    assert {k: rec[k] for k in ("sample_rate_hz", "min_duration_s", "max_duration_s")} == audio.FrontEnd().fingerprint()
+
+
 def test_prepare_uses_the_front_ends_resampler() -> None:
     x = np.sin(np.linspace(0, 400, 16000)).astype(np.float32) * 0.5
     a = audio.prepare(x, 8000, audio.FrontEnd(resampler="sinc"), where="x")
