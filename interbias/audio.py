@@ -7,14 +7,25 @@ that makes a file unusable raises :class:`AudioError` with a message naming the 
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from interbias.errors import AudioError
+from interbias.paths import not_a_file
 from interbias.seeding import sha256_file
+
+#: Rates a front end may resample to (Hz): below the first nothing speech-like is left, above
+#: the second a few seconds of audio would need gigabytes.
+RATE_LIMITS_HZ = (1000, 384000)
+#: Peak-to-peak amplitude (full scale 2) below which a file holds no signal at all.
+SILENCE_PEAK_TO_PEAK = 1e-6
 
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
@@ -31,6 +42,22 @@ class FrontEnd:
     sample_rate_hz: int = 16000
     min_duration_s: float = 1.0
     max_duration_s: float | None = 10.0
+    #: How audio at another rate is brought to ``sample_rate_hz``: a key of :data:`RESAMPLERS`.
+    resampler: str = "polyphase"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the embedding cache key and run.json record of these rules: the rate, the
+        duration limits and, for any resampler but the default, its method and parameters (so
+        the default's fingerprint, and every cache key made before resamplers were a choice,
+        stays as it was)."""
+        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k != "resampler"}
+        if self.resampler != "polyphase":
+            out["resampler"] = resampler_record(self.resampler)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The rules as run.json records them: every field, the resampler with its method and parameters."""
+        return {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
 
 
 @dataclass(frozen=True)
@@ -46,22 +73,115 @@ class LoadedAudio:
         return len(self.samples) / self.sample_rate_hz
 
 
-def resample(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    """Polyphase resampling (scipy ``resample_poly``, Kaiser window), float32 out."""
+def resample(x: np.ndarray, rate_in: int, rate_out: int, method: str = "polyphase") -> np.ndarray:
+    """Resample mono ``x`` with ``method`` (a key of :data:`RESAMPLERS`), float32 out."""
     if rate_in == rate_out:
         return np.asarray(x, dtype=np.float32)
+    if method not in RESAMPLERS:
+        raise AudioError(f"unknown resampler {method!r}; valid: {', '.join(RESAMPLERS)}")
+    return RESAMPLERS[method].fn(np.asarray(x), int(rate_in), int(rate_out)).astype(np.float32)
+
+
+def _polyphase(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     from scipy.signal import resample_poly
 
-    g = gcd(int(rate_in), int(rate_out))
-    y = resample_poly(np.asarray(x, dtype=np.float64), rate_out // g, rate_in // g)
-    return y.astype(np.float32)
+    g = gcd(rate_in, rate_out)
+    return resample_poly(np.asarray(x, dtype=np.float64), rate_out // g, rate_in // g)
+
+
+#: torchaudio ``functional.resample`` defaults (the sinc resampler 3D-Speaker and WeSpeaker use).
+SINC_WIDTH = 6
+SINC_ROLLOFF = 0.99
+
+
+def sinc_kernel(rate_in: int, rate_out: int) -> tuple[np.ndarray, int]:
+    """The Hann-windowed sinc filter bank of torchaudio's ``functional.resample``
+    (``sinc_interp_hann``, ``lowpass_filter_width`` 6, ``rolloff`` 0.99): one row per output
+    phase, ``2 * width + rate_in`` taps each, rates reduced by their gcd; float32 like torchaudio's."""
+    g = gcd(rate_in, rate_out)
+    orig, new = rate_in // g, rate_out // g
+    base = min(orig, new) * SINC_ROLLOFF
+    width = math.ceil(SINC_WIDTH * orig / base)
+    idx = np.arange(-width, width + orig, dtype=np.float64)[None, :] / orig
+    t = np.arange(0, -new, -1, dtype=np.float64)[:, None] / new + idx
+    t = np.clip(t * base, -SINC_WIDTH, SINC_WIDTH)
+    window = np.cos(t * math.pi / SINC_WIDTH / 2) ** 2
+    t = t * math.pi
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kernel = np.where(t == 0, 1.0, np.sin(t) / t)
+    return (kernel * window * (base / orig)).astype(np.float32), width
+
+
+def _sinc(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
+    """torchaudio's ``functional.resample`` (Hann sinc) in numpy: the same kernel, padding,
+    stride and output length."""
+    g = gcd(rate_in, rate_out)
+    orig, new = rate_in // g, rate_out // g
+    kernel, width = sinc_kernel(rate_in, rate_out)
+    padded = np.pad(np.asarray(x, dtype=np.float64), (width, width + orig))
+    frames = np.lib.stride_tricks.sliding_window_view(padded, kernel.shape[1])[::orig]
+    out = (frames @ kernel.T.astype(np.float64)).reshape(-1)
+    return out[: math.ceil(new * len(x) / orig)]
+
+
+@dataclass(frozen=True)
+class Resampler:
+    """One registered resampler: its function and the parameters recorded in fingerprints."""
+
+    fn: Callable[[np.ndarray, int, int], np.ndarray]
+    params: Mapping[str, Any]
+
+
+#: Front-end resamplers by name (``frontend: {resampler: NAME}``).
+RESAMPLERS: dict[str, Resampler] = {
+    "polyphase": Resampler(_polyphase, {"method": "scipy.signal.resample_poly", "window": ["kaiser", 5.0]}),
+    "sinc": Resampler(
+        _sinc,
+        {
+            "method": "torchaudio.functional.resample",
+            "resampling_method": "sinc_interp_hann",
+            "lowpass_filter_width": SINC_WIDTH,
+            "rolloff": SINC_ROLLOFF,
+        },
+    ),
+}
+
+
+def resampler_record(name: str) -> dict[str, Any]:
+    """The name and parameters of resampler ``name``, as recorded in fingerprints and run.json."""
+    return {"name": name, **RESAMPLERS[name].params}
+
+
+def rate_changes(source_rates: Iterable[int], rate_hz: int) -> dict[str, Any]:
+    """Counts of what the front end did to the rate of each of ``source_rates`` (one entry
+    per utterance and side): ``n_resampled`` (either way), ``n_upsampled`` and
+    ``n_downsampled``, and the source rates of each, sorted (``upsampled_from``,
+    ``downsampled_from``: ``"8000"`` or ``"8000;11025"``, empty when none)."""
+    up: set[int] = set()
+    down: set[int] = set()
+    n_up = n_down = 0
+    for rate in source_rates:
+        if rate < rate_hz:
+            n_up += 1
+            up.add(int(rate))
+        elif rate > rate_hz:
+            n_down += 1
+            down.add(int(rate))
+    return {
+        "n_resampled": n_up + n_down,
+        "n_upsampled": n_up,
+        "n_downsampled": n_down,
+        "upsampled_from": ";".join(map(str, sorted(up))),
+        "downsampled_from": ";".join(map(str, sorted(down))),
+    }
 
 
 def decode(path: Path) -> tuple[np.ndarray, int]:
     """Decode ``path`` to float32 samples of shape (frames, channels) and its sample rate."""
     path = Path(path)
-    if not path.is_file():
-        raise AudioError(f"{path}: file does not exist")
+    problem = not_a_file(path)
+    if problem:
+        raise AudioError(f"{path}: {problem}")
     if path.stat().st_size == 0:
         raise AudioError(f"{path}: file is empty (0 bytes)")
     if path.suffix.lower() in _AV_SUFFIXES:
@@ -121,14 +241,19 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
     return prepare(mono, rate, frontend, where=str(path), channels=channels)
 
 
-def prepare(mono: np.ndarray, rate: int, frontend: FrontEnd, *, where: str, channels: int = 1) -> LoadedAudio:
-    """Apply the front end's rate, minimum and maximum to mono samples at ``rate``."""
+def prepare(
+    mono: np.ndarray, rate: int, frontend: FrontEnd, *, where: str, channels: int = 1, require_signal: bool = True
+) -> LoadedAudio:
+    """Apply the front end's rate, minimum and maximum to mono samples at ``rate``; with
+    ``require_signal``, audio without any signal (:func:`check_signal`) is refused."""
     if not np.isfinite(mono).all():
         raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
     duration = len(mono) / rate
     if duration < frontend.min_duration_s:
         raise AudioError(f"{where}: {duration:.3f} s is shorter than the minimum {frontend.min_duration_s:g} s")
-    x = resample(mono, rate, frontend.sample_rate_hz)
+    if require_signal:
+        check_signal(mono, where=where)
+    x = resample(mono, rate, frontend.sample_rate_hz, frontend.resampler)
     truncated = False
     if frontend.max_duration_s is not None:
         limit = int(round(frontend.max_duration_s * frontend.sample_rate_hz))
@@ -142,6 +267,19 @@ def prepare(mono: np.ndarray, rate: int, frontend: FrontEnd, *, where: str, chan
         source_channels=int(channels),
         truncated=truncated,
     )
+
+
+def check_signal(mono: np.ndarray, *, where: str) -> None:
+    """Refuse audio without any signal: every sample equal (all zeros, or a constant DC
+    value), i.e. a peak-to-peak range under :data:`SILENCE_PEAK_TO_PEAK`. Such a file has
+    no speech for an encoder to describe; it is a failed utterance, not a score."""
+    if len(mono) == 0:
+        raise AudioError(f"{where}: holds no samples")
+    span = float(np.max(mono) - np.min(mono))
+    if span < SILENCE_PEAK_TO_PEAK:
+        level = float(mono[0])
+        what = "all samples are zero" if level == 0.0 else f"all samples hold the constant value {level:.6g}"
+        raise AudioError(f"{where}: no signal ({what}); nothing to embed")
 
 
 def info(path: Path) -> tuple[float, int, int]:

@@ -12,10 +12,9 @@ what the operator chain actually did to that utterance (achieved SNR, offsets, â
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ import numpy as np
 
 from interbias import crashpoints
 from interbias.errors import RunError
+from interbias.paths import not_a_file, usable_dir
 from interbias.seeding import canonical_json, sha256_text
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: FrontEnd) -
     """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
     fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
     made under other front-end rules is never served."""
-    fe = sha256_text(canonical_json(dataclasses.asdict(frontend)))[:8]
+    fe = sha256_text(canonical_json(frontend.fingerprint()))[:8]
     return f"{chain.key(exclude)}@fe{fe}"
 
 
@@ -53,6 +53,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
 
 Key = tuple[str, str, str]
 
+#: The columns of interbias's table, in order.
+COLUMNS = ("utt_sha256", "chain_fp", "encoder_fp", "dim", "vector", "realised")
+#: How far a cached vector's L2 norm may stray from 1 (vectors are stored L2-normalised).
+NORM_TOLERANCE = 1e-3
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -60,35 +65,104 @@ class Entry:
     realised: list[dict[str, Any]]
 
 
+def _dim_of(dim: Any) -> int:
+    return dim if isinstance(dim, int) else -1
+
+
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        problem = usable_dir(self.path.parent, what="cache folder")
+        if problem:
+            raise RunError(problem)
+        if self.path.exists() or self.path.is_symlink():
+            kind = not_a_file(self.path)
+            if kind:
+                raise RunError(f"embedding cache {self.path} {kind}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._check_schema()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise RunError(f"embedding cache {self.path} is unusable ({exc}); delete it to rebuild") from exc
 
-    def get_many(self, keys: Iterable[Key]) -> dict[Key, Entry]:
+    def _check_schema(self) -> None:
+        """Refuse an SQLite file that holds something other than interbias's table (it is
+        never written to): one line naming the file and what it holds."""
+        tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        if not tables:
+            return
+        if "embeddings" not in tables:
+            self._db.close()
+            raise RunError(
+                f"embedding cache {self.path} is an SQLite file of something else (tables: {', '.join(tables[:5])}), "
+                "not an interbias embedding cache; point --cache-dir elsewhere"
+            )
+        cols = tuple(r[1] for r in self._db.execute("PRAGMA table_info(embeddings)"))
+        if cols != COLUMNS:
+            self._db.close()
+            raise RunError(
+                f"embedding cache {self.path}: table embeddings has columns {', '.join(cols)}, not interbias's "
+                f"({', '.join(COLUMNS)}); point --cache-dir elsewhere"
+            )
+
+    def get_many(self, keys: Iterable[Key], *, dims: Mapping[str, int] | None = None) -> dict[Key, Entry]:
+        """The entries present for ``keys``. Every vector read is checked: a whole number of
+        float32 values, the dimension its row records (and ``dims[encoder fingerprint]``
+        where given; else one dimension per encoder), finite, nonzero and L2-normalised as
+        stored. A bad entry is a :class:`RunError` naming the cache file and the key."""
         keys = list(keys)
         out: dict[Key, Entry] = {}
+        seen_dim: dict[str, int] = dict(dims or {})
         cur = self._db.cursor()
-        for i in range(0, len(keys), 300):
-            chunk = keys[i : i + 300]
-            where = " OR ".join(["(utt_sha256=? AND chain_fp=? AND encoder_fp=?)"] * len(chunk))
-            params = [v for k in chunk for v in k]
-            for utt, chain, enc, dim, blob, realised in cur.execute(
-                f"SELECT utt_sha256, chain_fp, encoder_fp, dim, vector, realised FROM embeddings WHERE {where}",
-                params,
-            ):
-                vec = np.frombuffer(blob, dtype=np.float32)
-                if vec.shape[0] != dim:
-                    continue
-                out[(utt, chain, enc)] = Entry(vec, json.loads(realised))
+        try:
+            for i in range(0, len(keys), 300):
+                chunk = keys[i : i + 300]
+                where = " OR ".join(["(utt_sha256=? AND chain_fp=? AND encoder_fp=?)"] * len(chunk))
+                params = [v for k in chunk for v in k]
+                for utt, chain, enc, dim, blob, realised in cur.execute(
+                    f"SELECT utt_sha256, chain_fp, encoder_fp, dim, vector, realised FROM embeddings WHERE {where}",
+                    params,
+                ):
+                    key = (utt, chain, enc)
+                    vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
+                    out[key] = Entry(vec, self._realised(key, realised))
+        except sqlite3.DatabaseError as exc:
+            raise RunError(f"embedding cache {self.path} cannot be read ({exc}); delete it to rebuild") from exc
         return out
+
+    def _bad(self, key: Key, problem: str) -> RunError:
+        return RunError(
+            f"embedding cache {self.path}: the entry for utterance sha256 {str(key[0])[:16]}â€¦, chain {key[1]}, "
+            f"encoder {key[2]} {problem}; delete the cache file to recompute"
+        )
+
+    def _checked(self, key: Key, dim: Any, blob: Any, want: int) -> np.ndarray:
+        if not isinstance(blob, bytes) or len(blob) % 4:
+            raise self._bad(key, "is not a float32 vector")
+        vec = np.frombuffer(blob, dtype=np.float32)
+        if vec.shape[0] != dim or vec.shape[0] != want:
+            raise self._bad(key, f"holds {vec.shape[0]} values; the row records {dim}, the encoder gives {want}")
+        if not np.isfinite(vec).all():
+            raise self._bad(key, f"holds {int((~np.isfinite(vec)).sum())} non-finite value(s)")
+        norm = float(np.linalg.norm(vec.astype(np.float64)))
+        if norm == 0.0:
+            raise self._bad(key, "is all zeros")
+        if abs(norm - 1.0) > NORM_TOLERANCE:
+            raise self._bad(key, f"has L2 norm {norm:.6g}; stored vectors are L2-normalised (norm 1)")
+        return vec
+
+    def _realised(self, key: Key, text: Any) -> list[dict[str, Any]]:
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, list):
+            raise self._bad(key, "has an unreadable record of what its chain did")
+        return value
 
     def put_many(self, items: Iterable[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
         rows = [

@@ -58,6 +58,7 @@ def degrade_file(
         audio.FrontEnd(sample_rate_hz=rate, min_duration_s=0.0, max_duration_s=None),
         where=str(src),
         channels=data.shape[1],
+        require_signal=False,
     )
     manifest = None
     if chain.draws_talkers:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from interbias.audio import FrontEnd
+from interbias import yamlfile
+from interbias.audio import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.errors import ConfigError, OperatorError
 from interbias.operators import Chain, parse_chain
 
@@ -36,6 +36,8 @@ TOP_KEYS = {
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
     "notes": "free text",
+    "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
+    "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
 }
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
@@ -46,7 +48,7 @@ TRIAL_KEYS = {
 SAMPLING_KEYS = ("targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs")
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
 UNASSIGNED = ("error", "exclude")
-FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s"}
+FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
 USES = ("contrast", "gap", "descriptive")
 SIDES = ("test", "enrol", "both")
 ANY = "*"
@@ -192,6 +194,10 @@ class Experiment:
     variant: str | None = None
     spoofing: SpoofingSpec | None = None
     fairness: FairnessSpec | None = None
+    #: Declared speaker-level / utterance-level attributes (``speaker_attributes``,
+    #: ``utterance_attributes``): see :func:`speaker_attributes`.
+    speaker_level: tuple[str, ...] = ()
+    utterance_level: tuple[str, ...] = ()
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -244,12 +250,7 @@ def load_experiment(path: Path, *, corpus: str | None = None) -> Experiment:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"experiment file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path.name}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    data = yamlfile.load(path)
     return parse_experiment(data, where=path.name, path=path, corpus=corpus)
 
 
@@ -278,6 +279,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
             raise ConfigError(f"{where}: variants.{key}: must be a mapping of top-level keys")
         _check_keys(variants[key], TOP_KEYS, where, f"variants.{key}")
     name = _req(raw, "name", str, where)
+    _check_name(name, where)
     base = path.parent if path is not None else None
     corpus_spec = _corpus(raw.get("corpus"), where, base)
     use = raw.get("use", "contrast")
@@ -322,7 +324,17 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         variant=variant,
         spoofing=_spoofing(raw.get("spoofing"), where),
         fairness=_fairness(raw.get("fairness"), where),
+        speaker_level=_names(raw.get("speaker_attributes"), where, "speaker_attributes"),
+        utterance_level=_names(raw.get("utterance_attributes"), where, "utterance_attributes"),
     )
+
+
+def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: {key}: a list of attribute names, got {value!r}")
+    return tuple(value)
 
 
 def with_data(
@@ -371,6 +383,25 @@ def _check_keys(data: dict[str, Any], valid: Any, where: str, section: str) -> N
     for key in data:
         if key not in valid:
             raise ConfigError(f"{where}: unknown key {key!r} at {section}; valid: {', '.join(sorted(valid))}")
+
+
+def _check_name(name: str, where: str) -> None:
+    """An experiment name becomes a folder name under ``--out``: no path separators, no
+    ``..``, no leading dot, no control characters."""
+    bad = (
+        not name
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith(".")
+        or any(ord(c) < 32 or ord(c) == 127 for c in name)
+        or len(name) > 100
+    )
+    if bad:
+        raise ConfigError(
+            f"{where}: name: {name!r} cannot name a run directory (no '/', '\\', '..', leading '.', "
+            "control characters; at most 100 characters)"
+        )
 
 
 def _req(data: dict[str, Any], key: str, tp: type, where: str) -> Any:
@@ -603,16 +634,33 @@ def _frontend(spec: Any, where: str) -> FrontEnd:
         raise ConfigError(f"{where}: frontend: must be a mapping")
     _check_keys(spec, FRONTEND_KEYS, where, "frontend")
     base = FrontEnd()
+    raw_rate = spec.get("sample_rate_hz", base.sample_rate_hz)
+    if isinstance(raw_rate, bool) or not isinstance(raw_rate, int):
+        raise ConfigError(f"{where}: frontend.sample_rate_hz: must be a whole number of Hz, got {raw_rate!r}")
+    low, high = RATE_LIMITS_HZ
+    if not low <= raw_rate <= high:
+        raise ConfigError(f"{where}: frontend.sample_rate_hz: {raw_rate} Hz is outside {low}..{high} Hz")
     try:
-        rate = int(spec.get("sample_rate_hz", base.sample_rate_hz))
-        min_d = float(spec.get("min_duration_s", base.min_duration_s))
+        min_d = _finite(spec.get("min_duration_s", base.min_duration_s))
         max_raw = spec.get("max_duration_s", base.max_duration_s)
-        max_d = None if max_raw is None else float(max_raw)
+        max_d = None if max_raw is None else _finite(max_raw)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: frontend: values must be numbers ({exc})") from None
-    if rate <= 0 or min_d < 0 or (max_d is not None and max_d <= min_d):
-        raise ConfigError(f"{where}: frontend: need sample_rate_hz > 0 and 0 <= min_duration_s < max_duration_s")
-    return FrontEnd(rate, min_d, max_d)
+        raise ConfigError(f"{where}: frontend: durations must be finite numbers ({exc})") from None
+    if min_d < 0 or (max_d is not None and max_d <= min_d):
+        raise ConfigError(f"{where}: frontend: need 0 <= min_duration_s < max_duration_s")
+    resampler = spec.get("resampler", base.resampler)
+    if resampler not in RESAMPLERS:
+        raise ConfigError(f"{where}: frontend.resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
+    return FrontEnd(raw_rate, min_d, max_d, resampler)
+
+
+def _finite(value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"{value!r} is not a number")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{value!r} is not finite")
+    return out
 
 
 def find_experiment(name_or_path: str, conditions_dir: Path) -> Path:

@@ -8,18 +8,31 @@ import io
 import json
 import math
 import os
-import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from interbias import atomic
+from interbias import atomic, csvfile
 from interbias.errors import ManifestError
+from interbias.paths import not_a_file
 from interbias.seeding import canonical_json
+from interbias.textfile import read_utf8
 
 #: Columns a manifest file must have.
 REQUIRED_COLUMNS = ("path", "speaker")
+
+#: Attributes that describe a speaker, not a recording: every utterance of one speaker must
+#: carry the same value (or none). A population factor, population filter, split or fairness
+#: group on any other attribute not in :data:`UTTERANCE_LEVEL` is speaker-level too; an
+#: experiment declares more with ``speaker_attributes: [...]`` or exempts one with
+#: ``utterance_attributes: [...]``.
+SPEAKER_LEVEL = ("gender", "age", "age_band", "accent", "native_language", "l1", "pathology")
+#: Attributes that may differ between one speaker's utterances.
+UTTERANCE_LEVEL = (
+    "id", "path", "text", "duration_s", "sample_rate_hz", "sha256", "style", "emotion", "intensity",
+    "session", "date", "year", "years_from_first", "channel", "device", "proxy",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -94,8 +107,11 @@ class Utterance:
                     known[name] = float(known[name])
             if "sample_rate_hz" in known:
                 known["sample_rate_hz"] = int(float(known["sample_rate_hz"]))
-        except ValueError as exc:
-            raise ManifestError(f"{where}: row {known['id']!r} has a non-numeric value: {exc}") from exc
+        except (ValueError, OverflowError) as exc:
+            raise ManifestError(f"{where}: row {known['id']!r} has a non-numeric value: {exc}") from None
+        for name in ("age", "duration_s"):
+            if name in known and not math.isfinite(known[name]):
+                raise ManifestError(f"{where}: row {known['id']!r}: {name} must be finite, got {known[name]!r}")
         for name in ("id", "path", "speaker", "gender", "age_band", "accent", "style", "session", "text", "sha256"):
             if name in known:
                 known[name] = str(known[name])
@@ -117,6 +133,9 @@ class Manifest:
     name: str
     root: Path
     utterances: tuple[Utterance, ...]
+    #: Attributes of :data:`SPEAKER_LEVEL` this corpus records per utterance (VoxCeleb1's age
+    #: is the age at each video's date), so they may vary within a speaker.
+    utterance_level: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         seen: dict[str, int] = {}
@@ -145,14 +164,18 @@ class Manifest:
         p = Path(utt.path)
         if p.is_absolute():
             return p
-        root = self.root.resolve()
-        full = (root / p).resolve()
+        try:
+            root = self.root.resolve()
+            full = (root / p).resolve()
+        except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError on a link loop
+            raise ManifestError(f"utterance {utt.id!r}: path {utt.path!r} is a symbolic-link loop ({exc})") from None
         if root != full and root not in full.parents:
             raise ManifestError(f"utterance {utt.id!r}: path {utt.path!r} escapes the corpus root {root}")
         return full
 
     def filter(self, keep: Iterable[bool]) -> Manifest:
-        return Manifest(self.name, self.root, tuple(u for u, k in zip(self.utterances, keep, strict=True) if k))
+        kept = tuple(u for u, k in zip(self.utterances, keep, strict=True) if k)
+        return Manifest(self.name, self.root, kept, self.utterance_level)
 
     def sha256(self) -> str:
         """Hash of the manifest's content (records in order, root excluded)."""
@@ -206,25 +229,20 @@ class Manifest:
         the count and the first offending lines.
         """
         path = Path(path)
-        if not path.is_file():
-            raise ManifestError(f"manifest {path} does not exist")
+        if path.suffix not in (".jsonl", ".csv"):
+            raise ManifestError(f"{path}: manifest files end in .csv or .jsonl")
+        text = read_utf8(path, what="manifest", error=ManifestError)
         rows: list[dict[str, Any]] = []
         lines: list[int] = []
         if path.suffix == ".jsonl":
             # lines end at "\n" only: JSON strings may hold U+2028, U+0085 and the like raw
-            for lineno, row in jsonl_records(path.read_text(encoding="utf-8").split("\n"), where=str(path)):
+            for lineno, row in jsonl_records(text.split("\n"), where=str(path)):
+                check_json_types(row, where=f"{path}:{lineno}")
                 rows.append(row)
                 lines.append(lineno)
             present = set().union(*(r.keys() for r in rows)) if rows else set()
-        elif path.suffix == ".csv":
-            with path.open(newline="", encoding="utf-8") as fh:
-                reader = csv.DictReader(fh)
-                present = set(reader.fieldnames or [])
-                for row in reader:
-                    rows.append(row)
-                    lines.append(reader.line_num)
         else:
-            raise ManifestError(f"{path}: manifest files end in .csv or .jsonl")
+            present, rows, lines = csv_records(text, where=str(path))
         missing = [c for c in REQUIRED_COLUMNS if c not in present]
         if missing:
             raise ManifestError(
@@ -263,6 +281,102 @@ class Manifest:
             )
 
 
+def speaker_attribute_conflicts(
+    utterances: Iterable[Utterance], attributes: Iterable[str]
+) -> dict[str, dict[str, list[str]]]:
+    """attribute -> speaker -> the distinct values (sorted) of each speaker whose utterances
+    disagree on a speaker-level attribute; utterances without the attribute are ignored."""
+    attrs = list(dict.fromkeys(attributes))
+    values: dict[str, dict[str, set[str]]] = {a: {} for a in attrs}
+    for u in utterances:
+        for a in attrs:
+            v = u.get(a)
+            if v is not None:
+                values[a].setdefault(u.speaker, set()).add(v)
+    return {
+        a: {spk: sorted(vals) for spk, vals in sorted(per.items()) if len(vals) > 1}
+        for a, per in values.items()
+        if any(len(vals) > 1 for vals in per.values())
+    }
+
+
+def check_speaker_attributes(manifest: Manifest, attributes: Iterable[str], *, where: str | None = None) -> None:
+    """Raise one :class:`ManifestError` when a speaker's utterances disagree on any of
+    ``attributes`` (speaker-level): each such attribute with the number of speakers and the
+    first speakers with their conflicting values."""
+    conflicts = speaker_attribute_conflicts(manifest.utterances, attributes)
+    if not conflicts:
+        return
+    parts = []
+    for attr, per in conflicts.items():
+        first = "; ".join(f"{spk!r}: {', '.join(map(repr, vals))}" for spk, vals in list(per.items())[:5])
+        parts.append(f"{attr!r} differs within {len(per)} speaker(s) ({first})")
+    raise ManifestError(
+        f"{where or 'manifest ' + repr(manifest.name)}: speaker-level attribute(s) not constant per speaker: "
+        + "; ".join(parts)
+        + " (correct the rows, or declare an attribute that describes recordings with "
+        "utterance_attributes: [NAME] in the experiment)"
+    )
+
+
+def speaker_level_attributes(
+    manifest: Manifest, *, selected: Iterable[str] = (), declared: Iterable[str] = (), exempt: Iterable[str] = ()
+) -> list[str]:
+    """The attributes that must be constant per speaker in ``manifest``: the built-in
+    :data:`SPEAKER_LEVEL` ones, those ``declared`` speaker-level, and those ``selected`` by
+    (population factors, filters, splits, groups) unless known utterance-level; less the
+    ``exempt`` ones and those the corpus records per utterance."""
+    chosen = [*SPEAKER_LEVEL, *declared, *(a for a in selected if a not in UTTERANCE_LEVEL)]
+    skip = set(exempt) | set(manifest.utterance_level)
+    return [a for a in dict.fromkeys(chosen) if a not in skip]
+
+
+def csv_records(text: str, *, where: str) -> tuple[set[str], list[dict[str, Any]], list[int]]:
+    """(header columns, rows as dicts, line of each row) of manifest CSV text, read strictly
+    (:func:`interbias.csvfile.records`; a short row leaves its last columns empty)."""
+    header, rows, lines = csvfile.records(text, where=where, error=ManifestError, short_rows=True)
+    return set(header), [dict(zip(header, r, strict=True)) for r in rows], lines
+
+
+#: JSONL fields that must be text (a number is accepted for ids and speakers).
+_TEXT_FIELDS = ("id", "path", "speaker", "gender", "age_band", "accent", "style", "session", "text", "sha256")
+
+
+def check_json_types(row: dict[str, Any], *, where: str) -> None:
+    """Refuse a JSONL value of the wrong type: ``path`` must be text; other fields text or a
+    number; ``age``/``duration_s`` finite numbers; ``sample_rate_hz`` a positive integer;
+    ``attrs`` a mapping."""
+    for key, value in row.items():
+        if value is None:
+            continue
+        if key == "attrs":
+            if not isinstance(value, dict):
+                raise ManifestError(f"{where}: 'attrs' must be an object, got {_json_kind(value)}")
+            continue
+        if key == "path" and not isinstance(value, str):
+            raise ManifestError(f"{where}: 'path' must be text, got {_json_kind(value)} {value!r}"[:300])
+        if isinstance(value, (dict, list, bool)) and key != "attrs":
+            raise ManifestError(f"{where}: {key!r} must be text or a number, got {_json_kind(value)}")
+        if key in ("age", "duration_s", "sample_rate_hz") and value != "":
+            _json_number(key, value, where)
+
+
+def _json_number(key: str, value: Any, where: str) -> None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ManifestError(f"{where}: {key!r} must be a number, got {value!r}"[:300]) from None
+    if not math.isfinite(number):
+        raise ManifestError(f"{where}: {key!r} must be a finite number, got {value!r}")
+    if key == "sample_rate_hz" and (number <= 0 or not number.is_integer()):
+        raise ManifestError(f"{where}: 'sample_rate_hz' must be a positive whole number, got {value!r}")
+
+
+def _json_kind(value: Any) -> str:
+    kinds = ((bool, "true/false"), (dict, "an object"), (list, "a list"), ((int, float), "a number"), (str, "text"))
+    return next((name for tp, name in kinds if isinstance(value, tp)), type(value).__name__)
+
+
 def jsonl_records(lines: Iterable[str], *, where: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of JSONL text; a line that is not a JSON
     object is a :class:`ManifestError` naming ``where`` and the line."""
@@ -273,6 +387,8 @@ def jsonl_records(lines: Iterable[str], *, where: str) -> Iterator[tuple[int, di
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{where}:{lineno}: not valid JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise ManifestError(f"{where}:{lineno}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise ManifestError(f"{where}:{lineno}: each line must be a JSON object")
         yield lineno, record
@@ -296,16 +412,14 @@ def _unreadable(manifest: Manifest, u: Utterance) -> str | None:
     """Why ``u``'s audio file cannot be read, or ``None``."""
     try:
         full = manifest.resolve(u)
-    except ManifestError:
-        return "escapes the corpus root"
-    try:
-        st = full.stat()
-    except FileNotFoundError:
+    except ManifestError as exc:
+        return "a symbolic-link loop" if "link loop" in str(exc) else "escapes the corpus root"
+    problem = not_a_file(full)
+    if problem == "file does not exist":
         return "no such file"
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
+    if problem:
+        return problem.removeprefix("is ")
+    st = full.stat()
     if st.st_size == 0:
         return "empty file"
     if not os.access(full, os.R_OK):

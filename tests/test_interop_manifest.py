@@ -87,7 +87,7 @@ def test_unreadable_paths_one_error_with_counts_and_lines(tmp_path: Path) -> Non
         read_manifest(m)
     assert str(exc.value) == (
         f"{m}: 6 of 8 audio path(s) cannot be read (relative paths resolve against {tmp_path}); first: "
-        "line 3 'missing.wav' (no such file), line 4 'empty.wav' (empty file), line 5 'adir.wav' (not a regular "
+        "line 3 'missing.wav' (no such file), line 4 'empty.wav' (empty file), line 5 'adir.wav' (a folder, not a "
         "file), line 6 '../outside.wav' (escapes the corpus root), line 8 'gone/x.wav' (no such file)"
     )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from interbias.csvfile import read_frame
 from interbias.errors import AnalysisError
 
 METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc")
@@ -18,12 +19,7 @@ def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | No
     path = Path(path)
     if path.is_dir():
         path = path / "results.csv"
-    if not path.is_file():
-        raise AnalysisError(f"results file {path} does not exist")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise AnalysisError(f"{path}: not a readable CSV ({exc})") from exc
+    frame = read_frame(path, what="results file", error=AnalysisError)
     need = list(required) + ([metric] if metric else [])
     missing = [c for c in need if c not in frame.columns]
     if missing:

@@ -40,7 +40,9 @@ import numpy as np
 import pandas as pd
 
 from interbias import metrics
+from interbias.csvfile import read_frame
 from interbias.errors import MetricError
+from interbias.textfile import read_utf8
 
 #: ADD 2023 weights of EER rounds 1 and 2 (Eq. 4) and of the location score (Eq. 9).
 ADD_ROUND_WEIGHTS = (0.4, 0.6)
@@ -68,12 +70,10 @@ def read_cm_frame(path: Path) -> pd.DataFrame:
     any other columns: a CSV with ``score,label`` or a whitespace file ``ID SCORE LABEL``;
     labels bonafide|spoof (also genuine/real, fake, 1/0)."""
     path = Path(path)
-    if not path.is_file():
-        raise MetricError(f"scores file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path, what="scores file", error=MetricError)
     head = text.lstrip().split("\n", 1)[0]
     if "," in head:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = read_frame(path, what="scores file", error=MetricError)
         missing = [c for c in ("score", "label") if c not in frame.columns]
         if missing:
             raise MetricError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(frame.columns)}")

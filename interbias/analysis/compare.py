@@ -41,8 +41,9 @@ def _load(path: Path, metrics: tuple[str, ...]) -> pd.DataFrame:
     dup = frame.duplicated(list(KEY), keep=False)
     if dup.any():
         r = frame[dup].iloc[0]
+        same = (frame[list(KEY)] == r[list(KEY)]).all(axis=1)
         raise AnalysisError(
-            f"{path}: row {r['experiment']} / {r['cell']} / {r['model']} appears {int(dup.sum())} times"
+            f"{path}: row {r['experiment']} / {r['cell']} / {r['model']} appears {int(same.sum())} times"
         )
     for m in metrics:
         raw = frame[m].str.strip()

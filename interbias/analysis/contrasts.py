@@ -88,9 +88,10 @@ def grids(results: pd.DataFrame, metric: str) -> list[Grid]:
         dup = grp.duplicated(level_cols, keep=False)
         if dup.any():
             first = grp[dup].iloc[0]
+            same = int((grp[level_cols] == first[level_cols]).all(axis=1).sum())
             raise AnalysisError(
                 f"{info['experiment']} / {info['model']}: cell ({', '.join(first[c] for c in level_cols)}) appears "
-                f"{int(dup.sum())} times; one row per experiment × cell × model is expected"
+                f"{same} times; one row per experiment × cell × model is expected"
             )
         value, cell = {}, {}
         for row in grp.itertuples(index=False):

@@ -54,6 +54,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from interbias import atomic
+from interbias.csvfile import read_frame
 from interbias.errors import AnalysisError
 from interbias.experiments import FairnessSpec
 from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
@@ -596,10 +597,7 @@ def read_score_table(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":
         frame = pd.read_parquet(path)
     else:
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-            raise AnalysisError(f"{path}: not a readable CSV ({exc})") from exc
+        frame = read_frame(path, what="score file", error=AnalysisError)
     missing = [c for c in ("score", "label") if c not in frame.columns]
     if missing:
         raise AnalysisError(

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import pandas as pd
 import typer
 
 from interbias.cli import app, guarded
+from interbias.csvfile import read_frame
 from interbias.errors import MetricError
+from interbias.textfile import read_utf8
 
 _LABELS = {"1": 1, "0": 0, "target": 1, "nontarget": 0, "true": 1, "false": 0}
 
@@ -19,11 +20,10 @@ _LABELS = {"1": 1, "0": 0, "target": 1, "nontarget": 0, "true": 1, "false": 0}
 def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Scores and labels from a CSV (``score``, ``label``) or a whitespace file
     ``enrol test score target|nontarget``."""
-    if not path.is_file():
-        raise MetricError(f"scores file {path} does not exist")
-    head = path.read_text(encoding="utf-8", errors="replace").lstrip().split("\n", 1)[0]
+    text = read_utf8(path, what="scores file", error=MetricError)
+    head = text.lstrip().split("\n", 1)[0]
     if "," in head:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = read_frame(path, what="scores file", error=MetricError)
         missing = [c for c in ("score", "label") if c not in frame.columns]
         if missing:
             raise MetricError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(frame.columns)}")
@@ -31,7 +31,7 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
         first_line = 2
     else:
         raw_scores, raw_labels = [], []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for lineno, line in enumerate(text.splitlines(), 1):
             parts = line.split()
             if not parts:
                 continue

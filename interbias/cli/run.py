@@ -14,6 +14,15 @@ from interbias.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
     from interbias.runner import RunOutcome
+from interbias.errors import EncoderError
+
+
+def encoder_labels(text: str) -> list[str]:
+    """The labels of ``--encoders``; "" or only commas (nothing to embed, an empty results.csv) is an error."""
+    labels = [e.strip() for e in text.split(",") if e.strip()]
+    if not labels:
+        raise EncoderError(f"--encoders names no encoder ({text!r}); give comma-separated labels, e.g. CAM++,GE2E")
+    return labels
 
 
 @app.command()
@@ -66,7 +75,7 @@ def run(
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
-    labels = [e.strip() for e in encoders.split(",") if e.strip()]
+    labels = encoder_labels(encoders)
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from interbias.errors import CorpusError
-from interbias.manifest import Manifest
+from interbias.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
 from interbias.registry import Registry
 
 #: Attributes every manifest has.
@@ -148,13 +148,25 @@ def check_runnable(exp: Any, *, root: Path | None = None) -> None:
 
 
 def check_manifest(exp: Any, manifest: Manifest) -> None:
-    """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by."""
+    """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by, or
+    when a speaker-level attribute differs between one speaker's utterances."""
     need = f"; needs: {exp.requires.strip()}" if exp.requires.strip() else ""
     for attr in needed_attributes(exp):
         if not any(u.get(attr) is not None for u in manifest):
             raise CorpusError(
                 f"{exp.name}: no utterance of corpus {manifest.name!r} has the attribute {attr!r} it selects by{need}"
             )
+    check_speaker_attributes(manifest, speaker_attributes(exp, manifest), where=f"{exp.name}: corpus {manifest.name!r}")
+
+
+def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
+    """The attributes that must be constant per speaker for experiment ``exp`` on ``manifest``:
+    :func:`interbias.manifest.speaker_level_attributes` with what ``exp`` selects or groups
+    speakers by (population filter and factors, split attributes, fairness groups) and the
+    attributes it declares (``speaker_attributes``, ``utterance_attributes``)."""
+    groups = exp.fairness.groups if exp.fairness is not None else None
+    selected = needed_attributes(exp) + list(exp.trials.split_by or ()) + list(groups or ())
+    return speaker_level_attributes(manifest, selected=selected, declared=exp.speaker_level, exempt=exp.utterance_level)
 
 
 from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401

@@ -87,7 +87,7 @@ class AttackSet:
 
     def extend(self, manifest: Manifest) -> Manifest:
         """The corpus manifest plus the attacks (absolute paths), for embedding."""
-        return Manifest(manifest.name, manifest.root, manifest.utterances + self.utterances)
+        return Manifest(manifest.name, manifest.root, manifest.utterances + self.utterances, manifest.utterance_level)
 
     def generators(self) -> list[str]:
         return sorted({u.get("generator") or "" for u in self.utterances})

@@ -169,7 +169,8 @@ def prepare_voxceleb1(root: Path, cache: Path | None = None, options: dict[str, 
     headers.save()
     if not utts:
         raise layout_error("voxceleb1", root, "NNNNN.wav clips in wav/idXXXXX/<video>/", "no clips")
-    return Manifest("voxceleb1", root, tuple(utts))
+    # age and its band are the speaker's age at each video's date: they vary within a speaker
+    return Manifest("voxceleb1", root, tuple(utts), utterance_level=frozenset({"age", "age_band"}))
 
 
 register(

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from interbias.errors import EncoderError
+from interbias.paths import threads
 from interbias.registry import Registry
 from interbias.seeding import canonical_json, derive_rng, sha256_file
 
@@ -444,7 +445,11 @@ def restore_threads(n: int | None = None) -> None:
     """Some imports (silero-vad) call ``torch.set_num_threads(1)``; put the count back."""
     import torch
 
-    torch.set_num_threads(n or int(os.environ.get("INTERBIAS_THREADS", 0)) or (os.cpu_count() or 1))
+    try:
+        env = threads()
+    except ValueError as exc:
+        raise EncoderError(str(exc)) from None
+    torch.set_num_threads(n or env or (os.cpu_count() or 1))
 
 
 def check_device(device: str) -> None:

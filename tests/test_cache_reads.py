@@ -1,0 +1,133 @@
+"""Vectors read back from the embedding cache are checked, and a foreign SQLite file is one
+line (issue 14, sections 2 and 3)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from interbias.cache import EmbeddingCache
+from interbias.errors import RunError
+
+FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+KEY = ("a" * 64, "chainkey@fe12345678", "encfp")
+
+
+def _unit(dim: int, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def _raw_put(path: Path, key: tuple[str, str, str], vec: np.ndarray, dim: int | None = None) -> None:
+    db = sqlite3.connect(str(path))
+    db.execute(
+        "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
+        (*key, int(vec.shape[0] if dim is None else dim), np.ascontiguousarray(vec, np.float32).tobytes(), "[]"),
+    )
+    db.commit()
+    db.close()
+
+
+def test_a_good_vector_is_served(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    v = _unit(8)
+    cache.put_many([(KEY, v, [{"op": "x"}])])
+    got = cache.get_many([KEY])[KEY]
+    np.testing.assert_array_equal(got.vector, v)
+    assert got.realised == [{"op": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("vec", "problem"),
+    [
+        (np.array([np.nan, 1, 0, 0], np.float32), "holds 1 non-finite value(s)"),
+        (np.zeros(4, np.float32), "is all zeros"),
+        (np.array([3e38, 0, 0, 0], np.float32), "has L2 norm 3e+38; stored vectors are L2-normalised (norm 1)"),
+        (np.array([0.5, 0, 0, 0], np.float32), "has L2 norm 0.5; stored vectors are L2-normalised (norm 1)"),
+    ],
+)
+def test_a_bad_vector_names_the_cache_file_and_key(tmp_path: Path, vec: np.ndarray, problem: str) -> None:
+    path = tmp_path / "e.sqlite"
+    EmbeddingCache(path).close()
+    _raw_put(path, KEY, vec)
+    with pytest.raises(RunError) as info:
+        EmbeddingCache(path).get_many([KEY])
+    assert str(info.value) == (
+        f"embedding cache {path}: the entry for utterance sha256 {'a' * 16}…, chain {KEY[1]}, encoder {KEY[2]} "
+        f"{problem}; delete the cache file to recompute"
+    )
+
+
+def test_a_vector_of_another_dimension_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "e.sqlite"
+    cache = EmbeddingCache(path)
+    other = ("b" * 64, KEY[1], KEY[2])
+    cache.put_many([(KEY, _unit(8), []), (other, _unit(6), [])])
+    with pytest.raises(RunError, match="holds 6 values; the row records 6, the encoder gives 8"):
+        cache.get_many([KEY, other])
+    with pytest.raises(RunError, match="holds 8 values; the row records 8, the encoder gives 192"):
+        cache.get_many([KEY], dims={KEY[2]: 192})
+    _raw_put(path, KEY, _unit(8), dim=9)
+    with pytest.raises(RunError, match="holds 8 values; the row records 9"):
+        cache.get_many([KEY])
+
+
+@FAST
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=4, max_size=4))
+def test_generated_cache_rows_are_served_only_when_usable(tmp_path_factory, values: list[float]) -> None:
+    path = tmp_path_factory.mktemp("c") / "e.sqlite"
+    EmbeddingCache(path).close()
+    vec = np.array(values, dtype=np.float32)
+    _raw_put(path, KEY, vec)
+    with np.errstate(all="ignore"):
+        norm = float(np.linalg.norm(vec.astype(np.float64)))
+    usable = bool(np.isfinite(vec).all()) and abs(norm - 1.0) <= 1e-3
+    cache = EmbeddingCache(path)
+    if usable:
+        np.testing.assert_array_equal(cache.get_many([KEY])[KEY].vector, vec)
+    else:
+        with pytest.raises(RunError, match=f"embedding cache {path}: the entry for utterance"):
+            cache.get_many([KEY])
+    cache.close()
+
+
+def test_a_foreign_sqlite_file_is_one_line_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "e.sqlite"
+    db = sqlite3.connect(str(path))
+    db.execute("CREATE TABLE notes (id INTEGER, body TEXT)")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(RunError) as info:
+        EmbeddingCache(path)
+    assert str(info.value) == (
+        f"embedding cache {path} is an SQLite file of something else (tables: notes), not an interbias embedding "
+        "cache; point --cache-dir elsewhere"
+    )
+    assert path.read_bytes() == before
+
+
+def test_a_wrong_schema_and_a_non_database_are_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "e.sqlite"
+    db = sqlite3.connect(str(path))
+    db.execute("CREATE TABLE embeddings (k TEXT, v BLOB)")
+    db.commit()
+    db.close()
+    with pytest.raises(RunError, match=r"table embeddings has columns k, v, not interbias's"):
+        EmbeddingCache(path)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(RunError, match=r"is unusable \(file is not a database\)"):
+        EmbeddingCache(junk)
+
+
+def test_a_cache_dir_that_is_a_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(RunError) as info:
+        EmbeddingCache(tmp_path / "afile" / "embeddings.sqlite")
+    assert str(info.value) == f"cache folder {tmp_path / 'afile'}: {tmp_path / 'afile'} exists and is not a folder"
