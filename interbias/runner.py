@@ -40,7 +40,7 @@ from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir, slug
-from interbias.progress import Reporter
+from interbias.progress import Reporter, embeddings_ahead
 from interbias.results import COLUMNS, hardware, package_versions, revision
 from interbias.scoring import cosine_scores
 from interbias.seeding import canonical_json, sha256_text
@@ -230,7 +230,7 @@ class _Embedder:
                 slot = todo.setdefault(uid, {})
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
-        self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
+        self.reporter.info(embeddings_ahead(self.encoders, todo, len(wanted) - n_todo))
         tasks = [
             EmbedTask(
                 uid,
