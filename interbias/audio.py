@@ -24,7 +24,7 @@ _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
 class FrontEnd:
     """Front-end rules applied to every utterance before any operator runs.
 
-    Defaults follow the seed paper: 16 kHz, clips shorter than 1 s rejected, longer than
+    Defaults follow InterBias-SV: 16 kHz, clips shorter than 1 s rejected, longer than
     10 s truncated to their first 10 s.
     """
 

@@ -165,7 +165,7 @@ def eer(scores: object, labels: object) -> float:
 
 
 def eer_legacy_from_points(p: OperatingPoints) -> float:
-    """The seed paper's EER: the operating point minimising |FPR − FNR|, the two rates averaged.
+    """InterBias-SV's EER: the operating point minimising |FPR − FNR|, the two rates averaged.
 
     Ties go to the highest threshold (the first such point in scikit-learn's ``roc_curve``
     order with ``drop_intermediate=False``). Not interpolated: it can differ from :func:`eer`

@@ -12,7 +12,7 @@ from typing import Any
 from interbias import __version__
 from interbias.paths import PACKAGE_DIR
 
-#: results.csv columns, in order (DESIGN.md), then interbias's additional counts.
+#: results.csv columns, in order (docs/outputs.md), then interbias's additional counts.
 SCHEMA = [
     "experiment",
     "dataset",

@@ -1,4 +1,4 @@
-"""Countermeasure metrics of ADD 2023 (seed 002, Sections 3.2–3.4).
+"""Countermeasure metrics of ADD 2023 (Sections 3.2–3.4).
 
 **Detection (Track 1.2).** Scores are higher for bona fide audio; label 1 = bona fide, 0 =
 spoof. The EER is :func:`interbias.metrics.eer` (interpolated crossing). The weighted EER over

@@ -1,4 +1,4 @@
-"""Group fairness at one deployment threshold (seed 000, Sections II–III).
+"""Group fairness at one deployment threshold (the deepfake gender-fairness study, Sections II–III).
 
 A threshold is chosen once on development data — its EER threshold, a fixed value, or the
 lowest threshold whose FAR is at most a target — and applied unchanged to every group (and
@@ -10,7 +10,7 @@ be rejected (non-target, or spoof).
 The **positive class** states what a "positive" is:
 
 - ``accept`` (speaker verification): predicted positive = accepted, actual positive = label 1;
-- ``spoof`` (countermeasure, seed 000's setting): predicted positive = rejected (flagged as
+- ``spoof`` (countermeasure, the deepfake gender-fairness study's setting): predicted positive = rejected (flagged as
   spoof), actual positive = label 0 (spoof).
 
 Per group g, from TP, FP, TN, FN at the threshold:

@@ -1,4 +1,4 @@
-"""Subgroup gaps under conditions (the seed paper's E16 analysis, Appendix D).
+"""Subgroup gaps under conditions (InterBias-SV's E16 analysis, Appendix D).
 
 The group factor is a population factor (gender); the other factors set the condition. Per
 model, condition and non-reference group level g:

@@ -1,4 +1,4 @@
-"""Spoofing metrics of verification systems (ADD 2023, seed 002, Section 3.1).
+"""Spoofing metrics of verification systems (ADD 2023, Section 3.1).
 
 A spoof trial pairs a genuine enrolment of a speaker with attack audio imitating them; it
 should be rejected. For one system and one condition:

@@ -1,6 +1,6 @@
 """Per-model summaries of a results table: macro averages, chance diagnostics, cell intervals.
 
-Macro average (the seed paper's Section 5): per model, the metric is first averaged over the
+Macro average (InterBias-SV, Section 5): per model, the metric is first averaged over the
 cells of each experiment (each cell once), then the experiment means are averaged with equal
 weight. Cells above chance (EER > 0.5) are listed: EER is not clipped, and a value above 0.5
 means the scores rank the two classes the wrong way round more often than not.

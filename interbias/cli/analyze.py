@@ -43,7 +43,7 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:
     """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
-    and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
+    and with --bootstrap speaker-cluster CIs, from a run's results.csv."""
     from interbias.analysis.contrasts import R_NOTE
     from interbias.analysis.suite import Options, analyse, write_tables
 

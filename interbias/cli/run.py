@@ -62,6 +62,10 @@ def run(
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
+    if not (manifest or data_root or trials or trials_format):  # the experiment's own data: say what runs here
+        from interbias.availability import check_can_run
+
+        check_can_run(experiment, corpus, corpus_root)
     labels = [e.strip() for e in encoders.split(",") if e.strip()]
     outcome = run_experiment(
         RunOptions(

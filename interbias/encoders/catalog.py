@@ -1,4 +1,4 @@
-"""The seed paper's twelve model labels (spelling kept), plus WeSpeaker ResNet34.
+"""InterBias-SV's twelve model labels (spelling kept), plus WeSpeaker ResNet34.
 
 Each card names the public checkpoint to fetch, the files its folder must hold and the
 architecture facts checked on load (``expect``), so that a label cannot run another model.
@@ -160,7 +160,7 @@ CARDS = (
     ),
 )
 
-#: The seed paper's labels, in its order (CAM++ is registered by :mod:`interbias.encoders.campplus`).
+#: InterBias-SV's labels, in its order (CAM++ is registered by :mod:`interbias.encoders.campplus`).
 PAPER_LABELS = (
     "X-Vector",
     "ECAPA-TDNN",
