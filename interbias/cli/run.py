@@ -11,6 +11,22 @@ import typer
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
 
+#: results.csv columns printed after a run (every column is in docs/outputs.md).
+SHOWN = [
+    "model",
+    "cell",
+    "eer",
+    "eer_legacy",
+    "min_dcf",
+    "auc",
+    "n_target",
+    "n_nontarget",
+    "n_speakers",
+    "n_failed",
+    "spoof_far",
+    "eer_spoof",
+]
+
 
 @app.command()
 @guarded
@@ -92,20 +108,7 @@ def run(
         print_frame(
             outcome.results,
             f"{outcome.run_dir.name}: results",
-            [
-                "model",
-                "cell",
-                "eer",
-                "eer_legacy",
-                "min_dcf",
-                "auc",
-                "n_target",
-                "n_nontarget",
-                "n_speakers",
-                "n_failed",
-                "spoof_far",
-                "eer_spoof",
-            ],
+            SHOWN,
         )
         spoofing = outcome.run_dir / "spoofing.csv"
         if spoofing.is_file():
