@@ -164,3 +164,16 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
         if name.endswith(".csv"):
             for col in pd.read_csv(tmp_path / "a" / name, nrows=0).columns:
                 assert _documented(col, doc), f"{name} column {col!r} is not in docs/outputs.md"
+
+    # the bootstrap reports its progress too (one line per cell here: 1 s per cell, 1 s interval)
+    from interbias.analysis.suite import Options, analyse
+
+    boot = io.StringIO()
+    analyse(outcome.run_dir, Options(n_boot=5), Reporter(stream=boot, clock=TickingClock(), interval_s=1.0))
+    assert boot.getvalue().splitlines() == [
+        "bootstrap (5 replicates): 4 to do",
+        "bootstrap (5 replicates): 1/4 (25.0 %), 1/s, about 3 s left",
+        "bootstrap (5 replicates): 2/4 (50.0 %), 1/s, about 2 s left",
+        "bootstrap (5 replicates): 3/4 (75.0 %), 1/s, about 1 s left",
+        "bootstrap (5 replicates): 4/4 in 5.0 s",
+    ]

@@ -69,3 +69,33 @@ def test_embeddings_ahead_counts_per_encoder() -> None:
     todo = {"u1": {"c1": (None, ["a", "b"]), "c2": (None, ["a"])}, "u2": {"c1": (None, ["a"])}}
     assert embeddings_ahead(encs, todo, 7) == "embeddings: 7 from the cache, 4 to compute (CAM++ 3, GE2E 1)"
     assert embeddings_ahead(encs, {}, 9) == "embeddings: 9 from the cache, 0 to compute"
+
+
+class TickingClock:
+    """One second per reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_corpus_build_reports_rendering_progress(tmp_path) -> None:
+    from interbias.corpora.synthetic import SyntheticSpec, build
+
+    spec = SyntheticSpec.from_options(
+        {"accents": ["us"], "age_bands": ["adult"], "voices_per_cell": 2, "styles": ["neutral"], "n_sentences": 2}
+    )
+    out = io.StringIO()
+    manifest, _ = build(spec, tmp_path, workers=1, reporter=Reporter(stream=out, clock=TickingClock(), interval_s=1.0))
+    n = len(manifest)
+    lines = out.getvalue().splitlines()
+    assert n == 8  # 2 genders × 2 voices × 2 sentences, rendered one voice (2 utterances) at a time
+    assert lines[0] == f"synthetic corpus: rendering: {n} to do"
+    assert [ln.split()[3] for ln in lines[1:-1]] == ["2/8", "4/8", "6/8"]
+    assert lines[-1] == f"synthetic corpus: rendering: {n}/{n} in 5.0 s"
+    again = io.StringIO()
+    build(spec, tmp_path, reporter=Reporter(stream=again))  # reused: nothing to render, nothing printed
+    assert again.getvalue() == ""
