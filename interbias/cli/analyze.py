@@ -43,8 +43,7 @@ def analyze(
     group_factor: GroupOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
 ) -> None:
-    """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
-    and with --bootstrap speaker-cluster CIs, from a run's results.csv."""
+    """Contrasts (IE, NLI), summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.contrasts import R_NOTE
     from interbias.analysis.suite import Options, analyse, write_tables
 

@@ -130,8 +130,9 @@ def list_experiments(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (every field, every variant).")] = False,
 ) -> None:
-    """The experiments in conditions/ and whether each runs here now, on its corpus and on each
-    variant (--corpus NAME): one table; -v adds factors, levels, and what data each needs."""
+    """The experiments, their cells, and whether each runs here now (its corpus, each variant).
+
+    -v adds factors, levels, why an entry does not run here, and the data each needs."""
     entries = experiment_entries()
     if as_json:
         typer.echo(json.dumps(_without_keys(entries), indent=2))

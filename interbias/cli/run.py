@@ -74,7 +74,9 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run an experiment: draw its trials once, embed, score every cell × encoder."""
+    """Run an experiment: draw its trials once, embed, score every cell × encoder.
+
+    Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
