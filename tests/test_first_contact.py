@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import typer
 from conftest import tiny_experiment
+from test_progress import TickingClock
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import SPOOF_COLUMNS
@@ -108,17 +109,6 @@ def test_readme_help_texts_and_sources_name_papers_not_seed_files() -> None:
 
 def _documented(name: str, doc: str) -> bool:
     return f"`{name}`" in doc
-
-
-class TickingClock:
-    """One second per reading: progress lines come at a known number of items."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
 
 
 def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(

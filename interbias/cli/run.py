@@ -10,22 +10,10 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.results import METRICS
 
 #: results.csv columns printed after a run (every column is in docs/outputs.md).
-SHOWN = [
-    "model",
-    "cell",
-    "eer",
-    "eer_legacy",
-    "min_dcf",
-    "auc",
-    "n_target",
-    "n_nontarget",
-    "n_speakers",
-    "n_failed",
-    "spoof_far",
-    "eer_spoof",
-]
+SHOWN = ["model", "cell", *METRICS, "n_target", "n_nontarget", "n_speakers", "n_failed", "spoof_far", "eer_spoof"]
 
 
 @app.command()
