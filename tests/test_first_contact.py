@@ -167,3 +167,31 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
         "bootstrap (5 replicates): 3/4 (75.0 %), 1/s, about 1 s left",
         "bootstrap (5 replicates): 4/4 in 5.0 s",
     ]
+
+
+def test_table_marks_invalid_files_and_missing_resources() -> None:
+    from interbias.cli.listing import catalogue_table
+
+    ok = {"corpus": "synthetic", "n_cells": 4, "runnable": True}
+    entries = [
+        {"name": "X01", "title": "Codecs", "use": "descriptive", **ok, "variants": [], "runnable_with": []},
+        {
+            "name": "X02",
+            "title": "Noise",
+            "use": "gap",
+            **ok,
+            "runnable": False,
+            "why_key": "ops",
+            "variants": [{"name": "other", "n_cells": 2, "runnable": False, "why_key": "attr"}],
+            "runnable_with": [],
+        },
+        {"name": "X03", "error": "X03.yaml: factors: missing", "runnable": False, "why_key": "invalid"},
+    ]
+    lines = catalogue_table(entries)
+    assert lines[1].split() == ["X01", "Codecs", "descriptive", "4", "synthetic", "✓"]
+    assert lines[2].endswith("4  synthetic ✗ops · other(2) ✗attr")
+    assert lines[3].startswith("X03  (invalid experiment file)") and lines[3].endswith("✗invalid")
+    legend = "\n".join(lines[4:])
+    for key in ("ops", "attr", "invalid"):
+        assert f"✗{key}" in legend
+    assert "✗data" not in legend and lines[-1].startswith("Try `interbias run X01`")
