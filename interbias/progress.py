@@ -1,8 +1,10 @@
 """Progress reporting: rich bars on a terminal, plain lines otherwise, nothing with --quiet.
 
 Without a terminal (a CI log, a batch job) a long task prints a line when it starts, one with
-a first estimate after its first few items, one every ``interval_s`` seconds after that (done/total,
-rate, time left), and one when it ends. Time comes from an injectable clock, so tests drive it.
+a first estimate after its first few items, then one at the first item that finishes at least
+``interval_s`` seconds after the previous line (done/total, rate, time left), and one when it
+ends. Lines come with finished items (no timer thread), so one item that takes longer than the
+interval delays the next line. Time comes from an injectable clock, so tests drive it.
 """
 
 from __future__ import annotations
