@@ -29,7 +29,7 @@ from interbias.errors import AudioError, InterbiasError
 from interbias.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain
-from interbias.progress import Reporter
+from interbias.progress import Reporter, embeddings_ahead
 from interbias.seeding import canonical_json, sha256_file, sha256_text
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class Embedder:
                 slot = todo.setdefault(uid, {})
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
-        self.reporter.info(f"embeddings: {len(wanted) - n_todo} from the cache, {n_todo} to compute")
+        self.reporter.info(embeddings_ahead(self.encoders, todo, len(wanted) - n_todo))
         return [
             EmbedTask(
                 uid,

@@ -43,3 +43,13 @@ class AnalysisError(InterbiasError):
 
 class RunError(InterbiasError):
     """A run cannot proceed (locked run directory, inconsistent earlier state)."""
+
+
+class DataMissingError(CorpusError):
+    """An experiment cannot run on its corpus here; ``key`` says why in one word
+    (``data``, ``attr``, ``file``, ``manifest``, ``adapter``) and ``reason`` in one clause."""
+
+    def __init__(self, message: str, *, key: str, reason: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.reason = reason

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from interbias.manifest import Manifest
     from interbias.trials import TrialList
 
-#: results.csv columns, in order (DESIGN.md), then interbias's additional counts.
+#: results.csv columns, in order (docs/outputs.md), then interbias's additional counts.
 SCHEMA = [
     "experiment",
     "dataset",

@@ -173,7 +173,7 @@ def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> Non
     )
     assert res.exit_code == 0, res.output
     page = (out / "report.html").read_text()
-    assert "Geometry audit (seed 003)" in page and "F_sem" in page
+    assert "Geometry audit (TRIAD/ORCA)" in page and "F_sem" in page
     assert '<figure id="geometry">' in page
     res = runner.invoke(app, ["report", str(tiny_run), "--out", str(out), "--geometry", str(tmp_path)])
     assert res.exit_code == 1

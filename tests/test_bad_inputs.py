@@ -131,9 +131,9 @@ def yaml_reference_not_a_level(env: Env, tmp: Path) -> tuple[list[str], str]:
 def corpus_root_missing(env: Env, tmp: Path) -> tuple[list[str], str]:
     root = tmp / "nowhere"
     return ["E01", "--corpus-root", root], (
-        f"E01: corpus 'ravdess' not found at {root}: pass --corpus-root DIR or set INTERBIAS_CORPORA (expected "
-        "Actor_01 … Actor_24 folders of MM-VV-EE-II-SS-RR-AA.wav files (the Audio_Speech_Actors_01-24 release)); "
-        "needs: RAVDESS speech release (Actor_01..Actor_24/03-01-EE-II-SS-RR-AA.wav)"
+        f"E01 cannot run here: corpus 'ravdess' not found at {root} (pass --corpus-root DIR or set "
+        "INTERBIAS_CORPORA). It needs: RAVDESS speech release (Actor_01..Actor_24/03-01-EE-II-SS-RR-AA.wav). "
+        "Runs here: interbias run E01 --corpus synthetic"
     )
 
 

@@ -82,9 +82,9 @@ def test_list_json_lists_every_experiment(monkeypatch: pytest.MonkeyPatch, tmp_p
                 assert v["runnable"] is True and v["corpus"] == "synthetic"
 
 
-def test_list_text_says_where_each_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_list_verbose_says_where_each_runs_and_why_not(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("INTERBIAS_CORPORA", str(tmp_path))
-    res = runner.invoke(app, ["list"])
+    res = runner.invoke(app, ["list", "-v"])
     assert res.exit_code == 0, res.output
     blocks = {b.split()[0]: b for b in ("\n" + res.output).split("\nE")[1:]}
     e01 = blocks["01"].splitlines()
@@ -232,8 +232,10 @@ def test_no_synthetic_variant_refuses_with_what_data_is_needed(name: str, tmp_pa
     exp = load_experiment(CONDITIONS / f"{name}.yaml", corpus="synthetic")
     attr = next(a for a in needed_attributes(exp) if a not in CORPORA.get("synthetic").provides())
     line = _refused([name, "--corpus", "synthetic"], tmp_path / "out")
-    assert line.startswith(f"error: {name} cannot run on corpus 'synthetic': it selects by {attr!r}, which synthetic")
-    assert line.endswith("; needs: " + " ".join(exp.requires.split()))
+    assert line == (
+        f"error: {name} cannot run here: it selects by {attr!r}, which synthetic manifests do not have. "
+        f"It needs: {' '.join(exp.requires.split()).rstrip('.')}"
+    )
 
 
 def test_missing_corpus_and_missing_dates_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -241,16 +243,17 @@ def test_missing_corpus_and_missing_dates_refuse(monkeypatch: pytest.MonkeyPatch
     requires = " ".join(load_experiment(CONDITIONS / "E07.yaml").requires.split())
     line = _refused(["E07"], tmp_path / "out")
     assert line == (
-        f"error: E07: corpus 'voxceleb1' not found at {tmp_path / 'corpora' / 'voxceleb1'}: pass --corpus-root DIR "
-        f"or set INTERBIAS_CORPORA (expected vox1_meta.csv and wav/idXXXXX/<video>/NNNNN.wav); needs: {requires}"
+        f"error: E07 cannot run here: corpus 'voxceleb1' not found at {tmp_path / 'corpora' / 'voxceleb1'} "
+        f"(pass --corpus-root DIR or set INTERBIAS_CORPORA). It needs: {requires.rstrip('.')}"
     )
     root = fake_corpora.voxceleb1(tmp_path / "vox")  # no video_dates.csv
     line = _refused(["E07", "--corpus-root", str(root)], tmp_path / "out")
     assert line.startswith(
-        f"error: E07: voxceleb1 attribute 'years_from_first' comes from {root / 'video_dates.csv'}, which does not exist"
+        f"error: E07 cannot run here: voxceleb1 attribute 'years_from_first' comes from {root / 'video_dates.csv'}, "
+        "which does not exist. It needs: "
     )
     line = _refused(["E02", "--corpus", "l2arctic"], tmp_path / "out")
-    assert "E02 cannot run on corpus 'l2arctic': it selects by 'mic'" in line
+    assert line.startswith("error: E02 cannot run here: it selects by 'mic', which l2arctic manifests do not have.")
 
 
 def test_dated_corpus_passes_the_checks(tmp_path: Path) -> None:

@@ -87,9 +87,10 @@ def test_cli_build_prints_counts_and_seconds_then_reuses(tmp_path: Path) -> None
     args += [f"--set={k}={','.join(v) if isinstance(v, list) else v}" for k, v in SMALL.items()]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("synthetic: built in ") and " s with " in res.output
-    assert "synthetic: 16 utterances, 4 speakers" in res.output
-    assert "    whispered                     4 speakers        8 utterances" in res.output
+    assert res.stdout.startswith("synthetic: built in ") and " s with " in res.stdout
+    assert "synthetic: 16 utterances, 4 speakers" in res.stdout
+    assert "    whispered                     4 speakers        8 utterances" in res.stdout
+    assert res.stderr.startswith("synthetic corpus: rendering: 16 to do\n")  # progress goes to stderr
     again = runner.invoke(app, args + ["--json"])
     info = json.loads(again.output)
     assert info["built_now"] is False and info["build_seconds"] > 0 and info["n_speakers"] == 4

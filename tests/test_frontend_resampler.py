@@ -32,8 +32,8 @@ def test_sinc_matches_torchaudio_functional_resample(rate_in: int, rate_out: int
 
 
 def test_the_default_fingerprint_and_cache_key_are_unchanged() -> None:
-    from interbias.operators import Chain
     from interbias.cache import cache_chain_key
+    from interbias.operators import Chain
 
     old = {"sample_rate_hz": 16000, "min_duration_s": 1.0, "max_duration_s": 10.0}
     assert audio.FrontEnd().fingerprint() == old

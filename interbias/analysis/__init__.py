@@ -1,5 +1,5 @@
 """Analysis of results tables: contrasts, summaries (and, in later modules, gaps, bootstrap,
-fairness, geometry, reports). Works on any CSV with the DESIGN.md columns."""
+fairness, geometry, reports). Works on any CSV with the results.csv columns (docs/outputs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The additive contrast and its summaries (DESIGN.md), for two- and three-factor experiments.
+"""The additive contrast and its summaries (InterBias-SV), for two- and three-factor experiments.
 
 Two factors x, y (one model; a third factor, if any, held at one level h): for a setting
 (x ≠ ref_x, y ≠ ref_y), predicted = M(x, ref_y) + M(ref_x, y) − M(ref_x, ref_y);

@@ -1,4 +1,4 @@
-"""Geometry audit of an embedding on a text × voice × style grid (TRIAD, Section III).
+"""Geometry audit of an embedding on a text × voice × style grid (TRIAD/ORCA, Section III).
 
 Pure functions on an ``(n, d)`` embedding matrix and per-row label arrays. All covariances are
 population (1/n) covariances with class priors ``π_c = n_c / n``, so ``Σ_T = Σ_B + Σ_W`` holds exactly for every axis.

@@ -4,7 +4,7 @@
 - IE heatmap per model: non-reference levels of A × non-reference levels of B (panels per level
   of a third factor), diverging colours centred on 0, one colour scale for all models.
 - Mean |gap| over models against SNR, one line per noise kind, the reference condition dashed
-  (the shape of InterBias-SV's Figure 4).
+  (InterBias-SV's Figure 4 shape).
 - Metric by condition per model, one line per group level, bootstrap intervals when present.
 """
 

@@ -8,6 +8,7 @@ the cells' replicates, and its percentile interval from those.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,9 +73,16 @@ class Replicates:
 
 
 def bootstrap_cells(
-    results: pd.DataFrame, run: ScoredRun, metric: str, resampler: Resampler, *, level: float = 0.95
+    results: pd.DataFrame,
+    run: ScoredRun,
+    metric: str,
+    resampler: Resampler,
+    *,
+    level: float = 0.95,
+    advance: Callable[[int], None] | None = None,
 ) -> Replicates:
-    """Replicates of ``metric`` for every row of ``results`` (one run directory's cells)."""
+    """Replicates of ``metric`` for every row of ``results`` (one run directory's cells);
+    ``advance(1)`` is called after each row (progress)."""
     run.check_against(results, metric)
     values: dict[Key, np.ndarray] = {}
     for row in results.itertuples(index=False):
@@ -82,4 +90,6 @@ def bootstrap_cells(
         values[(str(row.experiment), str(row.model), str(row.cell))] = metric_batch(
             metric, cs.sorted, resampler.weights(cs.rows)
         )
+        if advance is not None:
+            advance(1)
     return Replicates(metric, resampler.unit, resampler.n_boot, resampler.seed, level, resampler.rule, values)

@@ -280,7 +280,7 @@ def _geometry(folder: Path, rep: Report) -> None:
     section = report_section(folder)
     if section is None:
         return
-    rep.heading("Geometry audit (seed 003)")
+    rep.heading("Geometry audit (TRIAD/ORCA)")
     notes = section.markdown.split("\n\n", 1)[1] if "\n\n" in section.markdown else ""
     rep.table(section.table)
     if notes.strip():
@@ -352,7 +352,7 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     summ = ["family", "contrast", "n", "mean_ie", *extra, "sd_ie", "pct_positive", "mean_nli", "n_nli"]
     summ += ["mean_predicted", "max_predicted", "share_predicted_above_chance", "r_predicted_ie"]
     rep.table(a.summary, summ)
-    rep.para("Per model (the shape of InterBias-SV's Table 11):")
+    rep.para("Per model (InterBias-SV's Table 11 shape):")
     rep.table(a.per_model, ["model", *summ])
 
 

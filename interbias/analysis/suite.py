@@ -19,6 +19,7 @@ from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.errors import AnalysisError
+from interbias.progress import Reporter
 
 ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf")
 
@@ -53,9 +54,10 @@ class Analysis:
     cells: pd.DataFrame | None
 
 
-def analyse(results_path: Path, options: Options) -> Analysis:
+def analyse(results_path: Path, options: Options, reporter: Reporter | None = None) -> Analysis:
     """Read ``results_path`` and compute contrasts, summaries, gaps, additivity and macros;
-    with ``n_boot``/``n_perm``, intervals and permutation p-values from the per-trial scores."""
+    with ``n_boot``/``n_perm``, intervals and permutation p-values from the per-trial scores.
+    ``reporter`` shows the bootstrap's progress (cells resampled)."""
     if options.metric not in ANALYSIS_METRICS:
         raise AnalysisError(f"--metric {options.metric!r}: valid: {', '.join(ANALYSIS_METRICS)}")
     if options.n_boot < 0 or options.n_perm < 0:
@@ -66,7 +68,8 @@ def analyse(results_path: Path, options: Options) -> Analysis:
     if options.n_boot:
         run.require_scores("bootstrap CIs")
         resampler = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit=options.unit)
-        replicates = bootstrap_cells(results, run, options.metric, resampler, level=options.level)
+        with (reporter or Reporter(quiet=True)).task(f"bootstrap ({options.n_boot} replicates)", len(results)) as step:
+            replicates = bootstrap_cells(results, run, options.metric, resampler, level=options.level, advance=step)
     permutations = None
     if options.n_perm:
         run.require_scores("permutation tests")

@@ -14,10 +14,17 @@ import typer
 
 from interbias.errors import InterbiasError
 
+#: The line under the command list: where a new user starts.
+START_HERE = (
+    "Start here: `make demo` (installs, runs E16 on the embedded corpus, analyses it), or "
+    "`interbias run E16 --corpus synthetic`; `interbias list` shows what runs here."
+)
+
 app = typer.Typer(
     name="interbias",
     help="Compound-condition speaker-verification benchmark: run experiments, analyse results.",
-    no_args_is_help=True,
+    epilog=START_HERE,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -28,9 +35,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
 ) -> None:
     _state["debug"] = debug
+    if ctx.invoked_subcommand is None:  # bare `interbias`: the help, ending with where to start
+        text = ctx.get_help()  # typer's rich help prints itself and returns ""
+        if text:
+            typer.echo(text)
+        raise typer.Exit(0)
 
 
 def fail(message: str) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.progress import Reporter
 
 if TYPE_CHECKING:
     from interbias.analysis.suite import Analysis
@@ -43,14 +44,13 @@ def analyze(
     tolerance: TolOpt = 0.01,
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
 ) -> None:
-    """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
-    and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
+    """Contrasts (IE, NLI), summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.suite import Options, analyse, write_tables
 
     opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
-    a = analyse(results, opts)
+    a = analyse(results, opts, Reporter(quiet=quiet))
     folder = out or (results if results.is_dir() else results.parent)
     paths = write_tables(a, folder)
     c = a.contrasts.contrasts

@@ -61,12 +61,14 @@ def build(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
     from interbias.corpora.synthetic import SyntheticSpec, build_info
     from interbias.corpora.synthetic import build as build_synthetic
     from interbias.errors import CorpusError
     from interbias.paths import cache_dir as default_cache
+    from interbias.progress import Reporter
 
     if name != "synthetic":
         raise CorpusError(
@@ -75,7 +77,7 @@ def build(
         )
     spec = SyntheticSpec.from_options(_options(set_ or []))
     cache = cache_dir or default_cache()
-    manifest, seconds = build_synthetic(spec, cache, workers=workers)
+    manifest, seconds = build_synthetic(spec, cache, workers=workers, reporter=Reporter(quiet=quiet))
     info = build_info(manifest)
     if as_json:
         typer.echo(

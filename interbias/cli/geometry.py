@@ -58,7 +58,7 @@ def geometry(
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
-    """Geometry audit (TRIAD): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
+    """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
     from interbias.geometry_run import GeometryOptions, run_geometry
 
     outcome = run_geometry(

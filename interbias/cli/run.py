@@ -71,10 +71,16 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run an experiment: draw its trials once, embed, score every cell × encoder."""
+    """Run an experiment: draw its trials once, embed, score every cell × encoder.
+
+    Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
+    if not (manifest or data_root or trials or trials_format):  # the experiment's own data: say what runs here
+        from interbias.availability import check_can_run
+
+        check_can_run(experiment, corpus, corpus_root)
     labels = encoder_labels(encoders)
     outcome = run_experiment(
         RunOptions(

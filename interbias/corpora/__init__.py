@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import CorpusError
+from interbias.errors import CorpusError, DataMissingError
 from interbias.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
 from interbias.registry import Registry
 
@@ -118,33 +118,41 @@ def check_runnable(exp: Any, *, root: Path | None = None) -> None:
     spec = exp.corpus
     if spec.manifest:
         if not Path(spec.manifest).exists():
-            raise CorpusError(f"{exp.name}: manifest {spec.manifest} does not exist{need}")
+            reason = f"manifest {spec.manifest} does not exist"
+            raise DataMissingError(f"{exp.name}: {reason}{need}", key="manifest", reason=reason)
         return
     if spec.name not in CORPORA:
-        raise CorpusError(f"{exp.name}: no adapter for corpus {spec.name!r}; valid: {', '.join(CORPORA.names())}{need}")
+        reason = f"no adapter for corpus {spec.name!r}; valid: {', '.join(CORPORA.names())}"
+        raise DataMissingError(f"{exp.name}: {reason}{need}", key="adapter", reason=reason)
     adapter = CORPORA.get(spec.name)
     provided = adapter.provides()
     for attr in needed_attributes(exp):
         if attr not in provided:
-            raise CorpusError(
-                f"{exp.name} cannot run on corpus {spec.name!r}: it selects by {attr!r}, which {spec.name} "
-                f"manifests do not have (they have: {', '.join(sorted(provided - set(BASE_ATTRIBUTES)))}){need}"
+            reason = f"it selects by {attr!r}, which {spec.name} manifests do not have"
+            raise DataMissingError(
+                f"{exp.name} cannot run on corpus {spec.name!r}: {reason} "
+                f"(they have: {', '.join(sorted(provided - set(BASE_ATTRIBUTES)))}){need}",
+                key="attr",
+                reason=reason,
             )
     if not adapter.needs_root:
         return
     corpus_root = corpus_root_for(spec, root)
     if not corpus_root.is_dir():
-        raise CorpusError(
-            f"{exp.name}: corpus {spec.name!r} not found at {corpus_root}: pass --corpus-root DIR or set "
-            f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'}){need}"
+        where = f"corpus {spec.name!r} not found at {corpus_root}"
+        raise DataMissingError(
+            f"{exp.name}: {where}: pass --corpus-root DIR or set "
+            f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'}){need}",
+            key="data",
+            reason=f"{where} (pass --corpus-root DIR or set INTERBIAS_CORPORA)",
         )
     wanted = set(needed_attributes(exp))
     for cond in adapter.conditional:
         if cond.attribute in wanted and not (corpus_root / cond.file).exists():
-            raise CorpusError(
-                f"{exp.name}: {spec.name} attribute {cond.attribute!r} comes from {corpus_root / cond.file}, "
-                f"which does not exist ({cond.why}){need}"
+            reason = (
+                f"{spec.name} attribute {cond.attribute!r} comes from {corpus_root / cond.file}, which does not exist"
             )
+            raise DataMissingError(f"{exp.name}: {reason} ({cond.why}){need}", key="file", reason=reason)
 
 
 def check_manifest(exp: Any, manifest: Manifest) -> None:

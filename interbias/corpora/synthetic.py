@@ -30,6 +30,7 @@ import numpy as np
 from interbias.corpora import CorpusAdapter, register
 from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
+from interbias.progress import Reporter
 from interbias.seeding import canonical_json, derive_rng, derive_seed
 
 VERSION = 2
@@ -345,8 +346,24 @@ def _render_voice(data_dir: str, jobs: list[dict[str, Any]]) -> list[dict[str, A
     return out
 
 
-def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tuple[Manifest, float]:
-    """Build (or reuse) the corpus for ``spec`` under ``cache``; returns it and build seconds."""
+def _render_all(data_dir: Path, jobs_by_voice: list[list[dict[str, Any]]], n: int, reporter: Reporter) -> list[Any]:
+    """Render every voice's utterances in ``n`` processes (one voice per task), reporting progress."""
+    results = []
+    with (
+        ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool,
+        reporter.task("synthetic corpus: rendering", sum(len(j) for j in jobs_by_voice)) as advance,
+    ):
+        for batch in pool.map(_render_voice, [str(data_dir)] * len(jobs_by_voice), jobs_by_voice):
+            results.append(batch)
+            advance(len(batch))
+    return results
+
+
+def build(
+    spec: SyntheticSpec, cache: Path, *, workers: int | None = None, reporter: Reporter | None = None
+) -> tuple[Manifest, float]:
+    """Build (or reuse) the corpus for ``spec`` under ``cache``; returns it and build seconds.
+    ``reporter`` shows the rendering's progress (utterances rendered, per voice)."""
     spec.validate()
     final = cache / "corpora" / f"synthetic-v{VERSION}-{spec.key()}"
     manifest_path = final / "manifest.jsonl"
@@ -401,9 +418,7 @@ def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tu
                 }
         jobs_by_voice.append(jobs)
     n = workers or max(1, min(len(jobs_by_voice), os.cpu_count() or 1))
-    ctx = get_context("spawn")
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx, max_tasks_per_child=1) as pool:
-        results = list(pool.map(_render_voice, [str(data_dir)] * len(jobs_by_voice), jobs_by_voice))
+    results = _render_all(data_dir, jobs_by_voice, n, reporter or Reporter(quiet=True))
     for batch in results:
         for item in batch:
             rows[item["id"]]["duration_s"] = round(item["duration_s"], 6)

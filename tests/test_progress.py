@@ -1,0 +1,101 @@
+"""Plain progress lines without a terminal: paced by a fake clock, silenced by --quiet."""
+
+from __future__ import annotations
+
+import io
+import re
+from types import SimpleNamespace
+
+from interbias.progress import FIRST_ESTIMATE_AFTER, INTERVAL_S, Reporter, duration, embeddings_ahead
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run_task(reporter: Reporter, clock: FakeClock, total: int, step_s: float) -> None:
+    with reporter.task("embedding", total) as advance:
+        for _ in range(total):
+            clock.now += step_s
+            advance(1)
+
+
+def test_plain_lines_at_the_interval_with_rate_and_eta() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    reporter = Reporter(stream=out, clock=clock, interval_s=20.0)
+    _run_task(reporter, clock, total=100, step_s=1.0)  # one item a second: 100 s in all
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "embedding: 100 to do"
+    assert lines[-1] == "embedding: 100/100 in 100.0 s"
+    middle = lines[1:-1]
+    # the first estimate after the first few items, then one line per 20 s of (fake) time
+    assert middle[0] == f"embedding: {FIRST_ESTIMATE_AFTER}/100 (8.0 %), 1/s, about 1 min 32 s left"
+    done = [int(re.match(r"embedding: (\d+)/100", ln).group(1)) for ln in middle]
+    assert done == [8, 28, 48, 68, 88]
+    assert middle[1] == "embedding: 28/100 (28.0 %), 1/s, about 1 min 12 s left"
+
+
+def test_no_line_between_intervals_when_items_are_fast() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    reporter = Reporter(stream=out, clock=clock, interval_s=15.0)
+    _run_task(reporter, clock, total=1000, step_s=0.01)  # 10 s in all: shorter than one interval
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3  # start, first estimate, end
+    assert lines[1].startswith("embedding: 8/1000 (0.8 %), 100/s, about 10 s left")
+
+
+def test_default_interval_is_within_15_to_30_seconds() -> None:
+    assert 15 <= INTERVAL_S <= 30 and Reporter().interval_s == INTERVAL_S
+
+
+def test_quiet_prints_nothing() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    reporter = Reporter(quiet=True, stream=out, clock=clock, interval_s=1.0)
+    _run_task(reporter, clock, total=50, step_s=5.0)
+    reporter.info("hello")
+    assert out.getvalue() == ""
+
+
+def test_durations_read_as_a_person_would() -> None:
+    assert [duration(s) for s in (0, 42.4, 185, 7620)] == ["0 s", "42 s", "3 min 05 s", "2 h 07 min"]
+
+
+def test_embeddings_ahead_counts_per_encoder() -> None:
+    encs = [SimpleNamespace(label="CAM++", fingerprint="a"), SimpleNamespace(label="GE2E", fingerprint="b")]
+    todo = {"u1": {"c1": (None, ["a", "b"]), "c2": (None, ["a"])}, "u2": {"c1": (None, ["a"])}}
+    assert embeddings_ahead(encs, todo, 7) == "embeddings: 7 from the cache, 4 to compute (CAM++ 3, GE2E 1)"
+    assert embeddings_ahead(encs, {}, 9) == "embeddings: 9 from the cache, 0 to compute"
+
+
+class TickingClock:
+    """One second per reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_corpus_build_reports_rendering_progress(tmp_path) -> None:
+    from interbias.corpora.synthetic import SyntheticSpec, build
+
+    spec = SyntheticSpec.from_options(
+        {"accents": ["us"], "age_bands": ["adult"], "voices_per_cell": 2, "styles": ["neutral"], "n_sentences": 2}
+    )
+    out = io.StringIO()
+    manifest, _ = build(spec, tmp_path, workers=1, reporter=Reporter(stream=out, clock=TickingClock(), interval_s=1.0))
+    n = len(manifest)
+    lines = out.getvalue().splitlines()
+    assert n == 8  # 2 genders × 2 voices × 2 sentences, rendered one voice (2 utterances) at a time
+    assert lines[0] == f"synthetic corpus: rendering: {n} to do"
+    assert [ln.split()[3] for ln in lines[1:-1]] == ["2/8", "4/8", "6/8"]
+    assert lines[-1] == f"synthetic corpus: rendering: {n}/{n} in 5.0 s"
+    again = io.StringIO()
+    build(spec, tmp_path, reporter=Reporter(stream=again))  # reused: nothing to render, nothing printed
+    assert again.getvalue() == ""
