@@ -36,6 +36,8 @@ class GapTables:
     group_factor: dict[str, str]  # experiment -> group factor name
     #: abs-gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
     abs_gap_replicates: np.ndarray | None = None
+    #: signed gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
+    gap_replicates: np.ndarray | None = None
 
 
 def population_factors(results: pd.DataFrame, resolved: dict[str, Any] | None = None) -> dict[str, list[str]]:
@@ -106,6 +108,7 @@ def compute_gaps(
     pops = population_factors(results, resolved)
     rows: list[dict[str, Any]] = []
     abs_reps: list[np.ndarray] = []
+    signed_reps: list[np.ndarray] = []
     chosen: dict[str, str] = {}
     for g in grids(results, metric):
         exp = g.info["experiment"]
@@ -168,6 +171,7 @@ def compute_gaps(
                     row.update(gap_lo=lo, gap_hi=hi, abs_gap_lo=alo, abs_gap_hi=ahi, n_boot_valid=int(n_valid))
                     row.update(replicates.stamp())
                     abs_reps.append(np.abs(r))
+                    signed_reps.append(r)
                 if permutations is not None:
                     res = permutations.test(g.info["model"], g.cell[kr], g.cell[kg])
                     row.update(
@@ -179,8 +183,11 @@ def compute_gaps(
                     )
                 rows.append(row)
     gaps = pd.DataFrame(rows, columns=_gap_columns(replicates, permutations))
-    reps = np.array(abs_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None
-    return GapTables(gaps, summarize_gaps(gaps, reps, replicates), chosen, reps)
+    reps = signed = None
+    if replicates is not None:
+        reps = np.array(abs_reps).reshape(len(rows), replicates.n_boot)
+        signed = np.array(signed_reps).reshape(len(rows), replicates.n_boot)
+    return GapTables(gaps, summarize_gaps(gaps, reps, replicates), chosen, reps, signed)
 
 
 def summarize_gaps(

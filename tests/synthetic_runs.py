@@ -1,0 +1,122 @@
+"""Run directories built directly from speaker-clustered synthetic scores (no audio, no encoder).
+
+Trials: per stratum ``n`` speakers; each speaker has ``m_target`` target trials and enrols
+``m_nontarget`` non-target trials against the next speakers of its stratum (cyclically), so
+every speaker appears equally often. Scores: target ``mu_t + u_s + sigma·e``, non-target
+``mu_n + v_e + v_t + sigma·e`` with speaker effects ``u ~ N(0, tau²)``, ``v ~ N(0, tau_n²)``.
+The population EER of such a cell is Φ(−(mu_t − mu_n) / (s_t + s_n)) with
+s_t² = tau² + sigma², s_n² = 2·tau_n² + sigma² (two normals: the crossing where both error
+rates are equal).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from interbias import metrics
+from interbias.paths import slug
+
+
+@dataclass(frozen=True)
+class ScoreModel:
+    mu_t: float = 2.0
+    mu_n: float = 0.0
+    tau: float = 0.6
+    tau_n: float = 0.2
+    sigma: float = 1.0
+
+    def population_eer(self, mu_t: float | None = None) -> float:
+        s_t = (self.tau**2 + self.sigma**2) ** 0.5
+        s_n = (2 * self.tau_n**2 + self.sigma**2) ** 0.5
+        return NormalDist().cdf(-((self.mu_t if mu_t is None else mu_t) - self.mu_n) / (s_t + s_n))
+
+
+def clustered_trials(strata: Mapping[str, int], m_target: int, m_nontarget: int) -> pd.DataFrame:
+    rows = []
+    for st, n in strata.items():
+        spk = [f"{slug(st)}_{i:03d}" for i in range(n)]
+        for i, s in enumerate(spk):
+            rows += [(st, True, s, s)] * m_target
+            rows += [(st, False, s, spk[(i + k) % n]) for k in range(1, m_nontarget + 1)]
+    frame = pd.DataFrame(rows, columns=["stratum", "label", "enrol_speaker", "test_speaker"])
+    frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
+    return frame
+
+
+def clustered_scores(trials: pd.DataFrame, model: ScoreModel, mu_t: float, rng: np.random.Generator) -> np.ndarray:
+    """Scores of every trial in ``trials`` (one cell; target mean ``mu_t``)."""
+    speakers = sorted(set(trials["enrol_speaker"]) | set(trials["test_speaker"]))
+    u = dict(zip(speakers, rng.normal(0, model.tau, len(speakers)), strict=True))
+    v = dict(zip(speakers, rng.normal(0, model.tau_n, len(speakers)), strict=True))
+    noise = rng.normal(0, model.sigma, len(trials))
+    lab = trials["label"].to_numpy(bool)
+    e, t = trials["enrol_speaker"].tolist(), trials["test_speaker"].tolist()
+    target = mu_t + np.array([u[s] for s in e])
+    non = model.mu_n + np.array([v[a] + v[b] for a, b in zip(e, t, strict=True)])
+    return np.where(lab, target, non) + noise
+
+
+def write_run(
+    folder: Path,
+    trials: pd.DataFrame,
+    cells: Mapping[tuple[str, tuple[str, ...]], tuple[np.ndarray, np.ndarray]],
+    factors: Sequence[tuple[str, str, str]],
+    *,
+    experiment: str = "S01",
+    families: Mapping[str, str] | None = None,
+    run_json: Mapping | None = None,
+) -> Path:
+    """Write a run directory. ``cells``: (model, levels) -> (trial_ids, scores); ``factors``:
+    (name, type, reference) per slot. The stratum of a cell's trials is not checked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    trials.to_parquet(folder / "trials.parquet", index=False)
+    sha = f"sha-{experiment}-{len(trials)}"
+    (folder / "trials.json").write_text(json.dumps({"sha256": sha, "n": len(trials)}))
+    levels_of: dict[str, list[str]] = {name: [] for name, _, _ in factors}
+    for _, levels in cells:
+        for (name, _, _), lv in zip(factors, levels, strict=True):
+            if lv not in levels_of[name]:
+                levels_of[name].append(lv)
+    resolved = {
+        "name": experiment,
+        "use": "gap",
+        "factors": [
+            {"name": n, "type": ty, "reference": ref, "levels": {lv: [] for lv in levels_of[n]}}
+            for n, ty, ref in factors
+        ],
+    }
+    (folder / "experiment.resolved.json").write_text(json.dumps(resolved))
+    (folder / "run.json").write_text(json.dumps(dict(run_json or {"run_id": folder.name})))
+    label_of = dict(zip(trials["trial_id"].tolist(), trials["label"].tolist(), strict=True))
+    rows = []
+    for (model, levels), (ids, scores) in cells.items():
+        cell = ",".join(f"{n}={lv}" for (n, _, _), lv in zip(factors, levels, strict=True))
+        labels = np.array([label_of[int(i)] for i in ids], dtype=bool)
+        path = folder / "scores" / slug(model) / f"{slug(cell)}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"trial_id": ids, "label": labels, "score": scores, "dropped": False}).to_parquet(
+            path, index=False
+        )
+        row = {"experiment": experiment, "dataset": "synthetic", "model": model}
+        row.update(family=(families or {}).get(model, "sv"), cell=cell)
+        for slot, (name, _, ref), lv in zip("abc", factors, levels, strict=False):
+            row.update({f"factor_{slot}": name, f"level_{slot}": lv, f"ref_{slot}": ref})
+        row.update(
+            eer=metrics.eer(scores, labels),
+            eer_legacy=metrics.eer_legacy(scores, labels),
+            min_dcf=metrics.min_dcf(scores, labels),
+            n_target=int(labels.sum()),
+            n_nontarget=int((~labels).sum()),
+            trials_sha256=sha,
+            checkpoint_sha256=f"ckpt-{slug(model)}",
+        )
+        rows.append(row)
+    pd.DataFrame(rows).to_csv(folder / "results.csv", index=False)
+    return folder
