@@ -22,6 +22,7 @@ import pandas as pd
 
 from interbias import metrics
 from interbias.paths import slug
+from interbias.seeding import derive_rng
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,31 @@ def write_run(
         rows.append(row)
     pd.DataFrame(rows).to_csv(folder / "results.csv", index=False)
     return folder
+
+
+GENDER_NOISE = [("gender", "population", "female"), ("noise", "acoustic", "clean")]
+
+
+def gender_noise_run(
+    folder: Path,
+    means: Mapping[str, Mapping[tuple[str, str], float]],
+    *,
+    n: int = 12,
+    m: int = 6,
+    seed: str = "run",
+    experiment: str = "S01",
+    run_json: Mapping | None = None,
+) -> Path:
+    """A gender × noise run: ``means[model][(gender, noise)]`` is the target-score mean of that
+    cell; every cell of a gender scores that gender's trials."""
+    trials = clustered_trials({"gender=female": n, "gender=male": n}, m, m)
+    cells = {}
+    for model, by_cell in means.items():
+        for (gender, noise), mu in by_cell.items():
+            part = trials[trials["stratum"] == f"gender={gender}"]
+            rng = derive_rng("synthetic-run", seed, model, gender, noise)
+            cells[(model, (gender, noise))] = (
+                part["trial_id"].to_numpy(),
+                clustered_scores(part, ScoreModel(), mu, rng),
+            )
+    return write_run(folder, trials, cells, GENDER_NOISE, experiment=experiment, run_json=run_json)
