@@ -11,6 +11,7 @@ rates are equal).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def write_run(
     (name, type, reference) per slot. The stratum of a cell's trials is not checked."""
     folder.mkdir(parents=True, exist_ok=True)
     trials.to_parquet(folder / "trials.parquet", index=False)
-    sha = f"sha-{experiment}-{len(trials)}"
+    sha = hashlib.sha256(trials.to_csv(index=False).encode()).hexdigest()
     (folder / "trials.json").write_text(json.dumps({"sha256": sha, "n": len(trials)}))
     levels_of: dict[str, list[str]] = {name: [] for name, _, _ in factors}
     for _, levels in cells:

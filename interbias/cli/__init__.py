@@ -72,6 +72,7 @@ from interbias.cli import encoders as _encoders  # noqa: E402,F401
 from interbias.cli import export as _export  # noqa: E402,F401
 from interbias.cli import fairness as _fairness  # noqa: E402,F401
 from interbias.cli import geometry as _geometry  # noqa: E402,F401
+from interbias.cli import leaderboard as _leaderboard  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
 from interbias.cli import operators as _operators  # noqa: E402,F401
