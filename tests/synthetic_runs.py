@@ -150,3 +150,35 @@ def gender_noise_run(
                 clustered_scores(part, ScoreModel(), mu, rng),
             )
     return write_run(folder, trials, cells, GENDER_NOISE, experiment=experiment, run_json=run_json)
+
+
+# Runs whose EER is known by hand and does not move under speaker resampling: 4 speakers (one
+# stratum), each with 3 target trials and 3 non-target trials against the next speaker (the same
+# pair three times), so every resample keeps the shares of each score pattern. ``perfect``
+# (targets 1.0, non-targets 0.0): EER 0, minDCF 0. ``third`` (targets 1.0, 1.0, 0.2;
+# non-targets 0.5, 0.0, 0.0): at threshold 0.5 one target in three is missed and one
+# non-target in three accepted, below it no miss and one in three accepted: EER = 1/3; minDCF
+# (p 0.01, normalised: P_miss + 99·P_fa) is 1/3, at threshold 1.0 (P_miss 1/3, P_fa 0).
+PATTERNS = {"perfect": ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]), "third": ([1.0, 1.0, 0.2], [0.5, 0.0, 0.0])}
+FACTORS = [("noise", "acoustic", "clean")]
+
+
+def pattern_trials(n: int) -> pd.DataFrame:
+    rows = []
+    for i in range(n):
+        s, o = f"s{i}", f"s{(i + 1) % n}"
+        rows += [("all", True, s, s)] * 3 + [("all", False, s, o)] * 3
+    frame = pd.DataFrame(rows, columns=["stratum", "label", "enrol_speaker", "test_speaker"])
+    frame.insert(0, "trial_id", np.arange(len(frame)))
+    return frame
+
+
+def pattern_run(folder: Path, n: int, models: dict[str, dict[str, str]], **kwargs: object) -> Path:
+    trials = pattern_trials(n)
+    cells = {}
+    for model, by_level in models.items():
+        for level, pattern in by_level.items():
+            tgt, non = PATTERNS[pattern]
+            scores = np.array([x for _ in range(n) for x in (*tgt, *non)])
+            cells[(model, (level,))] = (trials["trial_id"].to_numpy(), scores)
+    return write_run(folder, trials, cells, FACTORS, **kwargs)  # type: ignore[arg-type]

@@ -1,11 +1,6 @@
 """Leaderboard on constructed runs whose EERs are known by hand and do not move under resampling.
 
-Trials: 4 speakers (one stratum); each has 3 target trials and 3 non-target trials against
-the next speaker (the same pair three times), so every speaker resample keeps the shares of
-each score pattern. Patterns: ``perfect`` (targets 1.0, non-targets 0.0): EER 0. ``third``
-(targets 1.0, 1.0, 0.2; non-targets 0.5, 0.0, 0.0): at threshold 0.5 one target in three is
-missed and one non-target in three accepted, and below it the miss rate is 0 with one in three
-accepted, so EER = 1/3 exactly, in every replicate.
+(:func:`synthetic_runs.pattern_run`: EER 0 for ``perfect``, 1/3 for ``third``, in every replicate.)
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic_runs import write_run
+from synthetic_runs import PATTERNS, pattern_run
 from typer.testing import CliRunner
 
 from interbias import metrics
@@ -24,38 +19,14 @@ from interbias.analysis.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
 
-PATTERNS = {"perfect": ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]), "third": ([1.0, 1.0, 0.2], [0.5, 0.0, 0.0])}
-FACTORS = [("noise", "acoustic", "clean")]
-
-
-def _trials(n: int) -> pd.DataFrame:
-    rows = []
-    for i in range(n):
-        s, o = f"s{i}", f"s{(i + 1) % n}"
-        rows += [("all", True, s, s)] * 3 + [("all", False, s, o)] * 3
-    frame = pd.DataFrame(rows, columns=["stratum", "label", "enrol_speaker", "test_speaker"])
-    frame.insert(0, "trial_id", np.arange(len(frame)))
-    return frame
-
-
-def _run(folder: Path, n: int, models: dict[str, dict[str, str]]) -> Path:
-    trials = _trials(n)
-    cells = {}
-    for model, by_level in models.items():
-        for level, pattern in by_level.items():
-            tgt, non = PATTERNS[pattern]
-            scores = np.array([x for _ in range(n) for x in (*tgt, *non)])
-            cells[(model, (level,))] = (trials["trial_id"].to_numpy(), scores)
-    return write_run(folder, trials, cells, FACTORS)
-
 
 @pytest.fixture
 def runs(tmp_path: Path) -> list[Path]:
     both = {"clean": "perfect", "n10": "perfect"}
     return [
-        _run(tmp_path / "r1", 4, {"A": both, "B": {"clean": "third", "n10": "perfect"}, "C": both}),
-        _run(tmp_path / "r2", 4, {"D": {"clean": "third", "n10": "third"}}),  # same trial list as r1
-        _run(tmp_path / "r3", 5, {"A": both}),  # another trial list of the same experiment
+        pattern_run(tmp_path / "r1", 4, {"A": both, "B": {"clean": "third", "n10": "perfect"}, "C": both}),
+        pattern_run(tmp_path / "r2", 4, {"D": {"clean": "third", "n10": "third"}}),  # same trial list as r1
+        pattern_run(tmp_path / "r3", 5, {"A": both}),  # another trial list of the same experiment
     ]
 
 

@@ -34,10 +34,12 @@ class GapTables:
     gaps: pd.DataFrame
     summary: pd.DataFrame
     group_factor: dict[str, str]  # experiment -> group factor name
-    #: abs-gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
-    abs_gap_replicates: np.ndarray | None = None
     #: signed gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
     gap_replicates: np.ndarray | None = None
+
+    @property
+    def abs_gap_replicates(self) -> np.ndarray | None:
+        return None if self.gap_replicates is None else np.abs(self.gap_replicates)
 
 
 def population_factors(results: pd.DataFrame, resolved: dict[str, Any] | None = None) -> dict[str, list[str]]:
@@ -107,7 +109,6 @@ def compute_gaps(
         raise AnalysisError(f"--gap-floor must be >= 0, got {floor}")
     pops = population_factors(results, resolved)
     rows: list[dict[str, Any]] = []
-    abs_reps: list[np.ndarray] = []
     signed_reps: list[np.ndarray] = []
     chosen: dict[str, str] = {}
     for g in grids(results, metric):
@@ -170,7 +171,6 @@ def compute_gaps(
                     alo, ahi, _ = replicates.ci(np.abs(r))
                     row.update(gap_lo=lo, gap_hi=hi, abs_gap_lo=alo, abs_gap_hi=ahi, n_boot_valid=int(n_valid))
                     row.update(replicates.stamp())
-                    abs_reps.append(np.abs(r))
                     signed_reps.append(r)
                 if permutations is not None:
                     res = permutations.test(g.info["model"], g.cell[kr], g.cell[kg])
@@ -183,11 +183,8 @@ def compute_gaps(
                     )
                 rows.append(row)
     gaps = pd.DataFrame(rows, columns=_gap_columns(replicates, permutations))
-    reps = signed = None
-    if replicates is not None:
-        reps = np.array(abs_reps).reshape(len(rows), replicates.n_boot)
-        signed = np.array(signed_reps).reshape(len(rows), replicates.n_boot)
-    return GapTables(gaps, summarize_gaps(gaps, reps, replicates), chosen, reps, signed)
+    reps = np.array(signed_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None
+    return GapTables(gaps, summarize_gaps(gaps, None if reps is None else np.abs(reps), replicates), chosen, reps)
 
 
 def summarize_gaps(

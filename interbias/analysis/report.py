@@ -314,6 +314,15 @@ def _deployment(folder: Path, rep: Report) -> None:
         rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
+def _long_cells(a: Analysis, rep: Report) -> None:
+    rep.heading("Results per cell (long form)")
+    if a.cells is not None:
+        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
+    else:
+        cols = ["model", "cell", a.options.metric, "n_target", "n_nontarget", "n_speakers", "n_failed"]
+        rep.table(prepare(a.results), cols)
+
+
 _EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi"]
 
 
@@ -426,11 +435,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     rep.table(
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
-    rep.heading("Results per cell (long form)")
-    if a.cells is not None:
-        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
-    else:
-        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
+    _long_cells(a, rep)
     _deployment(a.run.path, rep)
     if geometry_dir is not None:
         _geometry(Path(geometry_dir), rep)

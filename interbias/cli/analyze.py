@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,21 @@ FloorOpt = Annotated[
 GroupOpt = Annotated[
     str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
 ]
+
+
+def _findings(a: Any, folder: Path) -> list[Path]:
+    """Print the findings first; write findings.csv when there are intervals."""
+    from interbias import atomic
+    from interbias.analysis.headline import headline
+
+    found = headline(a)
+    typer.echo("findings:")
+    for line in found.lines:
+        typer.echo(line)
+    if found.findings is None:
+        return []
+    atomic.write_csv(folder / "findings.csv", found.findings)
+    return [folder / "findings.csv"]
 
 
 @app.command()
@@ -44,23 +59,14 @@ def analyze(
 ) -> None:
     """Contrasts (IE, NLI), per-model and macro summaries, subgroup gaps, additivity validation,
     and with --bootstrap speaker-cluster CIs, from a DESIGN.md results CSV."""
-    from interbias import atomic
     from interbias.analysis.contrasts import R_NOTE
-    from interbias.analysis.headline import headline
     from interbias.analysis.suite import Options, analyse, write_tables
 
     opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
     a = analyse(results, opts)
     folder = out or (results if results.is_dir() else results.parent)
-    paths = write_tables(a, folder)
-    found = headline(a)
-    if found.findings is not None:
-        atomic.write_csv(folder / "findings.csv", found.findings)
-        paths.append(folder / "findings.csv")
+    paths = write_tables(a, folder) + _findings(a, folder)
     c = a.contrasts.contrasts
-    typer.echo("findings:")
-    for line in found.lines:
-        typer.echo(line)
     if not quiet:
         ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
         print_frame(
