@@ -71,6 +71,7 @@ def test_plan_of_a_pilot_run(tmp_path: Path) -> None:
     assert row["speakers_per_stratum"] == 12
     assert row["speakers_per_stratum_needed"] == math.ceil(12 * (2.8015852 * se / 0.05) ** 2)
     assert row["target_trials_per_stratum_needed"] == 8 * row["speakers_per_stratum_needed"]
+    assert (row["target_trials_per_speaker"], row["nontarget_trials_per_speaker"]) == (8, 8)
     assert bool(row["resolved"]) == (row["lo"] > 0 or row["hi"] < 0)
 
 

@@ -165,6 +165,8 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     out["alpha"] = settings.alpha
     need = [speakers_needed(se, n0, settings) for se in out["se"].tolist()]
     out["speakers_per_stratum_needed"] = need
+    out["target_trials_per_speaker"] = pilot.targets[st0] / n0
+    out["nontarget_trials_per_speaker"] = pilot.nontargets[st0] / n0
     out["target_trials_per_stratum_needed"] = [
         math.ceil(n * pilot.targets[st0] / n0) if np.isfinite(n) else math.nan for n in need
     ]
