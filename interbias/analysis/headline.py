@@ -53,10 +53,9 @@ def headline(a: Analysis) -> Headline:
         res, unres = grp[grp["resolved"]], grp[~grp["resolved"]]
         lines.append(f"{model}: {len(res)} of {len(grp)} effect(s) resolved.")
         for r in res.itertuples(index=False):
-            word = "worse" if r.estimate > 0 else "better"
-            lines.append(
-                f"  resolved: {r.effect}: {_interval(r)} ({word} than {'additive' if r.kind == 'interaction' else 'reference group'})"
-            )
+            word = "higher" if r.estimate > 0 else "lower"
+            than = "the additive prediction" if r.kind == "interaction" else "in the reference group"
+            lines.append(f"  resolved: {r.effect}: {_interval(r)} ({metric} {word} than {than})")
         for r in unres.itertuples(index=False):
             lines.append(f"  unresolved: {r.effect}: {_interval(r)}, MDE {r.mde:.4f}")
     return Headline(frame, lines)
