@@ -28,6 +28,7 @@ from interbias.errors import TrialError
 from interbias.experiments import Experiment, Stratum
 from interbias.manifest import Manifest, Utterance
 from interbias.seeding import derive_rng, derive_seed
+from interbias.speaker_budget import keep_speakers
 
 if TYPE_CHECKING:
     from interbias.corpora.attacks import AttackSet
@@ -334,6 +335,8 @@ def draw_trials(
         "min_speakers": spec.min_speakers,
         "utterances_per_speaker": spec.utterances_per_speaker,
     }
+    if spec.speakers_per_stratum is not None:  # only when set: other trial lists keep their hashes
+        spec_key["speakers_per_stratum"] = spec.speakers_per_stratum
     split_info: dict[str, Any] | None = None
     blocks: list[tuple[str | None, list[Utterance]]] = [(None, utts)]
     if spec.dev_share is not None:
@@ -396,6 +399,10 @@ def _draw_block(
             raise TrialError(
                 f"{exp.name}: stratum {st.name}{where} has {len(paired)} speaker(s) with usable enrol and test "
                 f"utterances (enrol side {len(enrol)}, test side {len(test)}); at least {spec.min_speakers} are needed"
+            )
+        if spec.speakers_per_stratum is not None:
+            enrol, test = keep_speakers(
+                (enrol, test), spec.speakers_per_stratum, parts, f"{exp.name}: stratum {st.name}{where}"
             )
         pools[st.name] = (st, enrol, test, parts)
         stats[st.name] = StratumStats(

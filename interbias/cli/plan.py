@@ -55,4 +55,5 @@ def plan(
         "per effect",
         ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed"],
     )
+    typer.echo("a follow-up of N speakers per stratum: set trials: {speakers_per_stratum: N} in the experiment")
     typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
