@@ -393,16 +393,16 @@ def _draw_block(
     for st in exp.strata():
         parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
+        if spec.speakers_per_stratum is not None:
+            enrol, test = keep_speakers(
+                (enrol, test), spec.speakers_per_stratum, parts, f"{exp.name}: stratum {st.name}{where}"
+            )
         speakers = sorted(set(enrol) | set(test))
         paired = set(enrol) & set(test)
         if len(paired) < spec.min_speakers:
             raise TrialError(
                 f"{exp.name}: stratum {st.name}{where} has {len(paired)} speaker(s) with usable enrol and test "
                 f"utterances (enrol side {len(enrol)}, test side {len(test)}); at least {spec.min_speakers} are needed"
-            )
-        if spec.speakers_per_stratum is not None:
-            enrol, test = keep_speakers(
-                (enrol, test), spec.speakers_per_stratum, parts, f"{exp.name}: stratum {st.name}{where}"
             )
         pools[st.name] = (st, enrol, test, parts)
         stats[st.name] = StratumStats(

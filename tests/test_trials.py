@@ -72,6 +72,7 @@ def test_speakers_per_stratum_draws_exactly_that_many(tmp_path: Path, tiny_corpu
     for _, sub in a.frame.groupby("stratum"):
         assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == 4
     assert a.info["spec"]["speakers_per_stratum"] == 4
+    assert [s.n_speakers for s in a.strata.values()] == [4, 4]  # what trials.json records
     plain = draw_trials(load_experiment(tiny_experiment(tmp_path, trials={"targets": 20})), tiny_corpus)
     assert "speakers_per_stratum" not in plain.info["spec"]
     too_many = {"targets": 20, "speakers_per_stratum": 9}
