@@ -29,6 +29,8 @@ test: venv
 	$(PY) -m pytest -q
 
 test-slow: venv
+	# the report is also rendered in headless Chromium (Debian's package) and checked not blank
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	$(PY) -m pytest -q -m slow
 
 demo: venv

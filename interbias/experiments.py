@@ -42,10 +42,13 @@ TOP_KEYS = {
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned",
+    "list", "format", "unassigned", "speakers_per_stratum",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
-SAMPLING_KEYS = ("targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs")
+SAMPLING_KEYS = (
+    "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
+    "speakers_per_stratum",
+)  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
 UNASSIGNED = ("error", "exclude")
 FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
@@ -122,6 +125,8 @@ class TrialSpec:
     split_by: tuple[str, ...] | None = None
     #: Spoof trials per stratum (default: ``targets``), when the experiment has ``spoofing``.
     spoofs: int | None = None
+    #: Exactly this many speakers per stratum (drawn by a derived seed), e.g. from ``interbias plan``.
+    speakers_per_stratum: int | None = None
 
     @property
     def n_nontargets(self) -> int:
@@ -583,6 +588,7 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         dev_share=None if share is None else float(share),
         split_by=split_by,
         spoofs=_int_field(spec, "spoofs", None, where, 1),
+        speakers_per_stratum=_int_field(spec, "speakers_per_stratum", None, where, 2),
     )
 
 

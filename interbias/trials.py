@@ -28,6 +28,7 @@ from interbias.errors import TrialError
 from interbias.experiments import Experiment, Stratum
 from interbias.manifest import Manifest, Utterance
 from interbias.seeding import derive_rng, derive_seed
+from interbias.speaker_budget import keep_speakers
 
 if TYPE_CHECKING:
     from interbias.corpora.attacks import AttackSet
@@ -335,6 +336,8 @@ def draw_trials(
         "min_speakers": spec.min_speakers,
         "utterances_per_speaker": spec.utterances_per_speaker,
     }
+    if spec.speakers_per_stratum is not None:  # only when set: other trial lists keep their hashes
+        spec_key["speakers_per_stratum"] = spec.speakers_per_stratum
     split_info: dict[str, Any] | None = None
     blocks: list[tuple[str | None, list[Utterance]]] = [(None, utts)]
     if spec.dev_share is not None:
@@ -391,6 +394,10 @@ def _draw_block(
     for st in exp.strata():
         parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
+        if spec.speakers_per_stratum is not None:
+            enrol, test = keep_speakers(
+                (enrol, test), spec.speakers_per_stratum, parts, f"{exp.name}: stratum {st.name}{where}"
+            )
         speakers = sorted(set(enrol) | set(test))
         paired = set(enrol) & set(test)
         if len(paired) < spec.min_speakers:

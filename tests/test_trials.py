@@ -63,3 +63,22 @@ def test_too_few_speakers_names_counts(tmp_path: Path, tiny_corpus) -> None:
 def test_max_trials_caps_per_stratum(tmp_path: Path, tiny_corpus) -> None:
     tl = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus, max_trials=10)
     assert tl.frame.groupby("stratum").size().tolist() == [10, 10]
+
+
+def test_speakers_per_stratum_draws_exactly_that_many(tmp_path: Path, tiny_corpus) -> None:
+    exp = load_experiment(tiny_experiment(tmp_path, trials={"targets": 20, "speakers_per_stratum": 4}))
+    a = draw_trials(exp, tiny_corpus)
+    assert a.sha256 == draw_trials(exp, tiny_corpus).sha256
+    for _, sub in a.frame.groupby("stratum"):
+        assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == 4
+    assert a.info["spec"]["speakers_per_stratum"] == 4
+    assert [s.n_speakers for s in a.strata.values()] == [4, 4]  # what trials.json records
+    plain = draw_trials(load_experiment(tiny_experiment(tmp_path, trials={"targets": 20})), tiny_corpus)
+    assert "speakers_per_stratum" not in plain.info["spec"]
+    too_many = {"targets": 20, "speakers_per_stratum": 9}
+    with pytest.raises(
+        TrialError,
+        match=r"^T01: stratum gender=female has 6 speaker\(s\) with usable enrol and test "
+        r"utterances; trials.speakers_per_stratum asks for 9$",
+    ):
+        draw_trials(load_experiment(tiny_experiment(tmp_path, trials=too_many)), tiny_corpus)

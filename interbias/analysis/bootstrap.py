@@ -161,6 +161,9 @@ def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
     if not 0 < level < 1:
         raise AnalysisError(f"confidence level must be in (0, 1), got {level}")
     reps = np.asarray(replicates, dtype=np.float64)
+    if reps.size == 0:  # no statistic at all (e.g. no contrast in a one-factor experiment)
+        empty = np.zeros(reps.shape[:-1])
+        return empty, empty.copy(), empty.astype(np.int64)
     alpha = (1 - level) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN bounds

@@ -34,8 +34,12 @@ class GapTables:
     gaps: pd.DataFrame
     summary: pd.DataFrame
     group_factor: dict[str, str]  # experiment -> group factor name
-    #: abs-gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
-    abs_gap_replicates: np.ndarray | None = None
+    #: signed gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
+    gap_replicates: np.ndarray | None = None
+
+    @property
+    def abs_gap_replicates(self) -> np.ndarray | None:
+        return None if self.gap_replicates is None else np.abs(self.gap_replicates)
 
 
 def population_factors(results: pd.DataFrame, resolved: dict[str, Any] | None = None) -> dict[str, list[str]]:
@@ -105,10 +109,10 @@ def _add_uncertainty(
     cells: tuple[str, str],
     replicates: Replicates | None,
     permutations: RunPermutations | None,
-    abs_reps: list[np.ndarray],
+    signed_reps: list[np.ndarray],
 ) -> None:
     """Bootstrap intervals of the gap (reference-group cell, group cell) and its permutation
-    p-value, when requested; the absolute gap's replicates are appended to ``abs_reps``."""
+    p-value, when requested; the signed gap's replicates are appended to ``signed_reps``."""
     exp, model = info["experiment"], info["model"]
     ref_cell, cell = cells
     if replicates is not None:
@@ -117,7 +121,7 @@ def _add_uncertainty(
         alo, ahi, _ = replicates.ci(np.abs(r))
         row.update(gap_lo=lo, gap_hi=hi, abs_gap_lo=alo, abs_gap_hi=ahi, n_boot_valid=int(n_valid))
         row.update(replicates.stamp())
-        abs_reps.append(np.abs(r))
+        signed_reps.append(r)
     if permutations is not None:
         res = permutations.test(model, ref_cell, cell)
         row.update(
@@ -145,7 +149,7 @@ def compute_gaps(
         raise AnalysisError(f"--gap-floor must be >= 0, got {floor}")
     pops = population_factors(results, resolved)
     rows: list[dict[str, Any]] = []
-    abs_reps: list[np.ndarray] = []
+    signed_reps: list[np.ndarray] = []
     chosen: dict[str, str] = {}
     for g in grids(results, metric):
         exp = g.info["experiment"]
@@ -192,11 +196,11 @@ def compute_gaps(
                     "ratio_floor": floor,
                     "ratio_flag": flag,
                 }
-                _add_uncertainty(row, g.info, (g.cell[kr], g.cell[kg]), replicates, permutations, abs_reps)
+                _add_uncertainty(row, g.info, (g.cell[kr], g.cell[kg]), replicates, permutations, signed_reps)
                 rows.append(row)
     gaps = pd.DataFrame(rows, columns=_gap_columns(replicates, permutations))
-    reps = np.array(abs_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None
-    return GapTables(gaps, summarize_gaps(gaps, reps, replicates), chosen, reps)
+    reps = np.array(signed_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None
+    return GapTables(gaps, summarize_gaps(gaps, None if reps is None else np.abs(reps), replicates), chosen, reps)
 
 
 def summarize_gaps(

@@ -1,11 +1,12 @@
 """A readable report of one run: ``report.md`` (figures beside it) and a self-contained
 ``report.html`` (figures embedded as base64 PNG, no external files, scripts or fonts).
 
-Sections: what was run and how uncertainty was estimated; provenance (encoders with checkpoint
-hashes, trial-list hash and counts, failures, overlap warnings); results per cell; figures
-(DET curves per cell, metric by condition per model, IE heatmap per model, gap against SNR
-per noise kind); contrasts and their diagnostics; subgroup gaps; additivity validation; macro
-averages. A figure that cannot be drawn is listed with the reason, never left out silently.
+Sections: what was run and how uncertainty was estimated; findings (effects whose interval
+excludes zero, the others with their minimum detectable effect) and the cells as a
+conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
+counts, failures, overlap warnings); figures (DET curves per cell, metric by condition per
+model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
+subgroup gaps; additivity validation; macro averages; the long per-cell list. A figure that cannot be drawn is listed with the reason, never left out silently.
 SNR and noise kind come from the operator parameters in ``experiment.resolved.json``.
 """
 
@@ -26,6 +27,7 @@ from interbias.analysis import plots
 from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
+from interbias.analysis.headline import cell_pivot, headline
 from interbias.analysis.suite import Analysis
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
@@ -321,6 +323,44 @@ def _deployment(folder: Path, rep: Report) -> None:
         rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
+def _long_cells(a: Analysis, rep: Report) -> None:
+    rep.heading("Results per cell (long form)")
+    if a.cells is not None:
+        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
+    else:
+        cols = ["model", "cell", a.options.metric, "n_target", "n_nontarget", "n_speakers", "n_failed"]
+        rep.table(prepare(a.results), cols)
+
+
+_EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi"]
+
+
+def _findings(a: Analysis, rep: Report) -> None:
+    """The headline: resolved and unresolved effects per model, then the cells as a pivot."""
+    h = headline(a)
+    rep.heading("Findings")
+    rep.para(h.lines[0])
+    if h.findings is not None:
+        if h.findings.empty:
+            rep.para(h.lines[1])
+        for model, grp in h.findings.groupby("model", sort=False):
+            res, unres = grp[grp["resolved"]], grp[~grp["resolved"]]
+            rep.para(f"{model}: {len(res)} of {len(grp)} effect(s) resolved (interval excludes zero).")
+            if len(res):
+                rep.table(res, _EFFECT_COLS)
+            if len(unres):
+                rep.para(
+                    f"{model}, unresolved (interval includes zero), with the minimum detectable effect and the "
+                    "speakers per stratum a run would need to detect 0.01:"
+                )
+                need = unres["speakers_per_stratum_needed"].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
+                rep.table(unres.assign(speakers_per_stratum_needed=need), [*_EFFECT_COLS, "mde", need.name])
+    rep.heading("Results per cell")
+    ci = f" [{a.replicates.pct} interval]" if a.replicates is not None else ""
+    rep.para(f"{a.options.metric}{ci} per cell (rows) and model (columns).")
+    rep.table(cell_pivot(a))
+
+
 def _contrasts(a: Analysis, rep: Report) -> None:
     """Additive contrasts per setting, missing terms, and their summaries."""
     metric = a.options.metric
@@ -393,12 +433,8 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
             + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
         )
     )
+    _findings(a, rep)
     _provenance(a, rep)
-    rep.heading("Results per cell")
-    if a.cells is not None:
-        rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
-    else:
-        rep.table(frame, ["model", "cell", metric, "n_target", "n_nontarget", "n_speakers", "n_failed"])
     if len(a.above_chance):
         rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
         rep.table(a.above_chance, ["model", "cell", "value"])
@@ -419,6 +455,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     rep.table(
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
+    _long_cells(a, rep)
     _deployment(a.run.path, rep)
     if geometry_dir is not None:
         _geometry(Path(geometry_dir), rep)

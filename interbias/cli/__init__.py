@@ -73,6 +73,7 @@ def guarded(fn: F) -> F:
 
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401
+from interbias.cli import card as _card  # noqa: E402,F401
 from interbias.cli import cm_eval as _cm_eval  # noqa: E402,F401
 from interbias.cli import compare as _compare  # noqa: E402,F401
 from interbias.cli import corpus as _corpus  # noqa: E402,F401
@@ -80,9 +81,11 @@ from interbias.cli import encoders as _encoders  # noqa: E402,F401
 from interbias.cli import export as _export  # noqa: E402,F401
 from interbias.cli import fairness as _fairness  # noqa: E402,F401
 from interbias.cli import geometry as _geometry  # noqa: E402,F401
+from interbias.cli import leaderboard as _leaderboard  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
 from interbias.cli import operators as _operators  # noqa: E402,F401
+from interbias.cli import plan as _plan  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
 

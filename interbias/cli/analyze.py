@@ -28,6 +28,21 @@ GroupOpt = Annotated[
 ]
 
 
+def _findings(a: Analysis, folder: Path) -> list[Path]:
+    """Print the findings first; write findings.csv when there are intervals."""
+    from interbias import atomic
+    from interbias.analysis.headline import headline
+
+    found = headline(a)
+    typer.echo("findings:")
+    for line in found.lines:
+        typer.echo(line)
+    if found.findings is None:
+        return []
+    atomic.write_csv(folder / "findings.csv", found.findings)
+    return [folder / "findings.csv"]
+
+
 @app.command()
 @guarded
 def analyze(
@@ -52,7 +67,7 @@ def analyze(
     opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
     a = analyse(results, opts, Reporter(quiet=quiet))
     folder = out or (results if results.is_dir() else results.parent)
-    paths = write_tables(a, folder)
+    paths = write_tables(a, folder) + _findings(a, folder)
     c = a.contrasts.contrasts
     if not quiet:
         _print_tables(a, metric, tolerance)

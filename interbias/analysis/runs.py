@@ -1,0 +1,68 @@
+"""Several run directories analysed together (leaderboard, encoder cards).
+
+Every run is analysed with the same bootstrap settings, so runs that hold the same trial list
+(same ``trials_sha256``, hence the same speakers and strata) get the same speaker resample in
+every replicate: their replicates are paired, and differences between encoders of those runs
+are paired differences. Runs with different trial lists are independent samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from interbias.analysis.contrasts import prepare
+from interbias.analysis.suite import Analysis, Options, analyse
+from interbias.errors import AnalysisError
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    path: Path
+    trials_sha256: str
+    analysis: Analysis
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Run directories named by ``paths``: a folder holding results.csv is a run; any other
+    folder stands for every run below it (sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if (p / "results.csv").is_file():
+            out.append(p)
+        elif p.is_dir():
+            found = sorted(r.parent for r in p.rglob("results.csv"))
+            if not found:
+                raise AnalysisError(f"{p}: no run directory (results.csv) in it")
+            out += found
+        else:
+            raise AnalysisError(f"run directory {p} does not exist")
+    return list(dict.fromkeys(out))
+
+
+def load(paths: list[Path], options: Options) -> list[RunAnalysis]:
+    """Analyse every run with ``options`` (which must ask for bootstrap replicates)."""
+    if options.n_boot < 1:
+        raise AnalysisError("comparing runs needs bootstrap replicates (--bootstrap > 0)")
+    out = []
+    for path in expand(paths):
+        a = analyse(path, options)
+        sha = a.run.trials_sha256 or "unknown"
+        out.append(RunAnalysis(path, sha, a))
+    return out
+
+
+def experiment_replicates(a: Analysis) -> dict[tuple[str, str], tuple[float, np.ndarray]]:
+    """(model, experiment) -> (mean of the experiment's cells, its replicates)."""
+    if a.replicates is None:
+        raise AnalysisError("experiment replicates need a bootstrapped analysis")
+    frame = prepare(a.results)
+    out = {}
+    for (model, exp), grp in frame.groupby(["model", "experiment"], sort=False):
+        reps = np.stack([a.replicates.values[(exp, model, c)] for c in grp["cell"]]).mean(axis=0)
+        out[(str(model), str(exp))] = (float(pd.to_numeric(grp[a.options.metric]).mean()), reps)
+    return out

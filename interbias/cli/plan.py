@@ -1,0 +1,59 @@
+"""``interbias plan``: speakers per stratum needed to resolve an effect, from a pilot run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+from interbias.cli.analyze import GroupOpt, MetricOpt, SeedOpt
+from interbias.cli.tables import print_frame
+
+
+@app.command()
+@guarded
+def plan(
+    run_dir: Annotated[Path, typer.Argument(help="Pilot run directory (results/<run_id>/) with per-trial scores.")],
+    effect: Annotated[float, typer.Option(help="Effect to detect, in metric units (0.01 = one point of EER).")] = 0.01,
+    power: Annotated[float, typer.Option(help="Wanted power (probability the interval excludes zero).")] = 0.8,
+    alpha: Annotated[float, typer.Option(help="Two-sided level: intervals at 1 − alpha.")] = 0.05,
+    metric: MetricOpt = "eer",
+    bootstrap: Annotated[int, typer.Option(help="Speaker-bootstrap replicates for the pilot's SEs.")] = 1000,
+    seed: SeedOpt = 0,
+    group_factor: GroupOpt = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
+) -> None:
+    """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
+    at --power, for every interaction (IE) and subgroup gap; writes plan.csv."""
+    from interbias import atomic
+    from interbias.analysis import planner
+    from interbias.analysis.suite import Options, analyse
+    from interbias.errors import AnalysisError
+
+    settings = planner.Settings(effect, power, alpha)
+    if bootstrap < 2:
+        raise AnalysisError(f"--bootstrap must be at least 2 to estimate a standard error, got {bootstrap}")
+    opts = Options(metric, bootstrap, seed, "speaker", 1 - alpha, group_factor=group_factor)
+    a = analyse(run_dir, opts)
+    frame = planner.plan(a, settings)
+    pilot = planner.pilot_of(a.run.design())
+    folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
+    atomic.write_csv(folder / "plan.csv", frame)
+    typer.echo(f"pilot: {pilot.describe()}")
+    typer.echo(f"model: {planner.MODEL}")
+    typer.echo(f"assumptions: {planner.ASSUMPTIONS}")
+    typer.echo(f"standard errors: {a.replicates.describe()}")
+    print_frame(
+        planner.recommendation(frame),
+        f"speakers per stratum to detect {effect:g} with power {power:g} (alpha {alpha:g})",
+        None,
+    )
+    print_frame(
+        frame,
+        "per effect",
+        ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed"],
+    )
+    typer.echo("a follow-up of N speakers per stratum: set trials: {speakers_per_stratum: N} in the experiment")
+    typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
