@@ -74,6 +74,7 @@ from interbias.cli import fairness as _fairness  # noqa: E402,F401
 from interbias.cli import geometry as _geometry  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
+from interbias.cli import models as _models  # noqa: E402,F401
 from interbias.cli import operators as _operators  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
