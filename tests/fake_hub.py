@@ -4,8 +4,11 @@ for a pinned download, nothing else.
 - ``GET /api/models/<repo>/revision/<rev>?blobs=True``: ``{"id", "sha", "siblings": [...]}``;
   a sibling lists ``size`` and ``blobId`` (git blob sha1) and, for weight files, ``lfs``
   (``sha256``, ``size``, ``pointerSize``), as the hub does.
-- ``HEAD``/``GET /<repo>/resolve/<rev>/<file>``: ``X-Repo-Commit``, ``ETag`` (``X-Linked-Etag``
-  and ``X-Linked-Size`` for LFS files), ``Content-Length``; the body on GET.
+- ``HEAD``/``GET /<repo>/resolve/<rev>/<file>``: ``X-Repo-Commit``, ``ETag``, ``Content-Length``
+  and the body on GET; for weight (LFS) files, as the hub does, a 302 to a "CDN" on another host
+  name (``localhost``, so ``huggingface_hub`` does not follow it for metadata) carrying
+  ``X-Linked-Etag`` (the sha256) and ``X-Linked-Size``; ``GET /cdn/<sha256>/<file>`` there serves
+  the bytes.
 
 Unknown repositories, revisions and files answer 404 with the hub's ``X-Error-Code``. Faults:
 ``status[(method, path suffix)] = code`` answers that code; ``delay[path prefix] = seconds``
@@ -105,6 +108,8 @@ class FakeHub:
                 return self.reply(req, method, code, b"fault injected", {})
         if path.startswith("/api/models/"):
             return self.info(req, method, path[len("/api/models/") :])
+        if path.startswith("/cdn/"):
+            return self.cdn(req, method, path[len("/cdn/") :])
         return self.resolve(req, method, path.lstrip("/"))
 
     def reply(self, req: BaseHTTPRequestHandler, method: str, code: int, body: bytes, headers: dict[str, str]) -> None:
@@ -145,10 +150,24 @@ class FakeHub:
         if data is None:
             headers = {"X-Error-Code": error or "EntryNotFound", **({"X-Repo-Commit": commit} if commit else {})}
             return self.reply(req, method, 404, b"not found", headers)
-        headers = {"X-Repo-Commit": commit, "Content-Type": "application/octet-stream"}
         if filename.endswith(LFS_SUFFIXES):
             sha = hashlib.sha256(data).hexdigest()
-            headers |= {"ETag": f'"{sha}"', "X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(data))}
-        else:
-            headers["ETag"] = f'"{git_blob_sha1(data)}"'
+            port = self.server.server_address[1]
+            headers = {
+                "X-Repo-Commit": commit,
+                "X-Linked-Etag": f'"{sha}"',
+                "X-Linked-Size": str(len(data)),
+                "Location": f"http://localhost:{port}/cdn/{sha}/{filename}",
+            }
+            return self.reply(req, method, 302, b"", headers)
+        headers = {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha1(data)}"', "Content-Type": "text/plain"}
         self.reply(req, method, 200, data, headers)
+
+    def cdn(self, req: BaseHTTPRequestHandler, method: str, rest: str) -> None:
+        sha = rest.split("/", 1)[0]
+        for repo in self.repos.values():
+            for files in repo.commits.values():
+                for data in files.values():
+                    if hashlib.sha256(data).hexdigest() == sha:
+                        return self.reply(req, method, 200, data, {"ETag": f'"{sha}"'})
+        self.reply(req, method, 404, b"no such blob", {})

@@ -346,6 +346,7 @@ def label_state(label: str, *, hashes: bool = False) -> LabelState:
         problems = mismatches(entry, folder, sizes_only=not hashes)
         if problems:
             return LabelState(label, "lock mismatch", problems[0], str(folder), fetch)
-        return LabelState(label, "fetched", pin, str(folder), fetch)
+        ok, why, _ = card.status()  # fetched, but perhaps not loadable here (TitaNet's .nemo without NeMo)
+        return LabelState(label, "fetched", pin if ok else f"{pin}; {why}", str(folder), fetch)
     ok, why, _ = card.status()
     return LabelState(label, "placed by hand" if ok else "missing", "" if ok else why, str(folder), fetch)
