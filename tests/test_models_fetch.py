@@ -260,3 +260,14 @@ def test_a_hand_placed_folder_loads_without_a_pin_and_list_says_so(hub: FakeHub,
     enc = load_from_layouts(tiny("RawNet3"))
     assert "models_lock" not in enc.provenance()
     assert one_error_line(cli("models", "verify")).startswith("error: ") and not hub.requests
+
+
+def test_usage_errors_are_one_line(hub: FakeHub) -> None:
+    for cmd in (["models", "--help"], ["models", "fetch", "--help"], ["models", "list", "--help"]):
+        assert cli(*cmd).exit_code == 0
+    assert one_error_line(cli("models", "fetch")) == "error: give one or more labels, or --all"
+    assert one_error_line(cli("models", "fetch", "X-Vector", "--all")) == "error: give labels or --all, not both"
+    assert one_error_line(cli("models", "fetch", "WavLM")).startswith("error: unknown encoder 'WavLM'; valid: ")
+    res = cli("models", "fetch", "CAM++")
+    assert res.exit_code == 0 and res.output == "CAM++: packaged with interbias; nothing to fetch\n"
+    assert not hub.requests

@@ -69,7 +69,7 @@ TITANET_ONNX = (
 )
 REDIMNET_EXPORT = (
     "python -c \"import torch; m = torch.hub.load('IDRnD/ReDimNet', 'ReDimNet', model_name='b2', "
-    "train_type='ft_lm', dataset='vox2').eval(); torch.onnx.export(m, (torch.randn(1, 32000),), "
+    "train_type='ft_lm', dataset='vox2', trust_repo=True).eval(); torch.onnx.export(m, (torch.randn(1, 32000),), "
     "'{folder}/model.onnx', input_names=['wav'], output_names=['emb'], dynamic_axes={{'wav': {{1: 'T'}}}}, "
     'opset_version=17, dynamo=False)"'
 )
@@ -90,7 +90,7 @@ SOURCES: dict[str, HubSource | ManualSource] = {
     "ReDimNet": ManualSource(
         (
             "ReDimNet's weights are published through torch.hub (GitHub releases of IDRnD/ReDimNet), not as hub "
-            "files; on a machine with network access run:",
+            "files; on a machine with network access, torch, torchaudio and onnx, run:",
             "mkdir -p {folder} && " + REDIMNET_EXPORT,
         )
     ),
