@@ -12,8 +12,8 @@ for a pinned download, nothing else.
 
 Unknown repositories, revisions and files answer 404 with the hub's ``X-Error-Code``. Faults:
 ``status[(method, path suffix)] = code`` answers that code; ``delay[path prefix] = seconds``
-waits first. The server runs in a daemon thread and stops by itself after ``lifetime`` seconds
-(or on :meth:`stop`).
+waits first; ``corrupt`` names files the CDN serves damaged. The server runs in a daemon
+thread and stops by itself after ``lifetime`` seconds (or on :meth:`stop`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class FakeHub:
         self.repos: dict[str, Repo] = {}
         self.status: dict[tuple[str, str], int] = {}
         self.delay: dict[str, float] = {}
+        #: File names whose bytes the CDN serves with one byte flipped (same size).
+        self.corrupt: set[str] = set()
         self.requests: list[tuple[str, str]] = []
         self._counter = 0
         hub = self
@@ -164,10 +166,12 @@ class FakeHub:
         self.reply(req, method, 200, data, headers)
 
     def cdn(self, req: BaseHTTPRequestHandler, method: str, rest: str) -> None:
-        sha = rest.split("/", 1)[0]
+        sha, _, filename = rest.partition("/")
         for repo in self.repos.values():
             for files in repo.commits.values():
                 for data in files.values():
                     if hashlib.sha256(data).hexdigest() == sha:
+                        if filename in self.corrupt:
+                            data = data[:-1] + bytes([data[-1] ^ 0xFF])
                         return self.reply(req, method, 200, data, {"ETag": f'"{sha}"'})
         self.reply(req, method, 404, b"no such blob", {})

@@ -271,3 +271,20 @@ def test_usage_errors_are_one_line(hub: FakeHub) -> None:
     res = cli("models", "fetch", "CAM++")
     assert res.exit_code == 0 and res.output == "CAM++: packaged with interbias; nothing to fetch\n"
     assert not hub.requests
+
+
+def test_bytes_that_differ_from_the_hub_listing_are_refused_and_a_damaged_cache_copy_is_replaced(
+    hub: FakeHub, zoo, tmp_path: Path
+) -> None:
+    publish(hub, zoo, "RawNet3")
+    hub.corrupt.add("model.pt")
+    line = one_error_line(cli("models", "fetch", "RawNet3"))
+    sha = hashlib.sha256(zoo["RawNet3"]["model.pt"]).hexdigest()
+    assert line.startswith("error: RawNet3: model.pt has sha256 ") and line.endswith(f"; the hub lists {sha}")
+    assert not (tmp_path / "models" / "RawNet3").exists()
+    hub.corrupt.clear()
+    blob = tmp_path / "hf-cache" / "models--jungjee--RawNet3" / "blobs" / sha
+    assert blob.is_file()  # the damaged download is still in the hub cache; the next fetch replaces it
+    assert cli("models", "fetch", "RawNet3").exit_code == 0
+    assert hashlib.sha256(blob.read_bytes()).hexdigest() == sha
+    assert load_from_layouts(tiny("RawNet3")).embed([probe_wave(0.5)]).shape == (1, 8)

@@ -224,24 +224,31 @@ def download(
     timeout = hub_timeout()
     out = []
     for plan in planned:
-        try:
-            cached = hf_hub_download(
-                source.repo,
-                plan.remote,
-                revision=commit,
-                cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-                endpoint=endpoint(),
-                etag_timeout=timeout,
-            )
-        except Exception as exc:
-            raise FetchError(
-                f"{label}: downloading {plan.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
-                f"({_reason(exc, timeout)}); nothing was placed"
-            ) from exc
         target = into / plan.local
-        shutil.copyfile(cached, target)
-        sha = sha256_file(target)
-        _check(label, plan, target, sha, locked)
+        for force in (False, True):  # a copy in the hub cache that fails the check is downloaded once more
+            try:
+                cached = hf_hub_download(
+                    source.repo,
+                    plan.remote,
+                    revision=commit,
+                    cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+                    endpoint=endpoint(),
+                    etag_timeout=timeout,
+                    force_download=force,
+                )
+            except Exception as exc:
+                raise FetchError(
+                    f"{label}: downloading {plan.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
+                    f"({_reason(exc, timeout)}); nothing was placed"
+                ) from exc
+            shutil.copyfile(cached, target)
+            sha = sha256_file(target)
+            try:
+                _check(label, plan, target, sha, locked)
+                break
+            except FetchError:
+                if force:
+                    raise
         out.append(LockedFile(plan.local, sha, target.stat().st_size))
     return tuple(out)
 
@@ -261,9 +268,10 @@ def place(staging: Path, folder: Path) -> None:
 
 
 def remove_partials(folder: Path) -> None:
-    """Staging folders a killed fetch left beside ``folder`` (hidden; they never load)."""
-    for p in folder.parent.glob(f".{folder.name}.fetch-*"):
-        shutil.rmtree(p, ignore_errors=True)
+    """Staging and swap folders a killed fetch left beside ``folder`` (hidden; they never load)."""
+    for pattern in (f".{folder.name}.fetch-*", f".{folder.name}.old-*"):
+        for p in folder.parent.glob(pattern):
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _target_revision(label: str, locked: LockEntry | None, revision: str | None, update: bool) -> str:

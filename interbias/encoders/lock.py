@@ -11,8 +11,10 @@ as before. The entry's digest (sha256 of its canonical JSON) goes into the encod
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,10 +108,16 @@ def read_lock(path: Path | None = None) -> dict[str, LockEntry]:
 def write_entry(entry: LockEntry, path: Path | None = None) -> Path:
     """Add or replace one label's entry (the file is rewritten atomically, keys sorted)."""
     path = path or lock_path()
-    entries = read_lock(path)
-    entries[entry.label] = entry
-    data = {"version": LOCK_VERSION, "labels": {label: e.as_dict() for label, e in sorted(entries.items())}}
-    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    guard = os.open(path.parent, os.O_RDONLY)  # two fetches at once: one writer at a time (flock on the folder)
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        entries = read_lock(path)
+        entries[entry.label] = entry
+        data = {"version": LOCK_VERSION, "labels": {label: e.as_dict() for label, e in sorted(entries.items())}}
+        write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    finally:
+        os.close(guard)  # releases the flock
     return path
 
 
