@@ -288,3 +288,14 @@ def test_bytes_that_differ_from_the_hub_listing_are_refused_and_a_damaged_cache_
     assert cli("models", "fetch", "RawNet3").exit_code == 0
     assert hashlib.sha256(blob.read_bytes()).hexdigest() == sha
     assert load_from_layouts(tiny("RawNet3")).embed([probe_wave(0.5)]).shape == (1, 8)
+
+
+def test_every_label_with_files_has_a_source_and_each_hub_source_fills_one_of_its_layouts() -> None:
+    with_files = {label for label, card in ENCODERS.items() if card.layouts}
+    assert set(SOURCES) == with_files
+    for label, source in SOURCES.items():
+        if not isinstance(source, HubSource):
+            continue
+        names = {source.rename.get(n, n) for entry in source.files for n in entry.split("|")}
+        layouts = ENCODERS.get(label).layouts
+        assert any(all(set(f.split("|")) & names for f in layout.files) for layout in layouts), label
