@@ -167,9 +167,18 @@ class Planned:
     blob_id: str | None
 
 
+def hub_module(label: str) -> Any:
+    """``huggingface_hub``, or one error saying it is missing."""
+    try:
+        import huggingface_hub
+    except ImportError as exc:
+        raise FetchError(f"{label}: fetching needs huggingface_hub (pip install -r requirements/base.txt)") from exc
+    return huggingface_hub
+
+
 def resolve(label: str, source: HubSource, revision: str) -> tuple[str, list[Planned]]:
     """The commit ``revision`` names and the files to take at it (one ``model_info`` call)."""
-    from huggingface_hub import HfApi
+    HfApi = hub_module(label).HfApi
 
     timeout = hub_timeout()
     try:
@@ -219,7 +228,7 @@ def download(
     label: str, source: HubSource, commit: str, planned: list[Planned], into: Path, locked: LockEntry | None
 ) -> tuple[LockedFile, ...]:
     """Download every planned file at ``commit`` into ``into`` and check it; returns the lock records."""
-    from huggingface_hub import hf_hub_download
+    hf_hub_download = hub_module(label).hf_hub_download
 
     timeout = hub_timeout()
     out = []
@@ -299,8 +308,11 @@ def fetch(
     folder, lock_file = card.folder(), lock_path()
     locked = entry_for(label, folder, lock_file)
     target = _target_revision(label, locked, revision, update)
+    intact = locked is not None and folder.is_dir() and not mismatches(locked, folder)
+    if intact and not update:  # the pinned files are all there: no need to ask the hub
+        return FetchResult(label, "up to date", locked, f"{label}: up to date ({source.repo}@{locked.commit[:12]})")
     commit, planned = resolve(label, source, target)
-    if locked is not None and locked.commit == commit and folder.is_dir() and not mismatches(locked, folder):
+    if intact and locked.commit == commit:
         return FetchResult(label, "up to date", locked, f"{label}: up to date ({source.repo}@{commit[:12]})")
     restore = locked if locked is not None and not update else None
     folder.parent.mkdir(parents=True, exist_ok=True)
