@@ -48,6 +48,8 @@ class FakeHub:
         #: File names whose bytes the CDN serves with one byte flipped (same size).
         self.corrupt: set[str] = set()
         self.requests: list[tuple[str, str]] = []
+        #: (path, Authorization header or "") of every request.
+        self.auth: list[tuple[str, str]] = []
         self._counter = 0
         hub = self
 
@@ -102,6 +104,7 @@ class FakeHub:
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
         path = unquote(urlparse(req.path).path)
         self.requests.append((method, path))
+        self.auth.append((path, req.headers.get("Authorization", "")))
         for prefix, seconds in self.delay.items():
             if path.startswith(prefix):
                 time.sleep(seconds)

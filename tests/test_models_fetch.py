@@ -299,3 +299,13 @@ def test_every_label_with_files_has_a_source_and_each_hub_source_fills_one_of_it
         names = {source.rename.get(n, n) for entry in source.files for n in entry.split("|")}
         layouts = ENCODERS.get(label).layouts
         assert any(all(set(f.split("|")) & names for f in layout.files) for layout in layouts), label
+
+
+def test_hf_token_goes_to_the_hub_and_not_to_the_cdn(hub: FakeHub, zoo, monkeypatch) -> None:
+    publish(hub, zoo, "RawNet3")
+    monkeypatch.setenv("HF_TOKEN", "hf_fake_token")
+    assert cli("models", "fetch", "RawNet3").exit_code == 0
+    hub_side = [a for p, a in hub.auth if not p.startswith("/cdn/")]
+    cdn_side = [a for p, a in hub.auth if p.startswith("/cdn/")]
+    assert hub_side and set(hub_side) == {"Bearer hf_fake_token"}
+    assert cdn_side and set(cdn_side) == {""}
