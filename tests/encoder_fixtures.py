@@ -137,6 +137,25 @@ def make_wespeaker(folder: Path, model: str = "ResNet18", feat_dim: int = 16, em
     return folder
 
 
+# ------------------------------------------------------------------------------ RawNet3
+
+
+def make_rawnet3(folder: Path, channels: int = 16, scale: int = 4, n_out: int = 8, pooled: int = 24) -> Path:
+    """A RawNet3 folder as published (``model.pt``: ``{"model": state_dict}``), small sizes."""
+    from interbias.encoders.rawnet3 import RawNet3
+
+    folder.mkdir(parents=True, exist_ok=True)
+    net = RawNet3(channels=channels, scale=scale, n_out=n_out, pooled=pooled, attention=8)
+    _randomise(net, "rawnet3", str(channels))
+    state = net.state_dict()
+    for key in ("conv1.filterbank.low_hz_", "conv1.filterbank.band_hz_"):  # keep the sinc bands positive and apart
+        state[key].copy_(
+            RawNet3(channels=channels, scale=scale, n_out=n_out, pooled=pooled, attention=8).state_dict()[key]
+        )
+    torch.save({"model": state}, folder / "model.pt")
+    return folder
+
+
 # ------------------------------------------------------------------------------ transformers
 
 

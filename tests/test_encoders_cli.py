@@ -85,7 +85,7 @@ def test_embed_errors_are_one_line(wavs: list[Path], tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: unavailable encoder(s): RawNet3: model folder {tmp_path / 'nope'} does not exist (expected "
-        "[model.onnx]; place the files there, or set INTERBIAS_MODEL_RAWNET3 or INTERBIAS_MODELS)"
+        "[model.pt] or [model.onnx]; place the files there, or set INTERBIAS_MODEL_RAWNET3 or INTERBIAS_MODELS)"
     )
     res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "mfcc-stats", "--layer", "3"])
     assert res.exit_code == 1

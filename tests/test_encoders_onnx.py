@@ -73,7 +73,7 @@ def test_wrong_input_wrong_dimension_and_unnamed_outputs(tmp_path: Path) -> None
         load_from_layouts(tiny("RawNet3"), path=str(fb))
     assert str(info.value) == (
         f"RawNet3: model.onnx: input feats is tensor(float) [1, 'F', 80]; RawNet3 feeds waveform in {fb} "
-        "(expected [model.onnx])"
+        "(expected [model.pt] or [model.onnx])"
     )
     wav = make_onnx(tmp_path / "wav", "waveform")
     with pytest.raises(
@@ -97,7 +97,8 @@ def test_corrupt_file_external_data_and_cuda_without_provider(tmp_path: Path) ->
     bad.mkdir()
     (bad / "model.onnx").write_bytes(b"\x08\x07garbage" * 10)
     with pytest.raises(
-        EncoderError, match=rf"^RawNet3: onnxruntime cannot load model.onnx \(.*\) in {bad} \(expected \[model.onnx\]\)"
+        EncoderError,
+        match=rf"^RawNet3: onnxruntime cannot load model.onnx \(.*\) in {bad} \(expected \[model.pt\] or \[model.onnx\]\)",
     ):
         load_from_layouts(tiny("RawNet3"), path=str(bad))
     ext = make_onnx(tmp_path / "ext", "waveform")

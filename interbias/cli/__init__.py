@@ -84,6 +84,7 @@ from interbias.cli import geometry as _geometry  # noqa: E402,F401
 from interbias.cli import leaderboard as _leaderboard  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
 from interbias.cli import metrics as _metrics  # noqa: E402,F401
+from interbias.cli import models as _models  # noqa: E402,F401
 from interbias.cli import operators as _operators  # noqa: E402,F401
 from interbias.cli import plan as _plan  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401

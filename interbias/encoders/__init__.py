@@ -266,6 +266,8 @@ class Encoder:
     code_version = 1
     #: Whether :meth:`_embed_batch` handles padded batches (used on CUDA only).
     supports_padding: ClassVar[bool] = False
+    #: The models.lock pin the files were checked against (repo, commit, digest), if any.
+    models_lock: dict[str, str] | None = None
 
     def __init__(
         self,
@@ -377,6 +379,7 @@ class Encoder:
             "embedding_dim": self.card.embedding_dim,
             "config": self.config,
             "trained_on": list(self.card.trained_on),
+            **({"models_lock": self.models_lock} if self.models_lock else {}),
         }
 
 
@@ -420,7 +423,12 @@ def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | Non
         valid = ", ".join(("path", *located.layout.options))
         raise EncoderError(f"{card.label}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
     files = hash_files(located.folder, located.files)
-    return located.layout.loader(card, located, files, device=device, **options)
+    from interbias.encoders.lock import enforce
+
+    pinned = enforce(card.label, located.folder, files)  # models.lock, when it describes this folder
+    encoder = located.layout.loader(card, located, files, device=device, **options)
+    encoder.models_lock = pinned.provenance() if pinned else None
+    return encoder
 
 
 def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | None = None) -> Encoder:

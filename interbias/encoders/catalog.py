@@ -8,7 +8,7 @@ warning (VoxCeleb-trained encoders evaluated on VoxCeleb are flagged in results)
 
 from __future__ import annotations
 
-from interbias.encoders import EncoderCard, hf_ssl, nemo_titanet, onnx_generic, register, spkrec, wespeaker
+from interbias.encoders import EncoderCard, hf_ssl, nemo_titanet, onnx_generic, rawnet3, register, spkrec, wespeaker
 
 VOX12 = ("VoxCeleb1", "VoxCeleb2")
 LIBRI_94K = ("Libri-Light", "GigaSpeech", "VoxPopuli")
@@ -53,13 +53,13 @@ CARDS = (
     EncoderCard(
         label="RawNet3",
         family="sv",
-        backend="onnx",
+        backend="torch|onnx",
         embedding_dim=256,
         features="raw 16 kHz waveform",
         trained_on=("VoxCeleb2",),
-        description="RawNet3 (Jung et al., 2022) exported to ONNX with a (1, T) waveform input",
-        checkpoint="jungjee/RawNet3 models/weights/model.pt (VoxCeleb2), exported to model.onnx",
-        layouts=(onnx_generic.LAYOUT,),
+        description="RawNet3 (Jung et al., 2022): the published model.pt in interbias's definition, or an ONNX export",
+        checkpoint="jungjee/RawNet3 model.pt (VoxCeleb2)",
+        layouts=(rawnet3.LAYOUT, onnx_generic.LAYOUT),
         expect={"onnx_input": "waveform"},
     ),
     EncoderCard(
