@@ -16,6 +16,7 @@ Jobs (worker processes) are not measured yet.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -51,7 +52,7 @@ def measure(
         offered = load_encoder(label, options={"runtime": "eager"}).onnx_spec() is not None
         for runtime in runtimes if offered else ["eager"]:
             for n in threads:
-                torch.set_num_threads(n)  # onnxruntime sessions take the count at load
+                os.environ["INTERBIAS_THREADS"] = str(n)  # onnxruntime sessions take it at load
                 configs.append((label, runtime, n, load_encoder(label, options={"runtime": runtime})))
     walls: dict[int, list[float]] = {i: [] for i in range(len(configs))}
     cpus: dict[int, list[float]] = {i: [] for i in range(len(configs))}

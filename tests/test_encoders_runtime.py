@@ -81,14 +81,16 @@ def test_campplus_short_inputs_below_the_traced_branch_raise() -> None:
 def test_runtime_choice(monkeypatch) -> None:
     # auto: the card's measured CPU choice
     assert load_encoder("CAM++").runtime == "onnxruntime"
-    assert load_encoder("GE2E").runtime == "eager"
+    assert load_encoder("GE2E").runtime == "onnxruntime"
     assert load_encoder("mfcc-stats").runtime == "eager"
+    assert load_encoder("GE2E", options={"runtime": "eager"}).runtime == "eager"
     with pytest.raises(EncoderError, match="runtime onnxruntime is not offered"):
         load_encoder("mfcc-stats", options={"runtime": "onnxruntime"})
     with pytest.raises(EncoderError, match="runtime option 'tensorrt'"):
         load_encoder("CAM++", options={"runtime": "tensorrt"})
     monkeypatch.setenv("INTERBIAS_RUNTIME", "eager")
     assert load_encoder("CAM++").runtime == "eager"
+    assert load_encoder("GE2E", options={"runtime": "onnxruntime"}).runtime == "onnxruntime"  # option wins
     monkeypatch.setenv("INTERBIAS_RUNTIME", "onnxruntime")  # applies where offered
     assert load_encoder("GE2E").runtime == "onnxruntime"
     assert load_encoder("mfcc-stats").runtime == "eager"

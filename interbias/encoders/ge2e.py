@@ -142,5 +142,7 @@ register(
         description="GE2E LSTM (Resemblyzer) weights shipped in the resemblyzer wheel",
         checkpoint="resemblyzer==0.1.4 wheel (resemblyzer/pretrained.pt)",
         factory=_build,
+        # onnxruntime: 1.4x eager's throughput with one thread (benchmarks/bench_throughput.py)
+        cpu_runtime="onnxruntime",
     )
 )
