@@ -104,7 +104,7 @@ class EncoderCard:
     expect: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: Builds the encoder: ``factory(card, device=..., **options)``; defaults to the layouts.
     factory: Callable[..., Encoder] | None = field(default=None, repr=False, compare=False)
-    #: The runtime ``auto`` picks on CPU, from ``benchmarks/bench_embedding.py`` (CUDA: eager).
+    #: The runtime ``auto`` picks on CPU, measured by ``benchmarks/bench_throughput.py`` (CUDA: eager).
     cpu_runtime: str = "eager"
 
     @property
