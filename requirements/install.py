@@ -128,7 +128,14 @@ def main() -> None:
         version = "pip"
     print(f"install: {version}; torch build {build} ({torch_spec})", flush=True)
     start = time.perf_counter()
-    run(install_torch + [torch_spec], env)
+    try:
+        run(install_torch + [torch_spec], env)
+    except subprocess.CalledProcessError:
+        hint = "pip's configured find-links and indexes (pip config list)" if build == "cpu" else "PyPI"
+        sys.exit(
+            f"install: {torch_spec} could not be installed from {hint}; "
+            "TORCH_BUILD=cpu needs a folder or index holding the CPU wheel, TORCH_BUILD=cuda takes PyPI's build"
+        )
     run(install + ["-r", str(REQ / "base.txt"), "-r", str(REQ / "dev.txt")], env)
     run(install + ["--no-deps", "-r", str(REQ / "nodeps.txt")], env)
     # torchaudio's wheel is a CUDA build: without its compiled extensions it imports on CPU torch.
