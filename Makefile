@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 IB := $(VENV)/bin/interbias
 STAMP := $(VENV)/.installed
-REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/nodeps.txt
+REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/nodeps.txt requirements/install.py
 export INTERBIAS_CACHE ?= $(CURDIR)/.cache/interbias
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -16,13 +16,10 @@ venv: $(STAMP)
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch first: 2.13.0 is the CPU wheel on local disk; any other spec pulls a CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements/base.txt -r requirements/dev.txt
-	$(PY) -m pip install -q --no-deps -r requirements/nodeps.txt
-	# torchaudio's wheel is a CUDA build: without its compiled extensions it imports on CPU torch.
-	rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	# uv when it can (system uv, else uv from PyPI), pip otherwise; the same pins and package
+	# sources either way. torch: the 2.13.0+cpu wheel without an NVIDIA GPU, PyPI's CUDA build with
+	# one (override: TORCH_BUILD=cpu|cuda, INSTALLER=uv|pip). See requirements/install.py.
+	$(PY) requirements/install.py
 	touch $@
 
 test: venv

@@ -91,7 +91,12 @@ def write_run(
         "use": "gap",
         "corpus": "synthetic",
         "factors": [
-            {"name": n, "type": ty, "reference": ref, "levels": {lv: (lv if ty == "population" else []) for lv in levels_of[n]}}
+            {
+                "name": n,
+                "type": ty,
+                "reference": ref,
+                "levels": {lv: (lv if ty == "population" else []) for lv in levels_of[n]},
+            }
             | ({"attribute": n} if ty == "population" else {"apply_to": "test"})
             for n, ty, ref in factors
         ],

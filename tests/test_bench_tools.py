@@ -127,3 +127,15 @@ def test_cpu_clock_limits_threads_and_unknown_clock_is_an_error() -> None:
         threadpoolctl.threadpool_limits(blas, user_api="blas")
     with pytest.raises(SystemExit, match="unknown clock 'gpu'; valid: wall, cpu"):
         _common.set_clock("gpu")
+
+
+def test_throughput_rows_per_encoder_runtime_and_threads() -> None:
+    import bench_throughput
+
+    from interbias.encoders import probe_wave
+
+    waves = [probe_wave(1.0), probe_wave(2.0)]
+    rows = bench_throughput.measure(["mfcc-stats"], ["eager", "onnxruntime", "auto"], [1, 2], waves, 1)
+    # mfcc-stats offers eager only: one row per thread count, 3 s of audio each
+    assert [(r[0], r[1], r[2]) for r in rows] == [("mfcc-stats", "eager", 1), ("mfcc-stats", "eager", 2)]
+    assert all(r[4].endswith("×") and float(r[4][:-1]) > 0 for r in rows)

@@ -37,6 +37,9 @@ from interbias.registry import Registry
 from interbias.seeding import canonical_json, derive_rng, sha256_file
 
 Family = Literal["sv", "ssl", "baseline"]
+#: Inference runtimes: ``eager`` PyTorch, or ``onnxruntime`` on a graph exported from the
+#: loaded checkpoint (:mod:`interbias.encoders.ort_runtime`); ``auto`` is the card's measured choice.
+RUNTIMES = ("auto", "eager", "onnxruntime")
 
 #: Default bucket limits for padded batches on CUDA (items, padded samples per batch).
 MAX_BATCH_ITEMS = 32
@@ -102,6 +105,8 @@ class EncoderCard:
     expect: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: Builds the encoder: ``factory(card, device=..., **options)``; defaults to the layouts.
     factory: Callable[..., Encoder] | None = field(default=None, repr=False, compare=False)
+    #: The runtime ``auto`` picks on CPU, measured by ``benchmarks/bench_throughput.py`` (CUDA: eager).
+    cpu_runtime: str = "eager"
 
     @property
     def env_var(self) -> str:
@@ -288,6 +293,12 @@ class Encoder:
         self.forward_calls = 0
         self.max_batch_items = MAX_BATCH_ITEMS
         self.max_batch_samples = MAX_BATCH_SAMPLES
+        #: The network's forward (the torch module, or an onnxruntime session in its place).
+        self.net: Any = None
+        self.runtime = "eager"
+        #: Versions the runtime's numbers depend on (fingerprinted unless eager) and its graph file.
+        self.runtime_config: dict[str, Any] = {}
+        self.runtime_graph: dict[str, str] = {}
 
     @property
     def label(self) -> str:
@@ -311,6 +322,8 @@ class Encoder:
             "checkpoint": self.checkpoint_sha256,
             "config": self.config,
         }
+        if self.runtime != "eager":
+            payload["runtime"] = {"name": self.runtime, **self.runtime_config}
         if self.batches():
             payload["padded_batches"] = [self.max_batch_items, self.max_batch_samples, MAX_LENGTH_RATIO]
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
@@ -352,6 +365,18 @@ class Encoder:
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def onnx_spec(self) -> Any:
+        """How to export the network for runtime onnxruntime (an ``ort_runtime.OnnxSpec``);
+        None where that runtime is not offered."""
+        return None
+
+    def runtime_provenance(self) -> dict[str, Any]:
+        import torch
+
+        if self.runtime == "eager":
+            return {"name": "eager", "torch": torch.__version__}
+        return {"name": self.runtime, **self.runtime_config, "graph": dict(self.runtime_graph)}
+
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
         return [self._embed_one(w) for w in waves]
 
@@ -380,6 +405,7 @@ class Encoder:
             "config": self.config,
             "trained_on": list(self.card.trained_on),
             **({"models_lock": self.models_lock} if self.models_lock else {}),
+            "runtime": self.runtime_provenance(),
         }
 
 
@@ -431,11 +457,37 @@ def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | Non
     return encoder
 
 
+def requested_runtime(options: dict[str, Any]) -> tuple[str, bool]:
+    """(runtime, strict): the ``runtime`` option (strict: an encoder without it fails), else
+    ``$INTERBIAS_RUNTIME`` (applies where offered), else ``auto``. Pops the option."""
+    explicit = options.pop("runtime", None)
+    runtime = str(explicit or os.environ.get("INTERBIAS_RUNTIME") or "auto")
+    if runtime not in RUNTIMES:
+        source = "runtime option" if explicit else "INTERBIAS_RUNTIME"
+        raise EncoderError(f"{source} {runtime!r}: use {', '.join(RUNTIMES)}")
+    return runtime, explicit is not None
+
+
+def apply_runtime(encoder: Encoder, runtime: str, strict: bool) -> None:
+    """Switch ``encoder`` to ``runtime`` (``auto``: the card's CPU choice where offered, else eager)."""
+    offered = encoder.device == "cpu" and encoder.onnx_spec() is not None
+    if runtime == "auto":
+        runtime = encoder.card.cpu_runtime if offered else "eager"
+    elif runtime == "onnxruntime" and not offered and not strict:
+        runtime = "eager"  # INTERBIAS_RUNTIME applies where offered; provenance says which ran
+    if runtime == "onnxruntime":
+        from interbias.encoders.ort_runtime import use_onnxruntime
+
+        use_onnxruntime(encoder, default_threads())
+
+
 def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | None = None) -> Encoder:
-    """Build the encoder registered as ``label`` (exact name) on ``device`` and check its dimension."""
+    """Build the encoder registered as ``label`` (exact name) on ``device``, switch it to its
+    runtime (:func:`requested_runtime`) and check its dimension."""
     card = ENCODERS.get(label)
     factory = card.factory or load_from_layouts
     options = dict(options or {})
+    runtime, strict = requested_runtime(options)
     params = inspect.signature(factory).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and n != "device"]
@@ -445,19 +497,26 @@ def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | N
                 f"{label}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid) or '(none)'}"
             )
     encoder = factory(card, device=device, **options)
+    apply_runtime(encoder, runtime, strict)
     encoder.check_dimension()
     return encoder
+
+
+def default_threads() -> int:
+    """Intra-op threads: ``$INTERBIAS_THREADS`` (a positive integer, else one error line), else
+    the number of cores."""
+    try:
+        env = threads()
+    except ValueError as exc:
+        raise EncoderError(str(exc)) from None
+    return env or (os.cpu_count() or 1)
 
 
 def restore_threads(n: int | None = None) -> None:
     """Some imports (silero-vad) call ``torch.set_num_threads(1)``; put the count back."""
     import torch
 
-    try:
-        env = threads()
-    except ValueError as exc:
-        raise EncoderError(str(exc)) from None
-    torch.set_num_threads(n or env or (os.cpu_count() or 1))
+    torch.set_num_threads(n or default_threads())
 
 
 def check_device(device: str) -> None:
