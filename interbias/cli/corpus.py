@@ -60,6 +60,10 @@ def build(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
+    speakers: Annotated[
+        int | None,
+        typer.Option(help="Voices in all, spread evenly over gender × age band × accent (default 48)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
@@ -74,6 +78,8 @@ def build(
             f"interbias corpus prepare {name} --root DIR"
         )
     spec = SyntheticSpec.from_options(_options(set_ or []))
+    if speakers is not None:
+        spec = spec.with_speakers(speakers)
     cache = cache_dir or default_cache()
     manifest, seconds = build_synthetic(spec, cache, workers=workers)
     info = build_info(manifest)
