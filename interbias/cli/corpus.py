@@ -91,6 +91,7 @@ def build(
                     "manifest_sha256": manifest.sha256(),
                     "built_now": seconds > 0,
                     "build_seconds": seconds if seconds > 0 else info.get("build_seconds"),
+                    "cpu_seconds": info.get("cpu_seconds"),
                     "spec": dataclasses.asdict(spec),
                     "n_utterances": len(manifest),
                     "n_speakers": len(manifest.speakers()),
@@ -100,7 +101,11 @@ def build(
         )
         return
     if seconds > 0:
-        typer.echo(f"synthetic: built in {seconds:.1f} s with {info.get('workers')} worker(s)")
+        cpu = info.get("cpu_seconds")
+        typer.echo(
+            f"synthetic: built in {seconds:.1f} s with {info.get('workers')} worker(s)"
+            + (f", {cpu:.1f} CPU seconds" if cpu is not None else "")
+        )
     else:
         earlier = info.get("build_seconds")
         typer.echo(

@@ -1,15 +1,22 @@
 """The embedded synthetic corpus: a factorial grid of espeak-ng voices, styles and sentences.
 
 Voices cross gender × age band × accent (espeak-ng English accents) with per-voice pitch,
-formant (vocal-tract scale and per-formant shifts), spectral tilt, rate, stress, voicing,
-breath and roughness settings drawn from a seed derived from the voice id.
-Styles and age bands are *prosodic proxies* (pitch level and range, rate, amplitude,
-flutter, breathiness, whisper), not recorded emotion or ageing; the manifest says so in
-``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969).
+formant (vocal-tract scale and per-formant shifts, heights and widths), spectral tilt, rate,
+stress, consonant strength, voicing, flutter, breath and roughness settings drawn from a seed
+derived from the voice id. Styles and age bands are *prosodic proxies* (pitch level and range,
+rate, amplitude, flutter, breathiness, whisper), not recorded emotion or ageing; the manifest
+says so in ``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969).
 
-The build is deterministic: each voice is rendered by a fresh process replaying a fixed call
-sequence (libespeak-ng carries synthesis state between calls within a process), audio is
-resampled to 16 kHz and stored as 16-bit FLAC. Built once into the cache and reused.
+Since v3 every voice is recorded in sessions of :data:`SESSION_SENTENCES` consecutive sentences
+of one style, each with its own channel and prosody drift (:mod:`interbias.corpora.channel`:
+room, microphone EQ and band limits, background at high SNR, level, pitch and rate drift),
+so that a speaker's spectral average is not constant; ``session`` and the ``ch_*`` attributes
+of the manifest say what each utterance went through. ``channel=0`` builds the dry v2-style
+grid. This variability is part of the corpus: an experiment's clean level applies no operator.
+
+The build is deterministic: a fresh process renders each voice in a fixed call sequence (libespeak-ng carries synthesis
+state between calls within a process), audio is resampled to 16 kHz, recorded through its
+session's channel and stored as 16-bit FLAC. Built once into the cache and reused.
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ VERSION = 3
 SYNTH = "espeak-ng 1.52 (espeakng-loader)"
 #: Consecutive sentences of one style recorded in one session (same channel).
 SESSION_SENTENCES = 4
-#: Voices rendered in sequence by one fresh process (fixed, so bytes never depend on workers).
-VOICES_PER_PROCESS = 4
+#: Voices rendered in sequence by one fresh process (fixed, so bytes never depend on workers;
+#: 1: a voice's audio does not depend on which other voices a spec holds).
+VOICES_PER_PROCESS = 1
 SAMPLE_RATE_HZ = 16000
 
 #: accent code -> espeak-ng language file under lang/gmw
@@ -363,6 +371,7 @@ def render_jobs(
     libc = ctypes.CDLL("libc.so.6")
     out = []
     for job in jobs:
+        cpu0 = time.process_time()
         seed = derive_seed("synthetic-utterance", VERSION, job["id"]) & 0x7FFFFFFF
         engine.set_random_seed(seed)
         libc.srand(seed)
@@ -381,7 +390,8 @@ def render_jobs(
             rng = derive_rng("synthetic-background", VERSION, job["id"])
             x, extra = apply_channel(x, session, rooms or [], rng, SAMPLE_RATE_HZ)
         n, sha = write_flac16(Path(job["path"]), x, SAMPLE_RATE_HZ)
-        out.append({"id": job["id"], "duration_s": n / SAMPLE_RATE_HZ, "sha256": sha, "attrs": extra})
+        cpu = time.process_time() - cpu0
+        out.append({"id": job["id"], "duration_s": n / SAMPLE_RATE_HZ, "sha256": sha, "attrs": extra, "cpu_s": cpu})
     return out
 
 
@@ -402,13 +412,20 @@ def corpus_rooms(cache: Path) -> list[np.ndarray]:
     return rooms
 
 
+#: Modules a forkserver imports once, so that each fresh rendering process starts in
+#: milliseconds instead of importing them again (libespeak-ng itself is loaded in the child).
+_PRELOAD = ["interbias.corpora.synthetic", "interbias.audio", "scipy.signal", "scipy.fft", "soundfile"]
+
+
 def render_chunks(
     data_dir: Path, chunks: list[list[dict[str, Any]]], workers: int | None, rooms: list[np.ndarray] | None = None
 ) -> tuple[dict[str, dict[str, Any]], int]:
-    """Render every chunk in a fresh spawned process (``workers`` at a time); results by job id
+    """Render every chunk in a fresh process (``workers`` at a time) forked from a forkserver
+    that has the rendering modules imported but has never run libespeak-ng; results by job id
     and the number of processes used at a time."""
     n = workers or max(1, min(len(chunks), os.cpu_count() or 1))
-    ctx = get_context("spawn")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)  # no effect when this process's forkserver already runs
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx, max_tasks_per_child=1) as pool:
         futures = [pool.submit(render_jobs, str(data_dir), chunk, rooms) for chunk in chunks]
         done = {item["id"]: item for f in futures for item in f.result()}
@@ -487,7 +504,7 @@ def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tu
     manifest_path = final / "manifest.jsonl"
     if manifest_path.is_file():
         return Manifest.read(manifest_path, name="synthetic"), 0.0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     work = final.with_name(final.name + f".partial-{os.getpid()}")
     if work.exists():
         shutil.rmtree(work)
@@ -513,7 +530,15 @@ def build(spec: SyntheticSpec, cache: Path, *, workers: int | None = None) -> tu
     manifest.write(work / "manifest.jsonl")
     shutil.rmtree(data_dir)
     seconds = time.perf_counter() - t0
-    build_record = {"build_seconds": round(seconds, 2), "workers": n, "version": VERSION, "spec": asdict(spec)}
+    # CPU: this process plus the rendering of every utterance (not the processes' start-up)
+    cpu = time.process_time() - cpu0 + sum(item["cpu_s"] for item in done.values())
+    build_record = {
+        "build_seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
+        "workers": n,
+        "version": VERSION,
+        "spec": asdict(spec),
+    }
     (work / "build.json").write_text(canonical_json(build_record) + "\n", encoding="utf-8")
     if final.exists():  # another process finished first: keep theirs
         shutil.rmtree(work)
