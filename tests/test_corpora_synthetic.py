@@ -217,3 +217,13 @@ def test_a_room_adds_a_tail_after_the_direct_path() -> None:
     y, _ = channel.apply(x, _flat_session(room=0, wet=0.4, snr_db=150.0), [h], np.random.default_rng(0), 16000)
     assert y[1000] == pytest.approx(0.5, abs=1e-3) and y[1400] == pytest.approx(0.5 * 0.5 * 0.4, abs=1e-3)
     assert abs(y[1200]) < 1e-3  # nothing between the direct path and the reflection
+
+
+def test_the_channel_pass_resamples_from_the_synthesiser_rate() -> None:
+    rate_in, rate = 22050, 16000
+    t = np.arange(int(1.5 * rate_in)) / rate_in
+    x = 0.2 * np.sin(2 * np.pi * 1000.0 * t) + 0.2 * np.sin(2 * np.pi * 9000.0 * t)  # 9 kHz: above 8 kHz
+    y, _ = channel.apply(x, _flat_session(snr_db=150.0), [], np.random.default_rng(0), rate, in_rate_hz=rate_in)
+    assert len(y) == round(len(x) * rate / rate_in)
+    ref = 0.2 * np.sin(2 * np.pi * 1000.0 * np.arange(len(y)) / rate)  # the 9 kHz tone is gone, not aliased
+    assert np.max(np.abs(y[1000:-1000] - ref[1000:-1000])) < 2e-3

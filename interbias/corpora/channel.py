@@ -24,7 +24,6 @@ numpy from the derived seeds, so rebuilds are byte-identical.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -36,6 +35,8 @@ ROOM_BANK_KEY = f"rt{'-'.join(f'{t:g}' for t in ROOM_RT60_S)}x{ROOMS_PER_RT60}"
 #: Kept after the direct path: up to 0.35 s of tail is plenty at the ``wet`` gains used.
 _TAIL_S = 0.35
 _DIRECT_S = 0.0025
+#: Points (0 Hz to Nyquist) on which the microphone's curve is evaluated, then interpolated.
+_GAIN_POINTS = 1025
 
 
 @dataclass(frozen=True)
@@ -143,23 +144,41 @@ def active_power(x: np.ndarray, rate_hz: int) -> float:
 
 
 def apply(
-    x: np.ndarray, session: Session, rooms: list[np.ndarray], rng: np.random.Generator, rate_hz: int
+    x: np.ndarray,
+    session: Session,
+    rooms: list[np.ndarray],
+    rng: np.random.Generator,
+    rate_hz: int,
+    *,
+    in_rate_hz: int | None = None,
 ) -> tuple[np.ndarray, dict[str, str]]:
-    """``x`` recorded through ``session``: room, background, microphone, level. Same length.
+    """``x`` recorded through ``session``: room, background, microphone, level, at ``rate_hz``.
+
+    ``x`` at ``in_rate_hz`` (default ``rate_hz``) is resampled in the same frequency-domain pass
+    (an ideal low-pass at the lower Nyquist frequency; the length scales with the rate).
     Returns float64 samples and per-utterance attributes (``peak_limit_db``)."""
+    from fractions import Fraction
+
     from scipy.fft import irfft, next_fast_len, rfft
 
     x = np.asarray(x, dtype=np.float64)
-    n = len(x)
+    ratio = Fraction(int(in_rate_hz or rate_hz), int(rate_hz))  # in/out = a/b, FFT lengths a·k and b·k
+    a, b = ratio.numerator, ratio.denominator
+    n = int(round(len(x) * b / a))
     tail = len(rooms[session.room]) if session.room >= 0 else 0
     # room for the room's tail and the zero-phase filters' two-sided responses
-    nfft = next_fast_len(n + max(tail, 4096), real=True)
-    spec = rfft(x, nfft)
+    k = next_fast_len(-(-(n + max(tail, 4096)) // b), real=True)
+    nfft = b * k
+    spec = rfft(x, a * k)
+    if a != b:
+        spec = spec[: nfft // 2 + 1] * (b / a)
+        if nfft % 2 == 0:
+            spec[-1] = spec[-1].real  # the new Nyquist bin of a real signal
     if session.room >= 0:
         h = rooms[session.room].copy()
         h[int(_DIRECT_S * rate_hz) :] *= session.wet
         spec *= rfft(h, nfft)
-        x = irfft(spec, nfft)[:n]
+    speech = active_power(irfft(spec, nfft)[:n], rate_hz)
     freqs = np.fft.rfftfreq(nfft, 1.0 / rate_hz)
     noise = rng.standard_normal(len(freqs)) + 1j * rng.standard_normal(len(freqs))
     noise *= np.maximum(freqs, 20.0) ** (-session.noise_slope / 2.0)
@@ -167,8 +186,9 @@ def apply(
     power = np.abs(noise) ** 2
     nyquist = float(power[-1]) if nfft % 2 == 0 else 0.0  # an even length's last bin counts once
     noise_power = (2.0 * float(np.sum(power[1:])) - nyquist) / nfft**2  # Parseval
-    noise *= np.sqrt(active_power(x, rate_hz) / noise_power * 10.0 ** (-session.snr_db / 10.0))
-    y = irfft((spec + noise) * _gain_curve(session, freqs), nfft)[:n]
+    noise *= np.sqrt(speech / noise_power * 10.0 ** (-session.snr_db / 10.0))
+    grid = np.linspace(0.0, rate_hz / 2.0, _GAIN_POINTS)  # the curve is smooth: interpolate it
+    y = irfft((spec + noise) * np.interp(freqs, grid, _gain_curve(session, grid)), nfft)[:n]
     y *= 10.0 ** (session.level_db / 20.0)
     peak = float(np.max(np.abs(y))) if n else 0.0
     limit_db = 0.0
@@ -176,10 +196,3 @@ def apply(
         limit_db = 20.0 * np.log10(0.98 / peak)
         y *= 0.98 / peak
     return y, {"peak_limit_db": f"{limit_db:.2f}"}
-
-
-def session_record(session: Session) -> dict[str, Any]:
-    """The session as a plain dict (for ``sessions.jsonl``)."""
-    from dataclasses import asdict
-
-    return asdict(session)

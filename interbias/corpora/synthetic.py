@@ -383,12 +383,14 @@ def render_jobs(
             pitch_range=job["range"],
             volume=job["volume"],
         )
-        x = resample(pcm.astype(np.float32) / 32768.0, engine.sample_rate_hz, SAMPLE_RATE_HZ)
+        x = pcm.astype(np.float32) / 32768.0
         extra: dict[str, str] = {}
-        if job.get("channel") is not None:
+        if job.get("channel") is not None:  # resampled within the channel's frequency-domain pass
             session = Session(**job["channel"])
             rng = derive_rng("synthetic-background", VERSION, job["id"])
-            x, extra = apply_channel(x, session, rooms or [], rng, SAMPLE_RATE_HZ)
+            x, extra = apply_channel(x, session, rooms or [], rng, SAMPLE_RATE_HZ, in_rate_hz=engine.sample_rate_hz)
+        else:
+            x = resample(x, engine.sample_rate_hz, SAMPLE_RATE_HZ)
         n, sha = write_flac16(Path(job["path"]), x, SAMPLE_RATE_HZ)
         cpu = time.process_time() - cpu0
         out.append({"id": job["id"], "duration_s": n / SAMPLE_RATE_HZ, "sha256": sha, "attrs": extra, "cpu_s": cpu})
