@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from _common import machine, table
 
-from interbias.corpora.synthetic import SyntheticSpec, build
+from interbias.corpora.synthetic import SyntheticSpec, build, build_info
 from interbias.manifest import Manifest
 from interbias.metrics import eer
 from interbias.paths import cache_dir
@@ -136,9 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     body = [[r.encoder, r.gender, f"{100 * r.eer:.2f} %", f"{r.variance_ratio:.3f}", r.n_speakers] for r in rows]
     print(table(title, ["encoder", "gender", "EER", "within/between variance", "speakers"], body))
     print("targets (CAM++ < GE2E < mfcc-stats, mfcc-stats ≥ 2× CAM++, CAM++ 1–10 %): ", end="")
-    print(", ".join(f"{g} {'met' if ok else 'NOT met'}" for g, ok in met.items()))
-    if seconds:
-        print(f"corpus built in {seconds:.1f} s")
+    print(", ".join(f"{g} {'met' if ok else 'NOT met'}" for g, ok in met.items()) or "need all three encoders")
+    info = build_info(manifest)
+    when = "now" if seconds else "earlier (reused)"
+    print(
+        f"corpus build ({when}): {info.get('build_seconds')} s wall with {info.get('workers')} worker(s), "
+        f"{info.get('cpu_seconds')} CPU seconds, {len(manifest)} utterances"
+    )
     return 0
 
 
