@@ -404,7 +404,7 @@ def corpus_rooms(cache: Path) -> list[np.ndarray]:
 
     path = cache / "rir" / f"synthetic-rooms-v{VERSION}-{ROOM_BANK_KEY}-shoebox-v{BANK_VERSION}.npz"
     if path.is_file():
-        with np.load(path) as data:
+        with np.load(path, allow_pickle=False) as data:
             return [data[f"room{k}"] for k in range(len(data.files))]
     rooms = room_bank(SAMPLE_RATE_HZ)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -436,16 +436,12 @@ def render_chunks(
 
 def _sessions(spec: SyntheticSpec, voice: Voice, style_name: str, n_rooms: int) -> dict[int, Session]:
     """The voice's recording sessions in ``style_name``: sentence index -> session."""
-    out: dict[int, Session] = {}
-    for si in range(1, spec.n_sentences + 1):
-        k = (si - 1) // SESSION_SENTENCES + 1
-        name = f"{style_name}-{k}"
-        if si == 1 or out[si - 1].session != name:
-            rng = derive_rng("synthetic-session", VERSION, voice.id, name)
-            out[si] = draw_session(name, rng, n_rooms)
-        else:
-            out[si] = out[si - 1]
-    return out
+    names = {si: f"{style_name}-{(si - 1) // SESSION_SENTENCES + 1}" for si in range(1, spec.n_sentences + 1)}
+    drawn = {
+        name: draw_session(name, derive_rng("synthetic-session", VERSION, voice.id, name), n_rooms)
+        for name in sorted(set(names.values()))
+    }
+    return {si: drawn[name] for si, name in names.items()}
 
 
 def _voice_jobs(
@@ -480,6 +476,9 @@ def _voice_jobs(
                 job["channel"] = asdict(session)
                 attrs.update(session.attrs())
             job["rate"] = int(round(job["rate"]))
+            attrs.update(
+                espeak_pitch=str(job["pitch"]), espeak_range=str(job["range"]), espeak_rate_wpm=str(job["rate"])
+            )
             jobs.append(job)
             rows.append(
                 {
