@@ -17,8 +17,10 @@ and rate drift a little. Every session of a synthetic voice draws these from a s
 - **level**: a gain in dB; an utterance whose peak would pass 0.98 is scaled down to 0.98
   (counted per utterance as ``peak_limit_db``, never clipped).
 
-All filtering is zero-phase in the frequency domain on the whole utterance; everything is pure
-numpy from the derived seeds, so rebuilds are byte-identical.
+One frequency-domain pass over the whole utterance resamples it from the synthesiser's rate
+(an ideal low-pass at the new Nyquist frequency), applies the room, adds the background and
+the microphone's zero-phase curve; everything is numpy/scipy FFTs from the derived seeds, so
+rebuilds are byte-identical. The rooms are simulated once and cached by the corpus builder.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: RT60s and rooms per RT60 of the bank (12 rooms, about 1 s to simulate once per build).
+#: RT60s and rooms per RT60 of the bank (12 rooms, a few seconds to simulate; cached).
 ROOM_RT60_S = (0.2, 0.3)
 ROOMS_PER_RT60 = 6
 #: Names the bank's contents in cached copies.
