@@ -60,6 +60,10 @@ def build(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
+    speakers: Annotated[
+        int | None,
+        typer.Option(help="Voices in all, spread evenly over gender × age band × accent (default 48)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
@@ -76,6 +80,8 @@ def build(
             f"interbias corpus prepare {name} --root DIR"
         )
     spec = SyntheticSpec.from_options(_options(set_ or []))
+    if speakers is not None:
+        spec = spec.with_speakers(speakers)
     cache = cache_dir or default_cache()
     manifest, seconds = build_synthetic(spec, cache, workers=workers, reporter=Reporter(quiet=quiet))
     info = build_info(manifest)
@@ -87,6 +93,7 @@ def build(
                     "manifest_sha256": manifest.sha256(),
                     "built_now": seconds > 0,
                     "build_seconds": seconds if seconds > 0 else info.get("build_seconds"),
+                    "cpu_seconds": info.get("cpu_seconds"),
                     "spec": dataclasses.asdict(spec),
                     "n_utterances": len(manifest),
                     "n_speakers": len(manifest.speakers()),
@@ -96,7 +103,11 @@ def build(
         )
         return
     if seconds > 0:
-        typer.echo(f"synthetic: built in {seconds:.1f} s with {info.get('workers')} worker(s)")
+        cpu = info.get("cpu_seconds")
+        typer.echo(
+            f"synthetic: built in {seconds:.1f} s with {info.get('workers')} worker(s)"
+            + (f", {cpu:.1f} CPU seconds" if cpu is not None else "")
+        )
     else:
         earlier = info.get("build_seconds")
         typer.echo(

@@ -38,7 +38,7 @@ import os
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -46,13 +46,14 @@ from typing import Any
 import numpy as np
 
 from interbias.audio import write_flac16
+from interbias.corpora.channel import draw_session
 from interbias.errors import CorpusError, ManifestError
 from interbias.manifest import Manifest, Utterance
 from interbias.registry import Registry
 from interbias.seeding import canonical_json, derive_rng
 
 #: Bump when a builder's output changes (invalidates built attack sets).
-ATTACK_VERSION = 1
+ATTACK_VERSION = 2
 REQUIRED = ("path", "target_speaker", "generator")
 PREFIX = "spoof:"
 INHERITED = ("gender", "age_band", "accent")
@@ -272,6 +273,68 @@ def _finish(work: Path, final: Path, rows: list[dict[str, Any]]) -> Path:
     return final / "attacks.csv"
 
 
+def _tts_clone(target: Any, src: Any, similarity: float) -> Any:
+    """The target's voice with formants moved geometrically toward the other voice's
+    (``similarity`` 1 = the target's exactly) and the other voice's voice quality."""
+    a = similarity
+    formants = tuple(
+        (
+            n,
+            int(round(fs ** (1 - a) * ft**a)),
+            int(round((1 - a) * hs + a * ht)),
+            int(round((1 - a) * ws + a * wt)),
+        )
+        for (n, fs, hs, ws), (_, ft, ht, wt) in zip(src.formants, target.formants, strict=True)
+    )
+    return replace(
+        target,
+        id=f"tts-{target.id}",
+        formants=formants,
+        flutter=src.flutter,
+        roughness=src.roughness,
+        breath=src.breath,
+    )
+
+
+def _tts_target(
+    target: Any, voices: list[Any], spec: Any, opts: ProxyOptions, data_dir: Path, work: Path, n_rooms: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One target's render jobs and attack rows (its clone's voice file written into ``data_dir``)."""
+    from interbias.corpora import synthetic as syn
+
+    style = syn.STYLES[opts.style]
+    src = _source_voice("tts", target, voices)
+    clone = _tts_clone(target, src, opts.similarity)
+    lang_lines = (data_dir / "lang" / "gmw" / syn.ACCENTS[target.accent]).read_text().splitlines()
+    fname = f"tts-{target.id}-{opts.style}"
+    (data_dir / "voices" / "ib" / fname).write_text(syn.voice_file(clone, opts.style, lang_lines))
+    # played back through a recording session of its own, as the corpus's utterances are
+    session = draw_session("attack", derive_rng("attack", "tts-session", ATTACK_VERSION, target.id), n_rooms)
+    jobs, rows = [], []
+    for i in range(opts.per_target):
+        si = (spec.n_sentences + i) % len(syn.SENTENCES)
+        aid = f"tts/{target.id}/a{i + 1:02d}"
+        rel = f"audio/{target.id}/a{i + 1:02d}.flac"
+        job = {"id": aid, "text": syn.SENTENCES[si], "voice": f"ib/{fname}", "path": str(work / rel)}
+        job.update(rate=int(round(target.rate_wpm * style.rate_factor)), pitch=style.pitch, range=style.pitch_range)
+        job.update(volume=style.volume, channel=asdict(session) if spec.channel else None)
+        jobs.append(job)
+        rows.append(
+            {
+                "id": aid,
+                "path": rel,
+                "target_speaker": target.id,
+                "generator": f"proxy-tts:espeak-ng-clone(similarity={opts.similarity:g})",
+                "attack_type": "tts",
+                "source_speaker": src.id,
+                "text": syn.SENTENCES[si],
+                "proxy": "synthetic TTS proxy: another espeak voice with the target's prosodic settings",
+                "similarity": opts.similarity,
+            }
+        )
+    return jobs, rows
+
+
 def build_tts_proxy(corpus_spec: Any, corpus: Manifest, cache: Path, options: dict[str, Any]) -> Path:
     """``synthetic-tts``: see the module docstring. Returns the attack manifest's path."""
     from interbias.corpora import synthetic as syn
@@ -286,76 +349,21 @@ def build_tts_proxy(corpus_spec: Any, corpus: Manifest, cache: Path, options: di
     work = final.with_name(final.name + f".partial-{os.getpid()}")
     if work.exists():
         shutil.rmtree(work)
-    data_dir = syn._data_dir(work)
-    style = syn.STYLES[opts.style]
-    generator = f"proxy-tts:espeak-ng-clone(similarity={opts.similarity:g})"
+    data_dir = syn.espeak_data_dir(work)
+    rooms = syn.corpus_rooms(cache) if spec.channel else []
     voices = syn.make_voices(spec)
-    n_all = len(syn.SENTENCES)
     jobs_by_voice, rows = [], []
-    a = opts.similarity
     for target in voices:
-        src = _source_voice("tts", target, voices)
-        formants = tuple(
-            (
-                n,
-                int(round(fs ** (1 - a) * ft**a)),
-                int(round((1 - a) * hs + a * ht)),
-                int(round((1 - a) * ws + a * wt)),
-            )
-            for (n, fs, hs, ws), (_, ft, ht, wt) in zip(src.formants, target.formants, strict=True)
-        )
-        clone = replace(
-            target,
-            id=f"tts-{target.id}",
-            formants=formants,
-            flutter=src.flutter,
-            roughness=src.roughness,
-            breath=src.breath,
-        )
-        lang_lines = (data_dir / "lang" / "gmw" / syn.ACCENTS[target.accent]).read_text().splitlines()
-        fname = f"tts-{target.id}-{opts.style}"
-        (data_dir / "voices" / "ib" / fname).write_text(syn.voice_file(clone, opts.style, lang_lines))
-        jobs = []
-        for i in range(opts.per_target):
-            si = (spec.n_sentences + i) % n_all
-            aid = f"tts/{target.id}/a{i + 1:02d}"
-            rel = f"audio/{target.id}/a{i + 1:02d}.flac"
-            jobs.append(
-                {
-                    "id": aid,
-                    "text": syn.SENTENCES[si],
-                    "voice": f"ib/{fname}",
-                    "path": str(work / rel),
-                    "rate": int(round(target.rate_wpm * style.rate_factor)),
-                    "pitch": style.pitch,
-                    "range": style.pitch_range,
-                    "volume": style.volume,
-                }
-            )
-            rows.append(
-                {
-                    "id": aid,
-                    "path": rel,
-                    "target_speaker": target.id,
-                    "generator": generator,
-                    "attack_type": "tts",
-                    "source_speaker": src.id,
-                    "text": syn.SENTENCES[si],
-                    "proxy": "synthetic TTS proxy: another espeak voice with the target's prosodic settings",
-                    "similarity": opts.similarity,
-                }
-            )
+        jobs, target_rows = _tts_target(target, voices, spec, opts, data_dir, work, len(rooms))
         jobs_by_voice.append(jobs)
+        rows.extend(target_rows)
     # A fresh process renders a fixed chunk of voices in a fixed order (libespeak-ng keeps
     # state between calls), so the bytes do not depend on the number of workers.
     chunks = [
         [job for jobs in jobs_by_voice[i : i + _TTS_CHUNK] for job in jobs]
         for i in range(0, len(jobs_by_voice), _TTS_CHUNK)
     ]
-    n = max(1, min(len(chunks), os.cpu_count() or 1))
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
-        done = [item for batch in pool.map(syn._render_voice, [str(data_dir)] * len(chunks), chunks) for item in batch]
-    info = {d["id"]: d for d in done}
+    info, _ = syn.render_chunks(data_dir, chunks, None, rooms)
     for r in rows:
         r["duration_s"] = round(info[r["id"]]["duration_s"], 6)
         r["sha256"] = info[r["id"]]["sha256"]

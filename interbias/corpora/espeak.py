@@ -44,6 +44,7 @@ class Espeak:
         ]
         self._lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
         self._lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        self._lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
         self._lib.espeak_Synth.argtypes = [
             ctypes.c_void_p,
             ctypes.c_size_t,
@@ -67,6 +68,10 @@ class Espeak:
             raise CorpusError(f"espeak-ng failed to initialise with data at {data_dir}")
         self.sample_rate_hz = int(rate)
         self._lib.espeak_SetSynthCallback(self._callback)
+
+    def set_random_seed(self, seed: int) -> None:
+        """Seed libespeak-ng's own random draws (e.g. the breath noise) for the next calls."""
+        self._lib.espeak_ng_SetRandSeed(int(seed))
 
     def synth(self, text: str, voice: str, *, rate: int, pitch: int, pitch_range: int, volume: int = 100) -> np.ndarray:
         """Synthesise ``text`` with ``voice`` (an espeak voice name); int16 samples.
