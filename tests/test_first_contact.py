@@ -133,7 +133,7 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     lines = stream.getvalue().splitlines()
     total = int(next(ln for ln in lines if re.fullmatch(r"embedding: \d+ to do", ln)).split()[1])
     assert re.fullmatch(
-        rf"embeddings: 0 from the cache, {total} to compute \(mfcc-stats {total}\)",
+        rf"embeddings: \d+ from the cache, {total} to compute \(mfcc-stats {total}\)",  # the session cache may hold some
         lines[lines.index(f"embedding: {total} to do") - 1],
     )
     ticks = [ln for ln in lines if re.match(rf"embedding: \d+/{total} ", ln) and "left" in ln]
