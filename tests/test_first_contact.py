@@ -100,10 +100,11 @@ def test_readme_help_texts_and_sources_name_papers_not_seed_files() -> None:
     for name, text in {**helps, "README.md": (REPO / "README.md").read_text(encoding="utf-8")}.items():
         assert not FORBIDDEN.search(" ".join(text.split())), (name, FORBIDDEN.search(" ".join(text.split())))
     for path in sorted((REPO / "interbias").rglob("*.py")):  # help= strings, docstrings, report headings
-        if path.name == "runner.py":  # being refactored elsewhere: its module docstring is fixed there
-            continue
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"DESIGN\.md|\bseed 0\d\d\b", text), path
+    for path in sorted((REPO / "conditions").glob("*.yaml")):  # descriptions `interbias list -v` shows
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"DESIGN\.md|\bseed 0\d\d\b|\bseed paper", text), path
     assert "(docs/outputs.md)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
