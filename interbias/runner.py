@@ -52,6 +52,7 @@ from interbias.results import (
     torch_threads,
 )
 from interbias.rundir import TRIALS_META, RunDir
+from interbias.speaker_budget import read_plan, with_speakers
 from interbias.trial_lists import external_trials
 from interbias.trials import TrialList, draw_trials, partners
 
@@ -78,6 +79,8 @@ class RunOptions:
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).
     address: str | None = None
+    #: A plan.csv of ``interbias plan``: draw the speakers per stratum it asks for this experiment.
+    plan: Path | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -180,6 +183,10 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     exp = _experiment(options)
+    if options.plan is not None:  # before any work: a plan of another experiment is refused here
+        request = read_plan(Path(options.plan), exp.name)
+        exp = with_speakers(exp, request.speakers_per_stratum)
+        reporter.info(request.describe(Path(options.plan), exp))
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     executor = make_executor(options.executor, device=options.device, address=options.address)
     encoders = load_encoders(options.encoders, options.device)
