@@ -114,13 +114,15 @@ class Embedder:
                 self.failures[(uid, EVERY_CHAIN)] = str(exc)
         return self.sha[uid] or None
 
-    def run(self, items: ChainItems, executor: Executor | None = None) -> None:
+    def run(self, items: ChainItems, executor: Executor | None = None, *, ahead: str = "") -> None:
         """Fill ``vectors`` for ``items`` from the cache, computing the rest with ``executor``
-        (default: this process, on the encoders' device)."""
+        (default: this process, on the encoders' device). Before the work, one line says what
+        it is: ``ahead`` (the caller's part, e.g. the run's trials and cells), then the
+        embeddings taken from the cache and those to compute per encoder."""
         if executor is None:
             executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu")
         wanted, keys = self._wanted(items)
-        tasks = self._from_cache(wanted, keys)
+        tasks = self._from_cache(wanted, keys, ahead)
         ctx = EmbedContext(self.frontend, self.manifest, self.cache.path.parent)
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
         with self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
@@ -149,8 +151,9 @@ class Embedder:
                     keys.append((sha, ckey, enc.fingerprint))
         return wanted, keys
 
-    def _from_cache(self, wanted: list[tuple[str, Chain, Encoder]], keys: list[Key]) -> list[EmbedTask]:
-        """Take what the cache holds; the rest as one task per utterance (sorted ids and chains)."""
+    def _from_cache(self, wanted: list[tuple[str, Chain, Encoder]], keys: list[Key], ahead: str) -> list[EmbedTask]:
+        """Take what the cache holds; the rest as one task per utterance (sorted ids and chains).
+        Says so in one line, after ``ahead`` (see :meth:`run`)."""
         found = self.cache.get_many(keys)
         todo: dict[str, dict[str, tuple[Chain, list[str]]]] = {}
         for (uid, chain, enc), key in zip(wanted, keys, strict=True):
@@ -163,7 +166,8 @@ class Embedder:
                 slot = todo.setdefault(uid, {})
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
-        self.reporter.info(embeddings_ahead(self.encoders, todo, len(wanted) - n_todo))
+        line = embeddings_ahead(self.encoders, todo, len(wanted) - n_todo)
+        self.reporter.info(f"{ahead}; {line}" if ahead else line)
         return [
             EmbedTask(
                 uid,

@@ -296,7 +296,7 @@ def _collect(
         root=str(options.corpus_root) if options.corpus_root else None,
         manifest=str(options.manifest) if options.manifest else None,
     )
-    manifest = load_corpus(spec, root=options.corpus_root, cache=cache)
+    manifest = load_corpus(spec, root=options.corpus_root, cache=cache, reporter=reporter)
     manifest, subset = select_sentences(manifest, options.sentences)
     reporter.info(f"{label}: {len(manifest)} utterances ({subset}), clean chain")
     vectors, failures, n_embedded, n_cached = embed_clean(manifest, encoder, cache, reporter)

@@ -52,6 +52,7 @@ from interbias.results import (
     torch_threads,
 )
 from interbias.rundir import TRIALS_META, RunDir
+from interbias.speaker_budget import read_plan, with_speakers
 from interbias.trial_lists import external_trials
 from interbias.trials import TrialList, draw_trials, partners
 
@@ -78,6 +79,8 @@ class RunOptions:
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).
     address: str | None = None
+    #: A plan.csv of ``interbias plan``: draw the speakers per stratum it asks for this experiment.
+    plan: Path | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -128,6 +131,8 @@ class Plan:
     reused: int = 0
     items: ChainItems = field(default_factory=dict)
     errored: list[str] = field(default_factory=list)
+    #: The work ahead, in words (trials, cells, what is reused); shown with the embeddings to compute.
+    ahead: str = ""
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -178,13 +183,17 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     exp = _experiment(options)
+    if options.plan is not None:  # before any work: a plan of another experiment is refused here
+        request = read_plan(Path(options.plan), exp.name)
+        exp = with_speakers(exp, request.speakers_per_stratum)
+        reporter.info(request.describe(Path(options.plan), exp))
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     executor = make_executor(options.executor, device=options.device, address=options.address)
     encoders = load_encoders(options.encoders, options.device)
     timings["load_encoders_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
-    manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache)
+    manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_manifest(exp, manifest)
     listed = external_trials(exp, manifest, max_trials=options.max_trials)
     timings["corpus_s"] = time.perf_counter() - t
@@ -268,9 +277,6 @@ def _reusable(ctx: RunContext, cell: Cell, enc: Encoder, audio_sha256: str) -> d
 def _plan(ctx: RunContext) -> Plan:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded."""
     cells = ctx.exp.cells()
-    ctx.reporter.info(
-        f"run {ctx.run_id}: {len(ctx.trials.frame)} trials, {len(cells)} cells × {len(ctx.encoders)} encoders"
-    )
     shas, audio = audio_digests(ctx.trials, ctx.scored)
     plan = Plan(cells, shas, audio, {}, [], [])
     for enc in ctx.encoders:
@@ -282,9 +288,10 @@ def _plan(ctx: RunContext) -> Plan:
             plan.rows[(enc.label, cell.id)] = rec["row"]
             plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
     plan.reused = len(plan.rows)
-    ctx.reporter.info(
-        f"cells: {plan.reused} of {len(cells) * len(ctx.encoders)} finished earlier (reused), "
-        f"{len(plan.pending)} to score"
+    plan.ahead = (  # the embedding stage adds what it has to compute, on the same line
+        f"run {ctx.run_id}: {len(ctx.trials.frame)} trials, {len(cells)} cells × {len(ctx.encoders)} "
+        f"encoder{'' if len(ctx.encoders) == 1 else 's'}: "
+        f"{plan.reused} of {len(cells) * len(ctx.encoders)} finished earlier (reused), {len(plan.pending)} to score"
     )
     plan.items = chains_for_cells([c for c, _ in plan.pending], ctx.trials.for_stratum)
     return plan
@@ -305,7 +312,9 @@ def _embed(ctx: RunContext, plan: Plan) -> Embedder:
         known_sha=plan.shas,
     )
     if plan.pending:
-        emb.run(plan.items, ctx.executor)
+        emb.run(plan.items, ctx.executor, ahead=plan.ahead)
+    else:
+        ctx.reporter.info(f"{plan.ahead}; nothing to embed")
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())

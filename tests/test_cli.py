@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 from typer.testing import CliRunner
 
-from interbias.cli import app
+from interbias.cli import BROKEN_PIPE_EXIT, app
 
 runner = CliRunner()
 
@@ -114,3 +117,24 @@ def test_missing_operator_resources_refuse_before_work(tmp_path: Path, tiny_corp
         "folder (levels noise=env5)\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_closed_pipe_ends_a_command_quietly_with_141(tmp_path: Path) -> None:
+    """`interbias list | head -1`: the reader is gone before the first write (its end of the pipe
+    is closed before the command starts, so the broken pipe is certain, not a race)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from interbias.cli import main; main()", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == BROKEN_PIPE_EXIT == 141
+    assert proc.stderr == b""

@@ -83,7 +83,7 @@ def test_killed_runs_resume_to_byte_identical_outputs(setup, tmp_path: Path) -> 
             child.kill()
             child.wait()
     err = log.read_text()
-    assert f"cells: 0 of {cells} finished earlier (reused), {cells} to score" in err
+    assert f": 0 of {cells} finished earlier (reused), {cells} to score; embeddings: " in err
     assert f"embeddings: {first_batch} from the cache, {total - first_batch} to compute" in err
     assert _rows(db) == total
     assert len(list((run_dir / "cells").rglob("*.json"))) == 1
@@ -92,7 +92,7 @@ def test_killed_runs_resume_to_byte_identical_outputs(setup, tmp_path: Path) -> 
     # file; the killed run's lock is stale and taken over with a notice
     err = _crash(exp, out, cache, "write:results.csv")
     assert f"note: took over the lock of an earlier run (pid {child.pid}) that is no longer running" in err
-    assert f"cells: 1 of {cells} finished earlier (reused), {cells - 1} to score" in err
+    assert f": 1 of {cells} finished earlier (reused), {cells - 1} to score; embeddings: " in err
     assert "embeddings: " in err and " 0 to compute" in err
     assert len(list((run_dir / "cells").rglob("*.json"))) == cells and not (run_dir / "results.csv").exists()
     assert len(list(run_dir.glob(".results.csv.*.tmp"))) == 1

@@ -100,10 +100,11 @@ def test_readme_help_texts_and_sources_name_papers_not_seed_files() -> None:
     for name, text in {**helps, "README.md": (REPO / "README.md").read_text(encoding="utf-8")}.items():
         assert not FORBIDDEN.search(" ".join(text.split())), (name, FORBIDDEN.search(" ".join(text.split())))
     for path in sorted((REPO / "interbias").rglob("*.py")):  # help= strings, docstrings, report headings
-        if path.name == "runner.py":  # being refactored elsewhere: its module docstring is fixed there
-            continue
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"DESIGN\.md|\bseed 0\d\d\b", text), path
+    for path in sorted((REPO / "conditions").glob("*.yaml")):  # descriptions `interbias list -v` shows
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"DESIGN\.md|\bseed 0\d\d\b|\bseed paper", text), path
     assert "(docs/outputs.md)" in (REPO / "README.md").read_text(encoding="utf-8")
 
 
@@ -132,10 +133,13 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     # the captured progress: a start line, then one line per 5 (fake) seconds = 5 items, then the end
     lines = stream.getvalue().splitlines()
     total = int(next(ln for ln in lines if re.fullmatch(r"embedding: \d+ to do", ln)).split()[1])
+    # the work ahead, in one line before it starts: trials, cells, embeddings per encoder
     assert re.fullmatch(
+        rf"run T01-[0-9a-f]{{12}}: \d+ trials, 4 cells × 1 encoder: 0 of 4 finished earlier \(reused\), 4 to score; "
         rf"embeddings: \d+ from the cache, {total} to compute \(mfcc-stats {total}\)",  # the session cache may hold some
         lines[lines.index(f"embedding: {total} to do") - 1],
     )
+    assert not any(ln.startswith("cells: ") for ln in lines)
     ticks = [ln for ln in lines if re.match(rf"embedding: \d+/{total} ", ln) and "left" in ln]
     assert [int(ln.split()[1].split("/")[0]) for ln in ticks] == list(range(5, total, 5))
     for ln in ticks:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -97,3 +99,92 @@ def test_forward_passes_equal_unique_items(tmp_path: Path, tiny_corpus) -> None:
     unique_items = len(enrol | test) + len(test)
     info = json.loads((outcome.run_dir / "run.json").read_text())
     assert info["counts"]["forward_calls"]["mfcc-stats"] == unique_items == outcome.n_embedded
+
+
+def _plan_csv(path: Path, rows: list[tuple[str, float]]) -> Path:
+    """A plan.csv as `interbias plan` writes it, reduced to the columns a follow-up run reads."""
+    frame = pd.DataFrame(rows, columns=["experiment", "speakers_per_stratum_needed"])
+    frame["target_trials_per_stratum_needed"] = frame["speakers_per_stratum_needed"] * 5
+    frame["nontarget_trials_per_stratum_needed"] = frame["speakers_per_stratum_needed"] * 5
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_a_plan_sets_the_speakers_per_stratum_of_the_follow_up(tmp_path: Path, tiny_corpus) -> None:
+    from interbias.experiments import load_experiment
+    from interbias.progress import Reporter
+    from interbias.trials import draw_trials
+
+    exp = tiny_experiment(tmp_path)
+    # the most any of the T01 effects needs is 4 (of 6 speakers per gender); NaN: not plannable
+    plan = _plan_csv(tmp_path / "plan.csv", [("T01", 3.0), ("T01", 4.0), ("T01", float("nan"))])
+    stream = io.StringIO()
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", max_trials=12, plan=plan, command=["t"]
+    )
+    outcome = run(opts, reporter=Reporter(stream=stream))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == (
+        f"plan {plan}: 4 speakers per stratum, the most any of its 3 effect(s) of T01 needs (1 could not be "
+        "planned); the plan assumed about 20 target / 20 non-target trials per stratum, the experiment draws "
+        "up to 40 / 40"
+    )
+    trials = pd.read_parquet(outcome.run_dir / "trials.parquet")
+    for _, sub in trials.groupby("stratum"):
+        assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == 4
+    # the same trials as the experiment with trials.speakers_per_stratum: 4 written in it
+    (tmp_path / "by-hand").mkdir()
+    written = tiny_experiment(tmp_path / "by-hand", trials={"targets": 40, "speakers_per_stratum": 4})
+    info = json.loads((outcome.run_dir / "run.json").read_text())
+    assert info["trials"]["sha256"] == draw_trials(load_experiment(written), tiny_corpus, max_trials=12).sha256
+    assert info["experiment"]["trials"]["speakers_per_stratum"] == 4
+
+
+def test_a_plan_of_another_experiment_or_too_many_speakers_is_one_line(tmp_path: Path, tiny_corpus) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    exp = tiny_experiment(tmp_path)
+    base = ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "r"), "-q", "--plan"]
+    other = _plan_csv(tmp_path / "other.csv", [("E16", 40.0), ("E16", 12.0)])
+    res = CliRunner().invoke(app, [*base, str(other)])
+    assert res.exit_code == 1
+    assert res.output == (
+        f"error: --plan {other} is a plan for E16, not T01: plan a pilot run of T01 first (interbias plan RUN_DIR)\n"
+    )
+    unplannable = _plan_csv(tmp_path / "flat.csv", [("T01", float("nan"))])
+    res = CliRunner().invoke(app, [*base, str(unplannable)])
+    assert res.output == (
+        f"error: --plan {unplannable}: none of its 1 effect(s) of T01 could be planned (no bootstrap spread in "
+        "the pilot)\n"
+    )
+    too_many = _plan_csv(tmp_path / "big.csv", [("T01", 9.0)])
+    res = CliRunner().invoke(app, [*base, str(too_many)])
+    assert res.exit_code == 1
+    assert res.output == (
+        "error: T01: stratum gender=female has 6 speaker(s) with usable enrol and test utterances; "
+        "trials.speakers_per_stratum asks for 9\n"
+    )
+    assert not (tmp_path / "r").exists()  # refused before the run directory exists
+
+
+def test_a_run_that_builds_the_corpus_shows_its_progress(tmp_path: Path) -> None:
+    """A fresh cache: the run renders the embedded corpus first and says how far it is (here it
+    then stops, as the corpus has fewer speakers than the plan asks for)."""
+    from interbias.errors import TrialError
+    from interbias.progress import Reporter
+
+    small = {"accents": ["us"], "age_bands": ["adult"], "voices_per_cell": 2, "styles": ["neutral"], "n_sentences": 2}
+    exp = tiny_experiment(tmp_path, corpus={"name": "synthetic", "options": small})
+    plan = _plan_csv(tmp_path / "plan.csv", [("T01", 5.0)])
+    stream = io.StringIO()
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", cache_dir=tmp_path / "cold", plan=plan
+    )
+    with pytest.raises(TrialError, match=r"has 2 speaker\(s\) with usable enrol and test utterances; .* asks for 5$"):
+        run(opts, reporter=Reporter(stream=stream))
+    lines = stream.getvalue().splitlines()
+    start = lines.index("corpus synthetic: preparing manifest")
+    assert lines[start + 1] == "synthetic corpus: rendering: 8 to do"
+    assert re.fullmatch(r"synthetic corpus: rendering: 8/8 in \d+\.\d s", lines[-1])

@@ -2,11 +2,17 @@
 
 Library errors (:class:`InterbiasError`) become one line on stderr and exit code 1; a
 traceback is shown only with ``--debug``. Each command module registers itself on ``app``.
+
+When the reader of the output goes away (``interbias list | head -1``), a command stops
+quietly with exit code 141, what a shell reports for a program ended by SIGPIPE (as
+``cat big | head -1`` does): no message, and ``set -o pipefail`` still sees the truncation.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -28,6 +34,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+#: Exit code when stdout's reader has gone (128 + SIGPIPE, as a shell reports it).
+BROKEN_PIPE_EXIT = 141
 
 _state = {"debug": False}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,7 +66,12 @@ def guarded(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+            return result
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(BROKEN_PIPE_EXIT) from None
         except (InterbiasError, OSError) as exc:
             if _state["debug"]:
                 raise
@@ -70,6 +84,18 @@ def guarded(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so output still buffered is not flushed into the closed pipe
+    at exit (which would print Python's "Exception ignored ... BrokenPipeError")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test's capture): nothing to flush
+        pass
+    finally:
+        os.close(devnull)
 
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401

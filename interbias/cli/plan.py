@@ -55,5 +55,8 @@ def plan(
         "per effect",
         ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed"],
     )
-    typer.echo("a follow-up of N speakers per stratum: set trials: {speakers_per_stratum: N} in the experiment")
+    typer.echo(
+        f"a follow-up of the planned size: interbias run EXPERIMENT --plan {folder / 'plan.csv'} (the most any "
+        "effect needs), or set trials: {speakers_per_stratum: N} in the experiment"
+    )
     typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")

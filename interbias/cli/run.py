@@ -25,6 +25,15 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
+PlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="plan.csv of `interbias plan`: draw the speakers per stratum it asks for this experiment "
+        "(the most any of its effects needs); trial counts stay the experiment's."
+    ),
+]
+
+
 @app.command()
 @guarded
 def run(
@@ -70,6 +79,7 @@ def run(
             help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."
         ),
     ] = None,
+    plan: PlanOpt = None,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
@@ -100,6 +110,7 @@ def run(
             trials_format=trials_format,
             executor=executor,
             address=address,
+            plan=plan,
             command=["interbias", *sys.argv[1:]],
         )
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from interbias.errors import CorpusError, DataMissingError
 from interbias.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
+from interbias.progress import Reporter
 from interbias.registry import Registry
 
 #: Attributes every manifest has.
@@ -35,8 +36,8 @@ class Conditional:
 class CorpusAdapter:
     name: str
     description: str
-    #: ``prepare(root, cache_dir, options) -> Manifest``
-    prepare: Callable[[Path | None, Path, dict[str, Any]], Manifest]
+    #: ``prepare(root, cache_dir, options) -> Manifest`` (with ``reporter=`` when ``shows_progress``)
+    prepare: Callable[..., Manifest]
     needs_root: bool = True
     #: What the user must provide, shown when the root is missing.
     expects: str = ""
@@ -44,6 +45,9 @@ class CorpusAdapter:
     attributes: tuple[str, ...] = ()
     #: Attributes that need an extra file under the root.
     conditional: tuple[Conditional, ...] = ()
+    #: ``prepare`` also takes ``reporter=`` (a :class:`interbias.progress.Reporter`) and shows
+    #: the progress of a build there (the embedded corpus renders its audio on first use).
+    shows_progress: bool = False
 
     def provides(self) -> set[str]:
         return set(BASE_ATTRIBUTES) | set(self.attributes) | {c.attribute for c in self.conditional}
@@ -57,11 +61,12 @@ def register(adapter: CorpusAdapter) -> CorpusAdapter:
     return adapter
 
 
-def load_corpus(spec: Any, *, root: Path | None = None, cache: Path) -> Manifest:
+def load_corpus(spec: Any, *, root: Path | None = None, cache: Path, reporter: Reporter | None = None) -> Manifest:
     """The manifest of an experiment's corpus (a ``CorpusSpec``).
 
     A ``manifest`` file is read directly; otherwise the named adapter prepares it from
     ``root`` (argument, then the spec's ``root``, then ``$INTERBIAS_CORPORA/<name>``).
+    ``reporter`` shows the progress of a corpus that builds itself (``shows_progress``).
     """
     if spec.manifest:
         mroot = root or (Path(spec.root).expanduser() if spec.root else None)
@@ -75,6 +80,8 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path) -> Manifest
                 f"corpus {spec.name!r} not found at {corpus_root}: pass --corpus-root DIR or set "
                 f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'})"
             )
+    if adapter.shows_progress and reporter is not None:
+        return adapter.prepare(corpus_root, cache, dict(spec.options), reporter=reporter)
     return adapter.prepare(corpus_root, cache, dict(spec.options))
 
 

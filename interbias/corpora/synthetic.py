@@ -573,8 +573,10 @@ def build_info(manifest: Manifest) -> dict[str, Any]:
         return {}
 
 
-def prepare_synthetic(root: Path | None, cache: Path, options: dict[str, Any]) -> Manifest:
-    manifest, _ = build(SyntheticSpec.from_options(options), cache)
+def prepare_synthetic(
+    root: Path | None, cache: Path, options: dict[str, Any], reporter: Reporter | None = None
+) -> Manifest:
+    manifest, _ = build(SyntheticSpec.from_options(options), cache, reporter=reporter)
     return manifest
 
 
@@ -585,5 +587,6 @@ register(
         prepare=prepare_synthetic,
         needs_root=False,
         attributes=("gender", "age_band", "accent", "style", "text", "sentence", "proxy", "synth"),
+        shows_progress=True,
     )
 )
