@@ -25,6 +25,26 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
+AddressOption = Annotated[
+    str | None,
+    typer.Option(help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."),
+]
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Worker processes for --executor local (default: the cores on CPU for runs of 256+ utterances, "
+        "else 1; 1 on CUDA). 1 embeds in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
+    ),
+]
+RuntimeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Inference runtime where an encoder offers it: auto, eager or onnxruntime "
+        "(default $INTERBIAS_RUNTIME, else auto)."
+    ),
+]
+
+
 @app.command()
 @guarded
 def run(
@@ -64,12 +84,9 @@ def run(
     executor: Annotated[
         str, typer.Option(help="Who computes embeddings: local (this process) or ray (a Ray cluster).")
     ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option(
-            help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."
-        ),
-    ] = None,
+    address: AddressOption = None,
+    jobs: JobsOption = None,
+    runtime: RuntimeOption = None,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
@@ -100,6 +117,8 @@ def run(
             trials_format=trials_format,
             executor=executor,
             address=address,
+            jobs=jobs,
+            runtime=runtime,
             command=["interbias", *sys.argv[1:]],
         )
     )
