@@ -118,3 +118,17 @@ def test_jobs_are_resolved_and_checked() -> None:
         X.LocalExecutor(device="cuda", jobs=2)
     with pytest.raises(RunError, match="--jobs is only used with --executor local"):
         X.make_executor("ray", jobs=2)
+
+
+def test_cli_refuses_bad_jobs_and_runtime_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    exp = tiny_experiment(tmp_path, name="T17")
+    out = ["--out", str(tmp_path / "r"), "--encoders", "mfcc-stats"]
+    res = CliRunner().invoke(app, ["run", str(exp), "--jobs", "0", *out])
+    assert res.exit_code == 1 and "error: --jobs must be at least 1, got 0" in res.output
+    res = CliRunner().invoke(app, ["run", str(exp), "--runtime", "tensorrt", *out])
+    assert res.exit_code == 1 and "--runtime 'tensorrt': use auto, eager, onnxruntime" in res.output
+    assert not (tmp_path / "r").exists()
