@@ -65,7 +65,8 @@ def measure_jobs(labels: list[str], jobs: list[int], n_tasks: int) -> list[list[
     rows = []
     with tempfile.TemporaryDirectory(prefix="interbias-tj-") as tmp:
         built, _ = build(SyntheticSpec.from_options(dict(TINY)), Path(tmp))
-        utts = [sorted(built, key=lambda u: u.id)[i % len(built.utterances)] for i in range(n_tasks)]
+        ordered = sorted(built, key=lambda u: u.id)
+        utts = [ordered[i % len(ordered)] for i in range(n_tasks)]
         manifest = Manifest(built.name, built.root, built.utterances)
         seconds = sum(audio.load(manifest.resolve(u)).samples.size for u in utts) / 16000
         ctx = EmbedContext(audio.FrontEnd(), manifest, Path(tmp))
