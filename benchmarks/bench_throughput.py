@@ -10,7 +10,11 @@ alike) and the median repetition is reported.
 × real time per core = audio seconds / (wall seconds × threads). CPU × real time = audio
 seconds / CPU seconds of this process (all its threads), which does not depend on what else the
 machine runs. ``runtime auto`` is what a run uses by default (``EncoderCard.cpu_runtime``).
-Jobs (worker processes) are not measured yet.
+
+Jobs (``--jobs 1,2``): the same utterances through the local executor as a run embeds them
+(decoding included), in this process (1) or in N worker processes of one thread each. Aggregate
+× real time = audio seconds / wall seconds, with the workers' start-up (spawn, imports, encoder
+loading) counted; "after start-up" counts from the first result on.
 """
 
 from __future__ import annotations
@@ -30,7 +34,10 @@ from _common import fmt_s, machine, table
 
 from interbias import audio
 from interbias.corpora.synthetic import SyntheticSpec, build
-from interbias.encoders import ENCODERS, load_encoder
+from interbias.encoders import ENCODERS, Encoder, load_encoder, load_encoders
+from interbias.executors import EmbedContext, EmbedTask, LocalExecutor
+from interbias.manifest import Manifest
+from interbias.operators import Chain
 
 TINY = {"accents": ["us", "wi"], "age_bands": ["adult"], "voices_per_cell": 3, "styles": ["neutral"], "n_sentences": 5}
 
@@ -40,6 +47,43 @@ def corpus_waves(limit: int) -> list[np.ndarray]:
         manifest, _ = build(SyntheticSpec.from_options(dict(TINY)), Path(tmp))
         utts = sorted(manifest, key=lambda u: u.id)[:limit]
         return [audio.load(manifest.resolve(u)).samples for u in utts]
+
+
+def run_jobs(ctx: EmbedContext, encoders: list[Encoder], tasks: list[EmbedTask], jobs: int) -> tuple[float, float]:
+    """(wall seconds, seconds until the first result) of embedding ``tasks`` with ``jobs`` processes."""
+    t = time.perf_counter()
+    first = 0.0
+    for _ in LocalExecutor(jobs=jobs).embed(ctx, encoders, tasks):
+        first = first or time.perf_counter() - t
+    return time.perf_counter() - t, first
+
+
+def measure_jobs(labels: list[str], jobs: list[int], n_tasks: int) -> list[list[Any]]:
+    """Rows of the jobs table: each encoder (runtime auto) alone, every job count, one after
+    another, on ``n_tasks`` utterances (the tiny corpus's, cycled: start-up is amortised as in a run)."""
+    os.environ["INTERBIAS_THREADS"] = "1"
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="interbias-tj-") as tmp:
+        built, _ = build(SyntheticSpec.from_options(dict(TINY)), Path(tmp))
+        ordered = sorted(built, key=lambda u: u.id)
+        utts = [ordered[i % len(ordered)] for i in range(n_tasks)]
+        manifest = Manifest(built.name, built.root, built.utterances)
+        seconds = sum(audio.load(manifest.resolve(u)).samples.size for u in utts) / 16000
+        ctx = EmbedContext(audio.FrontEnd(), manifest, Path(tmp))
+        for label in labels:
+            encoders = load_encoders([label], "cpu")
+            fps = (encoders[0].fingerprint,)
+            tasks = [EmbedTask(u.id, u.sha256 or u.id, frozenset(), ((Chain(), fps),)) for u in utts]
+            base = 0.0
+            for n in jobs:
+                wall, first = run_jobs(ctx, encoders, tasks, n)
+                base = base or wall
+                share = (len(tasks) - min(len(tasks), 8)) / len(tasks)  # audio after the first chunk, roughly
+                after = f"{seconds * share / (wall - first):.1f}×" if n > 1 and wall > first else "—"
+                rows.append(
+                    [label, encoders[0].runtime, n, fmt_s(wall), f"{seconds / wall:.1f}×", after, f"{base / wall:.2f}×"]
+                )
+    return rows
 
 
 def measure(
@@ -77,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoders", default="CAM++,GE2E,mfcc-stats")
     ap.add_argument("--runtimes", default="eager,onnxruntime,auto")
     ap.add_argument("--threads", default="1", help="intra-op thread counts per process, e.g. 1,2")
+    ap.add_argument("--jobs", default="", help="worker-process counts to compare, e.g. 1,2 (empty: no jobs table)")
+    ap.add_argument("--job-utterances", type=int, default=240, help="utterances of the jobs table (cycled)")
     ap.add_argument("--utterances", type=int, default=30)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="10 utterances, 1 repetition")
@@ -98,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     headers = ["encoder", "runtime", "threads", "wall", "× real time per core", "× real time per CPU second"]
     print(table(title, headers, rows))
+    jobs = [int(n) for n in args.jobs.split(",") if n]
+    if jobs:
+        rows = measure_jobs(labels, jobs, args.job_utterances)
+        title = f"Embedding with worker processes (--jobs): {args.job_utterances} utterances, one thread per process"
+        headers = ["encoder", "runtime", "jobs", "wall", "aggregate × real time", "after start-up", "vs first row"]
+        print("\n" + table(title, headers, rows))
     return 0
 
 

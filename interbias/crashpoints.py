@@ -3,9 +3,12 @@
 ``INTERBIAS_CRASH_AT=PATTERN[@N]`` sends ``SIGKILL`` to this process the ``N``-th time (default
 1) execution reaches a point whose name matches ``PATTERN`` (``fnmatch``);
 ``INTERBIAS_CRASH_SIGNAL=STOP`` sends ``SIGSTOP`` instead (the process keeps its run lock).
+``INTERBIAS_CRASH_ONCE=FILE`` signals only the first process to get there (it creates ``FILE``;
+later processes, e.g. the workers of a fresh pool, find it and carry on).
 Points: ``write:<file name>`` (an atomic write, half of the bytes in the temporary file),
 ``embedded`` (an embedding computed, not yet in the cache), ``cache-write`` (inside a cache
-transaction, before its commit), ``cell-done`` (a cell's completion record written).
+transaction, before its commit), ``cell-done`` (a cell's completion record written), ``worker-task`` (a local worker process
+starting a chunk of utterances; counted per worker process).
 tests/test_crash_resume.py uses it to kill ``interbias run`` between cells, mid-cell and mid-write.
 """
 
@@ -17,6 +20,7 @@ import signal
 
 ENV = "INTERBIAS_CRASH_AT"
 SIGNAL_ENV = "INTERBIAS_CRASH_SIGNAL"
+ONCE_ENV = "INTERBIAS_CRASH_ONCE"
 _hits = [0]
 
 
@@ -29,6 +33,18 @@ def reached(point: str) -> None:
     if not fnmatch.fnmatchcase(point, pattern):
         return
     _hits[0] += 1
-    if _hits[0] == int(nth or 1):
+    if _hits[0] == int(nth or 1) and first_here():
         sig = signal.SIGSTOP if os.environ.get(SIGNAL_ENV, "KILL").upper() == "STOP" else signal.SIGKILL
         os.kill(os.getpid(), sig)
+
+
+def first_here() -> bool:
+    """False when ``INTERBIAS_CRASH_ONCE`` names a file that exists (another process crashed)."""
+    marker = os.environ.get(ONCE_ENV)
+    if not marker:
+        return True
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True

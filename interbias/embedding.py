@@ -25,7 +25,7 @@ import numpy as np
 
 from interbias import crashpoints
 from interbias.cache import EmbeddingCache, Key, cache_chain_key
-from interbias.errors import AudioError, InterbiasError
+from interbias.errors import AudioError, ExecutorError, InterbiasError
 from interbias.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain
@@ -120,20 +120,23 @@ class Embedder:
         it is: ``ahead`` (the caller's part, e.g. the run's trials and cells), then the
         embeddings taken from the cache and those to compute per encoder."""
         if executor is None:
-            executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu")
+            executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu", jobs=1)
         wanted, keys = self._wanted(items)
         tasks = self._from_cache(wanted, keys, ahead)
         ctx = EmbedContext(self.frontend, self.manifest, self.cache.path.parent)
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
+        answered: set[tuple[str, str, str]] = set()
         with self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
             for result in executor.embed(ctx, self.encoders, tasks):
                 self._take(result, pending)
+                answered.add((result.uid, result.chain_fp, result.encoder_fp))
                 advance(result.n_items)
                 if len(pending) >= CACHE_BATCH:
                     self.cache.put_many(pending)
                     pending = []
         if pending:
             self.cache.put_many(pending)
+        check_answered(tasks, answered)
 
     def _wanted(self, items: ChainItems) -> tuple[list[tuple[str, Chain, Encoder]], list[Key]]:
         """Every (utterance, chain, encoder) item with a readable file, and its cache key."""
@@ -198,6 +201,25 @@ class Embedder:
     def frontend_record(self, uid: str, chain_fp: str) -> dict[str, Any]:
         """What the front end did to ``uid`` under ``chain_fp`` (the first realised record)."""
         return (self.realised.get((uid, chain_fp)) or [{}])[0].get("frontend", {})
+
+
+def check_answered(tasks: Sequence[EmbedTask], answered: set[tuple[str, str, str]]) -> None:
+    """Every (utterance, chain, encoder) item of ``tasks`` got a vector or a counted failure
+    (``answered`` holds (uid, chain fp, encoder fp); encoder fp ``""`` answers the whole chain):
+    an executor that lost items is an error before anything is scored."""
+    missing = [
+        f"{t.uid} ({chain.label}, encoder {fp})"
+        for t in tasks
+        for chain, fps in t.chains
+        if (t.uid, chain.fingerprint, "") not in answered
+        for fp in fps
+        if (t.uid, chain.fingerprint, fp) not in answered
+    ]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise ExecutorError(
+            f"the executor returned nothing for {len(missing)} requested embedding(s): {', '.join(missing[:3])}{more}"
+        )
 
 
 def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:

@@ -53,3 +53,8 @@ class DataMissingError(CorpusError):
         super().__init__(message)
         self.key = key
         self.reason = reason
+
+
+class ExecutorError(RunError):
+    """Embedding work was lost: worker processes kept dying, or an executor left requested
+    (utterance, chain, encoder) items without a vector or a counted failure."""

@@ -81,6 +81,10 @@ class RunOptions:
     address: str | None = None
     #: A plan.csv of ``interbias plan``: draw the speakers per stratum it asks for this experiment.
     plan: Path | None = None
+    #: Worker processes of the local executor (None: automatic, see interbias.executors).
+    jobs: int | None = None
+    #: Inference runtime where an encoder offers it: auto, eager or onnxruntime (None: $INTERBIAS_RUNTIME, else auto).
+    runtime: str | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -188,8 +192,8 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         exp = with_speakers(exp, request.speakers_per_stratum)
         reporter.info(request.describe(Path(options.plan), exp))
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    executor = make_executor(options.executor, device=options.device, address=options.address)
-    encoders = load_encoders(options.encoders, options.device)
+    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
+    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
     timings["load_encoders_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")

@@ -32,6 +32,24 @@ PlanOpt = Annotated[
         "(the most any of its effects needs); trial counts stay the experiment's."
     ),
 ]
+AddressOption = Annotated[
+    str | None,
+    typer.Option(help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."),
+]
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Worker processes for --executor local (default: the cores on CPU for runs of 256+ utterances, "
+        "else 1; 1 on CUDA). 1 embeds in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
+    ),
+]
+RuntimeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Inference runtime where an encoder offers it: auto, eager or onnxruntime "
+        "(default $INTERBIAS_RUNTIME, else auto)."
+    ),
+]
 
 
 @app.command()
@@ -73,12 +91,9 @@ def run(
     executor: Annotated[
         str, typer.Option(help="Who computes embeddings: local (this process) or ray (a Ray cluster).")
     ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option(
-            help="Ray address for --executor ray: auto, HOST:6379 or ray://HOST:10001 (default: a local Ray)."
-        ),
-    ] = None,
+    address: AddressOption = None,
+    jobs: JobsOption = None,
+    runtime: RuntimeOption = None,
     plan: PlanOpt = None,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
@@ -111,6 +126,8 @@ def run(
             executor=executor,
             address=address,
             plan=plan,
+            jobs=jobs,
+            runtime=runtime,
             command=["interbias", *sys.argv[1:]],
         )
     )

@@ -457,13 +457,14 @@ def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | Non
     return encoder
 
 
-def requested_runtime(options: dict[str, Any]) -> tuple[str, bool]:
+def requested_runtime(options: dict[str, Any], default: str | None = None) -> tuple[str, bool]:
     """(runtime, strict): the ``runtime`` option (strict: an encoder without it fails), else
-    ``$INTERBIAS_RUNTIME`` (applies where offered), else ``auto``. Pops the option."""
+    ``default`` (``interbias run --runtime``), else ``$INTERBIAS_RUNTIME`` (both apply where
+    offered), else ``auto``. Pops the option."""
     explicit = options.pop("runtime", None)
-    runtime = str(explicit or os.environ.get("INTERBIAS_RUNTIME") or "auto")
+    runtime = str(explicit or default or os.environ.get("INTERBIAS_RUNTIME") or "auto")
     if runtime not in RUNTIMES:
-        source = "runtime option" if explicit else "INTERBIAS_RUNTIME"
+        source = "runtime option" if explicit else "--runtime" if default else "INTERBIAS_RUNTIME"
         raise EncoderError(f"{source} {runtime!r}: use {', '.join(RUNTIMES)}")
     return runtime, explicit is not None
 
@@ -481,13 +482,15 @@ def apply_runtime(encoder: Encoder, runtime: str, strict: bool) -> None:
         use_onnxruntime(encoder, default_threads())
 
 
-def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | None = None) -> Encoder:
+def load_encoder(
+    label: str, *, device: str = "cpu", options: dict[str, Any] | None = None, runtime: str | None = None
+) -> Encoder:
     """Build the encoder registered as ``label`` (exact name) on ``device``, switch it to its
-    runtime (:func:`requested_runtime`) and check its dimension."""
+    runtime (:func:`requested_runtime`, ``runtime`` its default) and check its dimension."""
     card = ENCODERS.get(label)
     factory = card.factory or load_from_layouts
     options = dict(options or {})
-    runtime, strict = requested_runtime(options)
+    runtime, strict = requested_runtime(options, runtime)
     params = inspect.signature(factory).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and n != "device"]
@@ -503,13 +506,16 @@ def load_encoder(label: str, *, device: str = "cpu", options: dict[str, Any] | N
 
 
 def default_threads() -> int:
-    """Intra-op threads: ``$INTERBIAS_THREADS`` (a positive integer, else one error line), else
-    the number of cores."""
+    """Intra-op threads per process: ``$INTERBIAS_THREADS`` (a positive integer, else one error
+    line), else 1. Cores are used by worker processes (``interbias run --jobs``), not threads:
+    measured on 2 cores, a second thread per process buys little or loses outright, and CAM++'s
+    embeddings change in the last bits with the thread count, so one count everywhere keeps a
+    run's bytes independent of the machine's cores and of ``--jobs``."""
     try:
         env = threads()
     except ValueError as exc:
         raise EncoderError(str(exc)) from None
-    return env or (os.cpu_count() or 1)
+    return env or 1
 
 
 def restore_threads(n: int | None = None) -> None:
@@ -532,14 +538,18 @@ def check_device(device: str) -> None:
 
 
 def load_encoders(
-    labels: Sequence[str], device: str, options: dict[str, dict[str, Any]] | None = None
+    labels: Sequence[str],
+    device: str,
+    options: dict[str, dict[str, Any]] | None = None,
+    runtime: str | None = None,
 ) -> list[Encoder]:
-    """Load every requested encoder (with its ``options``), or fail listing every one that is unavailable."""
+    """Load every requested encoder (with its ``options``; ``runtime``: the runtime where an
+    encoder offers it and its options name none), or fail listing every one that is unavailable."""
     check_device(device)
     encoders, problems = [], []
     for label in labels:
         try:
-            encoders.append(load_encoder(label, device=device, options=(options or {}).get(label)))
+            encoders.append(load_encoder(label, device=device, options=(options or {}).get(label), runtime=runtime))
         except EncoderError as exc:
             problems.append(str(exc))
     restore_threads()
