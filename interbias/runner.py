@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from interbias.cache import EmbeddingCache
 from interbias.cells import score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
-from interbias.embedding import ChainItems, Embedder, audio_digests, chains_for_cells
+from interbias.embedding import ChainItems, Embedder, audio_digest, audio_digests, chains_for_cells
 from interbias.encoders import Encoder, load_encoders
 from interbias.errors import InterbiasError, RunError
 from interbias.executors import Executor, make_executor
@@ -112,6 +113,9 @@ class RunContext:
     rev: str
     timings: dict[str, float]
     t0: float
+    #: sha256 of every trial utterance's file and, per stratum, one digest of them (part of the run id).
+    shas: dict[str, str] = field(default_factory=dict)
+    audio: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -128,6 +132,8 @@ class Plan:
     reused: int = 0
     items: ChainItems = field(default_factory=dict)
     errored: list[str] = field(default_factory=list)
+    #: rows of finished cells whose inputs changed (scored again): kept if the new score fails.
+    previous: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -200,9 +206,21 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
     )
     timings["trials_s"] = time.perf_counter() - t
-    rev = revision()
-    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed, attacks.sha256 if attacks else None)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
+    t = time.perf_counter()
+    shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id
+    timings["audio_sha256_s"] = time.perf_counter() - t
+    rev = revision()
+    run_id = run_id_for(
+        exp,
+        manifest,
+        encoders,
+        rev,
+        options.max_trials,
+        listed,
+        attacks.sha256 if attacks else None,
+        audio_sha256=audio_digest(shas),
+    )
     return RunContext(
         options=options,
         reporter=reporter,
@@ -219,6 +237,8 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         rev=rev,
         timings=timings,
         t0=t0,
+        shas=shas,
+        audio=audio,
     )
 
 
@@ -243,26 +263,46 @@ def _save_trials(ctx: RunContext) -> None:
     ctx.timings["trials_s"] += time.perf_counter() - t
 
 
-def _reusable(ctx: RunContext, cell: Cell, enc: Encoder, audio_sha256: str) -> dict[str, Any] | None:
-    """The completion record of ``cell`` × ``enc`` if it is valid for this run (same encoder,
-    trials, chains and audio, scores file present, within this run's --max-failure-share);
-    else ``None`` (scored again)."""
+def _record_status(ctx: RunContext, cell: Cell, enc: Encoder) -> tuple[str, dict[str, Any] | None]:
+    """``("new", None)`` when ``cell`` × ``enc`` has no completion record; ``("finished", rec)``
+    when its record is valid for this run (same encoder, trials, chains and audio, scores file
+    present); ``("changed", rec)`` when a record exists for other inputs (possible only when the
+    code changed under the same revision): it is scored again."""
     rec = ctx.run.cell_record(enc.label, cell.id)
+    if rec is None:
+        return "new", None
     try:
-        chains = rec["row"]["chain_fingerprint"] if rec is not None else None
-        n_dropped = rec["row"].get("n_dropped_trials", 0) if rec is not None else 0
-    except (KeyError, TypeError, AttributeError):
-        return None
+        chains = rec["row"]["chain_fingerprint"]
+    except (KeyError, TypeError):
+        return "changed", None
     ok = (
-        rec is not None
-        and rec.get("encoder_fingerprint") == enc.fingerprint
+        rec.get("encoder_fingerprint") == enc.fingerprint
         and rec.get("trials_sha256") == ctx.trials.sha256
-        and rec.get("audio_sha256") == audio_sha256
+        and rec.get("audio_sha256") == ctx.audio[cell.stratum]
         and chains == chain_fingerprint(cell)
     )
-    # a cell kept under a laxer --max-failure-share is scored again (and errors) under this one
-    n_cell = len(ctx.trials.for_stratum(cell.stratum))
-    return rec if ok and n_dropped / max(1, n_cell) <= ctx.options.max_failure_share else None
+    return ("finished", rec) if ok else ("changed", rec)
+
+
+def _over_limit(ctx: RunContext, finished: list[tuple[Cell, Encoder, dict[str, Any]]]) -> None:
+    """A finished cell that dropped more trials than this invocation's --max-failure-share is
+    never scored again (its audio has not changed, so it would drop the same trials): the
+    invocation stops here, before it writes anything, naming each such cell and its share."""
+    over = []
+    for cell, enc, rec in finished:
+        n_cell = len(ctx.trials.for_stratum(cell.stratum))
+        n_dropped = int(rec["row"].get("n_dropped_trials", 0) or 0)
+        if n_dropped / max(1, n_cell) > ctx.options.max_failure_share:
+            over.append((cell, enc, n_dropped, n_cell))
+    if not over:
+        return
+    worst = max(d / max(1, n) for _, _, d, n in over)
+    listed = "; ".join(f"{c.id} / {e.label}: {d} of {n} trials dropped ({d / max(1, n):.1%})" for c, e, d, n in over)
+    raise RunError(
+        f"{len(over)} finished cell(s) in {ctx.run.path} exceed --max-failure-share "
+        f"{ctx.options.max_failure_share:g}: {listed}; nothing was changed (rerun with --max-failure-share "
+        f"{math.ceil(worst * 1e4) / 1e4:g} to use them as they are, or give another --out to score the run again)"
+    )
 
 
 def _plan(ctx: RunContext) -> Plan:
@@ -271,16 +311,26 @@ def _plan(ctx: RunContext) -> Plan:
     ctx.reporter.info(
         f"run {ctx.run_id}: {len(ctx.trials.frame)} trials, {len(cells)} cells × {len(ctx.encoders)} encoders"
     )
-    shas, audio = audio_digests(ctx.trials, ctx.scored)
-    plan = Plan(cells, shas, audio, {}, [], [])
+    plan = Plan(cells, ctx.shas, ctx.audio, {}, [], [])
+    finished: list[tuple[Cell, Encoder, dict[str, Any]]] = []
     for enc in ctx.encoders:
         for cell in cells:
-            rec = _reusable(ctx, cell, enc, audio[cell.stratum])
-            if rec is None:
+            status, rec = _record_status(ctx, cell, enc)
+            if status != "finished" or rec is None:
                 plan.pending.append((cell, enc))
+                if status == "changed" and rec is not None and isinstance(rec.get("row"), dict):
+                    plan.previous[(enc.label, cell.id)] = rec["row"]
                 continue
+            finished.append((cell, enc, rec))
             plan.rows[(enc.label, cell.id)] = rec["row"]
             plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
+    _over_limit(ctx, finished)
+    if plan.previous:
+        ctx.reporter.notice(
+            f"note: {len(plan.previous)} finished cell(s) were scored with other inputs (encoder, chains or code "
+            "changed under the same revision) and are scored again; each keeps its row until its new score is "
+            "written: " + ", ".join(f"{c} / {m}" for m, c in plan.previous)
+        )
     plan.reused = len(plan.rows)
     ctx.reporter.info(
         f"cells: {plan.reused} of {len(cells) * len(ctx.encoders)} finished earlier (reused), "
@@ -325,7 +375,11 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
             try:
                 scored = score_cell(cell, enc, sub, emb, ctx.options.max_failure_share, ctx.exp.frontend.sample_rate_hz)
             except (RunError, InterbiasError) as exc:
-                plan.errored.append(str(exc))
+                key = (enc.label, cell.id)
+                kept = key in plan.previous
+                if kept:  # a finished row never disappears because a later invocation failed
+                    plan.rows[key] = plan.previous[key]
+                plan.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
                 advance(1)
                 continue
             row = results_row(rows, cell, enc, scored.row)

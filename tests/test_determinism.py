@@ -122,7 +122,7 @@ def test_other_front_end_settings_are_never_served_from_the_cache(data, baseline
     assert not np.array_equal(_scores(out.run_dir), _scores(baseline.run_dir))
 
 
-def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, baseline, tmp_path: Path) -> None:
+def test_changed_audio_makes_a_new_run_that_embeds_only_the_changed_file(data, baseline, tmp_path: Path) -> None:
     _, manifest, _ = data
     folder = tmp_path / "m"
     shutil.copytree(manifest.parent, folder)
@@ -142,11 +142,12 @@ def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, baseline, 
     assert hashlib.sha256(path.read_bytes()).hexdigest() != old_sha
     kept = outputs(before.run_dir)
     after = run(opts)
-    assert after.run_dir == before.run_dir  # the manifest did not change: the same run
-    in_stratum = before.results.stratum == stratum
-    assert after.cells_done_before == int((~in_stratum).sum()) == 2  # the other stratum's cells only
+    assert after.run_dir != before.run_dir  # other audio: a new run; the old one describes the old audio
+    assert outputs(before.run_dir) == kept
+    assert after.cells_done_before == 0
     assert after.n_embedded == 1 + (victim in set(trials.test))  # its clean item (and its noisy one)
     now = outputs(after.run_dir)
+    in_stratum = before.results.stratum == stratum
     changed = [r.cell for r in after.results.itertuples() if now[_scores_key(r)] != kept[_scores_key(r)]]
     assert sorted(changed) == sorted(before.results[in_stratum].cell)
 
