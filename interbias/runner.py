@@ -3,14 +3,17 @@
 :func:`run` reads as the data flow:
 
 1. load: the experiment, the corpus manifest and every encoder (all failures before work),
-   then the trial list (drawn, or an external list); the run id follows from what was asked;
+   then the trial list (drawn, or an external list); the run id follows from what was asked
+   and the bytes of every trial utterance's file (other audio: another run directory);
 2. lock ``results/<run_id>/`` (:class:`interbias.rundir.RunDir`) and save (or verify) the trials;
-3. plan: which cell × encoder pairs finished earlier (reused) and which (utterance, chain)
-   items the rest need;
+3. plan: which cell × encoder pairs finished earlier (reused, never scored again) and which
+   (utterance, chain) items the rest need; a finished cell over this invocation's
+   ``max_failure_share`` stops it here, before anything is written;
 4. embed: :class:`interbias.embedding.Embedder` fills the vectors from the cache or an executor;
 5. score: :func:`interbias.cells.score_cell` per pending cell × encoder; each writes its
    scores file and completion record;
-6. write: results.csv and run.json (:mod:`interbias.results`), then the run's analyses.
+6. write: results.csv (every finished cell: a rerun never drops a row) and run.json
+   (:mod:`interbias.results`), then the run's analyses.
 """
 
 from __future__ import annotations

@@ -380,13 +380,24 @@ def test_bad_audio_is_counted_resampled_and_recorded_never_lost(env: Env, tmp_pa
     res = pd.read_csv(run_dir / "results.csv")
     assert list(res.stratum) == ["gender=male"] * 2  # kept, with what the front end did
     male = trials[trials.stratum == "gender=male"]
-    for kind_set, column in (({"long"}, "n_truncated"), ({"stereo"}, "n_downmixed"), (RATES, "n_resampled")):
+    up, down = {r for r in RATES if int(r) < 16000}, {r for r in RATES if int(r) > 16000}
+    counted = (
+        ({"long"}, "n_truncated"),
+        ({"stereo"}, "n_downmixed"),
+        (RATES, "n_resampled"),
+        (up, "n_upsampled"),
+        (down, "n_downsampled"),
+    )
+    for kind_set, column in counted:
         ids = {u for u, k in kinds.items() if k in kind_set}
         expected = len(set(male.enrol) & ids) + len(set(male.test) & ids)
         per_cell = dict(zip(res.cell, res[column], strict=True))
         # enrolment is clean in both cells; the noisy cell's test side is a second chain
         assert per_cell == {"gender=male,noise=clean": expected, "gender=male,noise=n10": expected}, column
         assert expected >= len(ids) >= 1
+    for rates, column in ((up, "upsampled_from"), (down, "downsampled_from")):  # the source rates used
+        used_rates = {k for u, k in kinds.items() if k in rates and (u in set(male.enrol) or u in set(male.test))}
+        assert set(res[column].astype(str)) == {";".join(sorted(used_rates, key=int))}, column
     assert (res.n_failed == 0).all()
 
     lax = runner.invoke(app, [*run_args(exp, out, cache), "--max-failure-share", "0.9"])

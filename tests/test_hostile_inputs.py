@@ -383,3 +383,20 @@ def test_bootstrap_intervals_on_spoof_runs(experiment: str, tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
     assert len(cells) and (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
+
+
+def test_the_report_names_cells_whose_audio_was_upsampled() -> None:
+    from interbias.analysis.report import upsampled_note
+
+    frame = pd.DataFrame(
+        {
+            "model": ["m", "m"],
+            "cell": ["a", "b"],
+            "n_upsampled": [0, 3],
+            "upsampled_from": [np.nan, 8000.0],  # as pandas reads a column with empty rows
+        }
+    )
+    (line,) = upsampled_note(frame)
+    assert line.startswith("Upsampled audio") and line.endswith("m / b: 3 from 8000 Hz.")
+    assert upsampled_note(frame.assign(n_upsampled=0)) == ["Upsampled audio: none."]
+    assert upsampled_note(frame.drop(columns=["n_upsampled"])) == []

@@ -104,7 +104,7 @@ def _rates(value: Any) -> str:
         return str(value)
 
 
-def _upsampled(frame: pd.DataFrame) -> list[str]:
+def upsampled_note(frame: pd.DataFrame) -> list[str]:
     """One line naming the cells whose audio was upsampled (their top band is the resampler's stop band)."""
     if "n_upsampled" not in frame.columns:
         return []
@@ -170,7 +170,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
     if "n_dropped_trials" in frame.columns:
         dropped = pd.to_numeric(frame["n_dropped_trials"], errors="coerce").fillna(0)
         lines.append(f"Dropped trials: {int(dropped.sum())} over all cells (max {int(dropped.max())} in one cell).")
-    lines.extend(_upsampled(frame))
+    lines.extend(upsampled_note(frame))
     for line in lines:
         rep.para(line)
     for msg in errored:
