@@ -351,10 +351,13 @@ def test_bootstrap_intervals_on_a_dev_split_run(done, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, run_args(exp, out, done["cache"])).exit_code == 0
     run_dir = only_run_dir(out)
-    res = runner.invoke(app, ["analyze", str(run_dir), "--bootstrap", "30", "--out", str(tmp_path / "a"), "-q"])
+    args = ["analyze", str(run_dir), "--bootstrap", "30", "--permutations", "20", "--out", str(tmp_path / "a"), "-q"]
+    res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
     assert (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
+    gaps = pd.read_csv(tmp_path / "a" / "gaps.csv")
+    assert gaps.p_perm.between(0, 1).all() and (gaps.n_perm_valid > 0).all()
 
 
 @pytest.mark.slow
