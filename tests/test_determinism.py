@@ -18,6 +18,7 @@ from run_helpers import manifest_file, outputs
 
 from interbias import runner
 from interbias.encoders import ENCODERS, load_from_layouts
+from interbias.errors import OperatorError
 from interbias.operators.noise import Noise
 from interbias.paths import slug
 from interbias.runner import RunOptions, run
@@ -154,3 +155,22 @@ def test_changed_audio_makes_a_new_run_that_embeds_only_the_changed_file(data, b
 
 def _scores_key(row) -> str:
     return f"scores/{slug(row.model)}/{slug(row.cell)}.parquet"
+
+
+def test_a_changed_cell_whose_new_score_fails_keeps_its_row(data, baseline, tmp_path: Path, monkeypatch) -> None:
+    """Code changed under the same revision: the noise cells are scored again; when that fails
+    they keep their earlier rows (results.csv never shrinks) and the error says so."""
+    _, _, exp = data
+    shutil.copytree(baseline[1], tmp_path / "cache")
+    opts = _opts(exp, tmp_path / "out", tmp_path / "cache")
+    before = run(opts)
+
+    def broken(self, x, ctx):
+        raise OperatorError("noise operator broken")
+
+    monkeypatch.setattr(Noise, "version", Noise.version + 1)
+    monkeypatch.setattr(Noise, "apply", broken)
+    after = run(opts)
+    assert after.run_dir == before.run_dir and after.cells_done_before == 2
+    assert len(after.errored_cells) == 2 and all(e.endswith("; its earlier row is kept") for e in after.errored_cells)
+    assert pd.read_csv(after.run_dir / "results.csv").equals(pd.read_csv(before.run_dir / "results.csv"))
