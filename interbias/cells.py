@@ -16,6 +16,7 @@ import pandas as pd
 
 from interbias import metrics
 from interbias.analysis.spoofing import spoof_summary
+from interbias.audio import rate_changes
 from interbias.embedding import Embedder
 from interbias.encoders import Encoder
 from interbias.errors import RunError
@@ -53,15 +54,19 @@ def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.nd
     return np.stack([emb.vectors[(u, chain_fp, enc.fingerprint)] for u in ids])
 
 
-def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, int]:
-    """What the front end did to the cell's utterances, counted per (utterance, chain) side."""
-    truncated = resampled = downmixed = 0
+def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, Any]:
+    """What the front end did to the cell's utterances, counted per (utterance, chain) side:
+    truncated, downmixed, and resampled (up and down separately, with the source rates; see
+    :func:`interbias.audio.rate_changes`)."""
+    truncated = downmixed = 0
+    rates: list[int] = []
     for uid, fp in sides:
         front = emb.frontend_record(uid, fp)
         truncated += bool(front.get("truncated"))
-        resampled += front.get("source_rate_hz", sample_rate_hz) != sample_rate_hz
+        rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
         downmixed += front.get("channels", 1) > 1
-    return {"n_truncated": truncated, "n_resampled": int(resampled), "n_downmixed": int(downmixed)}
+    changes = rate_changes(rates, sample_rate_hz)
+    return {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
 
 
 def score_cell(

@@ -157,7 +157,9 @@ class Embedder:
     def _from_cache(self, wanted: list[tuple[str, Chain, Encoder]], keys: list[Key], ahead: str) -> list[EmbedTask]:
         """Take what the cache holds; the rest as one task per utterance (sorted ids and chains).
         Says so in one line, after ``ahead`` (see :meth:`run`)."""
-        found = self.cache.get_many(keys)
+        found = self.cache.get_many(
+            keys, dims={e.fingerprint: e.card.embedding_dim for e in self.encoders if e.card.embedding_dim}
+        )
         todo: dict[str, dict[str, tuple[Chain, list[str]]]] = {}
         for (uid, chain, enc), key in zip(wanted, keys, strict=True):
             entry = found.get(key)
@@ -238,3 +240,9 @@ def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str]
         ids = sorted(set(sub["enrol"]) | set(sub["test"]))
         digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
     return shas, digests
+
+
+def audio_digest(shas: dict[str, str]) -> str:
+    """One digest of every trial utterance's file hash (:func:`audio_digests`): the audio
+    content part of the run id, so other bytes at the same paths make a new run."""
+    return sha256_text(canonical_json(sorted(shas.items())))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import platform
@@ -62,6 +61,10 @@ EXTRA = [
     "n_truncated",
     "n_resampled",
     "n_downmixed",
+    "n_upsampled",
+    "upsampled_from",
+    "n_downsampled",
+    "downsampled_from",
     "enrol_chain",
     "test_chain",
     "overlap_warning",
@@ -174,10 +177,13 @@ def run_id_for(
     max_trials: int | None,
     listed: TrialList | None = None,
     attacks_sha256: str | None = None,
+    *,
+    audio_sha256: str | None = None,
 ) -> str:
     """``<experiment>-<12 hex>``: a digest of what was asked (resolved experiment, manifest,
     trial cap, encoders and their fingerprints, code revision, an external trial list, attack
-    audio), so the same command resumes the same directory and any change starts a new one."""
+    audio) and of the bytes of every trial utterance's file (``audio_sha256``), so the same
+    command on the same audio resumes the same directory and any change starts a new one."""
     payload = {
         "experiment": exp.resolved(),
         "manifest": manifest.sha256(),
@@ -191,6 +197,8 @@ def run_id_for(
         payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
     if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
         payload["attacks"] = attacks_sha256
+    if audio_sha256 is not None:  # the content of every trial utterance's file
+        payload["audio"] = audio_sha256
     return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
 
 
@@ -289,6 +297,6 @@ def run_record(
         "n_failures": len(failures),
         "packages": package_versions(),
         "hardware": hardware(),
-        "frontend": dataclasses.asdict(exp.frontend),
+        "frontend": exp.frontend.record(),
         **extra,
     }

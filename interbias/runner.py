@@ -3,14 +3,17 @@
 :func:`run` reads as the data flow:
 
 1. load: the experiment, the corpus manifest and every encoder (all failures before work),
-   then the trial list (drawn, or an external list); the run id follows from what was asked;
+   then the trial list (drawn, or an external list); the run id follows from what was asked
+   and the bytes of every trial utterance's file (other audio: another run directory);
 2. lock ``results/<run_id>/`` (:class:`interbias.rundir.RunDir`) and save (or verify) the trials;
-3. plan: which cell × encoder pairs finished earlier (reused) and which (utterance, chain)
-   items the rest need;
+3. plan: which cell × encoder pairs finished earlier (reused, never scored again) and which
+   (utterance, chain) items the rest need; a finished cell over this invocation's
+   ``max_failure_share`` stops it here, before anything is written;
 4. embed: :class:`interbias.embedding.Embedder` fills the vectors from the cache or an executor;
 5. score: :func:`interbias.cells.score_cell` per pending cell × encoder; each writes its
    scores file and completion record;
-6. write: results.csv and run.json (:mod:`interbias.results`), then the run's analyses.
+6. write: results.csv (every finished cell: a rerun never drops a row) and run.json
+   (:mod:`interbias.results`), then the run's analyses.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -31,20 +33,20 @@ from interbias.cache import EmbeddingCache
 from interbias.cells import score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
-from interbias.embedding import ChainItems, Embedder, audio_digests, chains_for_cells
+from interbias.embedding import Embedder, audio_digest, audio_digests
 from interbias.encoders import Encoder, load_encoders
 from interbias.errors import InterbiasError, RunError
 from interbias.executors import Executor, make_executor
-from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
+from interbias.experiments import Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.lock import RunLock
 from interbias.manifest import Manifest
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir
+from interbias.planning import Plan, plan_run
 from interbias.progress import Reporter
 from interbias.results import (
     COLUMNS,
     RowContext,
-    chain_fingerprint,
     results_row,
     revision,
     run_id_for,
@@ -119,24 +121,9 @@ class RunContext:
     rev: str
     timings: dict[str, float]
     t0: float
-
-
-@dataclass
-class Plan:
-    """What is finished and what is left: rows of cells reused from earlier runs (with their
-    failures), the pending cell × encoder pairs and the (chain, utterance) items they need."""
-
-    cells: list[Cell]
-    shas: dict[str, str]
-    audio: dict[str, str]
-    rows: dict[tuple[str, str], dict[str, Any]]
-    failures: list[dict[str, str]]
-    pending: list[tuple[Cell, Encoder]]
-    reused: int = 0
-    items: ChainItems = field(default_factory=dict)
-    errored: list[str] = field(default_factory=list)
-    #: The work ahead, in words (trials, cells, what is reused); shown with the embeddings to compute.
-    ahead: str = ""
+    #: sha256 of every trial utterance's file and, per stratum, one digest of them (part of the run id).
+    shas: dict[str, str] = field(default_factory=dict)
+    audio: dict[str, str] = field(default_factory=dict)
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -213,9 +200,21 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
     )
     timings["trials_s"] = time.perf_counter() - t
-    rev = revision()
-    run_id = run_id_for(exp, manifest, encoders, rev, options.max_trials, listed, attacks.sha256 if attacks else None)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
+    t = time.perf_counter()
+    shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id
+    timings["audio_sha256_s"] = time.perf_counter() - t
+    rev = revision()
+    run_id = run_id_for(
+        exp,
+        manifest,
+        encoders,
+        rev,
+        options.max_trials,
+        listed,
+        attacks.sha256 if attacks else None,
+        audio_sha256=audio_digest(shas),
+    )
     return RunContext(
         options=options,
         reporter=reporter,
@@ -232,6 +231,8 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         rev=rev,
         timings=timings,
         t0=t0,
+        shas=shas,
+        audio=audio,
     )
 
 
@@ -256,49 +257,19 @@ def _save_trials(ctx: RunContext) -> None:
     ctx.timings["trials_s"] += time.perf_counter() - t
 
 
-def _reusable(ctx: RunContext, cell: Cell, enc: Encoder, audio_sha256: str) -> dict[str, Any] | None:
-    """The completion record of ``cell`` × ``enc`` if it is valid for this run (same encoder,
-    trials, chains and audio, scores file present, within this run's --max-failure-share);
-    else ``None`` (scored again)."""
-    rec = ctx.run.cell_record(enc.label, cell.id)
-    try:
-        chains = rec["row"]["chain_fingerprint"] if rec is not None else None
-        n_dropped = rec["row"].get("n_dropped_trials", 0) if rec is not None else 0
-    except (KeyError, TypeError, AttributeError):
-        return None
-    ok = (
-        rec is not None
-        and rec.get("encoder_fingerprint") == enc.fingerprint
-        and rec.get("trials_sha256") == ctx.trials.sha256
-        and rec.get("audio_sha256") == audio_sha256
-        and chains == chain_fingerprint(cell)
-    )
-    # a cell kept under a laxer --max-failure-share is scored again (and errors) under this one
-    n_cell = len(ctx.trials.for_stratum(cell.stratum))
-    return rec if ok and n_dropped / max(1, n_cell) <= ctx.options.max_failure_share else None
-
-
 def _plan(ctx: RunContext) -> Plan:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded."""
-    cells = ctx.exp.cells()
-    shas, audio = audio_digests(ctx.trials, ctx.scored)
-    plan = Plan(cells, shas, audio, {}, [], [])
-    for enc in ctx.encoders:
-        for cell in cells:
-            rec = _reusable(ctx, cell, enc, audio[cell.stratum])
-            if rec is None:
-                plan.pending.append((cell, enc))
-                continue
-            plan.rows[(enc.label, cell.id)] = rec["row"]
-            plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
-    plan.reused = len(plan.rows)
-    plan.ahead = (  # the embedding stage adds what it has to compute, on the same line
-        f"run {ctx.run_id}: {len(ctx.trials.frame)} trials, {len(cells)} cells × {len(ctx.encoders)} "
-        f"encoder{'' if len(ctx.encoders) == 1 else 's'}: "
-        f"{plan.reused} of {len(cells) * len(ctx.encoders)} finished earlier (reused), {len(plan.pending)} to score"
+    return plan_run(
+        ctx.run,
+        ctx.exp.cells(),
+        ctx.encoders,
+        ctx.trials,
+        ctx.shas,
+        ctx.audio,
+        max_failure_share=ctx.options.max_failure_share,
+        run_id=ctx.run_id,
+        reporter=ctx.reporter,
     )
-    plan.items = chains_for_cells([c for c, _ in plan.pending], ctx.trials.for_stratum)
-    return plan
 
 
 def _embed(ctx: RunContext, plan: Plan) -> Embedder:
@@ -338,7 +309,11 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
             try:
                 scored = score_cell(cell, enc, sub, emb, ctx.options.max_failure_share, ctx.exp.frontend.sample_rate_hz)
             except (RunError, InterbiasError) as exc:
-                plan.errored.append(str(exc))
+                key = (enc.label, cell.id)
+                kept = key in plan.previous
+                if kept:  # a finished row never disappears because a later invocation failed
+                    plan.rows[key] = plan.previous[key]
+                plan.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
                 advance(1)
                 continue
             row = results_row(rows, cell, enc, scored.row)

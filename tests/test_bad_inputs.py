@@ -329,8 +329,9 @@ RATES = {"8000", "22050", "44100", "48000"}
 
 def test_bad_audio_is_counted_resampled_and_recorded_never_lost(env: Env, tmp_path: Path) -> None:
     """Female utterances get corrupt, too-short and NaN/Inf audio; male ones too-long, stereo and
-    8/22.05/44.1/48 kHz audio (same manifest rows, so the same run). The default failure limit
-    refuses the damaged cells in one line and keeps the others; a laxer limit counts the failures."""
+    8/22.05/44.1/48 kHz audio (same manifest rows, new bytes: a new run directory beside the
+    first, which stays as it was). The default failure limit refuses the damaged cells in one
+    line and keeps the others; a laxer limit counts the failures."""
     folder = tmp_path / "data"
     shutil.copytree(env.manifest.parent, folder)
     exp = tiny_experiment(tmp_path, name="B01", corpus={"manifest": str(folder / "manifest.csv")}, trials=SMALL)
@@ -350,9 +351,12 @@ def test_bad_audio_is_counted_resampled_and_recorded_never_lost(env: Env, tmp_pa
     for uid, kind in kinds.items():
         _write(folder / rows.path[uid], kind)
     path = {uid: folder / rows.path[uid] for uid in kinds}
+    first_run = run_dir, _snapshot(run_dir)
 
     strict = runner.invoke(app, run_args(exp, out, cache))
     assert strict.exit_code == 1
+    assert _snapshot(first_run[0]) == first_run[1]  # the results of the earlier audio are untouched
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir() and p != first_run[0]]
     female = trials[trials.stratum == "gender=female"]
     bad = {u for u, k in kinds.items() if k in FAILING}
     n_failed = len(set(female.enrol) & bad) + len(set(female.test) & bad)
@@ -376,18 +380,29 @@ def test_bad_audio_is_counted_resampled_and_recorded_never_lost(env: Env, tmp_pa
     res = pd.read_csv(run_dir / "results.csv")
     assert list(res.stratum) == ["gender=male"] * 2  # kept, with what the front end did
     male = trials[trials.stratum == "gender=male"]
-    for kind_set, column in (({"long"}, "n_truncated"), ({"stereo"}, "n_downmixed"), (RATES, "n_resampled")):
+    up, down = {r for r in RATES if int(r) < 16000}, {r for r in RATES if int(r) > 16000}
+    counted = (
+        ({"long"}, "n_truncated"),
+        ({"stereo"}, "n_downmixed"),
+        (RATES, "n_resampled"),
+        (up, "n_upsampled"),
+        (down, "n_downsampled"),
+    )
+    for kind_set, column in counted:
         ids = {u for u, k in kinds.items() if k in kind_set}
         expected = len(set(male.enrol) & ids) + len(set(male.test) & ids)
         per_cell = dict(zip(res.cell, res[column], strict=True))
         # enrolment is clean in both cells; the noisy cell's test side is a second chain
         assert per_cell == {"gender=male,noise=clean": expected, "gender=male,noise=n10": expected}, column
         assert expected >= len(ids) >= 1
+    for rates, column in ((up, "upsampled_from"), (down, "downsampled_from")):  # the source rates used
+        used_rates = {k for u, k in kinds.items() if k in rates and (u in set(male.enrol) or u in set(male.test))}
+        assert set(res[column].astype(str)) == {";".join(sorted(used_rates, key=int))}, column
     assert (res.n_failed == 0).all()
 
     lax = runner.invoke(app, [*run_args(exp, out, cache), "--max-failure-share", "0.9"])
     assert lax.exit_code == 0, lax.output
-    assert only_run_dir(out) == run_dir
+    assert sorted(p for p in out.iterdir() if p.is_dir()) == sorted([first_run[0], run_dir])
     assert "embedded 0, " in lax.output and "cells reused 2" in lax.output  # nothing computed twice
     res = pd.read_csv(run_dir / "results.csv")
     fem = res[res.stratum == "gender=female"]

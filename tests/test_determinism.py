@@ -18,6 +18,7 @@ from run_helpers import manifest_file, outputs
 
 from interbias import runner
 from interbias.encoders import ENCODERS, load_from_layouts
+from interbias.errors import OperatorError
 from interbias.operators.noise import Noise
 from interbias.paths import slug
 from interbias.runner import RunOptions, run
@@ -71,7 +72,7 @@ def test_another_encoder_file_is_never_served_from_the_cache(data, tmp_path: Pat
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "model.onnx").write_bytes(model.SerializeToString())
     encoders = {}
-    monkeypatch.setattr(runner, "load_encoders", lambda labels, device: [encoders["now"]])
+    monkeypatch.setattr(runner, "load_encoders", lambda labels, device, **_: [encoders["now"]])
     cache = tmp_path / "cache"
     done = {}
     for name, folder in (("a", first), ("b", tmp_path / "b"), ("a again", first)):
@@ -122,7 +123,7 @@ def test_other_front_end_settings_are_never_served_from_the_cache(data, baseline
     assert not np.array_equal(_scores(out.run_dir), _scores(baseline.run_dir))
 
 
-def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, baseline, tmp_path: Path) -> None:
+def test_changed_audio_makes_a_new_run_that_embeds_only_the_changed_file(data, baseline, tmp_path: Path) -> None:
     _, manifest, _ = data
     folder = tmp_path / "m"
     shutil.copytree(manifest.parent, folder)
@@ -142,14 +143,34 @@ def test_changed_audio_is_embedded_again_and_its_cells_rescored(data, baseline, 
     assert hashlib.sha256(path.read_bytes()).hexdigest() != old_sha
     kept = outputs(before.run_dir)
     after = run(opts)
-    assert after.run_dir == before.run_dir  # the manifest did not change: the same run
-    in_stratum = before.results.stratum == stratum
-    assert after.cells_done_before == int((~in_stratum).sum()) == 2  # the other stratum's cells only
+    assert after.run_dir != before.run_dir  # other audio: a new run; the old one describes the old audio
+    assert outputs(before.run_dir) == kept
+    assert after.cells_done_before == 0
     assert after.n_embedded == 1 + (victim in set(trials.test))  # its clean item (and its noisy one)
     now = outputs(after.run_dir)
+    in_stratum = before.results.stratum == stratum
     changed = [r.cell for r in after.results.itertuples() if now[_scores_key(r)] != kept[_scores_key(r)]]
     assert sorted(changed) == sorted(before.results[in_stratum].cell)
 
 
 def _scores_key(row) -> str:
     return f"scores/{slug(row.model)}/{slug(row.cell)}.parquet"
+
+
+def test_a_changed_cell_whose_new_score_fails_keeps_its_row(data, baseline, tmp_path: Path, monkeypatch) -> None:
+    """Code changed under the same revision: the noise cells are scored again; when that fails
+    they keep their earlier rows (results.csv never shrinks) and the error says so."""
+    _, _, exp = data
+    shutil.copytree(baseline[1], tmp_path / "cache")
+    opts = _opts(exp, tmp_path / "out", tmp_path / "cache")
+    before = run(opts)
+
+    def broken(self, x, ctx):
+        raise OperatorError("noise operator broken")
+
+    monkeypatch.setattr(Noise, "version", Noise.version + 1)
+    monkeypatch.setattr(Noise, "apply", broken)
+    after = run(opts)
+    assert after.run_dir == before.run_dir and after.cells_done_before == 2
+    assert len(after.errored_cells) == 2 and all(e.endswith("; its earlier row is kept") for e in after.errored_cells)
+    assert pd.read_csv(after.run_dir / "results.csv").equals(pd.read_csv(before.run_dir / "results.csv"))

@@ -2,9 +2,9 @@
 traceback), messages say what is wrong, silent audio is a counted failure, and generated
 garbage in every user file a command reads finds no traceback.
 
-Tests marked ``xfail(strict=True, reason="needs runner pass")`` describe the runner-side part
-of the issue (a failed rerun must not shrink results.csv; new audio bytes mean a new run id;
-bootstrap intervals on dev-split and spoof runs); they flip to passing when that lands.
+The runner-side part of the issue is at the end: a failed rerun leaves the finished run
+directory byte for byte, new audio bytes make a new run directory, and bootstrap intervals work
+on dev-split and spoof runs.
 """
 
 from __future__ import annotations
@@ -305,7 +305,6 @@ def test_garbage_trial_lists(done, tmp_path_factory, data: bytes) -> None:
 # ---- runner pass (second pass of issue 14) ------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="needs runner pass")
 def test_a_failed_rerun_leaves_the_finished_run_directory_byte_for_byte(done, tmp_path: Path) -> None:
     folder, exp, out, cache = _copy_of(done, tmp_path)
     rows = pd.read_csv(folder / "manifest.csv").set_index("id")
@@ -317,11 +316,14 @@ def test_a_failed_rerun_leaves_the_finished_run_directory_byte_for_byte(done, tm
     run_dir = only_run_dir(out)
     before = _snapshot(run_dir)
     strict = runner.invoke(app, run_args(exp, out, cache))
-    assert strict.exit_code == 1
+    _one_line(strict)
+    female = trials[trials.stratum == "gender=female"]
+    n_dropped = int(female.enrol.eq(bad).sum() + female.test.eq(bad).sum())
+    assert f"gender=female,noise=clean / mfcc-stats: {n_dropped} of {len(female)} trials dropped" in strict.output
+    assert "exceed --max-failure-share 0.01: " in strict.output and "nothing was changed" in strict.output
     assert _snapshot(run_dir) == before
 
 
-@pytest.mark.xfail(strict=True, reason="needs runner pass")
 def test_new_audio_bytes_make_a_new_run_and_leave_the_old_one(done, tmp_path: Path) -> None:
     folder, exp, out, cache = _copy_of(done, tmp_path)
     assert runner.invoke(app, run_args(exp, out, cache)).exit_code == 0
@@ -339,7 +341,6 @@ def test_new_audio_bytes_make_a_new_run_and_leave_the_old_one(done, tmp_path: Pa
     assert _snapshot(first) == before
 
 
-@pytest.mark.xfail(strict=True, reason="needs runner pass")
 def test_bootstrap_intervals_on_a_dev_split_run(done, tmp_path: Path) -> None:
     exp = tiny_experiment(
         tmp_path,
@@ -350,14 +351,16 @@ def test_bootstrap_intervals_on_a_dev_split_run(done, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, run_args(exp, out, done["cache"])).exit_code == 0
     run_dir = only_run_dir(out)
-    res = runner.invoke(app, ["analyze", str(run_dir), "--bootstrap", "30", "--out", str(tmp_path / "a"), "-q"])
+    args = ["analyze", str(run_dir), "--bootstrap", "30", "--permutations", "20", "--out", str(tmp_path / "a"), "-q"]
+    res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
     assert (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
+    gaps = pd.read_csv(tmp_path / "a" / "gaps.csv")
+    assert gaps.p_perm.between(0, 1).all() and (gaps.n_perm_valid > 0).all()
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="needs runner pass")
 @pytest.mark.parametrize("experiment", ["E10", "E11"])
 def test_bootstrap_intervals_on_spoof_runs(experiment: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -383,3 +386,20 @@ def test_bootstrap_intervals_on_spoof_runs(experiment: str, tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
     assert len(cells) and (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
+
+
+def test_the_report_names_cells_whose_audio_was_upsampled() -> None:
+    from interbias.analysis.report import upsampled_note
+
+    frame = pd.DataFrame(
+        {
+            "model": ["m", "m"],
+            "cell": ["a", "b"],
+            "n_upsampled": [0, 3],
+            "upsampled_from": [np.nan, 8000.0],  # as pandas reads a column with empty rows
+        }
+    )
+    (line,) = upsampled_note(frame)
+    assert line.startswith("Upsampled audio") and line.endswith("m / b: 3 from 8000 Hz.")
+    assert upsampled_note(frame.assign(n_upsampled=0)) == ["Upsampled audio: none."]
+    assert upsampled_note(frame.drop(columns=["n_upsampled"])) == []

@@ -95,6 +95,30 @@ def _fig(name: str, title: str, caption: str, fig: Any) -> Figure:
     return Figure(name, title, caption, plots.png(fig))
 
 
+def _rates(value: Any) -> str:
+    """``8000;11025`` (or 8000.0 as a CSV reader may give it) as ``8000, 11025``."""
+    parts = [p for p in str(value).split(";") if p.strip() not in ("", "nan")]
+    try:
+        return ", ".join(str(int(float(p))) for p in parts) or "?"
+    except ValueError:
+        return str(value)
+
+
+def upsampled_note(frame: pd.DataFrame) -> list[str]:
+    """One line naming the cells whose audio was upsampled (their top band is the resampler's stop band)."""
+    if "n_upsampled" not in frame.columns:
+        return []
+    n_up = pd.to_numeric(frame["n_upsampled"], errors="coerce").fillna(0).astype(int)
+    rows = frame[n_up > 0]
+    if not len(rows):
+        return ["Upsampled audio: none."]
+    cells = "; ".join(
+        f"{r.model} / {r.cell}: {int(n)} from {_rates(r.upsampled_from)} Hz"
+        for r, n in zip(rows.itertuples(index=False), n_up[n_up > 0], strict=True)
+    )
+    return [f"Upsampled audio (above the source's Nyquist rate only the resampler's stop band is left): {cells}."]
+
+
 def _provenance(a: Analysis, rep: Report) -> None:
     rep.heading("Provenance")
     rj = a.run.run_json or {}
@@ -146,6 +170,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
     if "n_dropped_trials" in frame.columns:
         dropped = pd.to_numeric(frame["n_dropped_trials"], errors="coerce").fillna(0)
         lines.append(f"Dropped trials: {int(dropped.sum())} over all cells (max {int(dropped.max())} in one cell).")
+    lines.extend(upsampled_note(frame))
     for line in lines:
         rep.para(line)
     for msg in errored:

@@ -1,6 +1,10 @@
 """A run directory as analysis input (:class:`ScoredRun`, a :class:`interbias.rundir.RunDir`):
 trial list, per-trial scores, resolved experiment, run.json. Per-trial scores are checked against the trial
 list (ids, labels) and against ``results.csv`` (the metric recomputed from them must match).
+
+Analyses see exactly the trials a results row was computed on: the eval split's bona fide trials
+(a run with a dev split keeps its dev trials for calibration, a spoofing run's spoof trials are
+summarised apart), so the design holds those trials only and each cell keeps those it did not drop.
 """
 
 from __future__ import annotations
@@ -30,6 +34,17 @@ class CellScores:
     labels: np.ndarray
     sorted: SortedCell
     n_dropped: int
+
+
+def measured(trials: pd.DataFrame) -> np.ndarray:
+    """Which trials a results row's metrics use: the eval split (when the run has a dev split),
+    bona fide (when it has spoof trials); every trial otherwise."""
+    use = np.ones(len(trials), dtype=bool)
+    if "split" in trials.columns:
+        use &= trials["split"].astype(str).to_numpy() == "eval"
+    if "trial_type" in trials.columns:
+        use &= trials["trial_type"].astype(str).to_numpy() != "spoof"
+    return use
 
 
 class ScoredRun(RunDir):
@@ -68,7 +83,7 @@ class ScoredRun(RunDir):
                 frame = pd.read_parquet(self.file(TRIALS))
             except (OSError, ValueError) as exc:
                 raise AnalysisError(f"{self.file(TRIALS)}: not readable ({exc})") from exc
-            self._design = TrialDesign.from_frame(frame)
+            self._design = TrialDesign.from_frame(frame[measured(frame)])
         return self._design
 
     def cell(self, model: str, cell: str) -> CellScores:
@@ -78,9 +93,9 @@ class ScoredRun(RunDir):
             if not path.is_file():
                 raise AnalysisError(f"no per-trial scores for model {model!r}, cell {cell!r} (expected {path})")
             frame = self.read_scores(model, cell)
-            dropped = frame["dropped"].to_numpy(bool) if "dropped" in frame.columns else np.zeros(len(frame), bool)
-            kept = frame[~dropped]
             design = self.design()
+            dropped = frame["dropped"].to_numpy(bool) if "dropped" in frame.columns else np.zeros(len(frame), bool)
+            kept = frame[~dropped & np.isin(frame["trial_id"].to_numpy(np.int64), design.trial_id)]
             rows = design.rows(kept["trial_id"].to_numpy())
             labels = kept["label"].to_numpy().astype(bool)
             if not np.array_equal(labels, design.label[rows]):
