@@ -25,6 +25,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +60,26 @@ def run_jobs(ctx: EmbedContext, encoders: list[Encoder], tasks: list[EmbedTask],
     return time.perf_counter() - t, first
 
 
+@contextmanager
+def threads_env(n: int) -> Iterator[None]:
+    """``INTERBIAS_THREADS=n`` while the block runs, then as it was (callers in a test process
+    must not leak a thread count into later runs)."""
+    before = os.environ.get("INTERBIAS_THREADS")
+    os.environ["INTERBIAS_THREADS"] = str(n)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("INTERBIAS_THREADS", None)
+        else:
+            os.environ["INTERBIAS_THREADS"] = before
+
+
 def measure_jobs(labels: list[str], jobs: list[int], n_tasks: int) -> list[list[Any]]:
     """Rows of the jobs table: each encoder (runtime auto) alone, every job count, one after
     another, on ``n_tasks`` utterances (the tiny corpus's, cycled: start-up is amortised as in a run)."""
-    os.environ["INTERBIAS_THREADS"] = "1"
     rows = []
-    with tempfile.TemporaryDirectory(prefix="interbias-tj-") as tmp:
+    with threads_env(1), tempfile.TemporaryDirectory(prefix="interbias-tj-") as tmp:
         built, _ = build(SyntheticSpec.from_options(dict(TINY)), Path(tmp))
         ordered = sorted(built, key=lambda u: u.id)
         utts = [ordered[i % len(ordered)] for i in range(n_tasks)]
@@ -96,18 +112,22 @@ def measure(
         offered = load_encoder(label, options={"runtime": "eager"}).onnx_spec() is not None
         for runtime in runtimes if offered else ["eager"]:
             for n in threads:
-                os.environ["INTERBIAS_THREADS"] = str(n)  # onnxruntime sessions take it at load
-                configs.append((label, runtime, n, load_encoder(label, options={"runtime": runtime})))
+                with threads_env(n):  # onnxruntime sessions take it at load
+                    configs.append((label, runtime, n, load_encoder(label, options={"runtime": runtime})))
     walls: dict[int, list[float]] = {i: [] for i in range(len(configs))}
     cpus: dict[int, list[float]] = {i: [] for i in range(len(configs))}
-    for rep in range(reps + 1):
-        for i, (_, _, n, enc) in enumerate(configs):
-            torch.set_num_threads(n)
-            t, c = time.perf_counter(), time.process_time()
-            enc.embed(waves)
-            if rep:  # the first round warms up
-                walls[i].append(time.perf_counter() - t)
-                cpus[i].append(time.process_time() - c)
+    torch_before = torch.get_num_threads()
+    try:
+        for rep in range(reps + 1):
+            for i, (_, _, n, enc) in enumerate(configs):
+                torch.set_num_threads(n)
+                t, c = time.perf_counter(), time.process_time()
+                enc.embed(waves)
+                if rep:  # the first round warms up
+                    walls[i].append(time.perf_counter() - t)
+                    cpus[i].append(time.process_time() - c)
+    finally:
+        torch.set_num_threads(torch_before)  # a test process goes on with its own count
     rows = []
     for i, (label, runtime, n, enc) in enumerate(configs):
         wall, cpu = statistics.median(walls[i]), statistics.median(cpus[i])
