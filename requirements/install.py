@@ -138,6 +138,20 @@ def main() -> None:
         )
     run(install + ["-r", str(REQ / "base.txt"), "-r", str(REQ / "dev.txt")], env)
     run(install + ["--no-deps", "-r", str(REQ / "nodeps.txt")], env)
+    if uv:
+        # uv takes a version's files from the first index that lists it; pip takes the most
+        # specific platform wheel. For soundfile that is the difference between its bundled
+        # libsndfile (the FLAC bytes of the embedded corpus, audio hashes, results) and whatever
+        # libsndfile the system has: take pip's choice, the same wheel a pip install gets.
+        sf_pin = next(ln.strip() for ln in (REQ / "base.txt").read_text().splitlines() if ln.startswith("soundfile=="))
+        run(
+            [python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "--only-binary=:all:", sf_pin], env
+        )
+    bundled = subprocess.run([python, "-c", "import _soundfile_data"], capture_output=True).returncode == 0
+    if not bundled:
+        sys.exit(
+            "install: soundfile's wheel without its bundled libsndfile was installed; audio bytes would depend on the system's"
+        )
     # torchaudio's wheel is a CUDA build: without its compiled extensions it imports on CPU torch.
     for lib in Path(python).parent.parent.glob("lib/python3*/site-packages/torchaudio/lib/*.so"):
         lib.unlink()
