@@ -13,6 +13,7 @@ import torch
 from interbias import audio
 from interbias.encoders import load_encoder, probe_wave
 from interbias.encoders.campplus import MIN_ONNX_FRAMES
+from interbias.encoders.campplus_graph import GRAPH
 from interbias.encoders.ort_runtime import graph_key
 from interbias.errors import EncoderError
 
@@ -38,7 +39,7 @@ def test_onnxruntime_matches_eager_and_reruns_byte_identical(label: str, waves, 
     assert X.tobytes() == onnx.embed(waves).tobytes()
     # a second load reuses the cached graph (same file, untouched) and gives the same bytes
     path = Path(onnx.runtime_graph["path"])
-    assert path.parent == session_cache / "onnx" and graph_key(onnx) in path.name
+    assert path.parent == session_cache / "onnx" and graph_key(onnx, onnx.onnx_spec()) in path.name
     mtime = path.stat().st_mtime_ns
     again = load_encoder(label, options={"runtime": "onnxruntime"})
     assert path.stat().st_mtime_ns == mtime
@@ -54,6 +55,7 @@ def test_runtime_in_fingerprint_and_provenance(waves) -> None:
 
     assert prov["name"] == "onnxruntime" and prov["onnxruntime"] == onnxruntime.__version__
     assert prov["exporter"].startswith(f"torch.onnx.export {torch.__version__}")
+    assert prov["restatement"] == GRAPH  # CAM++ exports its restated network (campplus_graph)
     assert prov["graph"]["sha256"] == hashlib.sha256(Path(prov["graph"]["path"]).read_bytes()).hexdigest()
     assert eager.provenance()["runtime"] == {"name": "eager", "torch": torch.__version__}
 

@@ -26,6 +26,7 @@ from interbias.encoders import (
     register,
     sha256_file,
 )
+from interbias.encoders.campplus_graph import GRAPH, CamPlusInference
 from interbias.encoders.features import fbank
 from interbias.encoders.ort_runtime import OnnxSpec
 from interbias.errors import EncoderError
@@ -72,7 +73,9 @@ class CamPlusPlus(Encoder):
     def onnx_spec(self) -> OnnxSpec:
         # the statistics pooling takes another branch (zero std) below MIN_ONNX_FRAMES frames
         example = self.features(probe_wave(2.0))
-        return OnnxSpec(self.model, (example,), ("fbank",), "embedding", {"fbank": {1: "frames"}}, 1, MIN_ONNX_FRAMES)
+        module = CamPlusInference(self.model).eval()
+        dynamic = {"fbank": {1: "frames"}}
+        return OnnxSpec(module, (example,), ("fbank",), "embedding", dynamic, 1, MIN_ONNX_FRAMES, GRAPH)
 
 
 class _CamCard(EncoderCard):

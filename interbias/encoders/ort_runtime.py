@@ -57,6 +57,9 @@ class OnnxSpec:
     dynamic: Mapping[str, Mapping[int, str]]
     length_axis: int = 1
     min_length: int = 1
+    #: Names the module exported when it is not the encoder's own network but a restatement
+    #: of it for onnxruntime (e.g. ``campplus_graph.GRAPH``); enters the cache key and provenance.
+    restatement: str = "none"
 
 
 def versions() -> dict[str, Any]:
@@ -77,9 +80,10 @@ def versions() -> dict[str, Any]:
     }
 
 
-def graph_key(encoder: Encoder) -> str:
+def graph_key(encoder: Encoder, spec: OnnxSpec) -> str:
     """16 hex of sha256 over what the exported graph depends on."""
     payload = {
+        "restatement": spec.restatement,
         "label": encoder.card.label,
         "backend": encoder.card.backend,
         "code": encoder.code_version,
@@ -150,7 +154,7 @@ def load_graph(encoder: Encoder, spec: OnnxSpec, folder: Path, threads: int) -> 
     from interbias.atomic import write_bytes
     from interbias.paths import slug
 
-    path = folder / f"{slug(encoder.card.label)}-{graph_key(encoder)}.onnx"
+    path = folder / f"{slug(encoder.card.label)}-{graph_key(encoder, spec)}.onnx"
     if path.is_file():
         graph = path.read_bytes()
         try:
@@ -178,5 +182,5 @@ def use_onnxruntime(encoder: Encoder, threads: int, folder: Path | None = None) 
     sess, graph, path = load_graph(encoder, spec, folder or cache_dir() / "onnx", threads)
     encoder.net = OrtNet(encoder.label, sess, spec)
     encoder.runtime = "onnxruntime"
-    encoder.runtime_config = versions()
+    encoder.runtime_config = {**versions(), "restatement": spec.restatement}
     encoder.runtime_graph = {"path": str(path), "sha256": hashlib.sha256(graph).hexdigest()}
