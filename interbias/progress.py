@@ -1,7 +1,8 @@
 """Progress reporting: rich bars on a terminal, plain lines otherwise, nothing with --quiet.
 
 Without a terminal (a CI log, a batch job) a long task prints a line when it starts, one with
-a first estimate after its first few items, then one at the first item that finishes at least
+a first estimate after its first few items (the rate counted from the first finished item, so
+start-up does not inflate it), then one at the first item that finishes at least
 ``interval_s`` seconds after the previous line (done/total, rate, time left), and one when it
 ends. Lines come with finished items (no timer thread), so one item that takes longer than the
 interval delays the next line. Time comes from an injectable clock, so tests drive it.
@@ -31,34 +32,48 @@ def duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
-def progress_line(description: str, done: int, total: int, elapsed_s: float) -> str:
-    """``embedding: 120/5976 (2.0 %), 3.1/s, about 31 min 29 s left``."""
+def progress_line(description: str, done: int, total: int, rate: float | None) -> str:
+    """``embedding: 120/5976 (2.0 %), 3.1/s, about 31 min 29 s left``; ``rate`` in items per second."""
     share = 100.0 * done / total if total else 100.0
-    if done <= 0 or elapsed_s <= 0:
+    if not rate or rate <= 0:
         return f"{description}: {done}/{total} ({share:.1f} %)"
-    rate = done / elapsed_s
     left = (total - done) / rate
     return f"{description}: {done}/{total} ({share:.1f} %), {rate:.3g}/s, about {duration(left)} left"
 
 
 class _PlainTask:
-    """The plain-text progress of one task: decides when a line is due."""
+    """The plain-text progress of one task: decides when a line is due.
+
+    The rate (and so the time left) counts from the first finished item on: what comes before
+    it (worker start-up, model loading, a first slow item) is paid once, not per item, and
+    would otherwise inflate the first estimates many times over."""
 
     def __init__(self, reporter: Reporter, description: str, total: int) -> None:
         self.reporter, self.description, self.total = reporter, description, total
         self.t0 = reporter.clock()
         self.last = self.t0
         self.done = 0
+        self.first: tuple[float, int] | None = None  # (clock, done) at the first finished item(s)
         self.estimated = False
+
+    def rate(self, now: float) -> float | None:
+        """Items per second since the first finished item; None before a second one."""
+        if self.first is None or now <= self.first[0] or self.done <= self.first[1]:
+            return None
+        return (self.done - self.first[1]) / (now - self.first[0])
 
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = self.reporter.clock()
-        first = not self.estimated and self.done >= min(FIRST_ESTIMATE_AFTER, self.total)
+        if self.first is None:
+            self.first = (now, self.done)
+            return
+        since = self.done - self.first[1]
+        first = not self.estimated and since >= min(FIRST_ESTIMATE_AFTER, self.total - self.first[1])
         if self.done < self.total and (first or now - self.last >= self.reporter.interval_s):
             self.estimated = True
             self.last = now
-            self.reporter.info(progress_line(self.description, self.done, self.total, now - self.t0))
+            self.reporter.info(progress_line(self.description, self.done, self.total, self.rate(now)))
 
     def finish(self) -> None:
         elapsed = self.reporter.clock() - self.t0

@@ -32,11 +32,25 @@ def test_plain_lines_at_the_interval_with_rate_and_eta() -> None:
     assert lines[0] == "embedding: 100 to do"
     assert lines[-1] == "embedding: 100/100 in 100.0 s"
     middle = lines[1:-1]
-    # the first estimate after the first few items, then one line per 20 s of (fake) time
-    assert middle[0] == f"embedding: {FIRST_ESTIMATE_AFTER}/100 (8.0 %), 1/s, about 1 min 32 s left"
+    # the first estimate a few items after the first one, then one line per 20 s of (fake) time
+    assert middle[0] == f"embedding: {FIRST_ESTIMATE_AFTER + 1}/100 (9.0 %), 1/s, about 1 min 31 s left"
     done = [int(re.match(r"embedding: (\d+)/100", ln).group(1)) for ln in middle]
-    assert done == [8, 28, 48, 68, 88]
-    assert middle[1] == "embedding: 28/100 (28.0 %), 1/s, about 1 min 12 s left"
+    assert done == [9, 29, 49, 69, 89]
+    assert middle[1] == "embedding: 29/100 (29.0 %), 1/s, about 1 min 11 s left"
+
+
+def test_start_up_before_the_first_item_does_not_inflate_the_estimate() -> None:
+    # workers take 60 s to start, then units of 8 items arrive every 8 s (1 item/s)
+    clock, out = FakeClock(), io.StringIO()
+    reporter = Reporter(stream=out, clock=clock, interval_s=20.0)
+    with reporter.task("embedding", 400) as advance:
+        clock.now += 60.0
+        for _ in range(50):
+            clock.now += 8.0
+            advance(8)
+    first = out.getvalue().splitlines()[1]
+    # from the first unit on: 8 items in 8 s, 384 left → 6 min 24 s (not 384 / (16/76 s) ≈ 30 min)
+    assert first == "embedding: 16/400 (4.0 %), 1/s, about 6 min 24 s left"
 
 
 def test_no_line_between_intervals_when_items_are_fast() -> None:
@@ -45,7 +59,7 @@ def test_no_line_between_intervals_when_items_are_fast() -> None:
     _run_task(reporter, clock, total=1000, step_s=0.01)  # 10 s in all: shorter than one interval
     lines = out.getvalue().splitlines()
     assert len(lines) == 3  # start, first estimate, end
-    assert lines[1].startswith("embedding: 8/1000 (0.8 %), 100/s, about 10 s left")
+    assert lines[1].startswith("embedding: 9/1000 (0.9 %), 100/s, about 10 s left")
 
 
 def test_default_interval_is_within_15_to_30_seconds() -> None:
@@ -94,7 +108,8 @@ def test_corpus_build_reports_rendering_progress(tmp_path) -> None:
     lines = out.getvalue().splitlines()
     assert n == 8  # 2 genders × 2 voices × 2 sentences, rendered one voice (2 utterances) at a time
     assert lines[0] == f"synthetic corpus: rendering: {n} to do"
-    assert [ln.split()[3] for ln in lines[1:-1]] == ["2/8", "4/8", "6/8"]
+    # a line per finished voice after the first (one finished batch gives no rate yet)
+    assert [ln.split()[3] for ln in lines[1:-1]] == ["4/8", "6/8"]
     assert lines[-1] == f"synthetic corpus: rendering: {n}/{n} in 5.0 s"
     again = io.StringIO()
     build(spec, tmp_path, reporter=Reporter(stream=again))  # reused: nothing to render, nothing printed
