@@ -11,7 +11,7 @@ alike) and the median repetition is reported.
 seconds / CPU seconds of this process (all its threads), which does not depend on what else the
 machine runs. ``runtime auto`` is what a run uses by default (``EncoderCard.cpu_runtime``).
 
-Jobs (``--jobs 1,2``): the same utterances through the local executor as a run embeds them
+Jobs (``--jobs``, default 1 and the machine's cores): the same utterances through the local executor as a run embeds them
 (decoding included), in this process (1) or in N worker processes of one thread each. Aggregate
 × real time = audio seconds / wall seconds, with the workers' start-up (spawn, imports, encoder
 loading) counted; "after start-up" counts from the first result on.
@@ -141,14 +141,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoders", default="CAM++,GE2E,mfcc-stats")
     ap.add_argument("--runtimes", default="eager,onnxruntime,auto")
     ap.add_argument("--threads", default="1", help="intra-op thread counts per process, e.g. 1,2")
-    ap.add_argument("--jobs", default="", help="worker-process counts to compare, e.g. 1,2 (empty: no jobs table)")
+    cores = os.cpu_count() or 1
+    ap.add_argument(
+        "--jobs",
+        default="1" if cores == 1 else f"1,{cores}",
+        help="worker-process counts to compare (default 1 and the cores; empty: no jobs table)",
+    )
     ap.add_argument("--job-utterances", type=int, default=240, help="utterances of the jobs table (cycled)")
     ap.add_argument("--utterances", type=int, default=30)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="10 utterances, 1 repetition")
     args = ap.parse_args(argv)
     if args.quick:
-        args.utterances, args.reps = 10, 1
+        args.utterances, args.reps, args.job_utterances = 10, 1, 48
     labels = [e for e in args.encoders.split(",") if e]
     for label in labels:
         ENCODERS.get(label)
