@@ -56,6 +56,9 @@ def _load_class(path: Path) -> type[torch.nn.Module]:
 
 
 class CamPlusPlus(Encoder):
+    #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
+    code_version = 2
+
     def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
         super().__init__(card, **kw)
         self.model = model

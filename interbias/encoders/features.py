@@ -86,7 +86,8 @@ def fbank(
         frames = frames - preemphasis * prev
     frames = frames * _window(window, flen).to(frames.device)
     padded = 1 << (flen - 1).bit_length()
-    spec = torch.fft.rfft(frames, n=padded).abs().pow(2)
+    spec = torch.fft.rfft(frames, n=padded)
+    spec = spec.real.square() + spec.imag.square()  # Kaldi's re² + im² (|z|² goes through hypot: 5× slower)
     banks = _mel_banks(num_mel_bins, padded, sample_rate_hz, low_freq_hz, high_freq_hz).to(spec.device)
     mel = torch.matmul(spec, banks.T)
     out = torch.log(torch.clamp(mel, min=_EPS)).to(torch.float32)

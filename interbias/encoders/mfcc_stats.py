@@ -17,6 +17,9 @@ N_CEPS = 20
 
 
 class MfccStats(Encoder):
+    #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
+    code_version = 2
+
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         c = mfcc(torch.from_numpy(wave), num_ceps=N_CEPS + 1, num_mel_bins=40)[:, 1:].to(torch.float64)
         return torch.cat([c.mean(0), c.std(0, unbiased=False)]).numpy()

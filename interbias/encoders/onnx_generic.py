@@ -35,6 +35,9 @@ def _dims(shape: list[Any]) -> list[int | None]:
 
 
 class OnnxEncoder(Encoder):
+    #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
+    code_version = 2
+
     def __init__(
         self,
         card: EncoderCard,

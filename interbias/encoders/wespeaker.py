@@ -39,6 +39,9 @@ def wespeaker_fbank(wave: torch.Tensor, num_mel_bins: int) -> torch.Tensor:
 
 
 class WeSpeakerEncoder(Encoder):
+    #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
+    code_version = 2
+
     def __init__(self, card: EncoderCard, model: torch.nn.Module, num_mel_bins: int, **kw: Any) -> None:
         super().__init__(card, **kw)
         self.model = model
