@@ -2,7 +2,7 @@
 
 Without a terminal (a CI log, a batch job) a long task prints a line when it starts, one with
 a first estimate after its first few items (the rate counted from the first finished item, so
-start-up does not inflate it), then one at the first item that finishes at least
+start-up does not inflate it, over at least a quarter of the interval), then one at the first item that finishes at least
 ``interval_s`` seconds after the previous line (done/total, rate, time left), and one when it
 ends. Lines come with finished items (no timer thread), so one item that takes longer than the
 interval delays the next line. Time comes from an injectable clock, so tests drive it.
@@ -20,6 +20,9 @@ from typing import Any, TextIO
 INTERVAL_S = 20.0
 #: Items after which a plain task prints its first estimate of the time left.
 FIRST_ESTIMATE_AFTER = 8
+#: ... and the share of ``interval_s`` that must pass after the first finished item: parallel
+#: workers finish their first units together, so a rate over a shorter span overshoots.
+FIRST_ESTIMATE_SPAN = 0.25
 
 
 def duration(seconds: float) -> str:
@@ -46,7 +49,9 @@ class _PlainTask:
 
     The rate (and so the time left) counts from the first finished item on: what comes before
     it (worker start-up, model loading, a first slow item) is paid once, not per item, and
-    would otherwise inflate the first estimates many times over."""
+    would otherwise inflate the first estimates many times over. The first estimate waits for
+    ``FIRST_ESTIMATE_AFTER`` more items and a quarter of the interval (5 s by default) after that
+    first item, so that units finishing together in parallel workers do not make it overshoot."""
 
     def __init__(self, reporter: Reporter, description: str, total: int) -> None:
         self.reporter, self.description, self.total = reporter, description, total
@@ -69,8 +74,9 @@ class _PlainTask:
             self.first = (now, self.done)
             return
         since = self.done - self.first[1]
-        first = not self.estimated and since >= min(FIRST_ESTIMATE_AFTER, self.total - self.first[1])
-        if self.done < self.total and (first or now - self.last >= self.reporter.interval_s):
+        settled = now - self.first[0] >= self.reporter.interval_s * FIRST_ESTIMATE_SPAN
+        first = not self.estimated and settled and since >= min(FIRST_ESTIMATE_AFTER, self.total - self.first[1])
+        if self.done < self.total and settled and (first or now - self.last >= self.reporter.interval_s):
             self.estimated = True
             self.last = now
             self.reporter.info(progress_line(self.description, self.done, self.total, self.rate(now)))

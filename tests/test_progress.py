@@ -59,7 +59,8 @@ def test_no_line_between_intervals_when_items_are_fast() -> None:
     _run_task(reporter, clock, total=1000, step_s=0.01)  # 10 s in all: shorter than one interval
     lines = out.getvalue().splitlines()
     assert len(lines) == 3  # start, first estimate, end
-    assert lines[1].startswith("embedding: 9/1000 (0.9 %), 100/s, about 10 s left")
+    # the first estimate waits a quarter of the interval (3.75 s) after the first item
+    assert lines[1].startswith("embedding: 377/1000 (37.7 %), 100/s, about 6 s left")
 
 
 def test_default_interval_is_within_15_to_30_seconds() -> None:
@@ -114,3 +115,19 @@ def test_corpus_build_reports_rendering_progress(tmp_path) -> None:
     again = io.StringIO()
     build(spec, tmp_path, reporter=Reporter(stream=again))  # reused: nothing to render, nothing printed
     assert again.getvalue() == ""
+
+
+def test_units_finishing_together_in_parallel_workers_do_not_make_the_estimate_overshoot() -> None:
+    # two workers start in 30 s, then each returns a unit of 8 items every 8 s, both at once
+    clock, out = FakeClock(), io.StringIO()
+    reporter = Reporter(stream=out, clock=clock, interval_s=20.0)
+    with reporter.task("embedding", 800) as advance:
+        clock.now += 30.0
+        for _ in range(50):
+            clock.now += 8.0
+            advance(8)
+            clock.now += 0.001
+            advance(8)
+    first = out.getvalue().splitlines()[1]
+    # 2 items/s; a rate over the 1 ms between the first two units would say 8000/s
+    assert first == "embedding: 24/800 (3.0 %), 2/s, about 6 min 28 s left"
