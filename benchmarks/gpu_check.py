@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     dev = load_encoder(args.encoder, device=args.device)
     embed_batched(dev, waves[: args.batch], args.device, args.batch)  # warm-up (kernels, allocator)
     walls = []
+    calls_before = dev.batch_calls
     for _ in range(args.reps):
         t = time.perf_counter()
         got = embed_batched(dev, waves, args.device, args.batch)
@@ -114,12 +115,18 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.cuda.synchronize()
         walls.append(time.perf_counter() - t)
+    calls = (dev.batch_calls - calls_before) / args.reps
     single = np.stack([dev.embed([w])[0] for w in waves])
     dist = cosine_distances(ref, got)
     dist_single = cosine_distances(single, got)
     wall = statistics.median(walls)
-    # the encoder pads batches only on CUDA and only with padding masks; else one call per input
-    how = f"padded batches of ≤ {args.batch}" if dev.batches() else "one at a time (no padding masks)"
+    # on CUDA an encoder batches with padding masks, or (CAM++) inputs of equal frame count only
+    if not dev.batches():
+        how = "one at a time (no padding masks)"
+    elif dev.supports_padding:
+        how = f"padded batches of ≤ {args.batch}"
+    else:
+        how = f"batches of equal frame count, ≤ {args.batch}"
     rows = [
         ["utterances / audio", f"{len(waves)} / {audio_s:.0f} s"],
         [
@@ -130,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.device}, {how} (median of {args.reps})",
             f"{times_real_time(audio_s, wall):.0f}× real time ({wall:.2f} s)",
         ],
+        ["network calls per pass / mean batch size", f"{calls:.0f} / {len(waves) / max(calls, 1):.2f}"],
         ["cosine distance CPU vs device: max / mean", f"{dist.max():.2e} / {dist.mean():.2e}"],
         ["cosine distance device batched vs alone: max", f"{dist_single.max():.2e}"],
         [f"agreement (max ≤ {args.tolerance:g})", verdict(dist, args.tolerance)],

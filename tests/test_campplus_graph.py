@@ -70,3 +70,50 @@ def test_batchnorm_relu_as_depthwise_convolution(affine: bool) -> None:
         got = bn_relu_conv(norm, x)
     assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
     assert bool((got >= 0).all())
+
+
+def test_equal_frame_batches_hand_example_and_limits() -> None:
+    from interbias.encoders import equal_frame_batches
+
+    # frames 5 5 3 5 3 7 → by (frames, index): 3(2) 3(4) | 5(0) 5(1) 5(3) | 7(5)
+    assert equal_frame_batches([5, 5, 3, 5, 3, 7], [50, 51, 30, 52, 31, 70], 8, 10_000) == [[2, 4], [0, 1, 3], [5]]
+    assert equal_frame_batches([5, 5, 5], [50, 50, 50], 2, 10_000) == [[0, 1], [2]]  # items cap
+    assert equal_frame_batches([5, 5, 5], [50, 50, 50], 8, 120) == [[0, 1], [2]]  # samples cap
+    assert equal_frame_batches([], [], 8, 100) == []
+
+
+def test_campplus_batches_inputs_of_equal_frame_count_as_one_at_a_time(waves_by_frames) -> None:
+    """On CUDA, CAM++ (no padding mask) stacks inputs of equal frame count; forced on CPU here:
+    the rows equal one-at-a-time embeddings, and every call gets one frame count."""
+    from interbias.encoders.features import num_frames
+
+    enc = load_encoder("CAM++", options={"runtime": "eager"})
+    alone = np.stack([enc.embed([w])[0] for w in waves_by_frames])
+    calls: list[int] = []
+    net = enc.net
+
+    def counting(x: torch.Tensor) -> torch.Tensor:
+        calls.append(x.shape[0])
+        return net(x)
+
+    enc.net = counting
+    enc.batches = lambda: True  # what device cuda turns on
+    before = enc.batch_calls
+    got = enc.embed(waves_by_frames)
+    frames = [num_frames(w.size) for w in waves_by_frames]
+    assert sorted(calls) == sorted(frames.count(f) for f in set(frames))  # one call per frame count
+    assert enc.batch_calls - before == len(set(frames))
+    assert float((got * alone).sum(axis=1).min()) >= 0.999999
+    # batched embeddings get their own cache keys (as padded batches do)
+    other = load_encoder("CAM++", options={"runtime": "eager"})
+    cpu_key = other.fingerprint
+    other.device = "cuda"
+    assert other.batches() and other.fingerprint != cpu_key
+
+
+@pytest.fixture(scope="module")
+def waves_by_frames() -> list[np.ndarray]:
+    """Seven waveforms in three frame counts, lengths differing within a frame (160 samples)."""
+    rng = np.random.default_rng(11)
+    lengths = [32_000, 32_100, 24_000, 32_050, 24_150, 40_000, 24_010]
+    return [(0.1 * rng.standard_normal(n)).astype(np.float32) for n in lengths]

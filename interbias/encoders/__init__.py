@@ -214,6 +214,31 @@ def length_buckets(
     return buckets
 
 
+def equal_frame_batches(
+    frames: Sequence[int], lengths: Sequence[int], max_items: int, max_samples: int
+) -> list[list[int]]:
+    """Indices grouped into batches of equal frame count, in (frames, index) order: a batch is
+    filled while ``items ≤ max_items`` and ``items × longest ≤ max_samples``; nothing is padded
+    or cropped, so a batch's rows are what each input gives alone."""
+    order = sorted(range(len(frames)), key=lambda i: (frames[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        if current and (
+            frames[i] != frames[current[0]]
+            or len(current) + 1 > max_items
+            or (len(current) + 1) * max(longest, lengths[i]) > max_samples
+        ):
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, lengths[i])
+    if current:
+        batches.append(current)
+    return batches
+
+
 def optional_import(module: str, label: str, hint: str) -> Any:
     """Import an optional backend package, restoring torch's thread count afterwards.
 
@@ -271,6 +296,10 @@ class Encoder:
     code_version = 1
     #: Whether :meth:`_embed_batch` handles padded batches (used on CUDA only).
     supports_padding: ClassVar[bool] = False
+    #: Whether :meth:`_embed_batch` stacks inputs of equal :meth:`frame_count` (models without
+    #: padding masks, e.g. CAM++: no padding, so a batch computes what one at a time does;
+    #: used on CUDA only).
+    batches_equal_frames: ClassVar[bool] = False
     #: The models.lock pin the files were checked against (repo, commit, digest), if any.
     models_lock: dict[str, str] | None = None
 
@@ -291,6 +320,8 @@ class Encoder:
         self.config = dict(config or {})
         self.files = dict(files or {})
         self.forward_calls = 0
+        #: Network calls (a batch counts once); forward_calls counts embeddings.
+        self.batch_calls = 0
         self.max_batch_items = MAX_BATCH_ITEMS
         self.max_batch_samples = MAX_BATCH_SAMPLES
         #: The network's forward (the torch module, or an onnxruntime session in its place).
@@ -324,13 +355,27 @@ class Encoder:
         }
         if self.runtime != "eager":
             payload["runtime"] = {"name": self.runtime, **self.runtime_config}
-        if self.batches():
+        if self.batches() and self.supports_padding:
             payload["padded_batches"] = [self.max_batch_items, self.max_batch_samples, MAX_LENGTH_RATIO]
+        elif self.batches():
+            payload["equal_frame_batches"] = [self.max_batch_items, self.max_batch_samples]
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
     def batches(self) -> bool:
-        """Whether :meth:`embed` pads and batches: only on CUDA, and only with padding masks."""
-        return self.device != "cpu" and self.supports_padding
+        """Whether :meth:`embed` batches: only on CUDA, and only with padding masks or for models
+        that stack inputs of equal frame count."""
+        return self.device != "cpu" and (self.supports_padding or self.batches_equal_frames)
+
+    def frame_count(self, n_samples: int) -> int:
+        """Frames the network sees for ``n_samples`` samples (encoders with ``batches_equal_frames``)."""
+        raise NotImplementedError
+
+    def batch_groups(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices of one :meth:`embed` call grouped into the batches the network gets."""
+        if not self.supports_padding:
+            frames = [self.frame_count(n) for n in lengths]
+            return equal_frame_batches(frames, lengths, self.max_batch_items, self.max_batch_samples)
+        return length_buckets(lengths, self.max_batch_items, self.max_batch_samples)
 
     def embed(self, waves: Sequence[np.ndarray]) -> np.ndarray:
         """(N, D) float32 L2-normalised embeddings of 16 kHz float32 waveforms.
@@ -341,12 +386,14 @@ class Encoder:
         arrays = [np.ascontiguousarray(w, dtype=np.float32).reshape(-1) for w in waves]
         raw: list[np.ndarray | None] = [None] * len(arrays)
         if self.batches() and len(arrays) > 1:
-            for idx in length_buckets([a.size for a in arrays], self.max_batch_items, self.max_batch_samples):
+            for idx in self.batch_groups([a.size for a in arrays]):
+                self.batch_calls += 1
                 out = self._embed_batch([arrays[i] for i in idx])
                 for i, e in zip(idx, out, strict=True):
                     raw[i] = e
         else:
             for i, a in enumerate(arrays):
+                self.batch_calls += 1
                 raw[i] = self._embed_one(a)
         out = []
         for e in raw:

@@ -27,7 +27,7 @@ from interbias.encoders import (
     sha256_file,
 )
 from interbias.encoders.campplus_graph import GRAPH, CamPlusInference
-from interbias.encoders.features import fbank
+from interbias.encoders.features import fbank, num_frames
 from interbias.encoders.ort_runtime import OnnxSpec
 from interbias.errors import EncoderError
 
@@ -58,6 +58,7 @@ def _load_class(path: Path) -> type[torch.nn.Module]:
 class CamPlusPlus(Encoder):
     #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
     code_version = 2
+    batches_equal_frames = True
 
     def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
         super().__init__(card, **kw)
@@ -72,6 +73,17 @@ class CamPlusPlus(Encoder):
     @torch.inference_mode()
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         return self.net(self.features(wave))[0].float().cpu().numpy()
+
+    def frame_count(self, n_samples: int) -> int:
+        return num_frames(n_samples)
+
+    @torch.inference_mode()
+    def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
+        """One network call on inputs of equal frame count (CAM++ has no padding mask)."""
+        feats = [self.features(w) for w in waves]
+        if len({f.shape[1] for f in feats}) != 1:
+            raise EncoderError(f"CAM++: a batch mixes frame counts {sorted({f.shape[1] for f in feats})}")
+        return list(self.net(torch.cat(feats)).float().cpu().numpy())
 
     def onnx_spec(self) -> OnnxSpec:
         # the statistics pooling takes another branch (zero std) below MIN_ONNX_FRAMES frames
