@@ -39,20 +39,6 @@ def test_plain_lines_at_the_interval_with_rate_and_eta() -> None:
     assert middle[1] == "embedding: 29/100 (29.0 %), 1/s, about 1 min 11 s left"
 
 
-def test_start_up_before_the_first_item_does_not_inflate_the_estimate() -> None:
-    # workers take 60 s to start, then units of 8 items arrive every 8 s (1 item/s)
-    clock, out = FakeClock(), io.StringIO()
-    reporter = Reporter(stream=out, clock=clock, interval_s=20.0)
-    with reporter.task("embedding", 400) as advance:
-        clock.now += 60.0
-        for _ in range(50):
-            clock.now += 8.0
-            advance(8)
-    first = out.getvalue().splitlines()[1]
-    # from the first unit on: 8 items in 8 s, 384 left → 6 min 24 s (not 384 / (16/76 s) ≈ 30 min)
-    assert first == "embedding: 16/400 (4.0 %), 1/s, about 6 min 24 s left"
-
-
 def test_no_line_between_intervals_when_items_are_fast() -> None:
     clock, out = FakeClock(), io.StringIO()
     reporter = Reporter(stream=out, clock=clock, interval_s=15.0)
@@ -117,17 +103,26 @@ def test_corpus_build_reports_rendering_progress(tmp_path) -> None:
     assert again.getvalue() == ""
 
 
-def test_units_finishing_together_in_parallel_workers_do_not_make_the_estimate_overshoot() -> None:
-    # two workers start in 30 s, then each returns a unit of 8 items every 8 s, both at once
+def _first_estimate(start_s: float, total: int, workers: int) -> str:
+    """The first estimate line when workers start in ``start_s`` and then each returns a unit of
+    8 items every 8 s (``workers`` items a second), all workers' units 1 ms apart."""
     clock, out = FakeClock(), io.StringIO()
     reporter = Reporter(stream=out, clock=clock, interval_s=20.0)
-    with reporter.task("embedding", 800) as advance:
-        clock.now += 30.0
-        for _ in range(50):
+    with reporter.task("embedding", total) as advance:
+        clock.now += start_s
+        for _ in range(total // (8 * workers)):
             clock.now += 8.0
-            advance(8)
-            clock.now += 0.001
-            advance(8)
-    first = out.getvalue().splitlines()[1]
-    # 2 items/s; a rate over the 1 ms between the first two units would say 8000/s
-    assert first == "embedding: 24/800 (3.0 %), 2/s, about 6 min 28 s left"
+            for _ in range(workers):
+                advance(8)
+                clock.now += 0.001
+    return out.getvalue().splitlines()[1]
+
+
+def test_start_up_before_the_first_item_does_not_inflate_the_estimate() -> None:
+    # one worker, 60 s to start, 1 item/s: from the first unit on, 8 items in 8 s (not 16 in 76 s)
+    assert _first_estimate(60.0, 400, 1) == "embedding: 16/400 (4.0 %), 1/s, about 6 min 24 s left"
+
+
+def test_units_finishing_together_in_parallel_workers_do_not_make_the_estimate_overshoot() -> None:
+    # two workers, 2 items/s; a rate over the 1 ms between their first units would say 8000/s
+    assert _first_estimate(30.0, 800, 2) == "embedding: 24/800 (3.0 %), 2/s, about 6 min 28 s left"
