@@ -82,6 +82,8 @@ def test_plan_cli_writes_plan_csv_and_states_the_model(tmp_path: Path) -> None:
     assert "SE(n) = SE_pilot * sqrt(n_pilot / n)" in res.output and "assumptions:" in res.output
     plan = pd.read_csv(run / "plan.csv")
     assert list(plan.kind) == ["gap"] and plan.speakers_per_stratum_needed.iloc[0] >= 2
+    # the pilot is not from the catalogue: the follow-up hint names a placeholder for its YAML
+    assert "a follow-up of the planned size: interbias run EXPERIMENT.yaml --plan" in res.output
     bad = CliRunner().invoke(app, ["plan", str(run), "--power", "1.5"])
     assert bad.exit_code == 1 and bad.output.startswith("error: --power must be in (0, 1)")
 
@@ -125,3 +127,16 @@ def test_planned_size_achieves_the_target_power(tmp_path: Path) -> None:
     assert abs(power - 0.8) <= 0.07
     assert abs(power_analytic - 0.8) <= 0.07
     assert abs(np.mean(estimates) - true_gap) < 0.005
+
+
+def test_plan_hint_names_a_catalogued_experiment(tmp_path: Path) -> None:
+    import json
+
+    from interbias.cli.plan import follow_up_experiment
+    from interbias.experiments import load_experiment
+    from interbias.paths import conditions_dir
+
+    (tmp_path / "experiment.resolved.json").write_text(
+        json.dumps(load_experiment(conditions_dir() / "E16.yaml").resolved())
+    )
+    assert follow_up_experiment(tmp_path) == "E16"
