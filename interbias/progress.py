@@ -2,9 +2,9 @@
 
 Without a terminal (a CI log, a batch job) a long task prints a line when it starts, one with
 a first estimate after its first few items (the rate counted from the first finished item, so
-start-up does not inflate it, over at least a quarter of the interval), then one at the first item that finishes at least
-``interval_s`` seconds after the previous line (done/total, rate, time left), and one when it
-ends. Lines come with finished items (no timer thread), so one item that takes longer than the
+start-up does not inflate it, over at least a quarter of the interval), then one at the first
+item that finishes at least ``interval_s`` seconds after the previous line (done/total, rate,
+time left), and one when it ends. Lines come with finished items (no timer thread), so one item that takes longer than the
 interval delays the next line. Time comes from an injectable clock, so tests drive it.
 """
 
@@ -73,10 +73,11 @@ class _PlainTask:
         if self.first is None:
             self.first = (now, self.done)
             return
+        if self.done >= self.total or now - self.first[0] < self.reporter.interval_s * FIRST_ESTIMATE_SPAN:
+            return
         since = self.done - self.first[1]
-        settled = now - self.first[0] >= self.reporter.interval_s * FIRST_ESTIMATE_SPAN
-        first = not self.estimated and settled and since >= min(FIRST_ESTIMATE_AFTER, self.total - self.first[1])
-        if self.done < self.total and settled and (first or now - self.last >= self.reporter.interval_s):
+        first = not self.estimated and since >= min(FIRST_ESTIMATE_AFTER, self.total - self.first[1])
+        if first or now - self.last >= self.reporter.interval_s:
             self.estimated = True
             self.last = now
             self.reporter.info(progress_line(self.description, self.done, self.total, self.rate(now)))

@@ -96,12 +96,17 @@ def test_generated_cache_rows_are_served_only_when_usable(tmp_path_factory, valu
     cache.close()
 
 
-def test_a_foreign_sqlite_file_is_one_line_and_left_untouched(tmp_path: Path) -> None:
-    path = tmp_path / "e.sqlite"
+def _sqlite_file(path: Path, ddl: str) -> Path:
+    """An SQLite database at ``path`` holding what ``ddl`` creates."""
     db = sqlite3.connect(str(path))
-    db.execute("CREATE TABLE notes (id INTEGER, body TEXT)")
+    db.execute(ddl)
     db.commit()
     db.close()
+    return path
+
+
+def test_a_foreign_sqlite_file_is_one_line_and_left_untouched(tmp_path: Path) -> None:
+    path = _sqlite_file(tmp_path / "e.sqlite", "CREATE TABLE notes (id INTEGER, body TEXT)")
     before = path.read_bytes()
     with pytest.raises(RunError) as info:
         EmbeddingCache(path)
@@ -113,11 +118,7 @@ def test_a_foreign_sqlite_file_is_one_line_and_left_untouched(tmp_path: Path) ->
 
 
 def test_a_wrong_schema_and_a_non_database_are_one_line(tmp_path: Path) -> None:
-    path = tmp_path / "e.sqlite"
-    db = sqlite3.connect(str(path))
-    db.execute("CREATE TABLE embeddings (k TEXT, v BLOB)")
-    db.commit()
-    db.close()
+    path = _sqlite_file(tmp_path / "e.sqlite", "CREATE TABLE embeddings (k TEXT, v BLOB)")
     with pytest.raises(RunError, match=r"table embeddings has columns k, v, not interbias's"):
         EmbeddingCache(path)
     junk = tmp_path / "junk.sqlite"

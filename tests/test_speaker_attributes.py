@@ -131,28 +131,30 @@ def test_a_bom_manifest_is_read(tmp_path: Path) -> None:
     assert [u.speaker for u in Manifest.read(p)] == ["s1"]
 
 
-def test_a_duplicated_header_column_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # a duplicated header column
+        (
+            b"path,speaker,gender,gender\na.wav,s1,female,male\n",
+            " column 'gender' appears twice in the header (columns 3 and 4)",
+        ),
+        # a row with more fields than the header
+        (b"path,speaker\na.wav,s1,extra\n", "2: 3 field(s), the header has 2 (a value holding a comma must be quoted)"),
+        # Latin-1, not UTF-8
+        (
+            "path,speaker\nJosé.wav,s1\n".encode("latin-1"),
+            " manifest is not UTF-8 text (byte 0xe9 at offset 16); save it as UTF-8",
+        ),
+    ],
+    ids=["duplicated-column", "ragged-row", "latin1"],
+)
+def test_a_malformed_manifest_is_one_line(tmp_path: Path, data: bytes, message: str) -> None:
     p = tmp_path / "m.csv"
-    p.write_text("path,speaker,gender,gender\na.wav,s1,female,male\n")
+    p.write_bytes(data)
     with pytest.raises(ManifestError) as info:
         Manifest.read(p)
-    assert str(info.value) == f"{p}: column 'gender' appears twice in the header (columns 3 and 4)"
-
-
-def test_a_row_with_more_fields_than_the_header_is_refused(tmp_path: Path) -> None:
-    p = tmp_path / "m.csv"
-    p.write_text("path,speaker\na.wav,s1,extra\n")
-    with pytest.raises(ManifestError) as info:
-        Manifest.read(p)
-    assert str(info.value) == f"{p}:2: 3 field(s), the header has 2 (a value holding a comma must be quoted)"
-
-
-def test_a_latin1_manifest_is_one_line(tmp_path: Path) -> None:
-    p = tmp_path / "m.csv"
-    p.write_bytes("path,speaker\nJosé.wav,s1\n".encode("latin-1"))
-    with pytest.raises(ManifestError) as info:
-        Manifest.read(p)
-    assert str(info.value) == f"{p}: manifest is not UTF-8 text (byte 0xe9 at offset 16); save it as UTF-8"
+    assert str(info.value) == f"{p}:{message}"
 
 
 @pytest.mark.parametrize(

@@ -56,19 +56,17 @@ def plan(
         ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed"],
     )
     typer.echo(
-        f"a follow-up of the planned size: interbias run {follow_up_experiment(run_dir)} --plan {folder / 'plan.csv'} "
+        f"a follow-up of the planned size: interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
         "(the most any effect needs), or set trials: {speakers_per_stratum: N} in the experiment"
     )
     typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
 
 
-def follow_up_experiment(run_dir: Path) -> str:
-    """What to type after ``interbias run`` for the run's experiment: its name where the
+def follow_up_experiment(name: str | None) -> str:
+    """What to type after ``interbias run`` for the run's experiment ``name``: the name where the
     catalogue (``conditions/``) has it, else a placeholder for the user's YAML file."""
     from interbias.paths import conditions_dir
-    from interbias.rundir import RunDir
 
-    exp = RunDir(run_dir if run_dir.is_dir() else run_dir.parent).experiment()
-    if exp is not None and (conditions_dir() / f"{exp.name}.yaml").is_file():
-        return exp.name
+    if name and (conditions_dir() / f"{name}.yaml").is_file():
+        return name
     return "EXPERIMENT.yaml"

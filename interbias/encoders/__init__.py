@@ -191,6 +191,25 @@ def hash_files(folder: Path, names: Sequence[str]) -> dict[str, str]:
     return {name: sha256_file(folder / name) for name in sorted(names)}
 
 
+def _greedy_batches(
+    order: Sequence[int], lengths: Sequence[int], max_items: int, max_samples: int, joins: Callable[[int, int], bool]
+) -> list[list[int]]:
+    """``order`` (lengths ascending within a batch) cut greedily: a batch is filled while
+    ``items ≤ max_items``, ``items × longest ≤ max_samples`` and ``joins(first, i)``."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (
+            len(current) + 1 > max_items or (len(current) + 1) * lengths[i] > max_samples or not joins(current[0], i)
+        ):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 def length_buckets(
     lengths: Sequence[int], max_items: int, max_samples: int, max_ratio: float = MAX_LENGTH_RATIO
 ) -> list[list[int]]:
@@ -198,45 +217,19 @@ def length_buckets(
     filled while ``items ≤ max_items``, ``items × longest ≤ max_samples`` and
     ``longest ≤ max_ratio × shortest`` (an over-long item goes alone)."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    buckets: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        if current and (
-            len(current) + 1 > max_items
-            or (len(current) + 1) * lengths[i] > max_samples
-            or lengths[i] > max_ratio * lengths[current[0]]
-        ):
-            buckets.append(current)
-            current = []
-        current.append(i)
-    if current:
-        buckets.append(current)
-    return buckets
+    return _greedy_batches(
+        order, lengths, max_items, max_samples, lambda first, i: lengths[i] <= max_ratio * lengths[first]
+    )
 
 
 def equal_frame_batches(
     frames: Sequence[int], lengths: Sequence[int], max_items: int, max_samples: int
 ) -> list[list[int]]:
-    """Indices grouped into batches of equal frame count, in (frames, index) order: a batch is
-    filled while ``items ≤ max_items`` and ``items × longest ≤ max_samples``; nothing is padded
-    or cropped, so a batch's rows are what each input gives alone."""
-    order = sorted(range(len(frames)), key=lambda i: (frames[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        if current and (
-            frames[i] != frames[current[0]]
-            or len(current) + 1 > max_items
-            or (len(current) + 1) * max(longest, lengths[i]) > max_samples
-        ):
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, lengths[i])
-    if current:
-        batches.append(current)
-    return batches
+    """Indices grouped into batches of equal frame count, in (frames, length, index) order, with
+    the limits of :func:`length_buckets`; nothing is padded or cropped, so a batch's rows are
+    what each input gives alone."""
+    order = sorted(range(len(frames)), key=lambda i: (frames[i], lengths[i], i))
+    return _greedy_batches(order, lengths, max_items, max_samples, lambda first, i: frames[i] == frames[first])
 
 
 def optional_import(module: str, label: str, hint: str) -> Any:

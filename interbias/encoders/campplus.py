@@ -81,8 +81,9 @@ class CamPlusPlus(Encoder):
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
         """One network call on inputs of equal frame count (CAM++ has no padding mask)."""
         feats = [self.features(w) for w in waves]
-        if len({f.shape[1] for f in feats}) != 1:
-            raise EncoderError(f"CAM++: a batch mixes frame counts {sorted({f.shape[1] for f in feats})}")
+        counts = {f.shape[1] for f in feats}
+        if len(counts) != 1:
+            raise EncoderError(f"CAM++: a batch mixes frame counts {sorted(counts)}")
         return list(self.net(torch.cat(feats)).float().cpu().numpy())
 
     def onnx_spec(self) -> OnnxSpec:

@@ -32,11 +32,10 @@ GRAPH = "campplus-nchwc-segment-v1"
 
 def _conv(conv: torch.nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
     """``conv`` applied to ``(N, C, 1, T)`` as the 2-D convolution it equals."""
-    bias = conv.bias
     return F.conv2d(
         x,
         conv.weight.unsqueeze(2),
-        bias,
+        conv.bias,
         stride=(1, conv.stride[0]),
         padding=(0, int(conv.padding[0])),
         dilation=(1, conv.dilation[0]),
