@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from synthetic_runs import gender_noise_run
+from synthetic_runs import gender_noise_run, pattern_run
 from typer.testing import CliRunner
 
 from interbias.analysis.headline import cell_pivot, headline
@@ -54,14 +54,22 @@ def test_findings_sort_effects_by_their_intervals(run: Path) -> None:
     f = h.findings
     big = f[(f.model == "big") & (f.kind == "gap")]
     assert len(big) == 2 and big.resolved.all() and (big.lo > 0).all()  # men worse in both conditions
-    assert big.estimate.tolist() == pytest.approx(
-        [a.results.eer[(a.results.model == "big") & (a.results.level_b == c)].diff().iloc[-1] for c in ("clean", "n10")]
-    )
+    by_cond = big.set_index("condition")["estimate"]
+    for c in ("clean", "n10"):
+        want = a.results.eer[(a.results.model == "big") & (a.results.level_b == c)].diff().iloc[-1]
+        assert by_cond[f"noise={c}"] == pytest.approx(want)
+    assert big.estimate.is_monotonic_decreasing  # largest harm first
     flat_gaps = f[(f.model == "flat") & (f.kind == "gap")]
     assert not flat_gaps.resolved.any() and (flat_gaps.mde > 0).all()
     text = "\n".join(h.lines)
-    assert "big: " in text and "resolved: gap gender male − female at noise=clean" in text
+    assert h.lines[0].startswith(
+        "Family: every effect of one experiment (S01: 10 effects (4 main, 2 interaction, 4 gap)"
+    )
+    assert "adjustment: Holm (family-wise error rate)" in h.lines[0]
+    assert "big: EER of gender=male is higher than of gender=female at noise=clean" in text
     assert "unresolved: gap gender male − female at noise=clean" in text and "MDE " in text
+    assert (f.adjustment == "holm").all() and (f.family_size == 10).all()
+    assert list(f.kind[f.model == "big"]) == ["main", "main", "interaction", "gap", "gap"]
     pivot = cell_pivot(a)
     assert list(pivot.columns) == ["experiment", "cell", "big", "flat"] and len(pivot) == 4
     assert pivot.big.str.match(r"^0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]$").all()
@@ -75,9 +83,12 @@ def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
 def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "50", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert res.stdout.startswith("findings:\nEffects in eer")  # progress lines go to stderr
+    assert res.stdout.startswith("findings:\nFamily: every effect of one experiment")  # progress lines go to stderr
     f = pd.read_csv(tmp_path / "findings.csv")
-    assert {"effect", "estimate", "lo", "hi", "resolved", "mde", "speakers_per_stratum_needed"} <= set(f.columns)
+    want = {"effect", "estimate", "lo", "hi", "resolved", "mde", "speakers_per_stratum_needed"}
+    assert want | {"p_value", "p_adjusted", "adjustment", "lo_simultaneous", "hi_simultaneous"} <= set(f.columns)
+    assert set(f.kind) == {"main", "interaction", "gap"} and f.p_value.notna().all() and f.resolved.notna().all()
+    assert (f.p_adjusted >= f.p_value).all() and (f.lo_simultaneous <= f.lo).all()
 
 
 def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: Path, tmp_path: Path) -> None:
@@ -88,6 +99,9 @@ def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: P
     page.feed((tmp_path / "report.html").read_text())
     page.close()
     assert page.h2[:3] == ["Findings", "Results per cell", "Provenance"]
+    md = (tmp_path / "report.md").read_text()
+    first = md.split("## Findings\n\n", 1)[1].split("\n\n", 1)[0]
+    assert first.startswith("Family: every effect of one experiment (S01: 10 effects") and "Holm" in first
     assert "Results per cell (long form)" in page.h2
     imgs = [attrs for tag, attrs in page.tags if tag == "img"]
     assert n_fig >= 3 and len(imgs) == n_fig == sum(tag == "figure" for tag, _ in page.tags)
@@ -96,3 +110,56 @@ def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: P
         assert base64.b64decode(attrs["src"].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [a for tag, a in page.tags if tag in ("script", "link") or (tag == "a" and "href" in a)]
     assert sum(tag == "table" for tag, _ in page.tags) >= 8
+
+
+def test_main_effects_lead_as_sentences(tmp_path: Path) -> None:
+    """A condition that clearly raises EER is a resolved main effect, written as a sentence
+    with the reference and the condition's value."""
+    means = {"enc": {("female", "clean"): 3.0, ("female", "n10"): 1.0, ("male", "clean"): 3.0, ("male", "n10"): 1.0}}
+    run = gender_noise_run(tmp_path / "run", means, n=16)
+    a = analyse(run, Options(n_boot=200))
+    h = headline(a)
+    main = h.findings[h.findings.kind == "main"]
+    assert len(main) == 2 and main.resolved.all()
+    for r in main.itertuples(index=False):
+        g = r.group.split("=")[1]
+        cells = a.results.set_index(["level_a", "level_b"])["eer"]
+        assert (r.value_from, r.value_to) == pytest.approx((cells[(g, "clean")], cells[(g, "n10")]))
+        assert r.estimate == pytest.approx(r.value_to - r.value_from)
+    assert h.lines[1].startswith("enc: ") and "main 2 of 2" in h.lines[1]
+    assert h.lines[2].startswith(f"  noise=n10 in gender={main.iloc[0].group.split('=')[1]} raises enc EER from ")
+    assert " points, 95% CI [+" in h.lines[2] and "; adjusted p " in h.lines[2]
+
+
+def test_adjust_none_keeps_raw_p_and_unknown_method_is_one_line(run: Path, tmp_path: Path) -> None:
+    f = headline(analyse(run, Options(n_boot=100, adjust="none"))).findings
+    assert (f.p_adjusted == f.p_value).all() and (f.adjustment == "none").all()
+    bh = headline(analyse(run, Options(n_boot=100, adjust="bh"))).findings
+    holm = headline(analyse(run, Options(n_boot=100))).findings
+    assert (bh.p_adjusted <= holm.p_adjusted + 1e-12).all()  # BH is never stricter than Holm
+    bad = runner.invoke(app, ["analyze", str(run), "--bootstrap", "10", "--adjust", "bonf", "--out", str(tmp_path)])
+    assert bad.exit_code == 1 and bad.output.strip() == "error: --adjust 'bonf': valid: holm, bh, none"
+
+
+def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
+    """A one-factor experiment (no interaction, no group): report, analyze --bootstrap and plan
+    used to crash in the planner (an empty effects column of object type)."""
+    run = pattern_run(tmp_path / "run", 6, {"A": {"clean": "perfect", "n10": "third"}})
+    for cmd in (["report", str(run), "--bootstrap", "20"], ["analyze", str(run), "--bootstrap", "20", "-q"]):
+        res = runner.invoke(app, cmd)
+        assert res.exit_code == 0, (cmd, res.output, res.exception)
+    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "20"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    f = pd.read_csv(run / "findings.csv")
+    assert list(f.kind) == ["main"] and f.effect[0] == "main noise=n10 − noise=clean"
+    assert f.estimate[0] == pytest.approx(1 / 3) and f.se[0] == 0 and pd.isna(f.p_value[0]) and not f.resolved[0]
+    plan = pd.read_csv(run / "plan.csv")
+    assert plan.note[0] == "no bootstrap spread: cannot be planned"
+    assert "## Findings" in (run / "report.md").read_text()
+
+
+def test_empty_effect_table_is_decided_without_error() -> None:
+    from interbias.analysis.effects import COLUMNS, decide
+
+    out = decide(pd.DataFrame(columns=COLUMNS), 0.05, "holm")
+    assert out.empty and list(out.columns) == COLUMNS

@@ -14,16 +14,23 @@ its terms. The planner then assumes
   two-sided interval at level 1 − α excludes zero.
 
 Minimum detectable effect: MDE(n) = (z_{1−α/2} + z_power) · SE(n); speakers per stratum needed
-for an effect δ: n = ceil(n_pilot · ((z_{1−α/2} + z_power) · SE_pilot / δ)²) (at least 2). Every
-stratum is scaled by the same factor, so strata of unequal size keep their proportions; the
-table gives the count for the smallest stratum of the pilot and the trials per stratum that
-keep the pilot's trials per speaker.
+for an effect δ: n = ceil(n_pilot · ((z_{1−α/2} + z_power) · SE_pilot / δ)²) (at least 2), with
+n_pilot the pilot's LARGEST stratum. The plan states equal strata: the follow-up run
+(``run --plan``) draws n speakers in every stratum, so no stratum has fewer speakers than the
+scaling assumed (an effect's variance is a sum of per-stratum terms, each ∝ 1/speakers: with
+unequal pilot strata the plan is conservative). Trials: the follow-up draws
+n · t target and n · u non-target trials per stratum, t and u the pilot's largest target and
+non-target trials per speaker over strata (``*_trials_per_stratum_needed``), so trials per
+speaker never fall below the pilot's.
+
+The test planned for is the per-effect one at level α; the findings resolve an effect on its
+p-value adjusted over the experiment's family (Holm by default), so plan with ``--alpha α/m``
+for a family of m effects when every effect must survive the adjustment.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -31,19 +38,22 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import TrialDesign
+from interbias.analysis.effects import collect, decide
 from interbias.analysis.suite import Analysis
 from interbias.errors import AnalysisError
 
 MODEL = (
-    "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers per stratum (speaker-cluster bootstrap SE of the "
-    "pilot; trials per speaker held at the pilot's level); MDE = (z_{1-alpha/2} + z_power) * SE; "
+    "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers in every stratum, n_pilot the pilot's largest stratum "
+    "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = (z_{1-alpha/2} + z_power) * SE; "
     "speakers needed = ceil(n_pilot * ((z_{1-alpha/2} + z_power) * SE_pilot / effect)^2), at least 2"
 )
 ASSUMPTIONS = (
     "Speakers are the independent units and the variance of an effect scales as 1/speakers once trials per "
-    "speaker saturate; the follow-up run keeps the pilot's design (same conditions, strata in the same "
-    "proportions, same trials per speaker, speakers from the same population); the estimate is roughly "
-    "normal; the test is two-sided at level alpha (the interval at 1 - alpha excludes zero). Effects whose "
+    "speaker saturate; the follow-up run keeps the pilot's design (same conditions, same trials per speaker, "
+    "speakers from the same population) with equal strata (run --plan draws n speakers and n x trials-per-speaker "
+    "trials in every stratum); the estimate is roughly "
+    "normal; the test is two-sided at level alpha for one effect (the findings adjust over the "
+    "experiment's family: use --alpha alpha/m to plan for a family of m). Effects whose "
     "terms do not move under resampling (SE 0) cannot be planned."
 )
 
@@ -81,6 +91,15 @@ class Pilot:
     def n_min(self) -> int:
         return min(self.speakers.values())
 
+    @property
+    def n_max(self) -> int:
+        return max(self.speakers.values())
+
+    def trials_per_speaker(self) -> tuple[float, float]:
+        """(target, non-target) trials per speaker: the largest over strata."""
+        t = max(self.targets[s] / n for s, n in self.speakers.items())
+        return t, max(self.nontargets[s] / n for s, n in self.speakers.items())
+
     def describe(self) -> str:
         return "; ".join(
             f"{st}: {n} speakers, {self.targets[st]} target / {self.nontargets[st]} non-target trials"
@@ -101,79 +120,50 @@ def pilot_of(design: TrialDesign) -> Pilot:
 
 
 def speakers_needed(se: float, n_pilot: int, settings: Settings) -> float:
-    """Speakers per stratum (smallest stratum) to detect ``settings.effect``; NaN when SE is 0/NaN."""
+    """Speakers per stratum (scaled from ``n_pilot``) to detect ``settings.effect``; NaN when SE is 0/NaN."""
     if not np.isfinite(se) or se <= 0:
         return math.nan
     return float(max(2, math.ceil(n_pilot * (settings.z * se / settings.effect) ** 2)))
 
 
-def _sd(reps: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanstd(reps, axis=-1, ddof=1)
-
-
-EFFECT_COLUMNS = [
-    "experiment",
-    "model",
-    "family",
-    "kind",
-    "effect",
-    "metric",
-    "estimate",
-    "lo",
-    "hi",
-    "resolved",
-    "se",
-]
-
-
 def effects(a: Analysis) -> pd.DataFrame:
-    """Every IE and subgroup gap of the analysis with its interval, SE and whether the interval
-    excludes zero (needs bootstrap replicates)."""
-    if a.replicates is None or a.contrasts.ie_replicates is None:
+    """Every main effect, IE and subgroup gap of the analysis with its interval, SE, p-value,
+    adjusted p-value (``a.options.adjust`` over each experiment's family) and resolved flag
+    (:mod:`interbias.analysis.effects`; needs bootstrap replicates)."""
+    if a.replicates is None:
         raise AnalysisError("effects and plans need bootstrap replicates (--bootstrap > 0 on a run with scores)")
-    c, g = a.contrasts.contrasts, a.gaps.gaps
-    rows = []
-    for r, se in zip(c.itertuples(index=False), _sd(a.contrasts.ie_replicates).tolist(), strict=True):
-        levels = ", ".join(v for v in (r.level_a, r.level_b, r.level_c) if v)
-        rows.append(
-            (r.experiment, r.model, r.family, "interaction", f"IE {r.contrast} at {levels}", r.ie, r.ie_lo, r.ie_hi, se)
-        )
-    if len(g) and a.gaps.gap_replicates is not None:
-        for r, se in zip(g.itertuples(index=False), _sd(a.gaps.gap_replicates).tolist(), strict=True):
-            name = f"gap {r.group_factor} {r.group_level} − {r.group_ref} at {r.condition}"
-            rows.append((r.experiment, r.model, r.family, "gap", name, r.gap, r.gap_lo, r.gap_hi, se))
-    out = pd.DataFrame(rows, columns=[c for c in EFFECT_COLUMNS if c not in ("metric", "resolved")])
-    out.insert(5, "metric", a.options.metric)
-    out.insert(9, "resolved", (out["lo"] > 0) | (out["hi"] < 0))
-    return out
+    frame, _ = collect(a.results, a.options.metric, a.contrasts, a.gaps, a.replicates)
+    return decide(frame, round(1 - a.replicates.level, 12), a.options.adjust)
 
 
 def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     """:func:`effects` plus, per effect, the MDE of the run as it is and the speakers (and
-    trials) per stratum needed to detect ``settings.effect`` with ``settings.power``."""
+    trials) per stratum needed to detect ``settings.effect`` with ``settings.power``: every
+    stratum gets that many speakers (equal strata), scaled from the pilot's largest stratum,
+    and ``*_trials_per_stratum_needed`` keep the pilot's largest trials per speaker."""
     eff = effects(a)
     pilot = pilot_of(a.run.design())
-    n0 = pilot.n_min
-    st0 = min(pilot.speakers, key=lambda s: (pilot.speakers[s], s))
+    n0 = pilot.n_max
     out = eff.copy()
+    se = out["se"].astype(float)
     out["speakers_per_stratum"] = n0
-    out["mde"] = settings.z * out["se"]
+    out["mde"] = settings.z * se
     out["target_effect"] = settings.effect
     out["power"] = settings.power
     out["alpha"] = settings.alpha
-    need = [speakers_needed(se, n0, settings) for se in out["se"].tolist()]
-    out["speakers_per_stratum_needed"] = need
-    out["target_trials_per_speaker"] = pilot.targets[st0] / n0
-    out["nontarget_trials_per_speaker"] = pilot.nontargets[st0] / n0
-    out["target_trials_per_stratum_needed"] = [
-        math.ceil(n * pilot.targets[st0] / n0) if np.isfinite(n) else math.nan for n in need
-    ]
-    out["nontarget_trials_per_stratum_needed"] = [
-        math.ceil(n * pilot.nontargets[st0] / n0) if np.isfinite(n) else math.nan for n in need
-    ]
-    out["note"] = np.where(np.isfinite(out["se"]) & (out["se"] > 0), "", "no bootstrap spread: cannot be planned")
+    need = [speakers_needed(v, n0, settings) for v in se.tolist()]
+    out["speakers_per_stratum_needed"] = pd.Series(need, index=out.index, dtype=float)
+    t_per, n_per = pilot.trials_per_speaker()
+    out["target_trials_per_speaker"] = t_per
+    out["nontarget_trials_per_speaker"] = n_per
+    out["target_trials_per_stratum_needed"] = pd.Series(
+        [math.ceil(n * t_per) if np.isfinite(n) else math.nan for n in need], index=out.index, dtype=float
+    )
+    out["nontarget_trials_per_stratum_needed"] = pd.Series(
+        [math.ceil(n * n_per) if np.isfinite(n) else math.nan for n in need], index=out.index, dtype=float
+    )
+    ok = np.isfinite(se.to_numpy()) & (se.to_numpy() > 0)
+    out["note"] = np.where(ok, "", "no bootstrap spread: cannot be planned")
     for k, v in a.replicates.stamp().items():
         out[k] = v
     return out

@@ -1,8 +1,9 @@
 """A readable report of one run: ``report.md`` (figures beside it) and a self-contained
 ``report.html`` (figures embedded as base64 PNG, no external files, scripts or fonts).
 
-Sections: what was run and how uncertainty was estimated; findings (effects whose interval
-excludes zero, the others with their minimum detectable effect) and the cells as a
+Sections: what was run and how uncertainty was estimated; findings (the family and its
+multiplicity adjustment, resolved main effects as sentences, then interactions and gaps, the
+unresolved ones with their minimum detectable effect) and the cells as a
 conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
 counts, failures, overlap warnings); figures (DET curves per cell, metric by condition per
 model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
@@ -27,7 +28,7 @@ from interbias.analysis import plots
 from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
-from interbias.analysis.headline import cell_pivot, headline
+from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.suite import Analysis
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
@@ -357,26 +358,35 @@ def _long_cells(a: Analysis, rep: Report) -> None:
         rep.table(prepare(a.results), cols)
 
 
-_EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi"]
+_EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi", "lo_simultaneous", "hi_simultaneous", "p_adjusted"]
 
 
 def _findings(a: Analysis, rep: Report) -> None:
-    """The headline: resolved and unresolved effects per model, then the cells as a pivot."""
+    """The headline: the family and its adjustment; per model the resolved effects as sentences
+    (main effects first, largest harm first, then interactions and gaps), then the unresolved
+    ones with their MDE; then the cells as a pivot."""
     h = headline(a)
     rep.heading("Findings")
     rep.para(h.lines[0])
     if h.findings is not None:
         if h.findings.empty:
             rep.para(h.lines[1])
+        pct = a.replicates.pct if a.replicates is not None else ""
         for model, grp in h.findings.groupby("model", sort=False):
             res, unres = grp[grp["resolved"]], grp[~grp["resolved"]]
-            rep.para(f"{model}: {len(res)} of {len(grp)} effect(s) resolved (interval excludes zero).")
-            if len(res):
-                rep.table(res, _EFFECT_COLS)
+            line = next(x for x in h.lines if x.startswith(f"{model}: ") and "effect(s) resolved" in x)
+            rep.para(line)
+            for kind, word in (("main", "Main effects"), ("interaction", "Interactions"), ("gap", "Subgroup gaps")):
+                part = res[res["kind"] == kind]
+                if len(part):
+                    rep.para(
+                        f"{word}, resolved: "
+                        + " ".join(sentence(r, a.options.metric, pct) for r in part.itertuples(index=False))
+                    )
             if len(unres):
                 rep.para(
-                    f"{model}, unresolved (interval includes zero), with the minimum detectable effect and the "
-                    "speakers per stratum a run would need to detect 0.01:"
+                    f"{model}, unresolved (adjusted p ≥ {1 - a.replicates.level:.2g}), with the minimum detectable effect and "
+                    "the speakers per stratum a run would need to detect 0.01:"
                 )
                 need = unres["speakers_per_stratum_needed"].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
                 rep.table(unres.assign(speakers_per_stratum_needed=need), [*_EFFECT_COLS, "mde", need.name])

@@ -14,6 +14,7 @@ from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, v
 from interbias.analysis.bootstrap import Resampler
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
+from interbias.analysis.multiplicity import check_method
 from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.rundir import ScoredRun
@@ -35,6 +36,8 @@ class Options:
     tolerance: float = DEFAULT_TOLERANCE
     gap_floor: float = DEFAULT_FLOOR
     group_factor: str | None = None
+    #: Multiplicity adjustment of the findings' p-values over each experiment's effects.
+    adjust: str = "holm"
 
 
 @dataclass
@@ -60,6 +63,7 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     ``reporter`` shows the bootstrap's progress (cells resampled)."""
     if options.metric not in ANALYSIS_METRICS:
         raise AnalysisError(f"--metric {options.metric!r}: valid: {', '.join(ANALYSIS_METRICS)}")
+    check_method(options.adjust)
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
     results = read_results(results_path, required=REQUIRED, metric=options.metric)

@@ -23,6 +23,13 @@ TolOpt = Annotated[float, typer.Option(help="Additivity tolerance on |observed â
 FloorOpt = Annotated[
     float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
 ]
+AdjustOpt = Annotated[
+    str,
+    typer.Option(
+        help="Multiplicity adjustment of the findings' p-values over each experiment's effects: holm "
+        "(family-wise error), bh (false discovery rate) or none."
+    ),
+]
 GroupOpt = Annotated[
     str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
 ]
@@ -59,12 +66,13 @@ def analyze(
     tolerance: TolOpt = 0.01,
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
+    adjust: AdjustOpt = "holm",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
 ) -> None:
     """Contrasts (IE, NLI), summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.suite import Options, analyse, write_tables
 
-    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor)
+    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust)
     a = analyse(results, opts, Reporter(quiet=quiet))
     folder = out or (results if results.is_dir() else results.parent)
     paths = write_tables(a, folder) + _findings(a, folder)

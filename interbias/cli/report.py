@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
+from interbias.cli.analyze import AdjustOpt, FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
 
 #: Replicates used when --bootstrap is not given and the run has per-trial scores.
 DEFAULT_BOOT = 1000
@@ -30,6 +30,7 @@ def report(
     tolerance: TolOpt = 0.01,
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
+    adjust: AdjustOpt = "holm",
     geometry: Annotated[
         Path | None,
         typer.Option(
@@ -47,7 +48,7 @@ def report(
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
     n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if ScoredRun.open(run_dir).has_scores else 0)
-    opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor)
+    opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust)
     a = analyse(run_dir, opts)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
