@@ -54,7 +54,7 @@ from interbias.results import (
     torch_threads,
 )
 from interbias.rundir import TRIALS_META, RunDir
-from interbias.speaker_budget import read_plan, with_speakers
+from interbias.speaker_budget import apply_plan, check_drawn
 from interbias.trial_lists import external_trials
 from interbias.trials import TrialList, draw_trials, partners
 
@@ -174,9 +174,9 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     exp = _experiment(options)
+    request = None
     if options.plan is not None:  # before any work: a plan of another experiment is refused here
-        request = read_plan(Path(options.plan), exp.name)
-        exp = with_speakers(exp, request.speakers_per_stratum)
+        exp, request = apply_plan(exp, Path(options.plan))
         reporter.info(request.describe(Path(options.plan), exp))
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
@@ -199,6 +199,8 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     trials = (
         listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
     )
+    if request is not None and listed is None:
+        check_drawn(request, trials.strata)
     timings["trials_s"] = time.perf_counter() - t
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     t = time.perf_counter()

@@ -1,9 +1,12 @@
 """``trials: {speakers_per_stratum: N}``: draw exactly N speakers per stratum (e.g. what
 ``interbias plan`` asked for), or refuse in one line saying how many the corpus has.
 
-``interbias run --plan plan.csv`` sets N from a plan: the largest speakers-per-stratum need of
-its effects for the experiment being run (:func:`read_plan`, :func:`with_speakers`). Only the
-speakers change; trial counts stay the experiment's.
+``interbias run --plan plan.csv`` follows a plan (:func:`apply_plan`): N is the largest
+speakers-per-stratum need of its effects for the experiment being run, and the target and
+non-target trials per stratum are the plan's counts for that effect (N × the pilot's trials per
+speaker), so trials per speaker stay at the pilot's level. Every stratum gets N speakers and
+the same trial counts (the plan states equal strata). A stratum that cannot supply the planned
+trials is refused after the draw (:func:`check_drawn`), never run short silently.
 
 The N speakers are drawn without replacement from the stratum's speakers that have both enrol
 and test utterances, with a generator derived from the stratum's own sampling seed parts; only
@@ -51,25 +54,25 @@ class PlanRequest:
     speakers_per_stratum: int
     n_effects: int
     n_unplannable: int
-    target_trials: int | None
-    nontarget_trials: int | None
+    target_trials: int
+    nontarget_trials: int
 
     def describe(self, path: Path, exp: Experiment) -> str:
-        trials = (
-            f"; the plan assumed about {self.target_trials} target / {self.nontarget_trials} non-target trials per "
-            f"stratum, the experiment draws up to {exp.trials.targets} / {exp.trials.n_nontargets}"
-            if self.target_trials is not None and self.nontarget_trials is not None
-            else ""
-        )
         skipped = f" ({self.n_unplannable} could not be planned)" if self.n_unplannable else ""
         return (
-            f"plan {path}: {self.speakers_per_stratum} speakers per stratum, the most any of its "
-            f"{self.n_effects} effect(s) of {exp.name} needs{skipped}{trials}"
+            f"plan {path}: {self.speakers_per_stratum} speakers, {self.target_trials} target and "
+            f"{self.nontarget_trials} non-target trials in every stratum (the pilot's trials per speaker), "
+            f"the most any of its {self.n_effects} effect(s) of {exp.name} needs{skipped}"
         )
 
 
 #: plan.csv columns a follow-up run reads.
-PLAN_COLUMNS = ("experiment", "speakers_per_stratum_needed")
+PLAN_COLUMNS = (
+    "experiment",
+    "speakers_per_stratum_needed",
+    "target_trials_per_stratum_needed",
+    "nontarget_trials_per_stratum_needed",
+)
 
 
 def read_plan(path: Path, experiment: str) -> PlanRequest:
@@ -98,20 +101,16 @@ def read_plan(path: Path, experiment: str) -> PlanRequest:
             "(no bootstrap spread in the pilot)"
         )
     top = rows.loc[planned.idxmax()]
+    counts = [pd.to_numeric(top[c], errors="coerce") for c in PLAN_COLUMNS[2:]]
+    if any(pd.isna(v) or v < 1 for v in counts):
+        raise ConfigError(f"--plan {path}: the planned effect has no trial counts; plan the pilot again")
     return PlanRequest(
         speakers_per_stratum=int(math.ceil(float(planned.max()))),
         n_effects=len(rows),
         n_unplannable=len(rows) - len(planned),
-        target_trials=_count(top, "target_trials_per_stratum_needed"),
-        nontarget_trials=_count(top, "nontarget_trials_per_stratum_needed"),
+        target_trials=int(counts[0]),
+        nontarget_trials=int(counts[1]),
     )
-
-
-def _count(row: pd.Series, column: str) -> int | None:
-    if column not in row.index:
-        return None
-    value = pd.to_numeric(row[column], errors="coerce")
-    return None if pd.isna(value) else int(value)
 
 
 def with_speakers(exp: Experiment, n: int) -> Experiment:
@@ -127,3 +126,31 @@ def with_speakers(exp: Experiment, n: int) -> Experiment:
     trials = raw.get("trials")
     raw["trials"] = {**(trials if isinstance(trials, dict) else {}), "speakers_per_stratum": n}
     return replace(exp, trials=replace(exp.trials, speakers_per_stratum=n), raw=raw)
+
+
+def with_plan(exp: Experiment, request: PlanRequest) -> Experiment:
+    """``exp`` drawing the plan's speakers and trial counts in every stratum
+    (``trials: {speakers_per_stratum: N, targets: T, nontargets: U}``)."""
+    exp = with_speakers(exp, request.speakers_per_stratum)
+    raw = copy.deepcopy(exp.raw)
+    raw["trials"] = {**raw["trials"], "targets": request.target_trials, "nontargets": request.nontarget_trials}
+    spec = replace(exp.trials, targets=request.target_trials, nontargets=request.nontarget_trials)
+    return replace(exp, trials=spec, raw=raw)
+
+
+def apply_plan(exp: Experiment, path: Path) -> tuple[Experiment, PlanRequest]:
+    """What ``run --plan path`` runs: :func:`read_plan` for ``exp`` and :func:`with_plan`."""
+    request = read_plan(path, exp.name)
+    return with_plan(exp, request), request
+
+
+def check_drawn(request: PlanRequest, strata: Mapping[str, Any]) -> None:
+    """Refuse a trial list that drew fewer trials in some stratum than the plan asked for
+    (``strata``: stratum name -> stats with ``n_target`` and ``n_nontarget``)."""
+    for name, st in strata.items():
+        if st.n_target < request.target_trials or st.n_nontarget < request.nontarget_trials:
+            raise TrialError(
+                f"stratum {name}: the plan asks for {request.target_trials} target / {request.nontarget_trials} "
+                f"non-target trials, its {request.speakers_per_stratum} speakers give {st.n_target} / "
+                f"{st.n_nontarget}; the planned power needs the pilot's trials per speaker"
+            )

@@ -110,7 +110,7 @@ def _plan_csv(path: Path, rows: list[tuple[str, float]]) -> Path:
     return path
 
 
-def test_a_plan_sets_the_speakers_per_stratum_of_the_follow_up(tmp_path: Path, tiny_corpus) -> None:
+def test_a_plan_sets_the_speakers_and_trials_per_stratum_of_the_follow_up(tmp_path: Path, tiny_corpus) -> None:
     from interbias.experiments import load_experiment
     from interbias.progress import Reporter
     from interbias.trials import draw_trials
@@ -119,25 +119,25 @@ def test_a_plan_sets_the_speakers_per_stratum_of_the_follow_up(tmp_path: Path, t
     # the most any of the T01 effects needs is 4 (of 6 speakers per gender); NaN: not plannable
     plan = _plan_csv(tmp_path / "plan.csv", [("T01", 3.0), ("T01", 4.0), ("T01", float("nan"))])
     stream = io.StringIO()
-    opts = RunOptions(
-        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", max_trials=12, plan=plan, command=["t"]
-    )
+    opts = RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", plan=plan, command=["t"])
     outcome = run(opts, reporter=Reporter(stream=stream))
     lines = stream.getvalue().splitlines()
     assert lines[0] == (
-        f"plan {plan}: 4 speakers per stratum, the most any of its 3 effect(s) of T01 needs (1 could not be "
-        "planned); the plan assumed about 20 target / 20 non-target trials per stratum, the experiment draws "
-        "up to 40 / 40"
+        f"plan {plan}: 4 speakers, 20 target and 20 non-target trials in every stratum (the pilot's trials per "
+        "speaker), the most any of its 3 effect(s) of T01 needs (1 could not be planned)"
     )
     trials = pd.read_parquet(outcome.run_dir / "trials.parquet")
     for _, sub in trials.groupby("stratum"):
         assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == 4
-    # the same trials as the experiment with trials.speakers_per_stratum: 4 written in it
+        assert (sub.label.sum(), (sub.label == 0).sum()) == (20, 20)  # the plan's trials, not the experiment's 40
+    # the same trials as the experiment with the plan's trials block written in it
     (tmp_path / "by-hand").mkdir()
-    written = tiny_experiment(tmp_path / "by-hand", trials={"targets": 40, "speakers_per_stratum": 4})
+    block = {"targets": 20, "nontargets": 20, "speakers_per_stratum": 4}
+    written = tiny_experiment(tmp_path / "by-hand", trials=block)
     info = json.loads((outcome.run_dir / "run.json").read_text())
-    assert info["trials"]["sha256"] == draw_trials(load_experiment(written), tiny_corpus, max_trials=12).sha256
+    assert info["trials"]["sha256"] == draw_trials(load_experiment(written), tiny_corpus).sha256
     assert info["experiment"]["trials"]["speakers_per_stratum"] == 4
+    assert (info["experiment"]["trials"]["targets"], info["experiment"]["trials"]["nontargets"]) == (20, 20)
 
 
 def test_a_plan_of_another_experiment_or_too_many_speakers_is_one_line(tmp_path: Path, tiny_corpus) -> None:
@@ -167,6 +167,13 @@ def test_a_plan_of_another_experiment_or_too_many_speakers_is_one_line(tmp_path:
         "trials.speakers_per_stratum asks for 9\n"
     )
     assert not (tmp_path / "r").exists()  # refused before the run directory exists
+    short = _plan_csv(tmp_path / "short.csv", [("T01", 4.0)])
+    frame = pd.read_csv(short)
+    frame["target_trials_per_stratum_needed"] = 400  # more genuine pairs than 4 speakers have
+    frame.to_csv(short, index=False)
+    res = CliRunner().invoke(app, [*base, str(short)])
+    assert res.exit_code == 1 and res.output.startswith("error: stratum gender=female: the plan asks for 400 target")
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_run_that_builds_the_corpus_shows_its_progress(tmp_path: Path) -> None:

@@ -57,9 +57,22 @@ def plan(
     )
     typer.echo(
         f"a follow-up of the planned size: interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
-        "(the most any effect needs), or set trials: {speakers_per_stratum: N} in the experiment"
+        f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
     )
     typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
+
+
+def _largest(frame: object) -> str:
+    """The trials: block of the effect with the largest need (what ``run --plan`` will draw)."""
+    need = frame["speakers_per_stratum_needed"]  # type: ignore[index]
+    if not need.notna().any():
+        return "no effect could be planned"
+    top = frame.loc[need.idxmax()]  # type: ignore[attr-defined]
+    return (
+        f"trials: {{speakers_per_stratum: {int(top['speakers_per_stratum_needed'])}, "
+        f"targets: {int(top['target_trials_per_stratum_needed'])}, "
+        f"nontargets: {int(top['nontarget_trials_per_stratum_needed'])}}}"
+    )
 
 
 def follow_up_experiment(name: str | None) -> str:
