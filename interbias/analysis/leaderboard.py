@@ -6,11 +6,19 @@ never across trial lists. A cell is the mean of the metric over the experiment's
 the macro average); the macro column is the mean of an encoder's columns.
 
 Rank: computed on the macro over the columns every ranked encoder has (``common``). For two
-encoders the paired difference of their macro replicates (same speaker resample within a trial
-list, independent across trial lists) gives a percentile interval; an encoder is separated
-from another only when that interval excludes zero. rank = 1 + the number of encoders
-separated from it and better (lower metric), so encoders that cannot be told apart share a
-rank (``not_separated_from`` lists them).
+encoders, ``observed_diff`` = macro(a) − macro(b) on the data, and the paired difference of
+their macro replicates gives a percentile interval (``lo``, ``hi``), an SE and a two-sided
+p-value (:mod:`interbias.analysis.multiplicity`: Wald test with the bootstrap SE). Replicates
+are paired within a trial list (the same speaker resample for every encoder); replicate ``b``
+of every run uses the same seed, so across trial lists the resamples are not independent
+draws (they pick the same positions where speaker blocks have the same sizes): a column
+mixing trial lists has an approximate interval. Holm's adjustment over all pairs
+(``p_holm``); a pair is separated when p_holm < 1 − level. rank = 1 + the length of the
+longest chain of separations above the encoder (k separated from and better than m, observed
+lower metric, gives rank(m) ≥ rank(k) + 1), so a separated pair never shares a rank and the
+better one always ranks above, even when separations are not transitive; encoders that no
+adjusted comparison separates share a rank where no chain sets them apart
+(``not_separated_from`` lists them).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from interbias.analysis import multiplicity
 from interbias.analysis.bootstrap import percentile_ci
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 
@@ -77,32 +86,56 @@ def _entries(runs: list[RunAnalysis], notes: list[str]) -> dict[tuple[str, str, 
     return out
 
 
-def _rank(models: list[str], reps: dict[str, np.ndarray], level: float) -> tuple[dict, dict, pd.DataFrame]:
-    better: dict[str, int] = {m: 0 for m in models}
-    ties: dict[str, list[str]] = {m: [] for m in models}
+PAIR_COLUMNS = ["model_a", "model_b", "observed_diff", "lo", "hi", "se", "p_value", "p_holm", "separated"]
+
+
+def rank_encoders(
+    models: list[str], observed: dict[str, float], reps: dict[str, np.ndarray], level: float
+) -> tuple[dict[str, int], dict[str, list[str]], pd.DataFrame]:
+    """(rank, not-separated-from, pairs) from each encoder's observed macro and its replicates."""
     rows = []
     for i, a in enumerate(models):
         for b in models[i + 1 :]:
-            lo, hi, _ = percentile_ci(reps[a] - reps[b], level)
-            diff = float(np.nanmean(reps[a] - reps[b]))
-            separated = bool(lo > 0 or hi < 0)
-            if separated:  # the worse of the two has one more encoder separated from it and better
-                better[b if hi < 0 else a] += 1
-            else:
-                ties[a].append(b)
-                ties[b].append(a)
+            d = reps[a] - reps[b]
+            lo, hi, _ = percentile_ci(d, level)
             rows.append(
                 {
                     "model_a": a,
                     "model_b": b,
-                    "mean_diff": diff,
+                    "observed_diff": observed[a] - observed[b],
                     "lo": float(lo),
                     "hi": float(hi),
-                    "separated": separated,
                 }
             )
-    rank = {m: 1 + better[m] for m in models}
-    return rank, ties, pd.DataFrame(rows, columns=["model_a", "model_b", "mean_diff", "lo", "hi", "separated"])
+    pairs = pd.DataFrame(rows, columns=PAIR_COLUMNS[:5])
+    d_reps = np.array([reps[r.model_a] - reps[r.model_b] for r in pairs.itertuples(index=False)]).reshape(
+        len(pairs), -1
+    )
+    pairs["se"] = multiplicity.bootstrap_se(d_reps) if len(pairs) else []
+    pairs["p_value"] = multiplicity.wald_p(pairs["observed_diff"].to_numpy(float), pairs["se"].to_numpy(float))
+    pairs["p_holm"] = multiplicity.adjust(pairs["p_value"].to_numpy(float), "holm")
+    pairs["separated"] = (pairs["p_holm"] < round(1 - level, 12)).astype(bool)
+    rank, ties = chain_ranks(observed, pairs)
+    return {m: rank[m] for m in models}, ties, pairs[PAIR_COLUMNS]
+
+
+def chain_ranks(observed: dict[str, float], pairs: pd.DataFrame) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """rank(m) = 1 + max rank of the encoders separated from m and better (observed lower), else
+    1; and per encoder the encoders not separated from it. ``pairs``: model_a, model_b,
+    observed_diff (a − b), separated."""
+    ties: dict[str, list[str]] = {m: [] for m in observed}
+    above: dict[str, list[str]] = {m: [] for m in observed}
+    for r in pairs.itertuples(index=False):
+        if r.separated:
+            better, worse = (r.model_a, r.model_b) if r.observed_diff < 0 else (r.model_b, r.model_a)
+            above[worse].append(better)
+        else:
+            ties[r.model_a].append(r.model_b)
+            ties[r.model_b].append(r.model_a)
+    rank: dict[str, int] = {}
+    for m in sorted(observed, key=lambda k: (observed[k], k)):  # every encoder above m comes earlier
+        rank[m] = 1 + max((rank[k] for k in above[m]), default=0)
+    return rank, ties
 
 
 def build(runs: list[RunAnalysis]) -> Leaderboard:
@@ -139,7 +172,8 @@ def build(runs: list[RunAnalysis]) -> Leaderboard:
         rows.append(row)
     table = pd.DataFrame(rows)
     if common:
-        rank, ties, pairs = _rank(models, macro_reps, level)
+        observed = {m: float(np.mean([entries[(m, c.experiment, c.trials_sha256)][0] for c in common])) for m in models}
+        rank, ties, pairs = rank_encoders(models, observed, macro_reps, level)
         table["rank"] = [rank[m] for m in models]
         table["not_separated_from"] = [", ".join(ties[m]) for m in models]
         if len(common) < len(cols):
@@ -150,7 +184,7 @@ def build(runs: list[RunAnalysis]) -> Leaderboard:
             )
     else:
         table["rank"], table["not_separated_from"] = np.nan, ""
-        pairs = pd.DataFrame(columns=["model_a", "model_b", "mean_diff", "lo", "hi", "separated"])
+        pairs = pd.DataFrame(columns=PAIR_COLUMNS)
         notes.append("no column is shared by every encoder: no rank")
     for m in models:
         missing = [c.label for c in cols if c not in have[m]]

@@ -23,7 +23,7 @@ def leaderboard(
     out: Annotated[Path | None, typer.Option(help="Folder for leaderboard.csv and leaderboard_pairs.csv.")] = None,
 ) -> None:
     """Encoders × experiments with intervals, the macro column and a rank that separates two
-    encoders only when their paired bootstrap difference excludes zero."""
+    encoders only when their paired bootstrap difference is significant after Holm's adjustment over all pairs."""
     from interbias import atomic
     from interbias.analysis import leaderboard as lb
     from interbias.analysis.runs import load
@@ -37,8 +37,9 @@ def leaderboard(
     for note in board.notes:
         typer.echo(f"note: {note}")
     typer.echo(
-        f"rank: 1 + encoders whose paired {100 * ci_level:g}% speaker-bootstrap difference in macro {metric} "
-        "excludes zero in their favour; equal ranks are ties"
+        f"rank: 1 + the longest chain of encoders separated from it and better in macro {metric}; separated: "
+        f"paired speaker-bootstrap difference with Holm-adjusted p < {1 - ci_level:.2g} over all pairs; "
+        "equal ranks are ties"
     )
     if out is not None:
         atomic.write_csv(out / "leaderboard.csv", board.table)
