@@ -47,7 +47,7 @@ def test_card_numbers_and_missing_pieces(runs: list[Path]) -> None:
     tables = [p for k, p in blocks if k == "table"]
     macro = next(t for t in tables if "min_dcf" in t.columns).set_index("experiment")
     sixth = "0.1667 [0.1667, 0.1667]"
-    assert macro.loc["S01", "eer"] == sixth and macro.loc["S01", "min_dcf"] == sixth
+    assert macro.loc["S01", "eer"] == sixth and macro.loc["S01", "min_dcf"] == sixth + " (bias +0.0000)"
     assert macro.loc["overall (mean over experiments)", "eer"] == sixth
     ident = tables[0].iloc[0]
     assert ident["checkpoint_sha256"] == f"ckpt-{slug('CAM++')}" and ident["source"] == "packaged"
@@ -58,7 +58,12 @@ def test_card_numbers_and_missing_pieces(runs: list[Path]) -> None:
     assert f"run {runs[1]}: CAM++ is not in it (its encoders: other)" in missing
     for piece in ("fairness: no run given", "spoofing: no run given", "geometry: no run given"):
         assert piece in missing
-    assert "interactions and subgroup gaps: none tested" in missing
+    # 12 non-target trials per cell: far too few for p_target 0.01 (one false alarm costs 99/12)
+    assert (
+        "minDCF at p_target 0.01: the run is too small for this operating point (12 non-target trials in its "
+        "smallest cell, n·p = 0.12 < 10; one false alarm costs 8.25 of normalised DCF); it supports p_target ≥ 0.833."
+    ) in text
+    assert "0 of 1 tested effect(s) resolved: adjusted p < alpha (holm" in text  # n10 − clean: no spread
 
 
 def test_damaging_conditions_by_hand(runs: list[Path]) -> None:
@@ -90,3 +95,32 @@ def test_help_for_answer_commands() -> None:
     for cmd in ("plan", "leaderboard", "card"):
         res = CliRunner().invoke(app, [cmd, "--help"])
         assert res.exit_code == 0 and "Usage" in res.output, cmd
+
+
+def test_reflected_interval_contains_its_estimate_where_the_percentile_one_does_not() -> None:
+    import numpy as np
+
+    from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
+    from interbias.seeding import derive_rng
+
+    reps = 0.80 + derive_rng("test-card", "dcf").normal(0, 0.03, 500)  # replicates above the estimate
+    est = 0.70
+    lo, hi, _ = percentile_ci(reps)
+    assert lo > est  # the percentile interval misses its own estimate
+    rlo, rhi = reflected_ci(est, reps)
+    c = float(np.median(reps))
+    assert rlo <= est <= rhi
+    assert (float(rlo), float(rhi)) == pytest.approx((est - (float(hi) - c), est + (c - float(lo))))
+    assert float(bootstrap_bias(est, reps)) == pytest.approx(float(reps.mean()) - est)
+    top = reflected_ci(0.99, reps)  # clipped to [0, 1]
+    assert float(top[1]) == 1.0
+
+
+def test_operating_point_support_by_hand() -> None:
+    from interbias.analysis import operating_points as op
+
+    assert op.false_alarm_cost(288) == pytest.approx(0.99 / 2.88)  # 0.34: one false alarm at p 0.01
+    assert not op.supported(999) and op.supported(1000)  # n·p >= 10
+    assert op.smallest_prior(288) == pytest.approx(10 / 288)
+    assert op.too_small_line(1000) is None and op.too_small_line(0) is None
+    assert "it supports p_target ≥ 0.0347." in op.too_small_line(288)

@@ -169,3 +169,27 @@ def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN bounds
         q = np.nanquantile(reps, [alpha, 1 - alpha], axis=-1)
     return q[0], q[1], np.isfinite(reps).sum(axis=-1)
+
+
+def bootstrap_bias(estimate: np.ndarray | float, replicates: np.ndarray) -> np.ndarray:
+    """Bootstrap estimate of bias: mean replicate − estimate (NaN replicates ignored)."""
+    reps = np.asarray(replicates, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(reps, axis=-1) - np.asarray(estimate, dtype=np.float64)
+
+
+def reflected_ci(
+    estimate: np.ndarray | float, replicates: np.ndarray, level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reflected (basic) interval centred on the estimate: with c the median replicate and
+    q_lo, q_hi the percentile bounds, [θ̂ − (q_hi − c), θ̂ + (c − q_lo)], clipped to ``bounds``.
+    It always contains θ̂ (q_lo ≤ c ≤ q_hi), unlike the percentile interval when the replicates
+    are biased (minDCF: a minimum over thresholds on few non-target trials)."""
+    lo, hi, _ = percentile_ci(replicates, level)
+    reps = np.asarray(replicates, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        c = np.nanmedian(reps, axis=-1) if reps.size else np.zeros(reps.shape[:-1])
+    est = np.asarray(estimate, dtype=np.float64)
+    return np.clip(est - (hi - c), *bounds), np.clip(est + (c - lo), *bounds)

@@ -2,10 +2,11 @@
 
 Sections: identity and provenance (catalogue entry, checkpoint hash per run, training corpora
 and overlap warnings); the runs that hold the encoder and those that do not; macro EER and
-minDCF with speaker-bootstrap intervals per experiment and overall (mean over experiments,
+minDCF with speaker-bootstrap intervals per experiment and overall (minDCF: reflected interval
+and bootstrap bias, and a line when the run is too small for its operating point) (mean over experiments,
 each experiment the mean of its cells); its most damaging conditions (each cell against the
-same cell with every non-population factor at its reference); its interactions and subgroup
-gaps whose interval excludes zero; fairness at the development threshold, spoofing figures and
+same cell with every non-population factor at its reference); its resolved main effects,
+interactions and subgroup gaps (adjusted p over each experiment's family); fairness at the development threshold, spoofing figures and
 the geometry audit where the runs hold them. Anything absent is listed under "Missing", never
 filled in.
 """
@@ -19,13 +20,17 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.bootstrap import percentile_ci
+from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
 from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.effects import COLUMNS as EFFECT_COLUMNS
 from interbias.analysis.gaps import population_factors
+from interbias.analysis.operating_points import P_TARGET, too_small_line
 from interbias.analysis.report import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.errors import AnalysisError
 
+#: Metrics whose interval is the reflected one (their replicates are biased: a minimum over thresholds).
+DCF_METRICS = ("min_dcf",)
 #: Conditions listed as most damaging.
 TOP_DAMAGE = 5
 
@@ -78,9 +83,25 @@ def _identity(label: str, runs: list[RunAnalysis], card: Card) -> None:
     rep.table(pd.DataFrame(rows))
 
 
-def _ci_text(value: float, reps: np.ndarray, level: float) -> str:
+def _ci_text(value: float, reps: np.ndarray, level: float, metric: str = "eer") -> str:
+    """``value [lo, hi]``: percentile interval; for DCF metrics the reflected interval (it
+    contains its estimate) and the bootstrap bias (mean replicate − estimate)."""
+    if metric in DCF_METRICS:
+        lo, hi = reflected_ci(value, reps, level)
+        return f"{value:.4f} [{float(lo):.4f}, {float(hi):.4f}] (bias {float(bootstrap_bias(value, reps)):+.4f})"
     lo, hi, _ = percentile_ci(reps, level)
     return f"{value:.4f} [{float(lo):.4f}, {float(hi):.4f}]"
+
+
+def _smallest_nontarget(label: str, runs: list[RunAnalysis]) -> int:
+    """The fewest non-target trials of any cell of ``label`` in ``runs`` (0 when not recorded)."""
+    counts = [
+        int(v)
+        for r in runs
+        if "n_nontarget" in r.analysis.results.columns
+        for v in pd.to_numeric(r.analysis.results.loc[r.analysis.results["model"] == label, "n_nontarget"]).dropna()
+    ]
+    return min(counts, default=0)
 
 
 def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> None:
@@ -93,7 +114,7 @@ def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> 
             level = r.analysis.replicates.level if r.analysis.replicates else level
             for (model, exp), (v, reps) in experiment_replicates(r.analysis).items():
                 if model == label:
-                    rows.setdefault((exp, r.trials_sha256[:12]), {})[metric] = _ci_text(v, reps, level)
+                    rows.setdefault((exp, r.trials_sha256[:12]), {})[metric] = _ci_text(v, reps, level, metric)
                     overall.setdefault(metric, []).append((v, reps))
     out = [{"experiment": e, "trials": s, **vals} for (e, s), vals in rows.items()]
     out.append(
@@ -101,7 +122,7 @@ def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> 
             "experiment": "overall (mean over experiments)",
             "trials": "",
             **{
-                m: _ci_text(float(np.mean([v for v, _ in vs])), np.mean([r for _, r in vs], axis=0), level)
+                m: _ci_text(float(np.mean([v for v, _ in vs])), np.mean([r for _, r in vs], axis=0), level, m)
                 for m, vs in overall.items()
             },
         }
@@ -109,9 +130,13 @@ def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> 
     rep.heading("Macro EER and minDCF")
     rep.para(
         f"Per experiment: mean over its cells; overall: mean over experiments. [{100 * level:g}% speaker-bootstrap "
-        "percentile interval] — value [lo, hi]."
+        "interval] — value [lo, hi]: percentile for EER; for minDCF the reflected interval around the estimate "
+        "(it contains the estimate) and the bootstrap bias (mean replicate − estimate)."
     )
     rep.table(pd.DataFrame(out))
+    if "min_dcf" in by_metric:
+        line = too_small_line(_smallest_nontarget(label, by_metric["min_dcf"]), where="the run")
+        rep.para(line or f"minDCF at p_target {P_TARGET:g}: the runs have enough non-target trials for it.")
 
 
 def damaging(label: str, r: RunAnalysis) -> pd.DataFrame:
@@ -161,16 +186,20 @@ def _effects(label: str, runs: list[RunAnalysis], card: Card) -> None:
         rep.para("Increase over the same cell with every acoustic/other factor at its reference; interval as above.")
         rep.table(dmg.sort_values("increase", ascending=False, kind="stable").head(TOP_DAMAGE))
     frames = [planner.effects(r.analysis) for r in runs]
-    eff = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=planner.EFFECT_COLUMNS)
+    eff = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EFFECT_COLUMNS)
     eff = eff[eff["model"] == label]
     if eff.empty:
-        card.missing.append("interactions and subgroup gaps: none tested (no two-factor or group-factor experiment)")
+        card.missing.append("effects: none tested (no condition away from the reference and no group factor)")
         return
-    rep.heading("Interactions and subgroup gaps whose interval excludes zero")
+    rep.heading("Resolved effects (main effects, interactions, subgroup gaps)")
     sig = eff[eff["resolved"]]
-    rep.para(f"{len(sig)} of {len(eff)} tested effect(s) resolved.")
+    method = ", ".join(dict.fromkeys(eff["adjustment"].astype(str)))
+    rep.para(
+        f"{len(sig)} of {len(eff)} tested effect(s) resolved: adjusted p < alpha ({method} over each experiment's "
+        "family of effects, all models of the run)."
+    )
     if len(sig):
-        rep.table(sig, ["experiment", "kind", "effect", "estimate", "lo", "hi"])
+        rep.table(sig, ["experiment", "kind", "effect", "estimate", "lo", "hi", "p_adjusted"])
 
 
 def _deployment(label: str, runs: list[RunAnalysis], card: Card) -> None:

@@ -29,6 +29,7 @@ from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.headline import cell_pivot, headline, sentence
+from interbias.analysis.operating_points import too_small_line
 from interbias.analysis.suite import Analysis
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
@@ -368,6 +369,10 @@ def _findings(a: Analysis, rep: Report) -> None:
     h = headline(a)
     rep.heading("Findings")
     rep.para(h.lines[0])
+    n_non = pd.to_numeric(a.results.get("n_nontarget", pd.Series(dtype=float)), errors="coerce").dropna()
+    line = too_small_line(int(n_non.min())) if len(n_non) else None
+    if line:
+        rep.para(line)
     if h.findings is not None:
         if h.findings.empty:
             rep.para(h.lines[1])

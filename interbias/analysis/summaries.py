@@ -11,8 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.bootstrap import bootstrap_bias, reflected_ci
 from interbias.analysis.contrasts import CHANCE, prepare
 from interbias.analysis.replicates import Replicates
+
+#: Metrics whose cell interval is reflected around the estimate (biased replicates: a minimum
+#: over thresholds, see interbias.analysis.operating_points).
+REFLECTED = ("min_dcf",)
 
 
 def _cell_reps(replicates: Replicates, grp: pd.DataFrame) -> np.ndarray:
@@ -105,7 +110,9 @@ def above_chance(results: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def cell_intervals(results: pd.DataFrame, replicates: Replicates) -> pd.DataFrame:
-    """One row per results cell: the estimate and its bootstrap percentile interval."""
+    """One row per results cell: the estimate, its bootstrap interval (percentile; for minDCF
+    the reflected interval, which contains the estimate: ``interval`` says which) and the
+    bootstrap bias (mean replicate − estimate)."""
     frame = prepare(results)
     metric = replicates.metric
     reps = _cell_reps(replicates, frame) if len(frame) else np.zeros((0, replicates.n_boot))
@@ -113,7 +120,12 @@ def cell_intervals(results: pd.DataFrame, replicates: Replicates) -> pd.DataFram
     out = frame[["experiment", "model", "family", "cell"]].copy()
     out["metric"] = metric
     out["value"] = frame[metric].astype(float).to_numpy()
+    reflected = metric in REFLECTED
+    if reflected and len(frame):
+        lo, hi = reflected_ci(out["value"].to_numpy(), reps, replicates.level)
     out["lo"], out["hi"], out["n_boot_valid"] = lo, hi, n_valid
+    out["interval"] = "reflected" if reflected else "percentile"
+    out["bias"] = bootstrap_bias(out["value"].to_numpy(), reps) if len(frame) else np.zeros(0)
     for k, v in replicates.stamp().items():
         out[k] = v
     return out.reset_index(drop=True)
