@@ -53,7 +53,7 @@ def _experiment(folder: Path) -> Path:
                 "levels": {"female": "female", "male": "male"},
             }
         ],
-        "trials": {"targets": 150, "nontargets": 150, "min_speakers": 4, "speakers_per_stratum": 24},
+        "trials": {"targets": 375, "nontargets": 375, "min_speakers": 4, "speakers_per_stratum": 60},
     }
     path = folder / "P01.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -128,9 +128,9 @@ def test_run_plan_reaches_the_planned_power(tmp_path: Path) -> None:
     plan = planner.plan(analyse(run, Options(n_boot=1000)), planner.Settings(effect=true_gap, power=0.8))
     plan.to_csv(tmp_path / "plan.csv", index=False)
     follow, request = apply_plan(exp, tmp_path / "plan.csv")
-    assert 24 < request.speakers_per_stratum < 250
-    # trials per speaker stay at the pilot's (150 / 24 = 6.25): the experiment's 150 would not
-    assert request.target_trials == int(np.ceil(request.speakers_per_stratum * 150 / 24))
+    assert 60 < request.speakers_per_stratum < 250  # the pilot alone is under-powered
+    # trials per speaker stay at the pilot's (375 / 60 = 6.25): the experiment's 375 would not
+    assert request.target_trials == int(np.ceil(request.speakers_per_stratum * 375 / 60))
     hits = 0
     for r in range(SIMS):
         fresh = replace(follow, seed=1000 + r)  # other speakers of the population, other scores
