@@ -32,7 +32,7 @@ test-slow: venv
 
 demo: venv
 	$(IB) run E16 --corpus synthetic --encoders CAM++,GE2E,mfcc-stats | tee .demo.log
-	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
+	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)" --bootstrap 1000
 
 bench: venv
 	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
