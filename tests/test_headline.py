@@ -156,6 +156,12 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     plan = pd.read_csv(run / "plan.csv")
     assert plan.note[0] == "no bootstrap spread: cannot be planned"
     assert "## Findings" in (run / "report.md").read_text()
+    # only the reference level measured: no effect at all, still no crash
+    single = pattern_run(tmp_path / "single", 6, {"A": {"clean": "third"}})
+    for cmd in ("report", "analyze", "plan"):
+        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "20"])
+        assert res.exit_code == 0, (cmd, res.output, res.exception)
+    assert "no effect could be planned" in res.output and pd.read_csv(single / "plan.csv").empty
 
 
 def test_empty_effect_table_is_decided_without_error() -> None:
