@@ -38,7 +38,7 @@ def encoder_entries() -> list[dict[str, Any]]:
     return out
 
 
-@app.command("encoders")
+@app.command("encoders", epilog="Example: interbias encoders --json")
 @guarded
 def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
@@ -58,7 +58,7 @@ def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JS
             typer.echo(f"  {e['status'][len('missing: ') :]}")
 
 
-@app.command()
+@app.command(epilog="Example: interbias embed a.wav b.wav --encoder CAM++")
 @guarded
 def embed(
     wavs: Annotated[list[Path], typer.Argument(help="Audio files (any format the front end decodes).")],
