@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.errors import see_docs
 
 
 def encoder_entries() -> list[dict[str, Any]]:
@@ -56,6 +57,7 @@ def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JS
         typer.echo("\nmissing:")
         for e in missing:
             typer.echo(f"  {e['status'][len('missing: ') :]}")
+        typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias models fetch`")
 
 
 @app.command(epilog="Example: interbias embed a.wav b.wav --encoder CAM++")
