@@ -3,11 +3,12 @@ every command's --help carries a runnable example, and no page narrates how it w
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -21,14 +22,22 @@ DOCS = ROOT / "docs"
 runner = CliRunner()
 
 
-def command_tree() -> dict[tuple[str, ...], click.Command]:
+@functools.cache
+def help_of(path: tuple[str, ...]) -> tuple[int, str]:
+    """Exit code and output of ``interbias PATH --help`` (each command asked once)."""
+    res = runner.invoke(app, [*path, "--help"])
+    return res.exit_code, res.output
+
+
+@functools.cache
+def command_tree() -> dict[tuple[str, ...], Any]:
     """Every command and group under ``interbias``, keyed by its path of names."""
     root = typer.main.get_command(app)
-    found: dict[tuple[str, ...], click.Command] = {}
+    found: dict[tuple[str, ...], Any] = {}
 
-    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+    def walk(cmd: Any, path: tuple[str, ...]) -> None:
         found[path] = cmd
-        if isinstance(cmd, click.Group):
+        if is_group(cmd):
             for name, sub in cmd.commands.items():
                 walk(sub, (*path, name))
 
@@ -36,10 +45,16 @@ def command_tree() -> dict[tuple[str, ...], click.Command]:
     return found
 
 
+def is_group(cmd: Any) -> bool:
+    """A command with subcommands (typer ships its own click, so no isinstance on click's classes)."""
+    return hasattr(cmd, "commands")
+
+
 def resolve(words: list[str]) -> tuple[tuple[str, ...], list[str]]:
     """Split ``interbias`` arguments into the command path and the rest."""
     tree = command_tree()
     path: tuple[str, ...] = ()
+    words = [w for w in words if w != "--debug"]  # the one option of `interbias` itself
     while words and (*path, words[0]) in tree:
         path, words = (*path, words[0]), words[1:]
     return path, words
@@ -68,16 +83,29 @@ def test_readme_is_short_and_starts_with_the_two_commands() -> None:
     assert re.search(r"^make test\b", first_block.group(1), flags=re.M)
 
 
-def test_every_command_shown_in_the_readme_exists() -> None:
-    shown = shown_commands(README.read_text(encoding="utf-8"))
-    assert len(shown) >= 10, shown
+def check_commands_exist(md: Path) -> int:
+    """Every ``interbias ...`` command shown in ``md`` exists: its ``--help`` exits 0."""
+    shown = shown_commands(md.read_text(encoding="utf-8"))
     tree = command_tree()
     for args in shown:
-        path, _ = resolve(shlex.split(args))
-        assert path, f"README shows `interbias {args}`: no such command"
-        assert not isinstance(tree[path], click.Group) or path == (), f"`interbias {args}` names a group only"
-        res = runner.invoke(app, [*path, "--help"])
-        assert res.exit_code == 0, (args, res.output)
+        path, rest = resolve(shlex.split(args))
+        assert path, f"{md.name} shows `interbias {args}`: no such command"
+        paths = [path]
+        if is_group(tree[path]) and rest and "|" in rest[0]:  # `interbias cm-eval eer|dsr`: each of them
+            paths = [(*path, alt) for alt in rest[0].split("|")]
+        for p in paths:
+            assert p in tree and not is_group(tree[p]), f"{md.name}: `interbias {args}`: {' '.join(p)} is no command"
+            code, output = help_of(p)
+            assert code == 0, (md.name, args, output)
+    return len(shown)
+
+
+def test_every_command_shown_in_the_readme_exists() -> None:
+    assert check_commands_exist(README) >= 10
+
+
+def test_every_command_shown_in_the_docs_exists() -> None:
+    assert sum(check_commands_exist(md) for md in sorted(DOCS.rglob("*.md"))) >= 30
 
 
 def test_every_make_target_shown_in_the_readme_exists() -> None:
@@ -117,9 +145,9 @@ def test_every_command_help_ends_with_a_runnable_example() -> None:
     for path, cmd in tree.items():
         if not path:
             continue
-        res = runner.invoke(app, [*path, "--help"])
-        assert res.exit_code == 0, (path, res.output)
-        flat = " ".join(res.output.split())
+        code, output = help_of(path)
+        assert code == 0, (path, output)
+        flat = " ".join(output.split())
         m = re.search(r"Example: (interbias [^\n]+)", cmd.epilog or "")
         assert m, f"interbias {' '.join(path)} --help has no 'Example: interbias ...' line"
         assert " ".join(m.group(1).split()[:3]) in flat
@@ -127,15 +155,30 @@ def test_every_command_help_ends_with_a_runnable_example() -> None:
         example_path, args = resolve(words)
         assert example_path[: len(path)] == path, (path, m.group(1))
         leaf = tree[example_path]
-        assert not isinstance(leaf, click.Group), m.group(1)
-        # options and argument counts parse (files need not exist: no callbacks, no type checks)
-        leaf.make_context(" ".join(example_path), list(args), resilient_parsing=True)
+        assert not is_group(leaf), m.group(1)
+        parse_example(leaf, example_path, args)
 
 
-def test_an_example_with_an_unknown_option_would_fail_the_parse() -> None:
-    leaf = command_tree()[("run",)]
-    with pytest.raises(click.exceptions.NoSuchOption):
-        leaf.make_context("run", ["E16", "--no-such-option"], resilient_parsing=True)
+def parse_example(cmd: Any, path: tuple[str, ...], args: list[str]) -> None:
+    """The example's options exist, its arguments are all taken and the required ones given
+    (the command line is parsed only: files need not exist, nothing runs)."""
+    parser = cmd.make_parser(cmd.context_class(cmd, info_name=" ".join(path)))
+    values, extra, _ = parser.parse_args(list(args))
+    assert not extra, (path, args, extra)
+    required = {p.name for p in cmd.params if p.required}
+    given = {name for name, value in values.items() if value not in (None, ())}
+    assert required <= given, (path, args, required - given)
+
+
+def test_an_example_with_an_unknown_option_or_a_missing_argument_fails_the_parse() -> None:
+    run = command_tree()[("run",)]
+    parse_example(run, ("run",), ["E16", "--corpus", "synthetic"])
+    with pytest.raises(Exception, match="No such option: --no-such-option"):
+        parse_example(run, ("run",), ["E16", "--no-such-option"])
+    with pytest.raises(AssertionError):
+        parse_example(run, ("run",), ["--corpus", "synthetic"])
+    with pytest.raises(AssertionError):
+        parse_example(run, ("run",), ["E16", "E17"])
 
 
 #: How-it-was-built talk that has no place in user documentation.
