@@ -65,7 +65,6 @@ class ExecutorError(RunError):
 DOCS_PAGES = {
     "corpora": "docs/guide/corpora.md",
     "encoders": "docs/guide/encoders.md",
-    "experiments": "docs/guide/experiments.md",
     "operators": "docs/guide/operators.md",
     "scaling": "docs/guide/scaling.md",
 }
