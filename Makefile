@@ -10,7 +10,7 @@ REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/n
 export INTERBIAS_CACHE ?= $(CURDIR)/.cache/interbias
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv test test-slow demo bench gpu-check lint format clean
+.PHONY: venv docs-venv docs test test-slow demo bench gpu-check lint format clean
 
 venv: $(STAMP)
 
@@ -22,13 +22,29 @@ $(STAMP): $(REQS)
 	$(PY) requirements/install.py
 	touch $@
 
+DOCS_STAMP := $(VENV)/.docs-installed
+export NO_MKDOCS_2_WARNING := 1
+
+docs-venv: $(DOCS_STAMP)
+
+$(DOCS_STAMP): $(STAMP) requirements/docs.txt
+	# MkDocs + Material (requirements/docs.txt), with the same installer and package sources
+	$(PY) requirements/install.py --extra requirements/docs.txt
+	touch $@
+
 test: venv
 	$(PY) -m pytest -q
 
-test-slow: venv
+test-slow: venv docs-venv
 	# the report is also rendered in headless Chromium (Debian's package) and checked not blank
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	$(PY) -m pytest -q -m slow
+	# the documentation site: a broken link or a page missing from the nav fails
+	$(VENV)/bin/mkdocs build --strict --site-dir "$$(mktemp -d)"
+
+docs: docs-venv
+	# builds offline into site/ (open site/index.html)
+	$(VENV)/bin/mkdocs build
 
 demo: venv
 	$(IB) run E16 --corpus synthetic --encoders CAM++,GE2E,mfcc-stats | tee .demo.log
@@ -49,4 +65,4 @@ format: venv
 	$(VENV)/bin/ruff check --fix interbias tests benchmarks
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .demo.log
+	rm -rf $(VENV) .cache .pytest_cache .demo.log site

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import DataMissingError, InterbiasError
+from interbias.errors import DOCS_PAGES, DataMissingError, InterbiasError
 
 #: What each reason key means (the legend of ``interbias list``).
 REASONS = {
@@ -74,11 +74,13 @@ def runnable_variants(path: Path, *, skip: str | None = None) -> list[str]:
 
 
 def unavailable_message(exp: Any, why: Availability, *, argument: str, variants: list[str]) -> str:
-    """``E14 cannot run here: <reason>. It needs: <data>. Runs here: interbias run E14 --corpus synthetic``."""
+    """``E14 cannot run here: <reason>. It needs: <data>. See docs/guide/corpora.md. Runs here:
+    interbias run E14 --corpus synthetic`` (the operators page when an operator's resources are missing)."""
     needs = " ".join(exp.requires.split()).rstrip(".")
     sentences = [f"{exp.name} cannot run here: {why.reason}"]
     if needs:
         sentences.append(f"It needs: {needs}")
+    sentences.append("See " + DOCS_PAGES["operators" if why.key == "ops" else "corpora"])
     if variants:
         sentences.append("Runs here: " + " or ".join(f"interbias run {argument} --corpus {v}" for v in variants))
     return ". ".join(sentences)

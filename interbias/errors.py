@@ -58,3 +58,19 @@ class DataMissingError(CorpusError):
 class ExecutorError(RunError):
     """Embedding work was lost: worker processes kept dying, or an executor left requested
     (utterance, chain, encoder) items without a vector or a counted failure."""
+
+
+#: The documentation page that explains each missing piece an error can name (paths from the
+#: repository root; tests/test_docs.py checks that each exists).
+DOCS_PAGES = {
+    "corpora": "docs/guide/corpora.md",
+    "encoders": "docs/guide/encoders.md",
+    "operators": "docs/guide/operators.md",
+    "scaling": "docs/guide/scaling.md",
+}
+
+
+def see_docs(topic: str) -> str:
+    """The clause an error message ends with to point at the page on ``topic``:
+    ``"see docs/guide/corpora.md"``."""
+    return f"see {DOCS_PAGES[topic]}"

@@ -35,7 +35,7 @@ import numpy as np
 
 from interbias import audio, crashpoints
 from interbias.encoders import Encoder, default_threads
-from interbias.errors import AudioError, EncoderError, OperatorError, RunError
+from interbias.errors import AudioError, EncoderError, OperatorError, RunError, see_docs
 from interbias.jobs import PoolSpec, ordered_map, usable_cores
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
@@ -435,7 +435,8 @@ def import_ray() -> Any:
         import ray
     except Exception as exc:
         raise RunError(
-            f"--executor ray: unavailable: {type(exc).__name__}: {exc} (install with: pip install 'interbias[ray]')"
+            f"--executor ray: unavailable: {type(exc).__name__}: {exc} (install with: pip install 'interbias[ray]'; "
+            f"{see_docs('scaling')})"
         ) from None
     return ray
 

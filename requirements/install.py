@@ -133,25 +133,40 @@ def find_uv(python: str) -> str | None:
     return str(local)
 
 
+def install_command(python: str, uv: str | None) -> tuple[list[str], dict[str, str]]:
+    """The install command (uv with pip's sources, else pip) and its environment."""
+    env = dict(os.environ)
+    if not uv:
+        return [python, "-m", "pip", "install", "-q"], env
+    config = pip_config(python)
+    if config.get("cert"):
+        env.setdefault("SSL_CERT_FILE", config["cert"][0])
+    env.setdefault("UV_LINK_MODE", "copy")
+    return [uv, "pip", "install", "--quiet", "--python", python] + uv_source_args(config), env
+
+
+def install_extra(requirements: str) -> None:
+    """``install.py --extra FILE``: only the pins of FILE, into an installed venv (``make docs``)."""
+    python = sys.executable
+    install, env = install_command(python, find_uv(python))
+    run(install + ["-r", requirements], env)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--extra"] and len(sys.argv) == 3:
+        install_extra(sys.argv[2])
+        return
     python = sys.executable
     build = torch_build()
     uv = find_uv(python)
     torch_spec = f"torch=={TORCH_VERSION}+cpu" if build == "cpu" else f"torch=={TORCH_VERSION}"
-    env = dict(os.environ)
+    install, env = install_command(python, uv)
     if uv:
-        config = pip_config(python)
-        sources = uv_source_args(config)
-        if config.get("cert"):
-            env.setdefault("SSL_CERT_FILE", config["cert"][0])
-        env.setdefault("UV_LINK_MODE", "copy")
         base = [uv, "pip", "install", "--quiet", "--python", python]
-        install = base + sources
         # the CUDA build is PyPI's own torch: pip's local find-links hold the CPU wheel only
         install_torch = base + ["--default-index", PYPI] if build == "cuda" else install
         version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.strip()
     else:
-        install = [python, "-m", "pip", "install", "-q"]
         # --isolated: pip ignores its configured find-links (the CPU wheel) and takes PyPI's build
         install_torch = install + ["--isolated"] if build == "cuda" else install
         version = "pip"

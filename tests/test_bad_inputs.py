@@ -133,7 +133,7 @@ def corpus_root_missing(env: Env, tmp: Path) -> tuple[list[str], str]:
     return ["E01", "--corpus-root", root], (
         f"E01 cannot run here: corpus 'ravdess' not found at {root} (pass --corpus-root DIR or set "
         "INTERBIAS_CORPORA). It needs: RAVDESS speech release (Actor_01..Actor_24/03-01-EE-II-SS-RR-AA.wav). "
-        "Runs here: interbias run E01 --corpus synthetic"
+        "See docs/guide/corpora.md. Runs here: interbias run E01 --corpus synthetic"
     )
 
 
@@ -188,7 +188,7 @@ def trial_list_ambiguous_format(env: Env, tmp: Path) -> tuple[list[str], str]:
     )
 
 
-CKPT_TAIL = "(expected [config.yaml + avg_model.pt] or [model.onnx])"
+CKPT_TAIL = "(expected [config.yaml + avg_model.pt] or [model.onnx]); see docs/guide/encoders.md"
 
 
 def _wespeaker_folder(folder: Path, embed_dim: int = 256) -> Path:

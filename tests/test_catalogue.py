@@ -234,7 +234,7 @@ def test_no_synthetic_variant_refuses_with_what_data_is_needed(name: str, tmp_pa
     line = _refused([name, "--corpus", "synthetic"], tmp_path / "out")
     assert line == (
         f"error: {name} cannot run here: it selects by {attr!r}, which synthetic manifests do not have. "
-        f"It needs: {' '.join(exp.requires.split()).rstrip('.')}"
+        f"It needs: {' '.join(exp.requires.split()).rstrip('.')}. See docs/guide/corpora.md"
     )
 
 
@@ -244,7 +244,7 @@ def test_missing_corpus_and_missing_dates_refuse(monkeypatch: pytest.MonkeyPatch
     line = _refused(["E07"], tmp_path / "out")
     assert line == (
         f"error: E07 cannot run here: corpus 'voxceleb1' not found at {tmp_path / 'corpora' / 'voxceleb1'} "
-        f"(pass --corpus-root DIR or set INTERBIAS_CORPORA). It needs: {requires.rstrip('.')}"
+        f"(pass --corpus-root DIR or set INTERBIAS_CORPORA). It needs: {requires.rstrip('.')}. See docs/guide/corpora.md"
     )
     root = fake_corpora.voxceleb1(tmp_path / "vox")  # no video_dates.csv
     line = _refused(["E07", "--corpus-root", str(root)], tmp_path / "out")

@@ -114,7 +114,7 @@ def test_missing_operator_resources_refuse_before_work(tmp_path: Path, tiny_corp
     assert res.exit_code == 1
     assert res.output == (
         f"error: T09 cannot run here: noise kind=environmental: noise_dir {missing} does not exist or is not a "
-        "folder (levels noise=env5)\n"
+        "folder (levels noise=env5). See docs/guide/operators.md\n"
     )
     assert not (tmp_path / "out").exists()
 

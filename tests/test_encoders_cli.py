@@ -85,10 +85,17 @@ def test_embed_errors_are_one_line(wavs: list[Path], tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: unavailable encoder(s): RawNet3: model folder {tmp_path / 'nope'} does not exist (expected "
-        "[model.pt] or [model.onnx]; place the files there, or set INTERBIAS_MODEL_RAWNET3 or INTERBIAS_MODELS)"
+        "[model.pt] or [model.onnx]; place the files there, or set INTERBIAS_MODEL_RAWNET3 or INTERBIAS_MODELS); "
+        "see docs/guide/encoders.md"
     )
     res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "mfcc-stats", "--layer", "3"])
     assert res.exit_code == 1
-    assert res.output == "error: unavailable encoder(s): mfcc-stats: unknown option(s) layer; valid: (none)\n"
+    assert (
+        res.output
+        == "error: unavailable encoder(s): mfcc-stats: unknown option(s) layer; valid: (none); see docs/guide/encoders.md\n"
+    )
     res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "CAM++", "--model-dir", str(tmp_path)])
-    assert res.output == "error: unavailable encoder(s): CAM++: unknown option(s) path; valid: checkpoint\n"
+    assert (
+        res.output
+        == "error: unavailable encoder(s): CAM++: unknown option(s) path; valid: checkpoint; see docs/guide/encoders.md\n"
+    )

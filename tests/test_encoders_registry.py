@@ -231,7 +231,7 @@ def test_run_with_unavailable_labels_fails_before_any_work(tmp_path: Path, monke
         f"or set INTERBIAS_MODEL_WAVLM_BASE or INTERBIAS_MODELS); ECAPA-TDNN: model folder {zoo / 'ECAPA-TDNN'} "
         "does not exist (expected [hyperparams.yaml + embedding_model.ckpt + mean_var_norm_emb.ckpt + "
         "classifier.ckpt + label_encoder.txt]; place the files there, or set INTERBIAS_MODEL_ECAPA_TDNN or "
-        "INTERBIAS_MODELS)"
+        "INTERBIAS_MODELS); see docs/guide/encoders.md"
     )
     assert not out.exists() and not (tmp_path / "cache").exists()  # no run directory, no corpus, no cache
 

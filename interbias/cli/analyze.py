@@ -50,7 +50,7 @@ def _findings(a: Analysis, folder: Path) -> list[Path]:
     return [folder / "findings.csv"]
 
 
-@app.command()
+@app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
 @guarded
 def analyze(
     results: Annotated[Path, typer.Argument(help="results.csv (or a run directory).")],

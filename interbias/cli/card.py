@@ -11,7 +11,7 @@ from interbias.cli import app, guarded
 from interbias.cli.analyze import SeedOpt
 
 
-@app.command()
+@app.command(epilog="Example: interbias card CAM++ results/ --out cards")
 @guarded
 def card(
     label: Annotated[str, typer.Argument(help="Encoder label as in results.csv (e.g. CAM++).")],

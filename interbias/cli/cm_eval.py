@@ -15,6 +15,7 @@ cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
     "manipulated-region location, open-set algorithm recognition.",
     no_args_is_help=True,
+    epilog="Example: interbias cm-eval eer round1.csv round2.csv",
 )
 app.add_typer(cm_app, name="cm-eval")
 
@@ -28,7 +29,7 @@ def _floats(text: str, what: str) -> list[float]:
         raise MetricError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
 
 
-@cm_app.command("eer")
+@cm_app.command("eer", epilog="Example: interbias cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
 @guarded
 def eer(
     scores: Annotated[
@@ -79,7 +80,7 @@ def eer(
         typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
 
 
-@cm_app.command("dsr")
+@cm_app.command("dsr", epilog="Example: interbias cm-eval dsr aasist.csv rawgat.csv --json")
 @guarded
 def dsr(
     scores: Annotated[
@@ -116,7 +117,7 @@ def dsr(
         )
 
 
-@cm_app.command("location")
+@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt")
 @guarded
 def location(
     reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],
@@ -139,7 +140,9 @@ def location(
             typer.echo(f"{k:18s} {v:.6f}" if isinstance(v, float) else f"{k:18s} {v}")
 
 
-@cm_app.command("recognition")
+@cm_app.command(
+    "recognition", epilog="Example: interbias cm-eval recognition reference.txt prediction.txt --unknown unknown"
+)
 @guarded
 def recognition(
     reference: Annotated[Path, typer.Argument(help="Reference labels: 'UTT LABEL' per line.")],

@@ -10,7 +10,7 @@ import typer
 from interbias.cli import app, guarded
 
 
-@app.command()
+@app.command(epilog="Example: interbias compare base/results.csv new/results.csv --tolerance 0.005")
 @guarded
 def compare(
     base: Annotated[Path, typer.Argument(help="Baseline results.csv.")],

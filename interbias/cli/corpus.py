@@ -14,6 +14,7 @@ from interbias.cli import app, guarded
 corpus_app = typer.Typer(
     help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
     no_args_is_help=True,
+    epilog="Example: interbias corpus build synthetic",
 )
 app.add_typer(corpus_app, name="corpus")
 
@@ -50,7 +51,7 @@ def _print_summary(manifest: Any, *, as_json: bool) -> None:
             typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
 
 
-@corpus_app.command("build")
+@corpus_app.command("build", epilog="Example: interbias corpus build synthetic --speakers 96")
 @guarded
 def build(
     name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
@@ -118,7 +119,9 @@ def build(
     _print_summary(manifest, as_json=False)
 
 
-@corpus_app.command("prepare")
+@corpus_app.command(
+    "prepare", epilog="Example: interbias corpus prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
+)
 @guarded
 def prepare(
     name: Annotated[
@@ -158,7 +161,7 @@ def prepare(
         typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
 
 
-@corpus_app.command("info")
+@corpus_app.command("info", epilog="Example: interbias corpus info ravdess.jsonl")
 @guarded
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],

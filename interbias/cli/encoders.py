@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.errors import see_docs
 
 
 def encoder_entries() -> list[dict[str, Any]]:
@@ -38,7 +39,7 @@ def encoder_entries() -> list[dict[str, Any]]:
     return out
 
 
-@app.command("encoders")
+@app.command("encoders", epilog="Example: interbias encoders --json")
 @guarded
 def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
@@ -56,9 +57,10 @@ def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JS
         typer.echo("\nmissing:")
         for e in missing:
             typer.echo(f"  {e['status'][len('missing: ') :]}")
+        typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias models fetch`")
 
 
-@app.command()
+@app.command(epilog="Example: interbias embed a.wav b.wav --encoder CAM++")
 @guarded
 def embed(
     wavs: Annotated[list[Path], typer.Argument(help="Audio files (any format the front end decodes).")],

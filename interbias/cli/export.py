@@ -17,7 +17,7 @@ class Format(StrEnum):
     csv = "csv"
 
 
-@app.command()
+@app.command(epilog="Example: interbias export results/<run_id> --format kaldi --embeddings")
 @guarded
 def export(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (results/<run_id>).")],

@@ -20,7 +20,7 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
-@app.command()
+@app.command(epilog="Example: interbias fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
     scores: Annotated[

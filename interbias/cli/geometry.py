@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from interbias.geometry_run import GeometryOutcome
 
 
-@app.command()
+@app.command(epilog="Example: interbias geometry --encoder CAM++ --sentences 8")
 @guarded
 def geometry(
     encoder: Annotated[

@@ -121,7 +121,7 @@ def _without_keys(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@app.command("list")
+@app.command("list", epilog="Example: interbias list -v")
 @guarded
 def list_experiments(
     verbose: Annotated[

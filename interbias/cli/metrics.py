@@ -53,7 +53,7 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return scores, np.array(labels, dtype=np.int8)
 
 
-@app.command()
+@app.command(epilog="Example: interbias metrics scores.txt --json")
 @guarded
 def metrics(
     scores: Annotated[Path, typer.Argument(help="CSV with score,label or 'enrol test score target|nontarget'.")],

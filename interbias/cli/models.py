@@ -12,6 +12,7 @@ from interbias.cli import app, guarded
 models_app = typer.Typer(
     help="Fetch encoder checkpoints from the Hugging Face Hub into their folders, pinned in models.lock.",
     no_args_is_help=True,
+    epilog="Example: interbias models fetch ECAPA-TDNN",
 )
 app.add_typer(models_app, name="models")
 
@@ -31,7 +32,7 @@ def _labels(labels: list[str] | None, all_: bool, default: list[str]) -> list[st
     return list(labels)
 
 
-@models_app.command("fetch")
+@models_app.command("fetch", epilog="Example: interbias models fetch ECAPA-TDNN WavLM-Base+")
 @guarded
 def fetch(
     labels: Annotated[list[str] | None, typer.Argument(help="Encoder labels (see `interbias encoders`).")] = None,
@@ -59,7 +60,7 @@ def fetch(
             typer.echo(result.message)
 
 
-@models_app.command("verify")
+@models_app.command("verify", epilog="Example: interbias models verify")
 @guarded
 def verify(
     labels: Annotated[list[str] | None, typer.Argument(help="Labels to check (default: every locked label).")] = None,
@@ -85,7 +86,7 @@ def verify(
         raise EncoderError(f"{len(bad)} label(s) differ from {lock_path()}: {', '.join(bad)}")
 
 
-@models_app.command("list")
+@models_app.command("list", epilog="Example: interbias models list --quick")
 @guarded
 def list_models(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,

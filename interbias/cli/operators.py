@@ -11,7 +11,7 @@ import typer
 from interbias.cli import app, guarded
 
 
-@app.command()
+@app.command(epilog="Example: interbias degrade in.wav out.wav --op codec --param codec=gsm")
 @guarded
 def degrade(
     src: Annotated[Path, typer.Argument(metavar="IN", help="Input audio file (WAV, FLAC, ...).")],
@@ -42,7 +42,7 @@ def degrade(
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
 
 
-@app.command("operators")
+@app.command("operators", epilog="Example: interbias operators --json")
 @guarded
 def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""

@@ -12,7 +12,7 @@ from interbias.cli.analyze import GroupOpt, MetricOpt, SeedOpt
 from interbias.cli.tables import print_frame
 
 
-@app.command()
+@app.command(epilog="Example: interbias plan results/<run_id> --effect 0.01 --power 0.8")
 @guarded
 def plan(
     run_dir: Annotated[Path, typer.Argument(help="Pilot run directory (results/<run_id>/) with per-trial scores.")],

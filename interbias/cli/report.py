@@ -14,7 +14,7 @@ from interbias.cli.analyze import AdjustOpt, FloorOpt, GroupOpt, MetricOpt, Perm
 DEFAULT_BOOT = 1000
 
 
-@app.command()
+@app.command(epilog="Example: interbias report results/<run_id>")
 @guarded
 def report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory (results/<run_id>/) or its results.csv.")],

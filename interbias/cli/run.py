@@ -52,7 +52,7 @@ RuntimeOption = Annotated[
 ]
 
 
-@app.command()
+@app.command(epilog="Example: interbias run E16 --corpus synthetic --encoders CAM++,mfcc-stats")
 @guarded
 def run(
     experiment: Annotated[str, typer.Argument(help="Experiment id (E16) or a path to its YAML file.")],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import CorpusError, DataMissingError
+from interbias.errors import CorpusError, DataMissingError, see_docs
 from interbias.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
 from interbias.progress import Reporter
 from interbias.registry import Registry
@@ -78,7 +78,7 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path, reporter: R
         if not corpus_root.is_dir():
             raise CorpusError(
                 f"corpus {spec.name!r} not found at {corpus_root}: pass --corpus-root DIR or set "
-                f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'})"
+                f"INTERBIAS_CORPORA (expected {adapter.expects or 'the published layout'}; {see_docs('corpora')})"
             )
     if adapter.shows_progress and reporter is not None:
         return adapter.prepare(corpus_root, cache, dict(spec.options), reporter=reporter)

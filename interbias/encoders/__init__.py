@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.errors import EncoderError
+from interbias.errors import EncoderError, see_docs
 from interbias.paths import threads
 from interbias.registry import Registry
 from interbias.seeding import canonical_json, derive_rng, sha256_file
@@ -594,7 +594,7 @@ def load_encoders(
             problems.append(str(exc))
     restore_threads()
     if problems:
-        raise EncoderError("unavailable encoder(s): " + "; ".join(problems))
+        raise EncoderError("unavailable encoder(s): " + "; ".join(problems) + f"; {see_docs('encoders')}")
     if len({e.label for e in encoders}) != len(encoders):
         raise EncoderError("an encoder label is listed twice")
     return encoders
