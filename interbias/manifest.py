@@ -333,8 +333,9 @@ def speaker_level_attributes(
 
 def csv_records(text: str, *, where: str) -> tuple[set[str], list[dict[str, Any]], list[int]]:
     """(header columns, rows as dicts, line of each row) of manifest CSV text, read strictly
-    (:func:`interbias.csvfile.records`; a short row leaves its last columns empty)."""
-    header, rows, lines = csvfile.records(text, where=where, error=ManifestError, short_rows=True)
+    (:func:`interbias.csvfile.records`; a row with fewer fields than the header is refused, not
+    read with its last columns empty)."""
+    header, rows, lines = csvfile.records(text, where=where, error=ManifestError)
     return set(header), [dict(zip(header, r, strict=True)) for r in rows], lines
 
 
