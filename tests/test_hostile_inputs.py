@@ -135,7 +135,8 @@ def test_metrics_ragged_latin1_duplicated_header_and_bom(tmp_path: Path) -> None
     p.write_text("score,label\n0.5,1\n0.2\n")
     _one_line(
         runner.invoke(app, ["metrics", str(p)]),
-        f"{p}:3: 1 field(s), the header has 2 (a value holding a comma must be quoted)",
+        f"{p}:3: 1 field(s), the header has 2 (every row gives every column; an empty value is written as nothing "
+        "between two commas)",
     )
     p.write_text("score,label,label\n0.5,1,0\n")
     _one_line(
