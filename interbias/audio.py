@@ -26,6 +26,11 @@ from interbias.seeding import sha256_file
 RATE_LIMITS_HZ = (1000, 384000)
 #: Peak-to-peak amplitude (full scale 2) below which a file holds no signal at all.
 SILENCE_PEAK_TO_PEAK = 1e-6
+#: Largest sample magnitude accepted from a file, in full scale (1.0). Float audio lies in
+#: [-1, 1]; processing can overshoot by a few dB (2.0 is +6 dBFS), while integer PCM values
+#: stored as float reach hundreds or thousands: those are refused rather than embedded at a
+#: level no encoder was trained on.
+MAX_FLOAT_PEAK = 2.0
 
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
@@ -237,7 +242,18 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
     if not np.isfinite(data).all():
         bad = int((~np.isfinite(data)).sum())
         raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
+    peak = float(np.abs(data).max())
+    if peak > MAX_FLOAT_PEAK:
+        raise AudioError(
+            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
+            "these look like integer values stored as float): rescale the file"
+        )
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
+    if channels > 1 and float(np.ptp(mono)) < SILENCE_PEAK_TO_PEAK and float(np.ptp(data)) >= SILENCE_PEAK_TO_PEAK:
+        raise AudioError(
+            f"{path}: its {channels} channels cancel when averaged to mono (one is the other inverted): "
+            "the downmix is silence; keep one channel"
+        )
     return prepare(mono, rate, frontend, where=str(path), channels=channels)
 
 

@@ -69,6 +69,40 @@ def _dim_of(dim: Any) -> int:
     return dim if isinstance(dim, int) else -1
 
 
+#: SQLite result codes that mean the file itself is damaged (the only case to delete it).
+DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+#: What to do when the file is intact but cannot be used now, by SQLite result code.
+_REMEDY = {
+    "SQLITE_FULL": "free disk space",
+    "SQLITE_READONLY": "make it and its folder writable",
+    "SQLITE_CANTOPEN": "check that the folder exists and is writable",
+    "SQLITE_PERM": "check its permissions",
+    "SQLITE_BUSY": "another process holds it; wait for it",
+    "SQLITE_LOCKED": "another process holds it; wait for it",
+    "SQLITE_IOERR": "check the disk (a full or failing device, a lost network mount)",
+}
+
+
+def db_error(path: Path, exc: sqlite3.DatabaseError, doing: str) -> RunError:
+    """One line for an SQLite error on the cache: delete-to-rebuild only when SQLite says the
+    file is damaged; otherwise the file is intact (a full disk, a read-only mount, a lock) and
+    the message says so and what to do, so a user does not destroy good vectors."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    base = code.split("_", 2)[:2]
+    family = "_".join(base) if len(base) == 2 else code
+    if code in DAMAGED or family in DAMAGED:
+        return RunError(f"embedding cache {path} is damaged ({exc}); delete it to rebuild")
+    remedy = _REMEDY.get(code) or _REMEDY.get(family)
+    if remedy is None:
+        return RunError(
+            f"cannot {doing} the embedding cache {path} ({exc}); it was left as it is (point --cache-dir elsewhere)"
+        )
+    return RunError(
+        f"cannot {doing} the embedding cache {path} ({exc}); the file is not damaged, keep it: {remedy}, "
+        "or point --cache-dir elsewhere"
+    )
+
+
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -87,7 +121,7 @@ class EmbeddingCache:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise RunError(f"embedding cache {self.path} is unusable ({exc}); delete it to rebuild") from exc
+            raise db_error(self.path, exc, "open") from exc
 
     def _check_schema(self) -> None:
         """Refuse an SQLite file that holds something other than interbias's table (it is
@@ -131,7 +165,7 @@ class EmbeddingCache:
                     vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
                     out[key] = Entry(vec, self._realised(key, realised))
         except sqlite3.DatabaseError as exc:
-            raise RunError(f"embedding cache {self.path} cannot be read ({exc}); delete it to rebuild") from exc
+            raise db_error(self.path, exc, "read") from exc
         return out
 
     def _bad(self, key: Key, problem: str) -> RunError:
@@ -181,8 +215,8 @@ class EmbeddingCache:
                 self._db.execute("BEGIN")
                 self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
                 crashpoints.reached("cache-write")
-        except sqlite3.OperationalError as exc:
-            raise RunError(f"cannot write the embedding cache {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "write") from exc
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])

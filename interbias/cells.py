@@ -2,8 +2,8 @@
 
 A trial is dropped (and counted) when either side's utterance has no embedding under the
 cell's chain for that side; more dropped trials than ``max_failure_share`` make the cell an
-error. The kept trials are cosine-scored; metrics use the eval split's bona fide trials (all
-trials when the run has neither a dev split nor spoof trials).
+error. The kept trials are cosine-scored; metrics use the measured ones
+(:func:`interbias.measured.measured`: eval split, bona fide, not dropped).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from interbias.embedding import Embedder
 from interbias.encoders import Encoder
 from interbias.errors import RunError
 from interbias.experiments import Cell
+from interbias.measured import in_split, measured
 from interbias.scoring import cosine_scores
 
 
@@ -98,11 +99,9 @@ def score_cell(
         np.searchsorted(uniq_t, test_ids[keep]),
     )
     labels = trials["label"].to_numpy()
-    use = keep.copy()
-    if "split" in trials.columns:
-        use &= trials["split"].to_numpy() == "eval"
+    use = keep & in_split(trials, "eval")
     types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
-    bona = use if types is None else use & (types != "spoof")
+    bona = keep & measured(trials)
     kept = trials[bona]
     row = {
         **metrics.summarize(scores[bona], labels[bona]).as_dict(),

@@ -38,10 +38,12 @@ def records(
             if not record or record == [""]:
                 continue
             if len(record) > len(header) or (len(record) < len(header) and not short_rows):
-                raise error(
-                    f"{where}:{reader.line_num}: {len(record)} field(s), the header has {len(header)} "
-                    "(a value holding a comma must be quoted)"
+                hint = (
+                    "a value holding a comma must be quoted"
+                    if len(record) > len(header)
+                    else "every row gives every column; an empty value is written as nothing between two commas"
                 )
+                raise error(f"{where}:{reader.line_num}: {len(record)} field(s), the header has {len(header)} ({hint})")
             rows.append(record + [""] * (len(header) - len(record)))
             lines.append(reader.line_num)
     except csv.Error as exc:

@@ -29,6 +29,18 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return out
 
 
+def refuse_overwrite(src: Path, dst: Path) -> None:
+    """Refuse an output that is the input file (same path, a symbolic or hard link to it):
+    writing it would destroy the user's audio."""
+    same = src.resolve() == dst.resolve()
+    if not same and dst.exists() and src.exists():
+        same = dst.samefile(src)
+    if same:
+        raise AudioError(
+            f"{dst}: the output is the input file; writing it would overwrite your audio (choose another OUT)"
+        )
+
+
 def degrade_file(
     src: Path,
     dst: Path,
@@ -47,6 +59,7 @@ def degrade_file(
     from interbias.operators import Chain, OpContext, make_operator
     from interbias.paths import cache_dir
 
+    refuse_overwrite(Path(src), Path(dst))
     op = make_operator(op_name, params, where="--op")
     chain = Chain((op,))
     data, rate = audio.decode(src)

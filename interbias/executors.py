@@ -39,6 +39,7 @@ from interbias.errors import AudioError, EncoderError, OperatorError, RunError, 
 from interbias.jobs import PoolSpec, ordered_map, usable_cores
 from interbias.manifest import Manifest, Utterance
 from interbias.operators import Chain, OpContext
+from interbias.operators.silence import check_chain_output
 from interbias.registry import Registry
 
 #: Utterances decoded ahead of the encoders by the loader thread.
@@ -170,6 +171,8 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
                     cache_dir=ctx.cache_dir,
                 ),
             )
+            if chain.effective:
+                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz)
         except OperatorError as exc:
             failed.append(EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {exc}", n_items=len(encs)))
             continue

@@ -1,7 +1,9 @@
 """Export a run's per-trial scores and cached embeddings in formats other tools read.
 
 Score files, one per results row (model × cell), hold the trials the row's metrics were
-computed on (dropped trials are left out and counted in ``export.json``), scores written at
+computed on (:func:`interbias.measured.measured`: eval split, bona fide, not dropped; dropped
+trials and dev/spoof trials are left out and counted in ``export.json`` as ``n_dropped`` and
+``n_not_measured``), scores written at
 full float64 precision so ``interbias metrics FILE`` reproduces the row's EER and minDCF exactly:
 
 - ``wespeaker``: ``<model>/<cell>.score``, lines ``enrol test score target|nontarget``
@@ -32,6 +34,8 @@ import pandas as pd
 
 from interbias import atomic
 from interbias.errors import AudioError, RunError
+from interbias.measured import SV_WORDS, bona_fide, format_scores, in_split, measured
+from interbias.measured import kept as not_dropped
 from interbias.paths import slug
 from interbias.rundir import EXPERIMENT, RESULTS, RUN_JSON, TRIALS, TRIALS_META, RunDir
 from interbias.trials import partners
@@ -69,9 +73,13 @@ def _names(trials: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     return enrol.astype(str), test.astype(str)
 
 
-def _fmt_scores(scores: np.ndarray) -> list[str]:
-    """Shortest strings that parse back to the same float64 (Python's ``repr``)."""
-    return [repr(float(x)) for x in scores]
+def _with_trial_columns(scores: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """``scores`` with the trial list's ``split``/``trial_type`` where the scores file lacks them."""
+    scores = scores.copy()
+    for col in ("split", "trial_type"):
+        if col in trials.columns and col not in scores.columns:
+            scores[col] = trials[col].reindex(scores["trial_id"].to_numpy()).to_numpy()
+    return scores
 
 
 def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
@@ -96,15 +104,15 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
         src = run.scores_path(row.model, row.cell)
         if not src.is_file():
             raise RunError(f"{src} is missing: results row {row.model} / {row.cell} has no score file")
-        scores = pd.read_parquet(src)
-        kept = scores[~scores["dropped"].to_numpy(dtype=bool)]
+        scores = _with_trial_columns(pd.read_parquet(src), trials)
+        kept = scores[measured(scores)]
         ids = kept["trial_id"].to_numpy()
         sub = trials.loc[ids]
         if not np.array_equal(sub["label"].to_numpy(), kept["label"].to_numpy()):
             raise RunError(f"{src}: labels disagree with trials.parquet")
-        label_words = np.where(kept["label"].to_numpy() == 1, "target", "nontarget")
+        label_words = np.array(SV_WORDS)[kept["label"].to_numpy(dtype=np.int64)]
         e_names, t_names = enrol_names.loc[ids].to_numpy(), test_names.loc[ids].to_numpy()
-        score_text = _fmt_scores(kept["score"].to_numpy(dtype=np.float64))
+        score_text = format_scores(kept["score"].to_numpy(dtype=np.float64))
         folder, stem = out / slug(row.model), slug(row.cell)
         target = folder / f"{stem}{_SUFFIX[fmt]}"
         if fmt == "csv":
@@ -135,7 +143,8 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
                 "cell": row.cell,
                 "file": str(target.relative_to(out)),
                 "n_trials": len(kept),
-                "n_dropped": int(len(scores) - len(kept)),
+                "n_dropped": int((~not_dropped(scores)).sum()),
+                "n_not_measured": int((~in_split(scores, "eval") | ~bona_fide(scores)).sum()),
                 "eer": row.eer,
                 "min_dcf": row.min_dcf,
             }

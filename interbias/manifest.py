@@ -8,17 +8,21 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from interbias import atomic, csvfile
 from interbias.errors import ManifestError
+from interbias.manifest_checks import check_distinct_paths, check_speaker_spellings
 from interbias.paths import not_a_file
 from interbias.seeding import canonical_json
 from interbias.textfile import read_utf8
 
+#: Rows from which reading a manifest shows progress.
+PROGRESS_ROWS = 20_000
 #: Columns a manifest file must have.
 REQUIRED_COLUMNS = ("path", "speaker")
 
@@ -220,13 +224,22 @@ class Manifest:
 
     @classmethod
     def read(
-        cls, path: Path, *, name: str | None = None, root: Path | None = None, check_files: bool = False
+        cls,
+        path: Path,
+        *,
+        name: str | None = None,
+        root: Path | None = None,
+        check_files: bool = False,
+        task: Callable[[str, int], AbstractContextManager[Callable[[int], None]]] | None = None,
     ) -> Manifest:
         """Read a CSV or JSONL manifest; relative paths resolve against ``root`` or its folder.
 
-        Every problem of one kind (missing columns, empty path/speaker, duplicate ids and, with
-        ``check_files``, audio paths that cannot be read) is one :class:`ManifestError` giving
-        the count and the first offending lines.
+        Every problem of one kind (missing columns, empty path/speaker, duplicate ids, one
+        speaker spelled two ways and, with ``check_files``, audio paths that cannot be read or
+        that name one file twice: :mod:`interbias.manifest_checks`) is one
+        :class:`ManifestError` giving the count and the first offending lines. ``task`` (a
+        :meth:`interbias.progress.Reporter.task`) shows progress over the rows of a manifest of
+        :data:`PROGRESS_ROWS` rows or more.
         """
         path = Path(path)
         if path.suffix not in (".jsonl", ".csv"):
@@ -255,22 +268,41 @@ class Manifest:
             raise ManifestError(
                 f"{path}: {len(bad)} row(s) with an empty path or speaker; first at line(s) {', '.join(map(str, bad[:5]))}"
             )
-        utts = tuple(Utterance.from_dict(r, where=f"{path}:{ln}") for r, ln in zip(rows, lines, strict=True))
-        check_unique_ids(utts, lines, where=str(path))
-        manifest = cls(name or path.stem, Path(root) if root else path.parent, utts)
-        if check_files:
-            manifest.check_files(lines, where=str(path))
+        big = task is not None and len(rows) >= PROGRESS_ROWS
+        with task(f"reading manifest {path.name}", len(rows) * (1 + check_files)) if big else nullcontext(None) as step:
+            advance = step or (lambda n: None)
+            utts = []
+            for i, (r, ln) in enumerate(zip(rows, lines, strict=True)):
+                utts.append(Utterance.from_dict(r, where=f"{path}:{ln}"))
+                if i % 1000 == 999:
+                    advance(1000)
+            advance(len(rows) % 1000)
+            check_unique_ids(utts, lines, where=str(path))
+            check_speaker_spellings(utts, lines, where=str(path))
+            manifest = cls(name or path.stem, Path(root) if root else path.parent, tuple(utts))
+            if check_files:
+                manifest.check_files(lines, where=str(path), advance=advance)
         return manifest
 
-    def check_files(self, lines: Sequence[int] | None = None, *, where: str | None = None) -> None:
+    def check_files(
+        self,
+        lines: Sequence[int] | None = None,
+        *,
+        where: str | None = None,
+        advance: Callable[[int], None] | None = None,
+    ) -> None:
         """Raise one :class:`ManifestError` if any audio path is missing, empty, not a regular
-        file, unreadable or escapes the root; ``lines`` (the file line of each utterance)
-        are quoted for the first offenders."""
+        file, unreadable or escapes the root, or if two rows name one file; ``lines`` (the file
+        line of each utterance) are quoted for the first offenders."""
         problems: list[tuple[int, Utterance, str]] = []
         for i, u in enumerate(self.utterances):
             reason = _unreadable(self, u)
             if reason:
                 problems.append((i, u, reason))
+            if advance is not None and i % 1000 == 999:
+                advance(1000)
+        if advance is not None:
+            advance(len(self.utterances) % 1000)
         if problems:
             first = ", ".join(
                 (f"line {lines[i]} " if lines else "") + f"{u.path!r} ({reason})" for i, u, reason in problems[:5]
@@ -279,6 +311,9 @@ class Manifest:
                 f"{where or 'manifest ' + repr(self.name)}: {len(problems)} of {len(self)} audio path(s) cannot be read "
                 f"(relative paths resolve against {self.root}); first: {first}"
             )
+        check_distinct_paths(
+            [str(self.resolve(u)) for u in self.utterances], lines, where=where or f"manifest {self.name!r}"
+        )
 
 
 def speaker_attribute_conflicts(
@@ -333,8 +368,9 @@ def speaker_level_attributes(
 
 def csv_records(text: str, *, where: str) -> tuple[set[str], list[dict[str, Any]], list[int]]:
     """(header columns, rows as dicts, line of each row) of manifest CSV text, read strictly
-    (:func:`interbias.csvfile.records`; a short row leaves its last columns empty)."""
-    header, rows, lines = csvfile.records(text, where=where, error=ManifestError, short_rows=True)
+    (:func:`interbias.csvfile.records`; a row with fewer fields than the header is refused, not
+    read with its last columns empty)."""
+    header, rows, lines = csvfile.records(text, where=where, error=ManifestError)
     return set(header), [dict(zip(header, r, strict=True)) for r in rows], lines
 
 

@@ -31,15 +31,17 @@ from interbias.analysis.after_run import run_analyses
 from interbias.analysis.spoofing import SPOOF_COLUMNS
 from interbias.cache import EmbeddingCache
 from interbias.cells import score_cell
-from interbias.corpora import check_manifest, check_runnable, load_corpus
+from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.embedding import Embedder, audio_digest, audio_digests
 from interbias.encoders import Encoder, load_encoders
 from interbias.errors import InterbiasError, RunError
 from interbias.executors import Executor, make_executor
 from interbias.experiments import Experiment, find_experiment, load_experiment, resource_problems, with_data
+from interbias.grid import check_grid_size
 from interbias.lock import RunLock
 from interbias.manifest import Manifest
+from interbias.manifest_checks import check_distinct_audio, partly_labelled
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir
 from interbias.planning import Plan, plan_run
@@ -56,7 +58,7 @@ from interbias.results import (
 from interbias.rundir import TRIALS_META, RunDir
 from interbias.speaker_budget import apply_plan, check_drawn
 from interbias.trial_lists import external_trials
-from interbias.trials import TrialList, draw_trials, partners
+from interbias.trials import TrialList, draw_trials, partners, shortfall
 
 
 @dataclass
@@ -159,6 +161,7 @@ def _experiment(options: RunOptions) -> Experiment:
             trials=options.trials,
             trials_format=options.trials_format,
         )
+    check_grid_size(exp, len(options.encoders))  # counted before any work
     check_runnable(exp, root=options.corpus_root)  # data it needs is here, before any work
     problems = resource_problems(exp)
     if problems:
@@ -186,6 +189,10 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_manifest(exp, manifest)
+    if note := partly_labelled(
+        manifest.utterances, needed_attributes(exp), where=f"{exp.name}: corpus {manifest.name!r}"
+    ):
+        reporter.notice(note)
     listed = external_trials(exp, manifest, max_trials=options.max_trials)
     timings["corpus_s"] = time.perf_counter() - t
     attacks = None
@@ -202,9 +209,13 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     if request is not None and listed is None:
         check_drawn(request, trials.strata)
     timings["trials_s"] = time.perf_counter() - t
+    if listed is None and (short := shortfall(trials.info)):
+        reporter.notice(short)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     t = time.perf_counter()
     shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id
+    bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
+    check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
     timings["audio_sha256_s"] = time.perf_counter() - t
     rev = revision()
     run_id = run_id_for(

@@ -491,3 +491,23 @@ def partners(frame: pd.DataFrame) -> dict[str, frozenset[str]]:
         out.setdefault(e_id, {e_spk}).add(t_spk)
         out.setdefault(t_id, {t_spk}).add(e_spk)
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def shortfall(info: dict[str, Any]) -> str | None:
+    """One line when a sampled trial list holds fewer targets or non-targets per stratum than
+    its spec asked for (too few speakers or utterances), else ``None``."""
+    spec, got = info.get("spec") or {}, info.get("matched") or {}
+    short = [
+        f"{got[key]} {word} per stratum of the {spec[ask]} asked for"
+        for ask, key, word in (
+            ("targets", "n_target_per_stratum", "target trials"),
+            ("nontargets", "n_nontarget_per_stratum", "non-target trials"),
+        )
+        if ask in spec and key in got and got[key] < spec[ask]
+    ]
+    if not short:
+        return None
+    return (
+        f"{info.get('experiment', 'trials')}: drew " + " and ".join(short) + " (the smallest stratum has no more; "
+        "more speakers or utterances per speaker give more)"
+    )

@@ -123,7 +123,7 @@ def test_a_wrong_schema_and_a_non_database_are_one_line(tmp_path: Path) -> None:
         EmbeddingCache(path)
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(RunError, match=r"is unusable \(file is not a database\)"):
+    with pytest.raises(RunError, match=r"is damaged \(file is not a database\); delete it to rebuild$"):
         EmbeddingCache(junk)
 
 
@@ -132,3 +132,39 @@ def test_a_cache_dir_that_is_a_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(RunError) as info:
         EmbeddingCache(tmp_path / "afile" / "embeddings.sqlite")
     assert str(info.value) == f"cache folder {tmp_path / 'afile'}: {tmp_path / 'afile'} exists and is not a folder"
+
+
+# ---- an intact cache that cannot be used now is never called damaged (issue 28, item 4) ----------
+
+
+def _filled(path: Path) -> EmbeddingCache:
+    cache = EmbeddingCache(path)
+    cache.put_many([(KEY, _unit(8), [])])
+    return cache
+
+
+def test_a_full_disk_says_keep_the_cache(tmp_path: Path) -> None:
+    cache = _filled(tmp_path / "e.sqlite")
+    cache._db.execute(f"PRAGMA max_page_count = {cache._db.execute('PRAGMA page_count').fetchone()[0]}")
+    many = [((f"{i:064d}", "c", "encfp"), _unit(256, i), []) for i in range(400)]
+    with pytest.raises(RunError) as info:
+        cache.put_many(many)
+    msg = str(info.value)
+    assert "delete" not in msg and "damaged" not in msg.replace("not damaged", "")
+    assert msg.startswith(f"cannot write the embedding cache {tmp_path / 'e.sqlite'} (database or disk is full)")
+    assert "the file is not damaged, keep it: free disk space" in msg
+    cache.close()
+    assert EmbeddingCache(tmp_path / "e.sqlite").get_many([KEY])[KEY].vector.shape == (8,)  # it was intact
+
+
+def test_a_read_only_cache_says_keep_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "e.sqlite"
+    _filled(path).close()
+    real = sqlite3.connect
+    # a read-only mount (root ignores file permissions): SQLite opened read-only, as it is there
+    monkeypatch.setattr(sqlite3, "connect", lambda p, **kw: real(f"file:{p}?mode=ro", uri=True, **kw))
+    with pytest.raises(RunError) as info:
+        cache = EmbeddingCache(path)
+        cache.put_many([(("b" * 64, "c", "encfp"), _unit(8), [])])
+    msg = str(info.value)
+    assert "delete" not in msg and "the file is not damaged, keep it" in msg and "readonly" in msg

@@ -38,7 +38,10 @@ def test_metrics_bad_label_one_line(tmp_path: Path) -> None:
     ws.write_text("e1 t1 0.9 maybe\n")
     res = runner.invoke(app, ["metrics", str(ws)])
     assert res.exit_code == 1
-    assert res.output.strip() == f"error: {ws}: line 1: label 'maybe' is not 1/0 or target/nontarget"
+    assert (
+        res.output.strip()
+        == f"error: {ws}: line 1: label 'maybe' is not one of 1/0, true/false, target/nontarget, bonafide/spoof (also genuine/real, fake)"
+    )
 
 
 def test_analyze_foreign_csv(tmp_path: Path) -> None:

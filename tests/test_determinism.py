@@ -48,6 +48,7 @@ def baseline(data, tmp_path_factory):
     return run(_opts(exp, tmp / "out", tmp / "cache")), tmp / "cache"
 
 
+@pytest.mark.numerics  # same machine, same dispatch: bytes (tests/test_dispatch.py reruns it under another)
 def test_two_fresh_runs_are_byte_identical(data, baseline, tmp_path: Path) -> None:
     _, _, exp = data
     baseline, _ = baseline

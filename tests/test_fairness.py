@@ -311,7 +311,10 @@ def test_cli_fairness_errors(tmp_path: Path, args: list[str], message: str) -> N
 def test_score_file_errors(tmp_path: Path) -> None:
     bad = _write(tmp_path, "bad.csv", pd.DataFrame({"score": [0.1, "x"], "label": [1, 0], "gender": ["f", "m"]}))
     res = CliRunner().invoke(app, ["fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
-    assert res.stderr.strip() == f"error: {bad}: row 3: score 'x' is not a finite number"
+    assert res.stderr.strip() == f"error: {bad}: line 3: score 'x' is not a finite number"
     bad = _write(tmp_path, "bad2.csv", pd.DataFrame({"score": [0.1], "label": ["maybe"], "gender": ["f"]}))
     res = CliRunner().invoke(app, ["fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
-    assert res.stderr.strip() == f"error: {bad}: row 2: label 'maybe' is not 1/0, target/nontarget or bonafide/spoof"
+    assert (
+        res.stderr.strip()
+        == f"error: {bad}: line 2: label 'maybe' is not one of 1/0, true/false, target/nontarget, bonafide/spoof (also genuine/real, fake)"
+    )

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import soundfile as sf
 from conftest import tiny_experiment
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from run_helpers import manifest_file, only_run_dir, run_args
 from typer.testing import CliRunner
@@ -135,7 +135,8 @@ def test_metrics_ragged_latin1_duplicated_header_and_bom(tmp_path: Path) -> None
     p.write_text("score,label\n0.5,1\n0.2\n")
     _one_line(
         runner.invoke(app, ["metrics", str(p)]),
-        f"{p}:3: 1 field(s), the header has 2 (a value holding a comma must be quoted)",
+        f"{p}:3: 1 field(s), the header has 2 (every row gives every column; an empty value is written as nothing "
+        "between two commas)",
     )
     p.write_text("score,label,label\n0.5,1,0\n")
     _one_line(
@@ -227,8 +228,26 @@ def _check_garbage(res) -> None:
         _one_line(res)
 
 
+#: Issue 28's inputs as seeds: one speaker spelled two ways (case, NBSP, NFD, a float id,
+#: scientific notation, leading zeros), a file listed twice, a row one field short.
+_ISSUE28_MANIFESTS = [
+    b"path,speaker,gender\na.wav,spk01,f\nb.wav,SPK01,f\n",
+    "path,speaker\na.wav,anna maria\nb.wav,anna\u00a0maria\n".encode(),
+    "path,speaker\na.wav,jos\u00e9\nb.wav,jose\u0301\n".encode(),
+    b"path,speaker\na.wav,1001\nb.wav,1001.0\nc.wav,1.001E+03\nd.wav,0042\ne.wav,42\n",
+    b"id,path,speaker\nx,a.wav,s1\ny,./a.wav,s2\n",
+    b"path,speaker,gender\na.wav,s1,f\nb.wav,s1\n",
+]
+
+
 @GARBAGE
 @given(_garbage, st.sampled_from([".csv", ".jsonl"]))
+@example(_ISSUE28_MANIFESTS[0], ".csv")
+@example(_ISSUE28_MANIFESTS[1], ".csv")
+@example(_ISSUE28_MANIFESTS[2], ".csv")
+@example(_ISSUE28_MANIFESTS[3], ".csv")
+@example(_ISSUE28_MANIFESTS[4], ".csv")
+@example(_ISSUE28_MANIFESTS[5], ".csv")
 def test_garbage_manifests(tmp_path_factory, data: bytes, suffix: str) -> None:
     p = tmp_path_factory.mktemp("g") / f"m{suffix}"
     p.write_bytes(data)
@@ -237,6 +256,9 @@ def test_garbage_manifests(tmp_path_factory, data: bytes, suffix: str) -> None:
 
 @GARBAGE
 @given(_garbage)
+@example(b"e t 0.5 bonafide\ne t 0.1 FAKE\ne t nan spoof\n")  # issue 28: one label vocabulary
+@example(b"u1 0.5 genuine\nu2 0.1 real\n")
+@example(b"score,label\n0.5,True\n0.1,false\ninf,1\n")
 def test_garbage_score_files(tmp_path_factory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("g")
     for name in ("s.csv", "s.txt"):
@@ -278,8 +300,21 @@ _yamlish = st.lists(
 ).map(lambda lines: "\n".join(lines).encode())
 
 
+_HUGE_GRID = (
+    "name: G1\ncorpus: {name: synthetic}\nfactors:\n"
+    + "".join(
+        f"- {{name: {f}, type: acoustic, apply_to: test, reference: l0, levels: {{"
+        + ", ".join(f"l{i}: [{{op: noise, kind: gaussian, snr_db: {i}}}]" for i in range(60))
+        + "}}\n"
+        for f in "abc"
+    )
+).encode()
+
+
 @GARBAGE
 @given(st.one_of(_garbage, _yamlish))
+@example(_HUGE_GRID)  # issue 28: 216,000 cells, refused before any work
+@example(b"name: G1\ncorpus: {name: synthetic, options: {speakers: 0}}\nfactors: []\n")
 def test_garbage_experiment_yaml(tmp_path_factory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("g")
     (folder / "G.yaml").write_bytes(data)

@@ -57,6 +57,7 @@ def test_wespeaker_lines_are_exact_and_leave_dropped_trials_out(tmp_path: Path) 
         "file": "",
         "n_trials": 3,
         "n_dropped": 1,
+        "n_not_measured": 0,
         "eer": 0.25,
         "min_dcf": 0.5,
     }

@@ -40,26 +40,12 @@ import numpy as np
 import pandas as pd
 
 from interbias import metrics
-from interbias.csvfile import read_frame
 from interbias.errors import MetricError
-from interbias.textfile import read_utf8
+from interbias.measured import CM_LINE, read_score_file
 
 #: ADD 2023 weights of EER rounds 1 and 2 (Eq. 4) and of the location score (Eq. 9).
 ADD_ROUND_WEIGHTS = (0.4, 0.6)
 LOCATION_WEIGHTS = (0.3, 0.7)
-_CM_LABELS = {
-    "1": 1,
-    "bonafide": 1,
-    "bona-fide": 1,
-    "bona_fide": 1,
-    "genuine": 1,
-    "real": 1,
-    "target": 1,
-    "0": 0,
-    "spoof": 0,
-    "fake": 0,
-    "nontarget": 0,
-}
 
 
 # ---- detection ----------------------------------------------------------------------------------
@@ -68,42 +54,8 @@ _CM_LABELS = {
 def read_cm_frame(path: Path) -> pd.DataFrame:
     """A CM score file as a frame with float ``score`` and int ``label`` (1 = bona fide) plus
     any other columns: a CSV with ``score,label`` or a whitespace file ``ID SCORE LABEL``;
-    labels bonafide|spoof (also genuine/real, fake, 1/0)."""
-    path = Path(path)
-    text = read_utf8(path, what="scores file", error=MetricError)
-    head = text.lstrip().split("\n", 1)[0]
-    if "," in head:
-        frame = read_frame(path, what="scores file", error=MetricError)
-        missing = [c for c in ("score", "label") if c not in frame.columns]
-        if missing:
-            raise MetricError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(frame.columns)}")
-        first = 2
-    else:
-        rows = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 3:
-                raise MetricError(f"{path}:{lineno}: expected 'ID SCORE LABEL', got {line!r}")
-            rows.append(parts)
-        frame = pd.DataFrame(rows, columns=["id", "score", "label"])
-        first = 1
-    if not len(frame):
-        raise MetricError(f"scores file {path} has no rows")
-    labels = []
-    for i, lab in enumerate(frame["label"]):
-        v = _CM_LABELS.get(str(lab).strip().lower())
-        if v is None:
-            raise MetricError(f"{path}: row {i + first}: label {lab!r} is not bonafide/spoof (or 1/0)")
-        labels.append(v)
-    scores = pd.to_numeric(frame["score"], errors="coerce")
-    if scores.isna().any():
-        bad = int(np.flatnonzero(scores.isna().to_numpy())[0])
-        raise MetricError(f"{path}: row {bad + first}: score {frame['score'].iloc[bad]!r} is not a number")
-    frame["score"] = scores.astype(np.float64)
-    frame["label"] = np.array(labels, dtype=np.int8)
-    return frame
+    labels bonafide|spoof in :data:`interbias.measured.LABELS`'s vocabulary."""
+    return read_score_file(path, error=MetricError, layout=CM_LINE)
 
 
 def read_cm_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:

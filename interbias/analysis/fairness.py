@@ -54,9 +54,9 @@ import pandas as pd
 from scipy.stats import norm
 
 from interbias import atomic
-from interbias.csvfile import read_frame
 from interbias.errors import AnalysisError
 from interbias.experiments import FairnessSpec
+from interbias.measured import bona_fide, in_split, kept, read_score_file
 from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
 from interbias.thresholds import ThresholdRule
 
@@ -527,15 +527,15 @@ def _model_units(
             raise AnalysisError(f"{run.path}: scores of {model} / {row.cell} are missing ({path.name})")
         sc = side.join(run.read_scores(model, row.cell))
         if all(levels.get(f) == ref for f, ref in acoustic.items()):
-            dev_frames.append(sc[sc["split"] == "dev"])
+            dev_frames.append(sc[in_split(sc, "dev")])
             dev_cells.append(row.cell)
-        by_condition.setdefault(condition, []).append(sc[sc["split"] == "eval"])
-    thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, side.types is not None, the_rule)
+        by_condition.setdefault(condition, []).append(sc[in_split(sc, "eval")])
+    thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, the_rule)
     units = []
     for condition, frames in by_condition.items():
         ev = pd.concat(frames)
-        n_dropped = int(ev["dropped"].astype(bool).sum())
-        ev = ev[~ev["dropped"].astype(bool)]
+        n_dropped = int((~kept(ev)).sum())
+        ev = ev[kept(ev)]  # eval, not dropped: bona fide trials give the metrics, spoof ones spoof_far
         units.append(
             Unit(
                 keys={"experiment": experiment, "model": model, "condition": condition},
@@ -551,12 +551,10 @@ def _model_units(
 
 
 def _dev_threshold(
-    run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], typed: bool, the_rule: ThresholdRule
+    run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], the_rule: ThresholdRule
 ) -> Threshold:
     """The threshold ``the_rule`` chooses on the kept bona fide dev trials."""
-    dev = dev[~dev["dropped"].astype(bool)]
-    if typed:
-        dev = dev[dev["trial_type"] != "spoof"]
+    dev = dev[kept(dev) & bona_fide(dev)]
     if not len(dev):
         raise AnalysisError(f"{run.path}: {model} has no scored dev trials in the reference condition")
     value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
@@ -571,54 +569,13 @@ def _dev_threshold(
 
 # ---- score files ---------------------------------------------------------------------------------
 
-#: Labels of score files: 1 = should be accepted, 0 = should be rejected.
-LABELS = {
-    "1": 1,
-    "target": 1,
-    "bonafide": 1,
-    "bona-fide": 1,
-    "bona_fide": 1,
-    "genuine": 1,
-    "true": 1,
-    "0": 0,
-    "nontarget": 0,
-    "spoof": 0,
-    "false": 0,
-}
-
 
 def read_score_table(path: Path) -> pd.DataFrame:
     """A score file (``.csv`` or ``.parquet``) with a numeric ``score`` and a ``label``
     (1/target/bonafide = should be accepted, 0/nontarget/spoof = should be rejected), plus any
-    other columns; ``label`` comes back as 0/1 integers."""
-    path = Path(path)
-    if not path.is_file():
-        raise AnalysisError(f"score file {path} does not exist")
-    if path.suffix == ".parquet":
-        frame = pd.read_parquet(path)
-    else:
-        frame = read_frame(path, what="score file", error=AnalysisError)
-    missing = [c for c in ("score", "label") if c not in frame.columns]
-    if missing:
-        raise AnalysisError(
-            f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(map(str, frame.columns))}"
-        )
-    if not len(frame):
-        raise AnalysisError(f"{path}: no rows")
-    lab = frame["label"].astype(str).str.strip().str.lower().map(LABELS)
-    if lab.isna().any():
-        i = int(np.flatnonzero(lab.isna().to_numpy())[0])
-        raise AnalysisError(
-            f"{path}: row {i + 2}: label {frame['label'].iloc[i]!r} is not 1/0, target/nontarget or bonafide/spoof"
-        )
-    scores = pd.to_numeric(frame["score"], errors="coerce")
-    bad = scores.isna() | ~np.isfinite(scores.astype(float))
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise AnalysisError(f"{path}: row {i + 2}: score {frame['score'].iloc[i]!r} is not a finite number")
-    frame = frame.copy()
-    frame["score"] = scores.astype(np.float64)
-    frame["label"] = lab.astype(np.int64)
+    other columns; ``label`` comes back as 0/1 integers (:func:`interbias.measured.read_score_file`)."""
+    frame = read_score_file(path, error=AnalysisError)
+    frame["label"] = frame["label"].astype(np.int64)
     return frame
 
 

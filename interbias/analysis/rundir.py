@@ -2,9 +2,8 @@
 trial list, per-trial scores, resolved experiment, run.json. Per-trial scores are checked against the trial
 list (ids, labels) and against ``results.csv`` (the metric recomputed from them must match).
 
-Analyses see exactly the trials a results row was computed on: the eval split's bona fide trials
-(a run with a dev split keeps its dev trials for calibration, a spoofing run's spoof trials are
-summarised apart), so the design holds those trials only and each cell keeps those it did not drop.
+Analyses see exactly the trials a results row was computed on (:func:`interbias.measured.measured`:
+eval split, bona fide), so the design holds those trials only and each cell keeps those it did not drop.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ from interbias import metrics
 from interbias.analysis.bootstrap import TrialDesign
 from interbias.analysis.weighted import SortedCell, sort_cell
 from interbias.errors import AnalysisError, MetricError
+from interbias.measured import kept as not_dropped
+from interbias.measured import measured
 from interbias.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, RunDir
 
 #: Recomputed metric and results.csv must agree this closely.
@@ -34,17 +35,6 @@ class CellScores:
     labels: np.ndarray
     sorted: SortedCell
     n_dropped: int
-
-
-def measured(trials: pd.DataFrame) -> np.ndarray:
-    """Which trials a results row's metrics use: the eval split (when the run has a dev split),
-    bona fide (when it has spoof trials); every trial otherwise."""
-    use = np.ones(len(trials), dtype=bool)
-    if "split" in trials.columns:
-        use &= trials["split"].astype(str).to_numpy() == "eval"
-    if "trial_type" in trials.columns:
-        use &= trials["trial_type"].astype(str).to_numpy() != "spoof"
-    return use
 
 
 class ScoredRun(RunDir):
@@ -94,7 +84,8 @@ class ScoredRun(RunDir):
                 raise AnalysisError(f"no per-trial scores for model {model!r}, cell {cell!r} (expected {path})")
             frame = self.read_scores(model, cell)
             design = self.design()
-            dropped = frame["dropped"].to_numpy(bool) if "dropped" in frame.columns else np.zeros(len(frame), bool)
+            dropped = ~not_dropped(frame)
+            # the design holds the measured trials only (eval, bona fide): these and not dropped
             kept = frame[~dropped & np.isin(frame["trial_id"].to_numpy(np.int64), design.trial_id)]
             rows = design.rows(kept["trial_id"].to_numpy())
             labels = kept["label"].to_numpy().astype(bool)

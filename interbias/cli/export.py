@@ -50,7 +50,9 @@ def export(
     path = write_report(report, format.value, run_dir)
     n_trials = sum(f["n_trials"] for f in report.files)
     n_dropped = sum(f["n_dropped"] for f in report.files)
-    typer.echo(f"{len(report.files)} score file(s), {n_trials} trials ({n_dropped} dropped) in {target}")
+    n_other = sum(f["n_not_measured"] for f in report.files)
+    other = f", {n_other} dev/spoof trials not part of the rows' metrics left out" if n_other else ""
+    typer.echo(f"{len(report.files)} score file(s), {n_trials} trials ({n_dropped} dropped{other}) in {target}")
     for e in report.embeddings:
         note = f", {e['n_missing']} not in the cache" if e["n_missing"] else ""
         typer.echo(f"embeddings {e['model']} / {e['chain']}: {e['n']} vectors{note} -> {e['file']}")

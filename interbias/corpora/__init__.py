@@ -70,7 +70,7 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path, reporter: R
     """
     if spec.manifest:
         mroot = root or (Path(spec.root).expanduser() if spec.root else None)
-        return read_manifest(Path(spec.manifest).expanduser(), root=mroot)
+        return read_manifest(Path(spec.manifest).expanduser(), root=mroot, reporter=reporter)
     adapter = CORPORA.get(spec.name)
     corpus_root: Path | None = None
     if adapter.needs_root:
@@ -85,10 +85,11 @@ def load_corpus(spec: Any, *, root: Path | None = None, cache: Path, reporter: R
     return adapter.prepare(corpus_root, cache, dict(spec.options))
 
 
-def read_manifest(path: Path, *, root: Path | None = None) -> Manifest:
+def read_manifest(path: Path, *, root: Path | None = None, reporter: Reporter | None = None) -> Manifest:
     """A user's manifest: CSV or JSONL (``path``, ``speaker``, any attributes), or a Lhotse
     recordings + supervisions pair (either file, or the folder holding both). Every audio
-    path must be a readable file; relative paths resolve against ``root`` or the file's folder."""
+    path must be a readable file; relative paths resolve against ``root`` or the file's folder.
+    ``reporter`` shows progress over a large manifest's rows."""
     from interbias.corpora import lhotse
 
     if root is not None and not Path(root).is_dir():
@@ -97,7 +98,7 @@ def read_manifest(path: Path, *, root: Path | None = None) -> Manifest:
         )
     if path.is_dir() or lhotse.is_lhotse_file(path):
         return lhotse.read_lhotse(*lhotse.find_pair(path), root=root, name=path.name if path.is_dir() else None)
-    return Manifest.read(path, root=root, check_files=True)
+    return Manifest.read(path, root=root, check_files=True, task=reporter.task if reporter is not None else None)
 
 
 def corpus_root_for(spec: Any, root: Path | None = None) -> Path:

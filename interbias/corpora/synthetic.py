@@ -147,6 +147,8 @@ class SyntheticSpec:
     def with_speakers(self, n: int) -> SyntheticSpec:
         """This spec with ``n`` voices in all, spread evenly over its cells."""
         cells = self.n_cells()
+        if n < 1:
+            raise CorpusError(f"synthetic: --speakers must be a positive number of voices, got {n}")
         if n < cells or n % cells:
             raise CorpusError(
                 f"synthetic: --speakers must be a multiple of the {cells} cells of gender × age band × accent "
