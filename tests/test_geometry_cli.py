@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from interbias.analysis import geometry as geo
 from interbias.cli import app
 from interbias.geometry_run import grid_to_table
+from interbias.paths import slug
 
 runner = CliRunner()
 
@@ -154,7 +155,7 @@ def test_encoder_on_a_tiny_grid_uses_the_cache_and_is_deterministic(tone_grid: P
     gamma = frame[frame["metric"] == "Gamma"]
     assert (gamma["p_method"] == "exact").all() and (gamma["n_perm"] == 6).all()  # 4 voices, 2 + 2: 6 splits
     # the saved table reproduces the audit through --embeddings
-    saved = out / "embeddings-mfcc-stats-full.parquet"
+    saved = out / f"embeddings-{slug('mfcc-stats-full')}.parquet"  # one slug for every file name
     assert pd.read_parquet(saved).shape == (24, 3 + 1 + 40)
     res = invoke("--embeddings", str(saved), "--groups", "gender", "--out", str(tmp_path / "again"), "-q")
     assert res.exit_code == 0, res.output
