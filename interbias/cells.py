@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 
 from interbias import metrics
-from interbias.analysis.spoofing import spoof_summary
 from interbias.audio import rate_changes
 from interbias.embedding import Embedder
 from interbias.encoders import Encoder
 from interbias.errors import RunError
 from interbias.experiments import Cell
 from interbias.scoring import cosine_scores
+from interbias.spoof_metrics import spoof_summary
 
 
 @dataclass

@@ -99,6 +99,7 @@ def run(
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
+    from interbias.analysis.after_run import run_analyses
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
@@ -110,6 +111,7 @@ def run(
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,
+            after_run=run_analyses,
             encoders=labels,
             corpus=corpus,
             corpus_root=corpus_root,
