@@ -13,7 +13,8 @@ Two sources of embeddings:
 
 Outputs in ``--out`` (default ``results/geometry``): ``geometry.csv`` (one table for every audit
 written there; a rerun of the same encoder/layer/source/subset replaces its rows),
-``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table)
+``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table;
+also as ``geometry.pdf`` and ``geometry.svg``)
 and, with ``--save-embeddings``, ``embeddings-<slug>.parquet`` in the ``--embeddings`` format
 (``<slug>``: :func:`interbias.paths.slug` of ``<encoder>[-layerN]-<subset>``).
 """
@@ -34,7 +35,7 @@ import pandas as pd
 from interbias import atomic
 from interbias.analysis import geometry as geo
 from interbias.analysis.geometry.figure import geometry_figure
-from interbias.analysis.plots import png
+from interbias.analysis.plots import png, vectors
 from interbias.audio import FrontEnd
 from interbias.errors import AnalysisError, EncoderError
 from interbias.manifest import Manifest
@@ -267,7 +268,10 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     table_all = geo.merge(geo.read_geometry(csv_path) if csv_path.is_file() else None, frame)
     atomic.write_csv(csv_path, table_all)
     _write_provenance(out / "geometry.json", meta, result, options, provenance, failures)
-    atomic.write_bytes(out / "geometry.png", png(geometry_figure(table_all)))
+    figure = geometry_figure(table_all)
+    atomic.write_bytes(out / "geometry.png", png(figure))
+    for fmt, data in vectors(figure).items():
+        atomic.write_bytes(out / f"geometry.{fmt}", data)
     if options.save_embeddings:
         layer = f"-layer{meta['layer']}" if meta["layer"] != "" else ""
         name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
