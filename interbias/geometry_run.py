@@ -101,7 +101,9 @@ def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
     return manifest.filter(text_label(u) in keep for u in manifest), f"sentences={n}"
 
 
-def grid_from_manifest(manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]) -> geo.Grid:
+def grid_from_manifest(
+    manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]
+) -> geo.EmbeddingGrid:
     """Rows for the utterances that have a vector, labelled text/voice (= speaker)/style/groups."""
     utts = [u for u in manifest if u.id in vectors]
     if not utts:
@@ -117,7 +119,9 @@ def grid_from_manifest(manifest: Manifest, vectors: dict[str, np.ndarray], group
             raise AnalysisError(f"group attribute {attr!r} is missing from the manifest for some utterances")
         cols[attr] = [str(v) for v in values]
     x = np.stack([vectors[u.id] for u in utts]).astype(np.float64)
-    return geo.Grid.build(x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols)
+    return geo.EmbeddingGrid.build(
+        x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols
+    )
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -134,7 +138,7 @@ def read_table(path: Path) -> pd.DataFrame:
     raise AnalysisError(f"{path}: embeddings tables end in .csv or .parquet")
 
 
-def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.Grid:
+def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.EmbeddingGrid:
     """A grid from an ``--embeddings`` table (see the module docstring for its columns)."""
     emb = sorted(
         ((int(m.group(1)), c) for c in frame.columns if (m := EMBEDDING_COLUMN.match(str(c)))), key=lambda t: t[0]
@@ -156,7 +160,7 @@ def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str)
         x = frame[[c for _, c in emb]].to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise AnalysisError(f"{where}: embedding columns must be numeric ({exc})") from exc
-    return geo.Grid.build(
+    return geo.EmbeddingGrid.build(
         x,
         frame["text"].astype(str),
         frame["voice"].astype(str),
@@ -165,7 +169,7 @@ def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str)
     )
 
 
-def grid_to_table(grid: geo.Grid) -> pd.DataFrame:
+def grid_to_table(grid: geo.EmbeddingGrid) -> pd.DataFrame:
     cols = {f"e{i}": grid.x[:, i] for i in range(grid.x.shape[1])}
     labels = {"text": grid.text, "voice": grid.voice, "style": grid.style, **grid.groups}
     return pd.DataFrame({**{k: list(v) for k, v in labels.items()}, **cols})
@@ -286,7 +290,7 @@ class Collected:
     """A grid embedded by one encoder: the grid, its geometry.csv identity (``meta``), embedding
     counts, failures by utterance id, and the provenance entries for geometry.json."""
 
-    grid: geo.Grid
+    grid: geo.EmbeddingGrid
     meta: dict[str, Any]
     n_embedded: int
     n_cached: int

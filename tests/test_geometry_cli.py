@@ -47,7 +47,7 @@ def table(tmp_path: Path, name: str = "emb.csv", *, seed: int = 0) -> Path:
     t, v, s = np.meshgrid(np.arange(4), np.arange(6), np.arange(3), indexing="ij")
     t, v, s = t.ravel(), v.ravel(), s.ravel()
     x = rng.normal(size=(len(t), 5)) + 2 * rng.normal(size=(4, 5))[t]
-    grid = geo.Grid.build(
+    grid = geo.EmbeddingGrid.build(
         x, [f"t{i}" for i in t], [f"v{i}" for i in v], [f"s{i}" for i in s], {"gender": np.where(v < 3, "f", "m")}
     )
     frame = grid_to_table(grid)

@@ -69,7 +69,7 @@ def _sinc(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Resampler:
+class FrontEndResampler:
     """One registered resampler: its function and the parameters recorded in fingerprints."""
 
     fn: Callable[[np.ndarray, int, int], np.ndarray]
@@ -77,9 +77,9 @@ class Resampler:
 
 
 #: Front-end resamplers by name (``frontend: {resampler: NAME}``).
-RESAMPLERS: dict[str, Resampler] = {
-    "polyphase": Resampler(_polyphase, {"method": "scipy.signal.resample_poly", "window": ["kaiser", 5.0]}),
-    "sinc": Resampler(
+RESAMPLERS: dict[str, FrontEndResampler] = {
+    "polyphase": FrontEndResampler(_polyphase, {"method": "scipy.signal.resample_poly", "window": ["kaiser", 5.0]}),
+    "sinc": FrontEndResampler(
         _sinc,
         {
             "method": "torchaudio.functional.resample",

@@ -39,8 +39,8 @@ from interbias.analysis.geometry.linalg import (
     PAIRS,
     TAU_REL,
     Decomposition,
+    EmbeddingGrid,
     Fidelity,
-    Grid,
     Leakage,
     Scatter,
     UnbalancedGridError,
@@ -74,3 +74,6 @@ from interbias.analysis.geometry.stats import (
     statistics,
     work_units,
 )
+
+#: The name before the split (``contrasts.Grid`` is another thing): kept for existing imports.
+Grid = EmbeddingGrid

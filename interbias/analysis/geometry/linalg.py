@@ -1,6 +1,6 @@
 """Linear algebra of the geometry audit: class scatter, the regularised generalised
 eigenproblem, axis fidelity, the balanced-grid decomposition, subspace leakage, and the
-:class:`Grid` with its group slices (formulas: :mod:`interbias.analysis.geometry`)."""
+:class:`EmbeddingGrid` with its group slices (formulas: :mod:`interbias.analysis.geometry`)."""
 
 from __future__ import annotations
 
@@ -311,7 +311,7 @@ def leakage(u_a: np.ndarray, u_b: np.ndarray) -> Leakage:
 
 
 @dataclass(frozen=True)
-class Grid:
+class EmbeddingGrid:
     """Embeddings ``x`` (n × d) with per-row text, voice and style labels and voice-level groups
     (``groups[attribute]`` per row, constant within each voice)."""
 
@@ -329,7 +329,7 @@ class Grid:
         voice: Sequence[Any],
         style: Sequence[Any],
         groups: Mapping[str, Sequence[Any]] | None = None,
-    ) -> Grid:
+    ) -> EmbeddingGrid:
         """Validate shapes, ≥ 2 values per axis and voice-level groups."""
         x = _as_matrix(x)
         cols = {"text": text, "voice": voice, "style": style, **dict(groups or {})}
@@ -356,8 +356,8 @@ class Grid:
     def labels(self, axis: str) -> np.ndarray:
         return {"sem": self.text, "voice": self.voice, "expr": self.style}[axis]
 
-    def subset(self, rows: np.ndarray) -> Grid:
-        return Grid(
+    def subset(self, rows: np.ndarray) -> EmbeddingGrid:
+        return EmbeddingGrid(
             self.x[rows],
             self.text[rows],
             self.voice[rows],
@@ -377,7 +377,7 @@ class Grid:
 
 
 def group_fidelities(
-    grid: Grid, group_of_row: np.ndarray, *, tau: float | None = None, tau_rel: float = TAU_REL
+    grid: EmbeddingGrid, group_of_row: np.ndarray, *, tau: float | None = None, tau_rel: float = TAU_REL
 ) -> dict[str, dict[str, float]]:
     """``F_{a|g}`` for every group ``g`` of ``group_of_row`` and axis ``a`` (each slice with its own
     default ridge); ``nan`` where the slice holds fewer than 2 classes of the axis."""

@@ -15,8 +15,8 @@ from interbias.analysis.geometry.linalg import (
     PAIRS,
     TAU_REL,
     Decomposition,
+    EmbeddingGrid,
     Fidelity,
-    Grid,
     UnbalancedGridError,
     axis_subspaces,
     fidelities,
@@ -74,7 +74,7 @@ class PermutationTest:
 
 
 def permutation_test(
-    grid: Grid,
+    grid: EmbeddingGrid,
     attribute: str,
     *,
     n_perm: int,
@@ -121,7 +121,7 @@ def permutation_test(
 Key = tuple[str, ...]
 
 
-def default_m(grid: Grid) -> int:
+def default_m(grid: EmbeddingGrid) -> int:
     """One ``m`` for every pair: ``min_a (C_a − 1)`` capped at ``⌊d/2⌋`` (two subspaces can then
     be disjoint)."""
     s = grid.shape
@@ -129,7 +129,7 @@ def default_m(grid: Grid) -> int:
 
 
 def statistics(
-    grid: Grid, attributes: Sequence[str], m: int, *, tau: float | None = None, tau_rel: float = TAU_REL
+    grid: EmbeddingGrid, attributes: Sequence[str], m: int, *, tau: float | None = None, tau_rel: float = TAU_REL
 ) -> tuple[dict[Key, float], dict[str, Fidelity]]:
     """Every point statistic, keyed ``("F", a)``, ``("F_group", attr, g, a)``, ``("Gamma", attr,
     a)``, ``("Lambda", a, b)``, ``("ell", a, b)``. ``F_a`` is ``nan`` when the rows hold one class
@@ -192,7 +192,7 @@ class Audit:
 
 
 def audit(
-    grid: Grid,
+    grid: EmbeddingGrid,
     *,
     attributes: Sequence[str] | None = None,
     m: int | None = None,
@@ -249,7 +249,7 @@ def audit(
     return Audit(grid.shape, attributes, values, fid, half, perm, m, dec, note, seed)
 
 
-def work_units(grid: Grid, attributes: Sequence[str], n_perm: int, jackknife: bool) -> int:
+def work_units(grid: EmbeddingGrid, attributes: Sequence[str], n_perm: int, jackknife: bool) -> int:
     """How many times :func:`audit` calls ``advance`` (for a progress bar)."""
     perms = sum(
         min(n_perm, n_arrangements([g for _, g in sorted(dict(zip(grid.voice, grid.groups[a], strict=True)).items())]))
