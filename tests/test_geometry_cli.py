@@ -63,11 +63,6 @@ def invoke(*args: str) -> object:
     return runner.invoke(app, ["geometry", *args])
 
 
-def test_help() -> None:
-    res = invoke("--help")
-    assert res.exit_code == 0 and "--embeddings" in res.output and "--sentences" in res.output
-
-
 def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None:
     out = tmp_path / "geo"
     csv_in = table(tmp_path)
