@@ -9,13 +9,14 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.encoders.status import encoder_entries
 
 
 @app.command("encoders")
 @guarded
 def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
+    from interbias.encoders.status import encoder_entries
+
     entries = encoder_entries()
     if as_json:
         typer.echo(json.dumps(entries, indent=2))

@@ -12,7 +12,6 @@ the pitch and the spectral envelope; only the timing changes.
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import get_window
 
 from interbias.errors import OperatorError
 
@@ -34,6 +33,8 @@ def wsola(
     burst's onset is never copied twice into a stretched gap)."""
     if match not in ("normalised", "raw"):
         raise OperatorError(f"wsola: match must be normalised or raw, got {match!r}")
+    from scipy.signal import get_window  # imported here: scipy.signal costs a second at start-up
+
     if stretch <= 0:
         raise OperatorError(f"wsola: stretch must be positive, got {stretch}")
     x = np.asarray(x, dtype=np.float64)
