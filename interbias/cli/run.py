@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,14 @@ def encoder_labels(text: str) -> list[str]:
     if not labels:
         raise EncoderError(f"--encoders names no encoder ({text!r}); give comma-separated labels, e.g. CAM++,GE2E")
     return labels
+
+
+def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The analyses ``interbias run`` writes beside results.csv
+    (:func:`interbias.analysis.after_run.run_analyses`, imported only when a run ends)."""
+    from interbias.analysis.after_run import run_analyses
+
+    return run_analyses(*args, **kwargs)
 
 
 PlanOpt = Annotated[
@@ -99,7 +107,6 @@ def run(
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
-    from interbias.analysis.after_run import run_analyses
     from interbias.runner import RunOptions
     from interbias.runner import run as run_experiment
 
@@ -111,7 +118,7 @@ def run(
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,
-            after_run=run_analyses,
+            after_run=after_run_analyses,
             encoders=labels,
             corpus=corpus,
             corpus_root=corpus_root,
