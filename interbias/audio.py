@@ -8,15 +8,16 @@ that makes a file unusable raises :class:`AudioError` with a message naming the 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from math import gcd
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+# the resamplers live in interbias.dsp.resample; their names stay importable from here
+from interbias.dsp.resample import RESAMPLERS as RESAMPLERS
+from interbias.dsp.resample import resample, resampler_record
 from interbias.errors import AudioError
 from interbias.paths import not_a_file
 from interbias.seeding import sha256_file
@@ -76,85 +77,6 @@ class LoadedAudio:
     @property
     def duration_s(self) -> float:
         return len(self.samples) / self.sample_rate_hz
-
-
-def resample(x: np.ndarray, rate_in: int, rate_out: int, method: str = "polyphase") -> np.ndarray:
-    """Resample mono ``x`` with ``method`` (a key of :data:`RESAMPLERS`), float32 out."""
-    if rate_in == rate_out:
-        return np.asarray(x, dtype=np.float32)
-    if method not in RESAMPLERS:
-        raise AudioError(f"unknown resampler {method!r}; valid: {', '.join(RESAMPLERS)}")
-    return RESAMPLERS[method].fn(np.asarray(x), int(rate_in), int(rate_out)).astype(np.float32)
-
-
-def _polyphase(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    from scipy.signal import resample_poly
-
-    g = gcd(rate_in, rate_out)
-    return resample_poly(np.asarray(x, dtype=np.float64), rate_out // g, rate_in // g)
-
-
-#: torchaudio ``functional.resample`` defaults (the sinc resampler 3D-Speaker and WeSpeaker use).
-SINC_WIDTH = 6
-SINC_ROLLOFF = 0.99
-
-
-def sinc_kernel(rate_in: int, rate_out: int) -> tuple[np.ndarray, int]:
-    """The Hann-windowed sinc filter bank of torchaudio's ``functional.resample``
-    (``sinc_interp_hann``, ``lowpass_filter_width`` 6, ``rolloff`` 0.99): one row per output
-    phase, ``2 * width + rate_in`` taps each, rates reduced by their gcd; float32 like torchaudio's."""
-    g = gcd(rate_in, rate_out)
-    orig, new = rate_in // g, rate_out // g
-    base = min(orig, new) * SINC_ROLLOFF
-    width = math.ceil(SINC_WIDTH * orig / base)
-    idx = np.arange(-width, width + orig, dtype=np.float64)[None, :] / orig
-    t = np.arange(0, -new, -1, dtype=np.float64)[:, None] / new + idx
-    t = np.clip(t * base, -SINC_WIDTH, SINC_WIDTH)
-    window = np.cos(t * math.pi / SINC_WIDTH / 2) ** 2
-    t = t * math.pi
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kernel = np.where(t == 0, 1.0, np.sin(t) / t)
-    return (kernel * window * (base / orig)).astype(np.float32), width
-
-
-def _sinc(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-    """torchaudio's ``functional.resample`` (Hann sinc) in numpy: the same kernel, padding,
-    stride and output length."""
-    g = gcd(rate_in, rate_out)
-    orig, new = rate_in // g, rate_out // g
-    kernel, width = sinc_kernel(rate_in, rate_out)
-    padded = np.pad(np.asarray(x, dtype=np.float64), (width, width + orig))
-    frames = np.lib.stride_tricks.sliding_window_view(padded, kernel.shape[1])[::orig]
-    out = (frames @ kernel.T.astype(np.float64)).reshape(-1)
-    return out[: math.ceil(new * len(x) / orig)]
-
-
-@dataclass(frozen=True)
-class Resampler:
-    """One registered resampler: its function and the parameters recorded in fingerprints."""
-
-    fn: Callable[[np.ndarray, int, int], np.ndarray]
-    params: Mapping[str, Any]
-
-
-#: Front-end resamplers by name (``frontend: {resampler: NAME}``).
-RESAMPLERS: dict[str, Resampler] = {
-    "polyphase": Resampler(_polyphase, {"method": "scipy.signal.resample_poly", "window": ["kaiser", 5.0]}),
-    "sinc": Resampler(
-        _sinc,
-        {
-            "method": "torchaudio.functional.resample",
-            "resampling_method": "sinc_interp_hann",
-            "lowpass_filter_width": SINC_WIDTH,
-            "rolloff": SINC_ROLLOFF,
-        },
-    ),
-}
-
-
-def resampler_record(name: str) -> dict[str, Any]:
-    """The name and parameters of resampler ``name``, as recorded in fingerprints and run.json."""
-    return {"name": name, **RESAMPLERS[name].params}
 
 
 def rate_changes(source_rates: Iterable[int], rate_hz: int) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from interbias import metrics
-from interbias.analysis.spoofing import spoof_summary
 from interbias.audio import rate_changes
 from interbias.embedding import Embedder
 from interbias.encoders import Encoder
@@ -23,6 +22,7 @@ from interbias.errors import RunError
 from interbias.experiments import Cell
 from interbias.measured import in_split, measured
 from interbias.scoring import cosine_scores
+from interbias.spoof_metrics import spoof_summary
 
 
 @dataclass

@@ -12,21 +12,13 @@ import numpy as np
 
 from interbias import atomic
 from interbias.errors import AudioError, OperatorError
+from interbias.keyvalue import parse_key_values
 from interbias.seeding import sha256_file
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` strings as a mapping; a malformed or repeated key is an error."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise OperatorError(f"--param {item!r}: expected KEY=VALUE")
-        if key in out:
-            raise OperatorError(f"--param {key}: given twice")
-        out[key] = value.strip()
-    return out
+    """``--param KEY=VALUE`` strings as a mapping (:func:`interbias.keyvalue.parse_key_values`)."""
+    return parse_key_values(items, option="--param", error=OperatorError)
 
 
 def refuse_overwrite(src: Path, dst: Path) -> None:

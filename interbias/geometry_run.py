@@ -13,16 +13,16 @@ Two sources of embeddings:
 
 Outputs in ``--out`` (default ``results/geometry``): ``geometry.csv`` (one table for every audit
 written there; a rerun of the same encoder/layer/source/subset replaces its rows),
-``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table)
-and, with ``--save-embeddings``, ``embeddings-<encoder>[-layerN]-<subset>.parquet`` in the
-``--embeddings`` format.
+``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table;
+also as ``geometry.pdf`` and ``geometry.svg``)
+and, with ``--save-embeddings``, ``embeddings-<slug>.parquet`` in the ``--embeddings`` format
+(``<slug>``: :func:`interbias.paths.slug` of ``<encoder>[-layerN]-<subset>``).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -34,9 +34,12 @@ import pandas as pd
 
 from interbias import atomic
 from interbias.analysis import geometry as geo
+from interbias.analysis.geometry.figure import geometry_figure
+from interbias.analysis.plots import png, vectors
 from interbias.audio import FrontEnd
 from interbias.errors import AnalysisError, EncoderError
 from interbias.manifest import Manifest
+from interbias.paths import slug
 from interbias.progress import Reporter
 from interbias.seeding import derive_seed
 
@@ -98,7 +101,9 @@ def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
     return manifest.filter(text_label(u) in keep for u in manifest), f"sentences={n}"
 
 
-def grid_from_manifest(manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]) -> geo.Grid:
+def grid_from_manifest(
+    manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]
+) -> geo.EmbeddingGrid:
     """Rows for the utterances that have a vector, labelled text/voice (= speaker)/style/groups."""
     utts = [u for u in manifest if u.id in vectors]
     if not utts:
@@ -114,7 +119,9 @@ def grid_from_manifest(manifest: Manifest, vectors: dict[str, np.ndarray], group
             raise AnalysisError(f"group attribute {attr!r} is missing from the manifest for some utterances")
         cols[attr] = [str(v) for v in values]
     x = np.stack([vectors[u.id] for u in utts]).astype(np.float64)
-    return geo.Grid.build(x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols)
+    return geo.EmbeddingGrid.build(
+        x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols
+    )
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -131,7 +138,7 @@ def read_table(path: Path) -> pd.DataFrame:
     raise AnalysisError(f"{path}: embeddings tables end in .csv or .parquet")
 
 
-def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.Grid:
+def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.EmbeddingGrid:
     """A grid from an ``--embeddings`` table (see the module docstring for its columns)."""
     emb = sorted(
         ((int(m.group(1)), c) for c in frame.columns if (m := EMBEDDING_COLUMN.match(str(c)))), key=lambda t: t[0]
@@ -153,7 +160,7 @@ def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str)
         x = frame[[c for _, c in emb]].to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise AnalysisError(f"{where}: embedding columns must be numeric ({exc})") from exc
-    return geo.Grid.build(
+    return geo.EmbeddingGrid.build(
         x,
         frame["text"].astype(str),
         frame["voice"].astype(str),
@@ -162,7 +169,7 @@ def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str)
     )
 
 
-def grid_to_table(grid: geo.Grid) -> pd.DataFrame:
+def grid_to_table(grid: geo.EmbeddingGrid) -> pd.DataFrame:
     cols = {f"e{i}": grid.x[:, i] for i in range(grid.x.shape[1])}
     labels = {"text": grid.text, "voice": grid.voice, "style": grid.style, **grid.groups}
     return pd.DataFrame({**{k: list(v) for k, v in labels.items()}, **cols})
@@ -211,10 +218,6 @@ def embed_clean(
 # ---- the run ------------------------------------------------------------------------------------
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
-
-
 def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> GeometryOutcome:
     """Collect the grid (encoder on corpus, or a table), audit it, write the outputs."""
     reporter = reporter or Reporter(quiet=options.quiet)
@@ -227,7 +230,10 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     n_embedded = n_cached = 0
     failures: dict[str, str] = {}
     if options.encoder is not None:
-        grid, meta, n_embedded, n_cached, failures = _collect(options.encoder, options, reporter, provenance)
+        got = _collect(options.encoder, options, reporter)
+        grid, meta, failures = got.grid, dict(got.meta), got.failures
+        n_embedded, n_cached = got.n_embedded, got.n_cached
+        provenance.update(got.provenance)
     elif options.embeddings is not None:
         if options.layer is not None or options.sentences is not None:
             raise AnalysisError("--layer and --sentences apply to --encoder runs, not to --embeddings tables")
@@ -266,7 +272,10 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     table_all = geo.merge(geo.read_geometry(csv_path) if csv_path.is_file() else None, frame)
     atomic.write_csv(csv_path, table_all)
     _write_provenance(out / "geometry.json", meta, result, options, provenance, failures)
-    plot_geometry(table_all, out / "geometry.png")
+    figure = geometry_figure(table_all)
+    atomic.write_bytes(out / "geometry.png", png(figure))
+    for fmt, data in vectors(figure).items():
+        atomic.write_bytes(out / f"geometry.{fmt}", data)
     if options.save_embeddings:
         layer = f"-layer{meta['layer']}" if meta["layer"] != "" else ""
         name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
@@ -276,9 +285,21 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     )
 
 
-def _collect(
-    label: str, options: GeometryOptions, reporter: Reporter, provenance: dict[str, Any]
-) -> tuple[geo.Grid, dict[str, Any], int, int, dict[str, str]]:
+@dataclass(frozen=True)
+class Collected:
+    """A grid embedded by one encoder: the grid, its geometry.csv identity (``meta``), embedding
+    counts, failures by utterance id, and the provenance entries for geometry.json."""
+
+    grid: geo.EmbeddingGrid
+    meta: dict[str, Any]
+    n_embedded: int
+    n_cached: int
+    failures: dict[str, str]
+    provenance: dict[str, Any]
+
+
+def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collected:
+    """Embed the corpus's clean grid with encoder ``label`` (nothing passed in is modified)."""
     from interbias.corpora import load_corpus
     from interbias.encoders import check_device, load_encoder, restore_threads
     from interbias.experiments import CorpusSpec
@@ -303,15 +324,15 @@ def _collect(
     if failures:
         reporter.info(f"{len(failures)} utterance(s) failed and are left out; first: {next(iter(failures.values()))}")
     grid = grid_from_manifest(manifest, vectors, options.groups)
-    provenance.update(
-        encoder=encoder.provenance(),
-        corpus=options.corpus,
-        manifest=str(options.manifest or ""),
-        manifest_sha256=manifest.sha256(),
-        n_utterances=len(manifest),
-        n_embedded=n_embedded,
-        n_cached=n_cached,
-    )
+    provenance = {
+        "encoder": encoder.provenance(),
+        "corpus": options.corpus,
+        "manifest": str(options.manifest or ""),
+        "manifest_sha256": manifest.sha256(),
+        "n_utterances": len(manifest),
+        "n_embedded": n_embedded,
+        "n_cached": n_cached,
+    }
     meta = {
         "encoder": encoder.label,
         "encoder_fingerprint": encoder.fingerprint,
@@ -319,7 +340,7 @@ def _collect(
         "subset": subset,
         "layer": "" if options.layer is None else str(options.layer),
     }
-    return grid, meta, n_embedded, n_cached, failures
+    return Collected(grid, meta, n_embedded, n_cached, failures, provenance)
 
 
 def _write_provenance(
@@ -361,64 +382,3 @@ def _write_provenance(
         "failures": dict(list(failures.items())[:50]),
     }
     atomic.write_text(path, json.dumps(existing, indent=2, sort_keys=True, default=str) + "\n")
-
-
-# ---- the figure ---------------------------------------------------------------------------------
-
-
-def plot_geometry(frame: pd.DataFrame, path: Path) -> None:
-    """Three panels over every audit in ``frame``: F per axis; Λ (bars) and ℓ (triangles) per axis
-    pair, a grey dash at each audit's chance Λ = m/d; Γ per attribute × axis, * where the permutation
-    p < 0.05. Error bars are the 95 % half-widths. PNG without a timestamp (byte-stable)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    audits = [k for k, _ in frame.groupby(list(geo.AUDIT_KEY), sort=True)]
-    width = 0.8 / max(1, len(audits))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
-
-    def rows(key: tuple, metric: str, cat: dict[str, str]) -> pd.DataFrame:
-        match = {**dict(zip(geo.AUDIT_KEY, key, strict=True)), "metric": metric, **cat}
-        return frame[np.all([frame[c].astype(str) == str(v) for c, v in match.items()], axis=0)]
-
-    def column(key: tuple, metric: str, cats: list[dict[str, str]], col: str) -> np.ndarray:
-        out = []
-        for cat in cats:
-            sel = rows(key, metric, cat)
-            out.append(float(sel[col].iloc[0]) if len(sel) and str(sel[col].iloc[0]) != "" else math.nan)
-        return np.asarray(out)
-
-    def panel(ax: Any, metric: str, cats: list[dict[str, str]], labels: list[str]) -> None:
-        for i, key in enumerate(audits):
-            xs = np.arange(len(cats)) + (i - (len(audits) - 1) / 2) * width
-            vals = column(key, metric, cats, "value")
-            errs = np.nan_to_num(column(key, metric, cats, "ci_half_width"))
-            name = " ".join(x for x in (key[0], f"layer {key[1]}" if key[1] else "", key[3]) if x)
-            ax.bar(xs, vals, width, yerr=errs, capsize=2, label=name, color=f"C{i}")
-            if metric == "Lambda":
-                ax.plot(xs, column(key, "ell", cats, "value"), "^", color=f"C{i}", mec="k")
-                ax.plot(xs, column(key, metric, cats, "chance"), "_", color="grey", ms=14, mew=2)
-            if metric == "Gamma":
-                for xx, vv, p in zip(xs, vals, column(key, metric, cats, "p_value"), strict=True):
-                    if p < 0.05:
-                        ax.text(xx, vv, "*", ha="center", va="bottom")
-        ax.set_xticks(np.arange(len(cats)), labels, rotation=30, ha="right")
-
-    panel(axes[0], "F", [{"axis": a} for a in geo.AXES], list(geo.AXES))
-    axes[0].set(title="axis fidelity F", ylim=(0, 1))
-    axes[0].legend(fontsize=7)
-    panel(axes[1], "Lambda", [{"axis": a, "axis_b": b} for a, b in geo.PAIRS], [f"{a}–{b}" for a, b in geo.PAIRS])
-    axes[1].set(title="leakage: Λ bars, ℓ triangles (grey dash: chance Λ = m/d)", ylim=(0, 1.05))
-    attrs = sorted(set(frame.loc[frame["metric"] == "Gamma", "attribute"]))
-    cats = [{"attribute": at, "axis": a} for at in attrs for a in geo.AXES]
-    panel(axes[2], "Gamma", cats, [f"{c['attribute']}: {c['axis']}" for c in cats])
-    axes[2].set(title="fidelity spread Γ (* permutation p < 0.05)")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    atomic.write_bytes(Path(path), buf.getvalue())

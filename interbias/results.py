@@ -12,6 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from interbias import __version__
 from interbias.paths import PACKAGE_DIR
 from interbias.seeding import canonical_json
@@ -71,6 +73,12 @@ EXTRA = [
 ]
 COLUMNS = SCHEMA + EXTRA
 METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
+#: Text columns every reader may rely on: absent ones are added empty by :func:`normalise_results`.
+TEXT_KEYS = ["experiment", "dataset", "model", "family", "cell"] + [
+    f"{k}_{s}" for s in ("a", "b", "c") for k in ("factor", "level", "ref")
+]
+#: ``DataFrame.attrs`` flag set by :func:`normalise_results`.
+NORMALISED = "interbias_results_normalised"
 #: The results columns ``interbias run`` prints after a run (spoofing ones when present).
 SUMMARY_COLUMNS = (
     "model",
@@ -300,3 +308,18 @@ def run_record(
         "frontend": exp.frontend.record(),
         **extra,
     }
+
+
+def normalise_results(results: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a results table in the one shape readers use: absent :data:`TEXT_KEYS` columns
+    added as ``""``, every text column's missing values ``""``; flagged in ``attrs`` so that
+    readers downstream (``contrasts.prepare``) do not normalise it again."""
+    frame = results.copy()
+    for col in TEXT_KEYS:
+        if col not in frame.columns:
+            frame[col] = ""
+    for col in frame.columns:
+        if frame[col].dtype == object:
+            frame[col] = frame[col].fillna("").astype(str)
+    frame.attrs[NORMALISED] = True
+    return frame

@@ -13,22 +13,21 @@
 5. score: :func:`interbias.cells.score_cell` per pending cell × encoder; each writes its
    scores file and completion record;
 6. write: results.csv (every finished cell: a rerun never drops a row) and run.json
-   (:mod:`interbias.results`), then the run's analyses.
+   (:mod:`interbias.results`), then the run's analyses (``RunOptions.after_run``).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from interbias import atomic, crashpoints
-from interbias.analysis.after_run import run_analyses
-from interbias.analysis.spoofing import SPOOF_COLUMNS
 from interbias.cache import EmbeddingCache
 from interbias.cells import score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
@@ -57,6 +56,7 @@ from interbias.results import (
 )
 from interbias.rundir import TRIALS_META, RunDir
 from interbias.speaker_budget import apply_plan, check_drawn
+from interbias.spoof_metrics import SPOOF_COLUMNS
 from interbias.trial_lists import external_trials
 from interbias.trials import TrialList, draw_trials, partners, shortfall
 
@@ -90,6 +90,12 @@ class RunOptions:
     #: Inference runtime where an encoder offers it: auto, eager or onnxruntime (None: $INTERBIAS_RUNTIME, else auto).
     runtime: str | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
+    #: The analyses written beside results.csv once it is written, called as
+    #: ``after_run(run, results, trials, scored, spoofing, errored)`` and returning what run.json
+    #: lists under ``analyses``: ``interbias run`` passes
+    #: :func:`interbias.analysis.after_run.run_analyses` (spoofing.csv, attributes.parquet,
+    #: fairness); None writes none (the run layer does not import the analysis).
+    after_run: Callable[..., dict[str, Any]] | None = None
 
 
 @dataclass
@@ -351,7 +357,8 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
     results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if ctx.attacks else []))
     ctx.run.write_results(results)
-    analyses = run_analyses(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored)
+    after = ctx.options.after_run
+    analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored) if after else {}
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
     stats = ctx.executor.stats
     counts = {

@@ -38,12 +38,6 @@ def tiny_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
     return run(opts).run_dir
 
 
-def test_help_for_analysis_commands() -> None:
-    for cmd in ("analyze", "report", "compare"):
-        res = runner.invoke(app, [cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output
-
-
 def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Path) -> None:
     args = ["analyze", str(tiny_run / "results.csv"), "--bootstrap", "60", "--permutations", "30", "--quiet"]
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])

@@ -91,12 +91,6 @@ def test_card_cli_writes_markdown_and_self_contained_html(runs: list[Path], tmp_
     assert pd.read_csv(runs[0] / "results.csv").model.tolist().count("CAM++") == 2
 
 
-def test_help_for_answer_commands() -> None:
-    for cmd in ("plan", "leaderboard", "card"):
-        res = CliRunner().invoke(app, [cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output, cmd
-
-
 def test_reflected_interval_contains_its_estimate_where_the_percentile_one_does_not() -> None:
     import numpy as np
 

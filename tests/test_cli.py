@@ -14,12 +14,6 @@ from interbias.cli import BROKEN_PIPE_EXIT, app
 runner = CliRunner()
 
 
-def test_help_for_every_command() -> None:
-    for cmd in ("run", "analyze", "metrics", "list"):
-        res = runner.invoke(app, [cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output
-
-
 def test_metrics_json_keys_whitespace_and_csv(tmp_path: Path) -> None:
     ws = tmp_path / "s.txt"
     ws.write_text("e1 t1 0.9 target\ne1 t2 0.1 nontarget\ne2 t3 0.4 target\ne2 t4 0.5 nontarget\n")

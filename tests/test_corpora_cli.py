@@ -16,12 +16,6 @@ from interbias.manifest import Manifest
 runner = CliRunner()
 
 
-def test_help() -> None:
-    for cmd in ("build", "prepare", "info"):
-        res = runner.invoke(app, ["corpus", cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output
-
-
 def test_prepare_writes_a_self_contained_manifest(tmp_path: Path) -> None:
     root = fake_corpora.torgo(tmp_path / "torgo")
     out = tmp_path / "m" / "torgo.csv"

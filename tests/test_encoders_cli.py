@@ -18,12 +18,6 @@ from interbias.encoders.catalog import PAPER_LABELS
 runner = CliRunner()
 
 
-def test_help() -> None:
-    for cmd in ("encoders", "embed"):
-        res = runner.invoke(app, [cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output
-
-
 def test_encoders_json_lists_every_paper_label_and_the_defaults(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path))
     res = runner.invoke(app, ["encoders", "--json"])

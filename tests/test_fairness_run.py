@@ -11,6 +11,7 @@ import pytest
 from conftest import tiny_experiment
 from typer.testing import CliRunner
 
+from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.report import _fmt
 from interbias.cli import app
@@ -94,6 +95,7 @@ def split_run(tmp_path_factory, tiny_corpus, session_cache):
         quiet=True,
         command=["test"],
         cache_dir=isolated_cache(tmp, session_cache),
+        after_run=run_analyses,
     )
     return run(opts)
 

@@ -31,7 +31,7 @@ def make_grid(
     effects: dict[str, tuple[list[int], float]] | None = None,
     noise: float = 0.1,
     seed: str = "grid",
-) -> geo.Grid:
+) -> geo.EmbeddingGrid:
     """x = Σ_a scale_a · (random class means of axis a placed in coordinates dims_a) + noise."""
     rng = derive_rng("test-geometry", seed)
     t, v, s = cross(n_text, n_voice, n_style, reps)
@@ -41,7 +41,7 @@ def make_grid(
         means = rng.normal(size=(idx.max() + 1, len(dims)))
         x[:, dims] += scale * means[idx]
     groups = {"gender": np.where(v % 2 == 0, "f", "m"), "accent": np.array(["a", "b"])[(v // 2) % 2]}
-    return geo.Grid.build(x, [f"t{i}" for i in t], [f"v{i}" for i in v], [f"s{i}" for i in s], groups)
+    return geo.EmbeddingGrid.build(x, [f"t{i}" for i in t], [f"v{i}" for i in v], [f"s{i}" for i in s], groups)
 
 
 # ---- the generalised eigenproblem and F ---------------------------------------------------------
@@ -266,13 +266,13 @@ def test_leakage_rejects_bad_m_and_shapes() -> None:
 # ---- groups, permutation test, jackknife -------------------------------------------------------------
 
 
-def grouped_grid(n_voice: int, seed: str, strength: tuple[float, float] = (1.5, 0.1)) -> geo.Grid:
+def grouped_grid(n_voice: int, seed: str, strength: tuple[float, float] = (1.5, 0.1)) -> geo.EmbeddingGrid:
     """Sem structure strong in the voices of group 'A' (even-numbered voices) and weak in 'B'."""
     rng = derive_rng("test-geometry", "grouped", seed)
     t, v, s = cross(4, n_voice, 2)
     amp = np.where(v % 2 == 0, strength[0], strength[1])
     x = rng.normal(size=(len(t), 5)) + amp[:, None] * rng.normal(size=(4, 5))[t]
-    return geo.Grid.build(x, t, v, s, {"g": np.where(v % 2 == 0, "A", "B")})
+    return geo.EmbeddingGrid.build(x, t, v, s, {"g": np.where(v % 2 == 0, "A", "B")})
 
 
 def test_group_fidelities_are_fidelities_on_slices_and_spread_is_max_minus_min() -> None:
@@ -289,7 +289,7 @@ def test_group_fidelities_are_fidelities_on_slices_and_spread_is_max_minus_min()
 def test_a_group_of_one_voice_has_no_voice_fidelity() -> None:
     t, v, s = cross(3, 3, 2)
     x = derive_rng("test-geometry", "lone").normal(size=(len(t), 3))
-    g = geo.Grid.build(x, t, v, s, {"g": np.where(v == 0, "solo", "rest")})
+    g = geo.EmbeddingGrid.build(x, t, v, s, {"g": np.where(v == 0, "solo", "rest")})
     by = geo.group_fidelities(g, g.groups["g"])
     assert math.isnan(by["solo"]["voice"]) and not math.isnan(by["rest"]["voice"])
     assert math.isnan(geo.spreads(by)["voice"]) and not math.isnan(geo.spreads(by)["sem"])
@@ -352,12 +352,12 @@ def test_jackknife_of_a_mean_gives_the_textbook_standard_error() -> None:
 def test_grid_rejects_groups_that_vary_within_a_voice() -> None:
     t, v, s = cross(2, 2, 2)
     with pytest.raises(AnalysisError) as err:
-        geo.Grid.build(np.zeros((8, 2)), t, v, s, {"gender": ["f", "m"] * 4})
+        geo.EmbeddingGrid.build(np.zeros((8, 2)), t, v, s, {"gender": ["f", "m"] * 4})
     assert str(err.value) == (
         "group column 'gender' must be constant within each voice; 2 voice(s) have several values, first: '0'"
     )
     with pytest.raises(AnalysisError, match="column 'style' needs at least 2 distinct values"):
-        geo.Grid.build(np.zeros((8, 2)), t, v, [0] * 8)
+        geo.EmbeddingGrid.build(np.zeros((8, 2)), t, v, [0] * 8)
 
 
 # ---- the audit ------------------------------------------------------------------------------------
@@ -413,7 +413,9 @@ def test_audit_rejects_unknown_attributes_and_too_large_m() -> None:
 
 def test_summary_reads_the_headline_statistics() -> None:
     g = make_grid(n_text=4, n_voice=8, n_style=3, d=8, effects={"sem": ([0, 1], 1.0)})
-    g = geo.Grid.build(g.x, g.text, g.voice, g.style, {"gender": g.groups["gender"], "accent": g.groups["accent"]})
+    g = geo.EmbeddingGrid.build(
+        g.x, g.text, g.voice, g.style, {"gender": g.groups["gender"], "accent": g.groups["accent"]}
+    )
     frame = geo.to_frame(geo.audit(g, n_perm=5, seed=3), {"encoder": "toy", "source": "c", "subset": "full"})
     frame = frame.astype({c: str for c in ("layer", "axis_b", "attribute", "group", "note")})
     row = geo.summary(frame).iloc[0]

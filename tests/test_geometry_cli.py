@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from interbias.analysis import geometry as geo
 from interbias.cli import app
 from interbias.geometry_run import grid_to_table
+from interbias.paths import slug
 
 runner = CliRunner()
 
@@ -46,7 +47,7 @@ def table(tmp_path: Path, name: str = "emb.csv", *, seed: int = 0) -> Path:
     t, v, s = np.meshgrid(np.arange(4), np.arange(6), np.arange(3), indexing="ij")
     t, v, s = t.ravel(), v.ravel(), s.ravel()
     x = rng.normal(size=(len(t), 5)) + 2 * rng.normal(size=(4, 5))[t]
-    grid = geo.Grid.build(
+    grid = geo.EmbeddingGrid.build(
         x, [f"t{i}" for i in t], [f"v{i}" for i in v], [f"s{i}" for i in s], {"gender": np.where(v < 3, "f", "m")}
     )
     frame = grid_to_table(grid)
@@ -60,11 +61,6 @@ def table(tmp_path: Path, name: str = "emb.csv", *, seed: int = 0) -> Path:
 
 def invoke(*args: str) -> object:
     return runner.invoke(app, ["geometry", *args])
-
-
-def test_help() -> None:
-    res = invoke("--help")
-    assert res.exit_code == 0 and "--embeddings" in res.output and "--sentences" in res.output
 
 
 def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None:
@@ -154,7 +150,7 @@ def test_encoder_on_a_tiny_grid_uses_the_cache_and_is_deterministic(tone_grid: P
     gamma = frame[frame["metric"] == "Gamma"]
     assert (gamma["p_method"] == "exact").all() and (gamma["n_perm"] == 6).all()  # 4 voices, 2 + 2: 6 splits
     # the saved table reproduces the audit through --embeddings
-    saved = out / "embeddings-mfcc-stats-full.parquet"
+    saved = out / f"embeddings-{slug('mfcc-stats-full')}.parquet"  # one slug for every file name
     assert pd.read_parquet(saved).shape == (24, 3 + 1 + 40)
     res = invoke("--embeddings", str(saved), "--groups", "gender", "--out", str(tmp_path / "again"), "-q")
     assert res.exit_code == 0, res.output

@@ -25,12 +25,6 @@ def wav(tmp_path: Path) -> Path:
     return path
 
 
-def test_help_texts() -> None:
-    for cmd in ("degrade", "operators"):
-        res = runner.invoke(app, [cmd, "--help"])
-        assert res.exit_code == 0 and "Usage" in res.output
-
-
 def test_degrade_codec_writes_same_length_and_rate(wav: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.wav"
     res = runner.invoke(app, ["degrade", str(wav), str(out), "--op", "codec", "--param", "codec=gsm", "--json"])

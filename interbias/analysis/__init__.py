@@ -10,12 +10,14 @@ import pandas as pd
 
 from interbias.csvfile import read_frame
 from interbias.errors import AnalysisError
+from interbias.results import normalise_results
 
 METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc")
 
 
 def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | None = None) -> pd.DataFrame:
-    """Read a results CSV, checking required columns and that ``metric`` is numeric."""
+    """Read a results CSV, checking required columns and that ``metric`` is numeric; normalised
+    once here (:func:`interbias.results.normalise_results`)."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.csv"
@@ -37,4 +39,4 @@ def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | No
                 f"{path}: column {metric!r} has {int(bad.sum())} non-numeric value(s); first at line(s) {', '.join(rows)}"
             )
         frame[metric] = values.astype(float)
-    return frame
+    return normalise_results(frame)

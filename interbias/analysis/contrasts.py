@@ -24,6 +24,7 @@ import pandas as pd
 
 from interbias.analysis.replicates import Replicates
 from interbias.errors import AnalysisError
+from interbias.results import NORMALISED, normalise_results
 
 REQUIRED = ("experiment", "model", "factor_a", "level_a", "ref_a")
 SLOTS = ("a", "b", "c")
@@ -42,15 +43,10 @@ class ContrastTables:
 
 
 def prepare(results: pd.DataFrame) -> pd.DataFrame:
-    """Fill absent optional columns with '' so every results CSV has the same shape."""
-    frame = results.copy()
-    for col in [*MODEL_KEY, "cell"] + [f"{k}_{s}" for s in SLOTS for k in ("factor", "level", "ref")]:
-        if col not in frame.columns:
-            frame[col] = ""
-    for col in frame.columns:
-        if frame[col].dtype == object:
-            frame[col] = frame[col].fillna("").astype(str)
-    return frame
+    """Fill absent optional columns with '' so every results CSV has the same shape: a copy of a
+    table :func:`interbias.analysis.read_results` read (normalised there, once), else
+    :func:`interbias.results.normalise_results` of it."""
+    return results.copy() if results.attrs.get(NORMALISED) else normalise_results(results)
 
 
 @dataclass(frozen=True)

@@ -173,3 +173,21 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
     for ax in axes[len(models) :]:
         ax.set_visible(False)
     return fig
+
+
+#: Vector formats every report figure is also saved in (beside its PNG).
+VECTOR_FORMATS = ("pdf", "svg")
+
+
+def vectors(fig: Figure) -> dict[str, bytes]:
+    """``fig`` as PDF and SVG bytes, byte-stable: no creation date, a fixed SVG id salt."""
+    import matplotlib
+
+    out = {}
+    metadata = {"pdf": {"CreationDate": None, "Producer": None}, "svg": {"Date": None}}
+    with matplotlib.rc_context({"svg.hashsalt": "interbias", "pdf.compression": 6}):
+        for fmt in VECTOR_FORMATS:
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, metadata=metadata[fmt])
+            out[fmt] = buf.getvalue()
+    return out

@@ -44,6 +44,8 @@ class Figure:
     title: str
     caption: str
     png: bytes
+    #: The same figure as vector files by format (pdf, svg), saved beside the PNG.
+    vectors: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,7 +96,7 @@ def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, floa
 
 
 def _fig(name: str, title: str, caption: str, fig: Any) -> Figure:
-    return Figure(name, title, caption, plots.png(fig))
+    return Figure(name, title, caption, plots.png(fig), plots.vectors(fig))
 
 
 def _rates(value: Any) -> str:
@@ -567,7 +569,18 @@ def write_report(rep: Report, folder: Path) -> tuple[Path, Path]:
     fig_dir = "report_figures"
     for fig in rep.figures:
         atomic.write_bytes(folder / fig_dir / f"{fig.name}.png", fig.png)
+    write_vector_figures(rep, folder / fig_dir)
     md, page = folder / "report.md", folder / "report.html"
     atomic.write_text(md, to_markdown(rep, fig_dir))
     atomic.write_text(page, to_html(rep))
     return md, page
+
+
+def write_vector_figures(rep: Report, folder: Path) -> list[Path]:
+    """Each figure's vector files (``<name>.pdf``, ``<name>.svg``) beside its PNG in ``folder``."""
+    paths = []
+    for fig in rep.figures:
+        for fmt, data in fig.vectors.items():
+            paths.append(folder / f"{fig.name}.{fmt}")
+            atomic.write_bytes(paths[-1], data)
+    return paths

@@ -115,6 +115,7 @@ from interbias.cli import operators as _operators  # noqa: E402,F401
 from interbias.cli import plan as _plan  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
+from interbias.cli import validate as _validate  # noqa: E402,F401
 
 
 def main() -> None:

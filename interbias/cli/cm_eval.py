@@ -96,13 +96,16 @@ def dsr(
     EER threshold, over A samples and N detectors."""
     from interbias.analysis.cm import dsr_at_eer, read_cm_frame
     from interbias.errors import MetricError
+    from interbias.keyvalue import parse_key_values
 
     sets, masks = [], []
     for path in scores:
         frame = read_cm_frame(path)
         if attack:
-            col, sep, value = attack.partition("=")
-            if not sep or col not in frame.columns:
+            ((col, value),) = parse_key_values(
+                [attack], option="--attack", error=MetricError, key_name="COLUMN"
+            ).items()
+            if col not in frame.columns:
                 raise MetricError(
                     f"--attack {attack!r}: expected COLUMN=VALUE with a column of {path}; found: {', '.join(frame.columns)}"
                 )

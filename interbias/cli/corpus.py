@@ -20,16 +20,11 @@ app.add_typer(corpus_app, name="corpus")
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; a value with commas becomes a list."""
+    """``--set KEY=VALUE`` pairs; a value with commas becomes a list."""
     from interbias.errors import CorpusError
+    from interbias.keyvalue import parse_key_values
 
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise CorpusError(f"--set {pair!r}: expected KEY=VALUE")
-        out[key.strip()] = [v.strip() for v in value.split(",")] if "," in value else value.strip()
-    return out
+    return parse_key_values(pairs, option="--set", error=CorpusError, lists=True)
 
 
 def _print_summary(manifest: Any, *, as_json: bool) -> None:
@@ -69,22 +64,13 @@ def build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
-    from interbias.corpora.synthetic import SyntheticSpec, build_info
-    from interbias.corpora.synthetic import build as build_synthetic
-    from interbias.errors import CorpusError
-    from interbias.paths import cache_dir as default_cache
+    from interbias.corpora.synthetic import build_info
+    from interbias.corpora.tasks import build_corpus
     from interbias.progress import Reporter
 
-    if name != "synthetic":
-        raise CorpusError(
-            f"only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
-            f"interbias corpus prepare {name} --root DIR"
-        )
-    spec = SyntheticSpec.from_options(_options(set_ or []))
-    if speakers is not None:
-        spec = spec.with_speakers(speakers)
-    cache = cache_dir or default_cache()
-    manifest, seconds = build_synthetic(spec, cache, workers=workers, reporter=Reporter(quiet=quiet))
+    spec, manifest, seconds = build_corpus(
+        name, _options(set_ or []), speakers=speakers, cache=cache_dir, workers=workers, reporter=Reporter(quiet=quiet)
+    )
     info = build_info(manifest)
     if as_json:
         typer.echo(
@@ -135,24 +121,11 @@ def prepare(
     ] = None,
 ) -> None:
     """Read a corpus in its published layout and write its manifest (absolute audio paths)."""
-    from interbias.corpora import CORPORA
-    from interbias.errors import CorpusError
-    from interbias.manifest import Manifest
-    from interbias.paths import cache_dir as default_cache
+    from interbias.corpora.tasks import prepare_corpus
 
-    adapter = CORPORA.get(name)
-    if not adapter.needs_root:
-        raise CorpusError(f"{name!r} is built, not prepared: interbias corpus build {name}")
-    if not root.is_dir():
-        raise CorpusError(f"{name}: corpus root {root} is not a folder (expected {adapter.expects})")
-    manifest = adapter.prepare(root, cache_dir or default_cache(), _options(set_ or []))
     target = out or Path(f"{name}.jsonl")
-    absolute = Manifest(
-        manifest.name,
-        manifest.root,
-        tuple(dataclasses.replace(u, path=str(manifest.resolve(u))) for u in manifest),
-    )
-    absolute.write(target)
+    manifest = prepare_corpus(name, root, _options(set_ or []), cache=cache_dir)
+    manifest.write(target)
     typer.echo(f"wrote {target}: {len(manifest)} utterances, {len(manifest.speakers())} speakers")
     if name == "voxceleb1":
         from interbias.corpora.voxceleb1 import official_trial_lists

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -12,37 +12,12 @@ from interbias.cli import app, guarded
 from interbias.errors import see_docs
 
 
-def encoder_entries() -> list[dict[str, Any]]:
-    """Every registered label: family, backend, dimension, status, source, files expected."""
-    from interbias.encoders import ENCODERS
-
-    out = []
-    for label, card in ENCODERS.items():
-        ok, why, source = card.status()
-        out.append(
-            {
-                "label": label,
-                "family": card.family,
-                "backend": card.backend,
-                "embedding_dim": card.embedding_dim,
-                "sample_rate_hz": card.sample_rate_hz,
-                "features": card.features,
-                "status": "available" if ok else f"missing: {why}",
-                "source": source,
-                "folder": str(card.folder()) if card.layouts else "",
-                "env_var": card.env_var if card.layouts else "",
-                "expects": card.expected(),
-                "checkpoint": card.checkpoint,
-                "trained_on": list(card.trained_on),
-            }
-        )
-    return out
-
-
 @app.command("encoders", epilog="Example: interbias encoders --json")
 @guarded
 def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
+    from interbias.encoders.status import encoder_entries
+
     entries = encoder_entries()
     if as_json:
         typer.echo(json.dumps(entries, indent=2))
@@ -73,17 +48,9 @@ def embed(
     """Embed audio files with one encoder: dimension, checkpoint sha256 and the cosine matrix."""
     import numpy as np
 
-    from interbias import audio
-    from interbias.encoders import load_encoders
+    from interbias.encoders.status import embed_files
 
-    options: dict[str, Any] = {}
-    if model_dir is not None:
-        options["path"] = str(model_dir)
-    if layer is not None:
-        options["layer"] = layer
-    enc = load_encoders([encoder], device, {encoder: options})[0]
-    loaded = [audio.load(p) for p in wavs]
-    X = enc.embed([a.samples for a in loaded])
+    enc, loaded, X = embed_files(wavs, encoder, device=device, model_dir=model_dir, layer=layer)
     cos = (X @ X.T).astype(float)
     if as_json:
         out = {

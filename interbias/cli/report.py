@@ -38,8 +38,15 @@ def report(
             "the run directory when it holds one."
         ),
     ] = None,
+    latex: Annotated[
+        bool,
+        typer.Option(
+            "--latex", help="Also write booktabs LaTeX tables (tables/*.tex and tables.tex, a document inputting them)."
+        ),
+    ] = False,
 ) -> None:
-    """Write report.md and a self-contained report.html with figures for one run."""
+    """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
+    run; with --latex, booktabs tables for a paper."""
     from interbias.analysis.report import build_report, write_report
     from interbias.analysis.rundir import ScoredRun
     from interbias.analysis.suite import Options, analyse
@@ -61,3 +68,8 @@ def report(
     for msg in rep.omitted:
         typer.echo(f"  not drawn: {msg}")
     typer.echo(f"wrote {md} and {page}")
+    if latex:
+        from interbias.analysis.latex import write_latex
+
+        tex = write_latex(a, folder)
+        typer.echo(f"wrote {tex[0]} and {len(tex) - 1} table(s) in {tex[0].parent / 'tables'}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,14 @@ def encoder_labels(text: str) -> list[str]:
     if not labels:
         raise EncoderError(f"--encoders names no encoder ({text!r}); give comma-separated labels, e.g. CAM++,GE2E")
     return labels
+
+
+def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The analyses ``interbias run`` writes beside results.csv
+    (:func:`interbias.analysis.after_run.run_analyses`, imported only when a run ends)."""
+    from interbias.analysis.after_run import run_analyses
+
+    return run_analyses(*args, **kwargs)
 
 
 PlanOpt = Annotated[
@@ -110,6 +118,7 @@ def run(
     outcome = run_experiment(
         RunOptions(
             experiment=experiment,
+            after_run=after_run_analyses,
             encoders=labels,
             corpus=corpus,
             corpus_root=corpus_root,

@@ -11,7 +11,7 @@ and rate drift a little. Every session of a synthetic voice draws these from a s
   pyroomacoustics (the reverb operator's simulator), the reverberant tail after the direct path
   scaled by ``wet`` (a mild, close-microphone room);
 - **background**: coloured noise (power ∝ f^−slope) at ``snr_db`` (high: 30–50 dB) on active
-  speech power, drawn per utterance;
+  speech power (:func:`interbias.dsp.level.active_frame_power`), drawn per utterance;
 - **microphone**: a smooth random EQ (a spectral tilt plus a few log-frequency bumps of a few
   dB) between band limits (second-order high-pass, fourth-order low-pass magnitudes);
 - **level**: a gain in dB; an utterance whose peak would pass 0.98 is scaled down to 0.98
@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from interbias.dsp.level import active_frame_power
 
 #: RT60s and rooms per RT60 of the bank (12 rooms, a few seconds to simulate; cached).
 ROOM_RT60_S = (0.2, 0.3)
@@ -108,7 +110,7 @@ def draw_session(name: str, rng: np.random.Generator, n_rooms: int) -> Session:
 def room_bank(rate_hz: int) -> list[np.ndarray]:
     """The bank's impulse responses: direct path at sample 0, normalised to a unit direct peak,
     the tail cut at ``_TAIL_S``."""
-    from interbias.operators.reverb import direct_path_onset, simulate_room
+    from interbias.dsp.rooms import direct_path_onset, simulate_room
 
     out = []
     for rt60 in ROOM_RT60_S:
@@ -132,17 +134,6 @@ def _gain_curve(session: Session, freqs: np.ndarray) -> np.ndarray:
     mag /= np.sqrt(1.0 + (f / session.lowpass_hz) ** 8)
     mag[freqs <= 0] = 0.0
     return mag
-
-
-def active_power(x: np.ndarray, rate_hz: int) -> float:
-    """Mean power of the 20 ms frames within 30 dB of the loudest frame."""
-    n = int(0.02 * rate_hz)
-    frames = x[: len(x) // n * n].reshape(-1, n)
-    if not len(frames):
-        return float(np.mean(x**2))
-    p = np.mean(frames**2, axis=1)
-    keep = p >= p.max() * 1e-3
-    return float(np.mean(p[keep]))
 
 
 def apply(
@@ -180,7 +171,7 @@ def apply(
         h = rooms[session.room].copy()
         h[int(_DIRECT_S * rate_hz) :] *= session.wet
         spec *= rfft(h, nfft)
-    speech = active_power(irfft(spec, nfft)[:n], rate_hz)
+    speech = active_frame_power(irfft(spec, nfft)[:n], rate_hz)
     freqs = np.fft.rfftfreq(nfft, 1.0 / rate_hz)
     noise = rng.standard_normal(len(freqs)) + 1j * rng.standard_normal(len(freqs))
     noise *= np.maximum(freqs, 20.0) ** (-session.noise_slope / 2.0)

@@ -4,7 +4,7 @@ A source talker's utterance is moved toward a target voice in two steps, both de
 (no random draws) and length-preserving:
 
 1. :func:`pitch_shift` multiplies every frequency by ``pitch_ratio``: WSOLA time stretch by
-   the ratio (waveform-similarity overlap-add, :func:`wsola`), then polyphase resampling back
+   the ratio (waveform-similarity overlap-add, :func:`interbias.dsp.wsola.wsola`), then polyphase resampling back
    to the original length.
 2. :func:`warp_formants` moves the spectral envelope by ``factor`` while keeping the
    excitation: per 10 ms frame an LPC envelope 1/|A₁(ω)|² is fitted (autocorrelation method,
@@ -26,49 +26,8 @@ from typing import Any
 import numpy as np
 from scipy.signal import get_window, lfilter, resample_poly
 
+from interbias.dsp.wsola import wsola
 from interbias.errors import OperatorError
-
-
-def wsola(x: np.ndarray, stretch: float, sample_rate_hz: int, *, frame_s: float = 0.03, tolerance_s: float = 0.01):
-    """Time-stretch ``x`` by ``stretch`` (output length round(len · stretch)) without
-    changing its pitch: Hann frames at 50 % overlap, each taken within ±tolerance of its
-    nominal input position where it best continues the previous frame (normalised
-    cross-correlation)."""
-    if stretch <= 0:
-        raise OperatorError(f"wsola: stretch must be positive, got {stretch}")
-    x = np.asarray(x, dtype=np.float64)
-    n = int(round(frame_s * sample_rate_hz))
-    n += n % 2
-    hop = n // 2
-    tol = int(round(tolerance_s * sample_rate_hz))
-    win = get_window("hann", n, fftbins=True)
-    n_in = len(x)
-    n_out = int(round(n_in * stretch))
-    n_frames = int(np.ceil(n_out / hop)) + 2
-    pad = tol + n
-    span = int(np.ceil(n_frames * hop / stretch)) + 1
-    xp = np.zeros(pad + max(n_in, span) + 2 * n + 2 * tol)
-    xp[pad : pad + n_in] = x
-    energy = np.concatenate([[0.0], np.cumsum(xp**2)])
-    y = np.zeros(n_frames * hop + n)
-    prev = -1
-    for k in range(n_frames):
-        nominal = pad + int(round((k - 1) * hop / stretch))
-        pos = nominal
-        if prev >= 0:
-            natural = prev + hop
-            template = xp[natural : natural + n]
-            region = xp[nominal - tol : nominal + tol + n]
-            corr = np.correlate(region, template, mode="valid")
-            norms = np.sqrt(
-                energy[nominal - tol + n : nominal + tol + n + 1] - energy[nominal - tol : nominal + tol + 1]
-            )
-            if corr.size and np.any(norms > 0):
-                score = np.where(norms > 1e-12, corr / np.maximum(norms, 1e-12), -np.inf)
-                pos = nominal - tol + int(np.argmax(score))
-        y[k * hop : k * hop + n] += win * xp[pos : pos + n]
-        prev = pos
-    return y[hop : hop + n_out]
 
 
 def pitch_shift(x: np.ndarray, ratio: float, sample_rate_hz: int) -> tuple[np.ndarray, float]:

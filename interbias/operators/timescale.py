@@ -1,10 +1,11 @@
-"""Time-scale modification (speaking rate) with the pitch preserved: WSOLA.
+"""Time-scale modification (speaking rate) with the pitch preserved: WSOLA
+(:func:`interbias.dsp.wsola.wsola`, shared with the corpus's voice-conversion proxy) with
+25 ms frames every 12.5 ms, each read near ``k · 12.5 ms · factor`` and shifted by up to
+±6.25 ms to where it best continues the previous frame (largest raw cross-correlation).
 
-Waveform-similarity overlap-add (Verhelst & Roelands, 1993): output frames of 25 ms are
-laid down every 12.5 ms (Hann windows, which sum to one at half overlap); each is read from
-the input near ``k · 12.5 ms · factor``, shifted by up to ±6.25 ms to where it best matches
-(largest cross-correlation) the natural continuation of the previous frame. Copying whole
-waveform periods keeps the pitch and the spectral envelope; only the timing changes.
+Version 2: the one WSOLA of :mod:`interbias.dsp` (no division by the window sum, which is one
+at half overlap; nominal positions from the stretch ``round(len / factor) / len``; output length
+``round(len / factor)`` as before). Outputs differ from version 1 in the last bits.
 """
 
 from __future__ import annotations
@@ -14,44 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from interbias.dsp.wsola import wsola
 from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
 
 FRAME_S = 0.025
 TOLERANCE_S = 0.00625
-
-
-def wsola(x: np.ndarray, factor: float, rate_hz: int) -> np.ndarray:
-    """``x`` played ``factor`` times faster at the same pitch; length ``round(len(x) / factor)``."""
-    n_out = int(round(len(x) / factor))
-    frame = max(4, 2 * int(round(FRAME_S * rate_hz / 2)))
-    hop = frame // 2
-    tol = max(1, int(round(TOLERANCE_S * rate_hz)))
-    window = np.hanning(frame + 1)[:frame]  # periodic Hann: shifted copies at half overlap sum to 1
-    # Frame k covers output samples [(k - 1)·hop, (k - 1)·hop + frame): frame 0 starts half a
-    # frame early so every output sample lies under two windows.
-    n_frames = n_out // hop + 3
-    margin = frame + tol  # zeros around the input so every candidate segment exists
-    need = int(np.ceil(n_frames * hop * factor)) + frame + 2 * tol
-    xp = np.zeros(margin + max(len(x), need) + margin)
-    xp[margin : margin + len(x)] = x
-    out = np.zeros(n_frames * hop + frame)
-    norm = np.zeros_like(out)
-    prev = 0
-    for k in range(n_frames):
-        nominal = margin + int(round((k - 1) * hop * factor))
-        if k == 0:
-            pos = nominal
-        else:
-            template = xp[prev + hop : prev + hop + frame]
-            region = xp[nominal - tol : nominal + tol + frame]
-            corr = np.correlate(region, template, mode="valid")
-            pos = nominal - tol + int(np.argmax(corr)) if np.any(corr) else nominal
-        out[k * hop : k * hop + frame] += window * xp[pos : pos + frame]
-        norm[k * hop : k * hop + frame] += window
-        prev = pos
-    y = out[hop : hop + n_out] / np.maximum(norm[hop : hop + n_out], 1e-3)
-    return y
 
 
 @OPERATORS.register("time_scale")
@@ -62,13 +31,18 @@ class TimeScale(Operator):
     factor: float
     name = "time_scale"
     changes_length = True
+    #: 2: the shared WSOLA of interbias.dsp (see the module docstring).
+    version = 2
 
     def validate(self) -> None:
         if not 0.5 <= self.factor <= 2.0:
             raise OperatorError(f"time_scale.factor: {self.factor} is outside [0.5, 2.0]")
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        y = wsola(np.asarray(x, np.float64), self.factor, ctx.sample_rate_hz).astype(np.float32)
+        stretch = int(round(len(x) / self.factor)) / len(x) if len(x) else 1.0 / self.factor
+        y = wsola(x, stretch, ctx.sample_rate_hz, frame_s=FRAME_S, tolerance_s=TOLERANCE_S, match="raw").astype(
+            np.float32
+        )
         return y, {
             "method": "wsola",
             "input_s": len(x) / ctx.sample_rate_hz,

@@ -1,0 +1,259 @@
+"""Paper-ready LaTeX tables of one analysed run (``interbias report --latex``).
+
+Writes ``tables/<name>.tex`` (one booktabs ``table`` each, to ``\\input`` into a paper) and
+``tables.tex`` (a standalone document that inputs them all, to check they compile):
+
+- ``contrasts``: the interaction effect per model and contrast, over the settings with all
+  four factorial terms (InterBias-SV's Table 11 shape: n, mean IE with its interval, SD, share
+  positive, mean NLI);
+- ``summary``: the same per experiment × family;
+- ``models``: the metric per cell (rows) and model (columns), intervals when the run has them;
+- ``gaps``: subgroup gap per model and condition with its interval;
+- ``leaderboard``: encoders × experiment with intervals and the bootstrap rank (needs replicates);
+- ``fairness``: the run's fairness comparisons (fairness.csv, when the run has a dev split).
+
+Numbers are rounded to :data:`DIGITS` decimals (metrics are fractions: 0.010 is one percentage
+point); shares in percent to one decimal; intervals in brackets ``[lo, hi]`` at the analysis's
+level. Every caption states the rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from interbias import atomic
+from interbias.analysis.suite import Analysis
+from interbias.errors import InterbiasError
+
+DIGITS = 3
+_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def escape(text: Any) -> str:
+    """``text`` with LaTeX's special characters escaped (``−`` and ``×`` as math)."""
+    out = "".join(_SPECIAL.get(c, c) for c in str(text))
+    return out.replace("−", "$-$").replace("×", r"$\times$").replace("Δ", r"$\Delta$")
+
+
+def number(v: Any, digits: int = DIGITS) -> str:
+    """A number rounded to ``digits`` decimals, ``--`` when missing or not finite."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "--" if v in (None, "") else escape(v)
+    if not math.isfinite(x):
+        return "--"
+    return f"${x:.{digits}f}$".replace("$-", "$-")
+
+
+def interval(v: Any, lo: Any, hi: Any, digits: int = DIGITS) -> str:
+    """``value [lo, hi]``; the value alone when the interval is missing."""
+    value = number(v, digits)
+    bounds = number(lo, digits), number(hi, digits)
+    if "--" in bounds:
+        return value
+    return f"{value} [{bounds[0]}, {bounds[1]}]"
+
+
+@dataclass(frozen=True)
+class Col:
+    """One table column: its header and how a row becomes the cell's LaTeX."""
+
+    header: str
+    cell: Callable[[pd.Series], str]
+    align: str = "r"
+
+
+def text(col: str) -> Col:
+    return Col(escape(col), lambda r: escape(r.get(col, "")), "l")
+
+
+def num(col: str, header: str | None = None, digits: int = DIGITS) -> Col:
+    return Col(escape(header or col), lambda r: number(r.get(col), digits))
+
+
+def with_ci(col: str, header: str | None = None) -> Col:
+    return Col(escape(header or col), lambda r: interval(r.get(col), r.get(f"{col}_lo"), r.get(f"{col}_hi")))
+
+
+def booktabs(frame: pd.DataFrame, cols: Sequence[Col], caption: str, label: str) -> str:
+    """A ``table`` environment with a booktabs ``tabular`` of ``frame``'s rows."""
+    lines = [
+        r"\begin{table}[htbp]",
+        r"\centering",
+        r"\small",
+        rf"\caption{{{caption}}}",
+        rf"\label{{tab:{label}}}",
+        r"\begin{tabular}{" + "".join(c.align for c in cols) + "}",
+        r"\toprule",
+        " & ".join(c.header for c in cols) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(c.cell(row) for c in cols) + r" \\" for _, row in frame.iterrows()]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def _rounding(a: Analysis) -> str:
+    ci = (
+        f" {100 * a.options.level:g}\\,\\% intervals in brackets ({escape(a.replicates.describe())})."
+        if a.replicates is not None
+        else " No intervals (no bootstrap)."
+    )
+    return f"{escape(a.options.metric)} as fractions, rounded to {DIGITS} decimals.{ci}"
+
+
+def contrasts_table(a: Analysis) -> str | None:
+    frame = a.per_model
+    if frame is None or not len(frame):
+        return None
+    ci = "mean_ie_lo" in frame.columns
+    cols = [text("model"), text("family"), text("contrast"), num("n", digits=0)]
+    cols += [with_ci("mean_ie", "mean IE") if ci else num("mean_ie", "mean IE"), num("sd_ie", "SD")]
+    cols += [num("pct_positive", "% IE > 0", 1), num("mean_nli", "mean NLI"), num("n_nli", "n NLI", 0)]
+    caption = (
+        "Interaction effect (IE = observed $-$ additive prediction) by model and contrast, over the settings "
+        f"for which all four factorial terms are available; n is the number of settings. {_rounding(a)}"
+    )
+    return booktabs(frame, cols, caption, "contrasts")
+
+
+def summary_table(a: Analysis) -> str | None:
+    frame = a.summary
+    if frame is None or not len(frame):
+        return None
+    ci = "mean_ie_lo" in frame.columns
+    cols = [text("family"), text("contrast"), num("n", digits=0)]
+    cols += [with_ci("mean_ie", "mean IE") if ci else num("mean_ie", "mean IE"), num("sd_ie", "SD")]
+    cols += [num("pct_positive", "% IE > 0", 1), num("mean_nli", "mean NLI")]
+    caption = f"Interaction effect per experiment and model family. {_rounding(a)}"
+    return booktabs(frame, cols, caption, "contrast-summary")
+
+
+def models_table(a: Analysis) -> str | None:
+    from interbias.analysis.headline import cell_pivot
+
+    frame = cell_pivot(a)
+    if frame is None or not len(frame):
+        return None
+    keys = [c for c in ("experiment", "cell") if c in frame.columns]
+    cols = [text(c) for c in keys] + [Col(escape(c), _pivot_cell(c)) for c in frame.columns if c not in keys]
+    caption = f"{escape(a.options.metric)} per cell (rows) and model (columns). {_rounding(a)}"
+    return booktabs(frame, cols, caption, "models")
+
+
+def _pivot_cell(col: str) -> Callable[[pd.Series], str]:
+    def cell(row: pd.Series) -> str:
+        v = row.get(col)
+        if isinstance(v, str) and "[" in v:  # "0.1234 [0.1, 0.2]" from the pivot: re-round
+            head, _, rest = v.partition("[")
+            lo, _, hi = rest.rstrip("]").partition(",")
+            return interval(head.strip(), lo.strip(), hi.strip())
+        return number(v)
+
+    return cell
+
+
+def gaps_table(a: Analysis) -> str | None:
+    frame = a.gaps.gaps
+    if frame is None or not len(frame):
+        return None
+    cols = [text("model"), text("condition"), with_ci("gap"), num("abs_gap", "|gap|")]
+    if "p_perm" in frame.columns:
+        cols.append(num("p_perm", "p (perm.)"))
+    caption = f"Subgroup gap (group level $-$ reference group) per model and condition. {_rounding(a)}"
+    return booktabs(frame, cols, caption, "gaps")
+
+
+def leaderboard_table(a: Analysis) -> str | None:
+    from interbias.analysis import leaderboard as lb
+    from interbias.analysis.runs import RunAnalysis
+
+    if a.replicates is None:
+        return None
+    board = lb.build([RunAnalysis(a.run.path, a.run.trials_sha256 or "unknown", a)])
+    names = [c.label for c in board.columns] + ["macro"]
+    cols = [text("model"), *(with_ci(n) for n in names), Col("rank", lambda r: number(r.get("rank"), 0))]
+    caption = (
+        f"Leaderboard: mean {escape(a.options.metric)} over each experiment's cells; the rank separates two "
+        f"encoders only when their paired bootstrap difference excludes zero. {_rounding(a)}"
+    )
+    return booktabs(board.table, cols, caption, "leaderboard")
+
+
+def fairness_table(run_dir: Path) -> str | None:
+    path = Path(run_dir) / "fairness.csv"
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path, keep_default_na=False)
+    if not len(frame):
+        return None
+    skip = {"threshold_rule", "note"}
+    cols = [
+        text(c) if frame[c].dtype == object else num(c, digits=0 if c.startswith("n_") else DIGITS)
+        for c in frame.columns
+        if c not in skip
+    ]
+    caption = f"Fairness comparisons of the run (fairness.csv); numbers rounded to {DIGITS} decimals."
+    return booktabs(frame, cols, caption, "fairness")
+
+
+PREAMBLE = r"""\documentclass{article}
+\usepackage[T1]{fontenc}
+\usepackage[utf8]{inputenc}
+\usepackage{booktabs}
+\usepackage[margin=1.5cm,landscape]{geometry}
+\begin{document}
+"""
+
+
+def latex_tables(a: Analysis) -> dict[str, str]:
+    """Every table this run supports, by name (absent ones are left out)."""
+    makers: dict[str, Callable[[], str | None]] = {
+        "contrasts": lambda: contrasts_table(a),
+        "summary": lambda: summary_table(a),
+        "models": lambda: models_table(a),
+        "gaps": lambda: gaps_table(a),
+        "leaderboard": lambda: leaderboard_table(a),
+        "fairness": lambda: fairness_table(a.run.path),
+    }
+    out = {}
+    for name, make in makers.items():
+        try:
+            tex = make()
+        except (InterbiasError, KeyError) as exc:  # a table this run cannot give: said, not silent
+            tex = f"% {name}: not available for this run ({escape(exc)})\n"
+        if tex:
+            out[name] = tex
+    return out
+
+
+def write_latex(a: Analysis, folder: Path) -> list[Path]:
+    """``tables/<name>.tex`` per table and ``tables.tex`` inputting them; the paths written."""
+    tables = latex_tables(a)
+    paths = []
+    for name, tex in tables.items():
+        path = Path(folder) / "tables" / f"{name}.tex"
+        atomic.write_text(path, tex)
+        paths.append(path)
+    body = "".join(f"\\input{{tables/{name}}}\n" for name in tables)
+    doc = Path(folder) / "tables.tex"
+    atomic.write_text(doc, PREAMBLE + body + "\\end{document}\n")
+    return [doc, *paths]

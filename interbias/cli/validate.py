@@ -1,0 +1,59 @@
+"""``interbias validate``: check experiment files and say what a run of each would do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from interbias.cli import app, guarded
+
+EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,GE2E"
+
+
+@app.command(epilog=EPILOG)
+@guarded
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Experiment YAML files (e.g. conditions/*.yaml).")],
+    encoders: Annotated[
+        str, typer.Option(help="Comma-separated encoder labels the run would use.")
+    ] = "CAM++,GE2E,mfcc-stats",
+    corpus: Annotated[
+        str | None, typer.Option(help="Check only this variant (or corpus name) instead of the file and every variant.")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(help="Cache folder where a built synthetic corpus is looked up (default $INTERBIAS_CACHE)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per file, its estimates and errors.")] = False,
+) -> None:
+    """Parse and resolve each experiment file (variants, defaults, operators, trial spec), check
+    the encoder labels, say whether it runs here, and estimate its grid, embeddings and time —
+    without running anything or touching a run directory. One line per error on stderr; exit 1
+    when any file has an error."""
+    from interbias.validate import validate_file
+
+    labels = [x.strip() for x in encoders.split(",") if x.strip()]
+    if not labels:
+        typer.echo(f"error: --encoders names no encoder ({encoders!r})", err=True)
+        raise typer.Exit(1)
+    reports = [validate_file(f, encoders=labels, corpus=corpus, cache=cache_dir) for f in files]
+    if as_json:
+        out = [
+            {"file": str(r.path), "estimates": [e.as_dict() for e in r.estimates], "errors": r.errors} for r in reports
+        ]
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        for r in reports:
+            for e in r.estimates:
+                typer.echo("\n".join(e.lines()))
+    errors = [f"error: {r.path}: {msg}" for r in reports for msg in dict.fromkeys(r.errors)]
+    for line in errors:
+        typer.echo(line, err=True)
+    n_ok = sum(not r.errors for r in reports)
+    if not as_json:
+        typer.echo(f"{n_ok} of {len(reports)} file(s) valid")
+    if errors:
+        raise typer.Exit(1)

@@ -1,0 +1,117 @@
+"""``interbias report --latex``: booktabs tables with stated rounding and bracketed intervals,
+vector figures beside every PNG (byte-stable), and (slow) a document that pdflatex compiles."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from synthetic_runs import gender_noise_run
+from typer.testing import CliRunner
+
+from interbias.analysis.latex import Col, booktabs, escape, interval, number
+from interbias.cli import app
+
+MEANS = {
+    "enc_a": {("female", "clean"): 3.0, ("female", "n10"): 2.5, ("male", "clean"): 1.0, ("male", "n10"): 0.5},
+    "enc_b": {("female", "clean"): 2.0, ("female", "n10"): 1.0, ("male", "clean"): 2.0, ("male", "n10"): 1.8},
+}
+
+
+def test_escape_number_interval() -> None:
+    assert (
+        escape("a_b & 50% #1 {x} ~ ^ \\")
+        == r"a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}"
+    )
+    assert escape("gender×noise −1") == r"gender$\times$noise $-$1"
+    assert number(0.12345) == "$0.123$" and number(-0.0004) == "$-0.000$" and number(2, 0) == "$2$"
+    assert number(float("nan")) == "--" and number(None) == "--" and number("") == "--"
+    assert interval(0.5, 0.25, 0.75) == "$0.500$ [$0.250$, $0.750$]"
+    assert interval(0.5, float("nan"), 0.75) == "$0.500$"  # no half interval
+
+
+def test_booktabs_layout() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"model": ["m_1"], "v": [0.5]})
+    tex = booktabs(
+        frame, [Col("model", lambda r: escape(r["model"]), "l"), Col("v", lambda r: number(r["v"]))], "C", "x"
+    )
+    lines = tex.splitlines()
+    assert lines[5] == r"\begin{tabular}{lr}"
+    assert lines[6:10] == [r"\toprule", r"model & v \\", r"\midrule", r"m\_1 & $0.500$ \\"]
+    assert lines[10:13] == [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    assert r"\caption{C}" in tex and r"\label{tab:x}" in tex
+
+
+def _report(run: Path, out: Path) -> str:
+    res = CliRunner().invoke(app, ["report", str(run), "--bootstrap", "30", "--out", str(out), "--latex"])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("latex")
+    run = gender_noise_run(tmp / "run", MEANS, n=10)
+    out = tmp / "out"
+    out.mkdir()
+    output = _report(run, out)
+    assert f"wrote {out / 'tables.tex'} and " in output
+    return run, out
+
+
+def test_tables_state_rounding_and_bracket_intervals(reported: tuple[Path, Path]) -> None:
+    _, out = reported
+    names = sorted(p.stem for p in (out / "tables").glob("*.tex"))
+    assert {"contrasts", "summary", "models", "gaps", "leaderboard"} <= set(names)
+    contrasts = (out / "tables" / "contrasts.tex").read_text()
+    assert "rounded to 3 decimals" in contrasts and "intervals in brackets" in contrasts
+    rows = [ln for ln in contrasts.splitlines() if ln.startswith(("enc\\_a", "enc\\_b"))]
+    assert len(rows) == 2 and all(" [$" in r and r.endswith(r"\\") for r in rows)  # one row per model
+    assert all(r.count("&") == 8 for r in rows)  # nine columns: Table 11's shape
+    doc = (out / "tables.tex").read_text()
+    assert doc.startswith(r"\documentclass{article}") and r"\usepackage{booktabs}" in doc
+    assert all(f"\\input{{tables/{n}}}" in doc for n in names)
+
+
+def test_every_figure_has_vector_files_and_they_are_byte_stable(reported: tuple[Path, Path], tmp_path: Path) -> None:
+    run, out = reported
+    figs = out / "report_figures"
+    pngs = sorted(figs.glob("*.png"))
+    assert pngs
+    for png in pngs:
+        pdf, svg = png.with_suffix(".pdf"), png.with_suffix(".svg")
+        assert pdf.read_bytes()[:5] == b"%PDF-" and b"<svg" in svg.read_bytes()[:2000]
+    again = tmp_path / "again"
+    again.mkdir()
+    _report(run, again)
+    for f in sorted(figs.iterdir()):
+        assert (again / "report_figures" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def _pdflatex() -> str | None:
+    """pdflatex, installing Debian's texlive packages when it is missing (and apt-get can)."""
+    if shutil.which("pdflatex") is None and shutil.which("apt-get"):
+        packages = ["texlive-latex-base", "texlive-latex-recommended"]
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages], capture_output=True)
+    return shutil.which("pdflatex")
+
+
+@pytest.mark.slow
+def test_tables_compile_with_pdflatex(reported: tuple[Path, Path]) -> None:
+    _, out = reported
+    pdflatex = _pdflatex()
+    if pdflatex is None:
+        pytest.skip("pdflatex missing and Debian's texlive packages could not be installed")
+    done = subprocess.run(
+        [pdflatex, "-interaction=nonstopmode", "-halt-on-error", "tables.tex"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (out / "tables.pdf").read_bytes()[:5] == b"%PDF-"

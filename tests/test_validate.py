@@ -1,0 +1,120 @@
+"""``interbias validate``: the catalogue passes, broken experiment files give one line per error
+and exit 1, nothing is run or written, and the cost estimate counts what a run embeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import tiny_experiment
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.paths import conditions_dir
+from interbias.validate import embedding_items, utterance_table, validate_file
+
+runner = CliRunner()
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def test_the_catalogue_is_valid_and_nothing_is_written(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    files = sorted(conditions_dir().glob("*.yaml"))
+    res = runner.invoke(app, ["validate", *map(str, files)])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == f"{len(files)} of {len(files)} file(s) valid"
+    for f in files:  # every file and every variant is described
+        exp = yaml.safe_load(f.read_text())
+        assert f"{exp['name']}: corpus " in res.output
+        for variant in exp.get("variants") or {}:
+            assert f"{exp['name']} --corpus {variant}: corpus " in res.output
+    assert "E14 --corpus synthetic: corpus synthetic, 6 strata × 7 chain setting(s) = 42 cells" in res.output
+    assert _files(tmp_path) == []  # no run directory, no cache, nothing
+
+
+def _broken(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Hostile experiment files of the suite and the one error line each must give."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out: dict[str, tuple[Path, str]] = {}
+    p = tiny_experiment(tmp_path, name="H02", frontend={"sample_rate_hz": 8_000_000_000})
+    out["rate"] = (p, "H02.yaml: frontend.sample_rate_hz: 8000000000 Hz is outside 1000..384000 Hz")
+    noise = [{"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean"}]
+    noise[0]["levels"] = {"clean": [], "w": [{"op": "warp", "amount": 2}]}
+    p = tiny_experiment(tmp_path, name="H03", factors=noise)
+    out["operator"] = (p, "unknown operator 'warp'")
+    p = tmp_path / "H04.yaml"
+    p.write_text("name: H04\nfactors: [\n")
+    out["yaml"] = (p, "H04.yaml")
+    p = tiny_experiment(tmp_path, name="H05", trials={"targets": -3})
+    out["trials"] = (p, "H05.yaml: trials.targets")
+    p = tiny_experiment(tmp_path, name="H06", variants={"bad": {"frontend": {"sample_rate_hz": 5}}})
+    out["variant"] = (p, "variant bad")
+    return out
+
+
+def test_broken_files_give_one_line_each_and_exit_1(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    broken = _broken(tmp_path / "yaml")
+    good = tiny_experiment(tmp_path / "yaml", name="OK1")
+    before = _files(tmp_path)
+    paths = [str(good), *(str(p) for p, _ in broken.values())]
+    res = runner.invoke(app, ["validate", *paths], catch_exceptions=False)
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == len(broken), res.output  # one line per broken file, none for the good one
+    for (path, message), line in zip(broken.values(), errors, strict=True):
+        assert line.startswith(f"error: {path}: ") and message in line, (line, message)
+    assert "OK1: corpus synthetic, 2 strata × 2 chain setting(s) = 4 cells → 12 results rows" in res.output
+    assert res.output.splitlines()[-1] == f"1 of {len(paths)} file(s) valid"
+    assert _files(tmp_path) == before  # nothing written
+
+
+def test_unknown_encoder_is_one_line(tmp_path: Path) -> None:
+    p = tiny_experiment(tmp_path)
+    res = runner.invoke(app, ["validate", str(p), "--encoders", "mfcc-stats,NoSuchNet"])
+    assert res.exit_code == 1
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {p}: unknown encoder 'NoSuchNet'; valid: ")
+
+
+def test_json_output(tmp_path: Path) -> None:
+    p = tiny_experiment(tmp_path)
+    res = runner.invoke(app, ["validate", str(p), "--json", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    (entry,) = json.loads(res.output)
+    assert entry["errors"] == [] and entry["estimates"][0]["n_cells"] == 4
+
+
+@pytest.mark.parametrize("cap", [None, 2])
+def test_embedding_items_count_pools_and_chains(tmp_path: Path, cap: int | None) -> None:
+    """A hand-made manifest: 2 female and 2 male speakers, 3 utterances each; the tiny experiment
+    (gender × noise on the test side) embeds each stratum's utterances clean (enrol and the
+    clean test cell share one chain) and once more under noise."""
+    rows = [
+        {"id": f"{s}-{i}", "path": f"{s}-{i}.wav", "speaker": s, "gender": g, "duration_s": 2.0}
+        for s, g in (("f1", "female"), ("f2", "female"), ("m1", "male"), ("m2", "male"))
+        for i in range(3)
+    ]
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    trials = {"targets": 4, "min_speakers": 2, **({"utterances_per_speaker": cap} if cap else {})}
+    exp_path = tiny_experiment(tmp_path, corpus={"manifest": str(manifest)}, trials=trials)
+    from interbias.experiments import load_experiment
+
+    exp = load_experiment(exp_path)
+    table, source = utterance_table(exp, tmp_path)
+    assert table is not None and source == "manifest m.jsonl"
+    per_speaker = cap or 3
+    n_utts = 4 * per_speaker
+    assert embedding_items(exp, table) == (2 * n_utts, n_utts, 2.0 * n_utts)
+    est = validate_file(exp_path, encoders=["mfcc-stats", "GE2E"], cache=tmp_path).estimates[0]
+    assert est.n_embeddings == 2 * 2 * n_utts and est.n_rows == 4 * 2
+    assert est.seconds is not None and est.seconds > 0
