@@ -30,6 +30,7 @@ from interbias import atomic, crashpoints
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.spoofing import SPOOF_COLUMNS
 from interbias.cache import EmbeddingCache
+from interbias.calibration_run import calibrate_rows, calibration_columns
 from interbias.cells import score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
@@ -335,8 +336,13 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
 def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(e.label, c.id) for e in ctx.encoders for c in plan.cells]
+    has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
+    calibration = calibrate_rows(
+        ctx.run, ctx.exp, [e.label for e in ctx.encoders], plan.cells, plan.rows, has_dev=has_dev
+    )
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if ctx.attacks else []))
+    columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + (SPOOF_COLUMNS if ctx.attacks else [])
+    results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
     analyses = run_analyses(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored)
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
@@ -363,6 +369,7 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
+        "calibration": calibration,
         **({"analyses": analyses} if analyses else {}),
     }
     ctx.run.write_run_json(
