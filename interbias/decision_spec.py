@@ -93,6 +93,13 @@ def _count(value: Any, where: str) -> int:
     return value
 
 
+def _top_k(value: Any, where: str) -> int:
+    k = _count(value, where)
+    if k < 2:
+        raise ConfigError(f"{where}: at least 2 (a standard deviation of one score is 0), got {k}")
+    return k
+
+
 def default_name(cost: CostPoint) -> str:
     """``p<p_target>`` plus ``_cmiss<C>`` / ``_cfa<C>`` for costs other than 1 (e.g. p0.05_cfa10)."""
     name = f"p{cost.p_target:g}"
@@ -166,7 +173,7 @@ def parse_scoring(spec: Any, where: str) -> ScoringSpec:
     )
     return ScoringSpec(
         _choice(spec, "norm", NORMS, "none", here),
-        _count(spec.get("top_k", ScoringSpec.top_k), f"{here}.top_k"),
+        _top_k(spec.get("top_k", ScoringSpec.top_k), f"{here}.top_k"),
         cohort,
         _choice(spec, "cohort_chain", COHORT_CHAINS, "clean", here),
     )
