@@ -16,10 +16,10 @@ from test_progress import TickingClock
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import SPOOF_COLUMNS
-from interbias.cli import app
-from interbias.progress import Reporter
 from interbias.calibration_run import calibration_columns
+from interbias.cli import app
 from interbias.decision_spec import DEFAULT_POINT
+from interbias.progress import Reporter
 from interbias.results import COLUMNS
 from interbias.runner import RunOptions, run
 

@@ -98,7 +98,7 @@ def test_cohort_is_disjoint_deterministic_and_refused_when_too_small(tmp_path: P
     assert len(cohort.ids) == 8 and len(cohort.speakers) == 4
     assert not set(cohort.speakers) & (set(frame.enrol_speaker) | set(frame.test_speaker))
     big = load_experiment(tiny_experiment(tmp_path, trials=NORM_TRIALS, scoring={**SCORING, "cohort": {"speakers": 9}}))
-    with pytest.raises(TrialError, match="scoring.cohort needs 9 speakers with 2 utterance"):
+    with pytest.raises(TrialError, match=r"scoring\.cohort needs 9 speakers with 2 utterance"):
         draw_cohort(big, tiny_corpus, frame)
 
 
