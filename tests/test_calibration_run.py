@@ -18,7 +18,7 @@ from interbias.calibration import fit_linear
 from interbias.calibration_run import calibration_columns
 from interbias.errors import ConfigError
 from interbias.experiments import load_experiment
-from interbias.llr_metrics import CostPoint, act_dcf, cllr, min_cllr
+from interbias.llr_metrics import CostPoint, act_dcf, bayes_error_curve, cllr, min_cllr
 from interbias.paths import slug
 from interbias.results import COLUMNS
 from interbias.runner import RunOptions, run
@@ -50,7 +50,9 @@ def _frame(run_dir: Path, cell: str) -> pd.DataFrame:
 def test_calibration_columns_recomputed_by_hand(cal_run) -> None:
     run_dir = cal_run.run_dir
     res = pd.read_csv(run_dir / "results.csv")
-    assert list(res.columns) == COLUMNS + calibration_columns(load_experiment(run_dir / "../../T26.yaml").operating_points)
+    assert list(res.columns) == COLUMNS + calibration_columns(
+        load_experiment(run_dir / "../../T26.yaml").operating_points
+    )
     assert list(res.columns)[-3:] == ["min_dcf_asv5", "act_dcf_asv5", "calibration_loss_asv5"]
     res = res.set_index("cell")
     dev = pd.concat([_frame(run_dir, c) for c in CELLS[:2]])
@@ -116,3 +118,33 @@ def test_schema_errors(tmp_path: Path) -> None:
     exp = load_experiment(tiny_experiment(tmp_path, operating_points=POINTS))
     assert [p.name for p in exp.operating_points] == ["p0.01", "asv5"]
     assert np.isclose(exp.operating_points[1].cost.bayes_threshold, np.log(10 * 0.95 / 0.05))
+
+
+def test_report_calibration_section_and_bayes_plot(cal_run, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.analysis.calibration import PRIOR_LOG_ODDS, bayes_curves, worst_cells
+    from interbias.analysis.rundir import ScoredRun
+    from interbias.cli import app
+
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(app, ["report", str(cal_run.run_dir), "--out", str(out), "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    section = md.split("## Calibration")[1].split("\n## ")[0]
+    results = pd.read_csv(cal_run.run_dir / "results.csv")
+    worst = worst_cells(results)
+    assert worst.calibration_loss.is_monotonic_decreasing and len(worst) == 3
+    assert worst.iloc[0].calibration_loss == results.calibration_loss.max()
+    assert f"| mfcc-stats | {worst.iloc[0].cell} |" in section
+    assert "bayes_error" in section and (out / "report_figures" / "bayes_error.png").is_file()
+    curves = bayes_curves(ScoredRun(cal_run.run_dir), results)["mfcc-stats"]
+    assert [c for c, _, _ in curves] == results.cell.tolist() and len(curves[0][1]) == len(PRIOR_LOG_ODDS)
+    # at θ = logit(0.01) the actual curve is the results' act_dcf, the minimum curve its min_dcf
+    run = ScoredRun(cal_run.run_dir)
+    slope, offset = (json.loads((cal_run.run_dir / "run.json").read_text())["calibration"]["models"]["mfcc-stats"][k]
+                     for k in ("slope", "offset"))  # fmt: skip
+    for row in results.itertuples():
+        cs = run.cell("mfcc-stats", row.cell)
+        act, low = bayes_error_curve(cs.scores, slope * cs.scores + offset, cs.labels, np.array([np.log(0.01 / 0.99)]))
+        assert act[0] == pytest.approx(row.act_dcf) and low[0] == pytest.approx(row.min_dcf)
