@@ -18,13 +18,14 @@ run.json. Columns, at the experiment's first operating point unless suffixed:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
+from interbias import atomic, metrics
 from interbias.calibration import LinearCalibration, fit_linear
 from interbias.decision_spec import OperatingPoint
 from interbias.errors import MetricError
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from interbias.experiments import Cell, Experiment
     from interbias.rundir import RunDir
 
+#: The run directory's calibration record (also in run.json ``calibration``), written before the analyses.
+CALIBRATION_FILE = "calibration.json"
 METHOD = "linear logistic, llr = a·score + b, prior 0.5, Platt-smoothed labels"
 
 
@@ -158,4 +161,27 @@ def calibrate_rows(
         return record
     record["measured"] = True
     record["models"] = {m: _model(run, exp, m, cells, rows) for m in models}
+    atomic.write_text(run.file(CALIBRATION_FILE), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
     return record
+
+
+def group_values(
+    scores: np.ndarray, labels: np.ndarray, cal: tuple[float, float], point: OperatingPoint
+) -> dict[str, Any]:
+    """``act_dcf``, ``min_dcf_at_point``, ``calibration_loss`` and ``cllr`` of one group's trials
+    under the shared calibration ``cal`` = (slope, offset) at ``point``; NaN when the group
+    lacks target or non-target trials."""
+    lab = np.asarray(labels).astype(bool)
+    if lab.all() or not lab.any():
+        return {"act_dcf": np.nan, "min_dcf_at_point": np.nan, "calibration_loss": np.nan, "cllr": np.nan}
+    llr = cal[0] * np.asarray(scores, dtype=np.float64) + cal[1]
+    act = act_dcf(llr, lab, point.cost)
+    low = metrics.min_dcf(scores, lab, p_target=point.cost.p_target, c_miss=point.cost.c_miss, c_fa=point.cost.c_fa)
+    return {"act_dcf": act, "min_dcf_at_point": low, "calibration_loss": act - low, "cllr": cllr(llr, lab)}
+
+
+def shared_calibration(record: dict[str, Any] | None, model: str) -> tuple[float, float] | None:
+    """(slope, offset) of ``model``'s shared calibration in run.json's ``calibration`` record
+    (``None`` with ``fit_on: each`` or when none was fitted)."""
+    rec = ((record or {}).get("models") or {}).get(model) or {}
+    return (float(rec["slope"]), float(rec["offset"])) if "slope" in rec else None

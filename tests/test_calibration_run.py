@@ -148,3 +148,25 @@ def test_report_calibration_section_and_bayes_plot(cal_run, tmp_path: Path) -> N
         cs = run.cell("mfcc-stats", row.cell)
         act, low = bayes_error_curve(cs.scores, slope * cs.scores + offset, cs.labels, np.array([np.log(0.01 / 0.99)]))
         assert act[0] == pytest.approx(row.act_dcf) and low[0] == pytest.approx(row.min_dcf)
+
+
+def test_fairness_groups_carry_act_dcf_at_the_shared_calibration(cal_run) -> None:
+    run_dir = cal_run.run_dir
+    groups = pd.read_csv(run_dir / "fairness_groups.csv")
+    model = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]
+    trials = pd.read_parquet(run_dir / "trials.parquet").set_index("trial_id")
+    attrs = pd.read_parquet(run_dir / "attributes.parquet").set_index("id")
+    for cond in ("clean", "n10"):
+        frames = [_frame(run_dir, f"gender={g},noise={cond}") for g in ("female", "male")]
+        ev = pd.concat(frames)
+        ev = ev[(ev.split == "eval") & ~ev.dropped]
+        sides = trials.loc[ev.trial_id]
+        g_enrol = attrs.gender.reindex(sides.enrol).to_numpy()
+        g_test = attrs.gender.reindex(sides.test).to_numpy()
+        for group in ("female", "male"):
+            m = (g_enrol == group) & (g_test == group)
+            s, lab = ev.score.to_numpy()[m], ev.label.to_numpy()[m]
+            act = act_dcf(model["slope"] * s + model["offset"], lab, CostPoint(0.01))
+            row = groups[(groups.condition == f"noise={cond}") & (groups.group_by == "gender") & (groups.group == group)]
+            assert row.act_dcf.iloc[0] == pytest.approx(act)
+            assert row.calibration_loss.iloc[0] == pytest.approx(act - metrics.min_dcf(s, lab))

@@ -331,7 +331,7 @@ def _deployment(folder: Path, rep: Report) -> None:
             "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
         )
         keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
-        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC])  # table() keeps the columns present
+        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
         if comparisons.is_file():
             c = pd.read_csv(comparisons)
             if len(c) and "significant" in c:
