@@ -187,3 +187,28 @@ def test_a_dcf_degenerate_inputs() -> None:
         a_dcf([1.0], [0.0], [])
     with pytest.raises(MetricError, match="sum to 1"):
         ADCFCost(p_tar=0.5)
+
+
+def test_cm_eval_adcf_reads_asvspoof5_files(tmp_path) -> None:
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    rng = derive_rng("adcf-cli")
+    tar, non, spf = rng.normal(2, 1, 30), rng.normal(0, 1, 40), rng.normal(1, 1, 20)
+    lines = [f"e{i} t{i} {float(s)!r} {k}" for i, (s, k) in enumerate(
+        [(x, "target") for x in tar] + [(x, "nontarget") for x in non] + [(x, "spoof") for x in spf])]  # fmt: skip
+    path = tmp_path / "sasv.txt"
+    path.write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["cm-eval", "adcf", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = _json.loads(res.stdout)["files"][0]
+    assert out["a_dcf"] == pytest.approx(ref_a_dcf_walk(tar, non, spf, ADCFCost()), abs=1e-12)
+    assert (out["n_target"], out["n_nontarget"], out["n_spoof"]) == (30, 40, 20)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("e t 0.5 bonafide\n")
+    res = CliRunner().invoke(app, ["cm-eval", "adcf", str(bad)])
+    assert res.exit_code == 1
+    assert res.stderr.strip() == f"error: {bad}: row 1: key 'bonafide' is not one of target, nontarget, spoof"

@@ -193,3 +193,42 @@ def recognition(
     typer.echo(f"{res.n_samples} samples, {res.n_unknown} of the unknown class")
     for note in res.notes:
         typer.echo(f"note: {note}")
+
+
+@cm_app.command(
+    "adcf",
+    epilog="Example: interbias cm-eval adcf sasv_scores.txt --json",
+)
+@guarded
+def adcf(
+    scores: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Verification score files: 'ENROL TEST SCORE KEY' (ASVspoof 5) or CSV score,key; "
+            "KEY target|nontarget|spoof."
+        ),
+    ],
+    p_spf: Annotated[float, typer.Option(help="Prior of a spoof trial.")] = 0.05,
+    p_non: Annotated[float, typer.Option(help="Prior of a non-target (zero-effort impostor) trial.")] = 0.05,
+    p_tar: Annotated[float, typer.Option(help="Prior of a target trial.")] = 0.9,
+    c_miss: Annotated[float, typer.Option(help="Cost of rejecting a target.")] = 1.0,
+    c_fa_asv: Annotated[float, typer.Option(help="Cost of accepting a non-target.")] = 10.0,
+    c_fa_cm: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 20.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """a-DCF of ASVspoof 5 for a verification score alone: the minimum over thresholds of the
+    normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
+    cost model)."""
+    from interbias.analysis.sasv import a_dcf_of_file
+    from interbias.sasv_metrics import ADCFCost
+
+    cost = ADCFCost(p_spf, p_non, p_tar, c_miss, c_fa_asv, c_fa_cm)
+    rows = [a_dcf_of_file(path, cost) for path in scores]
+    if as_json:
+        typer.echo(json.dumps({"cost": vars(cost), "files": rows}))
+        return
+    for r in rows:
+        typer.echo(
+            f"{r['file']}: a-DCF {r['a_dcf']:.6f} at threshold {r['threshold']:.6f} "
+            f"({r['n_target']} target, {r['n_nontarget']} nontarget, {r['n_spoof']} spoof)"
+        )
