@@ -26,9 +26,10 @@ import pandas as pd
 
 from interbias import metrics
 from interbias.errors import AnalysisError, MetricError
+from interbias.sasv_metrics import a_dcf
 
 #: Extra trailing results.csv columns of spoofing experiments (absent otherwise).
-SPOOF_COLUMNS = ["n_spoof", "n_spoof_accepted", "spoof_far", "spoof_threshold", "eer_spoof"]
+SPOOF_COLUMNS = ["n_spoof", "n_spoof_accepted", "spoof_far", "spoof_threshold", "eer_spoof", "a_dcf"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class SpoofSummary:
     spoof_far: float
     spoof_threshold: float
     eer_spoof: float
+    #: ASVspoof 5's a-DCF of the verification score (default cost model, :mod:`interbias.sasv_metrics`).
+    a_dcf: float
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -81,6 +84,7 @@ def spoof_summary(scores: object, trial_types: object) -> SpoofSummary:
         spoof_far=n_acc / int(spf.sum()),
         spoof_threshold=float(thr),
         eer_spoof=metrics.eer(s[keep], tgt[keep]),
+        a_dcf=a_dcf(s[tgt], s[non], s[spf])[0],
     )
 
 
