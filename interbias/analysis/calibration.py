@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from interbias.analysis.plots import new_figure
@@ -31,7 +32,10 @@ def has_calibration(results: pd.DataFrame) -> bool:
 
 def worst_cells(results: pd.DataFrame, per_model: int = 3) -> pd.DataFrame:
     """Per model, the ``per_model`` cells with the largest calibration loss (largest first)."""
-    frame = results[results["calibration_loss"].notna()]
+    frame = results[results["calibration_loss"].notna()].copy()
+    for col in TABLE_COLUMNS[2:]:
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
     ranked = frame.sort_values(["model", "calibration_loss", "cell"], ascending=[True, False, True], kind="stable")
     return ranked.groupby("model", sort=False).head(per_model).reset_index(drop=True)
 
@@ -70,7 +74,7 @@ def bayes_figure(curves: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]) ->
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, (model, items) in zip(axes, curves.items(), strict=False):
         for i, (cell, act, low) in enumerate(items):
-            colour = f"C{i % 10}"
+            colour = colormaps["tab20"](i % 20)
             ax.plot(PRIOR_LOG_ODDS, act, color=colour, lw=1.2, label=cell)
             ax.plot(PRIOR_LOG_ODDS, low, color=colour, lw=0.9, ls=":")
         ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
