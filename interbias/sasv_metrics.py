@@ -65,3 +65,57 @@ def a_dcf(target: object, nontarget: object, spoof: object, cost: ADCFCost = ADC
     costs = cost.c_miss * cost.p_tar * p_miss + cost.c_fa_asv * cost.p_non * p_non + cost.c_fa_cm * cost.p_spf * p_spf
     k = int(np.argmin(costs))
     return float(costs[k] / cost.norm), float(grid[k])
+
+
+@dataclass(frozen=True)
+class TDCFCost:
+    """t-DCF cost model of the ASVspoof 5 evaluation package (``calculate_metrics.py``): priors
+    of target, non-target and spoof trials (summing to 1) and the tandem system's costs."""
+
+    p_tar: float = 0.95 * 0.99
+    p_non: float = 0.95 * 0.01
+    p_spoof: float = 0.05
+    c_miss: float = 1.0
+    c_fa: float = 10.0
+    c_fa_spoof: float = 10.0
+
+    def __post_init__(self) -> None:
+        priors = (self.p_tar, self.p_non, self.p_spoof)
+        if min(priors) < 0 or abs(sum(priors) - 1) > 1e-9:
+            raise MetricError(f"t-DCF priors must be non-negative and sum to 1, got {priors}")
+        if min(self.c_miss, self.c_fa, self.c_fa_spoof) <= 0:
+            raise MetricError("t-DCF costs must be positive")
+
+
+def min_t_dcf(
+    bonafide_cm: object,
+    spoof_cm: object,
+    pfa_asv: float,
+    pmiss_asv: float,
+    pfa_spoof_asv: float,
+    cost: TDCFCost = TDCFCost(),
+) -> tuple[float, float]:
+    """(minimum normalised t-DCF, its CM threshold) of a countermeasure in tandem with a fixed
+    ASV system whose error rates at its threshold are given (Kinnunen et al., TASLP 2020):
+
+        t-DCF(τ) = C0 + C1·P_miss,cm(τ) + C2·P_fa,cm(τ),  normalised by C0 + min(C1, C2),
+        C0 = P_tar·C_miss·P_miss,asv + P_non·C_fa·P_fa,asv,
+        C1 = P_tar·C_miss − C0,  C2 = P_spoof·C_fa,spoof·P_fa,spoof,asv.
+
+    CM scores: higher = bona fide; a trial passes the CM when its score is >= τ; τ runs over
+    every distinct CM score and +inf."""
+    bona, spf = _scores(bonafide_cm, "bona fide CM"), _scores(spoof_cm, "spoof CM")
+    for name, rate in (("pfa_asv", pfa_asv), ("pmiss_asv", pmiss_asv), ("pfa_spoof_asv", pfa_spoof_asv)):
+        if not 0 <= rate <= 1:
+            raise MetricError(f"t-DCF: {name} must be a rate in [0, 1], got {rate}")
+    c0 = cost.p_tar * cost.c_miss * pmiss_asv + cost.p_non * cost.c_fa * pfa_asv
+    c1 = cost.p_tar * cost.c_miss - c0
+    c2 = cost.p_spoof * cost.c_fa_spoof * pfa_spoof_asv
+    if c1 < 0 or c0 + min(c1, c2) <= 0:
+        raise MetricError(f"t-DCF undefined for these ASV error rates (C0 {c0:.4g}, C1 {c1:.4g}, C2 {c2:.4g})")
+    grid = np.r_[np.unique(np.concatenate([bona, spf])), np.inf]
+    p_miss = np.searchsorted(np.sort(bona), grid, side="left") / len(bona)
+    p_fa = 1.0 - np.searchsorted(np.sort(spf), grid, side="left") / len(spf)
+    curve = (c0 + c1 * p_miss + c2 * p_fa) / (c0 + min(c1, c2))
+    k = int(np.argmin(curve))
+    return float(curve[k]), float(grid[k])

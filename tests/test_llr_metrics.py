@@ -212,3 +212,44 @@ def test_cm_eval_adcf_reads_asvspoof5_files(tmp_path) -> None:
     res = CliRunner().invoke(app, ["cm-eval", "adcf", str(bad)])
     assert res.exit_code == 1
     assert res.stderr.strip() == f"error: {bad}: row 1: key 'bonafide' is not one of target, nontarget, spoof"
+
+
+def ref_min_t_dcf(bona, spoof, pfa_asv, pmiss_asv, pfa_spoof_asv, c) -> float:
+    """ASVspoof 5 ``compute_tDCF`` restated (compute_det_curve over the sorted CM scores,
+    rejecting one more trial per step; valid without ties), minimum of the normalised curve."""
+    items = sorted([(x, 1) for x in bona] + [(x, 0) for x in spoof])
+    fn, fa = 0, len(spoof)
+    pmiss, pfa = [0.0], [1.0]
+    for _, lab in items:
+        fn += lab == 1
+        fa -= lab == 0
+        pmiss.append(fn / len(bona))
+        pfa.append(fa / len(spoof))
+    c0 = c.p_tar * c.c_miss * pmiss_asv + c.p_non * c.c_fa * pfa_asv
+    c1 = c.p_tar * c.c_miss - (c.p_tar * c.c_miss * pmiss_asv + c.p_non * c.c_fa * pfa_asv)
+    c2 = c.p_spoof * c.c_fa_spoof * pfa_spoof_asv
+    return min((c0 + c1 * m + c2 * f) / (c0 + min(c1, c2)) for m, f in zip(pmiss, pfa, strict=True))
+
+
+@pytest.mark.parametrize("case", range(20))
+def test_min_t_dcf_matches_the_asvspoof5_definition(case: int) -> None:
+    from interbias.sasv_metrics import TDCFCost, min_t_dcf
+
+    rng = derive_rng("t-dcf", case)
+    bona, spoof = rng.normal(1.5, 1, int(rng.integers(1, 60))), rng.normal(0, 1, int(rng.integers(1, 60)))
+    rates = (float(rng.uniform(0, 0.2)), float(rng.uniform(0, 0.2)), float(rng.uniform(0.1, 0.9)))
+    cost = TDCFCost()
+    assert min_t_dcf(bona, spoof, *rates, cost)[0] == pytest.approx(ref_min_t_dcf(bona, spoof, *rates, cost), abs=1e-12)
+    assert min_t_dcf(bona, spoof, *rates)[0] <= 1.0 + 1e-12  # accept-all or reject-all CM is at most 1
+
+
+def test_min_t_dcf_degenerate_inputs() -> None:
+    from interbias.sasv_metrics import TDCFCost, min_t_dcf
+
+    assert min_t_dcf([1.0], [0.0], 0.0, 0.0, 0.5)[0] == 0.0  # perfect ASV and CM
+    with pytest.raises(MetricError, match="pfa_asv must be a rate"):
+        min_t_dcf([1.0], [0.0], 1.5, 0.0, 0.5)
+    with pytest.raises(MetricError, match="undefined"):
+        min_t_dcf([1.0], [0.0], 0.0, 0.0, 0.0)  # C0 = C2 = 0
+    with pytest.raises(MetricError, match="sum to 1"):
+        TDCFCost(p_tar=0.5)
