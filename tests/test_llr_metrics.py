@@ -253,3 +253,29 @@ def test_min_t_dcf_degenerate_inputs() -> None:
         min_t_dcf([1.0], [0.0], 0.0, 0.0, 0.0)  # C0 = C2 = 0
     with pytest.raises(MetricError, match="sum to 1"):
         TDCFCost(p_tar=0.5)
+
+
+def test_cm_eval_tdcf_from_asv_and_cm_files(tmp_path) -> None:
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+    from interbias.sasv_metrics import TDCFCost
+
+    rng = derive_rng("tdcf-cli")
+    tar, non, spf = rng.normal(2, 1, 40), rng.normal(0, 1, 50), rng.normal(1.5, 1, 30)
+    asv = tmp_path / "asv.txt"
+    asv.write_text("".join(f"e t {float(s)!r} {k}\n" for k, xs in (("target", tar), ("nontarget", non), ("spoof", spf))
+                           for s in xs))  # fmt: skip
+    bona_cm, spoof_cm = rng.normal(1, 1, 60), rng.normal(-1, 1, 30)
+    cm = tmp_path / "cm.txt"
+    cm.write_text("".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate(
+        [(x, "bonafide") for x in bona_cm] + [(x, "spoof") for x in spoof_cm])))  # fmt: skip
+    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--json"])
+    assert res.exit_code == 0, res.output
+    out = _json.loads(res.stdout)
+    thr = M.eer_from_points(M.operating_points(np.r_[tar, non], np.r_[np.ones(40), np.zeros(50)]))[1]
+    rates = (np.mean(non >= thr), np.mean(tar < thr), np.mean(spf >= thr))
+    assert (out["pfa_asv"], out["pmiss_asv"], out["pfa_spoof_asv"]) == pytest.approx(rates)
+    assert out["min_t_dcf"] == pytest.approx(ref_min_t_dcf(bona_cm, spoof_cm, *rates, TDCFCost()), abs=1e-12)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from interbias.csvfile import read_frame
 from interbias.errors import MetricError
-from interbias.sasv_metrics import ADCFCost, a_dcf
+from interbias.sasv_metrics import ADCFCost, TDCFCost, a_dcf, min_t_dcf
 from interbias.textfile import read_utf8
 
 KEYS = ("target", "nontarget", "spoof")
@@ -67,3 +67,26 @@ def a_dcf_of_file(path: Path, cost: ADCFCost) -> dict[str, float | int | str]:
     value, thr = a_dcf(*parts, cost)
     counts = {f"n_{k}": len(p) for k, p in zip(KEYS, parts, strict=True)}
     return {"file": str(path), "a_dcf": value, "threshold": thr, **counts}
+
+
+def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[str, float | int | str]:
+    """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
+    score file (target|nontarget|spoof): the ASV's error rates at its bona fide EER threshold
+    (interpolated crossing, :func:`interbias.metrics.eer_from_points`; accept >= threshold)."""
+    from interbias import metrics
+    from interbias.analysis.cm import read_cm_scores
+
+    asv = read_sasv_scores(asv_path)
+    tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)
+    if not (len(tar) and len(non) and len(spf)):
+        raise MetricError(f"{asv_path}: the ASV file needs target, nontarget and spoof trials")
+    bona = np.r_[tar, non]
+    _, thr = metrics.eer_from_points(metrics.operating_points(bona, np.r_[np.ones(len(tar)), np.zeros(len(non))]))
+    rates = {"pfa_asv": float((non >= thr).mean()), "pmiss_asv": float((tar < thr).mean()),
+             "pfa_spoof_asv": float((spf >= thr).mean())}  # fmt: skip
+    cm_scores, cm_labels = read_cm_scores(cm_path)
+    if cm_labels.all() or not cm_labels.any():
+        raise MetricError(f"{cm_path}: the CM file needs bona fide and spoof trials")
+    value, cm_thr = min_t_dcf(cm_scores[cm_labels == 1], cm_scores[cm_labels == 0], **rates, cost=cost)
+    return {"asv": str(asv_path), "cm": str(cm_path), "min_t_dcf": value, "cm_threshold": cm_thr,
+            "asv_threshold": thr, **rates}  # fmt: skip

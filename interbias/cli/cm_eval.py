@@ -232,3 +232,29 @@ def adcf(
             f"{r['file']}: a-DCF {r['a_dcf']:.6f} at threshold {r['threshold']:.6f} "
             f"({r['n_target']} target, {r['n_nontarget']} nontarget, {r['n_spoof']} spoof)"
         )
+
+
+@cm_app.command(
+    "tdcf",
+    epilog="Example: interbias cm-eval tdcf asv_scores.txt cm_scores.txt --json",
+)
+@guarded
+def tdcf(
+    asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
+    cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
+    the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
+    from interbias.analysis.sasv import min_t_dcf_of_files
+    from interbias.sasv_metrics import TDCFCost
+
+    cost = TDCFCost()
+    out = min_t_dcf_of_files(asv, cm, cost)
+    if as_json:
+        typer.echo(json.dumps({"cost": vars(cost), **out}))
+        return
+    typer.echo(
+        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
+        f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
+    )
