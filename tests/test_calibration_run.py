@@ -170,3 +170,15 @@ def test_fairness_groups_carry_act_dcf_at_the_shared_calibration(cal_run) -> Non
             row = groups[(groups.condition == f"noise={cond}") & (groups.group_by == "gender") & (groups.group == group)]
             assert row.act_dcf.iloc[0] == pytest.approx(act)
             assert row.calibration_loss.iloc[0] == pytest.approx(act - metrics.min_dcf(s, lab))
+
+
+def test_false_alarm_step_is_the_cost_of_one_false_alarm() -> None:
+    from interbias.analysis.calibration import false_alarm_step
+
+    results = pd.DataFrame({"n_nontarget": [500, 300]})
+    record = {"operating_points": [{"p_target": 0.01, "c_miss": 1, "c_fa": 1}]}
+    assert false_alarm_step(results, record) == pytest.approx(0.99 / 300 / 0.01)
+    lab = np.r_[np.ones(10), np.zeros(300)].astype(int)
+    llr = np.r_[np.full(10, 9.0), np.full(299, -9.0), 9.0]  # every target accepted, one false alarm
+    assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record))
+    assert false_alarm_step(results, {}) is None

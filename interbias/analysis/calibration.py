@@ -87,3 +87,17 @@ def bayes_figure(curves: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]) ->
     for ax in axes[n:]:
         ax.set_visible(False)
     return fig
+
+
+def false_alarm_step(results: pd.DataFrame, record: dict[str, Any]) -> float | None:
+    """What one false alarm adds to act_dcf at the first operating point in the cell with the
+    fewest non-targets: C_fa·(1 − p) / (N_non · min(C_miss·p, C_fa·(1 − p))) — the resolution
+    of the act_dcf and calibration_loss columns (``None`` when unknown)."""
+    points = record.get("operating_points") or []
+    if not points or "n_nontarget" not in results.columns:
+        return None
+    n_non = pd.to_numeric(results["n_nontarget"], errors="coerce").min()
+    p, c_miss, c_fa = (float(points[0][k]) for k in ("p_target", "c_miss", "c_fa"))
+    if not n_non or not np.isfinite(n_non):
+        return None
+    return c_fa * (1 - p) / (float(n_non) * min(c_miss * p, c_fa * (1 - p)))

@@ -459,6 +459,13 @@ def _calibration(a: Analysis, rep: Report) -> None:
         "min_dcf; cllr/min_cllr in bits; threshold_drift = cell EER threshold − calibration trials' EER threshold "
         "(score units). The cells where calibration loss is largest, per model:"
     )
+    step = cal.false_alarm_step(a.results, record)
+    if step is not None and step > 0.05:
+        rep.para(
+            f"Resolution: with as few as {int(pd.to_numeric(a.results['n_nontarget']).min())} non-target trials per "
+            f"cell, one false alarm adds {step:.3f} to act_dcf at {point}; differences below that are single "
+            "trials. cllr − min_cllr (bits) is the calibration loss over all operating points."
+        )
     rep.table(cal.worst_cells(a.results), cal.TABLE_COLUMNS)
     if not a.run.has_scores:
         rep.omitted.append("Bayes error-rate plot: needs per-trial scores (scores/ in the run directory)")
