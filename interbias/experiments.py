@@ -17,6 +17,14 @@ from typing import Any, Literal
 
 from interbias import yamlfile
 from interbias.audio import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
+from interbias.decision_spec import (
+    CalibrationSpec,
+    OperatingPoint,
+    ScoringSpec,
+    parse_calibration,
+    parse_operating_points,
+    parse_scoring,
+)
 from interbias.errors import ConfigError, OperatorError
 from interbias.operators import Chain, parse_chain
 
@@ -38,6 +46,9 @@ TOP_KEYS = {
     "notes": "free text",
     "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
+    "operating_points": "detection-cost points [{name, p_target, c_miss, c_fa}] (default: p_target 0.01, unit costs)",
+    "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
+    "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker}, cohort_chain: clean|matched}",
 }
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
@@ -203,6 +214,10 @@ class Experiment:
     #: ``utterance_attributes``): see :func:`speaker_attributes`.
     speaker_level: tuple[str, ...] = ()
     utterance_level: tuple[str, ...] = ()
+    #: How scores become decisions (:mod:`interbias.decision_spec`).
+    operating_points: tuple[OperatingPoint, ...] = ()
+    calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+    scoring: ScoringSpec = field(default_factory=ScoringSpec)
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -331,6 +346,9 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         fairness=_fairness(raw.get("fairness"), where),
         speaker_level=_names(raw.get("speaker_attributes"), where, "speaker_attributes"),
         utterance_level=_names(raw.get("utterance_attributes"), where, "utterance_attributes"),
+        operating_points=parse_operating_points(raw.get("operating_points"), where),
+        calibration=parse_calibration(raw.get("calibration"), where),
+        scoring=parse_scoring(raw.get("scoring"), where),
     )
 
 

@@ -88,6 +88,18 @@ def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     return s, lab
 
 
+def validate_scores(scores: object, labels: object, *, allow_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 scores, bool labels) after the checks every metric makes (1-D, equal length,
+    labels 0/1 or bool, both classes present, finite scores — with ``allow_inf``: not NaN)."""
+    if not allow_inf:
+        return _validate(scores, labels)
+    s = np.asarray(scores, dtype=np.float64)
+    if np.isnan(s).any():
+        raise MetricError(f"{int(np.isnan(s).sum())} score(s) are NaN")
+    _, lab = _validate(np.where(np.isinf(s), 0.0, s), labels)
+    return s, lab
+
+
 def operating_points(scores: object, labels: object) -> OperatingPoints:
     """Counts (and rates) at every distinct threshold: FNR(t) = P(s < t | target),
     FPR(t) = P(s >= t | non-target).

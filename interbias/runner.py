@@ -29,14 +29,15 @@ import pandas as pd
 
 from interbias import atomic, crashpoints
 from interbias.cache import EmbeddingCache
-from interbias.cells import score_cell
+from interbias.calibration_run import calibrate_rows, calibration_columns
+from interbias.cells import CellScore, score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
-from interbias.embedding import Embedder, audio_digest, audio_digests
+from interbias.embedding import Embedder, audio_digest, audio_digests, chains_for_cells
 from interbias.encoders import Encoder, load_encoders
 from interbias.errors import InterbiasError, RunError
 from interbias.executors import Executor, make_executor
-from interbias.experiments import Experiment, find_experiment, load_experiment, resource_problems, with_data
+from interbias.experiments import Cell, Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.grid import check_grid_size
 from interbias.lock import RunLock
 from interbias.manifest import Manifest
@@ -55,6 +56,14 @@ from interbias.results import (
     torch_threads,
 )
 from interbias.rundir import TRIALS_META, RunDir
+from interbias.score_norm import Cohort, draw_cohort, norm_label
+from interbias.score_norm_run import (
+    add_cohort_items,
+    cohort_digest,
+    normalised_cell,
+    reuse_normalised,
+    scoring_record,
+)
 from interbias.speaker_budget import apply_plan, check_drawn
 from interbias.spoof_metrics import SPOOF_COLUMNS
 from interbias.trial_lists import external_trials
@@ -132,6 +141,16 @@ class RunContext:
     #: sha256 of every trial utterance's file and, per stratum, one digest of them (part of the run id).
     shas: dict[str, str] = field(default_factory=dict)
     audio: dict[str, str] = field(default_factory=dict)
+    #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
+    cohort: Cohort | None = None
+    cohort_missing: dict[str, int] = field(default_factory=dict)
+
+    def models(self) -> list[str]:
+        """results ``model`` labels in order: each encoder, then its normalised version."""
+        out = []
+        for e in self.encoders:
+            out += [e.label] + ([norm_label(e.label, self.exp.scoring)] if self.cohort else [])
+        return out
 
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
@@ -217,6 +236,7 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     timings["trials_s"] = time.perf_counter() - t
     if listed is None and (short := shortfall(trials.info)):
         reporter.notice(short)
+    cohort = draw_cohort(exp, manifest, trials.frame) if exp.scoring.norm != "none" else None
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     t = time.perf_counter()
     shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id
@@ -252,6 +272,7 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         t0=t0,
         shas=shas,
         audio=audio,
+        cohort=cohort,
     )
 
 
@@ -278,7 +299,7 @@ def _save_trials(ctx: RunContext) -> None:
 
 def _plan(ctx: RunContext) -> Plan:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded."""
-    return plan_run(
+    plan = plan_run(
         ctx.run,
         ctx.exp.cells(),
         ctx.encoders,
@@ -289,6 +310,11 @@ def _plan(ctx: RunContext) -> Plan:
         run_id=ctx.run_id,
         reporter=ctx.reporter,
     )
+    if ctx.cohort is not None:  # normalised rows: reuse finished ones, embed the cohort for the rest
+        reuse_normalised(plan, ctx.run, ctx.encoders, ctx.exp.scoring, cohort_digest(ctx.cohort, ctx.exp.scoring))
+        plan.items = chains_for_cells([c for c, _ in plan.pending], ctx.trials.for_stratum)
+        add_cohort_items(plan.items, [c for c, _ in plan.pending], ctx.cohort, ctx.exp.scoring)
+    return plan
 
 
 def _embed(ctx: RunContext, plan: Plan) -> Embedder:
@@ -345,24 +371,57 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
             }
             ctx.run.write_cell(enc.label, cell.id, scored.frame, record)
             plan.rows[(enc.label, cell.id)] = row
+            if ctx.cohort is not None:
+                _normalise(ctx, plan, cell, enc, sub, emb, scored, record)
             plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in scored.failures)
             advance(1)
             crashpoints.reached("cell-done")
     ctx.timings["score_s"] = time.perf_counter() - t
 
 
+def _normalise(
+    ctx: RunContext,
+    plan: Plan,
+    cell: Cell,
+    enc: Encoder,
+    sub: pd.DataFrame,
+    emb: Embedder,
+    raw: CellScore,
+    record: dict,
+) -> None:
+    """Write the normalised row of a scored cell as the model ``<label> +<norm>``."""
+    if ctx.cohort is None:
+        return
+    label = norm_label(enc.label, ctx.exp.scoring)
+    try:
+        normed, missing = normalised_cell(cell, enc, sub, emb, ctx.cohort, ctx.exp.scoring, raw)
+    except InterbiasError as exc:
+        plan.errored.append(f"cell {cell.id} / {label}: {exc}")
+        return
+    seeds = {name: s.seed for name, s in ctx.trials.strata.items()}
+    rows = RowContext(ctx.exp, ctx.manifest.name, ctx.run_id, ctx.rev, ctx.trials.sha256, seeds)
+    row = {**results_row(rows, cell, enc, normed.row), "model": label}
+    digest = cohort_digest(ctx.cohort, ctx.exp.scoring)
+    ctx.run.write_cell(label, cell.id, normed.frame, {**record, "row": row, "cohort_sha256": digest})
+    plan.rows[(label, cell.id)] = row
+    ctx.cohort_missing[label] = max(ctx.cohort_missing.get(label, 0), missing)
+
+
 def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
-    keys = [(e.label, c.id) for e in ctx.encoders for c in plan.cells]
+    keys = [(m, c.id) for m in ctx.models() for c in plan.cells]
+    has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
+    calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), plan.cells, plan.rows, has_dev=has_dev)
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if ctx.attacks else []))
+    columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + (SPOOF_COLUMNS if ctx.attacks else [])
+    results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
     after = ctx.options.after_run
     analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored) if after else {}
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
     stats = ctx.executor.stats
     counts = {
-        "cells": len(plan.cells) * len(ctx.encoders),
+        "cells": len(plan.cells) * len(ctx.models()),
         "cells_complete": len(ordered),
         "cells_reused": plan.reused,
         "embedded": emb.n_embedded,
@@ -383,6 +442,8 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
+        "calibration": calibration,
+        "scoring": scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
         **({"analyses": analyses} if analyses else {}),
     }
     ctx.run.write_run_json(

@@ -10,9 +10,10 @@ import numpy as np
 
 from interbias import metrics
 from interbias.errors import MetricError
+from interbias.sasv_metrics import a_dcf
 
 #: Extra trailing results.csv columns of spoofing experiments (absent otherwise).
-SPOOF_COLUMNS = ["n_spoof", "n_spoof_accepted", "spoof_far", "spoof_threshold", "eer_spoof"]
+SPOOF_COLUMNS = ["n_spoof", "n_spoof_accepted", "spoof_far", "spoof_threshold", "eer_spoof", "a_dcf"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class SpoofSummary:
     spoof_far: float
     spoof_threshold: float
     eer_spoof: float
+    #: ASVspoof 5's a-DCF of the verification score (default cost model, :mod:`interbias.sasv_metrics`).
+    a_dcf: float
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -65,4 +68,5 @@ def spoof_summary(scores: object, trial_types: object) -> SpoofSummary:
         spoof_far=n_acc / int(spf.sum()),
         spoof_threshold=float(thr),
         eer_spoof=metrics.eer(s[keep], tgt[keep]),
+        a_dcf=a_dcf(s[tgt], s[non], s[spf])[0],
     )

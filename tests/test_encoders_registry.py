@@ -29,6 +29,7 @@ from interbias.encoders import (
 )
 from interbias.encoders.catalog import PAPER_LABELS
 from interbias.errors import EncoderError
+from interbias.results import COLUMNS
 from interbias.runner import RunOptions, run
 
 SSL = {"WavLM-Base", "WavLM-Base+", "WavLM-Large", "UniSpeech-SAT", "HuBERT-Large"}
@@ -242,7 +243,7 @@ def test_results_rows_carry_the_overlap_flag(tmp_path: Path, tiny_corpus, sessio
     exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4})
     outcome = run(RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", quiet=True))
     res = pd.read_csv(outcome.run_dir / "results.csv", keep_default_na=False)
-    assert list(res.columns)[-1] == "overlap_warning"
+    assert list(res.columns)[len(COLUMNS) - 1] == "overlap_warning"  # the last of interbias's columns
     assert (res.overlap_warning == "mfcc-stats was trained on Synthetic; evaluated on synthetic").all()
 
 

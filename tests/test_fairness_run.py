@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.report import _fmt
+from interbias.calibration_run import calibration_columns
 from interbias.cli import app
+from interbias.decision_spec import DEFAULT_POINT
 from interbias.errors import ConfigError, TrialError
 from interbias.experiments import load_experiment
 from interbias.metrics import eer_from_points, operating_points
@@ -108,7 +110,7 @@ def _scores(run_dir: Path, model: str, cell: str) -> pd.DataFrame:
 
 def test_results_use_eval_trials_only(split_run) -> None:
     res = pd.read_csv(split_run.run_dir / "results.csv")
-    assert list(res.columns) == COLUMNS  # no spoofing: no extra columns
+    assert list(res.columns) == COLUMNS + calibration_columns([DEFAULT_POINT])  # no spoofing columns
     for row in res.itertuples():
         sc = _scores(split_run.run_dir, row.model, row.cell)
         ev = sc[sc.split == "eval"]

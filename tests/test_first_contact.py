@@ -16,7 +16,9 @@ from test_progress import TickingClock
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import SPOOF_COLUMNS
+from interbias.calibration_run import calibration_columns
 from interbias.cli import app
+from interbias.decision_spec import DEFAULT_POINT
 from interbias.progress import Reporter
 from interbias.results import COLUMNS
 from interbias.runner import RunOptions, run
@@ -127,7 +129,7 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     doc = OUTPUTS_DOC.read_text(encoding="utf-8")
 
     header = pd.read_csv(outcome.run_dir / "results.csv", nrows=0).columns.tolist()
-    assert header == COLUMNS
+    assert header == COLUMNS + calibration_columns([DEFAULT_POINT])  # the calibration columns come last
     for col in [*header, *SPOOF_COLUMNS]:  # spoofing experiments add SPOOF_COLUMNS
         assert _documented(col, doc), f"results.csv column {col!r} is not in docs/outputs.md"
     for path in outcome.run_dir.rglob("*"):

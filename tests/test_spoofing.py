@@ -22,9 +22,11 @@ from interbias.analysis.spoofing import (
     spoofing_for_run,
     weighted_dsr,
 )
+from interbias.calibration_run import calibration_columns
 from interbias.cli import app
 from interbias.corpora.attacks import PREFIX, load_attacks, read_attacks
 from interbias.corpora.voicewarp import convert, levinson, pitch_shift, warp_formants, wsola
+from interbias.decision_spec import DEFAULT_POINT
 from interbias.errors import ManifestError, MetricError, TrialError
 from interbias.experiments import CorpusSpec, SpoofingSpec, load_experiment
 from interbias.metrics import eer_from_points, operating_points
@@ -47,6 +49,9 @@ def test_spoof_summary_hand_computed() -> None:
     # targets 0.7 0.8 0.9 vs spoofs 0.3 0.5 0.75 0.85: FNR-FPR changes sign between 0.75
     # (1/3, 1/2) and 0.8 (1/3, 1/4): EER = 1/3 + (2/3)(1/3 - 1/3) = 1/3
     assert s.eer_spoof == pytest.approx(1 / 3)
+    # a-DCF (ASVspoof 5 costs): best at 0.7, no miss, no non-target, 2 of 4 spoofs accepted:
+    # C_fa,cm·P_spf·½ = 20·0.05·½ = 0.5, over min(10·0.05 + 20·0.05, 1·0.9) = 0.9
+    assert s.a_dcf == pytest.approx(0.5 / 0.9)
     with pytest.raises(MetricError) as exc:
         spoof_summary([0.1, 0.2], ["target", "nontarget"])
     assert str(exc.value) == "no spoof trials: spoof metrics are undefined"
@@ -310,7 +315,7 @@ def test_e10_runs_offline_and_reports_spoof_far_per_encoder(
     assert res.exit_code == 0, res.output
     run_dir = next((tmp_path / "r").iterdir())
     results = pd.read_csv(run_dir / "results.csv")
-    assert list(results.columns) == COLUMNS + SPOOF_COLUMNS
+    assert list(results.columns) == COLUMNS + calibration_columns([DEFAULT_POINT]) + SPOOF_COLUMNS
     trials = pd.read_parquet(run_dir / "trials.parquet")
     from interbias.paths import slug
 

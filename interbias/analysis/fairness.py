@@ -54,6 +54,8 @@ import pandas as pd
 from scipy.stats import norm
 
 from interbias import atomic
+from interbias.calibration_run import CALIBRATION_FILE, group_values, shared_calibration
+from interbias.decision_spec import OperatingPoint
 from interbias.errors import AnalysisError
 from interbias.experiments import FairnessSpec
 from interbias.measured import bona_fide, in_split, kept, read_score_file
@@ -83,6 +85,8 @@ GROUP_TABLE = (
     "frr",
     *METRICS,
     SPOOF_METRIC,
+    "act_dcf",
+    "calibration_loss",
     "note",
 )
 COMPARISON_TABLE = (
@@ -242,6 +246,9 @@ class Unit:
     threshold: Threshold
     types: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    #: The run's shared calibration (slope, offset) and operating point: adds act_dcf,
+    #: calibration_loss and cllr per group (:func:`interbias.calibration_run.group_values`).
+    calibration: tuple[tuple[float, float], OperatingPoint] | None = None
 
 
 @dataclass
@@ -407,6 +414,8 @@ def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: f
                     row["n_spoof"] = spoofs[group][1]
                     row[SPOOF_METRIC] = ratio(*spoofs[group])
                 row.update(unit.info)
+                if unit.calibration is not None:
+                    row.update(group_values(s[m], lab[m], *unit.calibration))
                 group_rows.append(row)
             names = list(METRICS) + ([SPOOF_METRIC] if types is not None else [])
             for name in names:
@@ -475,8 +484,13 @@ def fairness_for_run(
     side = _TrialSides(trials.set_index("trial_id"), table, attrs)
     acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     units: list[Unit] = []
+    record = run.read_json(CALIBRATION_FILE, AnalysisError)
     for model, rows in results.groupby("model", sort=False):
         units.extend(_model_units(run, exp.name, str(model), rows, acoustic, side, the_rule))
+        cal = shared_calibration(record, str(model))
+        for unit in units if cal is not None else []:
+            if unit.keys["model"] == model:
+                unit.calibration = (cal, exp.operating_points[0])
     return fairness_report(units, positive="accept", alpha=alpha)
 
 

@@ -335,7 +335,7 @@ def _deployment(folder: Path, rep: Report) -> None:
             "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
         )
         keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
-        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC])  # table() keeps the columns present
+        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
         if comparisons.is_file():
             c = pd.read_csv(comparisons)
             if len(c) and "significant" in c:
@@ -458,6 +458,48 @@ def _gaps(a: Analysis, rep: Report) -> None:
             )
 
 
+def _calibration(a: Analysis, rep: Report) -> None:
+    """What one calibration costs per cell (results' calibration columns) and the Bayes
+    error-rate plot; says why when the run has no calibration."""
+    from interbias.analysis import calibration as cal
+
+    rep.heading("Calibration")
+    if not cal.has_calibration(a.results):
+        reason = ((a.run.run_json or {}).get("calibration") or {}).get("reason", "no calibration columns in results")
+        rep.para(f"Not measured: {reason}.")
+        return
+    record = (a.run.run_json or {}).get("calibration") or {}
+    point = ", ".join(dict.fromkeys(a.results["dcf_point"].dropna().astype(str)))
+    rep.para(
+        f"One linear calibration per model (fit_on: {record.get('fit_on', '?')}, on the {record.get('split', 'dev')} "
+        f"trials) applied to every cell; act_dcf at the Bayes threshold of {point}; calibration_loss = act_dcf − "
+        "min_dcf; cllr/min_cllr in bits; threshold_drift = cell EER threshold − calibration trials' EER threshold "
+        "(score units). The cells where calibration loss is largest, per model:"
+    )
+    step = cal.false_alarm_step(a.results, record)
+    if step is not None and step > 0.05:
+        rep.para(
+            f"Resolution: with as few as {int(pd.to_numeric(a.results['n_nontarget']).min())} non-target trials per "
+            f"cell, one false alarm adds {step:.3f} to act_dcf at {point}; differences below that are single "
+            "trials. cllr − min_cllr (bits) is the calibration loss over all operating points."
+        )
+    rep.table(cal.worst_cells(a.results), cal.TABLE_COLUMNS)
+    if not a.run.has_scores:
+        rep.omitted.append("Bayes error-rate plot: needs per-trial scores (scores/ in the run directory)")
+        return
+    curves = cal.bayes_curves(a.run, a.results)
+    if curves:
+        rep.figure(
+            _fig(
+                "bayes_error",
+                "Bayes error-rate plot",
+                "Normalised DCF (C_miss = C_fa = 1) against prior log-odds; solid: actual, with the run's calibration; "
+                "dotted: minimum (best threshold). The gap is the calibration loss at every operating point.",
+                cal.bayes_figure(curves),
+            )
+        )
+
+
 def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     frame = prepare(a.results)
     metric = a.options.metric
@@ -498,6 +540,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
     _long_cells(a, rep)
+    _calibration(a, rep)
     _deployment(a.run.path, rep)
     if geometry_dir is not None:
         _geometry(Path(geometry_dir), rep)

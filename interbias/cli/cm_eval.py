@@ -199,3 +199,68 @@ def recognition(
     typer.echo(f"{res.n_samples} samples, {res.n_unknown} of the unknown class")
     for note in res.notes:
         typer.echo(f"note: {note}")
+
+
+@cm_app.command(
+    "adcf",
+    epilog="Example: interbias cm-eval adcf sasv_scores.txt --json",
+)
+@guarded
+def adcf(
+    scores: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Verification score files: 'ENROL TEST SCORE KEY' (ASVspoof 5) or CSV score,key; "
+            "KEY target|nontarget|spoof."
+        ),
+    ],
+    p_spf: Annotated[float, typer.Option(help="Prior of a spoof trial.")] = 0.05,
+    p_non: Annotated[float, typer.Option(help="Prior of a non-target (zero-effort impostor) trial.")] = 0.05,
+    p_tar: Annotated[float, typer.Option(help="Prior of a target trial.")] = 0.9,
+    c_miss: Annotated[float, typer.Option(help="Cost of rejecting a target.")] = 1.0,
+    c_fa_asv: Annotated[float, typer.Option(help="Cost of accepting a non-target.")] = 10.0,
+    c_fa_cm: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 20.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """a-DCF of ASVspoof 5 for a verification score alone: the minimum over thresholds of the
+    normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
+    cost model)."""
+    from interbias.analysis.sasv import a_dcf_of_file
+    from interbias.sasv_metrics import ADCFCost
+
+    cost = ADCFCost(p_spf, p_non, p_tar, c_miss, c_fa_asv, c_fa_cm)
+    rows = [a_dcf_of_file(path, cost) for path in scores]
+    if as_json:
+        typer.echo(json.dumps({"cost": vars(cost), "files": rows}))
+        return
+    for r in rows:
+        typer.echo(
+            f"{r['file']}: a-DCF {r['a_dcf']:.6f} at threshold {r['threshold']:.6f} "
+            f"({r['n_target']} target, {r['n_nontarget']} nontarget, {r['n_spoof']} spoof)"
+        )
+
+
+@cm_app.command(
+    "tdcf",
+    epilog="Example: interbias cm-eval tdcf asv_scores.txt cm_scores.txt --json",
+)
+@guarded
+def tdcf(
+    asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
+    cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
+    the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
+    from interbias.analysis.sasv import min_t_dcf_of_files
+    from interbias.sasv_metrics import TDCFCost
+
+    cost = TDCFCost()
+    out = min_t_dcf_of_files(asv, cm, cost)
+    if as_json:
+        typer.echo(json.dumps({"cost": vars(cost), **out}))
+        return
+    typer.echo(
+        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
+        f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
+    )

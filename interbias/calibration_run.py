@@ -1,0 +1,187 @@
+"""The run's calibration stage: fit a linear calibration per model and add each cell's
+calibration columns to its results row (after every cell is scored; see docs/calibration.md).
+
+With ``calibration.fit_on: reference`` (the default) one calibration per model is fitted on
+the dev trials of the reference condition — every cell whose acoustic factors are all at their
+reference level, population strata pooled: the system as tuned on clean speech — and applied
+unchanged to the eval trials of every cell. ``fit_on: each`` fits on each cell's own dev
+trials (an oracle). A run without dev trials gets empty calibration columns and says why in
+run.json. Columns, at the experiment's first operating point unless suffixed:
+
+- ``cllr`` (bits) of the calibrated llrs, ``min_cllr`` (bits, PAV on the raw scores);
+- ``act_dcf``: normalised DCF of the decisions llr >= Bayes threshold; ``calibration_loss`` =
+  act_dcf − minDCF at the same point; ``dcf_point``: that point's name;
+- ``threshold_drift``: the cell's EER threshold minus the calibration trials' EER threshold
+  (raw score units);
+- per further operating point NAME: ``min_dcf_NAME``, ``act_dcf_NAME``, ``calibration_loss_NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from interbias import atomic, metrics
+from interbias.calibration import LinearCalibration, fit_linear
+from interbias.decision_spec import OperatingPoint
+from interbias.errors import MetricError
+from interbias.llr_metrics import act_dcf, cllr, min_cllr
+
+if TYPE_CHECKING:
+    from interbias.experiments import Cell, Experiment
+    from interbias.rundir import RunDir
+
+#: The run directory's calibration record (also in run.json ``calibration``), written before the analyses.
+CALIBRATION_FILE = "calibration.json"
+METHOD = "linear logistic, llr = a·score + b, prior 0.5, Platt-smoothed labels"
+
+
+def calibration_columns(points: Sequence[OperatingPoint]) -> list[str]:
+    """The results columns this stage fills for an experiment with ``points``."""
+    cols = ["cllr", "min_cllr", "act_dcf", "calibration_loss", "threshold_drift", "dcf_point"]
+    for p in points[1:]:
+        cols += [f"min_dcf_{p.name}", f"act_dcf_{p.name}", f"calibration_loss_{p.name}"]
+    return cols
+
+
+def trial_masks(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(eval, dev) masks of a scores frame: bona fide, not dropped, and of that split
+    (every kept trial is eval when the frame has no split column)."""
+    ok = ~frame["dropped"].to_numpy(dtype=bool)
+    if "trial_type" in frame.columns:
+        ok &= frame["trial_type"].to_numpy() != "spoof"
+    if "split" not in frame.columns:
+        return ok, np.zeros(len(frame), dtype=bool)
+    split = frame["split"].to_numpy()
+    return ok & (split == "eval"), ok & (split == "dev")
+
+
+def cell_values(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    cal: LinearCalibration,
+    points: Sequence[OperatingPoint],
+    fit_threshold: float,
+) -> dict[str, Any]:
+    """The calibration columns of one cell's eval trials under ``cal`` (see the module doc)."""
+    llr = cal.llr(scores)
+    pts = metrics.operating_points(scores, labels)
+    out: dict[str, Any] = {"cllr": cllr(llr, labels), "min_cllr": min_cllr(scores, labels)}
+    for i, p in enumerate(points):
+        act = act_dcf(llr, labels, p.cost)
+        low = metrics.min_dcf_from_points(pts, p_target=p.cost.p_target, c_miss=p.cost.c_miss, c_fa=p.cost.c_fa)
+        if i == 0:
+            out.update(act_dcf=act, calibration_loss=act - low, dcf_point=p.name)
+        else:
+            out.update({f"min_dcf_{p.name}": low, f"act_dcf_{p.name}": act, f"calibration_loss_{p.name}": act - low})
+    out["threshold_drift"] = metrics.eer_from_points(pts)[1] - fit_threshold
+    return out
+
+
+def reference_cells(exp: Experiment, cells: Sequence[Cell]) -> list[Cell]:
+    """Cells with every acoustic factor at its reference level (all population levels)."""
+    refs = {f.name: f.reference for f in exp.acoustic_factors}
+    return [c for c in cells if all(dict(c.levels)[f] == r for f, r in refs.items())]
+
+
+def _fit(frames: Sequence[pd.DataFrame]) -> tuple[LinearCalibration, float, dict[str, Any]]:
+    """Fit on the dev trials of ``frames``: (calibration, its trials' EER threshold, record)."""
+    parts = [f[trial_masks(f)[1]] for f in frames]
+    dev = pd.concat(parts) if parts else pd.DataFrame(columns=["score", "label"])
+    if dev.empty:
+        raise MetricError("no dev trials to fit on")
+    s, lab = dev["score"].to_numpy(np.float64), dev["label"].to_numpy()
+    cal = fit_linear(s, lab)
+    thr = metrics.eer_from_points(metrics.operating_points(s, lab))[1]
+    return cal, thr, {**cal.record(), "eer_threshold": thr}
+
+
+def _model(
+    run: RunDir, exp: Experiment, model: str, cells: Sequence[Cell], rows: dict[tuple[str, str], dict[str, Any]]
+) -> dict[str, Any]:
+    """Fill the calibration columns of ``model``'s rows; return its provenance record."""
+    frames = {c.id: run.read_scores(model, c.id) for c in cells if (model, c.id) in rows}
+    points = exp.operating_points
+    record: dict[str, Any] = {}
+    shared = None
+    if exp.calibration.fit_on == "reference":
+        refs = [frames[c.id] for c in reference_cells(exp, cells) if c.id in frames]
+        try:
+            shared = _fit(refs)
+        except MetricError as exc:
+            return {"error": f"{model}: calibration not fitted: {exc}"}
+        record = {**shared[2], "cells": [c.id for c in reference_cells(exp, cells) if c.id in frames]}
+        record["decision_thresholds"] = {p.name: shared[0].score_at(p.cost.bayes_threshold) for p in points}
+    per_cell: dict[str, Any] = {}
+    for cell_id, frame in frames.items():
+        try:
+            cal, thr, rec = shared if shared is not None else _fit([frame])
+            use = trial_masks(frame)[0]
+            values = cell_values(
+                frame["score"].to_numpy(np.float64)[use], frame["label"].to_numpy()[use], cal, points, thr
+            )
+        except MetricError as exc:
+            per_cell[cell_id] = {"error": str(exc)}
+            continue
+        rows[(model, cell_id)].update(values)
+        if shared is None:
+            per_cell[cell_id] = rec
+    if per_cell:
+        record["per_cell"] = per_cell
+    return record
+
+
+def calibrate_rows(
+    run: RunDir,
+    exp: Experiment,
+    models: Sequence[str],
+    cells: Sequence[Cell],
+    rows: dict[tuple[str, str], dict[str, Any]],
+    *,
+    has_dev: bool,
+) -> dict[str, Any]:
+    """Add the calibration columns to ``rows`` ((model, cell id) -> results row) from the run's
+    scores files; returns run.json's ``calibration`` record (what was fitted on what, or why not)."""
+    record: dict[str, Any] = {
+        "fit_on": exp.calibration.fit_on,
+        "split": exp.calibration.split,
+        "method": METHOD,
+        "operating_points": [p.record() for p in exp.operating_points],
+    }
+    for row in rows.values():
+        for col in calibration_columns(exp.operating_points):
+            row[col] = np.nan if col != "dcf_point" else ""
+    if not has_dev:
+        record["measured"] = False
+        record["reason"] = "the run has no dev split (set trials.dev_share): the calibration columns are empty"
+        return record
+    record["measured"] = True
+    record["models"] = {m: _model(run, exp, m, cells, rows) for m in models}
+    atomic.write_text(run.file(CALIBRATION_FILE), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    return record
+
+
+def group_values(
+    scores: np.ndarray, labels: np.ndarray, cal: tuple[float, float], point: OperatingPoint
+) -> dict[str, Any]:
+    """``act_dcf``, ``min_dcf_at_point``, ``calibration_loss`` and ``cllr`` of one group's trials
+    under the shared calibration ``cal`` = (slope, offset) at ``point``; NaN when the group
+    lacks target or non-target trials."""
+    lab = np.asarray(labels).astype(bool)
+    if lab.all() or not lab.any():
+        return {"act_dcf": np.nan, "min_dcf_at_point": np.nan, "calibration_loss": np.nan, "cllr": np.nan}
+    llr = cal[0] * np.asarray(scores, dtype=np.float64) + cal[1]
+    act = act_dcf(llr, lab, point.cost)
+    low = metrics.min_dcf(scores, lab, p_target=point.cost.p_target, c_miss=point.cost.c_miss, c_fa=point.cost.c_fa)
+    return {"act_dcf": act, "min_dcf_at_point": low, "calibration_loss": act - low, "cllr": cllr(llr, lab)}
+
+
+def shared_calibration(record: dict[str, Any] | None, model: str) -> tuple[float, float] | None:
+    """(slope, offset) of ``model``'s shared calibration in run.json's ``calibration`` record
+    (``None`` with ``fit_on: each`` or when none was fitted)."""
+    rec = ((record or {}).get("models") or {}).get(model) or {}
+    return (float(rec["slope"]), float(rec["offset"])) if "slope" in rec else None
