@@ -30,6 +30,7 @@ from interbias.calibration import LinearCalibration, fit_linear
 from interbias.decision_spec import OperatingPoint
 from interbias.errors import MetricError
 from interbias.llr_metrics import act_dcf, cllr, min_cllr
+from interbias.measured import calibration_trials, measured
 
 if TYPE_CHECKING:
     from interbias.experiments import Cell, Experiment
@@ -49,15 +50,9 @@ def calibration_columns(points: Sequence[OperatingPoint]) -> list[str]:
 
 
 def trial_masks(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(eval, dev) masks of a scores frame: bona fide, not dropped, and of that split
-    (every kept trial is eval when the frame has no split column)."""
-    ok = ~frame["dropped"].to_numpy(dtype=bool)
-    if "trial_type" in frame.columns:
-        ok &= frame["trial_type"].to_numpy() != "spoof"
-    if "split" not in frame.columns:
-        return ok, np.zeros(len(frame), dtype=bool)
-    split = frame["split"].to_numpy()
-    return ok & (split == "eval"), ok & (split == "dev")
+    """(eval, dev) masks of a scores frame: the trials the row measured and the ones a calibration
+    is fitted on (:mod:`interbias.measured`; no dev trials without a split column)."""
+    return measured(frame), calibration_trials(frame)
 
 
 def cell_values(

@@ -81,6 +81,12 @@ def measured(frame: pd.DataFrame) -> np.ndarray:
     return in_split(frame, "eval") & bona_fide(frame) & kept(frame)
 
 
+def calibration_trials(frame: pd.DataFrame) -> np.ndarray:
+    """The trials thresholds and calibrations are fitted on: dev split, bona fide, not dropped
+    (none without a ``split`` column)."""
+    return in_split(frame, "dev") & bona_fide(frame) & kept(frame)
+
+
 def parse_labels(values: pd.Series, *, where: Callable[[int], str], error: type[InterbiasError]) -> np.ndarray:
     """Labels in :data:`LABELS`'s vocabulary as 0/1 ``int8``; the first unknown one is an error
     starting with its place (``where(i)`` names value ``i``: file and line)."""

@@ -14,6 +14,7 @@ from conftest import tiny_experiment
 from test_fairness_run import SPLIT, isolated_cache
 
 from interbias import metrics
+from interbias.analysis.after_run import run_analyses
 from interbias.calibration import fit_linear
 from interbias.calibration_run import calibration_columns
 from interbias.errors import ConfigError
@@ -32,7 +33,7 @@ def _run(tmp: Path, session_cache: Path, name: str, **overrides):
     exp = tiny_experiment(tmp, name=name, **overrides)
     opts = RunOptions(
         experiment=str(exp), encoders=["mfcc-stats"], out=tmp / "r", quiet=True, command=["test"],
-        cache_dir=isolated_cache(tmp, session_cache),
+        cache_dir=isolated_cache(tmp, session_cache), after_run=run_analyses,
     )  # fmt: skip
     return run(opts)
 
