@@ -56,6 +56,9 @@ class Operator:
     draws_talkers: ClassVar[bool] = False
     #: Operators allowed to change the number of samples (time-scale modification).
     changes_length: ClassVar[bool] = False
+    #: Unit and closed range of numeric parameters, ``name -> (low, high, unit)``: listed by
+    #: ``interbias operators`` and checked by :func:`check_ranges`.
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         """Degrade float32 mono ``x``; return the output (same rate, and same length unless
@@ -97,6 +100,7 @@ class Operator:
                     "type": _type_name(hints[f.name]),
                     "default": default,
                     "required": f.default is MISSING and f.default_factory is MISSING,
+                    **_range_entry(cls.ranges.get(f.name)),
                 }
             )
         return out
@@ -105,6 +109,24 @@ class Operator:
     def available(cls) -> tuple[bool, str]:
         """Whether this operator can run on this machine, and why not."""
         return True, ""
+
+
+def _range_entry(spec: tuple[float, float, str] | None) -> dict[str, Any]:
+    if spec is None:
+        return {}
+    low, high, unit = spec
+    return {"unit": unit, "range": [low, high]}
+
+
+def check_ranges(op: Operator) -> None:
+    """Raise :class:`OperatorError` (one line naming the parameter, value, unit and range) for
+    the first parameter of ``op`` outside its declared ``ranges``; ``None`` values pass."""
+    for pname, (low, high, unit) in op.ranges.items():
+        value = getattr(op, pname)
+        if value is not None and not low <= value <= high:
+            raise OperatorError(
+                f"{op.name}.{pname}: {value:g} {unit} is outside [{low:g}, {high:g}]".replace("  ", " ")
+            )
 
 
 def _type_name(tp: Any) -> str:
@@ -298,7 +320,14 @@ def parse_chain(items: Any, *, where: str) -> Chain:
 # Register the built-in operator families.
 from interbias.operators import basic as _basic  # noqa: E402,F401
 from interbias.operators import codec as _codec  # noqa: E402,F401
+from interbias.operators import crop as _crop  # noqa: E402,F401
+from interbias.operators import dynamics as _dynamics  # noqa: E402,F401
+from interbias.operators import echo as _echo  # noqa: E402,F401
+from interbias.operators import filter as _filter  # noqa: E402,F401
+from interbias.operators import level as _level  # noqa: E402,F401
 from interbias.operators import noise as _noise  # noqa: E402,F401
 from interbias.operators import packet_loss as _packet_loss  # noqa: E402,F401
+from interbias.operators import pitch as _pitch  # noqa: E402,F401
+from interbias.operators import resample as _resample  # noqa: E402,F401
 from interbias.operators import reverb as _reverb  # noqa: E402,F401
 from interbias.operators import timescale as _timescale  # noqa: E402,F401

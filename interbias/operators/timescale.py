@@ -10,7 +10,7 @@ waveform periods keeps the pitch and the spectral envelope; only the timing chan
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ class TimeScale(Operator):
 
     factor: float
     name = "time_scale"
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"factor": (0.5, 2.0, "× speaking rate")}
     changes_length = True
 
     def validate(self) -> None:
