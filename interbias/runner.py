@@ -40,6 +40,7 @@ from interbias.executors import Executor, make_executor
 from interbias.experiments import Experiment, find_experiment, load_experiment, resource_problems, with_data
 from interbias.lock import RunLock
 from interbias.manifest import Manifest
+from interbias.operations import merge_operations, operations_frame
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir
 from interbias.planning import Plan, plan_run
@@ -332,12 +333,23 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
     ctx.timings["score_s"] = time.perf_counter() - t
 
 
+def _write_operations(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
+    """operations.parquet: this invocation's realised records, plus an earlier invocation's rows."""
+    speakers = {u.id: u.speaker for u in ctx.scored.utterances}
+    new = operations_frame([c for c, _ in plan.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    earlier = ctx.run.read_operations()
+    if new.empty and earlier is not None:
+        return  # nothing ran: the file stays as it is (byte for byte)
+    ctx.run.write_operations(merge_operations(earlier, new))
+
+
 def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(e.label, c.id) for e in ctx.encoders for c in plan.cells]
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
     results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if ctx.attacks else []))
     ctx.run.write_results(results)
+    _write_operations(ctx, plan, emb)
     analyses = run_analyses(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored)
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
     stats = ctx.executor.stats
