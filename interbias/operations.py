@@ -148,3 +148,15 @@ def snr_summary(ops: pd.DataFrame) -> pd.DataFrame:
         max_abs_error_db=("err", "max"),
     )
     return out.reset_index()[cols]
+
+
+def kept_whole_summary(ops: pd.DataFrame) -> pd.DataFrame:
+    """Per (side, chain) with a crop: utterances cropped, kept whole (no longer than the crop),
+    and the mean length kept, s."""
+    cropped = ops.dropna(subset=["crop_length_s"])
+    cols = ["side", "chain", "n", "n_kept_whole", "mean_length_s"]
+    if cropped.empty:
+        return pd.DataFrame(columns=cols)
+    g = cropped.assign(kept=cropped["crop_kept_whole"].astype(bool)).groupby(["side", "chain"], sort=True)
+    out = g.agg(n=("kept", "size"), n_kept_whole=("kept", "sum"), mean_length_s=("crop_length_s", "mean"))
+    return out.reset_index()[cols]
