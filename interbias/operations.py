@@ -84,7 +84,7 @@ def flatten(chain: Chain, records: list[dict[str, Any]]) -> dict[str, Any]:
     row["operators"] = "+".join(op.name for op in chain.effective) or "clean"
     row["chain"] = chain.label
     row["chain_fp"] = chain.fingerprint
-    row["draw"] = int(getattr(chain, "draw", 0))
+    row["draw"] = chain.draw
     row["realised"] = canonical_json(records)
     return row
 
@@ -96,9 +96,10 @@ def sides(
     out: dict[tuple[str, str, str], Chain] = {}
     for cell in {c.id: c for c in cells}.values():
         sub = trials_for_stratum(cell.stratum)
-        for side, chain, ids in (("enrol", cell.enrol_chain, sub["enrol"]), ("test", cell.test_chain, sub["test"])):
-            for uid in set(ids):
-                out[(str(uid), side, chain.fingerprint)] = chain
+        for enrol_chain, test_chain in cell.draws():
+            for side, chain, ids in (("enrol", enrol_chain, sub["enrol"]), ("test", test_chain, sub["test"])):
+                for uid in set(ids):
+                    out[(str(uid), side, chain.fingerprint)] = chain
     return out
 
 

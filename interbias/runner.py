@@ -30,7 +30,7 @@ from interbias import atomic, crashpoints
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.spoofing import SPOOF_COLUMNS
 from interbias.cache import EmbeddingCache
-from interbias.cells import score_cell
+from interbias.cells import DRAW_COLUMNS, score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus
 from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.embedding import Embedder, audio_digest, audio_digests
@@ -347,7 +347,8 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(e.label, c.id) for e in ctx.encoders for c in plan.cells]
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    results = pd.DataFrame(ordered, columns=COLUMNS + (SPOOF_COLUMNS if ctx.attacks else []))
+    draws = DRAW_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
+    results = pd.DataFrame(ordered, columns=COLUMNS + draws + (SPOOF_COLUMNS if ctx.attacks else []))
     ctx.run.write_results(results)
     _write_operations(ctx, plan, emb)
     analyses = run_analyses(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored)

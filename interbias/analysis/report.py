@@ -464,6 +464,29 @@ def _robustness(a: Analysis, rep: Report) -> None:
     rep.table(wide.reset_index())
 
 
+def _draws(a: Analysis, rep: Report) -> None:
+    """Cells scored over repeated operator draws: the draw-mean, the between-draw SD, and the
+    speaker-bootstrap interval beside it (resampled over draw 0's scores)."""
+    if "eer_draw_sd" not in a.results.columns:
+        return
+    metric = a.options.metric
+    rows = a.results[pd.to_numeric(a.results["operator_draws"], errors="coerce") > 1]
+    if not len(rows):
+        return
+    table = rows[["model", "cell", "operator_draws", metric, "eer_draw_sd", "min_dcf_draw_sd"]].copy()
+    if a.cells is not None:
+        ci = a.cells.set_index(["model", "cell"])[["lo", "hi"]]
+        table = table.join(ci, on=["model", "cell"])
+    table[["eer_draw_sd", "min_dcf_draw_sd"]] = table[["eer_draw_sd", "min_dcf_draw_sd"]].astype(float).round(4)
+    rep.heading("Repeated operator draws")
+    rep.para(
+        f"Cells whose random operators were realised operator_draws times: {metric} is the mean over draws, "
+        "eer_draw_sd / min_dcf_draw_sd the between-draw standard deviation (ddof 1); lo/hi, when present, is the "
+        "speaker-bootstrap interval, resampled over draw 0's scores."
+    )
+    rep.table(table)
+
+
 def _operations(a: Analysis, rep: Report) -> None:
     """What the operators realised (operations.parquet): achieved SNR per requested level, crops kept whole."""
     path = a.run.path / "operations.parquet"
@@ -506,6 +529,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
         rep.table(a.above_chance, ["model", "cell", "value"])
     _figures(a, rep)
     _robustness(a, rep)
+    _draws(a, rep)
     _operations(a, rep)
     _contrasts(a, rep)
     _gaps(a, rep)

@@ -56,6 +56,9 @@ class Operator:
     draws_talkers: ClassVar[bool] = False
     #: Operators allowed to change the number of samples (time-scale modification).
     changes_length: ClassVar[bool] = False
+    #: Operators that draw from their generator (noise segment, loss pattern, room, crop
+    #: position): ``trials: {operator_draws: K}`` re-realises chains holding one K times.
+    stochastic: ClassVar[bool] = False
     #: Unit and closed range of numeric parameters, ``name -> (low, high, unit)``: listed by
     #: ``interbias operators`` and checked by :func:`check_ranges`.
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {}
@@ -219,9 +222,12 @@ def make_operator(
 
 @dataclass(frozen=True)
 class Chain:
-    """An ordered tuple of operators: one side's acoustic condition."""
+    """An ordered tuple of operators: one side's acoustic condition. ``draw`` (0, 1, …) is which
+    realisation of its random operators this is (``trials: {operator_draws: K}``); draw 0 is
+    the only one of a run without repeated draws and keeps the plain fingerprint."""
 
     ops: tuple[Operator, ...] = ()
+    draw: int = 0
 
     @property
     def effective(self) -> tuple[Operator, ...]:
@@ -232,8 +238,20 @@ class Chain:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 (16 hex) of the canonical records of its non-identity operators and versions."""
+        """sha256 (16 hex) of the canonical records of its non-identity operators and versions
+        (with the draw index when it is above 0)."""
+        if self.draw:
+            return sha256_text(canonical_json({"chain": self.records(), "draw": self.draw}))[:16]
         return sha256_text(canonical_json(self.records()))[:16]
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether an operator of the chain draws from its generator."""
+        return any(op.stochastic for op in self.effective)
+
+    def with_draw(self, draw: int) -> Chain:
+        """This chain's realisation ``draw``; a chain with no random operator has only draw 0."""
+        return Chain(self.ops, draw if self.stochastic else 0)
 
     @property
     def label(self) -> str:
@@ -265,7 +283,7 @@ class Chain:
         return f"{self.fingerprint}~{sha256_text(canonical_json(sorted(exclude_speakers)))[:8]}"
 
     def __add__(self, other: Chain) -> Chain:
-        return Chain(self.ops + other.ops)
+        return Chain(self.ops + other.ops, max(self.draw, other.draw))
 
     def apply(
         self,

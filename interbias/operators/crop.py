@@ -45,6 +45,10 @@ class Crop(Operator):
     changes_length = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"duration_s": (0.1, 600.0, "s")}
 
+    @property
+    def stochastic(self) -> bool:  # type: ignore[override]
+        return self.where == "random"
+
     def validate(self) -> None:
         check_ranges(self)
 

@@ -107,6 +107,7 @@ class Noise(Operator):
     noise_dir: str | None = None
     n_talkers: int | None = None
     name = "noise"
+    stochastic = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "snr_db": (-20.0, 80.0, "dB"),
         "n_talkers": (2, 64, "talkers"),

@@ -64,6 +64,7 @@ class PacketLoss(Operator):
     frame_ms: float = 20.0
     concealment: Literal["zero", "repeat"] = "zero"
     name = "packet_loss"
+    stochastic = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "rate": (0.0, 0.999, "(share of frames)"),
         "burst_frames": (1.0, 1000.0, "frames"),
