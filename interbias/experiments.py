@@ -50,6 +50,8 @@ SAMPLING_KEYS = (
     "speakers_per_stratum",
 )  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
+#: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
+MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
 FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
 USES = ("contrast", "gap", "descriptive")
@@ -583,6 +585,10 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < float(share) < 1
     ):
         raise ConfigError(f"{where}: trials.dev_share: must be a number strictly between 0 and 1, got {share!r}")
+    if _int_field(spec, "operator_draws", 1, where, 1) > MAX_OPERATOR_DRAWS:
+        raise ConfigError(
+            f"{where}: trials.operator_draws: at most {MAX_OPERATOR_DRAWS}, got {spec['operator_draws']!r}"
+        )
     split_by = spec.get("split_by")
     if split_by is not None:
         if share is None:

@@ -108,3 +108,16 @@ def test_report_shows_draw_sd_profile_and_achieved_snr(drawn, tmp_path) -> None:
     assert '<figure id="robustness_profile">' in page  # the lowpass_s1/s2 ladder
     for needle in ("Repeated operator draws", "eer_draw_sd", "Achieved SNR on active speech", "n_kept_whole"):
         assert needle in page, needle
+
+
+@pytest.mark.parametrize("bad", [0, 101, "3", True])
+def test_bad_operator_draws_is_one_line(tmp_path, bad) -> None:
+    from interbias.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"trials.operator_draws: ") as info:
+        load_experiment(experiment_with(tmp_path, bad))
+    assert "\n" not in str(info.value)
+
+
+def experiment_with(tmp: Path, draws) -> Path:
+    return tiny_experiment(tmp, name="T25X", trials={"targets": 20, "min_speakers": 4, "operator_draws": draws})
