@@ -387,3 +387,20 @@ def test_listing_gives_units_and_ranges() -> None:
         assert cls.ranges, name
         for pname, (low, high, unit) in cls.ranges.items():
             assert described[pname]["range"] == [low, high] and described[pname]["unit"] == unit
+
+
+def test_duration_grid_on_either_side(tmp_path) -> None:
+    """The SV duration grid (1, 2, 4, 8 s) as levels of a factor on the enrolment or the test side."""
+    import yaml
+
+    from interbias.experiments import load_experiment
+
+    grid = {"full": [], **{f"d{s}": [{"op": "crop", "duration_s": s, "where": "speech"}] for s in (1, 2, 4, 8)}}
+    for side in ("enrol", "test", "both"):
+        path = tmp_path / f"grid_{side}.yaml"
+        factor = {"name": "dur", "type": "acoustic", "apply_to": side, "reference": "full", "levels": grid}
+        path.write_text(yaml.safe_dump({"name": "G", "corpus": "synthetic", "factors": [factor]}))
+        cells = {dict(c.levels)["dur"]: c for c in load_experiment(path).cells()}
+        crop = cells["d2"]
+        assert crop.enrol_chain.label == ("crop(duration_s=2.0,where=speech)" if side != "test" else "clean")
+        assert crop.test_chain.label == ("crop(duration_s=2.0,where=speech)" if side != "enrol" else "clean")
