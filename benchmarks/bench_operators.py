@@ -105,7 +105,27 @@ def cases(noise_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     out.append(("time_scale 0.7", {"op": "time_scale", "factor": 0.7}))
     out.append(("time_scale 1.3", {"op": "time_scale", "factor": 1.3}))
     out.append(("reverb rt60 0.6 (apply)", {"op": "reverb", "rt60_s": 0.6, "bank_size": 2}))
+    out.append(("noise music", {"op": "noise", "kind": "music", "snr_db": 5, "noise_dir": str(noise_dir)}))
+    out += channel_cases()
     return out
+
+
+def channel_cases() -> list[tuple[str, dict[str, Any]]]:
+    """The channel operators at a middle severity of the E21 ladder."""
+    return [
+        ("crop 2 s speech", {"op": "crop", "duration_s": 2.0, "where": "speech"}),
+        ("gain +20 dB", {"op": "gain", "gain_db": 20}),
+        ("clip 0.25 hard", {"op": "clip", "threshold": 0.25}),
+        ("clip -20 dBFS tanh", {"op": "clip", "level_dbfs": -20, "mode": "tanh"}),
+        ("filter lowpass 1666", {"op": "filter", "kind": "lowpass", "cutoff_hz": 1666}),
+        ("filter narrowband", {"op": "filter", "kind": "narrowband"}),
+        ("filter shelf bass+treble", {"op": "filter", "kind": "shelf", "bass_db": 12, "treble_db": 12}),
+        ("resample 8 kHz", {"op": "resample", "rate_hz": 8000}),
+        ("resample 12 kHz no AA", {"op": "resample", "rate_hz": 12000, "anti_aliasing": False}),
+        ("echo 250 ms x3", {"op": "echo", "delay_ms": 250, "decay": 0.5, "reflections": 3}),
+        ("agc ratio 4", {"op": "agc", "ratio": 4, "target_dbfs": -26}),
+        ("pitch +6 st", {"op": "pitch", "semitones": 6}),
+    ]
 
 
 def time_operator(item: dict[str, Any], x: np.ndarray, corpus: Manifest, cache: Path, repeats: int) -> dict[str, Any]:

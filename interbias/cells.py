@@ -4,11 +4,16 @@ A trial is dropped (and counted) when either side's utterance has no embedding u
 cell's chain for that side; more dropped trials than ``max_failure_share`` make the cell an
 error. The kept trials are cosine-scored; metrics use the measured ones
 (:func:`interbias.measured.measured`: eval split, bona fide, not dropped).
+
+With ``trials: {operator_draws: K}`` a cell whose chains hold a random operator is scored once
+per draw (each draw's chains realised from their own derived seeds); its metrics are the mean
+over draws, with the between-draw SD (ddof 1) beside them, and its scores file holds draw 0's
+``score`` plus ``score_d1`` … ``score_d{K-1}``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +28,9 @@ from interbias.experiments import Cell
 from interbias.measured import in_split, measured
 from interbias.scoring import cosine_scores
 from interbias.spoof_metrics import spoof_summary
+
+#: results columns of runs with ``operator_draws`` > 1 (see the module docs).
+DRAW_COLUMNS = ["operator_draws", "eer_draw_sd", "min_dcf_draw_sd"]
 
 
 @dataclass
@@ -73,8 +81,44 @@ def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz:
 def score_cell(
     cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
 ) -> CellScore:
-    """Score ``trials`` (the cell's stratum) with ``enc``'s vectors; raise :class:`RunError`
-    when more than ``max_failure_share`` of the trials would be dropped."""
+    """Score ``trials`` (the cell's stratum) with ``enc``'s vectors, once per draw of its random
+    operators (see the module docs); raise :class:`RunError` when more than
+    ``max_failure_share`` of the trials of a draw would be dropped."""
+    draws = cell.draws()
+    parts = [
+        score_draw(
+            replace(cell, enrol_chain=e, test_chain=t, n_draws=1), enc, trials, emb, max_failure_share, sample_rate_hz
+        )
+        for e, t in draws
+    ]
+    return parts[0] if cell.n_draws == 1 else combine_draws(parts)
+
+
+def combine_draws(parts: list[CellScore]) -> CellScore:
+    """One cell's score over its draws: metrics averaged, between-draw SD of EER and minDCF (0
+    for a cell with no random operator: its one draw is every draw), failure counts the largest
+    of any draw, draw 0's scores plus one score column per further draw."""
+    row = dict(parts[0].row)
+    for m in ("eer", "eer_legacy", "min_dcf", "auc"):
+        values = np.array([float(p.row[m]) for p in parts])
+        row[m] = float(values.mean())
+        if m in ("eer", "min_dcf"):
+            row[f"{m}_draw_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    row["operator_draws"] = len(parts)
+    for count in ("n_failed", "n_dropped_trials"):
+        row[count] = max(int(p.row[count]) for p in parts)
+    frame = parts[0].frame.copy()
+    for k, p in enumerate(parts[1:], start=1):
+        frame[f"score_d{k}"] = p.frame["score"].to_numpy()
+        frame["dropped"] = frame["dropped"].to_numpy() | p.frame["dropped"].to_numpy()
+    failures = [dict(f, draw=str(k)) if k else f for k, p in enumerate(parts) for f in p.failures]
+    return CellScore(row, frame, failures)
+
+
+def score_draw(
+    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+) -> CellScore:
+    """Score ``trials`` under the cell's two chains (one draw)."""
     efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
     enrol_ids, test_ids = trials["enrol"].to_numpy(), trials["test"].to_numpy()
     failed = failed_items(cell, enc, trials, emb)
@@ -85,8 +129,9 @@ def score_cell(
     share = n_dropped / max(1, len(trials))
     if share > max_failure_share:
         first = next(iter(failed.values()))
+        draw = max(cell.enrol_chain.draw, cell.test_chain.draw)
         raise RunError(
-            f"cell {cell.id} / {enc.label}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
+            f"cell {cell.id}{f' (draw {draw})' if draw else ''} / {enc.label}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
             f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}"
         )
     keep = ~dropped

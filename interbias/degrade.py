@@ -124,7 +124,7 @@ def operator_entries() -> list[dict[str, Any]]:
         ok, why = cls.available()
         entry: dict[str, Any] = {
             "name": name,
-            "description": (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            "description": " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()),
             "parameters": cls.describe_params(),
             "available": ok,
         }

@@ -70,8 +70,9 @@ def chains_for_cells(cells: Iterable[Cell], trials_by_stratum: Any) -> ChainItem
     items: ChainItems = {}
     for cell in {c.id: c for c in cells}.values():
         sub: pd.DataFrame = trials_by_stratum(cell.stratum)
-        for chain, ids in ((cell.enrol_chain, sub["enrol"]), (cell.test_chain, sub["test"])):
-            items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
+        for enrol_chain, test_chain in cell.draws():
+            for chain, ids in ((enrol_chain, sub["enrol"]), (test_chain, sub["test"])):
+                items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
     return items
 
 

@@ -53,7 +53,7 @@ TOP_KEYS = {
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned", "speakers_per_stratum",
+    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
 SAMPLING_KEYS = (
@@ -61,6 +61,8 @@ SAMPLING_KEYS = (
     "speakers_per_stratum",
 )  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
+#: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
+MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
 FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
 USES = ("contrast", "gap", "descriptive")
@@ -138,6 +140,9 @@ class TrialSpec:
     spoofs: int | None = None
     #: Exactly this many speakers per stratum (drawn by a derived seed), e.g. from ``interbias plan``.
     speakers_per_stratum: int | None = None
+    #: Realisations of every chain with a random operator (noise segment, loss pattern, room,
+    #: crop position), each scored; results give their mean and between-draw SD.
+    operator_draws: int = 1
 
     @property
     def n_nontargets(self) -> int:
@@ -186,6 +191,14 @@ class Cell:
     stratum: str
     enrol_chain: Chain
     test_chain: Chain
+    #: ``trials.operator_draws``: realisations of the cell's random operators to score.
+    n_draws: int = 1
+
+    def draws(self) -> list[tuple[Chain, Chain]]:
+        """(enrolment chain, test chain) of each draw; one when neither chain is random."""
+        if self.n_draws == 1 or not (self.enrol_chain.stochastic or self.test_chain.stochastic):
+            return [(self.enrol_chain, self.test_chain)]
+        return [(self.enrol_chain.with_draw(d), self.test_chain.with_draw(d)) for d in range(self.n_draws)]
 
     @property
     def id(self) -> str:
@@ -258,7 +271,7 @@ class Experiment:
             for lv in combo:
                 if isinstance(lv, AcousticLevel):
                     enrol, test = enrol + lv.enrol, test + lv.test
-            out.append(Cell(levels, stratum, enrol, test))
+            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws))
         return out
 
 
@@ -590,6 +603,10 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < float(share) < 1
     ):
         raise ConfigError(f"{where}: trials.dev_share: must be a number strictly between 0 and 1, got {share!r}")
+    if _int_field(spec, "operator_draws", 1, where, 1) > MAX_OPERATOR_DRAWS:
+        raise ConfigError(
+            f"{where}: trials.operator_draws: at most {MAX_OPERATOR_DRAWS}, got {spec['operator_draws']!r}"
+        )
     split_by = spec.get("split_by")
     if split_by is not None:
         if share is None:
@@ -607,6 +624,7 @@ def _trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         split_by=split_by,
         spoofs=_int_field(spec, "spoofs", None, where, 1),
         speakers_per_stratum=_int_field(spec, "speakers_per_stratum", None, where, 2),
+        operator_draws=_int_field(spec, "operator_draws", 1, where, 1),
     )
 
 

@@ -10,6 +10,7 @@ Layout::
     scores/<slug(model)>/<slug(cell)>.parquet   per-trial scores: trial_id, label, score, dropped
     cells/<slug(model)>/<slug(cell)>.json       a finished cell's completion record (resume)
     attributes.parquet              the trial utterances' attributes (runs with dev trials)
+    operations.parquet              what each operator chain realised per (utterance, side, chain)
     spoofing.csv, fairness*.csv     analyses written at the end of a run
 """
 
@@ -35,6 +36,7 @@ EXPERIMENT = "experiment.resolved.json"
 TRIALS = "trials.parquet"
 TRIALS_META = "trials.json"
 ATTRIBUTES = "attributes.parquet"
+OPERATIONS = "operations.parquet"
 SCORES = "scores"
 CELLS = "cells"
 
@@ -87,6 +89,15 @@ class RunDir:
 
     def write_results(self, results: pd.DataFrame) -> None:
         atomic.write_csv(self.file(RESULTS), results)
+
+    def write_operations(self, frame: pd.DataFrame) -> None:
+        """operations.parquet (:mod:`interbias.operations`)."""
+        atomic.write_parquet(self.file(OPERATIONS), frame)
+
+    def read_operations(self) -> pd.DataFrame | None:
+        """operations.parquet, or ``None`` when the run has none."""
+        path = self.file(OPERATIONS)
+        return pd.read_parquet(path) if path.is_file() else None
 
     def write_run_json(self, record: dict[str, Any]) -> None:
         atomic.write_text(self.file(RUN_JSON), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")

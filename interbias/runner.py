@@ -30,7 +30,7 @@ import pandas as pd
 from interbias import atomic, crashpoints
 from interbias.cache import EmbeddingCache
 from interbias.calibration_run import calibrate_rows, calibration_columns
-from interbias.cells import CellScore, score_cell
+from interbias.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.embedding import Embedder, audio_digest, audio_digests, chains_for_cells
@@ -42,6 +42,7 @@ from interbias.grid import check_grid_size
 from interbias.lock import RunLock
 from interbias.manifest import Manifest
 from interbias.manifest_checks import check_distinct_audio, partly_labelled
+from interbias.operations import merge_operations, operations_frame
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir
 from interbias.planning import Plan, plan_run
@@ -407,15 +408,27 @@ def _normalise(
     ctx.cohort_missing[label] = max(ctx.cohort_missing.get(label, 0), missing)
 
 
+def _write_operations(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
+    """operations.parquet: this invocation's realised records, plus an earlier invocation's rows."""
+    speakers = {u.id: u.speaker for u in ctx.scored.utterances}
+    new = operations_frame([c for c, _ in plan.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    earlier = ctx.run.read_operations()
+    if new.empty and earlier is not None:
+        return  # nothing ran: the file stays as it is (byte for byte)
+    ctx.run.write_operations(merge_operations(earlier, new))
+
+
 def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(m, c.id) for m in ctx.models() for c in plan.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
     calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), plan.cells, plan.rows, has_dev=has_dev)
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + (SPOOF_COLUMNS if ctx.attacks else [])
+    draws = DRAW_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
+    columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
+    _write_operations(ctx, plan, emb)
     after = ctx.options.after_run
     analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored) if after else {}
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0

@@ -103,8 +103,8 @@ def yaml_unknown_key(env: Env, tmp: Path) -> tuple[list[str], str]:
 def yaml_unknown_operator(env: Env, tmp: Path) -> tuple[list[str], str]:
     path = env.yaml_with("B04", _noise_level([{"op": "nois", "snr_db": 5}]))
     return [path], (
-        "B04.yaml: factors[1] (noise).levels.bad[0]: unknown operator 'nois'; valid: codec, identity, noise, "
-        "packet_loss, reverb, time_scale"
+        "B04.yaml: factors[1] (noise).levels.bad[0]: unknown operator 'nois'; valid: agc, clip, codec, crop, "
+        "echo, filter, gain, identity, noise, packet_loss, pitch, resample, reverb, time_scale"
     )
 
 

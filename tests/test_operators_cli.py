@@ -52,7 +52,7 @@ def test_degrade_seed_changes_the_draw(wav: Path, tmp_path: Path) -> None:
         (["--op", "codec", "--param", "codec"], "error: --param 'codec': expected KEY=VALUE\n"),
         (
             ["--op", "warp"],
-            "error: unknown operator 'warp'; valid: codec, identity, noise, packet_loss, reverb, time_scale\n",
+            "error: unknown operator 'warp'; valid: agc, clip, codec, crop, echo, filter, gain, identity, noise, packet_loss, pitch, resample, reverb, time_scale\n",
         ),
         (["--op", "packet_loss", "--param", "rate=-0.2"], "error: packet_loss.rate: -0.2 is outside [0, 1)\n"),
         (["--op", "time_scale", "--param", "factor=fast"], "error: --op: time_scale.factor: 'fast' is not a number\n"),

@@ -30,9 +30,11 @@ from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.operating_points import too_small_line
+from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
+from interbias.operations import kept_whole_summary, snr_summary
 from interbias.paths import slug
 
 _DIGITS = 4
@@ -500,6 +502,68 @@ def _calibration(a: Analysis, rep: Report) -> None:
         )
 
 
+def _robustness(a: Analysis, rep: Report) -> None:
+    """Robustness profile of a severity-ladder factor (levels ``<family>_s<k>``), when there is one."""
+    metric = a.options.metric
+    table = profile_table(a.results, metric, a.cells)
+    if table.empty:
+        return
+    rep.heading("Robustness profile")
+    bars = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else " No intervals (no bootstrap)."
+    rep.figure(
+        _fig(
+            "robustness_profile",
+            f"{metric} against severity per family",
+            "One panel per degradation family, one line per model; severity 0 is the reference level, 1 the mildest "
+            f"grade.{bars}",
+            profile_figure(table, metric),
+        )
+    )
+    wide = table.drop_duplicates(["series", "level"]).pivot(index="level", columns="series", values="value")
+    rep.table(wide.reset_index())
+
+
+def _draws(a: Analysis, rep: Report) -> None:
+    """Cells scored over repeated operator draws: the draw-mean, the between-draw SD, and the
+    speaker-bootstrap interval beside it (resampled over draw 0's scores)."""
+    if "eer_draw_sd" not in a.results.columns:
+        return
+    metric = a.options.metric
+    rows = a.results[pd.to_numeric(a.results["operator_draws"], errors="coerce") > 1]
+    if not len(rows):
+        return
+    table = rows[["model", "cell", "operator_draws", metric, "eer_draw_sd", "min_dcf_draw_sd"]].copy()
+    if a.cells is not None:
+        ci = a.cells.set_index(["model", "cell"])[["lo", "hi"]]
+        table = table.join(ci, on=["model", "cell"])
+    table[["eer_draw_sd", "min_dcf_draw_sd"]] = table[["eer_draw_sd", "min_dcf_draw_sd"]].astype(float).round(4)
+    rep.heading("Repeated operator draws")
+    rep.para(
+        f"Cells whose random operators were realised operator_draws times: {metric} is the mean over draws, "
+        "eer_draw_sd / min_dcf_draw_sd the between-draw standard deviation (ddof 1); lo/hi, when present, is the "
+        "speaker-bootstrap interval, resampled over draw 0's scores."
+    )
+    rep.table(table)
+
+
+def _operations(a: Analysis, rep: Report) -> None:
+    """What the operators realised (operations.parquet): achieved SNR per requested level, crops kept whole."""
+    path = a.run.path / "operations.parquet"
+    if not path.is_file():
+        return
+    ops = pd.read_parquet(path)
+    snr, kept = snr_summary(ops), kept_whole_summary(ops)
+    if snr.empty and kept.empty:
+        return
+    rep.heading("What the operators realised")
+    if len(snr):
+        rep.para("Achieved SNR on active speech (dB) per noise kind and requested SNR, over the degraded utterances:")
+        rep.table(snr)
+    if len(kept):
+        rep.para("Crops: utterances no longer than the crop, kept whole (their condition is the uncropped one):")
+        rep.table(kept)
+
+
 def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     frame = prepare(a.results)
     metric = a.options.metric
@@ -523,6 +587,9 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
         rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
         rep.table(a.above_chance, ["model", "cell", "value"])
     _figures(a, rep)
+    _robustness(a, rep)
+    _draws(a, rep)
+    _operations(a, rep)
     _contrasts(a, rep)
     _gaps(a, rep)
     rep.heading("Additivity validation")

@@ -8,6 +8,7 @@ eval split, bona fide), so the design holds those trials only and each cell keep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +100,14 @@ class ScoredRun(RunDir):
             self._cells[key] = CellScores(rows, scores, labels, srt, int(dropped.sum()))
         return self._cells[key]
 
+    def draw_mean(self, func: Callable[[np.ndarray, np.ndarray], float], model: str, cell: str) -> float:
+        """Mean of ``func(scores, labels)`` over a cell's draws (``score``, ``score_d1``, …)."""
+        frame = self.read_scores(model, cell)
+        kept = frame[~frame["dropped"].to_numpy(bool)]
+        labels = kept["label"].to_numpy().astype(bool)
+        cols = ["score"] + [c for c in kept.columns if c.startswith("score_d")]
+        return float(np.mean([func(kept[c].to_numpy(np.float64), labels) for c in cols]))
+
     def check_against(self, results: pd.DataFrame, metric: str) -> None:
         """Every results row must have scores that reproduce its ``metric`` and trial list."""
         sha = self.trials_sha256
@@ -114,6 +123,8 @@ class ScoredRun(RunDir):
         for row in results.itertuples(index=False):
             cs = self.cell(str(row.model), str(row.cell))
             value = func(cs.scores, cs.labels)
+            if float(getattr(row, "operator_draws", 1) or 1) > 1:  # the draw-mean (interbias.cells)
+                value = self.draw_mean(func, str(row.model), str(row.cell))
             if abs(value - float(getattr(row, metric))) > _MATCH_TOL:
                 raise AnalysisError(
                     f"scores of {row.model} / {row.cell} give {metric} {value:.6f}, results.csv says "

@@ -58,7 +58,8 @@ def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print J
         typer.echo(f"  {e['description']}")
         for p in e["parameters"]:
             req = "required" if p["required"] else f"default {p['default']}"
-            typer.echo(f"  --param {p['name']}=  {p['type']}  ({req})")
+            span = f"  {p['unit']} in [{p['range'][0]:g}, {p['range'][1]:g}]" if "range" in p else ""
+            typer.echo(f"  --param {p['name']}=  {p['type']}  ({req}){span}")
         for c in e.get("codecs", []):
             here = "yes" if c["available"] else f"NO: {c['why_not']}"
             typer.echo(f"    codec={c['codec']:10s} {c['bitrates']:>28s}  default {c['default_bitrate']}  [{here}]")

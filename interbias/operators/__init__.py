@@ -56,6 +56,12 @@ class Operator:
     draws_talkers: ClassVar[bool] = False
     #: Operators allowed to change the number of samples (time-scale modification).
     changes_length: ClassVar[bool] = False
+    #: Operators that draw from their generator (noise segment, loss pattern, room, crop
+    #: position): ``trials: {operator_draws: K}`` re-realises chains holding one K times.
+    stochastic: ClassVar[bool] = False
+    #: Unit and closed range of numeric parameters, ``name -> (low, high, unit)``: listed by
+    #: ``interbias operators`` and checked by :func:`check_ranges`.
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         """Degrade float32 mono ``x``; return the output (same rate, and same length unless
@@ -97,6 +103,7 @@ class Operator:
                     "type": _type_name(hints[f.name]),
                     "default": default,
                     "required": f.default is MISSING and f.default_factory is MISSING,
+                    **_range_entry(cls.ranges.get(f.name)),
                 }
             )
         return out
@@ -105,6 +112,24 @@ class Operator:
     def available(cls) -> tuple[bool, str]:
         """Whether this operator can run on this machine, and why not."""
         return True, ""
+
+
+def _range_entry(spec: tuple[float, float, str] | None) -> dict[str, Any]:
+    if spec is None:
+        return {}
+    low, high, unit = spec
+    return {"unit": unit, "range": [low, high]}
+
+
+def check_ranges(op: Operator) -> None:
+    """Raise :class:`OperatorError` (one line naming the parameter, value, unit and range) for
+    the first parameter of ``op`` outside its declared ``ranges``; ``None`` values pass."""
+    for pname, (low, high, unit) in op.ranges.items():
+        value = getattr(op, pname)
+        if value is not None and not low <= value <= high:
+            raise OperatorError(
+                f"{op.name}.{pname}: {value:g} {unit} is outside [{low:g}, {high:g}]".replace("  ", " ")
+            )
 
 
 def _type_name(tp: Any) -> str:
@@ -197,9 +222,12 @@ def make_operator(
 
 @dataclass(frozen=True)
 class Chain:
-    """An ordered tuple of operators: one side's acoustic condition."""
+    """An ordered tuple of operators: one side's acoustic condition. ``draw`` (0, 1, …) is which
+    realisation of its random operators this is (``trials: {operator_draws: K}``); draw 0 is
+    the only one of a run without repeated draws and keeps the plain fingerprint."""
 
     ops: tuple[Operator, ...] = ()
+    draw: int = 0
 
     @property
     def effective(self) -> tuple[Operator, ...]:
@@ -210,8 +238,20 @@ class Chain:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 (16 hex) of the canonical records of its non-identity operators and versions."""
+        """sha256 (16 hex) of the canonical records of its non-identity operators and versions
+        (with the draw index when it is above 0)."""
+        if self.draw:
+            return sha256_text(canonical_json({"chain": self.records(), "draw": self.draw}))[:16]
         return sha256_text(canonical_json(self.records()))[:16]
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether an operator of the chain draws from its generator."""
+        return any(op.stochastic for op in self.effective)
+
+    def with_draw(self, draw: int) -> Chain:
+        """This chain's realisation ``draw``; a chain with no random operator has only draw 0."""
+        return Chain(self.ops, draw if self.stochastic else 0)
 
     @property
     def label(self) -> str:
@@ -243,7 +283,7 @@ class Chain:
         return f"{self.fingerprint}~{sha256_text(canonical_json(sorted(exclude_speakers)))[:8]}"
 
     def __add__(self, other: Chain) -> Chain:
-        return Chain(self.ops + other.ops)
+        return Chain(self.ops + other.ops, max(self.draw, other.draw))
 
     def apply(
         self,
@@ -298,7 +338,14 @@ def parse_chain(items: Any, *, where: str) -> Chain:
 # Register the built-in operator families.
 from interbias.operators import basic as _basic  # noqa: E402,F401
 from interbias.operators import codec as _codec  # noqa: E402,F401
+from interbias.operators import crop as _crop  # noqa: E402,F401
+from interbias.operators import dynamics as _dynamics  # noqa: E402,F401
+from interbias.operators import echo as _echo  # noqa: E402,F401
+from interbias.operators import filter as _filter  # noqa: E402,F401
+from interbias.operators import level as _level  # noqa: E402,F401
 from interbias.operators import noise as _noise  # noqa: E402,F401
 from interbias.operators import packet_loss as _packet_loss  # noqa: E402,F401
+from interbias.operators import pitch as _pitch  # noqa: E402,F401
+from interbias.operators import resample as _resample  # noqa: E402,F401
 from interbias.operators import reverb as _reverb  # noqa: E402,F401
 from interbias.operators import timescale as _timescale  # noqa: E402,F401

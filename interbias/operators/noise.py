@@ -7,6 +7,8 @@ Kinds:
 * ``environmental``: a segment of a recording from a folder the user provides
   (``noise_dir``, else ``$INTERBIAS_NOISE_DIR``); interbias ships no noise recordings, and a
   missing or empty folder is an error, never synthetic noise in its place.
+* ``music``: the same from a folder of music recordings (``noise_dir``, else
+  ``$INTERBIAS_MUSIC_DIR``); nothing stands in for it when the folder is missing or empty.
 * ``babble``: ``n_talkers`` (default 6) other speakers of the corpus, each at equal active
   power; ``crosstalk``: one other speaker. The trial's own speakers
   (``OpContext.exclude_speakers``) are never drawn.
@@ -23,7 +25,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -32,10 +34,14 @@ from interbias.errors import AudioError, OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
 
-NoiseKind = Literal["gaussian", "pink", "brown", "environmental", "babble", "crosstalk"]
+NoiseKind = Literal["gaussian", "pink", "brown", "environmental", "babble", "crosstalk", "music"]
 
 #: Environment variable naming the noise folder when ``noise_dir`` is not given.
 NOISE_DIR_ENV = "INTERBIAS_NOISE_DIR"
+#: Environment variable naming the music folder (kind ``music``) when ``noise_dir`` is not given.
+MUSIC_DIR_ENV = "INTERBIAS_MUSIC_DIR"
+#: Kinds that read recordings from a folder, and the environment variable of each.
+FOLDER_KINDS = {"environmental": NOISE_DIR_ENV, "music": MUSIC_DIR_ENV}
 #: File suffixes read from a noise folder.
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aac", ".webm")
 #: Below this frequency coloured noise is flat (keeps brown noise from being all rumble), Hz.
@@ -92,7 +98,8 @@ def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
 class Noise(Operator):
     """Add noise of ``kind`` at ``snr_db`` (dB, active-speech power over noise power).
 
-    ``noise_dir`` (environmental only): folder of recordings, else ``$INTERBIAS_NOISE_DIR``.
+    ``noise_dir`` (environmental, music): folder of recordings, else ``$INTERBIAS_NOISE_DIR``
+    (``$INTERBIAS_MUSIC_DIR`` for music).
     ``n_talkers`` (babble only, default 6; crosstalk is one talker)."""
 
     kind: NoiseKind
@@ -100,14 +107,20 @@ class Noise(Operator):
     noise_dir: str | None = None
     n_talkers: int | None = None
     name = "noise"
+    stochastic = True
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
+        "snr_db": (-20.0, 80.0, "dB"),
+        "n_talkers": (2, 64, "talkers"),
+    }
 
     def __post_init__(self) -> None:
         if self.kind == "babble" and self.n_talkers is None:
             object.__setattr__(self, "n_talkers", DEFAULT_TALKERS)
-        if self.kind == "environmental" and self.noise_dir is None and os.environ.get(NOISE_DIR_ENV):
+        env = FOLDER_KINDS.get(self.kind)
+        if env and self.noise_dir is None and os.environ.get(env):
             # Resolved now, so the folder is part of the fingerprint and the cache key.
-            object.__setattr__(self, "noise_dir", os.environ[NOISE_DIR_ENV])
-            object.__setattr__(self, "_dir_source", NOISE_DIR_ENV)
+            object.__setattr__(self, "noise_dir", os.environ[env])
+            object.__setattr__(self, "_dir_source", env)
 
     @property
     def draws_talkers(self) -> bool:  # type: ignore[override]
@@ -116,8 +129,8 @@ class Noise(Operator):
     def validate(self) -> None:
         if not -20.0 <= self.snr_db <= 80.0:
             raise OperatorError(f"noise.snr_db: {self.snr_db} dB is outside [-20, 80]")
-        if self.noise_dir is not None and self.kind != "environmental":
-            raise OperatorError(f"noise.noise_dir: applies only to kind=environmental, not kind={self.kind}")
+        if self.noise_dir is not None and self.kind not in FOLDER_KINDS:
+            raise OperatorError(f"noise.noise_dir: applies only to kind=environmental or music, not kind={self.kind}")
         if self.n_talkers is not None and self.kind != "babble":
             raise OperatorError(
                 f"noise.n_talkers: applies only to kind=babble (crosstalk is one talker), not kind={self.kind}"
@@ -126,24 +139,25 @@ class Noise(Operator):
             raise OperatorError(f"noise.n_talkers: {self.n_talkers} is outside [2, 64]")
 
     def check_resources(self) -> None:
-        if self.kind == "environmental":
+        if self.kind in FOLDER_KINDS:
             self.noise_folder()
 
     def noise_folder(self) -> tuple[Path, list[Path]]:
         """The noise folder and its audio files; one clear error when either is missing."""
+        what = "music" if self.kind == "music" else "noise"
         if self.noise_dir is None:
             raise OperatorError(
-                "noise kind=environmental needs a folder of noise recordings: set the noise_dir parameter "
-                f"or the {NOISE_DIR_ENV} environment variable (interbias ships no noise recordings)"
+                f"noise kind={self.kind} needs a folder of {what} recordings: set the noise_dir parameter "
+                f"or the {FOLDER_KINDS[self.kind]} environment variable (interbias ships no {what} recordings)"
             )
         source = getattr(self, "_dir_source", "noise_dir")
         folder = Path(self.noise_dir).expanduser()
         if not folder.is_dir():
-            raise OperatorError(f"noise kind=environmental: {source} {folder} does not exist or is not a folder")
+            raise OperatorError(f"noise kind={self.kind}: {source} {folder} does not exist or is not a folder")
         files = noise_files(folder)
         if not files:
             raise OperatorError(
-                f"noise kind=environmental: {source} {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})"
+                f"noise kind={self.kind}: {source} {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})"
             )
         return folder, files
 
@@ -152,7 +166,7 @@ class Noise(Operator):
         if self.kind in _EXPONENT:
             noise = coloured_noise(n, rate, _EXPONENT[self.kind], ctx.rng)
             source: dict[str, Any] = {}
-        elif self.kind == "environmental":
+        elif self.kind in FOLDER_KINDS:
             noise, source = self._environmental(n, ctx)
         else:
             noise, source = self._talkers(n, ctx)
@@ -165,9 +179,9 @@ class Noise(Operator):
         try:
             samples, file_rate = _decode_cached(str(path), ctx.sample_rate_hz)
         except AudioError as exc:
-            raise OperatorError(f"noise kind=environmental: cannot use noise file {path}: {exc}") from exc
+            raise OperatorError(f"noise kind={self.kind}: cannot use noise file {path}: {exc}") from exc
         if len(samples) == 0:
-            raise OperatorError(f"noise kind=environmental: noise file {path} holds no samples")
+            raise OperatorError(f"noise kind={self.kind}: noise file {path} holds no samples")
         looped = len(samples) < n
         offset = int(ctx.rng.integers(len(samples) if looped else len(samples) - n + 1))
         return circular_segment(np.asarray(samples, np.float64), n, offset), {

@@ -16,7 +16,7 @@ frame (silence before the first). The realised loss rate and bursts are recorded
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -64,6 +64,12 @@ class PacketLoss(Operator):
     frame_ms: float = 20.0
     concealment: Literal["zero", "repeat"] = "zero"
     name = "packet_loss"
+    stochastic = True
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
+        "rate": (0.0, 0.999, "(share of frames)"),
+        "burst_frames": (1.0, 1000.0, "frames"),
+        "frame_ms": (1.0, 1000.0, "ms"),
+    }
 
     def validate(self) -> None:
         if not 0.0 <= self.rate < 1.0:

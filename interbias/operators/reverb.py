@@ -93,6 +93,7 @@ class Reverb(Operator):
     ir_dir: str | None = None
     bank_size: int | None = None
     name = "reverb"
+    stochastic = True
 
     def __post_init__(self) -> None:
         if self.rt60_s is not None and self.bank_size is None:

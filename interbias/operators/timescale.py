@@ -11,7 +11,7 @@ at half overlap; nominal positions from the stretch ``round(len / factor) / len`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class TimeScale(Operator):
 
     factor: float
     name = "time_scale"
+    ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"factor": (0.5, 2.0, "× speaking rate")}
     changes_length = True
     #: 2: the shared WSOLA of interbias.dsp (see the module docstring).
     version = 2
