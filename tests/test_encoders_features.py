@@ -8,6 +8,7 @@ import torch
 
 from interbias.encoders import probe_wave
 from interbias.encoders.features import fbank, ge2e_mel, nemo_mel, slaney_mel_banks
+from interbias.seeding import derive_rng
 
 librosa = pytest.importorskip("librosa")
 
@@ -55,3 +56,18 @@ def test_hamming_window_option_and_unknown_window() -> None:
     assert not torch.equal(fbank(w, window="hamming"), fbank(w))
     with pytest.raises(ValueError, match="unknown window 'hann' \\(povey, hamming\\)"):
         fbank(w, window="hann")
+
+
+def test_fbank_matches_kaldi_native_fbank() -> None:
+    knf = pytest.importorskip("kaldi_native_fbank")
+    x = (derive_rng("fbank").standard_normal(16000 * 2) * 0.1).astype(np.float32)
+    opts = knf.FbankOptions()
+    opts.frame_opts.dither = 0
+    opts.mel_opts.num_bins = 80
+    f = knf.OnlineFbank(opts)
+    f.accept_waveform(16000, x.tolist())
+    f.input_finished()
+    ref = np.stack([f.get_frame(i) for i in range(f.num_frames_ready)])
+    ours = fbank(torch.from_numpy(x)).numpy()
+    assert ours.shape == ref.shape
+    assert np.abs(ours - ref).max() < 1e-3

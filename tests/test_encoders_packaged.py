@@ -72,3 +72,32 @@ def test_ge2e_equals_resemblyzers_own_pipeline(panel) -> None:
     R = np.stack([ref.embed_utterance(preprocess_wav(w)) for w in waves[:4]])
     X = load_encoder("GE2E").embed(waves[:4])
     assert np.abs(X - R).max() < 1e-5
+
+
+def _margin(enc, corpus) -> float:
+    utts = [u for u in corpus][:30]
+    X = enc.embed([audio.load(corpus.resolve(u)).samples for u in utts])
+    spk = np.array([u.speaker for u in utts])
+    S = X @ X.T
+    iu = np.triu_indices(len(utts), 1)
+    same = (spk[:, None] == spk[None, :])[iu]
+    return float(S[iu][same].mean() - S[iu][~same].mean())
+
+
+@pytest.mark.slow  # test_packaged_weights_separate_speakers asserts a larger margin on the same weights
+def test_campplus_real_weights_separate_speakers(tiny_corpus) -> None:
+    enc = load_encoder("CAM++")
+    assert len(enc.checkpoint_sha256) == 64 and enc.checkpoint_sha256 == (
+        "92f29b94e6948786a26778c9e302525d185bb08c8b9f5252ed98776902840199"
+    )
+    assert _margin(enc, tiny_corpus) > 0.08
+    w = audio.load(tiny_corpus.resolve(tiny_corpus.utterances[0])).samples
+    a, b = enc.embed([w]), enc.embed([w])
+    assert a.shape == (1, 192) and a.tobytes() == b.tobytes()
+    assert np.linalg.norm(a) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_mfcc_baseline_is_weight_free_and_separates(tiny_corpus) -> None:
+    enc = load_encoder("mfcc-stats")
+    assert enc.family == "baseline" and enc.checkpoint_sha256 == "none"
+    assert _margin(enc, tiny_corpus) > 0.005

@@ -260,3 +260,12 @@ def test_layout_files_accept_alternatives(tmp_path: Path) -> None:
     (tmp_path / "w.st").write_bytes(b"2")
     assert card.locate_files(tmp_path).files == ("a.json", "w.st")  # the first alternative wins
     assert card.expected() == "[a.json + w.st or w.bin]"
+
+
+def test_unknown_encoder_lists_labels() -> None:
+    with pytest.raises(EncoderError, match=r"unknown encoder 'CAMPP'; valid: .*CAM\+\+"):
+        load_encoder("CAMPP")
+
+
+def test_registry_has_spine_labels() -> None:
+    assert {"CAM++", "mfcc-stats"} <= set(ENCODERS.names())
