@@ -186,6 +186,7 @@ def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
 
 from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401
 from interbias.corpora import ears as _ears  # noqa: E402,F401
+from interbias.corpora import asvspoof5 as _asvspoof5  # noqa: E402,F401
 from interbias.corpora import l2arctic as _l2arctic  # noqa: E402,F401
 from interbias.corpora import ravdess as _ravdess  # noqa: E402,F401
 from interbias.corpora import synthetic as _synthetic  # noqa: E402,F401
