@@ -64,7 +64,7 @@ def one_epoch(model: Any, opt: Any, data: Any, weights: Any, batch: int, seed: i
         loss = torch.nn.functional.cross_entropy(model(data.x[idx]), data.y[idx], weight=weights)
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return float(np.mean(losses))
 
 

@@ -142,8 +142,10 @@ class LoadedCM:
         """Bona fide posteriors P(bona fide | x) = softmax(logits)[1], one per waveform (float64)."""
         import torch
 
+        from interbias.cm.network import torch_threads
+
         out = []
-        with torch.inference_mode():
+        with torch.inference_mode(), torch_threads():
             for i in range(0, len(waves), batch_size):
                 x = torch.from_numpy(np.stack([fix_length(w, self.n_samples) for w in waves[i : i + batch_size]]))
                 out.append(torch.softmax(self.model(x).double(), dim=1)[:, 1].numpy())

@@ -4,6 +4,8 @@ from the seed and the parameter's name)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +77,19 @@ def seeded_init(module: nn.Module, seed: int) -> None:
             value = np.ones(shape)
         with torch.no_grad():
             p.copy_(torch.from_numpy(value.astype(np.float32)))
+
+
+@contextmanager
+def torch_threads() -> Iterator[int]:
+    """torch's intra-op threads set to ``$INTERBIAS_THREADS`` (default 1, as the embedding
+    workers use) for the block, and restored after: on a busy CPU, more threads than free
+    cores make small convolutions many times slower."""
+    from interbias.paths import threads
+
+    before = torch.get_num_threads()
+    n = threads() or 1
+    torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        torch.set_num_threads(before)
