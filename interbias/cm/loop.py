@@ -4,6 +4,7 @@ the validation loss, a checkpoint of the best epoch and a resumable state after 
 from __future__ import annotations
 
 import io
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from interbias import atomic
 from interbias.errors import RunError
 from interbias.seeding import derive_rng
 
+CHECKPOINT, STATE, CURVE, INFO = "checkpoint.pt", "state.pt", "curve.csv", "training.json"
 CURVE_COLUMNS = ("epoch", "train_loss", "val_loss", "val_eer", "best", "seconds")
 
 
@@ -71,7 +73,6 @@ def one_epoch(model: Any, opt: Any, data: Any, weights: Any, batch: int, seed: i
 def resume_state(trainer: Any, header: dict[str, Any]) -> dict[str, Any] | None:
     """The saved state of an earlier run of the same label, config and data; else None."""
     from interbias.cm.models import read_checkpoint
-    from interbias.cm.train import STATE
 
     path = trainer.out / STATE
     if not path.is_file():
@@ -99,7 +100,6 @@ def run_epoch(
     trainer: Any, model: Any, opt: Any, data: tuple[Any, Any, Any], header: dict, epoch: int, p: Progress
 ) -> None:
     """Train one epoch, validate, keep the checkpoint when the validation loss improved, save the state."""
-    from interbias.cm.train import CHECKPOINT, CURVE, STATE
     from interbias.metrics import eer
 
     train, dev, weights = data
@@ -131,7 +131,6 @@ def train_epochs(
     import torch
 
     from interbias.cm.network import frontend_sha256
-    from interbias.cm.train import write_info
 
     cfg = trainer.cfg
     fe_sha = frontend_sha256(trainer.frontend_path) if trainer.frontend_path else None
@@ -171,3 +170,7 @@ def train_epochs(
     }  # fmt: skip
     write_info(trainer.out, info)
     return info
+
+
+def write_info(out: Path, info: dict[str, Any]) -> None:
+    atomic.write_text(out / INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")

@@ -19,7 +19,6 @@ which a stopped or killed run resumes at the next epoch.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
@@ -28,14 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from interbias import atomic
+from interbias.cm.loop import train_epochs
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.errors import ConfigError, EncoderError
 from interbias.manifest import Manifest
 from interbias.seeding import canonical_json, derive_rng, sha256_text
-
-CHECKPOINT, STATE, CURVE, INFO = "checkpoint.pt", "state.pt", "curve.csv", "training.json"
 
 
 @dataclass(frozen=True)
@@ -181,8 +178,6 @@ class Trainer:
         return Data(x, y, [u.id for u in utts])
 
     def loop(self, net: Any, train: Data, dev: Data, data_sha: str, feat_s: float, **kw: Any) -> dict[str, Any]:
-        from interbias.cm.loop import train_epochs
-
         return train_epochs(self, net, train, dev, data_sha, feat_s, **kw)
 
     def header(self, data_sha: str, frontend_sha: str | None) -> dict[str, Any]:
@@ -198,10 +193,6 @@ class Trainer:
             "manifest_sha256": data_sha,
             "frontend_sha256": frontend_sha,
         }
-
-
-def write_info(out: Path, info: dict[str, Any]) -> None:
-    atomic.write_text(out / INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.attacks import BUILDERS, read_attacks
 from interbias.errors import CorpusError, ManifestError
 from interbias.manifest import Manifest, Utterance
@@ -188,3 +189,25 @@ def summary(manifest: Manifest) -> dict[str, Any]:
         counts[k] = counts.get(k, 0) + 1
         speakers.setdefault(f"{u.get('split')}/{u.gender}", set()).add(u.speaker)
     return {"utterances": dict(sorted(counts.items())), "speakers": {k: len(v) for k, v in sorted(speakers.items())}}
+
+
+def prepare_synthetic_cm(root: Path | None, cache: Path, options: dict[str, Any], reporter: Any = None) -> Manifest:
+    """The ``synthetic-cm`` corpus adapter: options are the fields of :class:`CMCorpusSpec`."""
+    valid = set(CMCorpusSpec.__dataclass_fields__)
+    unknown = sorted(set(options) - valid)
+    if unknown:
+        raise CorpusError(f"synthetic-cm: unknown option {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
+    kw = {k: (tuple(float(x) for x in v) if k == "shares" else int(v)) for k, v in options.items()}
+    return build_cm_corpus(cache, CMCorpusSpec(**kw), reporter=reporter)
+
+
+register(
+    CorpusAdapter(
+        name="synthetic-cm",
+        description="offline CM corpus: synthetic bona fide speech vs proxy TTS/VC attacks, speaker-disjoint splits (proxies)",
+        prepare=prepare_synthetic_cm,
+        needs_root=False,
+        attributes=("gender", "age_band", "accent", "label", "split", "attack", "attack_type", "proxy"),
+        shows_progress=True,
+    )
+)
