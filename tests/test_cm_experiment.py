@@ -154,7 +154,7 @@ def test_e19_definition_parses_with_its_synthetic_variant():
 
     root = Path(__file__).resolve().parents[1] / "conditions" / "E19.yaml"
     exp = load_experiment(root, corpus="synthetic")
-    assert exp.corpus.name == "synthetic-cm"
+    assert exp.corpus.name == "synthetic"
     assert cm_spec(exp)["models"] == ["ResNet18-logspec", "ResNet18-cqt"]
     assert [c.id for c in exp.cells()][0] == "codec=clean,noise=clean"
     assert cm_spec(load_experiment(root))["models"][-1] == "AASIST"

@@ -4,8 +4,9 @@ fairness tables (:mod:`interbias.analysis.cm_fairness`).
 
 The YAML's ``countermeasures`` entry: ``models`` (CM labels, :mod:`interbias.cm.models`),
 optional ``bootstrap`` (replicates, default 200) and ``threshold`` (default ``eer``). The
-factors must be two acoustic factors (test side); the corpus a CM manifest (``synthetic-cm``,
-``asvspoof5`` or a manifest file with label and split columns).
+factors must be two acoustic factors (test side); the corpus a CM manifest (``asvspoof5``,
+``synthetic-cm`` or a manifest file with label and split columns); ``synthetic`` means its CM
+form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec's fields).
 
 Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
 CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
@@ -92,7 +93,12 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     assert spec is not None  # the caller dispatches only CM experiments
     labels = choose_models(spec, list(options.encoders), default_encoders)
     cache = Path(options.cache_dir or cache_dir())
-    manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
+    if exp.corpus.name == "synthetic" and not exp.corpus.manifest:  # its CM form: bona fide vs proxy attacks
+        from interbias.corpora.cm_corpus import prepare_synthetic_cm
+
+        manifest = prepare_synthetic_cm(None, cache, dict(exp.corpus.options), reporter)
+    else:
+        manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_cm_manifest(manifest)
     models = load_models(labels)
     run_id = (
