@@ -155,3 +155,21 @@ def test_ssl_frontends_load_local_folders(tmp_path, kind):
     other = "wav2vec2" if kind == "wavlm" else "wavlm"
     with pytest.raises(EncoderError, match=f"holds a '{kind}' model, not '{other}'"):
         build_network(f"ResNet18-{other}", {"width": 8}, folder)
+
+
+def test_models_list_shows_countermeasures(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path))
+    (tmp_path / "cm" / "ResNet18-cqt").mkdir(parents=True)
+    (tmp_path / "cm" / "ResNet18-cqt" / "checkpoint.pt").write_bytes(b"x")
+    res = CliRunner().invoke(app, ["models", "list", "--json", "--quick"])
+    assert res.exit_code == 0, res.output
+    cms = {s["label"]: s for s in json.loads(res.output) if s.get("kind") == "cm"}
+    assert set(cms) == set(CM_MODELS.names())
+    assert cms["ResNet18-cqt"]["state"] == "present" and cms["AASIST"]["state"] == "missing"
+    assert "github.com/clovaai/aasist" in cms["AASIST"]["detail"]
+    text = CliRunner().invoke(app, ["cm", "models"]).output
+    assert "ResNet18-logspec" in text and "train it: interbias cm train --model ResNet18-logspec" in text
