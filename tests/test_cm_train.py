@@ -114,3 +114,25 @@ def test_cli_trains_from_a_manifest(tmp_path):
     assert aasist.exit_code == 1 and "cm train trains the ResNet18-<frontend> labels" in aasist.output
     helptext = CliRunner().invoke(app, ["cm", "train", "--help"]).output
     assert "Example: interbias cm train --model ResNet18-logspec --config small" in helptext
+
+
+def test_ssl_frontend_trains_and_its_folder_is_pinned(tmp_path):
+    from encoder_fixtures import make_transformers
+
+    m = cm_manifest(tmp_path / "data", per_class=2)
+    hf = make_transformers(tmp_path / "wavlm", "wavlm", layer_norm=True)
+    folder, info = train_model(
+        "ResNet18-wavlm",
+        m,
+        settings={**TINY, "max_epochs": "1"},
+        out=tmp_path / "w",
+        frontend_path=hf,
+        log=lambda s: None,
+    )
+    assert len(info["frontend_sha256"]) == 64
+    cm = load_cm("ResNet18-wavlm", path=folder)
+    assert cm.provenance()["frontend_sha256"] == info["frontend_sha256"]
+    assert cm.score([np.full(8000, 0.01, np.float32)]).shape == (1,)
+    other = make_transformers(tmp_path / "other", "wavlm", layer_norm=True, hidden=16)
+    with pytest.raises(EncoderError, match="is not the one the checkpoint was trained with"):
+        load_cm("ResNet18-wavlm", path=folder, frontend_path=other)
