@@ -206,13 +206,15 @@ def markdown_tables(tables: pd.DataFrame) -> str:
         out.append("| --- | --- | ---: | ---: | ---: | ---: |")
         for r in t.itertuples(index=False):
             ci = f" [{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if np.isfinite(r.ci_low) else ""
-            diff = f"{_v(r.difference, '+.4f')}{ci}"
-            out.append(f"| {r.model} | {r.cell} | {_v(r.female)} | {_v(r.male)} | {diff} | {_p(r.p_holm)} |")
+            diff = f"{fmt_value(r.difference, '+.4f')}{ci}"
+            out.append(
+                f"| {r.model} | {r.cell} | {fmt_value(r.female)} | {fmt_value(r.male)} | {diff} | {_p(r.p_holm)} |"
+            )
         out.append("")
     return "\n".join(out)
 
 
-def _v(x: Any, spec: str = ".4f") -> str:
+def fmt_value(x: Any, spec: str = ".4f") -> str:
     """A value, or ``n/a`` where its denominator was zero (NaN)."""
     return "n/a" if x is None or not np.isfinite(x) else format(x, spec)
 

@@ -123,7 +123,7 @@ def gap_figure(path: Path, tables: pd.DataFrame) -> str:
 
 def report_section(exp: Any, results: pd.DataFrame, tables: pd.DataFrame, inter: pd.DataFrame, figure: str) -> str:
     """The Markdown report section: EER per cell, Tables I–V, interaction contrasts, the figure."""
-    from interbias.analysis.cm_fairness import markdown_tables
+    from interbias.analysis.cm_fairness import fmt_value, markdown_tables
 
     lines = [f"## Countermeasure fairness under compound conditions ({exp.name})", ""]
     lines += [
@@ -143,6 +143,6 @@ def report_section(exp: Any, results: pd.DataFrame, tables: pd.DataFrame, inter:
     lines += ["| model | metric | levels | IC [95% CI] |", "| --- | --- | --- | ---: |"]
     for r in inter.itertuples(index=False):
         ci = f" [{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if np.isfinite(r.ci_low) else ""
-        lines.append(f"| {r.model} | {r.metric} | {r.level_a} × {r.level_b} | {r.ic:+.4f}{ci} |")
+        lines.append(f"| {r.model} | {r.metric} | {r.level_a} × {r.level_b} | {fmt_value(r.ic, '+.4f')}{ci} |")
     lines += ["", f"![female − male gap per cell]({figure})", ""]
     return "\n".join(lines)
