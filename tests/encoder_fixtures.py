@@ -181,6 +181,7 @@ def make_transformers(folder: Path, model_type: str = "wavlm", layer_norm: bool 
         "wavlm": (transformers.WavLMConfig, transformers.WavLMModel),
         "hubert": (transformers.HubertConfig, transformers.HubertModel),
         "unispeech-sat": (transformers.UniSpeechSatConfig, transformers.UniSpeechSatModel),
+        "wav2vec2": (transformers.Wav2Vec2Config, transformers.Wav2Vec2Model),
     }
     config_cls, model_cls = configs[model_type]
     torch.manual_seed(derive_seed("fixture", "hf", model_type))  # transformers initialises from torch's RNG

@@ -158,3 +158,37 @@ def voxceleb1(root: Path, *, dates: bool = False, births: bool = False) -> Path:
     if births:
         (root / "speaker_birth_years.csv").write_text("speaker,birth_year\nid10001,1977\nid10270,1972\n")
     return root
+
+
+#: ASVspoof 5 protocol lines per split: speaker, file, gender, codec, codec_q, seed, tag, attack, key.
+ASVSPOOF5 = {
+    "train": [
+        ("T_0001", "T_0000000001", "F", "-", "-", "-", "-", "bonafide", "bonafide"),
+        ("T_0001", "T_0000000002", "F", "-", "-", "-", "AC3", "A05", "spoof"),
+        ("T_0002", "T_0000000003", "M", "-", "-", "-", "-", "bonafide", "bonafide"),
+        ("T_0002", "T_0000000004", "M", "-", "-", "-", "AC1", "A01", "spoof"),
+    ],
+    "dev": [
+        ("D_0001", "D_0000000001", "M", "-", "-", "-", "-", "bonafide", "bonafide"),
+        ("D_0001", "D_0000000002", "M", "-", "-", "-", "AC2", "A11", "spoof"),
+        ("D_0002", "D_0000000003", "F", "-", "-", "-", "-", "bonafide", "bonafide"),
+    ],
+    "eval": [
+        ("E_0001", "E_0000000001", "F", "C05", "4", "1", "-", "bonafide", "bonafide"),
+        ("E_0001", "E_0000000002", "F", "C05", "4", "2", "AC3", "A17", "spoof"),
+        ("E_0002", "E_0000000003", "M", "-", "-", "-", "AC1", "A32", "spoof"),
+    ],
+}
+
+
+def asvspoof5(root: Path, *, in_protocol_folder: bool = True) -> Path:
+    """The Zenodo layout: ASVspoof5_protocols/*.tsv and flac_T/, flac_D/, flac_E_eval/."""
+    names = {"train": "ASVspoof5.train.tsv", "dev": "ASVspoof5.dev.track_1.tsv", "eval": "ASVspoof5.eval.track_1.tsv"}
+    folders = {"train": "flac_T", "dev": "flac_D", "eval": "flac_E_eval"}
+    proto_dir = root / "ASVspoof5_protocols" if in_protocol_folder else root
+    proto_dir.mkdir(parents=True, exist_ok=True)
+    for split, rows in ASVSPOOF5.items():
+        (proto_dir / names[split]).write_text("".join(" ".join((*r, "-")) + "\n" for r in rows))
+        for i, r in enumerate(rows):
+            tone(root / folders[split] / f"{r[1]}.flac", seconds=0.5, freq=200 + 10 * i)
+    return root

@@ -100,6 +100,7 @@ def _silence_stdout() -> None:
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401
 from interbias.cli import card as _card  # noqa: E402,F401
+from interbias.cli import cm as _cm  # noqa: E402,F401
 from interbias.cli import cm_eval as _cm_eval  # noqa: E402,F401
 from interbias.cli import compare as _compare  # noqa: E402,F401
 from interbias.cli import corpus as _corpus  # noqa: E402,F401

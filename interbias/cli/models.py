@@ -92,14 +92,19 @@ def list_models(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="Compare locked files by size only (no hashing).")] = False,
 ) -> None:
-    """Each label's state: fetched (locked revision), placed by hand, missing, or lock mismatch."""
+    """Each label's state: fetched (locked revision), placed by hand, missing, or lock mismatch;
+    then each countermeasure label (cm present / cm missing, with how to get it)."""
+    from interbias.cm.models import model_states
     from interbias.encoders import ENCODERS
     from interbias.encoders.hub import label_state
 
     states = [label_state(label, hashes=not quick) for label in ENCODERS.names()]
+    cms = model_states()  # countermeasures (interbias cm models)
     if as_json:
-        typer.echo(json.dumps([s.as_dict() for s in states], indent=2))
+        typer.echo(json.dumps([s.as_dict() for s in states] + [{**c, "kind": "cm"} for c in cms], indent=2))
         return
     for s in states:
         detail = f"  {s.detail}" if s.detail else ""
         typer.echo(f"{s.label:17s} {s.state:15s}{detail}")
+    for c in cms:
+        typer.echo(f"{c['label']:17s} {'cm ' + c['state']:15s}  {c['detail']}")

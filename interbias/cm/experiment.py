@@ -1,0 +1,150 @@
+"""CM experiments (``countermeasures:`` in an experiment YAML, e.g. E19): score a CM manifest's
+dev and eval utterances through each cell's operator chain with each CM, and write the CM
+fairness tables (:mod:`interbias.analysis.cm_fairness`).
+
+The YAML's ``countermeasures`` entry: ``models`` (CM labels, :mod:`interbias.cm.models`),
+optional ``bootstrap`` (replicates, default 200) and ``threshold`` (default ``eer``). The
+factors must be two acoustic factors (test side); the corpus a CM manifest (``asvspoof5``,
+``synthetic-cm`` or a manifest file with label and split columns); ``synthetic`` means its CM
+form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec's fields).
+
+Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
+CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
+``cm_fairness.csv`` + ``cm_fairness_groups.csv`` (the fairness report),
+``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_report.md``,
+``cm_gap.png``, ``run.json`` (docs/outputs.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from interbias import atomic
+from interbias.errors import ConfigError
+from interbias.seeding import canonical_json, sha256_text
+
+KEYS = ("models", "bootstrap", "threshold")
+
+
+def cm_spec(exp: Any) -> dict[str, Any] | None:
+    """The validated ``countermeasures`` entry of an experiment, or None for an SV experiment."""
+    from interbias.cm.models import CM_MODELS
+
+    raw = exp.raw.get("countermeasures")
+    if raw is None:
+        return None
+    where = exp.path.name if exp.path else exp.name
+    if not isinstance(raw, dict) or not raw.get("models"):
+        raise ConfigError(f"{where}: countermeasures: needs models: [label, ...]")
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: countermeasures: unknown key {unknown[0]!r}; valid: {', '.join(KEYS)}")
+    for label in raw["models"]:
+        CM_MODELS.get(str(label))
+    acoustic = exp.acoustic_factors
+    if len(exp.factors) != 2 or len(acoustic) != 2 or any(lv.enrol.effective for f in acoustic for lv in f.levels):
+        raise ConfigError(f"{where}: a countermeasure experiment has two acoustic factors applied to the test side")
+    return {
+        "models": [str(m) for m in raw["models"]],
+        "bootstrap": int(raw.get("bootstrap", 200)),
+        "threshold": str(raw.get("threshold", "eer")),
+    }
+
+
+def is_cm_experiment(name: str, corpus: str | None) -> bool:
+    from interbias.experiments import find_experiment, load_experiment
+    from interbias.paths import conditions_dir
+
+    return "countermeasures" in load_experiment(find_experiment(name, conditions_dir()), corpus=corpus).raw
+
+
+def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str, ...]) -> list[str]:
+    """``--encoders`` when it names CMs; the experiment's models when it is left at its SV default."""
+    from interbias.cm.models import CM_MODELS
+
+    if tuple(encoders) == tuple(default):
+        return spec["models"]
+    bad = [e for e in encoders if e not in CM_MODELS]
+    if bad:
+        raise ConfigError(
+            f"this is a countermeasure experiment: --encoders must name CM models ({', '.join(CM_MODELS.names())}); "
+            f"not: {', '.join(bad)}"
+        )
+    return list(encoders)
+
+
+def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], outcome: Any) -> Any:
+    """Score, analyse and write a CM experiment (module docstring); returns a ``RunOutcome``."""
+    from interbias.cm.report import write_outputs
+    from interbias.corpora import check_runnable, load_corpus
+    from interbias.corpora.cm_corpus import check_cm_manifest
+    from interbias.experiments import find_experiment, load_experiment
+    from interbias.paths import cache_dir, conditions_dir
+
+    t0 = time.perf_counter()
+    exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
+    check_runnable(exp, root=options.corpus_root)
+    spec = cm_spec(exp)
+    assert spec is not None  # the caller dispatches only CM experiments
+    labels = choose_models(spec, list(options.encoders), default_encoders)
+    cache = Path(options.cache_dir or cache_dir())
+    if exp.corpus.name == "synthetic" and not exp.corpus.manifest:  # its CM form: bona fide vs proxy attacks
+        from interbias.corpora.cm_corpus import prepare_synthetic_cm
+
+        manifest = prepare_synthetic_cm(None, cache, dict(exp.corpus.options), reporter)
+    else:
+        manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
+    check_cm_manifest(manifest)
+    models = load_models(labels)
+    run_id = (
+        f"{exp.name}-cm-"
+        + sha256_text(
+            canonical_json([exp.resolved(), manifest.sha256(), {k: m.checkpoint_sha256 for k, m in models.items()}])
+        )[:12]
+    )
+    folder = Path(options.out) / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    scores, failed = score_all(exp, manifest, models, cache, reporter)
+    atomic.write_csv(folder / "cm_scores.csv", scores)
+    ctx = {"exp": exp, "spec": spec, "models": models, "run_id": run_id, "failed": failed, "manifest": manifest}
+    results = write_outputs(folder, scores, ctx)
+    record = {
+        "run_id": run_id, "experiment": exp.resolved(), "command": options.command, "models": {k: m.provenance() for k, m in models.items()},
+        "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
+        "failed_first": {k: v[:5] for k, v in failed.items() if v}, "seconds": round(time.perf_counter() - t0, 2),
+    }  # fmt: skip
+    atomic.write_text(folder / "run.json", json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    return outcome(folder, results, len(scores), 0, 0, [])
+
+
+def load_models(labels: list[str]) -> dict[str, Any]:
+    from interbias.cm.models import load_cm
+
+    return {label: load_cm(label) for label in labels}
+
+
+def score_all(
+    exp: Any, manifest: Any, models: dict, cache: Path, reporter: Any
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Scores of every cell (dev + eval in the reference cell, eval elsewhere) and failures per cell."""
+    from interbias.cm.report import grid
+    from interbias.cm.scoring import score_cell
+
+    _, ref, _ = grid(exp)
+    dev = sorted((u for u in manifest if u.get("split") == "dev"), key=lambda u: u.id)
+    ev = sorted((u for u in manifest if u.get("split") == "eval"), key=lambda u: u.id)
+    frames, failed = [], {}
+    cells = exp.cells()
+    with reporter.task(f"{exp.name}: scoring {len(models)} CM(s)", len(cells)) as advance:
+        for cell in cells:
+            utts = dev + ev if cell.id == ref else ev
+            frame, bad = score_cell(models, manifest, utts, cell, cache)
+            frames.append(frame)
+            failed[cell.id] = bad
+            advance(1)
+    return pd.concat(frames, ignore_index=True), failed

@@ -1,0 +1,152 @@
+"""CM feature front ends: waveform (16 kHz, float32) → 2-D feature map (F, T).
+
+- ``logspec``: log power spectrogram, 512-point FFT of 25 ms Hann windows every 10 ms
+  (``torch.stft``, centred, reflect-padded): log(|X|² + 1e-10), 257 bins.
+- ``cqt``: constant-Q transform magnitude in dB-like log form, log(|C|² + 1e-10); 84 bins,
+  12 per octave from 32.70 Hz (C1), Q = 1 / (2^(1/12) − 1), hop 256 samples. Bin k is the
+  inner product of the signal with a Hann-windowed complex exponential at f_k = f_min·2^(k/12)
+  of length N_k = ⌈Q·sr / f_k⌉, normalised by N_k (Brown 1991, time-domain kernels,
+  evaluated as one strided convolution).
+- ``wavlm`` / ``wav2vec2``: the final hidden layer (``last_hidden_state``, D × T frames at
+  50 Hz) of a frozen self-supervised model read from a local Hugging Face folder
+  (``from_pretrained(folder, local_files_only=True)``); the waveform is standardised per
+  utterance when its preprocessor config says ``do_normalize``.
+
+Front ends hold no trained weights of their own (the SSL ones are frozen), so training
+computes each utterance's features once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from interbias.errors import EncoderError
+
+FRONTENDS = ("logspec", "cqt", "wavlm", "wav2vec2")
+SSL_FRONTENDS = ("wavlm", "wav2vec2")
+SAMPLE_RATE_HZ = 16000
+LOG_FLOOR = 1e-10
+
+
+class LogSpec(nn.Module):
+    name = "logspec"
+
+    def __init__(self, n_fft: int = 512, win: int = 400, hop: int = 160) -> None:
+        super().__init__()
+        self.n_fft, self.win, self.hop = n_fft, win, hop
+        self.register_buffer("window", torch.hann_window(win, dtype=torch.float32), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)
+        return torch.log(spec.real**2 + spec.imag**2 + LOG_FLOOR)
+
+
+def cqt_kernels(sr: int, fmin: float, n_bins: int, bins_per_octave: int) -> np.ndarray:
+    """(2·n_bins, 1, L) real and imaginary time-domain kernels, centred in a common length L."""
+    q = 1.0 / (2 ** (1.0 / bins_per_octave) - 1)
+    freqs = fmin * 2.0 ** (np.arange(n_bins) / bins_per_octave)
+    lengths = np.ceil(q * sr / freqs).astype(int)
+    if freqs[-1] >= sr / 2:
+        raise EncoderError(f"cqt: top bin {freqs[-1]:.1f} Hz is at or above Nyquist ({sr / 2:.0f} Hz)")
+    size = int(lengths.max()) | 1
+    out = np.zeros((2 * n_bins, 1, size), dtype=np.float64)
+    for k, (f, n) in enumerate(zip(freqs, lengths, strict=True)):
+        t = np.arange(n) - (n - 1) / 2
+        kern = np.hanning(n) * np.exp(2j * np.pi * f * t / sr) / n
+        start = (size - n) // 2
+        out[k, 0, start : start + n] = kern.real
+        out[n_bins + k, 0, start : start + n] = kern.imag
+    return out.astype(np.float32)
+
+
+class CQT(nn.Module):
+    name = "cqt"
+
+    def __init__(self, fmin: float = 32.70, n_bins: int = 84, bins_per_octave: int = 12, hop: int = 256) -> None:
+        super().__init__()
+        self.n_bins, self.hop = n_bins, hop
+        kern = torch.from_numpy(cqt_kernels(SAMPLE_RATE_HZ, fmin, n_bins, bins_per_octave))
+        self.register_buffer("kernels", kern, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pad = self.kernels.shape[-1] // 2
+        y = nn.functional.conv1d(x.unsqueeze(1), self.kernels, stride=self.hop, padding=pad)
+        re, im = y[:, : self.n_bins], y[:, self.n_bins :]
+        return torch.log(re**2 + im**2 + LOG_FLOOR)
+
+
+class SSLFrontEnd(nn.Module):
+    """Frozen transformers model; features = last hidden state transposed to (D, T)."""
+
+    def __init__(self, name: str, model: Any, normalize: bool) -> None:
+        super().__init__()
+        self.name = name
+        self.model = model
+        self.normalize = normalize
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.normalize:
+            x = (x - x.mean(dim=1, keepdim=True)) / torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + 1e-7)
+        with torch.no_grad():
+            return self.model(x).last_hidden_state.transpose(1, 2)
+
+
+def load_ssl(name: str, folder: Path) -> SSLFrontEnd:
+    """The frozen WavLM / wav2vec 2.0 model of a local Hugging Face folder; one error when absent."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise EncoderError(
+            f"ResNet18-{name}: front-end folder {folder} has no config.json (place a Hugging Face "
+            f"{'WavLM' if name == 'wavlm' else 'wav2vec 2.0'} snapshot there: config.json, "
+            "preprocessor_config.json, model.safetensors)"
+        )
+    try:
+        import transformers
+    except ImportError:
+        raise EncoderError(f"ResNet18-{name}: needs the transformers package (pip install transformers)") from None
+    cls = transformers.WavLMModel if name == "wavlm" else transformers.Wav2Vec2Model
+    kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    want = "wavlm" if name == "wavlm" else "wav2vec2"
+    if kind != want:
+        raise EncoderError(f"ResNet18-{name}: {folder} holds a {kind!r} model, not {want!r}")
+    model, info = cls.from_pretrained(folder, local_files_only=True, output_loading_info=True)
+    if info.get("missing_keys"):
+        raise EncoderError(f"ResNet18-{name}: {folder} lacks weights {', '.join(info['missing_keys'][:5])}")
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    pre = folder / "preprocessor_config.json"
+    normalize = bool(json.loads(pre.read_text(encoding="utf-8")).get("do_normalize", True)) if pre.is_file() else True
+    return SSLFrontEnd(name, model, normalize)
+
+
+def build_frontend(name: str, ssl_folder: Path | None = None) -> nn.Module:
+    if name == "logspec":
+        return LogSpec()
+    if name == "cqt":
+        return CQT()
+    if name in SSL_FRONTENDS:
+        if ssl_folder is None:
+            raise EncoderError(f"ResNet18-{name}: give the front end's Hugging Face folder (--frontend-path)")
+        return load_ssl(name, ssl_folder)
+    raise EncoderError(f"unknown CM front end {name!r}; valid: {', '.join(FRONTENDS)}")
+
+
+def fix_length(wave: np.ndarray, n: int) -> np.ndarray:
+    """Truncate to the first ``n`` samples, or zero-pad at the end to ``n`` (the paper's 4.0 s rule)."""
+    wave = np.asarray(wave, dtype=np.float32)
+    if wave.size >= n:
+        return wave[:n]
+    return np.concatenate([wave, np.zeros(n - wave.size, dtype=np.float32)])
+
+
+def frames(n_samples: int, hop: int) -> int:
+    """Frames of a centred STFT: 1 + ⌊n / hop⌋."""
+    return 1 + math.floor(n_samples / hop)

@@ -1,0 +1,259 @@
+"""The countermeasure registry: labels, where their checkpoints live, and loading them.
+
+Labels: ``AASIST`` and ``AASIST-L`` (:mod:`interbias.cm.aasist`, the authors' published
+checkpoints, hash-pinned) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
+``wav2vec2`` (:mod:`interbias.cm.resnet` over :mod:`interbias.cm.frontends`; checkpoints
+written by ``interbias cm train``).
+
+A label's checkpoint is ``checkpoint.pt`` in ``$INTERBIAS_MODEL_<KEY>`` (same key rule as the
+encoders), else ``$INTERBIAS_MODELS/cm/<label>/``. It is read with
+``torch.load(weights_only=True)`` and loaded with ``strict=True``: a missing or extra key, a
+shape that differs, a trained checkpoint of another label, or a published checkpoint whose
+sha256 is not the pinned one is an :class:`EncoderError`; nothing falls back to another file.
+
+Every CM scores with the softmax posterior of the bona fide class (logit index 1), on the
+waveform zero-padded or truncated to the model's input length (4.0 s for ResNet-18, the
+paper's rule; 64 600 samples for AASIST, the authors').
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interbias.cm.frontends import FRONTENDS, SAMPLE_RATE_HZ, SSL_FRONTENDS, fix_length
+from interbias.errors import EncoderError
+from interbias.registry import Registry
+from interbias.seeding import sha256_file
+
+#: The format tag of checkpoints written by ``interbias cm train``.
+FORMAT = "interbias-cm/1"
+CHECKPOINT = "checkpoint.pt"
+AASIST_SOURCE = "github.com/clovaai/aasist (models/weights/{name}, MIT)"
+
+
+@dataclass(frozen=True)
+class CMCard:
+    """What a CM label is and how to get its checkpoint."""
+
+    label: str
+    architecture: str  # "aasist" | "resnet18"
+    frontend: str  # "sinc" for AASIST, else one of FRONTENDS
+    description: str
+    how_to_get: str
+    #: sha256 of the published checkpoint (AASIST); None for checkpoints trained here.
+    pinned_sha256: str | None = None
+    #: Published file names accepted beside ``checkpoint.pt``.
+    published_names: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def env_var(self) -> str:
+        from interbias.encoders import env_var
+
+        return env_var(self.label)
+
+    def folder(self, path: str | Path | None = None) -> Path:
+        if path:
+            return Path(path).expanduser()
+        env = os.environ.get(self.env_var)
+        if env:
+            return Path(env).expanduser()
+        from interbias.paths import models_dir
+
+        return models_dir() / "cm" / self.label
+
+    def checkpoint(self, path: str | Path | None = None) -> Path:
+        """The checkpoint file, or one error saying how to get it."""
+        p = Path(path).expanduser() if path else None
+        if p is not None and p.is_file():
+            return p
+        folder = self.folder(p)
+        for name in (CHECKPOINT, *self.published_names):
+            if (folder / name).is_file():
+                return folder / name
+        raise EncoderError(f"{self.label}: no checkpoint in {folder} ({CHECKPOINT}); {self.how_to_get}")
+
+
+CM_MODELS: Registry[CMCard] = Registry("countermeasure", EncoderError)
+
+
+def _register(card: CMCard) -> None:
+    CM_MODELS.register(card.label)(card)
+
+
+for _name, _sha, _desc in (
+    (
+        "AASIST",
+        "51d2d9cf0738172f61e2a384ec50a54a55363240f67c971ed55a92435bc1a1c0",
+        "AASIST (Jung et al. 2022), 297k parameters",
+    ),
+    (
+        "AASIST-L",
+        "814331d088032bb4c3fa61cc014789eadeed464209dd094ab3a2dd6ffbdce27a",
+        "AASIST-L, the light variant, 85k parameters",
+    ),
+):
+    _register(
+        CMCard(
+            _name,
+            "aasist",
+            "sinc",
+            _desc + "; raw waveform, trained on ASVspoof 2019 LA",
+            f"get {_name}.pth from {AASIST_SOURCE.format(name=_name + '.pth')} and place it there "
+            f"(or set {'INTERBIAS_MODEL_' + _name.replace('-', '_')})",
+            pinned_sha256=_sha,
+            published_names=(f"{_name}.pth",),
+        )
+    )
+for _fe in FRONTENDS:
+    _label = f"ResNet18-{_fe}"
+    _register(
+        CMCard(
+            _label,
+            "resnet18",
+            _fe,
+            f"ResNet-18 over {_fe} features (the deepfake gender-fairness study's recipe)",
+            f"train it: interbias cm train --model {_label}"
+            + (" --frontend-path HF_FOLDER" if _fe in SSL_FRONTENDS else ""),
+        )
+    )
+
+
+# ---- loading -------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedCM:
+    """A CM ready to score: ``model`` maps (batch, n_samples) waveforms to two logits."""
+
+    card: CMCard
+    model: Any
+    n_samples: int
+    checkpoint_path: Path
+    checkpoint_sha256: str
+    info: dict[str, Any]
+
+    def score(self, waves: list[np.ndarray], *, batch_size: int = 16) -> np.ndarray:
+        """Bona fide posteriors P(bona fide | x) = softmax(logits)[1], one per waveform (float64)."""
+        import torch
+
+        from interbias.cm.network import torch_threads
+
+        out = []
+        with torch.inference_mode(), torch_threads():
+            for i in range(0, len(waves), batch_size):
+                x = torch.from_numpy(np.stack([fix_length(w, self.n_samples) for w in waves[i : i + batch_size]]))
+                out.append(torch.softmax(self.model(x).double(), dim=1)[:, 1].numpy())
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "model": self.card.label,
+            "architecture": self.card.architecture,
+            "frontend": self.card.frontend,
+            "checkpoint": str(self.checkpoint_path),
+            "checkpoint_sha256": self.checkpoint_sha256,
+            **{k: v for k, v in self.info.items() if k in ("manifest_sha256", "frontend_sha256", "config_sha256")},
+        }
+
+
+def read_checkpoint(path: Path, label: str) -> Any:
+    """``torch.load(path, weights_only=True)``; an unreadable or unsafe file is one error."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a bad or unsafe file
+        raise EncoderError(f"{label}: {path} is not a loadable checkpoint ({type(exc).__name__}: {exc})") from None
+
+
+def load_strict(module: Any, state: dict[str, Any], label: str, path: Path) -> None:
+    """``load_state_dict(strict=True)`` with one error naming the first differing keys/shapes."""
+    own = module.state_dict()
+    missing = sorted(set(own) - set(state))
+    extra = sorted(set(state) - set(own))
+    shapes = [k for k in own if k in state and tuple(own[k].shape) != tuple(getattr(state[k], "shape", ()))]
+    if missing or extra or shapes:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing key(s) (first: {', '.join(missing[:3])})")
+        if extra:
+            parts.append(f"{len(extra)} unexpected key(s) (first: {', '.join(extra[:3])})")
+        if shapes:
+            k = shapes[0]
+            parts.append(
+                f"{len(shapes)} shape mismatch(es) (first: {k} {tuple(state[k].shape)} vs {tuple(own[k].shape)})"
+            )
+        raise EncoderError(f"{label}: {path} does not fit the architecture: " + "; ".join(parts))
+    module.load_state_dict(state, strict=True)
+
+
+def load_cm(label: str, *, path: str | Path | None = None, frontend_path: str | Path | None = None) -> LoadedCM:
+    """Build ``label``'s model from its checkpoint (module docstring)."""
+    card = CM_MODELS.get(label)
+    ckpt = card.checkpoint(path)
+    sha = sha256_file(ckpt)
+    if card.architecture == "aasist":
+        return _load_aasist(card, ckpt, sha)
+    return _load_resnet(card, ckpt, sha, frontend_path)
+
+
+def _load_aasist(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
+    from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
+
+    if sha != card.pinned_sha256:
+        raise EncoderError(
+            f"{card.label}: {ckpt} has sha256 {sha[:16]}…, not the published checkpoint's {card.pinned_sha256[:16]}… "
+            f"({card.how_to_get})"
+        )
+    model = AASIST(AASIST_L if card.label == "AASIST-L" else AASISTConfig())
+    load_strict(model, read_checkpoint(ckpt, card.label), card.label, ckpt)
+    model.eval()
+    return LoadedCM(card, model, model.cfg.n_samples, ckpt, sha, {})
+
+
+def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:
+    from interbias.cm.network import build_network
+
+    data = read_checkpoint(ckpt, card.label)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train` checkpoint (format {FORMAT})")
+    if data.get("label") != card.label:
+        raise EncoderError(f"{card.label}: {ckpt} holds a {data.get('label')!r} model")
+    cfg = dict(data["config"])
+    folder = frontend_path or cfg.get("frontend_path")
+    net = build_network(card.label, cfg, folder, expect_frontend_sha256=data.get("frontend_sha256"))
+    load_strict(net.classifier, data["state_dict"], card.label, ckpt)
+    net.eval()
+    info = {k: data.get(k) for k in ("manifest_sha256", "frontend_sha256", "config_sha256", "epoch")}
+    return LoadedCM(card, net, int(cfg["n_samples"]), ckpt, sha, info)
+
+
+def sample_rate_hz() -> int:
+    return SAMPLE_RATE_HZ
+
+
+def model_states() -> list[dict[str, Any]]:
+    """Per label: ``present`` (checkpoint file found, with its path) or ``missing`` (how to get it)."""
+    out = []
+    for label, card in CM_MODELS.items():
+        try:
+            path = card.checkpoint()
+            state, detail = "present", str(path)
+        except EncoderError:
+            state, detail = "missing", f"{card.folder()}: {card.how_to_get}"
+        out.append(
+            {
+                "label": label,
+                "architecture": card.architecture,
+                "frontend": card.frontend,
+                "state": state,
+                "detail": detail,
+            }
+        )
+    return out
