@@ -170,7 +170,7 @@ def test_gap_permutation_p_matches_exact_enumeration() -> None:
             )
     frame = pd.DataFrame(rows)
     frame["decision"] = frame["decision"] == "1"
-    result = analyze(frame, ["gender"], threshold=None, n_perm=3000, seed=0).table
+    result = analyze(frame, ["gender"], threshold=None, n_perm=1000, seed=0).table
     gap_row = result[result["metric"] == "gap_accuracy"].iloc[0]
     acc = frame.groupby("enrol_speaker")["decision"].mean()
     spk = sorted(acc.index)
@@ -183,7 +183,7 @@ def test_gap_permutation_p_matches_exact_enumeration() -> None:
     observed = gap(("a", "b", "c"))
     exact = np.mean([gap(c) >= observed - 1e-12 for c in itertools.combinations(spk, 3)])
     assert gap_row["value"] == pytest.approx(observed)
-    assert gap_row["p_value"] == pytest.approx(exact, abs=0.03)
+    assert gap_row["p_value"] == pytest.approx(exact, abs=0.04)
 
 
 def test_bad_answers_get_one_clear_error(protocol: Path, tmp_path: Path) -> None:

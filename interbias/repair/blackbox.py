@@ -266,17 +266,20 @@ def _invariance_rows(frame: pd.DataFrame, has_scores: bool) -> list[dict[str, An
 
 
 def group_metric(base: pd.DataFrame, groups: np.ndarray, metric: str) -> dict[str, float]:
-    """Accuracy or EER of the base trials per group value."""
+    """Accuracy (share of correct decisions) or EER of the base trials per group value."""
     from interbias.metrics import eer
 
     out = {}
+    correct = base["correct"].to_numpy(dtype=float)
+    target = (base["label"] == "target").to_numpy()
+    score = base["score"].to_numpy(dtype=float) if metric == "eer" else None
     for g in sorted(set(groups)):
-        sub = base[groups == g]
-        if metric == "accuracy":
-            out[g] = float(sub["correct"].mean())
+        rows = groups == g
+        if score is None:
+            out[g] = float(correct[rows].mean())
         else:
-            lab = (sub["label"] == "target").to_numpy()
-            out[g] = float(eer(sub["score"], lab)) if 0 < lab.sum() < len(lab) else math.nan
+            lab = target[rows]
+            out[g] = float(eer(score[rows], lab)) if 0 < lab.sum() < len(lab) else math.nan
     return out
 
 
