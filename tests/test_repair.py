@@ -233,3 +233,53 @@ def test_adapter_for_another_checkpoint_or_missing_is_refused(tmp_path: Path, mf
     (tmp_path / "junk.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(EncoderError, match="not a readable safetensors"):
         load_encoder(f"mfcc-stats+orca:{tmp_path / 'junk.safetensors'}")
+
+
+@pytest.fixture(scope="module")
+def tone_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 voices (4 per gender, f0) × 2 styles (vibrato) × 3 sentences (spectral tilt), 1.1 s tones."""
+    import soundfile as sf
+
+    root = tmp_path_factory.mktemp("repairtones")
+    rows = []
+    tt = np.arange(int(1.1 * 16000)) / 16000
+    for vi, f0 in enumerate((190, 210, 230, 250, 95, 110, 125, 140)):
+        for style, vib in (("neutral", 0.0), ("sad", 0.05)):
+            for si, tilt in enumerate((0.5, 0.9, 1.3), 1):
+                phase = 2 * np.pi * f0 * (tt + vib * np.sin(2 * np.pi * 5 * tt) / (2 * np.pi * 5))
+                wave = sum(np.sin(k * phase) / k**tilt for k in range(1, 10))
+                rel = f"v{vi}/{style}/s{si}.flac"
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                sf.write(root / rel, (0.1 * wave).astype(np.float32), 16000, subtype="PCM_16")
+                gender = "female" if vi < 4 else "male"
+                rows.append({"id": rel[:-5], "path": rel, "speaker": f"v{vi}", "gender": gender, "style": style})
+                rows[-1]["text"] = f"s{si}"
+    (root / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root / "manifest.jsonl"
+
+
+def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
+    tone_manifest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interbias.encoders import load_encoders
+    from interbias.manifest import Manifest
+
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    args = ["repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
+    args += ["--out", str(out), "--steps", "10", "--batch", "32", "--hidden", "8", "--permutations", "3"]
+    res = runner.invoke(app, [*args, "--no-jackknife"])
+    assert res.exit_code == 0, res.output
+    info = json.loads((out / "repair.json").read_text())
+    train_v, held_v = set(info["split"]["train"]), set(info["split"]["heldout"])
+    assert not train_v & held_v and len(held_v) == 4
+    held = Manifest.read(out / "heldout-manifest.jsonl")
+    assert set(held.speakers()) == held_v  # the evaluation manifest holds no training voice
+    assert all(Path(u.path).is_absolute() and Path(u.path).is_file() for u in held)
+    adapter = load_adapter(out / info["adapter"])
+    assert set(adapter.manifest["train_voices"]) == train_v
+    assert len(adapter.manifest["train_utterances_sha256"]) == 64
+    label = info["label"]
+    assert label.startswith("mfcc-stats+orca:") and label in res.output
+    enc = load_encoders([label], "cpu")[0]
+    assert enc.label == label and enc.base.fingerprint == adapter.manifest["base_fingerprint"]
