@@ -247,6 +247,8 @@ def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> Repa
     label = f"{col.encoder}+orca:{main_sha[:12]}"
     if col.fingerprint:
         _store(main_path, main_sha, options)
+    if options.cache_dir is not None:  # labels find stored adapters in $INTERBIAS_CACHE only
+        label = f"{col.encoder}+orca:{main_path.resolve()}"
     held_manifest = _write_heldout_manifest(col, split, out)
     provenance = {
         "command": options.command,
