@@ -283,3 +283,14 @@ def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
     assert label.startswith("mfcc-stats+orca:") and label in res.output
     enc = load_encoders([label], "cpu")[0]
     assert enc.label == label and enc.base.fingerprint == adapter.manifest["base_fingerprint"]
+
+
+def test_worker_reload_with_the_drivers_runtime_gives_the_same_fingerprint(tmp_path: Path, mfcc_fp: str) -> None:
+    from interbias.encoders import load_encoders
+
+    path = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    label = f"mfcc-stats+orca:{path}"
+    driver = load_encoders([label], "cpu")[0]
+    worker = load_encoders([label], "cpu", {label: {"runtime": driver.runtime}})[0]  # as executors do
+    assert driver.runtime == driver.base.runtime  # what the executors pin for the worker
+    assert worker.fingerprint == driver.fingerprint

@@ -85,7 +85,10 @@ class RepairedEncoder(Encoder):
         self.base = base
         self.adapter = adapter
         self.adapter_path = path
-        self.runtime = "eager"
+        # the base's runtime: worker processes reload this label with {"runtime": self.runtime}
+        self.runtime = base.runtime
+        self.runtime_config = dict(base.runtime_config)
+        self.runtime_graph = dict(base.runtime_graph)
 
     @property
     def fingerprint(self) -> str:
