@@ -99,6 +99,7 @@ def _silence_stdout() -> None:
 
 
 from interbias.cli import analyze as _analyze  # noqa: E402,F401
+from interbias.cli import blackbox as _blackbox  # noqa: E402,F401
 from interbias.cli import card as _card  # noqa: E402,F401
 from interbias.cli import cm as _cm  # noqa: E402,F401
 from interbias.cli import cm_eval as _cm_eval  # noqa: E402,F401
@@ -114,6 +115,7 @@ from interbias.cli import metrics as _metrics  # noqa: E402,F401
 from interbias.cli import models as _models  # noqa: E402,F401
 from interbias.cli import operators as _operators  # noqa: E402,F401
 from interbias.cli import plan as _plan  # noqa: E402,F401
+from interbias.cli import repair as _repair  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
 from interbias.cli import validate as _validate  # noqa: E402,F401

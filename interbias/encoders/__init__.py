@@ -81,7 +81,12 @@ def load_encoder(
     label: str, *, device: str = "cpu", options: dict[str, Any] | None = None, runtime: str | None = None
 ) -> Encoder:
     """Build the encoder registered as ``label`` (exact name) on ``device``, switch it to its
-    runtime (:func:`requested_runtime`, ``runtime`` its default) and check its dimension."""
+    runtime (:func:`requested_runtime`, ``runtime`` its default) and check its dimension.
+    ``LABEL+orca:REF`` is a repaired encoder (:mod:`interbias.encoders.orca`)."""
+    if "+orca:" in label:
+        from interbias.encoders.orca import load_repaired
+
+        return load_repaired(label, device=device, options=options, runtime=runtime)
     card = ENCODERS.get(label)
     factory = card.factory or load_from_layouts
     options = dict(options or {})

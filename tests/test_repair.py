@@ -1,0 +1,296 @@
+"""ORCA (``interbias repair``) and repaired encoders (``LABEL+orca:REF``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from interbias.analysis import geometry as geo
+from interbias.cli import app
+from interbias.errors import AnalysisError, EncoderError
+from interbias.geometry_run import grid_to_table
+from interbias.repair.adapter import TENSORS, AdapterWeights, load_adapter, save_adapter
+from interbias.repair.orca import OrcaConfig, orthogonality_penalty, split_voices, train
+from interbias.seeding import derive_rng
+
+runner = CliRunner()
+
+
+def planted_grid(seed: int = 0, d: int = 16, n_text: int = 8, n_voice: int = 16, n_style: int = 4) -> geo.Grid:
+    """Texts load on (q0, q2), voices on (q2, q3): one planted shared direction q2 that no
+    whitening can separate, so the audit's sem–voice leakage Λ is far above chance. Styles on
+    (q5, q6). Groups: gender (voice parity) × accent (voice // 2 parity)."""
+    rng = derive_rng("planted", seed)
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    tc = rng.standard_normal((n_text, 2)) @ q[:, [0, 2]].T
+    vc = rng.standard_normal((n_voice, 2)) @ q[:, [2, 3]].T
+    sc = rng.standard_normal((n_style, 2)) @ q[:, [5, 6]].T
+    t, v, s = (a.ravel() for a in np.meshgrid(np.arange(n_text), np.arange(n_voice), np.arange(n_style), indexing="ij"))
+    x = tc[t] + vc[v] + sc[s] + 0.3 * rng.standard_normal((len(t), d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    groups = {"gender": np.where(v % 2, "f", "m"), "accent": np.where(v % 4 < 2, "a", "b")}
+    return geo.Grid.build(x, [f"t{i}" for i in t], [f"v{i:02d}" for i in v], [f"s{i}" for i in s], groups)
+
+
+def voices_of(grid: geo.Grid) -> dict[str, str]:
+    return {v: f"{g}|{a}" for v, g, a in zip(grid.voice, grid.groups["gender"], grid.groups["accent"], strict=True)}
+
+
+def sem_voice_leakage(grid: geo.Grid, x: np.ndarray) -> float:
+    bases = geo.axis_subspaces(x, {a: grid.labels(a) for a in geo.AXES}, 2)
+    return geo.leakage(bases["sem"], bases["voice"]).aggregate
+
+
+def fit(grid: geo.Grid, cfg: OrcaConfig, seed: int = 3) -> AdapterWeights:
+    labels = {"sem": grid.text, "voice": grid.voice, "expr": grid.style}
+    groups = [voices_of(grid)[v] for v in grid.voice]
+    return AdapterWeights(train(grid.x, labels, groups, cfg, seed=seed).tensors, {})
+
+
+SMALL = OrcaConfig(steps=250, batch=256, hidden=64, head_dim=8, lr=3e-3, w_orth=20.0)
+
+
+def test_orthogonality_penalty_lowers_leakage_on_held_out_voices() -> None:
+    grid = planted_grid()
+    split = split_voices(voices_of(grid), heldout_share=0.5, seed=1)
+    train_grid = grid.subset(np.isin(grid.voice, split.train))
+    held = grid.subset(np.isin(grid.voice, split.heldout))
+    raw = sem_voice_leakage(held, held.x)
+    with_pen = sem_voice_leakage(held, fit(train_grid, SMALL).apply(held.x))
+    without = sem_voice_leakage(
+        held, fit(train_grid, OrcaConfig(**{**SMALL.as_dict(), "orthogonality": False})).apply(held.x)
+    )
+    assert raw > 0.25  # the planted direction: far above chance m/d = 2/16
+    assert with_pen < without - 0.02
+    assert with_pen < raw - 0.1
+
+
+def test_penalty_is_zero_for_orthogonal_axes_and_one_for_shared() -> None:
+    import torch
+
+    # sem varies on e0 only, voice on e1 only: orthogonal whitened between-class subspaces
+    t, v = np.meshgrid(np.arange(4), np.arange(4), indexing="ij")
+    t, v = t.ravel(), v.ravel()
+    z = np.zeros((16, 3))
+    z[:, 0], z[:, 1] = t, v
+    z[:, 2] = 2.0 * ((t + v) % 2) - 1.0  # balanced: uncorrelated with both class labels
+    labels = {"sem": torch.tensor(t), "voice": torch.tensor(v)}
+    assert float(orthogonality_penalty(torch.tensor(z), labels, 1e-3)) == pytest.approx(0.0, abs=1e-10)
+    same = {"sem": torch.tensor(t), "voice": torch.tensor(t)}
+    assert float(orthogonality_penalty(torch.tensor(z), same, 1e-3)) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_training_is_deterministic_per_seed() -> None:
+    grid = planted_grid(n_text=4, n_voice=8)
+    cfg = OrcaConfig(steps=15, batch=64, hidden=16, head_dim=4)
+    labels = {"sem": grid.text, "voice": grid.voice, "expr": grid.style}
+    groups = [voices_of(grid)[v] for v in grid.voice]
+    a = train(grid.x, labels, groups, cfg, seed=7).tensors
+    b = train(grid.x, labels, groups, cfg, seed=7).tensors
+    c = train(grid.x, labels, groups, cfg, seed=8).tensors
+    assert all(a[k].tobytes() == b[k].tobytes() for k in TENSORS)
+    assert any(a[k].tobytes() != c[k].tobytes() for k in TENSORS)
+    assert np.abs(a["adapter.w2"]).max() > 0  # it trained (W₂ starts at zero)
+
+
+def test_split_is_voice_disjoint_and_keeps_every_group_on_both_sides() -> None:
+    voices = {f"v{i:02d}": f"g{i % 4}" for i in range(16)}
+    split = split_voices(voices, heldout_share=0.5, seed=0)
+    assert not set(split.train) & set(split.heldout)
+    assert set(split.train) | set(split.heldout) == set(voices)
+    for g in {f"g{i}" for i in range(4)}:
+        assert sum(voices[v] == g for v in split.heldout) == 2
+        assert sum(voices[v] == g for v in split.train) == 2
+    assert split_voices(voices, heldout_share=0.5, seed=0) == split
+    assert split_voices(voices, heldout_share=0.5, seed=1) != split
+    with pytest.raises(AnalysisError, match="heldout-share"):
+        split_voices(voices, heldout_share=1.0, seed=0)
+    with pytest.raises(AnalysisError, match=">= 2 voices on each side"):
+        split_voices({"a": "g", "b": "g"}, heldout_share=0.5, seed=0)
+
+
+def test_adapter_identity_at_init_and_numpy_matches_torch() -> None:
+    import torch
+
+    from interbias.repair.orca import forward, init_tensors
+
+    x = planted_grid(n_text=2, n_voice=4).x[:10].astype(np.float32)
+    t = init_tensors(16, OrcaConfig(hidden=8), seed=0)
+    ident = AdapterWeights({k: v.detach().numpy() for k, v in t.items()}, {})
+    assert np.allclose(ident.apply(x), x / np.linalg.norm(x, axis=1, keepdims=True), atol=1e-6)
+    with torch.no_grad():
+        t["adapter.w2"].normal_(generator=torch.Generator().manual_seed(1))
+        ref = forward(t, torch.from_numpy(x)).numpy()
+    moved = AdapterWeights({k: v.detach().numpy() for k, v in t.items()}, {})
+    assert np.allclose(moved.apply(x), ref, atol=1e-5)
+
+
+# ---- end to end: the CLI on a table, and the repaired encoder ------------------------------------
+
+
+def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> None:
+    path = tmp_path / "grid.csv"
+    grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
+    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(tmp_path / "out")]
+    args += ["--steps", "20", "--batch", "64", "--hidden", "16", "--permutations", "5", "--ablations", "-q"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "out"
+    info = json.loads((out / "repair.json").read_text())
+    train_v, held_v = set(info["split"]["train"]), set(info["split"]["heldout"])
+    assert not train_v & held_v and len(train_v) == len(held_v) == 4
+    table = __import__("pandas").read_csv(out / "repair.csv")
+    assert set(table["variant"]) == {"raw", "orca", "no-orthogonality", "no-balanced-sampling"}
+    assert set(table["n_voices"]) == {4} and set(table["subset"]) == {"heldout"}
+    summary = __import__("pandas").read_csv(out / "repair-summary.csv")
+    assert list(summary["variant"]) == ["raw", "orca", "no-orthogonality", "no-balanced-sampling"]
+    adapter = load_adapter(out / info["adapter"])
+    assert set(adapter.manifest["heldout_voices"]) == held_v
+    assert adapter.manifest["config"]["steps"] == 20 and adapter.manifest["seed"] == 0
+    assert len(adapter.manifest["train_embeddings_sha256"]) == 64
+
+
+def fake_adapter(path: Path, base_fp: str, d: int = 40, seed: int = 0) -> Path:
+    rng = derive_rng("fake-adapter", seed)
+    t = {
+        k: rng.standard_normal(s).astype(np.float32) * 0.1
+        for k, s in (
+            ("adapter.w1", (8, d)),
+            ("adapter.b1", (8,)),
+            ("adapter.w2", (d, 8)),
+            ("adapter.b2", (d,)),
+            ("head.sem", (4, d)),
+            ("head.voice", (4, d)),
+            ("head.expr", (4, d)),
+        )
+    }
+    save_adapter(path, t, {"base_encoder": "mfcc-stats", "base_fingerprint": base_fp})
+    return path
+
+
+@pytest.fixture()
+def mfcc_fp() -> str:
+    from interbias.encoders import load_encoder
+
+    return load_encoder("mfcc-stats").fingerprint
+
+
+def test_repaired_encoder_embeds_through_the_adapter(tmp_path: Path, mfcc_fp: str) -> None:
+    from interbias.encoders import load_encoder, load_encoders, probe_wave
+
+    path = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    enc = load_encoders([f"mfcc-stats+orca:{path}"], "cpu")[0]
+    base = load_encoder("mfcc-stats")
+    wave = probe_wave()
+    want = load_adapter(path).apply(base.embed([wave]))
+    assert np.allclose(enc.embed([wave]), want, atol=1e-6)
+    assert enc.fingerprint != base.fingerprint
+    assert enc.provenance()["adapter"]["sha256"] == enc.checkpoint_sha256
+
+
+def test_changed_adapter_is_refused_and_changes_the_fingerprint(
+    tmp_path: Path, mfcc_fp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import shutil
+
+    from interbias.encoders import load_encoder
+
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    src = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    (tmp_path / "cache" / "adapters").mkdir(parents=True)
+    stored = tmp_path / "cache" / "adapters" / f"{sha}.safetensors"
+    shutil.copyfile(src, stored)
+    by_hash = load_encoder(f"mfcc-stats+orca:{sha[:12]}")
+    # another adapter written over the stored file: its hash no longer matches the label
+    fake_adapter(stored, mfcc_fp, seed=1)
+    with pytest.raises(EncoderError, match="the file changed"):
+        load_encoder(f"mfcc-stats+orca:{sha[:12]}")
+    # by path: another file's bytes give another fingerprint
+    other = load_encoder(f"mfcc-stats+orca:{stored}")
+    assert other.fingerprint != by_hash.fingerprint
+    # a tensor edited in place (same size) is caught by the manifest's weights_sha256
+    data = bytearray(src.read_bytes())
+    data[-4:] = b"\x00\x00\x80\x3f"
+    src.write_bytes(bytes(data))
+    with pytest.raises(EncoderError, match="do not match the weights_sha256"):
+        load_encoder(f"mfcc-stats+orca:{src}")
+
+
+def test_adapter_for_another_checkpoint_or_missing_is_refused(tmp_path: Path, mfcc_fp: str) -> None:
+    from interbias.encoders import load_encoder
+
+    path = fake_adapter(tmp_path / "a.safetensors", "0" * 16)
+    with pytest.raises(EncoderError, match="was trained on"):
+        load_encoder(f"mfcc-stats+orca:{path}")
+    with pytest.raises(EncoderError, match="neither a file nor a sha256 prefix"):
+        load_encoder("mfcc-stats+orca:no/such/file")
+    (tmp_path / "junk.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(EncoderError, match="not a readable safetensors"):
+        load_encoder(f"mfcc-stats+orca:{tmp_path / 'junk.safetensors'}")
+
+
+@pytest.fixture(scope="module")
+def tone_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 voices (4 per gender, f0) × 2 styles (vibrato) × 3 sentences (spectral tilt), 1.1 s tones."""
+    import soundfile as sf
+
+    root = tmp_path_factory.mktemp("repairtones")
+    rows = []
+    tt = np.arange(int(1.1 * 16000)) / 16000
+    for vi, f0 in enumerate((190, 210, 230, 250, 95, 110, 125, 140)):
+        for style, vib in (("neutral", 0.0), ("sad", 0.05)):
+            for si, tilt in enumerate((0.5, 0.9, 1.3), 1):
+                phase = 2 * np.pi * f0 * (tt + vib * np.sin(2 * np.pi * 5 * tt) / (2 * np.pi * 5))
+                wave = sum(np.sin(k * phase) / k**tilt for k in range(1, 10))
+                rel = f"v{vi}/{style}/s{si}.flac"
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                sf.write(root / rel, (0.1 * wave).astype(np.float32), 16000, subtype="PCM_16")
+                gender = "female" if vi < 4 else "male"
+                rows.append({"id": rel[:-5], "path": rel, "speaker": f"v{vi}", "gender": gender, "style": style})
+                rows[-1]["text"] = f"s{si}"
+    (root / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root / "manifest.jsonl"
+
+
+def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
+    tone_manifest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interbias.encoders import load_encoders
+    from interbias.manifest import Manifest
+
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    args = ["repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
+    args += ["--out", str(out), "--steps", "10", "--batch", "32", "--hidden", "8", "--permutations", "3"]
+    res = runner.invoke(app, [*args, "--no-jackknife"])
+    assert res.exit_code == 0, res.output
+    info = json.loads((out / "repair.json").read_text())
+    train_v, held_v = set(info["split"]["train"]), set(info["split"]["heldout"])
+    assert not train_v & held_v and len(held_v) == 4
+    held = Manifest.read(out / "heldout-manifest.jsonl")
+    assert set(held.speakers()) == held_v  # the evaluation manifest holds no training voice
+    assert all(Path(u.path).is_absolute() and Path(u.path).is_file() for u in held)
+    adapter = load_adapter(out / info["adapter"])
+    assert set(adapter.manifest["train_voices"]) == train_v
+    assert len(adapter.manifest["train_utterances_sha256"]) == 64
+    label = info["label"]
+    assert label.startswith("mfcc-stats+orca:") and label in res.output
+    enc = load_encoders([label], "cpu")[0]
+    assert enc.label == label and enc.base.fingerprint == adapter.manifest["base_fingerprint"]
+
+
+def test_worker_reload_with_the_drivers_runtime_gives_the_same_fingerprint(tmp_path: Path, mfcc_fp: str) -> None:
+    from interbias.encoders import load_encoders
+
+    path = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    label = f"mfcc-stats+orca:{path}"
+    driver = load_encoders([label], "cpu")[0]
+    worker = load_encoders([label], "cpu", {label: {"runtime": driver.runtime}})[0]  # as executors do
+    assert driver.runtime == driver.base.runtime  # what the executors pin for the worker
+    assert worker.fingerprint == driver.fingerprint
