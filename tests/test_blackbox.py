@@ -56,7 +56,7 @@ def protocol(tones: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_protocol_families_differ_in_one_attribute(protocol: Path) -> None:
     p = read_protocol(protocol)
-    assert set(p["axis"]) == {"base", "style", "text"}
+    assert set(p["axis"]) == {"base", "style", "text", "noise"}
     base = p[p["axis"] == "base"].set_index("family")
     assert len(base) == 6 * 3  # one target + two non-target families per speaker
     assert (base["label"] == "target").sum() == 6
@@ -64,7 +64,11 @@ def test_protocol_families_differ_in_one_attribute(protocol: Path) -> None:
         ref = base.loc[row["family"]]
         assert (row["enrol"], row["label"], row["test_speaker"]) == (ref["enrol"], ref["label"], ref["test_speaker"])
         changed = {c for c in ("text", "style") if row[c] != ref[c]}
-        assert changed == {row["axis"]}
+        if row["axis"] == "noise":  # the base test itself, rendered with noise
+            assert not changed and row["test"] == f"{ref['test']}+{row['level']}" and row["level"] == "gaussian_15"
+            assert Path(row["test_path"]).is_file() and row["test_path"] != ref["test_path"]
+        else:
+            assert changed == {row["axis"]}
     assert (p["label"] == "target").eq(p["enrol_speaker"] == p["test_speaker"]).all()
 
 
@@ -116,7 +120,7 @@ def test_round_trip_with_a_local_encoder_matches_the_whitebox_analysis(protocol:
     thr = eer_from_points(operating_points(scores[base], (p["label"] == "target")[base]))[1]
     dec = (scores >= thr).to_numpy()
     base_dec = dict(zip(p["family"][base], dec[base.to_numpy()], strict=True))
-    for axis in ("style", "text"):
+    for axis in ("style", "text", "noise"):
         sel = (p["axis"] == axis).to_numpy()
         ref = np.mean([d != base_dec[f] for d, f in zip(dec[sel], p["family"][sel], strict=True)])
         row = table[(table["metric"] == "invariance_violation") & (table["axis"] == axis)]
@@ -132,7 +136,7 @@ def test_a_scorer_invariant_by_construction_gives_zero_violations(protocol: Path
     scores = score_with(p, lambda path: np.eye(len(names))[names.index(speaker_of[path])] + 0.1)
     result = analyze(read_answers_frame(p, scores), ["gender"], threshold=None, n_perm=20, seed=0)
     inv = result.table[result.table["metric"] == "invariance_violation"]
-    assert list(inv["value"]) == [0.0, 0.0]
+    assert list(inv["value"]) == [0.0, 0.0, 0.0]
     assert (inv["n"] > 0).all()
     # a style-sensitive scorer flips decisions on style variants only
     style_of = dict(zip(p["test_path"], p["style"], strict=True))
@@ -144,7 +148,7 @@ def test_a_scorer_invariant_by_construction_gives_zero_violations(protocol: Path
     )
     result = analyze(sensitive, ["gender"], threshold=0.5, n_perm=20, seed=0)
     inv = result.table[result.table["metric"] == "invariance_violation"].set_index("axis")["value"]
-    assert inv["style"] > 0 and inv["text"] == 0
+    assert inv["style"] > 0 and inv["text"] == 0 and inv["noise"] == 0
 
 
 def read_answers_frame(p: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:

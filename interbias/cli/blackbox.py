@@ -40,17 +40,24 @@ def prepare_cmd(
     nontargets: Annotated[int, typer.Option(help="Non-target families per enrolled speaker.")] = 2,
     text_variants: Annotated[int, typer.Option(help="Text variants per family.")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the draws (texts, non-target speakers).")] = 0,
+    noise_snr: Annotated[
+        str, typer.Option(help="Comma-separated SNRs (dB) of the Gaussian-noise variants ('' for none).")
+    ] = "15",
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
 ) -> None:
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
-    the test's style or only its text (columns: docs/outputs.md)."""
+    the test's style, only its text, or only its noise condition (columns: docs/outputs.md)."""
     from interbias import atomic
+    from interbias.errors import AnalysisError
     from interbias.repair.blackbox import ProtocolOptions, load_manifest, prepare, with_paths
 
+    try:
+        snrs = tuple(float(x) for x in _groups(noise_snr))
+    except ValueError:
+        raise AnalysisError(f"--noise-snr {noise_snr!r}: comma-separated numbers (dB)") from None
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
-    frame = with_paths(
-        prepare(m, _groups(groups), ProtocolOptions(reference_style, nontargets, text_variants, seed)), m
-    )
+    opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs)
+    frame = with_paths(prepare(m, _groups(groups), opts), m, out.parent / "audio")
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_csv(out, frame)
     counts = frame.groupby(["axis", "label"]).size()

@@ -5,7 +5,8 @@ matched trial families. A family is a *base* trial (enrolment: the speaker's utt
 first text in the reference style; test: one utterance in the reference style of another text —
 the same speaker for a target, another speaker for a non-target) and its *variants*, each
 changing exactly one attribute of the test utterance: ``style`` (same speaker and text, each
-other style) or ``text`` (same speaker and style, ``--text-variants`` other texts). Enrolment and
+other style), ``text`` (same speaker and style, ``--text-variants`` other texts) or ``noise``
+(the base test itself with Gaussian noise at each ``--noise-snr`` dB, rendered to FLAC). Enrolment and
 label never change within a family, so a system invariant to style and text gives every
 variant the decision of its base. Draws come from ``derive_rng("blackbox", seed, ...)``.
 
@@ -35,7 +36,7 @@ import pandas as pd
 from interbias.errors import AnalysisError
 from interbias.seeding import derive_rng
 
-AXES = ("style", "text")
+AXES = ("style", "text", "noise")
 PROTOCOL_COLUMNS = (
     "trial_id",
     "family",
@@ -60,6 +61,8 @@ class ProtocolOptions:
     nontargets: int = 2
     text_variants: int = 2
     seed: int = 0
+    #: Gaussian-noise variants of the base test (SNR in dB on active speech), rendered to FLAC.
+    noise_snr_db: tuple[float, ...] = (15.0,)
 
 
 def _index(manifest: Any) -> tuple[dict[tuple[str, str, str], Any], list[str], list[str], list[str]]:
@@ -70,7 +73,7 @@ def _index(manifest: Any) -> tuple[dict[tuple[str, str, str], Any], list[str], l
         text, style = text_label(u), u.style
         if not text or not style:
             raise AnalysisError(f"blackbox prepare: utterance {u.id!r} has no text or style label")
-        index.setdefault((u.speaker, text, style), u)
+        index.setdefault((u.speaker, str(text), style), u)
     speakers = sorted({k[0] for k in index})
     texts = sorted({k[1] for k in index})
     styles = sorted({k[2] for k in index})
@@ -150,6 +153,8 @@ def _family(
         )
 
     add("base", "", index[(test_spk, text, ref)])
+    for snr in options.noise_snr_db:
+        add("noise", f"gaussian_{snr:g}", index[(test_spk, text, ref)])
     for style in styles:
         if style != ref and (test_spk, text, style) in index:
             add("style", style, index[(test_spk, text, style)])
@@ -164,12 +169,43 @@ def index_text(u: Any) -> str:
     return str(text_label(u))
 
 
-def with_paths(frame: pd.DataFrame, manifest: Any) -> pd.DataFrame:
-    """Fill ``enrol_path``/``test_path`` with absolute paths and drop the helper columns."""
+def with_paths(frame: pd.DataFrame, manifest: Any, audio_dir: Path | None = None) -> pd.DataFrame:
+    """Fill ``enrol_path``/``test_path`` with absolute paths and drop the helper columns. Noise
+    variants are rendered into ``audio_dir`` (:func:`render_noise`); their ``test`` id gets a
+    ``+<level>`` suffix."""
     out = frame.copy()
     out["enrol_path"] = [str(manifest.resolve(u)) for u in frame["_enrol"]]
     out["test_path"] = [str(manifest.resolve(u)) for u in frame["_test"]]
+    noisy = (out["axis"] == "noise").to_numpy()
+    if noisy.any():
+        if audio_dir is None:
+            raise AnalysisError("blackbox prepare: noise variants need a folder for their audio")
+        for i in np.flatnonzero(noisy):
+            utt, level = frame["_test"].iloc[i], str(out["level"].iloc[i])
+            out.iloc[i, out.columns.get_loc("test_path")] = str(render_noise(manifest, utt, level, audio_dir))
+            out.iloc[i, out.columns.get_loc("test")] = f"{utt.id}+{level}"
     return out.drop(columns=["_enrol", "_test"])
+
+
+def render_noise(manifest: Any, utt: Any, level: str, audio_dir: Path) -> Path:
+    """``utt`` through the ``noise`` operator (``gaussian_<snr>``), written as 16-bit FLAC at
+    16 kHz under ``audio_dir``; the draw is the operator's derived seed (utterance sha256, chain)."""
+    from interbias.audio import FrontEnd, load, write_flac16
+    from interbias.operators import OpContext, parse_chain
+    from interbias.paths import slug
+
+    snr = float(level.removeprefix("gaussian_"))
+    chain = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": snr}], where="blackbox noise")
+    wave = load(manifest.resolve(utt), FrontEnd()).samples
+    rate = FrontEnd().sample_rate_hz
+
+    def ctx(rng: np.random.Generator) -> OpContext:
+        return OpContext(sample_rate_hz=rate, utterance_id=utt.id, speaker=utt.speaker, rng=rng)
+
+    noisy, _ = chain.apply(wave, utterance_sha256=utt.sha256 or utt.id, make_ctx=ctx)
+    path = Path(audio_dir).resolve() / f"{slug(utt.id)}-{level}.flac"
+    write_flac16(path, noisy, rate)
+    return path
 
 
 # ---- analysis ---------------------------------------------------------------------------------------
