@@ -156,12 +156,6 @@ class RunContext:
 
 def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
     """Run an experiment (see the module docs); rerunning the same command resumes it."""
-    from interbias.cm.experiment import is_cm_experiment, run_cm
-
-    if is_cm_experiment(options.experiment, options.corpus):  # countermeasures: interbias.cm.experiment
-        return run_cm(
-            options, reporter or Reporter(quiet=options.quiet), default_encoders=RunOptions.encoders, outcome=RunOutcome
-        )
     ctx = _load(options, reporter or Reporter(quiet=options.quiet))
     with RunLock(ctx.run.path) as lock:
         if lock.previous_pid:

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 from interbias.analysis.fairness import METRICS
 from interbias.cli import app
+from interbias.cm.experiment import run_cm_experiment as run
 from interbias.cm.train import train_model
 from interbias.errors import ConfigError
-from interbias.runner import RunOptions, run
+from interbias.runner import RunOptions
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "1", "batch_size": "4", "lr": "0.01"}
 YAML = """name: E91

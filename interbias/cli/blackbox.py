@@ -13,6 +13,7 @@ from interbias.cli.tables import print_frame
 blackbox_app = typer.Typer(
     help="Black-box audit (TRIAD/ORCA IV): matched trial families differing in one attribute, "
     "scored by any system, analysed for invariance violations and group gaps.",
+    epilog="Example: interbias blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv",
     no_args_is_help=True,
 )
 app.add_typer(blackbox_app, name="blackbox")

@@ -13,6 +13,7 @@ from interbias.cli import app, guarded
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them and train them with the deepfake "
     "gender-fairness study's recipe. Metrics of score files: `interbias cm-eval`.",
+    epilog="Example: interbias cm models",
     no_args_is_help=True,
 )
 app.add_typer(cm_app, name="cm")

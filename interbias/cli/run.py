@@ -25,6 +25,15 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
+def conductor(experiment: str, corpus: str | None) -> Any:
+    """The function that runs ``experiment``: the SV runner, or the countermeasure conductor
+    (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block."""
+    from interbias.cm.experiment import is_cm_experiment, run_cm_experiment
+    from interbias.runner import run
+
+    return run_cm_experiment if is_cm_experiment(experiment, corpus) else run
+
+
 def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """The analyses ``interbias run`` writes beside results.csv
     (:func:`interbias.analysis.after_run.run_analyses`, imported only when a run ends)."""
@@ -37,7 +46,8 @@ PlanOpt = Annotated[
     Path | None,
     typer.Option(
         help="plan.csv of `interbias plan`: draw the speakers per stratum it asks for this experiment "
-        "(the most any of its effects needs); trial counts stay the experiment's."
+        "(the most any of its effects needs) and the target and non-target trials per stratum that keep the "
+        "pilot's trials per speaker."
     ),
 ]
 AddressOption = Annotated[
@@ -108,14 +118,13 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     from interbias.runner import RunOptions
-    from interbias.runner import run as run_experiment
 
     if not (manifest or data_root or trials or trials_format):  # the experiment's own data: say what runs here
         from interbias.availability import check_can_run
 
         check_can_run(experiment, corpus, corpus_root)
     labels = encoder_labels(encoders)
-    outcome = run_experiment(
+    outcome = conductor(experiment, corpus)(
         RunOptions(
             experiment=experiment,
             after_run=after_run_analyses,

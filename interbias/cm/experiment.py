@@ -78,6 +78,15 @@ def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str,
     return list(encoders)
 
 
+def run_cm_experiment(options: Any, reporter: Any = None) -> Any:
+    """``interbias run`` of a countermeasure experiment (``RunOptions`` in, ``RunOutcome`` out):
+    the SV runner's options and outcome, this module's conductor."""
+    from interbias.runner import Reporter, RunOptions, RunOutcome
+
+    reporter = reporter or Reporter(quiet=options.quiet)
+    return run_cm(options, reporter, default_encoders=RunOptions.encoders, outcome=RunOutcome)
+
+
 def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], outcome: Any) -> Any:
     """Score, analyse and write a CM experiment (module docstring); returns a ``RunOutcome``."""
     from interbias.cm.report import write_outputs
