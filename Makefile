@@ -39,7 +39,7 @@ test-slow: venv docs-venv
 	# the report is also rendered in headless Chromium (Debian's package) and checked not blank
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	# the --latex tables are compiled with pdflatex (Debian's texlive packages)
-	command -v pdflatex >/dev/null || apt-get install -y -q --no-install-recommends texlive-latex-base texlive-latex-recommended
+	command -v pdflatex >/dev/null || (apt-get update -q && apt-get install -y -q --no-install-recommends texlive-latex-base texlive-latex-recommended)
 	$(PY) -m pytest -q -m slow
 	# the documentation site: a broken link or a page missing from the nav fails
 	$(VENV)/bin/mkdocs build --strict --site-dir "$$(mktemp -d)"
