@@ -58,7 +58,7 @@ from interbias.calibration_run import CALIBRATION_FILE, group_values, shared_cal
 from interbias.decision_spec import OperatingPoint
 from interbias.errors import AnalysisError
 from interbias.experiments import FairnessSpec
-from interbias.measured import bona_fide, in_split, kept, read_score_file
+from interbias.measured import calibration_trials, in_split, kept, read_score_file
 from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
 from interbias.thresholds import ThresholdRule
 
@@ -541,7 +541,7 @@ def _model_units(
             raise AnalysisError(f"{run.path}: scores of {model} / {row.cell} are missing ({path.name})")
         sc = side.join(run.read_scores(model, row.cell))
         if all(levels.get(f) == ref for f, ref in acoustic.items()):
-            dev_frames.append(sc[in_split(sc, "dev")])
+            dev_frames.append(sc[calibration_trials(sc)])
             dev_cells.append(row.cell)
         by_condition.setdefault(condition, []).append(sc[in_split(sc, "eval")])
     thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, the_rule)
@@ -567,8 +567,7 @@ def _model_units(
 def _dev_threshold(
     run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], the_rule: ThresholdRule
 ) -> Threshold:
-    """The threshold ``the_rule`` chooses on the kept bona fide dev trials."""
-    dev = dev[kept(dev) & bona_fide(dev)]
+    """The threshold ``the_rule`` chooses on the dev trials (:func:`interbias.measured.calibration_trials`)."""
     if not len(dev):
         raise AnalysisError(f"{run.path}: {model} has no scored dev trials in the reference condition")
     value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())

@@ -18,7 +18,6 @@ paper's rule; 64 600 samples for AASIST, the authors').
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,14 +57,11 @@ class CMCard:
         return env_var(self.label)
 
     def folder(self, path: str | Path | None = None) -> Path:
-        if path:
-            return Path(path).expanduser()
-        env = os.environ.get(self.env_var)
-        if env:
-            return Path(env).expanduser()
+        """``path``, else its env var, else ``$INTERBIAS_MODELS/cm/<label>``."""
+        from interbias.encoders.card import label_folder
         from interbias.paths import models_dir
 
-        return models_dir() / "cm" / self.label
+        return label_folder(self.label, path, models_dir() / "cm" / self.label)
 
     def checkpoint(self, path: str | Path | None = None) -> Path:
         """The checkpoint file, or one error saying how to get it."""

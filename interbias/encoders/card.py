@@ -31,6 +31,15 @@ def env_var(label: str) -> str:
     return f"INTERBIAS_MODEL_{key}"
 
 
+def label_folder(label: str, path: str | Path | None, default: Path) -> Path:
+    """The folder a label's files are read from: ``path``, else ``$INTERBIAS_MODEL_<KEY>``
+    (:func:`env_var`), else ``default``."""
+    if path:
+        return Path(path).expanduser()
+    env = os.environ.get(env_var(label))
+    return Path(env).expanduser() if env else default
+
+
 @dataclass(frozen=True)
 class Layout:
     """One on-disk form of a checkpoint: the files it needs and the loader that reads them.
@@ -93,10 +102,7 @@ class EncoderCard:
         """The folder this label reads: ``path``, else its env var, else ``$INTERBIAS_MODELS/<label>``."""
         from interbias.paths import models_dir
 
-        if path:
-            return Path(path).expanduser()
-        env = os.environ.get(self.env_var)
-        return Path(env).expanduser() if env else models_dir() / self.label
+        return label_folder(self.label, path, models_dir() / self.label)
 
     def expected(self) -> str:
         return " or ".join(f"[{layout.describe()}]" for layout in self.layouts)
