@@ -73,6 +73,29 @@ def test_resume_after_a_stop_at_an_epoch_boundary_gives_the_same_checkpoint(tmp_
         train_model("ResNet18-logspec", m, settings={**TINY, "lr": "0.02"}, out=tmp_path / "split", log=lambda s: None)
 
 
+def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_checkpoint(tmp_path):
+    """A real SIGKILL (crashpoints) while epoch 2's state.pt is being written: the rerun resumes
+    from epoch 1's state and ends with the uninterrupted run's checkpoint bytes."""
+    import signal
+
+    from run_helpers import run_child
+
+    cm_manifest(tmp_path / "data")
+    sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    args = ["cm", "train", "--model", "ResNet18-logspec", "--manifest", str(tmp_path / "data" / "manifest.csv")]
+    args += [*sets, "--quiet"]
+    full = run_child([*args, "--out", str(tmp_path / "full")], timeout=600)
+    assert full.returncode == 0, full.stderr
+    killed = run_child(
+        [*args, "--out", str(tmp_path / "k")], env={"INTERBIAS_CRASH_AT": "write:state.pt@2"}, timeout=600
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert pd.read_csv(tmp_path / "k" / "curve.csv").epoch.max() == 1  # epoch 2 was lost with the kill
+    again = run_child([*args, "--out", str(tmp_path / "k")], timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "k" / "checkpoint.pt").read_bytes() == (tmp_path / "full" / "checkpoint.pt").read_bytes()
+
+
 def test_refuses_speaker_overlap_between_splits(tmp_path):
     speakers = {**SPEAKERS, "f4": ("female", "eval")}
     m = cm_manifest(tmp_path / "data", per_class=2, speakers=speakers)

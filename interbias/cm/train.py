@@ -197,15 +197,9 @@ class Trainer:
 
 def parse_settings(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings of ``--set``; a malformed or repeated key is an error."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        if key.strip() in out:
-            raise ConfigError(f"--set {key.strip()}: given twice")
-        out[key.strip()] = value.strip()
-    return out
+    from interbias.keyvalue import parse_key_values
+
+    return parse_key_values(items, option="--set", error=ConfigError)
 
 
 def cm_manifest(corpus: str | None, manifest: Path | None, cache: Path, reporter: Any = None) -> Manifest:
