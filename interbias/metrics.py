@@ -88,6 +88,17 @@ def _validate(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     return s, lab
 
 
+def finite_scores(values: object, what: str) -> np.ndarray:
+    """``values`` as a non-empty 1-D float64 array of finite scores; else one
+    :class:`MetricError` starting with ``what`` (which scores: ``"a-DCF spoof"``, ``"scores"``)."""
+    s = np.asarray(values, dtype=np.float64)
+    if s.ndim != 1 or len(s) == 0:
+        raise MetricError(f"{what}: need a non-empty one-dimensional array of scores")
+    if not np.isfinite(s).all():
+        raise MetricError(f"{what}: {int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
+    return s
+
+
 def validate_scores(scores: object, labels: object, *, allow_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(float64 scores, bool labels) after the checks every metric makes (1-D, equal length,
     labels 0/1 or bool, both classes present, finite scores — with ``allow_inf``: not NaN)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias import metrics
 from interbias.errors import MetricError
 
 
@@ -44,12 +45,7 @@ class ADCFCost:
 
 
 def _scores(values: object, what: str) -> np.ndarray:
-    s = np.asarray(values, dtype=np.float64)
-    if s.ndim != 1 or len(s) == 0:
-        raise MetricError(f"a-DCF: need at least one {what} score")
-    if not np.isfinite(s).all():
-        raise MetricError(f"a-DCF: {int((~np.isfinite(s)).sum())} {what} score(s) are NaN or infinite")
-    return s
+    return metrics.finite_scores(values, f"a-DCF {what}")
 
 
 def a_dcf(target: object, nontarget: object, spoof: object, cost: ADCFCost = ADCFCost()) -> tuple[float, float]:

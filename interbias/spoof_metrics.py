@@ -31,12 +31,7 @@ class SpoofSummary:
 
 
 def _scores(values: object, what: str) -> np.ndarray:
-    s = np.asarray(values, dtype=np.float64)
-    if s.ndim != 1 or len(s) == 0:
-        raise MetricError(f"{what}: need a non-empty one-dimensional array of scores")
-    if not np.isfinite(s).all():
-        raise MetricError(f"{what}: {int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
-    return s
+    return metrics.finite_scores(values, what)
 
 
 def accepted(scores: object, threshold: float) -> int:
