@@ -13,6 +13,11 @@ A second table times ``make demo``'s run part as a newcomer meets it: ``interbia
 --corpus synthetic --encoders CAM++,GE2E,mfcc-stats`` in an empty cache, so the embedded corpus
 is built and the encoders' ONNX graphs are exported within the run (``--quick`` skips it).
 
+A third table sets ``interbias validate``'s estimate (embeddings, time) beside what the demo's
+run and a whole E14 synthetic run with the same three encoders measured (cold embedding cache,
+the built corpus shared; ``--quick`` skips both). The measured time compared is the run's own
+total minus building the corpus, which the estimate leaves out.
+
 CPU seconds are given too (the process's user + system time; forward: the CPU time of the
 thread calling ``Encoder.embed``, ``timings.forward_cpu_s``). With ``--threads 1`` torch
 computes on that thread alone, so the CPU split is exact and does not depend on what else the
@@ -120,6 +125,41 @@ def measure(
     return split(wall, info, cpu), info
 
 
+def estimate_row(experiment: str, corpus: str, encoders: str, info: dict[str, Any], cache: Path) -> list[Any]:
+    """One row: ``interbias validate``'s embeddings and time for ``experiment`` beside the run's
+    (``info`` is its run.json; time = run total − corpus building), and measured / estimated."""
+    from interbias.experiments import find_experiment
+    from interbias.validate import validate_file
+
+    path = find_experiment(experiment, ROOT / "conditions")
+    report = validate_file(path, encoders=encoders.split(","), corpus=corpus, cache=cache)
+    if report.errors or not report.estimates or report.estimates[0].seconds is None:
+        raise SystemExit(f"interbias validate {path} --corpus {corpus}: no estimate ({report.errors})")
+    est = report.estimates[0]
+    assert est.seconds is not None and est.n_embeddings is not None
+    t = info["timings"]
+    measured = t["total_s"] - t["corpus_s"]
+    return [
+        f"{experiment} --corpus {corpus} ({est.utterances_from})",
+        est.n_embeddings,
+        info["counts"]["embedded"],
+        fmt_s(est.seconds),
+        fmt_s(measured),
+        f"{measured / est.seconds:.2f}×",
+    ]
+
+
+ESTIMATE_HEADERS = [
+    "run",
+    "embeddings estimated",
+    "embedded",
+    "time estimated",
+    "time measured",
+    "measured / estimated",
+]
+ALL_ENCODERS = "CAM++,GE2E,mfcc-stats"
+
+
 DEMO = ["run", "E16", "--corpus", "synthetic", "--encoders", "CAM++,GE2E,mfcc-stats"]
 
 
@@ -188,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{info['counts']['embedded']} embeddings; torch threads {info['executor']['torch_threads']})"
         )
         print(table(title, ["part", "wall", "share of wall"], rows))
+        with tempfile.TemporaryDirectory(prefix="interbias-empty-") as empty:
+            estimates = [estimate_row("E16", "synthetic", ALL_ENCODERS, info, Path(empty))]
+        _, whole = measure("E14", "synthetic", ALL_ENCODERS, 0, args.threads)
+        estimates.append(estimate_row("E14", "synthetic", ALL_ENCODERS, whole, cache_dir()))
+        title = "interbias validate's estimate against the run (time: run total minus building the corpus)"
+        print(table(title, ESTIMATE_HEADERS, estimates))
     return 0
 
 

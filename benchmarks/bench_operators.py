@@ -34,6 +34,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import table  # noqa: E402
+
 from interbias.manifest import Manifest, Utterance  # noqa: E402
 from interbias.operators import Chain, OpContext, make_operator  # noqa: E402
 from interbias.operators import codec as codec_mod  # noqa: E402
@@ -224,27 +226,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"clip_s": CLIP_S, "rate_hz": RATE, "ffmpeg": exe, "results": results,
                           "reverb_simulation_s_per_room_rt60_0.6": sim, "missed_target": missed}, indent=2))  # fmt: skip
     else:
-        print(f"operators on a {CLIP_S:g} s clip at {RATE} Hz; CPU s per clip (median of {args.repeats}), one thread")
-        print(f"ffmpeg CLI: {exe or 'not on PATH (no side-by-side column)'}")
-        head = f"{'operator':26s} {'s/clip':>8s} {'×RT/core':>9s} {'1st call':>9s}  {'ffmpeg CLI wall':>15s} {'CLI cpu':>8s} {'×RT':>7s}"
-        print(head)
-        print("-" * len(head))
+        title = (
+            f"Operators on a {CLIP_S:g} s clip at {RATE} Hz: CPU seconds per clip (median of {args.repeats}), "
+            f"one thread; ffmpeg CLI: {exe or 'not on PATH (no side-by-side column)'}"
+        )
+        rows = []
         for r in results:
             cli = r.get("ffmpeg_cli")
-            if cli is None:
-                side = ""
-            elif "error" in cli:
-                side = f"  CLI failed: {cli['error'][:40]}"
-            else:
-                side = f"  {cli['wall_s']:15.3f} {cli['cpu_s']:8.3f} {CLIP_S / cli['wall_s']:7.1f}"
-            flag = "" if r["x_rt_per_core"] >= TARGET_X_RT else "  < target"
-            print(
-                f"{r['operator']:26s} {r['cpu_s']:8.4f} {r['x_rt_per_core']:9.1f} {r['first_call_cpu_s']:9.3f}{side}{flag}"
-            )
-        print(f"reverb simulation (excluded from the target): {sim:.2f} s CPU per room at RT60 0.6 s")
+            side = ["", "", ""]
+            if cli is not None and "error" in cli:
+                side = [f"failed: {cli['error'][:40]}", "", ""]
+            elif cli is not None:
+                side = [f"{cli['wall_s']:.3f}", f"{cli['cpu_s']:.3f}", f"{CLIP_S / cli['wall_s']:.1f}"]
+            bar = "yes" if r["x_rt_per_core"] >= TARGET_X_RT else "NO"
+            rows.append([r["operator"], f"{r['cpu_s']:.4f}", f"{r['x_rt_per_core']:.1f}", bar,
+                         f"{r['first_call_cpu_s']:.3f}", *side])  # fmt: skip
+        headers = ["operator", "s/clip", "× real time per core", f"≥ {TARGET_X_RT:g}×", "first call s",
+                   "ffmpeg CLI wall s", "CLI CPU s", "CLI × real time"]  # fmt: skip
+        if not exe:  # no side-by-side columns without the ffmpeg command
+            headers, rows = headers[:5], [r[:5] for r in rows]
+        print(table(title, headers, rows))
+        print(f"Reverb room simulation (once per room, cached): {sim:.2f} s CPU per room at RT60 0.6 s.")
         print(
-            f"target ≥ {TARGET_X_RT:g}× real time per core: "
-            + ("met by every operator" if not missed else f"MISSED by {', '.join(missed)}")
+            f"Every operator ≥ {TARGET_X_RT:g}× real time per core: "
+            + ("yes" if not missed else f"no, below: {', '.join(missed)}")
         )
     return 1 if (args.strict and missed) else 0
 
