@@ -53,7 +53,7 @@ demo: venv
 	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)" --bootstrap 1000
 
 bench: venv
-	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
+	$(PY) benchmarks/run_all.py --write benchmarks/figures.md $(BENCH_ARGS)
 
 gpu-check: venv
 	PYTHON=$(PY) benchmarks/gpu_check.sh

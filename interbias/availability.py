@@ -77,10 +77,12 @@ def unavailable_message(exp: Any, why: Availability, *, argument: str, variants:
     """``E14 cannot run here: <reason>. It needs: <data>. See docs/guide/corpora.md. Runs here:
     interbias run E14 --corpus synthetic`` (the operators page when an operator's resources are missing)."""
     needs = " ".join(exp.requires.split()).rstrip(".")
-    sentences = [f"{exp.name} cannot run here: {why.reason}"]
+    page = DOCS_PAGES["operators" if why.key == "ops" else "corpora"]
+    # an operator's own message may name the page already: said once, at the end
+    sentences = [f"{exp.name} cannot run here: {why.reason.replace(f'; see {page}', '')}"]
     if needs:
         sentences.append(f"It needs: {needs}")
-    sentences.append("See " + DOCS_PAGES["operators" if why.key == "ops" else "corpora"])
+    sentences.append("See " + page)
     if variants:
         sentences.append("Runs here: " + " or ".join(f"interbias run {argument} --corpus {v}" for v in variants))
     return ". ".join(sentences)

@@ -139,3 +139,32 @@ def test_throughput_rows_per_encoder_runtime_and_threads() -> None:
     # mfcc-stats offers eager only: one row per thread count, 3 s of audio each
     assert [(r[0], r[1], r[2]) for r in rows] == [("mfcc-stats", "eager", 1), ("mfcc-stats", "eager", 2)]
     assert all(r[4].endswith("×") and float(r[4][:-1]) > 0 for r in rows)
+
+
+def test_figures_file_names_date_commit_machine_and_nests_each_scripts_tables() -> None:
+    import datetime as dt
+
+    out = run_all.figures(
+        [("bench_a.py", 12.4, 0, "machine: x\n\n### T\n\n| a |\n|---|\n| 1 |\n"), ("bench_b.py", 3.0, 1, "### U\n")],
+        dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
+        125.0,
+    )
+    lines = out.splitlines()
+    assert lines[0] == run_all.GENERATED
+    assert lines[2].startswith("Measured by `make bench` on 2026-12-01 (UTC), commit ")
+    assert "in one run of 2 min, on: " in lines[2]
+    assert "### `bench_a.py` (12 s)" in lines and "#### T" in lines and "| 1 |" in lines
+    assert "### `bench_b.py` (3 s, exit 1: its figures are incomplete)" in lines and "#### U" in lines
+
+
+def test_run_all_writes_figures_only_from_a_whole_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "bench_fake.py"
+    script.write_text("print('### Fake')\n")
+    monkeypatch.setattr(run_all, "scripts", lambda only=None: [script])
+    monkeypatch.setattr(run_all, "run_script", lambda cmd, env: (0, "### Fake\n\n| x |\n"))
+    target = tmp_path / "figures.md"
+    assert run_all.main(["--write", str(target), "--quick"]) == 0
+    assert not target.exists()  # a --quick run is partial: nothing written
+    assert run_all.main(["--write", str(target)]) == 0
+    text = target.read_text()
+    assert text.startswith(run_all.GENERATED) and "### `bench_fake.py`" in text and "#### Fake" in text

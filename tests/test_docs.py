@@ -235,3 +235,24 @@ def test_error_messages_name_docs_pages_that_exist() -> None:
     assert DOCS_PAGES
     for page in DOCS_PAGES.values():
         assert (ROOT / page).is_file(), page
+
+
+def test_the_speed_page_shows_one_whole_make_bench_run() -> None:
+    """The speed page's figures are benchmarks/figures.md, included unchanged: written by
+    ``make bench`` (its first line says so), with date and machine, one section per bench
+    script, each exited 0 — a whole run, not tables pieced together by hand."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import run_all
+
+    speed = (DOCS / "guide" / "speed.md").read_text(encoding="utf-8")
+    assert '--8<-- "benchmarks/figures.md"' in speed
+    figures = (ROOT / "benchmarks" / "figures.md").read_text(encoding="utf-8")
+    lines = figures.splitlines()
+    assert lines[0] == run_all.GENERATED
+    assert re.match(r"Measured by `make bench` on \d{4}-\d\d-\d\d \(UTC\), commit \w+", lines[2])
+    assert "logical cores" in lines[2]
+    sections = re.findall(r"^### `(bench_\w+\.py)` \(\d+ s\)$", figures, flags=re.M)
+    assert sections == [p.name for p in run_all.scripts()]
+    assert not process_talk(figures)

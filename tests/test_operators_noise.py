@@ -104,17 +104,20 @@ def test_missing_or_empty_noise_dir_is_one_clear_error(tmp_path: Path, monkeypat
         make_operator("noise", {"kind": "environmental", "snr_db": 5})
     assert str(err.value) == (
         "noise kind=environmental needs a folder of noise recordings: set the noise_dir parameter or the "
-        "INTERBIAS_NOISE_DIR environment variable (interbias ships no noise recordings)"
+        "INTERBIAS_NOISE_DIR environment variable (interbias ships no noise recordings; see docs/guide/operators.md)"
     )
     missing = tmp_path / "nowhere"
     with pytest.raises(OperatorError) as err:
         make_operator("noise", {"kind": "environmental", "snr_db": 5, "noise_dir": str(missing)})
-    assert str(err.value) == f"noise kind=environmental: noise_dir {missing} does not exist or is not a folder"
+    assert str(err.value) == (
+        f"noise kind=environmental: noise_dir {missing} does not exist or is not a folder; see docs/guide/operators.md"
+    )
     monkeypatch.setenv("INTERBIAS_NOISE_DIR", str(missing))
     with pytest.raises(OperatorError) as err:
         make_operator("noise", {"kind": "environmental", "snr_db": 5})
     assert str(err.value) == (
-        f"noise kind=environmental: INTERBIAS_NOISE_DIR {missing} does not exist or is not a folder"
+        f"noise kind=environmental: INTERBIAS_NOISE_DIR {missing} does not exist or is not a folder; "
+        "see docs/guide/operators.md"
     )
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -134,7 +137,8 @@ def test_cli_degrade_with_missing_noise_dir_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert (
         res.output
-        == f"error: noise kind=environmental: noise_dir {tmp_path / 'none'} does not exist or is not a folder\n"
+        == f"error: noise kind=environmental: noise_dir {tmp_path / 'none'} does not exist or is not a folder; "
+        "see docs/guide/operators.md\n"
     )
     assert not (tmp_path / "out.wav").exists()
 

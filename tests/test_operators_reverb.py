@@ -141,7 +141,10 @@ def test_user_impulse_responses(tmp_path: Path) -> None:
         ({"rt60_s": 0.5, "ir_dir": "/tmp"}, "reverb: give exactly one of rt60_s"),
         ({"rt60_s": 3.0}, r"reverb.rt60_s: 3.0 s is outside \[0.1, 1.5\]"),
         ({"rt60_s": 0.5, "bank_size": 0}, r"reverb.bank_size: 0 is outside \[1, 64\]"),
-        ({"ir_dir": "/nonexistent/irs"}, "reverb: ir_dir /nonexistent/irs does not exist or is not a folder"),
+        (
+            {"ir_dir": "/nonexistent/irs"},
+            "reverb: ir_dir /nonexistent/irs does not exist or is not a folder; see docs/guide/operators.md",
+        ),
     ],
 )
 def test_invalid_reverb_parameters(params: dict, message: str) -> None:

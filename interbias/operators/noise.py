@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from interbias import audio
-from interbias.errors import AudioError, OperatorError
+from interbias.errors import AudioError, OperatorError, see_docs
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
 
@@ -148,16 +148,19 @@ class Noise(Operator):
         if self.noise_dir is None:
             raise OperatorError(
                 f"noise kind={self.kind} needs a folder of {what} recordings: set the noise_dir parameter "
-                f"or the {FOLDER_KINDS[self.kind]} environment variable (interbias ships no {what} recordings)"
+                f"or the {FOLDER_KINDS[self.kind]} environment variable (interbias ships no {what} recordings; {see_docs('operators')})"
             )
         source = getattr(self, "_dir_source", "noise_dir")
         folder = Path(self.noise_dir).expanduser()
         if not folder.is_dir():
-            raise OperatorError(f"noise kind={self.kind}: {source} {folder} does not exist or is not a folder")
+            raise OperatorError(
+                f"noise kind={self.kind}: {source} {folder} does not exist or is not a folder; {see_docs('operators')}"
+            )
         files = noise_files(folder)
         if not files:
             raise OperatorError(
-                f"noise kind={self.kind}: {source} {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})"
+                f"noise kind={self.kind}: {source} {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)}); "
+                f"{see_docs('operators')}"
             )
         return folder, files
 

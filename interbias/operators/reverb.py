@@ -33,7 +33,7 @@ from interbias.dsp.rooms import (  # the room simulation lives in interbias.dsp 
     direct_path_onset,
     simulate_room,
 )
-from interbias.errors import AudioError, OperatorError
+from interbias.errors import AudioError, OperatorError, see_docs
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.noise import AUDIO_SUFFIXES
 
@@ -130,10 +130,12 @@ class Reverb(Operator):
     def ir_files(self) -> tuple[Path, list[Path]]:
         folder = Path(self.ir_dir).expanduser()  # type: ignore[arg-type]
         if not folder.is_dir():
-            raise OperatorError(f"reverb: ir_dir {folder} does not exist or is not a folder")
+            raise OperatorError(f"reverb: ir_dir {folder} does not exist or is not a folder; {see_docs('operators')}")
         files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
         if not files:
-            raise OperatorError(f"reverb: ir_dir {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)})")
+            raise OperatorError(
+                f"reverb: ir_dir {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)}); {see_docs('operators')}"
+            )
         return folder, files
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
