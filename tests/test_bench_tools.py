@@ -168,3 +168,18 @@ def test_run_all_writes_figures_only_from_a_whole_run(tmp_path: Path, monkeypatc
     assert run_all.main(["--write", str(target)]) == 0
     text = target.read_text()
     assert text.startswith(run_all.GENERATED) and "### `bench_fake.py`" in text and "#### Fake" in text
+
+
+def test_estimate_row_sets_validates_estimate_beside_the_runs_own_time(tmp_path: Path) -> None:
+    from interbias.validate import validate_file
+
+    info = {"timings": {"total_s": 120.0, "corpus_s": 47.0}, "counts": {"embedded": 5976}}
+    row = bench_e2e.estimate_row("E16", "synthetic", "CAM++,GE2E,mfcc-stats", info, tmp_path)
+    est = validate_file(
+        BENCH.parent / "conditions" / "E16.yaml",
+        encoders=["CAM++", "GE2E", "mfcc-stats"],
+        corpus="synthetic",
+        cache=tmp_path,
+    ).estimates[0]
+    assert est.seconds is not None
+    assert row[1:] == [est.n_embeddings, 5976, _common.fmt_s(est.seconds), "73.00 s", f"{73.0 / est.seconds:.2f}×"]
