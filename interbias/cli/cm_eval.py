@@ -13,7 +13,7 @@ from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
-    "manipulated-region location, open-set algorithm recognition.",
+    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
     epilog="Example: interbias cm-eval eer round1.csv round2.csv",
 )
@@ -263,4 +263,26 @@ def tdcf(
     typer.echo(
         f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
         f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
+    )
+
+
+@cm_app.command("teer", epilog="Example: interbias cm-eval teer asv_scores.txt cm_scores.txt --json")
+@guarded
+def teer(
+    asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
+    cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Concurrent tandem equal error rate (t-EER, ASVspoof 5 track 2) of a countermeasure in front of
+    an ASV system: the point where the tandem's miss rate, non-target and spoof false-accept rates
+    are equal, over every pair of thresholds; no cost parameters (docs/calibration.md)."""
+    from interbias.analysis.sasv import t_eer_of_files
+
+    out = t_eer_of_files(asv, cm)
+    if as_json:
+        typer.echo(json.dumps(out))
+        return
+    typer.echo(
+        f"t-EER {out['t_eer']:.6f} at ASV threshold {out['asv_threshold']:.6f}, CM threshold {out['cm_threshold']:.6f} "
+        f"(tandem P_miss {out['pmiss']:.4f}, P_fa non-target {out['pfa_nontarget']:.4f}, P_fa spoof {out['pfa_spoof']:.4f})"
     )
