@@ -60,6 +60,7 @@ from interbias.rundir import TRIALS_META, RunDir
 from interbias.score_norm import Cohort, draw_cohort, norm_label
 from interbias.score_norm_run import (
     add_cohort_items,
+    cohort_audio_sha256,
     cohort_digest,
     normalised_cell,
     reuse_normalised,
@@ -244,6 +245,8 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
     check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
     timings["audio_sha256_s"] = time.perf_counter() - t
+    if cohort is not None:  # the cohort's audio is measured too: its bytes are part of the run id
+        shas = {**shas, **cohort_audio_sha256(cohort, manifest)}
     rev = revision()
     run_id = run_id_for(
         exp,
