@@ -29,7 +29,7 @@ import pandas as pd
 
 from interbias import atomic, crashpoints
 from interbias.cache import EmbeddingCache
-from interbias.calibration_run import calibrate_rows, calibration_columns
+from interbias.calibration_run import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
@@ -427,7 +427,7 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
     calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), plan.cells, plan.rows, has_dev=has_dev)
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    draws = DRAW_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
+    draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)

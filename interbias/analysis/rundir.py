@@ -104,7 +104,7 @@ class ScoredRun(RunDir):
     def draw_mean(self, func: Callable[[np.ndarray, np.ndarray], float], model: str, cell: str) -> float:
         """Mean of ``func(scores, labels)`` over a cell's draws (``score``, ``score_d1``, …)."""
         frame = self.read_scores(model, cell)
-        kept = frame[~frame["dropped"].to_numpy(bool)]
+        kept = frame[measured(frame)]  # the trials the row measured (eval, bona fide, not dropped)
         labels = kept["label"].to_numpy().astype(bool)
         cols = ["score"] + [c for c in kept.columns if c.startswith("score_d")]
         return float(np.mean([func(kept[c].to_numpy(np.float64), labels) for c in cols]))
