@@ -245,8 +245,7 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
     check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
     timings["audio_sha256_s"] = time.perf_counter() - t
-    if cohort is not None:  # the cohort's audio is measured too: its bytes are part of the run id
-        shas = {**shas, **cohort_audio_sha256(cohort, manifest)}
+    shas = {**shas, **cohort_audio_sha256(cohort, manifest)} if cohort is not None else shas  # cohort audio too
     rev = revision()
     run_id = run_id_for(
         exp,

@@ -31,7 +31,7 @@ from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.operating_points import too_small_line
 from interbias.analysis.robustness import profile_figure, profile_table
-from interbias.analysis.suite import Analysis, metric_units
+from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
 from interbias.operations import kept_whole_summary, snr_summary
@@ -440,16 +440,6 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     rep.table(a.per_model, ["model", *summ])
 
 
-def _shared_calibration_note(metric: str) -> str:
-    if metric not in ("act_dcf", "calibration_loss", "cllr"):
-        return ""
-    return (
-        f" {metric} is read at one calibration per model, fitted on the reference condition's dev trials with "
-        "every group pooled and applied unchanged to every cell and group (bootstrap replicates keep it fixed): "
-        "a gap is what one group pays for a system calibrated on everyone."
-    )
-
-
 def _gaps(a: Analysis, rep: Report) -> None:
     """Subgroup gaps per condition (summary over models, then per model)."""
     if len(a.gaps.gaps):
@@ -457,7 +447,7 @@ def _gaps(a: Analysis, rep: Report) -> None:
         rep.para(
             "gap = metric of the group level − metric of the reference group, per model and condition. Ratios "
             f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
-            + _shared_calibration_note(a.options.metric)
+            + shared_calibration_note(a.options.metric)
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
         gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]

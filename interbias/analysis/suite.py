@@ -39,6 +39,17 @@ def metric_units(metric: str) -> str:
     return "fractions; 0.01 = one percentage point"
 
 
+def shared_calibration_note(metric: str) -> str:
+    """What the gap section says about a calibration metric's calibration ("" for the others)."""
+    if metric not in CALIBRATED_METRICS:
+        return ""
+    return (
+        f" {metric} is read at one calibration per model, fitted on the reference condition's dev trials with "
+        "every group pooled and applied unchanged to every cell and group (bootstrap replicates keep it fixed): "
+        "a gap is what one group pays for a system calibrated on everyone."
+    )
+
+
 @dataclass(frozen=True)
 class Options:
     metric: str = "eer"
