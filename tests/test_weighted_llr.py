@@ -113,3 +113,33 @@ def test_report_gap_section_and_findings_name_the_shared_calibration(cal_run) ->
     assert "Metric: act_dcf (normalised detection cost at the first operating point" in md
     assert "## Subgroup gaps" in md and "a gap is what one group pays for a system calibrated on everyone" in md
     assert "Effects in act_dcf" in md
+
+
+def test_permutation_gap_of_act_dcf_keeps_the_calibration(cal_run) -> None:  # noqa: F811
+    a = analyse(cal_run.run_dir / "results.csv", Options(metric="act_dcf", n_perm=30, seed=2))
+    gaps = a.gaps.gaps
+    assert gaps.p_perm.between(0, 1).all() and (gaps.n_perm_valid > 0).all()
+    from interbias.analysis.permutation import RunPermutations
+
+    perms = RunPermutations(a.run, "act_dcf", 5, seed=2)
+    for g in gaps.itertuples(index=False):
+        cond = g.condition.split("=")[1]
+        res = perms.test("mfcc-stats", f"gender=female,noise={cond}", f"gender=male,noise={cond}")
+        assert res.gap == pytest.approx(g.gap, abs=1e-12)  # the observed labelling reproduces the two cells
+
+
+def test_analyze_refuses_a_calibration_metric_without_the_shared_calibration(tmp_path, session_cache) -> None:
+    from test_calibration_run import _run
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    each = _run(tmp_path / "e", session_cache, "T32", trials={"targets": 30, "min_speakers": 3, "dev_share": 0.5},
+                calibration={"fit_on": "each"})  # fmt: skip
+    res = CliRunner().invoke(app, ["analyze", str(each.run_dir), "--metric", "act_dcf", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 1
+    assert (
+        "calibration metrics are read at the shared calibration, which this run lacks: calibration.fit_on is 'each'"
+        in res.output
+    )
+    assert "Traceback" not in res.output

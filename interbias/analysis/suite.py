@@ -19,7 +19,7 @@ from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration, require_shared
 from interbias.errors import AnalysisError
 from interbias.progress import Reporter
 
@@ -91,8 +91,10 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     check_method(options.adjust)
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
-    results = read_results(results_path, required=REQUIRED, metric=options.metric)
     run = ScoredRun.open(results_path)
+    if options.metric in CALIBRATED_METRICS:
+        require_shared(run.run_json)
+    results = read_results(results_path, required=REQUIRED, metric=options.metric)
     if options.metric in CALIBRATED_METRICS:  # the columns must come from one shared calibration per model
         for model in dict.fromkeys(results["model"].astype(str)):
             SharedCalibration.of_run(run.run_json, model)

@@ -48,12 +48,7 @@ class SharedCalibration:
     def of_run(cls, run_json: dict[str, Any] | None, model: str) -> SharedCalibration:
         """From run.json's ``calibration`` record; :class:`AnalysisError` unless the run fitted a
         shared calibration (``fit_on: reference``) for ``model``."""
-        rec = (run_json or {}).get("calibration")
-        if not rec:
-            raise AnalysisError("calibration metrics need the run's calibration record (run.json beside results.csv)")
-        if rec.get("fit_on") != "reference" or not rec.get("measured"):
-            why = rec.get("reason") or f"calibration.fit_on is {rec.get('fit_on')!r}, not 'reference'"
-            raise AnalysisError(f"calibration metrics are read at the shared calibration, which this run lacks: {why}")
+        rec = require_shared(run_json)
         model_rec = (rec.get("models") or {}).get(model) or {}
         if "slope" not in model_rec:
             raise AnalysisError(
@@ -111,6 +106,18 @@ class SharedCalibration:
         act = (c.c_miss * c.p_target * p_miss + c.c_fa * (1 - c.p_target) * p_fa) / c.norm
         out[valid] = act if metric == "act_dcf" else act - _weighted_min_dcf(s, lab, w[valid], c)
         return out
+
+
+def require_shared(run_json: dict[str, Any] | None) -> dict[str, Any]:
+    """run.json's ``calibration`` record when the run fitted a shared calibration
+    (``fit_on: reference``, measured); else :class:`AnalysisError` saying why not."""
+    rec = (run_json or {}).get("calibration")
+    if not rec:
+        raise AnalysisError("calibration metrics need the run's calibration record (run.json beside results.csv)")
+    if rec.get("fit_on") != "reference" or not rec.get("measured"):
+        why = rec.get("reason") or f"calibration.fit_on is {rec.get('fit_on')!r}, not 'reference'"
+        raise AnalysisError(f"calibration metrics are read at the shared calibration, which this run lacks: {why}")
+    return rec
 
 
 def _check(metric: str) -> None:
