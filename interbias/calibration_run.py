@@ -14,6 +14,16 @@ run.json. Columns, at the experiment's first operating point unless suffixed:
 - ``threshold_drift``: the cell's EER threshold minus the calibration trials' EER threshold
   (raw score units);
 - per further operating point NAME: ``min_dcf_NAME``, ``act_dcf_NAME``, ``calibration_loss_NAME``.
+
+With ``trials: {operator_draws: K}`` a cell's scores file holds one score column per draw
+(``score``, ``score_d1`` …). The calibration is fitted once per model on the reference cells'
+dev trials pooled over all their draws: the deployed system has one calibration and does not
+know which realisation of the reference condition it meets, so every draw is an equally valid
+sample of that condition (a per-draw fit would turn nuisance randomness into different systems).
+It is applied to each draw's eval trials; every column above is then the mean over the cell's
+draws (as ``eer`` is), ``act_dcf_draw_sd`` and ``calibration_loss_draw_sd`` give the
+between-draw SD (ddof 1; 0 for a cell with one draw), and calibration.json ``per_draw`` lists
+each draw's ``act_dcf`` and ``calibration_loss`` per model and cell.
 """
 
 from __future__ import annotations
@@ -39,6 +49,8 @@ if TYPE_CHECKING:
 #: The run directory's calibration record (also in run.json ``calibration``), written before the analyses.
 CALIBRATION_FILE = "calibration.json"
 METHOD = "linear logistic, llr = a·score + b, prior 0.5, Platt-smoothed labels"
+#: Results columns added by this stage in runs with ``operator_draws`` > 1 (after the draw columns).
+DRAW_CALIBRATION_COLUMNS = ["act_dcf_draw_sd", "calibration_loss_draw_sd"]
 
 
 def calibration_columns(points: Sequence[OperatingPoint]) -> list[str]:
@@ -47,6 +59,12 @@ def calibration_columns(points: Sequence[OperatingPoint]) -> list[str]:
     for p in points[1:]:
         cols += [f"min_dcf_{p.name}", f"act_dcf_{p.name}", f"calibration_loss_{p.name}"]
     return cols
+
+
+def score_columns(frame: pd.DataFrame) -> list[str]:
+    """The frame's per-draw score columns in draw order: ``score`` (draw 0), ``score_d1``, …"""
+    extra = sorted((c for c in frame.columns if c.startswith("score_d") and c[7:].isdigit()), key=lambda c: int(c[7:]))
+    return ["score", *extra]
 
 
 def trial_masks(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -84,12 +102,13 @@ def reference_cells(exp: Experiment, cells: Sequence[Cell]) -> list[Cell]:
 
 
 def _fit(frames: Sequence[pd.DataFrame]) -> tuple[LinearCalibration, float, dict[str, Any]]:
-    """Fit on the dev trials of ``frames``: (calibration, its trials' EER threshold, record)."""
-    parts = [f[trial_masks(f)[1]] for f in frames]
-    dev = pd.concat(parts) if parts else pd.DataFrame(columns=["score", "label"])
-    if dev.empty:
+    """Fit on the dev trials of ``frames``, every draw's scores pooled: (calibration, its
+    trials' EER threshold, record)."""
+    parts = [(f.loc[m, col].to_numpy(np.float64), f.loc[m, "label"].to_numpy()) for f in frames
+             for m in [trial_masks(f)[1]] for col in score_columns(f)]  # fmt: skip
+    if not sum(len(s) for s, _ in parts):
         raise MetricError("no dev trials to fit on")
-    s, lab = dev["score"].to_numpy(np.float64), dev["label"].to_numpy()
+    s, lab = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     cal = fit_linear(s, lab)
     thr = metrics.eer_from_points(metrics.operating_points(s, lab))[1]
     return cal, thr, {**cal.record(), "eer_threshold": thr}
@@ -112,22 +131,40 @@ def _model(
         record = {**shared[2], "cells": [c.id for c in reference_cells(exp, cells) if c.id in frames]}
         record["decision_thresholds"] = {p.name: shared[0].score_at(p.cost.bayes_threshold) for p in points}
     per_cell: dict[str, Any] = {}
+    per_draw: dict[str, Any] = {}
     for cell_id, frame in frames.items():
         try:
             cal, thr, rec = shared if shared is not None else _fit([frame])
             use = trial_masks(frame)[0]
-            values = cell_values(
-                frame["score"].to_numpy(np.float64)[use], frame["label"].to_numpy()[use], cal, points, thr
-            )
+            labels = frame["label"].to_numpy()[use]
+            draws = [
+                cell_values(frame[col].to_numpy(np.float64)[use], labels, cal, points, thr)
+                for col in score_columns(frame)
+            ]
         except MetricError as exc:
             per_cell[cell_id] = {"error": str(exc)}
             continue
-        rows[(model, cell_id)].update(values)
+        rows[(model, cell_id)].update(combine_draw_values(draws, exp.trials.operator_draws > 1))
+        if len(draws) > 1:
+            per_draw[cell_id] = {k: [d[k] for d in draws] for k in ("act_dcf", "calibration_loss")}
         if shared is None:
             per_cell[cell_id] = rec
     if per_cell:
         record["per_cell"] = per_cell
+    if per_draw:
+        record["per_draw"] = per_draw
     return record
+
+
+def combine_draw_values(draws: Sequence[dict[str, Any]], drawn_run: bool) -> dict[str, Any]:
+    """One cell's calibration columns from its draws' (:func:`cell_values`): numbers averaged,
+    ``dcf_point`` kept; in a run with draws, the between-draw SD (ddof 1) of ``act_dcf`` and
+    ``calibration_loss`` (0 for one draw)."""
+    out = {k: (v if isinstance(v, str) else float(np.mean([d[k] for d in draws]))) for k, v in draws[0].items()}
+    if drawn_run:
+        for k in ("act_dcf", "calibration_loss"):
+            out[f"{k}_draw_sd"] = float(np.std([d[k] for d in draws], ddof=1)) if len(draws) > 1 else 0.0
+    return out
 
 
 def calibrate_rows(
@@ -147,8 +184,9 @@ def calibrate_rows(
         "method": METHOD,
         "operating_points": [p.record() for p in exp.operating_points],
     }
+    drawn = DRAW_CALIBRATION_COLUMNS if exp.trials.operator_draws > 1 else []
     for row in rows.values():
-        for col in calibration_columns(exp.operating_points):
+        for col in [*calibration_columns(exp.operating_points), *drawn]:
             row[col] = np.nan if col != "dcf_point" else ""
     if not has_dev:
         record["measured"] = False

@@ -29,7 +29,7 @@ import pandas as pd
 
 from interbias import atomic, crashpoints
 from interbias.cache import EmbeddingCache
-from interbias.calibration_run import calibrate_rows, calibration_columns
+from interbias.calibration_run import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
@@ -60,6 +60,7 @@ from interbias.rundir import TRIALS_META, RunDir
 from interbias.score_norm import Cohort, draw_cohort, norm_label
 from interbias.score_norm_run import (
     add_cohort_items,
+    cohort_audio_sha256,
     cohort_digest,
     normalised_cell,
     reuse_normalised,
@@ -244,6 +245,7 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
     bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
     check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
     timings["audio_sha256_s"] = time.perf_counter() - t
+    shas = {**shas, **cohort_audio_sha256(cohort, manifest)} if cohort is not None else shas  # cohort audio too
     rev = revision()
     run_id = run_id_for(
         exp,
@@ -424,7 +426,7 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
     calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), plan.cells, plan.rows, has_dev=has_dev)
     ordered = [plan.rows[k] for k in keys if k in plan.rows]
-    draws = DRAW_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
+    draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)

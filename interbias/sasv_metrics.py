@@ -1,4 +1,5 @@
-"""Spoofing-aware verification cost: the a-DCF of ASVspoof 5 (Shim et al., Odyssey 2024).
+"""Spoofing-aware verification metrics: the a-DCF of ASVspoof 5 (Shim et al., Odyssey 2024),
+the min t-DCF and the concurrent t-EER (:func:`t_eer`).
 
 One verification score per trial and three trial classes: target, non-target (zero-effort
 impostor) and spoof. A trial is accepted when its score is >= the threshold t:
@@ -115,3 +116,99 @@ def min_t_dcf(
     curve = (c0 + c1 * p_miss + c2 * p_fa) / (c0 + min(c1, c2))
     k = int(np.argmin(curve))
     return float(curve[k]), float(grid[k])
+
+
+@dataclass(frozen=True)
+class TandemEER:
+    """The concurrent t-EER (a fraction in [0, 1]) and the operating point that gives it: the ASV
+    and CM thresholds and the three tandem error rates there (equal at an exact crossing)."""
+
+    t_eer: float
+    asv_threshold: float
+    cm_threshold: float
+    pmiss: float
+    pfa_nontarget: float
+    pfa_spoof: float
+
+
+def _rates_below(scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """#(scores < u)/N for every u of ``grid``."""
+    return np.searchsorted(np.sort(scores), grid, side="left") / len(scores)
+
+
+def tandem_h(pmiss_cm: np.ndarray, pfa_cm: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """P_miss,tdm − P_fa,tdm at spoof prevalence ρ = ½ (see :func:`t_eer`), elementwise."""
+    pmiss_tdm = pmiss_cm + (1 - pmiss_cm) * a
+    pfa_tdm = 0.5 * (1 - pmiss_cm) * b + 0.5 * pfa_cm * c
+    return pmiss_tdm - pfa_tdm
+
+
+def _cm_index(pmiss_cm: np.ndarray, pfa_cm: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per ASV threshold, the first CM index minimising |h| (h of :func:`tandem_h`).
+
+    h is strictly increasing in the CM index where 0 <= a < 1 and c > 0 (each distinct CM
+    threshold raises P_miss,cm or lowers P_fa,cm), so the minimiser is the first index k with
+    h >= 0 or k − 1, found by a bisection per row (O(M log N) instead of O(M·N))."""
+    lo = np.zeros(len(a), dtype=np.int64)
+    hi = np.full(len(a), len(pmiss_cm) - 1, dtype=np.int64)  # h = 1 at the last (+inf) threshold
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        ok = tandem_h(pmiss_cm[mid], pfa_cm[mid], a, b, c) >= 0
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, np.minimum(mid + 1, hi))
+    km1 = np.maximum(lo - 1, 0)
+    h_k = np.abs(tandem_h(pmiss_cm[lo], pfa_cm[lo], a, b, c))
+    h_km1 = np.abs(tandem_h(pmiss_cm[km1], pfa_cm[km1], a, b, c))
+    return np.where((lo > 0) & (h_km1 <= h_k), km1, lo)
+
+
+def t_eer(
+    asv_target: object, asv_nontarget: object, asv_spoof: object, cm_bonafide: object, cm_spoof: object
+) -> TandemEER:
+    """Concurrent tandem equal error rate of a CM in front of an ASV system (Kinnunen et al.,
+    "t-EER: parameter-free tandem evaluation of countermeasures and biometric comparators",
+    IEEE TPAMI 2023), the track-2 t-EER of the ASVspoof 5 evaluation package.
+
+    A trial is accepted when the CM passes it (CM score >= τ_cm) and the ASV accepts it (ASV
+    score >= τ_asv). With a = P_miss,asv, b = P_fa,asv (non-targets), c = P_fa,spoof,asv at
+    τ_asv and the CM's P_miss,cm (bona fide) and P_fa,cm (spoofs) at τ_cm, the tandem rates are
+
+        P_miss,tdm = P_miss,cm + (1 − P_miss,cm)·a,
+        P_fa,non,tdm = (1 − P_miss,cm)·b,   P_fa,spf,tdm = P_fa,cm·c.
+
+    The t-EER at spoof prevalence ρ equates P_miss,tdm with (1 − ρ)·P_fa,non,tdm + ρ·P_fa,spf,tdm;
+    the concurrent t-EER is the point where all three rates are equal, which every ρ's path
+    crosses. Estimator (the package's ``compute_teer``, on a tie-exact grid): τ_asv runs over
+    every distinct ASV score and +inf, τ_cm over every distinct CM score and +inf. For each
+    τ_asv with c > 0 and a < (b + c)/2 (the allowed region at ρ = ½), τ_cm is the first
+    minimiser of |P_miss,tdm − P_fa,tdm| at ρ = ½; among those pairs the one minimising
+    |b/c − P_fa,cm/(1 − P_miss,cm)| (the concurrency criterion; the first on ties) is chosen and
+    t-EER = P_fa,spf,tdm = P_fa,cm·c there. A fraction (the package prints percent).
+
+    Inputs: ASV scores of target, non-target and spoof trials; CM scores (higher = bona fide)
+    of bona fide trials (the target and non-target trials) and of spoof trials. Every class
+    must be non-empty and finite (:class:`MetricError`); then the t-EER is always defined (at
+    the lowest ASV threshold a = 0 < (b + c)/2 = 1)."""
+    tar, non = _scores(asv_target, "t-EER ASV target"), _scores(asv_nontarget, "t-EER ASV non-target")
+    spf = _scores(asv_spoof, "t-EER ASV spoof")
+    bona, cm_spf = _scores(cm_bonafide, "t-EER CM bona fide"), _scores(cm_spoof, "t-EER CM spoof")
+    asv_grid = np.r_[np.unique(np.concatenate([tar, non, spf])), np.inf]
+    a = _rates_below(tar, asv_grid)
+    b, c = 1.0 - _rates_below(non, asv_grid), 1.0 - _rates_below(spf, asv_grid)
+    cm_grid = np.r_[np.unique(np.concatenate([bona, cm_spf])), np.inf]
+    pmiss_cm, pfa_cm = _rates_below(bona, cm_grid), 1.0 - _rates_below(cm_spf, cm_grid)
+    rows = np.flatnonzero((a < 0.5 * b + 0.5 * c) & (c > 0))  # never empty: a = 0, b = c = 1 at the lowest score
+    j = _cm_index(pmiss_cm, pfa_cm, a[rows], b[rows], c[rows])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crit = np.abs(b[rows] / c[rows] - pfa_cm[j] / (1 - pmiss_cm[j]))
+    crit[~np.isfinite(crit)] = np.inf
+    k = int(np.argmin(crit))  # finite at the lowest ASV threshold (|h| there is smallest at a CM P_miss < 1)
+    i, jk = rows[k], j[k]
+    return TandemEER(
+        t_eer=float(pfa_cm[jk] * c[i]),
+        asv_threshold=float(asv_grid[i]),
+        cm_threshold=float(cm_grid[jk]),
+        pmiss=float(pmiss_cm[jk] + (1 - pmiss_cm[jk]) * a[i]),
+        pfa_nontarget=float((1 - pmiss_cm[jk]) * b[i]),
+        pfa_spoof=float(pfa_cm[jk] * c[i]),
+    )

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from interbias.embedding import ChainItems, Embedder
     from interbias.encoders import Encoder
     from interbias.experiments import Cell
+    from interbias.manifest import Manifest
     from interbias.planning import Plan
     from interbias.rundir import RunDir
 
@@ -38,6 +39,23 @@ def cohort_digest(cohort: Cohort, spec: ScoringSpec) -> str:
     cell is reused only for the same digest)."""
     text = "\n".join([spec.norm, str(norm_top_k(spec)), spec.cohort_chain, *cohort.ids])
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cohort_audio_sha256(cohort: Cohort, manifest: Manifest) -> dict[str, str]:
+    """sha256 of every cohort utterance's file bytes (``""`` when unreadable: the embedder then
+    leaves it out and counts it), for the run id's audio digest: other bytes at a cohort path
+    make a new run, as they do for a trial utterance."""
+    from interbias.embedding import utterance_sha256
+    from interbias.errors import InterbiasError
+
+    by_id = manifest.by_id()
+    out: dict[str, str] = {}
+    for uid in cohort.ids:
+        try:
+            out[uid] = utterance_sha256(by_id[uid], manifest)
+        except InterbiasError:
+            out[uid] = ""
+    return out
 
 
 def cohort_chains(cell: Cell, spec: ScoringSpec) -> tuple[Chain, Chain]:

@@ -185,3 +185,45 @@ def test_false_alarm_step_is_the_cost_of_one_false_alarm() -> None:
     llr = np.r_[np.full(10, 9.0), np.full(299, -9.0), 9.0]  # every target accepted, one false alarm
     assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record))
     assert false_alarm_step(results, {}) is None
+
+
+def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny_corpus, session_cache) -> None:
+    from interbias.analysis.suite import Options, analyse
+    from interbias.calibration_run import DRAW_CALIBRATION_COLUMNS
+
+    noise = {  # every level random, the reference too: the fit pools the reference cells' draws
+        "name": "noise", "type": "acoustic", "apply_to": "test", "reference": "n20",
+        "levels": {"n20": [{"op": "noise", "kind": "gaussian", "snr_db": 20}],
+                   "n5": [{"op": "noise", "kind": "gaussian", "snr_db": 5}]},
+    }  # fmt: skip
+    gender = {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
+              "levels": {"female": "female", "male": "male"}}  # fmt: skip
+    out = _run(tmp_path, session_cache, "T29", trials={**SPLIT, "operator_draws": 3}, factors=[gender, noise])
+    run_dir = out.run_dir
+    res = pd.read_csv(run_dir / "results.csv").set_index("cell")
+    assert list(res.columns)[-2:] == DRAW_CALIBRATION_COLUMNS
+    draws = ("score", "score_d1", "score_d2")
+    refs = [_frame(run_dir, f"gender={g},noise=n20") for g in ("female", "male")]
+    dev = [(f.loc[f.split == "dev", c], f.loc[f.split == "dev", "label"]) for f in refs for c in draws]
+    s_dev, lab_dev = np.concatenate([d[0] for d in dev]), np.concatenate([d[1] for d in dev])
+    cal = fit_linear(s_dev, lab_dev)
+    record = json.loads((run_dir / "calibration.json").read_text())
+    model = record["models"]["mfcc-stats"]
+    assert model["slope"] == pytest.approx(cal.slope) and model["offset"] == pytest.approx(cal.offset)
+    assert model["n_target"] == int(lab_dev.sum())  # three draws' dev trials, pooled
+    for cell in res.index:
+        f = _frame(run_dir, cell)
+        ev = f[(f.split == "eval") & ~f.dropped]
+        lab = ev.label.to_numpy()
+        acts = [act_dcf(cal.slope * ev[c].to_numpy() + cal.offset, lab, CostPoint(0.01)) for c in draws]
+        losses = [a - metrics.min_dcf(ev[c].to_numpy(), lab) for a, c in zip(acts, draws, strict=True)]
+        row = res.loc[cell]
+        assert not np.array_equal(ev["score"], ev["score_d1"])  # the draws differ
+        assert row.act_dcf == pytest.approx(np.mean(acts), abs=1e-12)
+        assert row.calibration_loss == pytest.approx(np.mean(losses), abs=1e-12)
+        assert row.act_dcf_draw_sd == pytest.approx(np.std(acts, ddof=1), abs=1e-12)
+        assert row.calibration_loss_draw_sd == pytest.approx(np.std(losses, ddof=1), abs=1e-12)
+        assert record["models"]["mfcc-stats"]["per_draw"][cell]["act_dcf"] == pytest.approx(acts)
+    # the analysis recomputes the draw-mean from the scores (check_against) and accepts it
+    a = analyse(run_dir / "results.csv", Options(metric="act_dcf", n_boot=5))
+    assert len(a.gaps.gaps) == 2

@@ -12,7 +12,7 @@ from interbias.csvfile import read_frame
 from interbias.errors import AnalysisError
 from interbias.results import normalise_results
 
-METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc")
+METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc", "act_dcf", "calibration_loss", "cllr")
 
 
 def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | None = None) -> pd.DataFrame:

@@ -1,441 +1,66 @@
-"""Group fairness at one deployment threshold (the deepfake gender-fairness study, Sections II–III).
-
-A threshold is chosen once on development data — its EER threshold, a fixed value, or the
-lowest threshold whose FAR is at most a target — and applied unchanged to every group (and
-every evaluation condition) of the evaluation data. A trial is *accepted* when its score is
-≥ the threshold. Scores follow the interbias convention: higher = more acceptable, label 1 =
-should be accepted (target trial, or bona fide audio for a countermeasure), label 0 = should
-be rejected (non-target, or spoof).
-
-The **positive class** states what a "positive" is:
-
-- ``accept`` (speaker verification): predicted positive = accepted, actual positive = label 1;
-- ``spoof`` (countermeasure, the deepfake gender-fairness study's setting): predicted positive = rejected (flagged as
-  spoof), actual positive = label 0 (spoof).
-
-Per group g, from TP, FP, TN, FN at the threshold:
-
-==================== ================================= ===============================
-metric               value                             two-proportion z-test on
-==================== ================================= ===============================
-statistical_parity   P(Ŷ=1) = (TP+FP) / n              TP+FP of n
-equal_opportunity    TPR = TP / (TP+FN)                TP of TP+FN
-equality_of_odds     FPR = FP / (FP+TN)                FP of FP+TN
-predictive_parity    PPV = TP / (TP+FP)                TP of TP+FP
-treatment_equality   TE = FP / FN                      FP of FP+FN (TE = q/(1−q) is
-                                                       monotone in q = FP/(FP+FN))
-==================== ================================= ===============================
-
-``far`` = P(accept | label 0) and ``frr`` = P(reject | label 1) are reported per group too;
-they equal FPR and 1 − TPR (positive ``accept``) or 1 − TPR and FPR (positive ``spoof``), so
-they are not tested a second time. A metric whose denominator is zero is NaN with a note saying
-which count is zero (TE with FN = 0 included); a z-test whose group has an empty denominator, or
-whose pooled proportion is 0 or 1, has no p-value and says so.
-
-A trial belongs to a group when both of its sides do (enrolment and test carry the same value);
-other pairs form the ``mixed`` group and trials lacking the attribute the ``missing`` group —
-both are reported, not compared. Differences are group_a − group_b for each pair of groups in
-sorted order; the z-test is the pooled two-proportion test, z = (p̂_a − p̂_b) / √(p̄(1−p̄)(1/n_a
-+ 1/n_b)), two-sided. p-values are Holm-adjusted across all comparisons of a report
-(statsmodels ``multipletests(method="holm")``).
-"""
+"""Group fairness of a run directory or of score files at one deployment threshold: the readers
+that build :class:`Unit` s and call :func:`fairness_report` (definitions and statistics in
+:mod:`interbias.analysis.fairness_stats`, whose names are re-exported here)."""
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
-from interbias import atomic
-from interbias.calibration_run import CALIBRATION_FILE, group_values, shared_calibration
-from interbias.decision_spec import OperatingPoint
+from interbias.analysis.fairness_stats import (
+    COMPARISON_TABLE,
+    GROUP_TABLE,
+    METRICS,
+    POSITIVES,
+    SPOOF_METRIC,
+    Confusion,
+    FairnessReport,
+    Threshold,
+    Unit,
+    confusion,
+    fairness_report,
+    holm,
+    metric_counts,
+    pair_groups,
+    ratio,
+    single_groups,
+    two_proportion_ztest,
+)
+from interbias.calibration_run import CALIBRATION_FILE, shared_calibration
 from interbias.errors import AnalysisError
 from interbias.experiments import FairnessSpec
 from interbias.measured import calibration_trials, in_split, kept, read_score_file
 from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
 from interbias.thresholds import ThresholdRule
 
-POSITIVES = ("accept", "spoof")
-MIXED, MISSING, ALL = "mixed", "missing", "all"
-#: metric -> (description of its value, of the counts its z-test compares)
-METRICS: dict[str, tuple[str, str]] = {
-    "statistical_parity": ("(TP+FP)/n", "TP+FP of n"),
-    "equal_opportunity": ("TP/(TP+FN)", "TP of TP+FN"),
-    "equality_of_odds": ("FP/(FP+TN)", "FP of FP+TN"),
-    "predictive_parity": ("TP/(TP+FP)", "TP of TP+FP"),
-    "treatment_equality": ("FP/FN", "FP of FP+FN"),
-}
-SPOOF_METRIC = "spoof_far"
-#: The columns of the two tables ``interbias fairness`` prints (present ones only).
-GROUP_TABLE = (
-    "model",
-    "condition",
-    "group_by",
-    "group",
-    "n",
-    "threshold",
-    "far",
-    "frr",
-    *METRICS,
-    SPOOF_METRIC,
-    "act_dcf",
-    "calibration_loss",
-    "note",
-)
-COMPARISON_TABLE = (
-    "model",
-    "condition",
-    "group_by",
-    "metric",
-    "group_a",
-    "group_b",
-    "value_a",
-    "value_b",
-    "difference",
-    "z",
-    "p_value",
-    "p_holm",
-    "significant",
-    "note",
-)
-
-
-# ---- thresholds ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Threshold:
-    value: float
-    rule: str
-    source: str
-
-
-# ---- counts and metrics ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Confusion:
-    tp: int
-    fp: int
-    tn: int
-    fn: int
-
-    @property
-    def n(self) -> int:
-        return self.tp + self.fp + self.tn + self.fn
-
-
-def confusion(scores: np.ndarray, labels: np.ndarray, threshold: float, positive: str) -> Confusion:
-    """TP/FP/TN/FN at ``threshold`` (accept when score ≥ threshold) for the positive class."""
-    if positive not in POSITIVES:
-        raise AnalysisError(f"positive class {positive!r}: valid: {', '.join(POSITIVES)}")
-    accept = np.asarray(scores, dtype=np.float64) >= threshold
-    good = np.asarray(labels).astype(bool)
-    pred, actual = (accept, good) if positive == "accept" else (~accept, ~good)
-    return Confusion(
-        tp=int((pred & actual).sum()),
-        fp=int((pred & ~actual).sum()),
-        tn=int((~pred & ~actual).sum()),
-        fn=int((~pred & actual).sum()),
-    )
-
-
-def metric_counts(c: Confusion, name: str) -> tuple[int, int, int, int]:
-    """(value numerator, value denominator, test successes, test trials) of a metric."""
-    if name == "statistical_parity":
-        return c.tp + c.fp, c.n, c.tp + c.fp, c.n
-    if name == "equal_opportunity":
-        return c.tp, c.tp + c.fn, c.tp, c.tp + c.fn
-    if name == "equality_of_odds":
-        return c.fp, c.fp + c.tn, c.fp, c.fp + c.tn
-    if name == "predictive_parity":
-        return c.tp, c.tp + c.fp, c.tp, c.tp + c.fp
-    if name == "treatment_equality":
-        return c.fp, c.fn, c.fp, c.fp + c.fn
-    raise AnalysisError(f"unknown fairness metric {name!r}; valid: {', '.join(METRICS)}")
-
-
-_ZERO = {
-    "statistical_parity": "no trials",
-    "equal_opportunity": "TP+FN = 0 (no actual positives)",
-    "equality_of_odds": "FP+TN = 0 (no actual negatives)",
-    "predictive_parity": "TP+FP = 0 (no predicted positives)",
-    "treatment_equality": "FN = 0",
-    SPOOF_METRIC: "no spoof trials",
-}
-
-
-def ratio(num: int, den: int) -> float:
-    return num / den if den > 0 else math.nan
-
-
-def two_proportion_ztest(x1: int, n1: int, x2: int, n2: int) -> tuple[float, float, str]:
-    """Pooled two-proportion z-test, two-sided: (z, p, note); NaN with a note when undefined."""
-    if n1 <= 0 or n2 <= 0:
-        return math.nan, math.nan, "not tested: a group has an empty denominator"
-    pooled = (x1 + x2) / (n1 + n2)
-    if pooled <= 0 or pooled >= 1:
-        return math.nan, math.nan, f"not tested: pooled proportion is {pooled:g} (zero variance)"
-    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    z = (x1 / n1 - x2 / n2) / se
-    return z, float(2 * norm.sf(abs(z))), ""
-
-
-def holm(pvalues: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Holm-adjusted p-values and rejections (statsmodels); NaN entries stay NaN / not rejected."""
-    from statsmodels.stats.multitest import multipletests
-
-    p = np.asarray(pvalues, dtype=np.float64)
-    adj = np.full(len(p), np.nan)
-    rej = np.zeros(len(p), dtype=bool)
-    ok = np.isfinite(p)
-    if ok.any():
-        r, a, _, _ = multipletests(p[ok], alpha=alpha, method="holm")
-        adj[ok], rej[ok] = a, r
-    return adj, rej
-
-
-# ---- groups -----------------------------------------------------------------------------------
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and v == "")
-
-
-def pair_groups(enrol: Sequence[Any], test: Sequence[Any]) -> np.ndarray:
-    """Group of each trial: the value both sides share, ``mixed`` when they differ, ``missing``
-    when a side lacks it."""
-    out = []
-    for a, b in zip(enrol, test, strict=True):
-        if _missing(a) or _missing(b):
-            out.append(MISSING)
-        elif str(a) != str(b):
-            out.append(MIXED)
-        else:
-            out.append(str(a))
-    return np.array(out, dtype=object)
-
-
-def single_groups(values: Sequence[Any]) -> np.ndarray:
-    """Group of each trial from one value per trial (``missing`` when absent)."""
-    return np.array([MISSING if _missing(v) else str(v) for v in values], dtype=object)
-
-
-# ---- the report ------------------------------------------------------------------------------
-
-
-@dataclass
-class Unit:
-    """One evaluation unit (e.g. one model under one condition) with its threshold.
-
-    ``types`` (optional) marks trials as target, nontarget or spoof; spoof trials are left out
-    of the confusion counts and give the ``spoof_far`` metric.
-    """
-
-    keys: dict[str, str]
-    scores: np.ndarray
-    labels: np.ndarray
-    groups: dict[str, np.ndarray]
-    threshold: Threshold
-    types: np.ndarray | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    #: The run's shared calibration (slope, offset) and operating point: adds act_dcf,
-    #: calibration_loss and cllr per group (:func:`interbias.calibration_run.group_values`).
-    calibration: tuple[tuple[float, float], OperatingPoint] | None = None
-
-
-@dataclass
-class FairnessReport:
-    """``groups``: one row per unit × attribute × group (plus ``all``); ``comparisons``: one row
-    per unit × attribute × metric × pair of groups, Holm-adjusted across the whole report."""
-
-    groups: pd.DataFrame
-    comparisons: pd.DataFrame
-    positive: str
-    alpha: float
-
-    def write(self, folder: Path) -> list[Path]:
-        """``fairness.csv`` (comparisons) and ``fairness_groups.csv`` (per-group values)."""
-        paths = [Path(folder) / "fairness.csv", Path(folder) / "fairness_groups.csv"]
-        atomic.write_csv(paths[0], self.comparisons)
-        atomic.write_csv(paths[1], self.groups)
-        return paths
-
-    def to_json(self) -> str:
-        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-            return [
-                {k: (None if isinstance(v, float) and not math.isfinite(v) else _plain(v)) for k, v in r.items()}
-                for r in frame.to_dict(orient="records")
-            ]
-
-        return json.dumps(
-            {
-                "positive": self.positive,
-                "alpha": self.alpha,
-                "groups": records(self.groups),
-                "comparisons": records(self.comparisons),
-            }
-        )
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        return v.item()
-    if v is pd.NA:
-        return None
-    return v
-
-
-def _group_row(
-    keys: dict[str, str], attr: str, group: str, kind: str, c: Confusion, thr: Threshold, positive: str
-) -> dict[str, Any]:
-    neg_label = c.fp + c.tn if positive == "accept" else c.tp + c.fn  # label-0 trials
-    pos_label = c.n - neg_label
-    acc_neg = c.fp if positive == "accept" else c.fn  # label-0 trials accepted
-    rej_pos = c.fn if positive == "accept" else c.fp  # label-1 trials rejected
-    row: dict[str, Any] = {
-        **keys,
-        "group_by": attr,
-        "group": group,
-        "kind": kind,
-        "positive": positive,
-        "threshold": thr.value,
-        "threshold_rule": thr.rule,
-        "threshold_source": thr.source,
-        "n": c.n,
-        "n_label1": pos_label,
-        "n_label0": neg_label,
-        "tp": c.tp,
-        "fp": c.fp,
-        "tn": c.tn,
-        "fn": c.fn,
-        "far": ratio(acc_neg, neg_label),
-        "frr": ratio(rej_pos, pos_label),
-    }
-    notes = []
-    for name in METRICS:
-        num, den, _, _ = metric_counts(c, name)
-        row[name] = ratio(num, den)
-        if den == 0:
-            notes.append(f"{name} undefined: {_ZERO[name]}")
-    row["note"] = "; ".join(notes)
-    return row
-
-
-def _comparison(
-    unit: Unit,
-    attr: str,
-    name: str,
-    pair: tuple[str, str],
-    conf: dict[str, Confusion],
-    spoofs: dict[str, tuple[int, int]],
-    positive: str,
-) -> dict[str, Any]:
-    """One metric compared between two groups of one unit (two-proportion z-test)."""
-    ga, gb = pair
-    if name == SPOOF_METRIC:
-        (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
-        va, vb, tested = ratio(xa, na), ratio(xb, nb), "accepted of spoof trials"
-        notes = [f"{g}: {_ZERO[name]}" for g, n_ in ((ga, na), (gb, nb)) if n_ == 0]
-    else:
-        na_v, da, xa, na = metric_counts(conf[ga], name)
-        nb_v, db, xb, nb = metric_counts(conf[gb], name)
-        va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
-        notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
-    z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
-    if tnote:
-        notes.append(tnote)
-    return {
-        **unit.keys,
-        "group_by": attr,
-        "metric": name,
-        "positive": positive,
-        "group_a": ga,
-        "group_b": gb,
-        "value_a": va,
-        "value_b": vb,
-        "difference": va - vb,
-        "tested": tested,
-        "x_a": xa,
-        "n_a": na,
-        "x_b": xb,
-        "n_b": nb,
-        "z": z,
-        "p_value": p,
-        "threshold": unit.threshold.value,
-        "threshold_rule": unit.threshold.rule,
-        "note": "; ".join(notes),
-    }
-
-
-def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: float = 0.05) -> FairnessReport:
-    """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values."""
-    if positive not in POSITIVES:
-        raise AnalysisError(f"positive class {positive!r}: valid: {', '.join(POSITIVES)}")
-    group_rows: list[dict[str, Any]] = []
-    comp_rows: list[dict[str, Any]] = []
-    for unit in units:
-        s = np.asarray(unit.scores, dtype=np.float64)
-        lab = np.asarray(unit.labels).astype(np.int64)
-        if len(s) != len(lab):
-            raise AnalysisError(f"{unit.keys}: scores ({len(s)}) and labels ({len(lab)}) differ in length")
-        if not np.isfinite(s).all():
-            raise AnalysisError(f"{unit.keys}: {int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
-        types = None if unit.types is None else np.asarray(unit.types).astype(str)
-        spoof = np.zeros(len(s), bool) if types is None else types == "spoof"
-        bona = ~spoof
-        thr = unit.threshold.value
-        for attr, glabels in unit.groups.items():
-            glabels = np.asarray(glabels, dtype=object)
-            if len(glabels) != len(s):
-                raise AnalysisError(f"{unit.keys}: group column {attr!r} has {len(glabels)} values for {len(s)} trials")
-            pure = sorted({g for g in glabels[bona] if g not in (MIXED, MISSING)})
-            conf: dict[str, Confusion] = {}
-            spoofs: dict[str, tuple[int, int]] = {}
-            for group, kind, mask in [
-                (ALL, "all", np.ones(len(s), bool)),
-                *[(g, "group", glabels == g) for g in pure],
-                *[(g, g, glabels == g) for g in (MIXED, MISSING) if (glabels[bona] == g).any()],
-            ]:
-                m = mask & bona
-                c = confusion(s[m], lab[m], thr, positive)
-                conf[group] = c
-                row = _group_row(unit.keys, attr, group, kind, c, unit.threshold, positive)
-                if types is not None:
-                    ms = mask & spoof
-                    spoofs[group] = (int((s[ms] >= thr).sum()), int(ms.sum()))
-                    row["n_spoof"] = spoofs[group][1]
-                    row[SPOOF_METRIC] = ratio(*spoofs[group])
-                row.update(unit.info)
-                if unit.calibration is not None:
-                    row.update(group_values(s[m], lab[m], *unit.calibration))
-                group_rows.append(row)
-            names = list(METRICS) + ([SPOOF_METRIC] if types is not None else [])
-            for name in names:
-                for i, ga in enumerate(pure):
-                    for gb in pure[i + 1 :]:
-                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive))
-    comparisons = pd.DataFrame(comp_rows)
-    if len(comparisons):
-        adj, rej = holm(comparisons["p_value"].to_numpy(), alpha)
-        comparisons["p_holm"] = adj
-        sig = pd.array(rej, dtype="boolean")
-        sig[~np.isfinite(adj)] = pd.NA
-        comparisons["significant"] = sig
-        comparisons["n_tests"] = int(np.isfinite(adj).sum())
-        order = [c for c in comparisons.columns if c not in ("threshold", "threshold_rule", "note")]
-        comparisons = comparisons[[*order, "threshold", "threshold_rule", "note"]]
-    groups = pd.DataFrame(group_rows)
-    if len(groups) and "note" in groups:
-        groups = groups[[c for c in groups.columns if c != "note"] + ["note"]]
-    return FairnessReport(groups, comparisons, positive, alpha)
+__all__ = [
+    "COMPARISON_TABLE",
+    "GROUP_TABLE",
+    "METRICS",
+    "POSITIVES",
+    "SPOOF_METRIC",
+    "Confusion",
+    "FairnessReport",
+    "Threshold",
+    "ThresholdRule",
+    "Unit",
+    "confusion",
+    "fairness_for_files",
+    "fairness_for_run",
+    "fairness_report",
+    "groups_of",
+    "holm",
+    "metric_counts",
+    "pair_groups",
+    "ratio",
+    "read_score_table",
+    "single_groups",
+    "two_proportion_ztest",
+]
 
 
 # ---- runs --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import numpy as np
 
 from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.weighted import metric_batch, sort_cell
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.errors import AnalysisError
 from interbias.seeding import derive_rng
 
@@ -47,8 +48,10 @@ def permutation_gap_test(
     *,
     n_perm: int,
     seed: int = 0,
+    calibration: SharedCalibration | None = None,
 ) -> PermutationResult:
-    """Test the gap M(group) − M(ref); each side is (scores, labels, unit id per trial)."""
+    """Test the gap M(group) − M(ref); each side is (scores, labels, unit id per trial). A
+    calibration metric needs ``calibration`` (kept fixed under every relabelling)."""
     if n_perm < 1:
         raise AnalysisError(f"--permutations must be positive, got {n_perm}")
     s0, l0, u0 = (np.asarray(x) for x in ref)
@@ -61,13 +64,21 @@ def permutation_gap_test(
     names, unit_idx = np.unique(units, return_inverse=True)
     in_group = np.isin(names, np.unique(u1.astype(str)))
     cell = sort_cell(scores, labels)
+
+    def batch(w: np.ndarray) -> np.ndarray:
+        if metric not in CALIBRATED_METRICS:
+            return metric_batch(metric, cell, w)
+        if calibration is None:
+            raise AnalysisError(f"the permutation test of {metric} needs the shared calibration")
+        return calibration.batch(metric, scores, labels, w)
+
     observed = in_group[unit_idx][None, :].astype(float)
-    obs = metric_batch(metric, cell, observed)[0] - metric_batch(metric, cell, 1.0 - observed)[0]
+    obs = batch(observed)[0] - batch(1.0 - observed)[0]
     assign = np.empty((n_perm, len(names)), dtype=bool)
     for p in range(n_perm):
         assign[p] = in_group[derive_rng("permutation", seed, p).permutation(len(names))]
     member = assign[:, unit_idx].astype(float)
-    gaps = metric_batch(metric, cell, member) - metric_batch(metric, cell, 1.0 - member)
+    gaps = batch(member) - batch(1.0 - member)
     valid = np.isfinite(gaps)
     extreme = int((np.abs(gaps[valid]) >= abs(obs) - _EPS).sum())
     n_valid = int(valid.sum())
@@ -90,4 +101,7 @@ class RunPermutations:
             cs = self.run.cell(model, cell)
             units = np.array(design.speakers, dtype=object)[design.enrol[cs.rows]]
             sides.append((cs.scores, cs.labels, units))
-        return permutation_gap_test(self.metric, sides[0], sides[1], n_perm=self.n_perm, seed=self.seed)
+        cal = SharedCalibration.of_run(self.run.run_json, model) if self.metric in CALIBRATED_METRICS else None
+        return permutation_gap_test(
+            self.metric, sides[0], sides[1], n_perm=self.n_perm, seed=self.seed, calibration=cal
+        )

@@ -18,6 +18,7 @@ import pandas as pd
 from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.weighted import metric_batch
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 
 Key = tuple[str, str, str]
 
@@ -82,14 +83,19 @@ def bootstrap_cells(
     advance: Callable[[int], None] | None = None,
 ) -> Replicates:
     """Replicates of ``metric`` for every row of ``results`` (one run directory's cells);
-    ``advance(1)`` is called after each row (progress)."""
+    ``advance(1)`` is called after each row (progress). Calibration metrics
+    (:mod:`interbias.analysis.weighted_llr`) keep each model's shared calibration fixed."""
     run.check_against(results, metric)
     values: dict[Key, np.ndarray] = {}
     for row in results.itertuples(index=False):
         cs = run.cell(str(row.model), str(row.cell))
-        values[(str(row.experiment), str(row.model), str(row.cell))] = metric_batch(
-            metric, cs.sorted, resampler.weights(cs.rows)
-        )
+        w = resampler.weights(cs.rows)
+        if metric in CALIBRATED_METRICS:
+            cal = SharedCalibration.of_run(run.run_json, str(row.model))
+            reps = cal.batch(metric, cs.scores, cs.labels, w)
+        else:
+            reps = metric_batch(metric, cs.sorted, w)
+        values[(str(row.experiment), str(row.model), str(row.cell))] = reps
         if advance is not None:
             advance(1)
     return Replicates(metric, resampler.unit, resampler.n_boot, resampler.seed, level, resampler.rule, values)

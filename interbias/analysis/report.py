@@ -31,7 +31,7 @@ from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.operating_points import too_small_line
 from interbias.analysis.robustness import profile_figure, profile_table
-from interbias.analysis.suite import Analysis
+from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
 from interbias.operations import kept_whole_summary, snr_summary
@@ -447,6 +447,7 @@ def _gaps(a: Analysis, rep: Report) -> None:
         rep.para(
             "gap = metric of the group level − metric of the reference group, per model and condition. Ratios "
             f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
+            + shared_calibration_note(a.options.metric)
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
         gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]
@@ -573,7 +574,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     if resolved.get("description"):
         rep.para(str(resolved["description"]).strip())
     rep.para(
-        f"Metric: {metric} (fractions; 0.01 = one percentage point). Use: {resolved.get('use', 'unknown')}. "
+        f"Metric: {metric} ({metric_units(metric)}). Use: {resolved.get('use', 'unknown')}. "
         + (
             "Intervals: " + a.replicates.describe() + "."
             if a.replicates is not None

@@ -18,6 +18,7 @@ import pandas as pd
 from interbias import metrics
 from interbias.analysis.bootstrap import TrialDesign
 from interbias.analysis.weighted import SortedCell, sort_cell
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.errors import AnalysisError, MetricError
 from interbias.measured import kept as not_dropped
 from interbias.measured import measured
@@ -103,10 +104,18 @@ class ScoredRun(RunDir):
     def draw_mean(self, func: Callable[[np.ndarray, np.ndarray], float], model: str, cell: str) -> float:
         """Mean of ``func(scores, labels)`` over a cell's draws (``score``, ``score_d1``, …)."""
         frame = self.read_scores(model, cell)
-        kept = frame[~frame["dropped"].to_numpy(bool)]
+        kept = frame[measured(frame)]  # the trials the row measured (eval, bona fide, not dropped)
         labels = kept["label"].to_numpy().astype(bool)
         cols = ["score"] + [c for c in kept.columns if c.startswith("score_d")]
         return float(np.mean([func(kept[c].to_numpy(np.float64), labels) for c in cols]))
+
+    def metric_function(self, metric: str, model: str) -> Callable[[np.ndarray, np.ndarray], float]:
+        """``metric(scores, labels)`` of ``model``'s cells: a calibration metric at the model's
+        shared calibration (:mod:`interbias.analysis.weighted_llr`)."""
+        if metric in CALIBRATED_METRICS:
+            cal = SharedCalibration.of_run(self.run_json, model)
+            return lambda s, lab: cal.value(metric, s, lab)
+        return {"eer": metrics.eer, "eer_legacy": metrics.eer_legacy, "min_dcf": metrics.min_dcf}[metric]
 
     def check_against(self, results: pd.DataFrame, metric: str) -> None:
         """Every results row must have scores that reproduce its ``metric`` and trial list."""
@@ -119,8 +128,8 @@ class ScoredRun(RunDir):
                 )
         if "cell" not in results.columns:
             raise AnalysisError("per-trial analyses need the results column 'cell' to find each cell's scores")
-        func = {"eer": metrics.eer, "eer_legacy": metrics.eer_legacy, "min_dcf": metrics.min_dcf}[metric]
         for row in results.itertuples(index=False):
+            func = self.metric_function(metric, str(row.model))
             cs = self.cell(str(row.model), str(row.cell))
             value = func(cs.scores, cs.labels)
             if float(getattr(row, "operator_draws", 1) or 1) > 1:  # the draw-mean (interbias.cells)

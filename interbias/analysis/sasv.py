@@ -14,7 +14,7 @@ import pandas as pd
 
 from interbias.csvfile import read_frame
 from interbias.errors import MetricError
-from interbias.sasv_metrics import ADCFCost, TDCFCost, a_dcf, min_t_dcf
+from interbias.sasv_metrics import ADCFCost, TDCFCost, a_dcf, min_t_dcf, t_eer
 from interbias.textfile import read_utf8
 
 KEYS = ("target", "nontarget", "spoof")
@@ -90,3 +90,21 @@ def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[st
     value, cm_thr = min_t_dcf(cm_scores[cm_labels == 1], cm_scores[cm_labels == 0], **rates, cost=cost)
     return {"asv": str(asv_path), "cm": str(cm_path), "min_t_dcf": value, "cm_threshold": cm_thr,
             "asv_threshold": thr, **rates}  # fmt: skip
+
+
+def t_eer_of_files(asv_path: Path, cm_path: Path) -> dict[str, float | int | str]:
+    """Concurrent t-EER (:func:`interbias.sasv_metrics.t_eer`) of a CM score file (bonafide|spoof)
+    in tandem with the ASV system of an ASV score file (target|nontarget|spoof), with the
+    operating point (thresholds, tandem rates) and the trial counts."""
+    from interbias.analysis.cm import read_cm_scores
+
+    asv = read_sasv_scores(asv_path)
+    tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)
+    if not (len(tar) and len(non) and len(spf)):
+        raise MetricError(f"{asv_path}: the ASV file needs target, nontarget and spoof trials")
+    cm_scores, cm_labels = read_cm_scores(cm_path)
+    if cm_labels.all() or not cm_labels.any():
+        raise MetricError(f"{cm_path}: the CM file needs bona fide and spoof trials")
+    res = t_eer(tar, non, spf, cm_scores[cm_labels == 1], cm_scores[cm_labels == 0])
+    return {"asv": str(asv_path), "cm": str(cm_path), **vars(res), "n_target": len(tar), "n_nontarget": len(non),
+            "n_spoof": len(spf), "n_bonafide_cm": int(cm_labels.sum()), "n_spoof_cm": int((cm_labels == 0).sum())}  # fmt: skip

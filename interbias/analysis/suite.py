@@ -19,10 +19,35 @@ from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.rundir import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration, require_shared
 from interbias.errors import AnalysisError
 from interbias.progress import Reporter
 
-ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf")
+#: Metrics of ``interbias analyze --metric``; the last three are read at the run's shared
+#: calibration (:mod:`interbias.analysis.weighted_llr`).
+ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf", *CALIBRATED_METRICS)
+
+
+def metric_units(metric: str) -> str:
+    """The units of an analysis metric, as the report states them."""
+    if metric == "cllr":
+        return "bits, at each model's shared calibration"
+    if metric in CALIBRATED_METRICS:
+        return "normalised detection cost at the first operating point and each model's shared calibration"
+    if metric == "min_dcf":
+        return "normalised detection cost"
+    return "fractions; 0.01 = one percentage point"
+
+
+def shared_calibration_note(metric: str) -> str:
+    """What the gap section says about a calibration metric's calibration ("" for the others)."""
+    if metric not in CALIBRATED_METRICS:
+        return ""
+    return (
+        f" {metric} is read at one calibration per model, fitted on the reference condition's dev trials with "
+        "every group pooled and applied unchanged to every cell and group (bootstrap replicates keep it fixed): "
+        "a gap is what one group pays for a system calibrated on everyone."
+    )
 
 
 @dataclass(frozen=True)
@@ -66,8 +91,13 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     check_method(options.adjust)
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
-    results = read_results(results_path, required=REQUIRED, metric=options.metric)
     run = ScoredRun.open(results_path)
+    if options.metric in CALIBRATED_METRICS:
+        require_shared(run.run_json)
+    results = read_results(results_path, required=REQUIRED, metric=options.metric)
+    if options.metric in CALIBRATED_METRICS:  # the columns must come from one shared calibration per model
+        for model in dict.fromkeys(results["model"].astype(str)):
+            SharedCalibration.of_run(run.run_json, model)
     replicates = resampler = None
     if options.n_boot:
         run.require_scores("bootstrap CIs")

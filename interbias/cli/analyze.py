@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from interbias.analysis.suite import Analysis
 
 #: Options shared by ``analyze`` and ``report``.
-MetricOpt = Annotated[str, typer.Option(help="eer, eer_legacy or min_dcf.")]
+MetricOpt = Annotated[
+    str,
+    typer.Option(help="eer, eer_legacy, min_dcf, or at the run's shared calibration: act_dcf, calibration_loss, cllr."),
+]
 SeedOpt = Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")]
 UnitOpt = Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")]
 PermOpt = Annotated[int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")]

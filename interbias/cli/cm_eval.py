@@ -13,20 +13,11 @@ from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
-    "manipulated-region location, open-set algorithm recognition.",
+    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
     epilog="Example: interbias cm-eval eer round1.csv round2.csv",
 )
 app.add_typer(cm_app, name="cm-eval")
-
-
-def _floats(text: str, what: str) -> list[float]:
-    from interbias.errors import MetricError
-
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise MetricError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
 
 
 @cm_app.command("eer", epilog="Example: interbias cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
@@ -42,33 +33,10 @@ def eer(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
-    from interbias.analysis.cm import ADD_ROUND_WEIGHTS, read_cm_scores, weighted_eer
-    from interbias.errors import MetricError
-    from interbias.metrics import eer_from_points, operating_points
+    from interbias.analysis.cm_eval import round_eers
 
-    rounds = []
-    for path in scores:
-        s, lab = read_cm_scores(path)
-        e, thr = eer_from_points(operating_points(s, lab))
-        rounds.append(
-            {
-                "file": str(path),
-                "eer": e,
-                "threshold": thr,
-                "n_bonafide": int(lab.sum()),
-                "n_spoof": int((lab == 0).sum()),
-            }
-        )
-    out: dict = {"rounds": rounds}
-    if len(rounds) > 1 or weights:
-        if weights:
-            w = _floats(weights, "--weights")
-        elif len(rounds) == 2:
-            w = list(ADD_ROUND_WEIGHTS)
-        else:
-            raise MetricError(f"{len(rounds)} rounds: give --weights (ADD 2023 defines 0.4,0.6 for two rounds)")
-        out["weights"] = w
-        out["weer"] = weighted_eer([r["eer"] for r in rounds], w)
+    out = round_eers(scores, weights)
+    rounds = out["rounds"]
     if as_json:
         typer.echo(json.dumps(out))
         return
@@ -94,24 +62,9 @@ def dsr(
 ) -> None:
     """Deception success rate DSR = W / (A × N): attack samples each detector accepts at its own
     EER threshold, over A samples and N detectors."""
-    from interbias.analysis.cm import dsr_at_eer, read_cm_frame
-    from interbias.errors import MetricError
-    from interbias.keyvalue import parse_key_values
+    from interbias.analysis.cm_eval import dsr_of_files
 
-    sets, masks = [], []
-    for path in scores:
-        frame = read_cm_frame(path)
-        if attack:
-            ((col, value),) = parse_key_values(
-                [attack], option="--attack", error=MetricError, key_name="COLUMN"
-            ).items()
-            if col not in frame.columns:
-                raise MetricError(
-                    f"--attack {attack!r}: expected COLUMN=VALUE with a column of {path}; found: {', '.join(frame.columns)}"
-                )
-            masks.append((frame[col].astype(str) == value).to_numpy() & (frame["label"] == 0).to_numpy())
-        sets.append((frame["score"].to_numpy(), frame["label"].to_numpy()))
-    res = dsr_at_eer(sets, masks if attack else None)
+    res = dsr_of_files(scores, attack)
     if as_json:
         typer.echo(json.dumps(res))
     else:
@@ -158,41 +111,11 @@ def recognition(
 ) -> None:
     """Open-set algorithm recognition: macro precision and recall over the known classes (the
     unknown class counted in FP/FN) and their harmonic mean F1."""
-    from interbias.analysis.cm import open_set_f1, read_class_labels
-    from interbias.errors import MetricError
+    from interbias.analysis.cm_eval import recognition_of_files, recognition_record
 
-    ref = read_class_labels(reference)
-    pred = read_class_labels(prediction)
-    missing, extra = sorted(set(ref) - set(pred)), sorted(set(pred) - set(ref))
-    if missing or extra:
-        raise MetricError(
-            f"recognition: {len(missing)} reference utterance(s) without prediction (first: {', '.join(missing[:5]) or '-'}); "
-            f"{len(extra)} prediction(s) not in the reference (first: {', '.join(extra[:5]) or '-'})"
-        )
-    if (known is None) == (unknown is None):
-        raise MetricError("give exactly one of --known or --unknown")
-    if known is not None:
-        classes = [k.strip() for k in known.split(",") if k.strip()]
-    else:
-        unk = {u.strip() for u in (unknown or "").split(",") if u.strip()}
-        classes = sorted(set(ref.values()) - unk)
-    ids = sorted(ref)
-    res = open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes)
+    res, classes = recognition_of_files(reference, prediction, known, unknown)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "precision": res.precision,
-                    "recall": res.recall,
-                    "f1": res.f1,
-                    "known": classes,
-                    "n_samples": res.n_samples,
-                    "n_unknown": res.n_unknown,
-                    "per_class": res.per_class.to_dict(orient="records"),
-                    "notes": list(res.notes),
-                }
-            )
-        )
+        typer.echo(json.dumps(recognition_record(res, classes)))
         return
     print_frame(res.per_class, "known classes")
     typer.echo(f"macro precision {res.precision:.6f}  macro recall {res.recall:.6f}  f1 {res.f1:.6f}")
@@ -263,4 +186,26 @@ def tdcf(
     typer.echo(
         f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
         f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
+    )
+
+
+@cm_app.command("teer", epilog="Example: interbias cm-eval teer asv_scores.txt cm_scores.txt --json")
+@guarded
+def teer(
+    asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
+    cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Concurrent tandem equal error rate (t-EER, ASVspoof 5 track 2) of a countermeasure in front of
+    an ASV system: the point where the tandem's miss rate, non-target and spoof false-accept rates
+    are equal, over every pair of thresholds; no cost parameters (docs/calibration.md)."""
+    from interbias.analysis.sasv import t_eer_of_files
+
+    out = t_eer_of_files(asv, cm)
+    if as_json:
+        typer.echo(json.dumps(out))
+        return
+    typer.echo(
+        f"t-EER {out['t_eer']:.6f} at ASV threshold {out['asv_threshold']:.6f}, CM threshold {out['cm_threshold']:.6f} "
+        f"(tandem P_miss {out['pmiss']:.4f}, P_fa non-target {out['pfa_nontarget']:.4f}, P_fa spoof {out['pfa_spoof']:.4f})"
     )

@@ -1,0 +1,141 @@
+"""The concurrent t-EER against two independent restatements: a brute force over every pair of
+thresholds on the tie-exact grid (ties, small n), and the ASVspoof 5 package's estimator as
+it is written there (sorted cumulative curves, a loop over ASV thresholds) on tie-free scores."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.errors import MetricError
+from interbias.sasv_metrics import t_eer
+from interbias.seeding import derive_rng
+
+
+def brute_t_eer(tar, non, spf, bona, cm_spf) -> tuple[float, float, float]:
+    """(t-EER, ASV threshold, CM threshold) by evaluating every (τ_asv, τ_cm) pair, accept >= τ."""
+    asv_grid = sorted(set(tar) | set(non) | set(spf)) + [np.inf]
+    cm_grid = sorted(set(bona) | set(cm_spf)) + [np.inf]
+    best = (np.inf, None, None, None)
+    for ta in asv_grid:
+        a = sum(x < ta for x in tar) / len(tar)
+        b = sum(x >= ta for x in non) / len(non)
+        c = sum(x >= ta for x in spf) / len(spf)
+        if not (a < 0.5 * b + 0.5 * c and c > 0):
+            continue
+        hs = []
+        for tc in cm_grid:
+            pm = sum(x < tc for x in bona) / len(bona)
+            pf = sum(x >= tc for x in cm_spf) / len(cm_spf)
+            hs.append((abs((pm + (1 - pm) * a) - (0.5 * (1 - pm) * b + 0.5 * pf * c)), pm, pf, tc))
+        _, pm, pf, tc = min(hs, key=lambda t: t[0])  # min() keeps the first of equal keys
+        crit = abs(b / c - pf / (1 - pm)) if pm < 1 else np.inf
+        if crit < best[0]:
+            best = (crit, pf * c, ta, tc)
+    return best[1], best[2], best[3]
+
+
+def package_t_eer(tar, non, spf, bona, cm_spf) -> float:
+    """The ASVspoof 5 package's compute_teer, restated: curves from a stable sort with a leading
+    accept-all point (threshold = a score, accept > threshold), ρ = ½, allowed region, the
+    concurrency criterion; value P_fa,cm · P_fa,spoof,asv (as a fraction)."""
+    scores = np.concatenate([tar, non, spf])
+    lab = np.concatenate([np.ones(len(tar)), np.zeros(len(non)), -np.ones(len(spf))])[
+        np.argsort(scores, kind="mergesort")
+    ]
+    pm_asv = np.r_[0, np.cumsum(lab == 1) / len(tar)]
+    pfn_asv = np.r_[1, 1 - np.cumsum(lab == 0) / len(non)]
+    pfs_asv = np.r_[1, 1 - np.cumsum(lab == -1) / len(spf)]
+    cms = np.concatenate([bona, cm_spf])
+    cml = np.r_[np.ones(len(bona)), np.zeros(len(cm_spf))][np.argsort(cms, kind="mergesort")]
+    pm_cm = np.r_[0, np.cumsum(cml) / len(bona)]
+    pf_cm = np.r_[1, (len(cm_spf) - (np.arange(1, len(cms) + 1) - np.cumsum(cml))) / len(cm_spf)]
+    best, value = np.inf, None
+    for i in range(len(pm_asv)):
+        a, b, c = pm_asv[i], pfn_asv[i], pfs_asv[i]
+        h = pm_cm + (1 - pm_cm) * a - (0.5 * (1 - pm_cm) * b + 0.5 * pf_cm * c)
+        j = int(np.argmin(np.abs(h)))
+        if a < 0.5 * b + 0.5 * c:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                crit = abs(b / c - pf_cm[j] / (1 - pm_cm[j]))
+            if crit < best:
+                best, value = crit, c * pf_cm[j]
+    return value
+
+
+def _sets(name: str, n: tuple[int, ...], digits: int | None = None):
+    rng = derive_rng(name)
+    tar, non, spf = rng.normal(3, 1, n[0]), rng.normal(0, 1, n[1]), rng.normal(rng.uniform(0, 3), 1, n[2])
+    bona, cm_spf = rng.normal(2, 1, n[0] + n[1]), rng.normal(rng.uniform(-1, 1), 1, n[2])
+    if digits is not None:  # many ties, within and across classes
+        tar, non, spf, bona, cm_spf = (np.round(x, digits) for x in (tar, non, spf, bona, cm_spf))
+    return tar, non, spf, bona, cm_spf
+
+
+@pytest.mark.parametrize(
+    ("case", "n", "digits"),
+    [(0, (1, 1, 1), None), (1, (2, 3, 2), 0), (2, (7, 5, 9), None), (3, (15, 12, 10), 0), (4, (30, 25, 20), 1),
+     (5, (40, 3, 40), None), (6, (25, 30, 5), 0)],
+)  # fmt: skip
+def test_t_eer_matches_a_brute_force_over_every_threshold_pair(case: int, n: tuple[int, ...], digits: int) -> None:
+    sets = _sets(f"teer-brute-{case}", n, digits)
+    got = t_eer(*sets)
+    value, ta, tc = brute_t_eer(*sets)
+    assert got.t_eer == pytest.approx(value, abs=1e-12)
+    assert (got.asv_threshold, got.cm_threshold) == (ta, tc)
+    assert got.pfa_spoof == got.t_eer
+    assert 0.0 <= got.t_eer <= 1.0
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_t_eer_matches_the_asvspoof5_package_estimator_without_ties(case: int) -> None:
+    rng = derive_rng(f"teer-package-{case}")
+    sets = _sets(f"teer-package-{case}", tuple(int(x) for x in rng.integers(5, 300, 3)))
+    assert t_eer(*sets).t_eer == pytest.approx(package_t_eer(*sets), abs=1e-12)
+
+
+def test_t_eer_of_separable_systems_and_a_fixed_set() -> None:
+    # CM and ASV each perfect: the tandem makes no error at the concurrent point
+    assert t_eer([2.0, 3.0], [0.0, 0.5], [1.0, 1.5], [1.0, 1.0], [0.0]).t_eer == 0.0
+    # by hand: allowed ASV thresholds 0 (a, b, c = 0, 1, 1) and 1 (0, 1/2, 1); both pick τ_cm = 2
+    # (P_miss,cm 1/2, P_fa,cm 0; |h| 0.25 and 0.375); criteria |1 − 0| and |1/2 − 0|: τ_asv = 1 wins.
+    # Two trials per class cannot reach a concurrent point; the estimator reports P_fa,spf,tdm.
+    got = t_eer([1.0, 2.0], [0.0, 1.0], [1.0, 3.0], [1.0, 2.0], [0.0, 1.0])
+    assert (got.t_eer, got.asv_threshold, got.cm_threshold) == (0.0, 1.0, 2.0)
+    assert (got.pmiss, got.pfa_nontarget, got.pfa_spoof) == (0.5, 0.25, 0.0)
+
+
+def test_t_eer_degenerate_inputs_raise_typed_errors() -> None:
+    with pytest.raises(MetricError, match="t-EER ASV spoof: need a non-empty"):
+        t_eer([1.0], [0.0], [], [1.0], [0.0])
+    with pytest.raises(MetricError, match="t-EER CM bona fide: need a non-empty"):
+        t_eer([1.0], [0.0], [0.5], [], [0.0])
+    with pytest.raises(MetricError, match="NaN or infinite"):
+        t_eer([1.0], [np.nan], [0.5], [1.0], [0.0])
+    # one trial per class, every class inverted: still defined (τ_asv at the lowest score)
+    assert 0.0 <= t_eer([0.0], [6.0], [5.0], [-1.0], [1.0]).t_eer <= 1.0
+
+
+def test_cm_eval_teer_from_asv_and_cm_files(tmp_path) -> None:
+    tar, non, spf, bona, cm_spf = _sets("teer-cli", (40, 50, 30))
+    asv = tmp_path / "asv.txt"
+    asv.write_text("".join(f"e t {float(s)!r} {k}\n" for k, xs in (("target", tar), ("nontarget", non), ("spoof", spf))
+                           for s in xs))  # fmt: skip
+    cm = tmp_path / "cm.txt"
+    cm.write_text("".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate(
+        [(x, "bonafide") for x in bona] + [(x, "spoof") for x in cm_spf])))  # fmt: skip
+    res = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["t_eer"] == pytest.approx(package_t_eer(tar, non, spf, bona, cm_spf), abs=1e-12)
+    assert (out["n_target"], out["n_nontarget"], out["n_spoof"], out["n_bonafide_cm"], out["n_spoof_cm"]) == (
+        40, 50, 30, 90, 30)  # fmt: skip
+    text = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm)])
+    assert text.exit_code == 0 and f"t-EER {out['t_eer']:.6f}" in text.stdout
+    cm.write_text("u0 1.0 bonafide\n")
+    bad = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm)])
+    assert bad.exit_code == 1 and "needs bona fide and spoof trials" in bad.output
