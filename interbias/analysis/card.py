@@ -25,7 +25,7 @@ from interbias.analysis.contrasts import SLOTS, prepare
 from interbias.analysis.effects import COLUMNS as EFFECT_COLUMNS
 from interbias.analysis.gaps import population_factors
 from interbias.analysis.operating_points import P_TARGET, too_small_line
-from interbias.analysis.report import Report
+from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.errors import AnalysisError
 
@@ -266,7 +266,7 @@ def build_card(label: str, by_metric: dict[str, list[RunAnalysis]]) -> Card:
 def write_card(card: Card, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
     from interbias import atomic
-    from interbias.analysis.report import to_html, to_markdown
+    from interbias.analysis.report_document import to_html, to_markdown
     from interbias.paths import slug
 
     md, page = folder / f"card_{slug(card.label)}.md", folder / f"card_{slug(card.label)}.html"
