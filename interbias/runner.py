@@ -197,20 +197,11 @@ def _experiment(options: RunOptions) -> Experiment:
     return exp
 
 
-def _load(options: RunOptions, reporter: Reporter) -> RunContext:
-    """Load and check every input, then draw the trials: before the run directory exists, so a
-    refusal leaves nothing behind."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    exp = _experiment(options)
-    request = None
-    if options.plan is not None:  # before any work: a plan of another experiment is refused here
-        exp, request = apply_plan(exp, Path(options.plan))
-        reporter.info(request.describe(Path(options.plan), exp))
-    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
-    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
-    timings["load_encoders_s"] = time.perf_counter() - t0
+def _read_corpus(
+    exp: Experiment, options: RunOptions, cache: Path, reporter: Reporter, timings: dict[str, float]
+) -> tuple[Manifest, TrialList | None, AttackSet | None]:
+    """The corpus manifest (checked), the external trial list if the experiment names one, and
+    the attack set if it has spoofing; their times go into ``timings``."""
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
@@ -228,6 +219,24 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         t = time.perf_counter()
         attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
         timings["attacks_s"] = time.perf_counter() - t
+    return manifest, listed, attacks
+
+
+def _load(options: RunOptions, reporter: Reporter) -> RunContext:
+    """Load and check every input, then draw the trials: before the run directory exists, so a
+    refusal leaves nothing behind."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    exp = _experiment(options)
+    request = None
+    if options.plan is not None:  # before any work: a plan of another experiment is refused here
+        exp, request = apply_plan(exp, Path(options.plan))
+        reporter.info(request.describe(Path(options.plan), exp))
+    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
+    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
+    timings["load_encoders_s"] = time.perf_counter() - t0
+    manifest, listed, attacks = _read_corpus(exp, options, cache, reporter, timings)
     t = time.perf_counter()
     trials = (
         listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
