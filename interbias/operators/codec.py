@@ -130,18 +130,18 @@ def _frame_to_float(frame: Any) -> np.ndarray:
     return arr.astype(np.float64).mean(axis=0)
 
 
-def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
-    """Encode and decode ``x`` (float mono at ``rate``) with bare codec contexts.
+def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+    """Encode and decode ``x`` (float mono at ``sample_rate_hz``) with bare codec contexts.
 
     Returns (decoded float64 mono, its rate, encoded bytes)."""
     import av
 
     layout = "stereo" if spec.stereo else "mono"
     enc = av.CodecContext.create(spec.encoder, "w")
-    enc.sample_rate = rate
+    enc.sample_rate = sample_rate_hz
     enc.layout = layout
     enc.format = spec.sample_fmt
-    enc.time_base = Fraction(1, rate)
+    enc.time_base = Fraction(1, sample_rate_hz)
     if spec.bitrates or spec.bitrate_range:
         enc.bit_rate = bitrate
     if spec.options:
@@ -158,17 +158,17 @@ def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> 
         chunk = pcm[start : start + fsize]
         arr = np.stack([chunk] * nch) if planar else np.repeat(chunk, nch)[None, :]
         frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(arr), format=spec.sample_fmt, layout=layout)
-        frame.sample_rate = rate
+        frame.sample_rate = sample_rate_hz
         frame.pts = start
         packets.extend(enc.encode(frame))
     packets.extend(enc.encode(None))
     n_bytes = sum(p.size for p in packets)
     dec = av.CodecContext.create(spec.decoder, "r")
-    dec.sample_rate = rate
+    dec.sample_rate = sample_rate_hz
     dec.layout = layout
     if enc.extradata:
         dec.extradata = enc.extradata
-    out, out_rate = [], rate
+    out, out_rate = [], sample_rate_hz
     for packet in [*packets, None]:
         for frame in dec.decode(packet):
             out.append(_frame_to_float(frame))
@@ -178,24 +178,26 @@ def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> 
     return np.concatenate(out), int(out_rate), n_bytes
 
 
-def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _pyav_wav_roundtrip(
+    spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int
+) -> tuple[np.ndarray, int, int]:
     """Encode into an in-memory WAV (which carries the code size) and decode it back."""
     import av
 
     buf = io.BytesIO()
     with av.open(buf, "w", format="wav") as container:
-        stream = container.add_stream(spec.encoder, rate=rate, layout="mono")
+        stream = container.add_stream(spec.encoder, rate=sample_rate_hz, layout="mono")
         stream.bit_rate = bitrate
         pcm = _to_pcm(x, spec.sample_fmt)
         frame = av.AudioFrame.from_ndarray(pcm[None, :], format=spec.sample_fmt, layout="mono")
-        frame.sample_rate = rate
+        frame.sample_rate = sample_rate_hz
         frame.pts = 0
         n_bytes = 0
         for packet in [*stream.encode(frame), *stream.encode(None)]:
             n_bytes += packet.size
             container.mux(packet)
     data = buf.getvalue()
-    out, out_rate = [], rate
+    out, out_rate = [], sample_rate_hz
     with av.open(io.BytesIO(data), "r", format="wav") as container:
         audio_stream = container.streams.audio[0]
         for frame in container.decode(audio_stream):
@@ -206,19 +208,19 @@ def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int)
     return np.concatenate(out), int(out_rate), n_bytes
 
 
-def _gsm_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _gsm_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
     """GSM 06.10 in a WAV container through libsndfile (written and read in memory)."""
     import soundfile as sf
 
     buf = io.BytesIO()
-    sf.write(buf, np.clip(x, -1.0, 1.0), rate, format="WAV", subtype="GSM610")
+    sf.write(buf, np.clip(x, -1.0, 1.0), sample_rate_hz, format="WAV", subtype="GSM610")
     n_bytes = buf.tell()
     buf.seek(0)
     y, out_rate = sf.read(buf, dtype="float64")
     return np.asarray(y, dtype=np.float64).reshape(-1), int(out_rate), n_bytes
 
 
-def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
     """Two ffmpeg processes: raw float PCM -> encoded stream (pipe) -> raw float PCM."""
     import ffmpeg
 
@@ -228,14 +230,14 @@ def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -
         fmt, enc_args = "ogg", {"acodec": spec.encoder, "audio_bitrate": bitrate}
     try:
         encoded, _ = (
-            ffmpeg.input("pipe:", format="f32le", ar=rate, ac=1)
-            .output("pipe:", format=fmt, ar=rate, ac=1, **enc_args)
+            ffmpeg.input("pipe:", format="f32le", ar=sample_rate_hz, ac=1)
+            .output("pipe:", format=fmt, ar=sample_rate_hz, ac=1, **enc_args)
             .global_args("-hide_banner", "-nostdin", "-loglevel", "error")
             .run(input=np.asarray(x, np.float32).tobytes(), capture_stdout=True, capture_stderr=True)
         )
         raw, _ = (
             ffmpeg.input("pipe:", format=fmt)
-            .output("pipe:", format="f32le", ac=1, ar=rate)
+            .output("pipe:", format="f32le", ac=1, ar=sample_rate_hz)
             .global_args("-hide_banner", "-nostdin", "-loglevel", "error")
             .run(input=encoded, capture_stdout=True, capture_stderr=True)
         )
@@ -244,7 +246,7 @@ def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -
         raise OperatorError(f"codec {spec.encoder}: ffmpeg failed ({err[-1] if err else exc})") from exc
     except OSError as exc:
         raise OperatorError(f"codec {spec.encoder}: cannot run ffmpeg ({exc})") from exc
-    return np.frombuffer(raw, dtype=np.float32).astype(np.float64), rate, len(encoded)
+    return np.frombuffer(raw, dtype=np.float32).astype(np.float64), sample_rate_hz, len(encoded)
 
 
 _BACKENDS = {
