@@ -210,18 +210,20 @@ def resolve(label: str, source: HubSource, revision: str) -> tuple[str, list[Pla
     return str(info.sha), planned
 
 
-def _check(label: str, plan: Planned, path: Path, sha: str, locked: LockEntry | None) -> None:
+def _check(label: str, wanted: Planned, path: Path, sha: str, locked: LockEntry | None) -> None:
     """Size and hash of a downloaded file against the hub's metadata and, when restoring, the lock."""
     size = path.stat().st_size
-    if plan.size is not None and size != plan.size:
-        raise FetchError(f"{label}: {plan.remote} is {size} bytes; the hub lists {plan.size}")
-    if plan.sha256 and sha != plan.sha256:
-        raise FetchError(f"{label}: {plan.remote} has sha256 {sha}; the hub lists {plan.sha256}")
-    if plan.blob_id and git_blob_sha1(path) != plan.blob_id:
-        raise FetchError(f"{label}: {plan.remote} has git blob id {git_blob_sha1(path)}; the hub lists {plan.blob_id}")
-    want = {f.name: f.sha256 for f in locked.files}.get(plan.local) if locked else None
+    if wanted.size is not None and size != wanted.size:
+        raise FetchError(f"{label}: {wanted.remote} is {size} bytes; the hub lists {wanted.size}")
+    if wanted.sha256 and sha != wanted.sha256:
+        raise FetchError(f"{label}: {wanted.remote} has sha256 {sha}; the hub lists {wanted.sha256}")
+    if wanted.blob_id and git_blob_sha1(path) != wanted.blob_id:
+        raise FetchError(
+            f"{label}: {wanted.remote} has git blob id {git_blob_sha1(path)}; the hub lists {wanted.blob_id}"
+        )
+    want = {f.name: f.sha256 for f in locked.files}.get(wanted.local) if locked else None
     if locked and want != sha:
-        raise FetchError(f"{label}: {plan.local} at {locked.commit} has sha256 {sha}; models.lock has {want}")
+        raise FetchError(f"{label}: {wanted.local} at {locked.commit} has sha256 {sha}; models.lock has {want}")
 
 
 def download(
@@ -232,13 +234,13 @@ def download(
 
     timeout = hub_timeout()
     out = []
-    for plan in planned:
-        target = into / plan.local
+    for wanted in planned:
+        target = into / wanted.local
         for force in (False, True):  # a copy in the hub cache that fails the check is downloaded once more
             try:
                 cached = hf_hub_download(
                     source.repo,
-                    plan.remote,
+                    wanted.remote,
                     revision=commit,
                     cache_dir=os.environ.get("HF_HUB_CACHE") or None,
                     endpoint=endpoint(),
@@ -247,18 +249,18 @@ def download(
                 )
             except Exception as exc:
                 raise FetchError(
-                    f"{label}: downloading {plan.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
+                    f"{label}: downloading {wanted.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
                     f"({_reason(exc, timeout)}); nothing was placed"
                 ) from exc
             shutil.copyfile(cached, target)
             sha = sha256_file(target)
             try:
-                _check(label, plan, target, sha, locked)
+                _check(label, wanted, target, sha, locked)
                 break
             except FetchError:
                 if force:
                     raise
-        out.append(LockedFile(plan.local, sha, target.stat().st_size))
+        out.append(LockedFile(wanted.local, sha, target.stat().st_size))
     return tuple(out)
 
 
