@@ -8,7 +8,7 @@ apply; ``HF_HUB_CACHE`` is read at call time), checks each file's size and hash 
 hub's metadata (the LFS sha256, or the git blob id for small files), and only then moves the
 complete folder into place: files are assembled in a hidden ``.<label>.fetch-*`` folder beside
 the label's folder, so an interrupted fetch never leaves a folder that loads. The pin goes to
-``models.lock`` (:mod:`interbias.encoders.lock`).
+``models.lock`` (:mod:`interbias.encoders.models_lock`).
 
 With a lock entry, ``fetch`` restores the locked commit (re-downloading files that differ) and
 refuses another ``--revision``; ``--update`` resolves the revision again and re-pins. Labels
@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from interbias.encoders import ENCODERS, hf_ssl, sha256_file, spkrec, wespeaker
-from interbias.encoders.lock import (
-    LockedFile,
-    LockEntry,
+from interbias.encoders.models_lock import (
+    PinEntry,
+    PinnedFile,
     entry_for,
-    lock_path,
     mismatches,
+    models_lock_path,
     relative_folder,
     write_entry,
 )
@@ -111,7 +111,7 @@ class FetchResult:
     label: str
     #: ``fetched``, ``up to date`` or ``by hand``.
     action: str
-    entry: LockEntry | None = None
+    entry: PinEntry | None = None
     message: str = ""
 
 
@@ -210,7 +210,7 @@ def resolve(label: str, source: HubSource, revision: str) -> tuple[str, list[Pla
     return str(info.sha), planned
 
 
-def _check(label: str, wanted: Planned, path: Path, sha: str, locked: LockEntry | None) -> None:
+def _check(label: str, wanted: Planned, path: Path, sha: str, locked: PinEntry | None) -> None:
     """Size and hash of a downloaded file against the hub's metadata and, when restoring, the lock."""
     size = path.stat().st_size
     if wanted.size is not None and size != wanted.size:
@@ -227,8 +227,8 @@ def _check(label: str, wanted: Planned, path: Path, sha: str, locked: LockEntry 
 
 
 def download(
-    label: str, source: HubSource, commit: str, planned: list[Planned], into: Path, locked: LockEntry | None
-) -> tuple[LockedFile, ...]:
+    label: str, source: HubSource, commit: str, planned: list[Planned], into: Path, locked: PinEntry | None
+) -> tuple[PinnedFile, ...]:
     """Download every planned file at ``commit`` into ``into`` and check it; returns the lock records."""
     hf_hub_download = hub_module(label).hf_hub_download
 
@@ -260,7 +260,7 @@ def download(
             except FetchError:
                 if force:
                     raise
-        out.append(LockedFile(wanted.local, sha, target.stat().st_size))
+        out.append(PinnedFile(wanted.local, sha, target.stat().st_size))
     return tuple(out)
 
 
@@ -285,7 +285,7 @@ def remove_partials(folder: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def _target_revision(label: str, locked: LockEntry | None, revision: str | None, update: bool) -> str:
+def _target_revision(label: str, locked: PinEntry | None, revision: str | None, update: bool) -> str:
     if locked is None or update:
         return revision or "main"
     if revision and revision not in (locked.revision, locked.commit):
@@ -307,7 +307,7 @@ def fetch(
         return FetchResult(label, "nothing to fetch", message=f"{label}: {what}; nothing to fetch")
     if isinstance(source, ManualSource):
         return FetchResult(label, "by hand", message="\n".join(manual_steps(label)))
-    folder, lock_file = card.folder(), lock_path()
+    folder, lock_file = card.folder(), models_lock_path()
     locked = entry_for(label, folder, lock_file)
     target = _target_revision(label, locked, revision, update)
     intact = locked is not None and folder.is_dir() and not mismatches(locked, folder)
@@ -327,7 +327,7 @@ def fetch(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     asked = restore.revision if restore else target
-    entry = LockEntry(label, source.repo, asked, commit, relative_folder(folder, lock_file), files)
+    entry = PinEntry(label, source.repo, asked, commit, relative_folder(folder, lock_file), files)
     write_entry(entry, lock_file)
     note = f"; {source.note}" if source.note else ""
     return FetchResult(label, "fetched", entry, f"{label}: fetched {source.repo}@{commit[:12]} into {folder}{note}")
