@@ -49,7 +49,7 @@ def report(
     run; with --latex, booktabs tables for a paper."""
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
-    from interbias.analysis.rundir import ScoredRun
+    from interbias.analysis.scored_run import ScoredRun
     from interbias.analysis.suite import Options, analyse
     from interbias.errors import AnalysisError
 
