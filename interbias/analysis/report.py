@@ -23,7 +23,7 @@ import pandas as pd
 
 from interbias import metrics
 from interbias.analysis import plots
-from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.operating_points import too_small_line
 from interbias.analysis.report_document import Report, make_figure
@@ -85,7 +85,7 @@ def upsampled_note(frame: pd.DataFrame) -> list[str]:
 def _provenance(a: Analysis, rep: Report) -> None:
     rep.heading("Provenance")
     rj = a.run.run_json or {}
-    frame = prepare(a.results)
+    frame = a.results
     if rj.get("encoders"):
         enc = pd.DataFrame(
             [
@@ -150,7 +150,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
 
 
 def _condition_table(a: Analysis) -> pd.DataFrame:
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     ci = a.cells.set_index(["experiment", "model", "cell"]) if a.cells is not None else None
     rows = []
@@ -177,7 +177,7 @@ def _condition_table(a: Analysis) -> pd.DataFrame:
 def _figures(a: Analysis, rep: Report) -> None:
     metric = a.options.metric
     rep.heading("Figures")
-    frame = prepare(a.results)
+    frame = a.results
     # DET curves per cell.
     if a.run.has_scores and "cell" in frame.columns:
         curves: dict[str, list] = {}
@@ -269,7 +269,7 @@ def _long_cells(a: Analysis, rep: Report) -> None:
         rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
     else:
         cols = ["model", "cell", a.options.metric, "n_target", "n_nontarget", "n_speakers", "n_failed"]
-        rep.table(prepare(a.results), cols)
+        rep.table(a.results, cols)
 
 
 _EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi", "lo_simultaneous", "hi_simultaneous", "p_adjusted"]
@@ -370,7 +370,7 @@ def _gaps(a: Analysis, rep: Report) -> None:
 
 
 def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     resolved = a.run.resolved or {}
     exps = ", ".join(dict.fromkeys(frame["experiment"]))
