@@ -8,7 +8,7 @@ over 2·10⁴ utterances where the design allows:
   evaluation design, 3.7M trials there), in list order (grouped by enrolment);
 - ``random``: enrolment and test drawn uniformly from one pool of 2·10⁴ (VoxCeleb1-E/H-like),
   so 2.5 % of all pairs are trials: a dense product computes 40 dot products per trial;
-- ``scattered``: 10⁶ trials over 2·10⁵ utterances (few trials per enrolment block: the plan
+- ``scattered``: 10⁶ trials over 2·10⁵ utterances (few trials per enrolment block: the strategy
   falls back to gathering).
 
 The gather-and-dot baseline is interbias's previous implementation: gather both rows of 2¹⁶
@@ -84,19 +84,19 @@ def per_trial_loop(enrol: np.ndarray, test: np.ndarray, ei: np.ndarray, ti: np.n
 def scenario(name: str, reps: int, loop_sample: int, scale: float = 1.0) -> list[list[Any]]:
     label, E, T, ei, ti = design(name, scale)
     n = len(ei)
-    plans: Counter[str] = Counter()
+    strategies: Counter[str] = Counter()
     cosine_scores(E, T, ei[:1000], ti[:1000])
     t_ib, ours = median_time(lambda: cosine_scores(E, T, ei, ti), reps, warmup=False)
-    cosine_scores(E, T, ei, ti, plans=plans)
+    cosine_scores(E, T, ei, ti, strategies=strategies)
     t_gd, base = median_time(lambda: gather_dot(E, T, ei, ti), reps, warmup=False)
     k = min(loop_sample, n)
     sample = derive_rng("bench-scoring", "loop-sample", n).choice(n, size=k, replace=False)
     t = now()
     loop = per_trial_loop(E, T, ei[sample], ti[sample])
     t_loop = (now() - t) * n / k
-    plan = ", ".join(f"{p}×{c}" for p, c in sorted(plans.items()))
+    strategy = ", ".join(f"{p}×{c}" for p, c in sorted(strategies.items()))
     return [
-        [label, f"interbias ({plan})", fmt_s(t_ib), f"{n / t_ib:.2e}", "1.0", "—"],
+        [label, f"interbias ({strategy})", fmt_s(t_ib), f"{n / t_ib:.2e}", "1.0", "—"],
         [
             "",
             "gather-and-dot (vectorised)",

@@ -87,13 +87,13 @@ def rate_changes(source_rates: Iterable[int], rate_hz: int) -> dict[str, Any]:
     up: set[int] = set()
     down: set[int] = set()
     n_up = n_down = 0
-    for rate in source_rates:
-        if rate < rate_hz:
+    for source_rate_hz in source_rates:
+        if source_rate_hz < rate_hz:
             n_up += 1
-            up.add(int(rate))
-        elif rate > rate_hz:
+            up.add(int(source_rate_hz))
+        elif source_rate_hz > rate_hz:
             n_down += 1
-            down.add(int(rate))
+            down.add(int(source_rate_hz))
     return {
         "n_resampled": n_up + n_down,
         "n_upsampled": n_up,
@@ -116,10 +116,10 @@ def decode(path: Path) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
     try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        data, sample_rate_hz = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:  # libsndfile raises LibsndfileError / RuntimeError / TypeError
         raise AudioError(f"{path}: cannot decode audio ({_short(exc)})") from exc
-    return data, int(rate)
+    return data, int(sample_rate_hz)
 
 
 def _decode_av(path: Path) -> tuple[np.ndarray, int]:
@@ -130,7 +130,7 @@ def _decode_av(path: Path) -> tuple[np.ndarray, int]:
             stream = next((s for s in container.streams if s.type == "audio"), None)
             if stream is None:
                 raise AudioError(f"{path}: no audio stream")
-            rate = int(stream.codec_context.sample_rate)
+            sample_rate_hz = int(stream.codec_context.sample_rate)
             chunks = []
             for frame in container.decode(stream):
                 arr = frame.to_ndarray()
@@ -147,7 +147,7 @@ def _decode_av(path: Path) -> tuple[np.ndarray, int]:
         raise AudioError(f"{path}: cannot decode audio ({_short(exc)})") from exc
     if not chunks:
         raise AudioError(f"{path}: decoded to no samples")
-    return np.concatenate(chunks, axis=0), rate
+    return np.concatenate(chunks, axis=0), sample_rate_hz
 
 
 def _short(exc: Exception) -> str:
@@ -157,7 +157,7 @@ def _short(exc: Exception) -> str:
 
 def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
     """Decode, downmix to mono (channel mean), resample, check and truncate one file."""
-    data, rate = decode(path)
+    data, source_rate_hz = decode(path)
     channels = data.shape[1]
     if data.shape[0] == 0:
         raise AudioError(f"{path}: file holds no samples")
@@ -176,22 +176,28 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
             f"{path}: its {channels} channels cancel when averaged to mono (one is the other inverted): "
             "the downmix is silence; keep one channel"
         )
-    return prepare(mono, rate, frontend, where=str(path), channels=channels)
+    return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels)
 
 
 def prepare(
-    mono: np.ndarray, rate: int, frontend: FrontEnd, *, where: str, channels: int = 1, require_signal: bool = True
+    mono: np.ndarray,
+    source_rate_hz: int,
+    frontend: FrontEnd,
+    *,
+    where: str,
+    channels: int = 1,
+    require_signal: bool = True,
 ) -> LoadedAudio:
-    """Apply the front end's rate, minimum and maximum to mono samples at ``rate``; with
+    """Apply the front end's rate, minimum and maximum to mono samples at ``source_rate_hz``; with
     ``require_signal``, audio without any signal (:func:`check_signal`) is refused."""
     if not np.isfinite(mono).all():
         raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
-    duration = len(mono) / rate
+    duration = len(mono) / source_rate_hz
     if duration < frontend.min_duration_s:
         raise AudioError(f"{where}: {duration:.3f} s is shorter than the minimum {frontend.min_duration_s:g} s")
     if require_signal:
         check_signal(mono, where=where)
-    x = resample(mono, rate, frontend.sample_rate_hz, frontend.resampler)
+    x = resample(mono, source_rate_hz, frontend.sample_rate_hz, frontend.resampler)
     truncated = False
     if frontend.max_duration_s is not None:
         limit = int(round(frontend.max_duration_s * frontend.sample_rate_hz))
@@ -201,7 +207,7 @@ def prepare(
     return LoadedAudio(
         samples=np.ascontiguousarray(x, dtype=np.float32),
         sample_rate_hz=frontend.sample_rate_hz,
-        source_rate_hz=int(rate),
+        source_rate_hz=int(source_rate_hz),
         source_channels=int(channels),
         truncated=truncated,
     )
@@ -231,11 +237,11 @@ def info(path: Path) -> tuple[float, int, int]:
             return i.frames / i.samplerate, int(i.samplerate), int(i.channels)
         except Exception:
             pass
-    data, rate = decode(path)
-    return data.shape[0] / rate, rate, data.shape[1]
+    data, sample_rate_hz = decode(path)
+    return data.shape[0] / sample_rate_hz, sample_rate_hz, data.shape[1]
 
 
-def write_flac16(path: Path, x: np.ndarray, rate: int) -> tuple[int, str]:
+def write_flac16(path: Path, x: np.ndarray, sample_rate_hz: int) -> tuple[int, str]:
     """Write ``x`` (floats in [−1, 1]) as 16-bit PCM FLAC, rounding to the nearest step and
     clipping; returns the number of samples and the sha256 of the file written."""
     import soundfile as sf
@@ -243,5 +249,5 @@ def write_flac16(path: Path, x: np.ndarray, rate: int) -> tuple[int, str]:
     q = np.clip(np.round(np.asarray(x) * 32767.0), -32768, 32767).astype(np.int16)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), q, rate, subtype="PCM_16", format="FLAC")
+    sf.write(str(path), q, sample_rate_hz, subtype="PCM_16", format="FLAC")
     return len(q), sha256_file(path)

@@ -54,13 +54,13 @@ def degrade_file(
     refuse_overwrite(Path(src), Path(dst))
     op = make_operator(op_name, params, where="--op")
     chain = Chain((op,))
-    data, rate = audio.decode(src)
+    data, sample_rate_hz = audio.decode(src)
     if data.shape[0] == 0:
         raise AudioError(f"{src}: file holds no samples")
     loaded = audio.prepare(
         data.mean(axis=1) if data.shape[1] > 1 else data[:, 0],
-        rate,
-        audio.FrontEnd(sample_rate_hz=rate, min_duration_s=0.0, max_duration_s=None),
+        sample_rate_hz,
+        audio.FrontEnd(sample_rate_hz=sample_rate_hz, min_duration_s=0.0, max_duration_s=None),
         where=str(src),
         channels=data.shape[1],
         require_signal=False,
@@ -80,12 +80,12 @@ def degrade_file(
         utterance_sha256=sha,
         key=key,
         make_ctx=lambda rng: OpContext(
-            sample_rate_hz=rate,
+            sample_rate_hz=sample_rate_hz,
             utterance_id=src.stem,
             speaker="",
             rng=rng,
             corpus=manifest,
-            frontend=audio.FrontEnd(sample_rate_hz=rate),
+            frontend=audio.FrontEnd(sample_rate_hz=sample_rate_hz),
             cache_dir=cache_dir(),
         ),
     )
@@ -96,14 +96,14 @@ def degrade_file(
         raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
     buf = io.BytesIO()
     try:
-        sf.write(buf, y, rate, format=fmt, subtype=subtype if fmt == "WAV" else None)
+        sf.write(buf, y, sample_rate_hz, format=fmt, subtype=subtype if fmt == "WAV" else None)
     except Exception as exc:  # libsndfile: unwritable format or subtype
         raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
     atomic.write_bytes(dst, buf.getvalue())
     return {
         "input": str(src),
         "output": str(dst),
-        "sample_rate_hz": rate,
+        "sample_rate_hz": sample_rate_hz,
         "channels_in": int(data.shape[1]),
         "seed": seed,
         "operator": op.to_record(),

@@ -45,7 +45,7 @@ _SUFFIX = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}
 
 
 @dataclass
-class ExportReport:
+class ExportSummary:
     out: Path
     files: list[dict[str, Any]] = field(default_factory=list)
     embeddings: list[dict[str, Any]] = field(default_factory=list)
@@ -82,7 +82,7 @@ def _with_trial_columns(scores: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFr
     return scores
 
 
-def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
+def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportSummary:
     """Write one score file per results row of ``run_dir`` into ``out`` (see module docs)."""
     if fmt not in FORMATS:
         raise RunError(f"export format {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -99,7 +99,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
                 f"{len(spaced)} utterance name(s) contain whitespace, which the {fmt} format cannot hold; "
                 f"first: {', '.join(repr(n) for n in spaced[:5])} (use --format csv)"
             )
-    report = ExportReport(out)
+    summary = ExportSummary(out)
     for row in results.itertuples(index=False):
         src = run.scores_path(row.model, row.cell)
         if not src.is_file():
@@ -137,7 +137,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
             if fmt == "kaldi":
                 trials_body = "".join(f"{e} {t} {w}\n" for e, t, w in zip(e_names, t_names, label_words, strict=True))
                 atomic.write_text(folder / f"{stem}.trials", trials_body)
-        report.files.append(
+        summary.files.append(
             {
                 "model": row.model,
                 "cell": row.cell,
@@ -149,7 +149,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportReport:
                 "min_dcf": row.min_dcf,
             }
         )
-    return report
+    return summary
 
 
 def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -250,11 +250,11 @@ def _write_npz(path: Path, **arrays: np.ndarray) -> None:
     atomic.write_bytes(path, buf.getvalue())
 
 
-def write_report(report: ExportReport, fmt: str, run_dir: Path) -> Path:
+def write_export_summary(summary: ExportSummary, fmt: str, run_dir: Path) -> Path:
     """``export.json`` beside the files: what was written from which run, with counts."""
-    path = report.out / "export.json"
-    payload = {"run_dir": str(Path(run_dir).resolve()), "format": fmt, "files": report.files}
-    if report.embeddings:
-        payload["embeddings"] = report.embeddings
+    path = summary.out / "export.json"
+    payload = {"run_dir": str(Path(run_dir).resolve()), "format": fmt, "files": summary.files}
+    if summary.embeddings:
+        payload["embeddings"] = summary.embeddings
     atomic.write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path

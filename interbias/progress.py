@@ -35,13 +35,13 @@ def duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
-def progress_line(description: str, done: int, total: int, rate: float | None) -> str:
-    """``embedding: 120/5976 (2.0 %), 3.1/s, about 31 min 29 s left``; ``rate`` in items per second."""
+def progress_line(description: str, done: int, total: int, items_per_s: float | None) -> str:
+    """``embedding: 120/5976 (2.0 %), 3.1/s, about 31 min 29 s left``; ``items_per_s`` in items per second."""
     share = 100.0 * done / total if total else 100.0
-    if not rate or rate <= 0:
+    if not items_per_s or items_per_s <= 0:
         return f"{description}: {done}/{total} ({share:.1f} %)"
-    left = (total - done) / rate
-    return f"{description}: {done}/{total} ({share:.1f} %), {rate:.3g}/s, about {duration(left)} left"
+    left = (total - done) / items_per_s
+    return f"{description}: {done}/{total} ({share:.1f} %), {items_per_s:.3g}/s, about {duration(left)} left"
 
 
 class _PlainTask:
@@ -61,7 +61,7 @@ class _PlainTask:
         self.first: tuple[float, int] | None = None  # (clock, done) at the first finished item(s)
         self.estimated = False
 
-    def rate(self, now: float) -> float | None:
+    def items_per_s(self, now: float) -> float | None:
         """Items per second since the first finished item; None before a second one."""
         if self.first is None or now <= self.first[0] or self.done <= self.first[1]:
             return None
@@ -80,7 +80,7 @@ class _PlainTask:
         if first or now - self.last >= self.reporter.interval_s:
             self.estimated = True
             self.last = now
-            self.reporter.info(progress_line(self.description, self.done, self.total, self.rate(now)))
+            self.reporter.info(progress_line(self.description, self.done, self.total, self.items_per_s(now)))
 
     def finish(self) -> None:
         elapsed = self.reporter.clock() - self.t0

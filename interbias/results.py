@@ -313,7 +313,7 @@ def run_record(
 def normalise_results(results: pd.DataFrame) -> pd.DataFrame:
     """A copy of a results table in the one shape readers use: absent :data:`TEXT_KEYS` columns
     added as ``""``, every text column's missing values ``""``; flagged in ``attrs`` so that
-    readers downstream (``contrasts.prepare``) do not normalise it again."""
+    readers downstream (``contrasts.normalised``) do not normalise it again."""
     frame = results.copy()
     for col in TEXT_KEYS:
         if col not in frame.columns:

@@ -6,7 +6,7 @@
    then the trial list (drawn, or an external list); the run id follows from what was asked
    and the bytes of every trial utterance's file (other audio: another run directory);
 2. lock ``results/<run_id>/`` (:class:`interbias.rundir.RunDir`) and save (or verify) the trials;
-3. plan: which cell × encoder pairs finished earlier (reused, never scored again) and which
+3. find the work: which cell × encoder pairs finished earlier (reused, never scored again) and which
    (utterance, chain) items the rest need; a finished cell over this invocation's
    ``max_failure_share`` stops it here, before anything is written;
 4. embed: :class:`interbias.embedding.Embedder` fills the vectors from the cache or an executor;
@@ -45,7 +45,6 @@ from interbias.manifest_checks import check_distinct_audio, partly_labelled
 from interbias.operations import merge_operations, operations_frame
 from interbias.paths import cache_dir as default_cache_dir
 from interbias.paths import conditions_dir
-from interbias.planning import Plan, plan_run
 from interbias.progress import Reporter
 from interbias.results import (
     COLUMNS,
@@ -56,6 +55,7 @@ from interbias.results import (
     run_record,
     torch_threads,
 )
+from interbias.run_work import RunWork, find_work
 from interbias.rundir import TRIALS_META, RunDir
 from interbias.score_norm import Cohort, draw_cohort, norm_label
 from interbias.score_norm_run import (
@@ -166,10 +166,10 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
         atomic.remove_stale_temps(ctx.run.path)
         try:
             _save_trials(ctx)
-            plan = _plan(ctx)
-            emb = _embed(ctx, plan)
-            _score(ctx, plan, emb)
-            return _write(ctx, plan, emb)
+            work = _find_work(ctx)
+            emb = _embed(ctx, work)
+            _score(ctx, work, emb)
+            return _write(ctx, work, emb)
         except atomic.WriteError as exc:
             raise RunError(
                 f"{exc}; {ctx.run.n_finished_cells()} finished cell(s) are kept in {ctx.run.path}: "
@@ -198,20 +198,11 @@ def _experiment(options: RunOptions) -> Experiment:
     return exp
 
 
-def _load(options: RunOptions, reporter: Reporter) -> RunContext:
-    """Load and check every input, then draw the trials: before the run directory exists, so a
-    refusal leaves nothing behind."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    exp = _experiment(options)
-    request = None
-    if options.plan is not None:  # before any work: a plan of another experiment is refused here
-        exp, request = apply_plan(exp, Path(options.plan))
-        reporter.info(request.describe(Path(options.plan), exp))
-    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
-    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
-    timings["load_encoders_s"] = time.perf_counter() - t0
+def _read_corpus(
+    exp: Experiment, options: RunOptions, cache: Path, reporter: Reporter, timings: dict[str, float]
+) -> tuple[Manifest, TrialList | None, AttackSet | None]:
+    """The corpus manifest (checked), the external trial list if the experiment names one, and
+    the attack set if it has spoofing; their times go into ``timings``."""
     t = time.perf_counter()
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
@@ -229,6 +220,24 @@ def _load(options: RunOptions, reporter: Reporter) -> RunContext:
         t = time.perf_counter()
         attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
         timings["attacks_s"] = time.perf_counter() - t
+    return manifest, listed, attacks
+
+
+def _load(options: RunOptions, reporter: Reporter) -> RunContext:
+    """Load and check every input, then draw the trials: before the run directory exists, so a
+    refusal leaves nothing behind."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    exp = _experiment(options)
+    request = None
+    if options.plan is not None:  # before any work: a plan of another experiment is refused here
+        exp, request = apply_plan(exp, Path(options.plan))
+        reporter.info(request.describe(Path(options.plan), exp))
+    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
+    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
+    timings["load_encoders_s"] = time.perf_counter() - t0
+    manifest, listed, attacks = _read_corpus(exp, options, cache, reporter, timings)
     t = time.perf_counter()
     trials = (
         listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
@@ -300,9 +309,9 @@ def _save_trials(ctx: RunContext) -> None:
     ctx.timings["trials_s"] += time.perf_counter() - t
 
 
-def _plan(ctx: RunContext) -> Plan:
+def _find_work(ctx: RunContext) -> RunWork:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded."""
-    plan = plan_run(
+    work = find_work(
         ctx.run,
         ctx.exp.cells(),
         ctx.encoders,
@@ -314,30 +323,30 @@ def _plan(ctx: RunContext) -> Plan:
         reporter=ctx.reporter,
     )
     if ctx.cohort is not None:  # normalised rows: reuse finished ones, embed the cohort for the rest
-        reuse_normalised(plan, ctx.run, ctx.encoders, ctx.exp.scoring, cohort_digest(ctx.cohort, ctx.exp.scoring))
-        plan.items = chains_for_cells([c for c, _ in plan.pending], ctx.trials.for_stratum)
-        add_cohort_items(plan.items, [c for c, _ in plan.pending], ctx.cohort, ctx.exp.scoring)
-    return plan
+        reuse_normalised(work, ctx.run, ctx.encoders, ctx.exp.scoring, cohort_digest(ctx.cohort, ctx.exp.scoring))
+        work.items = chains_for_cells([c for c, _ in work.pending], ctx.trials.for_stratum)
+        add_cohort_items(work.items, [c for c, _ in work.pending], ctx.cohort, ctx.exp.scoring)
+    return work
 
 
-def _embed(ctx: RunContext, plan: Plan) -> Embedder:
-    """Vectors of every planned item, for the encoders that still have cells to score."""
+def _embed(ctx: RunContext, work: RunWork) -> Embedder:
+    """Vectors of every pending item, for the encoders that still have cells to score."""
     t = time.perf_counter()
     db = EmbeddingCache(ctx.cache / "embeddings.sqlite")
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
     emb = Embedder(
         ctx.scored,
-        [e for e in ctx.encoders if any(e is pe for _, pe in plan.pending)],
+        [e for e in ctx.encoders if any(e is pe for _, pe in work.pending)],
         db,
         ctx.exp.frontend,
         ctx.reporter,
         exclude=partners(ctx.trials.frame),
-        known_sha=plan.shas,
+        known_sha=work.shas,
     )
-    if plan.pending:
-        emb.run(plan.items, ctx.executor, ahead=plan.ahead)
+    if work.pending:
+        emb.run(work.items, ctx.executor, ahead=work.ahead)
     else:
-        ctx.reporter.info(f"{plan.ahead}; nothing to embed")
+        ctx.reporter.info(f"{work.ahead}; nothing to embed")
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())
@@ -345,23 +354,23 @@ def _embed(ctx: RunContext, plan: Plan) -> Embedder:
     return emb
 
 
-def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
+def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     """Score each pending cell × encoder and write its scores file and completion record; a
-    cell that fails is counted in ``plan.errored``."""
+    cell that fails is counted in ``work.errored``."""
     t = time.perf_counter()
     seeds = {name: s.seed for name, s in ctx.trials.strata.items()}
     rows = RowContext(ctx.exp, ctx.manifest.name, ctx.run_id, ctx.rev, ctx.trials.sha256, seeds)
-    with ctx.reporter.task("scoring", len(plan.pending)) as advance:
-        for cell, enc in plan.pending:
+    with ctx.reporter.task("scoring", len(work.pending)) as advance:
+        for cell, enc in work.pending:
             sub = ctx.trials.for_stratum(cell.stratum)
             try:
                 scored = score_cell(cell, enc, sub, emb, ctx.options.max_failure_share, ctx.exp.frontend.sample_rate_hz)
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
-                kept = key in plan.previous
+                kept = key in work.previous
                 if kept:  # a finished row never disappears because a later invocation failed
-                    plan.rows[key] = plan.previous[key]
-                plan.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
+                    work.rows[key] = work.previous[key]
+                work.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
                 advance(1)
                 continue
             row = results_row(rows, cell, enc, scored.row)
@@ -369,14 +378,14 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
                 "row": row,
                 "encoder_fingerprint": enc.fingerprint,
                 "trials_sha256": ctx.trials.sha256,
-                "audio_sha256": plan.audio[cell.stratum],
+                "audio_sha256": work.audio[cell.stratum],
                 "failures": scored.failures,
             }
             ctx.run.write_cell(enc.label, cell.id, scored.frame, record)
-            plan.rows[(enc.label, cell.id)] = row
+            work.rows[(enc.label, cell.id)] = row
             if ctx.cohort is not None:
-                _normalise(ctx, plan, cell, enc, sub, emb, scored, record)
-            plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in scored.failures)
+                _normalise(ctx, work, cell, enc, sub, emb, scored, record)
+            work.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in scored.failures)
             advance(1)
             crashpoints.reached("cell-done")
     ctx.timings["score_s"] = time.perf_counter() - t
@@ -384,7 +393,7 @@ def _score(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
 
 def _normalise(
     ctx: RunContext,
-    plan: Plan,
+    work: RunWork,
     cell: Cell,
     enc: Encoder,
     sub: pd.DataFrame,
@@ -399,46 +408,46 @@ def _normalise(
     try:
         normed, missing = normalised_cell(cell, enc, sub, emb, ctx.cohort, ctx.exp.scoring, raw)
     except InterbiasError as exc:
-        plan.errored.append(f"cell {cell.id} / {label}: {exc}")
+        work.errored.append(f"cell {cell.id} / {label}: {exc}")
         return
     seeds = {name: s.seed for name, s in ctx.trials.strata.items()}
     rows = RowContext(ctx.exp, ctx.manifest.name, ctx.run_id, ctx.rev, ctx.trials.sha256, seeds)
     row = {**results_row(rows, cell, enc, normed.row), "model": label}
     digest = cohort_digest(ctx.cohort, ctx.exp.scoring)
     ctx.run.write_cell(label, cell.id, normed.frame, {**record, "row": row, "cohort_sha256": digest})
-    plan.rows[(label, cell.id)] = row
+    work.rows[(label, cell.id)] = row
     ctx.cohort_missing[label] = max(ctx.cohort_missing.get(label, 0), missing)
 
 
-def _write_operations(ctx: RunContext, plan: Plan, emb: Embedder) -> None:
+def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     """operations.parquet: this invocation's realised records, plus an earlier invocation's rows."""
     speakers = {u.id: u.speaker for u in ctx.scored.utterances}
-    new = operations_frame([c for c, _ in plan.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    new = operations_frame([c for c, _ in work.pending], ctx.trials.for_stratum, emb.realised, speakers)
     earlier = ctx.run.read_operations()
     if new.empty and earlier is not None:
         return  # nothing ran: the file stays as it is (byte for byte)
     ctx.run.write_operations(merge_operations(earlier, new))
 
 
-def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
+def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
-    keys = [(m, c.id) for m in ctx.models() for c in plan.cells]
+    keys = [(m, c.id) for m in ctx.models() for c in work.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
-    calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), plan.cells, plan.rows, has_dev=has_dev)
-    ordered = [plan.rows[k] for k in keys if k in plan.rows]
+    calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), work.cells, work.rows, has_dev=has_dev)
+    ordered = [work.rows[k] for k in keys if k in work.rows]
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
-    _write_operations(ctx, plan, emb)
+    _write_operations(ctx, work, emb)
     after = ctx.options.after_run
-    analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, plan.errored) if after else {}
+    analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, work.errored) if after else {}
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
     stats = ctx.executor.stats
     counts = {
-        "cells": len(plan.cells) * len(ctx.models()),
+        "cells": len(work.cells) * len(ctx.models()),
         "cells_complete": len(ordered),
-        "cells_reused": plan.reused,
+        "cells_reused": work.reused,
         "embedded": emb.n_embedded,
         "from_cache": emb.n_cached,
         "forward_calls": {e.label: e.forward_calls + stats.remote_calls[e.label] for e in ctx.encoders},
@@ -453,7 +462,7 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
         "executor": {**ctx.executor.describe(), "torch_threads": torch_threads()},
     }
     extra = {
-        "errored_cells": plan.errored,
+        "errored_cells": work.errored,
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
@@ -469,8 +478,8 @@ def _write(ctx: RunContext, plan: Plan, emb: Embedder) -> RunOutcome:
             encoders=ctx.encoders,
             trials=ctx.trials,
             counts=counts,
-            failures=plan.failures,
+            failures=work.failures,
             extra=extra,
         )
     )
-    return RunOutcome(ctx.run.path, results, emb.n_embedded, emb.n_cached, plan.reused, plan.errored)
+    return RunOutcome(ctx.run.path, results, emb.n_embedded, emb.n_cached, work.reused, work.errored)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from interbias.encoders import Encoder
     from interbias.experiments import Cell
     from interbias.manifest import Manifest
-    from interbias.planning import Plan
+    from interbias.run_work import RunWork
     from interbias.rundir import RunDir
 
 
@@ -119,13 +119,13 @@ def normalised_cell(
     return CellScore(row, frame, raw.failures), missing
 
 
-def reuse_normalised(plan: Plan, run: RunDir, encoders: Sequence[Encoder], spec: ScoringSpec, digest: str) -> None:
-    """Take finished normalised rows into ``plan.rows``; a raw cell whose normalised row is
+def reuse_normalised(work: RunWork, run: RunDir, encoders: Sequence[Encoder], spec: ScoringSpec, digest: str) -> None:
+    """Take finished normalised rows into ``work.rows``; a raw cell whose normalised row is
     missing or was made with another cohort goes back to pending (scored again, with both)."""
     for enc in encoders:
         label = norm_label(enc.label, spec)
-        for cell in plan.cells:
-            if (enc.label, cell.id) not in plan.rows or any(c is cell and e is enc for c, e in plan.pending):
+        for cell in work.cells:
+            if (enc.label, cell.id) not in work.rows or any(c is cell and e is enc for c, e in work.pending):
                 continue
             rec = run.cell_record(label, cell.id)
             raw = run.cell_record(enc.label, cell.id) or {}
@@ -134,12 +134,12 @@ def reuse_normalised(plan: Plan, run: RunDir, encoders: Sequence[Encoder], spec:
                 and rec.get("cohort_sha256") == digest
                 and rec.get("audio_sha256") == raw.get("audio_sha256")
             ):
-                plan.rows[(label, cell.id)] = rec["row"]
-                plan.reused += 1
+                work.rows[(label, cell.id)] = rec["row"]
+                work.reused += 1
             else:
-                del plan.rows[(enc.label, cell.id)]
-                plan.reused -= 1
-                plan.pending.append((cell, enc))
+                del work.rows[(enc.label, cell.id)]
+                work.reused -= 1
+                work.pending.append((cell, enc))
 
 
 def scoring_record(spec: ScoringSpec, cohort: Cohort | None, missing: dict[str, int]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Cosine scoring of trials from L2-normalised embeddings, BLAS-bound.
 
 Trials are grouped by blocks of consecutive enrolment rows (an O(N) counting sort on the
-block number). For each block one of three plans is taken, whichever a cost model in units
+block number). For each block one of three strategies is taken, whichever a cost model in units
 of one multiply-add inside a matrix product says is cheapest:
 
 - ``dense``: one GEMM of the block's enrolment rows against every test row, then each
@@ -10,8 +10,8 @@ of one multiply-add inside a matrix product says is cheapest:
 - ``gather``: gather both rows of every trial and dot them (sparse, scattered blocks).
 
 A gathered float costs about ``_GATHER_COST`` GEMM multiply-adds (random memory access and
-no register reuse). Every plan computes the same float32 dot products up to summation order
-(so scores agree with a float64 loop within D·2⁻²³); which plan runs depends only on the
+no register reuse). Every strategy computes the same float32 dot products up to summation order
+(so scores agree with a float64 loop within D·2⁻²³); which strategy runs depends only on the
 index arrays and shapes, never on timing, so reruns are byte-identical.
 """
 
@@ -22,7 +22,7 @@ from collections import Counter
 import numpy as np
 
 #: Cost of gathering one float, in GEMM multiply-adds (≈30–100 measured on a 2-core
-#: Skylake with OpenBLAS; the plan choice is insensitive within that range).
+#: Skylake with OpenBLAS; the strategy choice is insensitive within that range).
 _GATHER_COST = 32
 #: Most float32 elements of one block's product matrix (64 MiB).
 _PRODUCT_BUDGET = 1 << 24
@@ -30,7 +30,7 @@ _PRODUCT_BUDGET = 1 << 24
 _MAX_ROWS = 4096
 #: Below n_test / this many trials a block's test rows are found by sorting, not by a scan.
 _SORT_FACTOR = 16
-#: Trials per chunk in the gather plan (bounds the gathered memory to 2 × chunk × dim × 4 bytes).
+#: Trials per chunk in the gather strategy (bounds the gathered memory to 2 × chunk × dim × 4 bytes).
 _GATHER_CHUNK = 1 << 14
 
 
@@ -39,19 +39,19 @@ def rows_per_block(n_test: int) -> int:
     return int(max(1, min(_MAX_ROWS, _PRODUCT_BUDGET // max(1, n_test))))
 
 
-def plan_block(n_rows: int, n_test: int, n_cols: int, n_trials: int) -> str:
-    """The cheapest plan for a block: ``dense``, ``subset`` or ``gather`` (see module doc).
+def block_strategy(n_rows: int, n_test: int, n_cols: int, n_trials: int) -> str:
+    """The cheapest strategy for a block: ``dense``, ``subset`` or ``gather`` (see module doc).
 
     Costs in GEMM multiply-adds per embedding dimension: dense = rows·n_test; subset =
     rows·cols + G·cols (gathering the used test rows once); gather = (2G + 1)·trials.
-    A plan whose product matrix would exceed the memory budget is not considered.
+    A strategy whose product matrix would exceed the memory budget is not considered.
     """
     costs = {"gather": (2 * _GATHER_COST + 1) * n_trials}
     if n_rows * n_test <= _PRODUCT_BUDGET:
         costs["dense"] = n_rows * n_test
     if n_rows * n_cols <= _PRODUCT_BUDGET:
         costs["subset"] = n_rows * n_cols + _GATHER_COST * n_cols
-    return min(costs, key=lambda plan: (costs[plan], plan))
+    return min(costs, key=lambda strategy: (costs[strategy], strategy))
 
 
 def _gather_dot(enrol: np.ndarray, test: np.ndarray, e_idx: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
@@ -68,12 +68,12 @@ def cosine_scores(
     enrol_idx: np.ndarray,
     test_idx: np.ndarray,
     *,
-    plans: Counter[str] | None = None,
+    strategies: Counter[str] | None = None,
 ) -> np.ndarray:
     """score_i = <enrol[enrol_idx_i], test[test_idx_i]> for unit-norm float32 rows.
 
     Computed in float32 (matrix products grouped by enrolment block, see the module doc),
-    returned as float64. ``plans``, when given, counts the plan taken for each block.
+    returned as float64. ``strategies``, when given, counts the strategy taken for each block.
     """
     enrol = np.ascontiguousarray(enrol, dtype=np.float32)
     test = np.ascontiguousarray(test, dtype=np.float32)
@@ -111,11 +111,11 @@ def cosine_scores(
             cols = np.flatnonzero(mark)
             mark[cols] = False
             t_slot = None
-        plan = plan_block(len(block_rows), n_t, len(cols), hi - lo)
-        if plan == "gather":
+        strategy = block_strategy(len(block_rows), n_t, len(cols), hi - lo)
+        if strategy == "gather":
             done[lo:hi] = _gather_dot(block_rows, test, e_blk - first, t_pos)
         else:
-            if plan == "dense":
+            if strategy == "dense":
                 product, width, col = block_rows @ test.T, n_t, t_pos
             else:
                 product, width = block_rows @ test[cols].T, len(cols)
@@ -125,8 +125,8 @@ def cosine_scores(
                 flat -= first * width
             flat += col
             np.take(product.ravel(), flat, out=done[lo:hi])
-        if plans is not None:
-            plans[plan] += 1
+        if strategies is not None:
+            strategies[strategy] += 1
     if order is None:
         return done.astype(np.float64)
     out = np.empty(len(enrol_idx), dtype=np.float64)

@@ -18,9 +18,9 @@ SPEAKERS = {
 }  # fmt: skip
 
 
-def clip(spoof: bool, f0: float, key: str, seconds: float = 0.5, rate: int = 16000) -> np.ndarray:
+def clip(spoof: bool, f0: float, key: str, seconds: float = 0.5, sample_rate_hz: int = 16000) -> np.ndarray:
     """A tone (bona fide) or a square-ish buzz with noise (spoof), seeded by ``key``."""
-    t = np.arange(int(seconds * rate)) / rate
+    t = np.arange(int(seconds * sample_rate_hz)) / sample_rate_hz
     rng = derive_rng("cm-fixture", key)
     x = np.sin(2 * np.pi * f0 * t)
     if spoof:

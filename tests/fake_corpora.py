@@ -9,13 +9,15 @@ import numpy as np
 import soundfile as sf
 
 
-def tone(path: Path, *, seconds: float = 1.5, rate: int = 16000, freq: float = 220.0, fmt: str | None = None) -> None:
+def tone(
+    path: Path, *, seconds: float = 1.5, sample_rate_hz: int = 16000, freq: float = 220.0, fmt: str | None = None
+) -> None:
     """Write a short sine (plus a little deterministic noise) to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    t = np.arange(int(seconds * rate)) / rate
+    t = np.arange(int(seconds * sample_rate_hz)) / sample_rate_hz
     noise = np.random.default_rng(int(freq)).standard_normal(len(t))
     x = (0.3 * np.sin(2 * np.pi * freq * t) + 0.01 * noise).astype(np.float32)
-    sf.write(str(path), x, rate, format=fmt or path.suffix.lstrip(".").upper())
+    sf.write(str(path), x, sample_rate_hz, format=fmt or path.suffix.lstrip(".").upper())
 
 
 def ravdess(root: Path, actors: tuple[int, ...] = (1, 2, 3), nested: bool = False) -> Path:
@@ -70,7 +72,7 @@ def ears(root: Path) -> Path:
     (root / "transcripts.json").write_text(json.dumps({"rainbow_01_regular": "When the sunlight strikes raindrops."}))
     for i, spk in enumerate(("p001", "p002", "p003")):
         for j, name in enumerate(EARS_FILES):
-            tone(root / spk / f"{name}.wav", rate=48000, seconds=1.2, freq=120 + 30 * i + j)
+            tone(root / spk / f"{name}.wav", sample_rate_hz=48000, seconds=1.2, freq=120 + 30 * i + j)
     return root
 
 
@@ -104,7 +106,7 @@ def commonvoice(root: Path, *, durations: bool = True) -> Path:
     lines = ["\t".join(CV_HEADER)]
     dur = ["clip\tduration[ms]"]
     for k, (client, clip, age, gender, accents) in enumerate(CV_ROWS):
-        tone(root / "clips" / clip, rate=48000, seconds=1.0 + 0.25 * k, freq=200 + 20 * k, fmt="MP3")
+        tone(root / "clips" / clip, sample_rate_hz=48000, seconds=1.0 + 0.25 * k, freq=200 + 20 * k, fmt="MP3")
         fields = [client, clip, f"s{k}", f"sentence {k}", "", "2", "0", age, gender, accents, "", "en", ""]
         lines.append("\t".join(fields))
         dur.append(f"{clip}\t{int(1000 + 250 * k)}")
@@ -119,12 +121,12 @@ def l2arctic(root: Path) -> Path:
     for spk in ("ABA", "SKA", "HJK"):
         for i in (1, 2, 3):
             stem = f"arctic_a{i:04d}"
-            tone(root / spk / "wav" / f"{stem}.wav", rate=44100, freq=180 + i)
+            tone(root / spk / "wav" / f"{stem}.wav", sample_rate_hz=44100, freq=180 + i)
             t = root / spk / "transcript" / f"{stem}.txt"
             t.parent.mkdir(parents=True, exist_ok=True)
             t.write_text(f"Author of the danger trail {i}")
         (root / spk / "annotation").mkdir(exist_ok=True)
-    tone(root / "suitcase_corpus" / "wav" / "aba.wav", rate=44100)
+    tone(root / "suitcase_corpus" / "wav" / "aba.wav", sample_rate_hz=44100)
     (root / "README.md").write_text("L2-ARCTIC\n")
     return root
 

@@ -297,8 +297,8 @@ def test_debug_shows_the_error_itself(env: Env, tmp_path: Path) -> None:
 # ------------------------------------------------------------------- bad audio inside a run
 
 
-def _tone(seconds: float, rate: int) -> np.ndarray:
-    t = np.arange(int(seconds * rate)) / rate
+def _tone(seconds: float, sample_rate_hz: int) -> np.ndarray:
+    t = np.arange(int(seconds * sample_rate_hz)) / sample_rate_hz
     return (0.3 * np.sin(2 * np.pi * 220 * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))).astype(np.float32)
 
 
@@ -319,8 +319,8 @@ def _write(path: Path, kind: str) -> None:
         x = _tone(2.0, 16000)
         sf.write(path, np.stack([x, 0.5 * x], axis=1), 16000, format="FLAC")
     else:
-        rate = int(kind)
-        sf.write(path, _tone(2.0, rate), rate, format="FLAC")
+        sample_rate_hz = int(kind)
+        sf.write(path, _tone(2.0, sample_rate_hz), sample_rate_hz, format="FLAC")
 
 
 FAILING = {"corrupt", "short", "nan"}

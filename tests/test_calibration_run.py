@@ -125,7 +125,7 @@ def test_report_calibration_section_and_bayes_plot(cal_run, tmp_path: Path) -> N
     from typer.testing import CliRunner
 
     from interbias.analysis.calibration import PRIOR_LOG_ODDS, bayes_curves, worst_cells
-    from interbias.analysis.rundir import ScoredRun
+    from interbias.analysis.scored_run import ScoredRun
     from interbias.cli import app
 
     out = tmp_path / "rep"

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from interbias.cli import app
 from interbias.encoders import ENCODERS, env_var, load_from_layouts, probe_wave
 from interbias.encoders.hub import SOURCES, HubSource
-from interbias.encoders.lock import read_lock
+from interbias.encoders.models_lock import read_models_lock
 from interbias.errors import EncoderError
 
 pytest.importorskip("huggingface_hub")
@@ -112,7 +112,7 @@ def test_fetch_all_fills_every_hub_label_pins_it_and_each_label_embeds(hub: Fake
     assert res.exit_code == 0, res.output
     assert "ReDimNet: fetch by hand:" in res.output and "torch.onnx.export(" in res.output
     assert "titanet-large.nemo loads with NeMo" in res.output
-    lock = read_lock(tmp_path / "models" / "models.lock")
+    lock = read_models_lock(tmp_path / "models" / "models.lock")
     assert set(lock) == set(zoo) == {k for k, v in SOURCES.items() if isinstance(v, HubSource)}
     for label, entry in lock.items():
         assert (entry.repo, entry.commit, entry.revision, entry.folder) == (
@@ -159,7 +159,7 @@ def test_fetch_all_fills_every_hub_label_pins_it_and_each_label_embeds(hub: Fake
 def test_a_tampered_file_is_refused_on_load_and_by_verify_and_fetch_restores_it(hub: FakeHub, zoo, tmp_path) -> None:
     publish(hub, zoo, "RawNet3", "WavLM-Base")
     assert cli("models", "fetch", "RawNet3", "WavLM-Base").exit_code == 0
-    lock = read_lock(tmp_path / "models" / "models.lock")
+    lock = read_models_lock(tmp_path / "models" / "models.lock")
     target = tmp_path / "models" / "WavLM-Base" / "config.json"
     target.write_text(target.read_text().replace('"hidden_act": "gelu"', '"hidden_act": "relu"'))
     found = hashlib.sha256(target.read_bytes()).hexdigest()
@@ -180,7 +180,7 @@ def test_a_tampered_file_is_refused_on_load_and_by_verify_and_fetch_restores_it(
     assert (states["WavLM-Base"], states["RawNet3"]) == ("lock mismatch", "lock mismatch")
     res = cli("models", "fetch", "WavLM-Base", "RawNet3")
     assert res.exit_code == 0 and res.output.count(": fetched ") == 2, res.output
-    assert read_lock(tmp_path / "models" / "models.lock") == lock
+    assert read_models_lock(tmp_path / "models" / "models.lock") == lock
     assert cli("models", "verify").exit_code == 0
     assert load_from_layouts(tiny("WavLM-Base")).embed([probe_wave(0.5)]).shape == (1, 32)
 
@@ -198,14 +198,14 @@ def test_update_re_pins_and_a_pinned_label_refuses_another_revision(hub: FakeHub
     )
     res = cli("models", "fetch", "RawNet3", "--update")
     assert res.exit_code == 0 and f"fetched jungjee/RawNet3@{new[:12]}" in res.output
-    entry = read_lock(tmp_path / "models" / "models.lock")["RawNet3"]
+    entry = read_models_lock(tmp_path / "models" / "models.lock")["RawNet3"]
     assert (
         entry.commit == new and entry.files[0].sha256 == hashlib.sha256((newer / "model.pt").read_bytes()).hexdigest()
     )
     enc = load_from_layouts(tiny("RawNet3"))
     assert enc.config["channels"] == 24 and not np.allclose(enc.embed([wave]), before)
     res = cli("models", "fetch", "RawNet3", "--update", "--revision", old)
-    assert res.exit_code == 0 and read_lock(tmp_path / "models" / "models.lock")["RawNet3"].revision == old
+    assert res.exit_code == 0 and read_models_lock(tmp_path / "models" / "models.lock")["RawNet3"].revision == old
     np.testing.assert_array_equal(load_from_layouts(tiny("RawNet3")).embed([wave]), before)
 
 
@@ -227,11 +227,11 @@ def test_an_interrupted_fetch_leaves_no_folder_that_loads(hub: FakeHub, zoo, tmp
     del hub.status[("GET", "/classifier.ckpt")]
     assert cli("models", "fetch", "X-Vector").exit_code == 0
     assert sorted(p.name for p in models.iterdir()) == ["X-Vector", "models.lock"]  # the stale staging went too
-    commit = read_lock(models / "models.lock")["X-Vector"].commit
+    commit = read_models_lock(models / "models.lock")["X-Vector"].commit
     hub.publish("speechbrain/spkrec-xvect-voxceleb", {**zoo["X-Vector"], "classifier.ckpt": b"newer"})
     hub.status[("GET", "/classifier.ckpt")] = 500
     one_error_line(cli("models", "fetch", "X-Vector", "--update"))  # a failed update keeps the pinned folder
-    assert read_lock(models / "models.lock")["X-Vector"].commit == commit
+    assert read_models_lock(models / "models.lock")["X-Vector"].commit == commit
     assert load_from_layouts(tiny("X-Vector")).embed([probe_wave(0.5)]).shape == (1, 12)
 
 

@@ -31,9 +31,9 @@ def test_degrade_codec_writes_same_length_and_rate(wav: Path, tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
     assert info["label"] == "codec(codec=gsm,bitrate=13000)" and info["realised"][0]["codec_rate_hz"] == 8000
-    y, rate = sf.read(out, dtype="float32")
+    y, sample_rate_hz = sf.read(out, dtype="float32")
     x, _ = sf.read(wav, dtype="float32")
-    assert rate == RATE and len(y) == len(x) and not np.array_equal(x, y)
+    assert sample_rate_hz == RATE and len(y) == len(x) and not np.array_equal(x, y)
 
 
 def test_degrade_seed_changes_the_draw(wav: Path, tmp_path: Path) -> None:

@@ -176,10 +176,10 @@ def _flat_session(**kw) -> Session:
     return Session(**base)
 
 
-def _tone_bursts(rate: int = 16000) -> np.ndarray:
-    t = np.arange(2 * rate) / rate
+def _tone_bursts(sample_rate_hz: int = 16000) -> np.ndarray:
+    t = np.arange(2 * sample_rate_hz) / sample_rate_hz
     x = 0.3 * np.sin(2 * np.pi * 440.0 * t)
-    x[: rate // 2] = 0.0  # half a second of silence: not active speech
+    x[: sample_rate_hz // 2] = 0.0  # half a second of silence: not active speech
     return x
 
 
@@ -194,18 +194,18 @@ def test_background_noise_lands_at_the_session_snr_on_active_speech() -> None:
 
 
 def test_microphone_band_limits_and_level() -> None:
-    rate = 16000
-    t = np.arange(rate) / rate
+    sample_rate_hz = 16000
+    t = np.arange(sample_rate_hz) / sample_rate_hz
     mic = _flat_session(highpass_hz=200.0, lowpass_hz=4000.0, snr_db=120.0, level_db=-6.0)
     gains = {}
     for f in (50.0, 1000.0, 7000.0):
         x = 0.1 * np.sin(2 * np.pi * f * t)
-        y, _ = channel.apply(x, mic, [], np.random.default_rng(0), rate)
+        y, _ = channel.apply(x, mic, [], np.random.default_rng(0), sample_rate_hz)
         gains[f] = 20 * np.log10(np.std(y[2000:-2000]) / np.std(x[2000:-2000]))
     assert gains[1000.0] == pytest.approx(-6.0, abs=0.3)
     assert gains[50.0] < -6.0 - 20 and gains[7000.0] < -6.0 - 15  # 2nd-order HP, 4th-order LP
     loud, extra = channel.apply(
-        0.5 * np.sin(2 * np.pi * 300 * t), _flat_session(level_db=12.0), [], np.random.default_rng(0), rate
+        0.5 * np.sin(2 * np.pi * 300 * t), _flat_session(level_db=12.0), [], np.random.default_rng(0), sample_rate_hz
     )
     assert np.max(np.abs(loud)) == pytest.approx(0.98) and float(extra["peak_limit_db"]) < -5.0
 
@@ -221,10 +221,12 @@ def test_a_room_adds_a_tail_after_the_direct_path() -> None:
 
 
 def test_the_channel_pass_resamples_from_the_synthesiser_rate() -> None:
-    rate_in, rate = 22050, 16000
+    rate_in, sample_rate_hz = 22050, 16000
     t = np.arange(int(1.5 * rate_in)) / rate_in
     x = 0.2 * np.sin(2 * np.pi * 1000.0 * t) + 0.2 * np.sin(2 * np.pi * 9000.0 * t)  # 9 kHz: above 8 kHz
-    y, _ = channel.apply(x, _flat_session(snr_db=150.0), [], np.random.default_rng(0), rate, in_rate_hz=rate_in)
-    assert len(y) == round(len(x) * rate / rate_in)
-    ref = 0.2 * np.sin(2 * np.pi * 1000.0 * np.arange(len(y)) / rate)  # the 9 kHz tone is gone, not aliased
+    y, _ = channel.apply(
+        x, _flat_session(snr_db=150.0), [], np.random.default_rng(0), sample_rate_hz, in_rate_hz=rate_in
+    )
+    assert len(y) == round(len(x) * sample_rate_hz / rate_in)
+    ref = 0.2 * np.sin(2 * np.pi * 1000.0 * np.arange(len(y)) / sample_rate_hz)  # the 9 kHz tone is gone, not aliased
     assert np.max(np.abs(y[1000:-1000] - ref[1000:-1000])) < 2e-3

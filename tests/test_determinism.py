@@ -139,8 +139,8 @@ def test_changed_audio_makes_a_new_run_that_embeds_only_the_changed_file(data, b
     rows = pd.read_csv(folder / "manifest.csv")
     path = folder / rows.loc[rows.id == victim, "path"].iloc[0]
     old_sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    wave, rate = sf.read(path)
-    sf.write(path, wave[::-1] * 0.5, rate)  # same manifest row, audio no run has seen
+    wave, sample_rate_hz = sf.read(path)
+    sf.write(path, wave[::-1] * 0.5, sample_rate_hz)  # same manifest row, audio no run has seen
     assert hashlib.sha256(path.read_bytes()).hexdigest() != old_sha
     kept = outputs(before.run_dir)
     after = run(opts)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness import fairness_for_run
-from interbias.analysis.report import _fmt
+from interbias.analysis.report_document import format_value
 from interbias.calibration_run import calibration_columns
 from interbias.cli import app
 from interbias.decision_spec import DEFAULT_POINT
@@ -220,4 +220,4 @@ def test_report_shows_fairness_at_the_dev_threshold(split_run, tmp_path: Path) -
     section = md.split("## Fairness at the deployment threshold")[1]
     table_rows = [line for line in section.splitlines() if line.startswith("| mfcc-stats")]
     assert len(table_rows) >= len(groups)
-    assert _fmt(float(groups["threshold"].iloc[0])) in section
+    assert format_value(float(groups["threshold"].iloc[0])) in section

@@ -367,8 +367,8 @@ def test_new_audio_bytes_make_a_new_run_and_leave_the_old_one(done, tmp_path: Pa
     rows = pd.read_csv(folder / "manifest.csv").set_index("id")
     trials = pd.read_parquet(first / "trials.parquet")
     uid = sorted(set(trials.enrol))[0]
-    x, rate = sf.read(folder / rows.path[uid], dtype="float32")
-    sf.write(folder / rows.path[uid], x[::-1].copy(), rate, format="FLAC")  # same path, new content
+    x, sample_rate_hz = sf.read(folder / rows.path[uid], dtype="float32")
+    sf.write(folder / rows.path[uid], x[::-1].copy(), sample_rate_hz, format="FLAC")  # same path, new content
     res = runner.invoke(app, run_args(exp, out, cache))
     assert res.exit_code == 0, res.output
     dirs = sorted(p for p in out.iterdir() if p.is_dir())

@@ -46,12 +46,12 @@ def fake_run(tmp_path: Path, enrol: list[str] | None = None) -> Path:
 
 def test_wespeaker_lines_are_exact_and_leave_dropped_trials_out(tmp_path: Path) -> None:
     run_dir = fake_run(tmp_path)
-    report = export_scores(run_dir, "wespeaker", tmp_path / "out")
-    path = tmp_path / "out" / report.files[0]["file"]
+    summary = export_scores(run_dir, "wespeaker", tmp_path / "out")
+    path = tmp_path / "out" / summary.files[0]["file"]
     assert path.read_text() == (
         "a/1 a/2 0.30000000000000004 target\na/1 b/1 -0.3333333333333333 nontarget\nb/2 a/2 2e-17 nontarget\n"
     )
-    assert report.files[0] | {"file": ""} == {
+    assert summary.files[0] | {"file": ""} == {
         "model": "enc",
         "cell": "all",
         "file": "",
@@ -65,14 +65,14 @@ def test_wespeaker_lines_are_exact_and_leave_dropped_trials_out(tmp_path: Path) 
 
 def test_kaldi_writes_scores_and_trials_and_csv_keeps_ids(tmp_path: Path) -> None:
     run_dir = fake_run(tmp_path)
-    report = export_scores(run_dir, "kaldi", tmp_path / "k")
-    scores = tmp_path / "k" / report.files[0]["file"]
+    summary = export_scores(run_dir, "kaldi", tmp_path / "k")
+    scores = tmp_path / "k" / summary.files[0]["file"]
     assert scores.name.endswith(".scores")
     assert scores.with_name(scores.name.replace(".scores", ".trials")).read_text() == (
         "a/1 a/2 target\na/1 b/1 nontarget\nb/2 a/2 nontarget\n"
     )
-    report = export_scores(run_dir, "csv", tmp_path / "c")
-    frame = pd.read_csv(tmp_path / "c" / report.files[0]["file"], dtype={"score": str})
+    summary = export_scores(run_dir, "csv", tmp_path / "c")
+    frame = pd.read_csv(tmp_path / "c" / summary.files[0]["file"], dtype={"score": str})
     assert frame.columns.tolist() == [
         "trial_id",
         "stratum",

@@ -17,13 +17,13 @@ from interbias.errors import ManifestError
 from interbias.experiments import CorpusSpec
 
 
-def recording(rid: str, source: str, rate: int, seconds: float, **extra) -> dict:
+def recording(rid: str, source: str, sample_rate_hz: int, seconds: float, **extra) -> dict:
     """A ``Recording.to_dict()`` as Lhotse writes it."""
     return {
         "id": rid,
         "sources": [{"type": "file", "channels": [0], "source": source}],
-        "sampling_rate": rate,
-        "num_samples": int(rate * seconds),
+        "sampling_rate": sample_rate_hz,
+        "num_samples": int(sample_rate_hz * seconds),
         "duration": seconds,
         "channel_ids": [0],
         **extra,

@@ -15,20 +15,20 @@ from interbias.corpora import read_manifest
 from interbias.errors import ManifestError
 
 
-def tone(rate: int, seconds: float = 1.5, hz: float = 440.0) -> np.ndarray:
-    t = np.arange(int(rate * seconds)) / rate
+def tone(sample_rate_hz: int, seconds: float = 1.5, hz: float = 440.0) -> np.ndarray:
+    t = np.arange(int(sample_rate_hz * seconds)) / sample_rate_hz
     return (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
 
 
-def write_m4a(path: Path, x: np.ndarray, rate: int) -> None:
+def write_m4a(path: Path, x: np.ndarray, sample_rate_hz: int) -> None:
     """AAC in an MP4 container, encoded in process with PyAV."""
     import av
 
     with av.open(str(path), "w", format="mp4") as out:
-        stream = out.add_stream("aac", rate=rate)
+        stream = out.add_stream("aac", rate=sample_rate_hz)
         stream.layout = "mono"
         frame = av.AudioFrame.from_ndarray(x.reshape(1, -1), format="flt", layout="mono")
-        frame.sample_rate = rate
+        frame.sample_rate = sample_rate_hz
         for packet in stream.encode(frame):
             out.mux(packet)
         for packet in stream.encode(None):
@@ -36,17 +36,18 @@ def write_m4a(path: Path, x: np.ndarray, rate: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("ext", "rate"), [("wav", 8000), ("flac", 44100), ("ogg", 22050), ("mp3", 48000), ("m4a", 32000), ("wav", 16000)]
+    ("ext", "sample_rate_hz"),
+    [("wav", 8000), ("flac", 44100), ("ogg", 22050), ("mp3", 48000), ("m4a", 32000), ("wav", 16000)],
 )
-def test_formats_and_rates_decode_to_16k(tmp_path: Path, ext: str, rate: int) -> None:
-    x = tone(rate)
+def test_formats_and_rates_decode_to_16k(tmp_path: Path, ext: str, sample_rate_hz: int) -> None:
+    x = tone(sample_rate_hz)
     path = tmp_path / f"a.{ext}"
     if ext == "m4a":
-        write_m4a(path, x, rate)
+        write_m4a(path, x, sample_rate_hz)
     else:
-        sf.write(path, x, rate)
+        sf.write(path, x, sample_rate_hz)
     loaded = audio.load(path)
-    assert loaded.source_rate_hz == rate and loaded.sample_rate_hz == 16000
+    assert loaded.source_rate_hz == sample_rate_hz and loaded.sample_rate_hz == 16000
     # codecs pad or trim a few ms: the duration survives within 60 ms
     assert abs(loaded.duration_s - 1.5) < 0.06
     # the 440 Hz tone is still where it was after decoding and resampling

@@ -45,13 +45,13 @@ def build_corpus(tiny_corpus, root: Path) -> tuple[Path, Path, dict[str, tuple[i
         for spk in speakers:
             utts = [u for u in tiny_corpus if u.speaker == spk][:UTTS_PER_SPEAKER]
             for j, u in enumerate(utts):
-                data, rate = audio.decode(tiny_corpus.resolve(u))
+                data, sample_rate_hz = audio.decode(tiny_corpus.resolve(u))
                 rate_out, ext = RATES[k % len(RATES)], EXTS[k % len(EXTS)]
                 k += 1
                 rel = f"{spk}/s1/{j:05d}.{ext}"
                 dest = root / "audio" / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                sf.write(dest, audio.resample(data[:, 0], rate, rate_out), rate_out)
+                sf.write(dest, audio.resample(data[:, 0], sample_rate_hz, rate_out), rate_out)
                 rows.append(f"audio/{rel},{spk},{gender},{'phone' if j % 2 else 'headset'}")
                 names.setdefault(spk, []).append(rel)
     manifest = root / "meta" / "manifest.csv"

@@ -18,7 +18,7 @@ RUN_LAYER = (
     "interbias.embedding",
     "interbias.executors",
     "interbias.jobs",
-    "interbias.planning",
+    "interbias.run_work",
     "interbias.scoring",
     "interbias.rundir",
     "interbias.results",

@@ -44,8 +44,8 @@ def spoof_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
     rows = []
     for i, spk in enumerate(tiny_corpus.speakers()):
         src = [u for u in tiny_corpus if u.speaker != spk][i]
-        x, rate = sf.read(tiny_corpus.resolve(src), dtype="float32")
-        sf.write(tmp / f"att-{i}.flac", 0.5 * x, rate)
+        x, sample_rate_hz = sf.read(tiny_corpus.resolve(src), dtype="float32")
+        sf.write(tmp / f"att-{i}.flac", 0.5 * x, sample_rate_hz)
         rows.append(
             {"path": f"att-{i}.flac", "target_speaker": spk, "generator": "copy", "source_speaker": src.speaker}
         )

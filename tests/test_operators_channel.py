@@ -179,12 +179,12 @@ def test_shelf_eq_boosts_bass_and_treble(voices) -> None:
 # -- resampling ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rate", [12000, 8000, 4000, 2000])
-def test_resample_removes_or_folds_the_band_above_the_new_nyquist(voices, rate: int) -> None:
+@pytest.mark.parametrize("sample_rate_hz", [12000, 8000, 4000, 2000])
+def test_resample_removes_or_folds_the_band_above_the_new_nyquist(voices, sample_rate_hz: int) -> None:
     x = voices[0]
-    nyq = rate / 2
-    y, rec = run("resample", x, rate_hz=rate)
-    z, zrec = run("resample", x, rate_hz=rate, anti_aliasing=False)
+    nyq = sample_rate_hz / 2
+    y, rec = run("resample", x, rate_hz=sample_rate_hz)
+    z, zrec = run("resample", x, rate_hz=sample_rate_hz, anti_aliasing=False)
     assert len(y) == len(z) == len(x)
     assert rec["anti_aliasing"] is True and zrec["anti_aliasing"] is False
     assert change_db(y, x, nyq, RATE / 2) <= -40.0  # gone, either way
@@ -194,7 +194,7 @@ def test_resample_removes_or_folds_the_band_above_the_new_nyquist(voices, rate: 
     # input's Nyquist, the alias below 0.9 × the new one) carry their energy into z − y.
     spec = np.abs(np.fft.rfft(x.astype(np.float64))) ** 2
     f = np.fft.rfftfreq(len(x), 1 / RATE)
-    alias = np.abs(f - rate * np.round(f / rate))
+    alias = np.abs(f - sample_rate_hz * np.round(f / sample_rate_hz))
     survives = (f > nyq) & (f < 0.9 * RATE / 2) & (alias < 0.9 * nyq)
     folded = band_energy(z - y, 0, nyq)
     assert 10 * np.log10(folded / spec[survives].sum()) == pytest.approx(0.0, abs=1.5)

@@ -33,18 +33,24 @@ def signals(tiny_corpus) -> list[np.ndarray]:
     return [audio.load(tiny_corpus.resolve(u)).samples for u in picks]
 
 
-def run_codec(name: str, x: np.ndarray, rate: int = RATE, **params):
+def run_codec(name: str, x: np.ndarray, sample_rate_hz: int = RATE, **params):
     op = make_operator("codec", {"codec": name, **params})
-    return op.apply(x, OpContext(rate, "u", "s", derive_rng("test")))
+    return op.apply(x, OpContext(sample_rate_hz, "u", "s", derive_rng("test")))
 
 
-def control(x: np.ndarray, codec_rate: int, rate: int = RATE) -> np.ndarray:
+def control(x: np.ndarray, codec_rate: int, sample_rate_hz: int = RATE) -> np.ndarray:
     """Resample-only control: down to the codec's rate and back, no codec (scipy directly)."""
     from math import gcd
 
-    g = gcd(rate, codec_rate)
-    down = resample_poly(x.astype(np.float64), codec_rate // g, rate // g) if codec_rate != rate else x
-    back = resample_poly(down, rate // g, codec_rate // g) if codec_rate != rate else x.astype(np.float64)
+    g = gcd(sample_rate_hz, codec_rate)
+    down = (
+        resample_poly(x.astype(np.float64), codec_rate // g, sample_rate_hz // g) if codec_rate != sample_rate_hz else x
+    )
+    back = (
+        resample_poly(down, sample_rate_hz // g, codec_rate // g)
+        if codec_rate != sample_rate_hz
+        else x.astype(np.float64)
+    )
     out = np.zeros(len(x))
     out[: min(len(x), len(back))] = back[: len(x)]
     return out.astype(np.float32)
@@ -121,14 +127,14 @@ def test_lower_bitrate_distorts_more(name: str, low: int, high: int, signals) ->
 
 
 @pytest.mark.parametrize(
-    ("rate", "names"), [(8000, ["opus", "aac", "aptx", "pcm_mulaw"]), (44100, ["opus", "sbc", "g722"])]
+    ("sample_rate_hz", "names"), [(8000, ["opus", "aac", "aptx", "pcm_mulaw"]), (44100, ["opus", "sbc", "g722"])]
 )
-def test_other_input_rates_keep_length_and_alignment(rate: int, names: list[str], signals) -> None:
-    x = audio.resample(signals[0], RATE, rate)
+def test_other_input_rates_keep_length_and_alignment(sample_rate_hz: int, names: list[str], signals) -> None:
+    x = audio.resample(signals[0], RATE, sample_rate_hz)
     for name in names:
-        y, rec = run_codec(name, x, rate=rate)
+        y, rec = run_codec(name, x, sample_rate_hz=sample_rate_hz)
         assert len(y) == len(x), name
-        assert abs(peak_lag(x, y, 400)) <= 1, (name, rate, rec)
+        assert abs(peak_lag(x, y, 400)) <= 1, (name, sample_rate_hz, rec)
 
 
 def test_codec_rate_override_runs_at_that_rate(signals) -> None:

@@ -70,8 +70,8 @@ def noise_dir(tmp_path: Path) -> Path:
 
 def expected_noise(folder: Path, rec: dict, n: int) -> np.ndarray:
     """The noise the record says was used, rebuilt from the file (independently decoded)."""
-    data, rate = sf.read(folder / rec["file"], always_2d=True)
-    mono = audio.resample(data.mean(axis=1), rate, RATE).astype(np.float64)
+    data, sample_rate_hz = sf.read(folder / rec["file"], always_2d=True)
+    mono = audio.resample(data.mean(axis=1), sample_rate_hz, RATE).astype(np.float64)
     off = int(round(rec["offset_s"] * RATE))
     return mono[(off + np.arange(n)) % len(mono)]
 

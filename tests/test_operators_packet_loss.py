@@ -24,31 +24,31 @@ def long_input(seconds: int) -> np.ndarray:
     return (0.5 + 0.1 * rng.random(seconds * RATE)).astype(np.float32)
 
 
-@pytest.mark.parametrize("rate", [0.02, 0.1, 0.3])
-def test_iid_rate_and_bursts(rate: float) -> None:
+@pytest.mark.parametrize("loss_rate", [0.02, 0.1, 0.3])
+def test_iid_rate_and_bursts(loss_rate: float) -> None:
     x = long_input(300)  # 15 000 frames
-    y, rec = make_operator("packet_loss", {"rate": rate}).apply(x, ctx(f"iid{rate}"))
+    y, rec = make_operator("packet_loss", {"rate": loss_rate}).apply(x, ctx(f"iid{loss_rate}"))
     frames = y.reshape(-1, 320)
     zeroed = np.flatnonzero((frames == 0).all(axis=1))
     assert zeroed.tolist() == rec["lost_frames"] and rec["n_frames"] == 15000
     realised = len(zeroed) / 15000
     assert realised == rec["loss_rate_realised"]
-    assert realised == pytest.approx(rate, abs=4 * np.sqrt(rate * (1 - rate) / 15000))
+    assert realised == pytest.approx(loss_rate, abs=4 * np.sqrt(loss_rate * (1 - loss_rate) / 15000))
     # untouched frames are the input's
     kept = np.setdiff1d(np.arange(15000), zeroed)
     assert np.array_equal(frames[kept], x.reshape(-1, 320)[kept])
     # i.i.d. bursts are geometric with mean 1 / (1 - rate)
     lost = np.zeros(15000, bool)
     lost[zeroed] = True
-    assert burst_lengths(lost).mean() == pytest.approx(1 / (1 - rate), rel=0.1)
+    assert burst_lengths(lost).mean() == pytest.approx(1 / (1 - loss_rate), rel=0.1)
 
 
-@pytest.mark.parametrize(("rate", "burst"), [(0.05, 2.0), (0.1, 3.0), (0.2, 5.0)])
-def test_gilbert_elliott_rate_and_mean_burst(rate: float, burst: float) -> None:
+@pytest.mark.parametrize(("loss_rate", "burst"), [(0.05, 2.0), (0.1, 3.0), (0.2, 5.0)])
+def test_gilbert_elliott_rate_and_mean_burst(loss_rate: float, burst: float) -> None:
     x = long_input(600)  # 30 000 frames
-    op = make_operator("packet_loss", {"rate": rate, "model": "gilbert_elliott", "burst_frames": burst})
-    y, rec = op.apply(x, ctx(f"ge{rate}"))
-    assert rec["loss_rate_realised"] == pytest.approx(rate, rel=0.15)
+    op = make_operator("packet_loss", {"rate": loss_rate, "model": "gilbert_elliott", "burst_frames": burst})
+    y, rec = op.apply(x, ctx(f"ge{loss_rate}"))
+    assert rec["loss_rate_realised"] == pytest.approx(loss_rate, rel=0.15)
     assert rec["mean_burst_frames"] == pytest.approx(burst, rel=0.15)
     lost = (y.reshape(-1, 320) == 0).all(axis=1)
     assert burst_lengths(lost).mean() == pytest.approx(rec["mean_burst_frames"])

@@ -18,14 +18,14 @@ from interbias.seeding import derive_rng
 RATE = 16000
 
 
-def t30(h: np.ndarray, rate: int) -> float:
+def t30(h: np.ndarray, sample_rate_hz: int) -> float:
     """Independent RT60 (ISO 3382 T30): Schroeder backward integration of h², least-squares
     line over the energy-decay curve between −5 and −35 dB, extrapolated to −60 dB."""
     edc = np.flip(np.cumsum(np.flip(h.astype(np.float64) ** 2)))
     edc_db = 10 * np.log10(edc / edc[0])
     i5 = np.argmax(edc_db <= -5)
     i35 = np.argmax(edc_db <= -35)
-    t = np.arange(i5, i35) / rate
+    t = np.arange(i5, i35) / sample_rate_hz
     slope = np.linalg.lstsq(np.stack([t, np.ones_like(t)], 1), edc_db[i5:i35], rcond=None)[0][0]
     return -60.0 / slope
 

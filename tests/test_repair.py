@@ -20,7 +20,7 @@ from interbias.seeding import derive_rng
 runner = CliRunner()
 
 
-def planted_grid(seed: int = 0, d: int = 16, n_text: int = 8, n_voice: int = 16, n_style: int = 4) -> geo.Grid:
+def planted_grid(seed: int = 0, d: int = 16, n_text: int = 8, n_voice: int = 16, n_style: int = 4) -> geo.EmbeddingGrid:
     """Texts load on (q0, q2), voices on (q2, q3): one planted shared direction q2 that no
     whitening can separate, so the audit's sem–voice leakage Λ is far above chance. Styles on
     (q5, q6). Groups: gender (voice parity) × accent (voice // 2 parity)."""
@@ -33,19 +33,19 @@ def planted_grid(seed: int = 0, d: int = 16, n_text: int = 8, n_voice: int = 16,
     x = tc[t] + vc[v] + sc[s] + 0.3 * rng.standard_normal((len(t), d))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     groups = {"gender": np.where(v % 2, "f", "m"), "accent": np.where(v % 4 < 2, "a", "b")}
-    return geo.Grid.build(x, [f"t{i}" for i in t], [f"v{i:02d}" for i in v], [f"s{i}" for i in s], groups)
+    return geo.EmbeddingGrid.build(x, [f"t{i}" for i in t], [f"v{i:02d}" for i in v], [f"s{i}" for i in s], groups)
 
 
-def voices_of(grid: geo.Grid) -> dict[str, str]:
+def voices_of(grid: geo.EmbeddingGrid) -> dict[str, str]:
     return {v: f"{g}|{a}" for v, g, a in zip(grid.voice, grid.groups["gender"], grid.groups["accent"], strict=True)}
 
 
-def sem_voice_leakage(grid: geo.Grid, x: np.ndarray) -> float:
+def sem_voice_leakage(grid: geo.EmbeddingGrid, x: np.ndarray) -> float:
     bases = geo.axis_subspaces(x, {a: grid.labels(a) for a in geo.AXES}, 2)
     return geo.leakage(bases["sem"], bases["voice"]).aggregate
 
 
-def fit(grid: geo.Grid, cfg: OrcaConfig, seed: int = 3) -> AdapterWeights:
+def fit(grid: geo.EmbeddingGrid, cfg: OrcaConfig, seed: int = 3) -> AdapterWeights:
     labels = {"sem": grid.text, "voice": grid.voice, "expr": grid.style}
     groups = [voices_of(grid)[v] for v in grid.voice]
     return AdapterWeights(train(grid.x, labels, groups, cfg, seed=seed).tensors, {})

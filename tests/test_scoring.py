@@ -1,4 +1,4 @@
-"""BLAS-bound cosine scoring against a per-trial float64 loop, every plan forced in turn."""
+"""BLAS-bound cosine scoring against a per-trial float64 loop, every block strategy forced in turn."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from interbias import scoring
-from interbias.scoring import cosine_scores, plan_block, rows_per_block
+from interbias.scoring import block_strategy, cosine_scores, rows_per_block
 from interbias.seeding import derive_rng
 
 #: float32 BLAS products: scores are checked against a float64 loop within a bound that holds on
@@ -50,42 +50,42 @@ def test_matches_per_trial_loop(seed: int, n_e: int, n_t: int, n: int) -> None:
     np.testing.assert_allclose(got, loop_scores(enrol, test, ei, ti), rtol=0, atol=float32_bound(enrol.shape[1]))
 
 
-@pytest.mark.parametrize("plan", ["dense", "subset", "gather"])
-def test_each_plan_matches_loop_with_many_blocks(monkeypatch: pytest.MonkeyPatch, plan: str) -> None:
+@pytest.mark.parametrize("strategy", ["dense", "subset", "gather"])
+def test_each_strategy_matches_loop_with_many_blocks(monkeypatch: pytest.MonkeyPatch, strategy: str) -> None:
     # a small budget forces many enrolment blocks (rows not a multiple of the block, unsorted
-    # and repeated indices), and the forced plan must give the reference scores
+    # and repeated indices), and the forced strategy must give the reference scores
     monkeypatch.setattr(scoring, "_PRODUCT_BUDGET", 64 * 10)
-    monkeypatch.setattr(scoring, "plan_block", lambda *a: plan)
+    monkeypatch.setattr(scoring, "block_strategy", lambda *a: strategy)
     monkeypatch.setattr(scoring, "_GATHER_CHUNK", 7)
     enrol, test, ei, ti = case(11, 203, 64, 4000, dim=40)
-    plans: Counter[str] = Counter()
-    got = cosine_scores(enrol, test, ei, ti, plans=plans)
-    assert rows_per_block(64) == 10 and plans == Counter({plan: 21})
+    strategies: Counter[str] = Counter()
+    got = cosine_scores(enrol, test, ei, ti, strategies=strategies)
+    assert rows_per_block(64) == 10 and strategies == Counter({strategy: 21})
     np.testing.assert_allclose(got, loop_scores(enrol, test, ei, ti), rtol=0, atol=float32_bound(40))
 
 
 def test_sorted_and_scanned_test_lookup_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     enrol, test, ei, ti = case(12, 90, 500, 700)
-    monkeypatch.setattr(scoring, "plan_block", lambda *a: "subset")
+    monkeypatch.setattr(scoring, "block_strategy", lambda *a: "subset")
     scanned = cosine_scores(enrol, test, ei, ti)
     monkeypatch.setattr(scoring, "_SORT_FACTOR", 10**9)  # always sort
     assert np.array_equal(cosine_scores(enrol, test, ei, ti), scanned)
 
 
-def test_plan_choice_follows_the_cost_model() -> None:
+def test_strategy_choice_follows_the_cost_model() -> None:
     g = scoring._GATHER_COST
     # every trial pair of a block used: one product against all tests
-    assert plan_block(100, 200, 200, 20_000) == "dense"
+    assert block_strategy(100, 200, 200, 20_000) == "dense"
     # a block touching few of many tests: product against those only
-    assert plan_block(100, 100_000, 50, 2_000) == "subset"
+    assert block_strategy(100, 100_000, 50, 2_000) == "subset"
     # scattered trials (one per row and column): gathering is cheaper than any product
-    assert plan_block(1000, 100_000, 1000, 1000) == "gather"
-    # the exact break-even of dense against gather (ties go to the alphabetically first plan)
-    assert plan_block(1, (2 * g + 1) * 10, (2 * g + 1) * 10, 10) == "dense"
-    assert plan_block(1, (2 * g + 1) * 10 + 1, (2 * g + 1) * 10, 10) == "gather"
+    assert block_strategy(1000, 100_000, 1000, 1000) == "gather"
+    # the exact break-even of dense against gather (ties go to the alphabetically first strategy)
+    assert block_strategy(1, (2 * g + 1) * 10, (2 * g + 1) * 10, 10) == "dense"
+    assert block_strategy(1, (2 * g + 1) * 10 + 1, (2 * g + 1) * 10, 10) == "gather"
     # a product over the memory budget is never chosen
     big = scoring._PRODUCT_BUDGET + 1
-    assert plan_block(1, big, big, 10**9) == "gather"
+    assert block_strategy(1, big, big, 10**9) == "gather"
 
 
 def test_rerun_is_byte_identical_and_order_independent_of_block_grouping() -> None:

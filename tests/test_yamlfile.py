@@ -130,8 +130,11 @@ def test_yaml_1_1_level_names_reach_the_experiment_as_written(tmp_path: Path) ->
 
 
 def test_an_absurd_front_end_rate_is_refused(tmp_path: Path) -> None:
-    for rate, msg in ((10**9, "1000000000 Hz is outside 1000..384000 Hz"), (True, "must be a whole number of Hz")):
-        p = tiny_experiment(tmp_path, name="R", frontend={"sample_rate_hz": rate})
+    for sample_rate_hz, msg in (
+        (10**9, "1000000000 Hz is outside 1000..384000 Hz"),
+        (True, "must be a whole number of Hz"),
+    ):
+        p = tiny_experiment(tmp_path, name="R", frontend={"sample_rate_hz": sample_rate_hz})
         with pytest.raises(ConfigError, match=msg):
             load_experiment(p)
 

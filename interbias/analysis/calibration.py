@@ -19,7 +19,7 @@ from interbias.analysis.plots import new_figure
 from interbias.llr_metrics import bayes_error_curve
 
 if TYPE_CHECKING:
-    from interbias.analysis.rundir import ScoredRun
+    from interbias.analysis.scored_run import ScoredRun
 
 #: Prior log-odds of the Bayes error-rate plot (θ = logit p_target).
 PRIOR_LOG_ODDS = np.linspace(-7.0, 7.0, 57)

@@ -21,11 +21,11 @@ import pandas as pd
 
 from interbias.analysis import planner
 from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
-from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.effects import COLUMNS as EFFECT_COLUMNS
 from interbias.analysis.gaps import population_factors
 from interbias.analysis.operating_points import P_TARGET, too_small_line
-from interbias.analysis.report import Report
+from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.errors import AnalysisError
 
@@ -63,7 +63,7 @@ def _identity(label: str, runs: list[RunAnalysis], card: Card) -> None:
         )
     rows = []
     for r in runs:
-        frame = prepare(r.analysis.results)
+        frame = r.analysis.results
         mine = frame[frame["model"] == label]
         enc = next((e for e in (r.analysis.run.run_json or {}).get("encoders", []) if e.get("label") == label), {})
         warn = set(mine["overlap_warning"]) - {""} if "overlap_warning" in mine else set()
@@ -142,7 +142,7 @@ def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> 
 def damaging(label: str, r: RunAnalysis) -> pd.DataFrame:
     """Each cell of ``label`` against its baseline (non-population factors at reference)."""
     a = r.analysis
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     pops = population_factors(a.results, a.run.resolved)
     mine = frame[frame["model"] == label]
@@ -213,7 +213,7 @@ def _deployment(label: str, runs: list[RunAnalysis], card: Card) -> None:
         if (folder / "fairness_groups.csv").is_file():
             g = pd.read_csv(folder / "fairness_groups.csv")
             parts["fairness"].append(g[g["model"].astype(str) == label])
-        res = prepare(r.analysis.results)
+        res = r.analysis.results
         if {"n_spoof", "n_spoof_accepted"} <= set(res.columns):
             s = res[res["model"] == label][["experiment", "cell", "n_spoof", "n_spoof_accepted"]]
             parts["spoofing"].append(s)
@@ -266,7 +266,7 @@ def build_card(label: str, by_metric: dict[str, list[RunAnalysis]]) -> Card:
 def write_card(card: Card, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
     from interbias import atomic
-    from interbias.analysis.report import to_html, to_markdown
+    from interbias.analysis.report_document import to_html, to_markdown
     from interbias.paths import slug
 
     md, page = folder / f"card_{slug(card.label)}.md", folder / f"card_{slug(card.label)}.html"

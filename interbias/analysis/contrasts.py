@@ -42,11 +42,11 @@ class ContrastTables:
     ie_replicates: np.ndarray | None = None
 
 
-def prepare(results: pd.DataFrame) -> pd.DataFrame:
-    """Fill absent optional columns with '' so every results CSV has the same shape: a copy of a
-    table :func:`interbias.analysis.read_results` read (normalised there, once), else
-    :func:`interbias.results.normalise_results` of it."""
-    return results.copy() if results.attrs.get(NORMALISED) else normalise_results(results)
+def normalised(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` itself when :func:`interbias.analysis.read_results` read it (normalised there,
+    once), else :func:`interbias.results.normalise_results` of it (a copy): for analyses given a
+    table built in memory. Callers only read the table they get."""
+    return results if results.attrs.get(NORMALISED) else normalise_results(results)
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Grid:
 
 def grids(results: pd.DataFrame, metric: str) -> list[Grid]:
     """Split a results table into experiment × model grids, checking one row per cell."""
-    frame = prepare(results)
+    frame = normalised(results)
     exp_rows = {exp: grp for exp, grp in frame.groupby("experiment", sort=False)}
     out = []
     for key, grp in frame.groupby(MODEL_KEY, sort=False):

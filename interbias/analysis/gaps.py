@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.contrasts import SLOTS, Grid, grids, place, prepare
+from interbias.analysis.contrasts import SLOTS, Grid, grids, normalised, place
 from interbias.analysis.permutation import UNIT, RunPermutations
 from interbias.analysis.replicates import Replicates
 from interbias.errors import AnalysisError
@@ -45,7 +45,7 @@ class GapTables:
 def population_factors(results: pd.DataFrame, resolved: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """Population factors per experiment: from the resolved experiment when given, else from
     the ``stratum`` column (population factors are the ones naming the stratum)."""
-    frame = prepare(results)
+    frame = normalised(results)
     out: dict[str, list[str]] = {}
     for exp, grp in frame.groupby("experiment", sort=False):
         names = [n for s in SLOTS for n in sorted(set(grp[f"factor_{s}"])) if n]

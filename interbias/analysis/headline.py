@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.contrasts import prepare
 from interbias.analysis.effects import KINDS, order
 from interbias.analysis.multiplicity import DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
@@ -121,7 +120,7 @@ def _fmt(v: float) -> str:
 
 def cell_pivot(a: Analysis) -> pd.DataFrame:
     """Conditions × models: ``value [lo, hi]`` per cell (``value`` alone without intervals)."""
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     ci = a.cells.set_index(["experiment", "model", "cell"]) if a.cells is not None else None
     rows: dict[tuple[str, str], dict[str, str]] = {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.analysis.rundir import ScoredRun
+from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.weighted import metric_batch, sort_cell
 from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.errors import AnalysisError

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, percentile_ci
-from interbias.analysis.rundir import ScoredRun
+from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.weighted import metric_batch
 from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 

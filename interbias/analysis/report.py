@@ -9,75 +9,36 @@ counts, failures, overlap warnings); figures (DET curves per cell, metric by con
 model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
 subgroup gaps; additivity validation; macro averages; the long per-cell list. A figure that cannot be drawn is listed with the reason, never left out silently.
 SNR and noise kind come from the operator parameters in ``experiment.resolved.json``.
+The document and its rendering are :mod:`~interbias.analysis.report_document`; the sections
+read from the run's other files are :mod:`~interbias.analysis.report_sections`.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from interbias import atomic, metrics
+from interbias import metrics
 from interbias.analysis import plots
-from interbias.analysis.contrasts import SLOTS, prepare
-from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
-from interbias.analysis.fairness import SPOOF_METRIC
+from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import cell_pivot, headline, sentence
 from interbias.analysis.operating_points import too_small_line
-from interbias.analysis.robustness import profile_figure, profile_table
+from interbias.analysis.report_document import Report, make_figure
+from interbias.analysis.report_sections import (
+    calibration_section,
+    deployment_section,
+    draws_section,
+    geometry_section,
+    operations_section,
+    robustness_section,
+)
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.errors import AnalysisError
 from interbias.experiments import AcousticLevel, Experiment
-from interbias.operations import kept_whole_summary, snr_summary
 from interbias.paths import slug
-
-_DIGITS = 4
-
-
-@dataclass
-class Figure:
-    name: str
-    title: str
-    caption: str
-    png: bytes
-    #: The same figure as vector files by format (pdf, svg), saved beside the PNG.
-    vectors: dict[str, bytes] = field(default_factory=dict)
-
-
-@dataclass
-class Report:
-    title: str
-    blocks: list[tuple[str, Any]] = field(default_factory=list)  # (kind, payload)
-    figures: list[Figure] = field(default_factory=list)
-    omitted: list[str] = field(default_factory=list)
-
-    def heading(self, text: str) -> None:
-        self.blocks.append(("h2", text))
-
-    def para(self, text: str) -> None:
-        self.blocks.append(("p", text))
-
-    def table(self, frame: pd.DataFrame, columns: list[str] | None = None) -> None:
-        cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
-        self.blocks.append(("table", frame[cols].reset_index(drop=True)))
-
-    def figure(self, fig: Figure) -> None:
-        self.figures.append(fig)
-        self.blocks.append(("figure", fig))
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        return "" if math.isnan(v) else f"{v:.{_DIGITS}f}"
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    return str(v)
 
 
 def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, float]]:
@@ -95,10 +56,6 @@ def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, floa
             if len(settings) == 1:
                 out[level.name] = next(iter(settings))
     return out
-
-
-def _fig(name: str, title: str, caption: str, fig: Any) -> Figure:
-    return Figure(name, title, caption, plots.png(fig), plots.vectors(fig))
 
 
 def _rates(value: Any) -> str:
@@ -128,7 +85,7 @@ def upsampled_note(frame: pd.DataFrame) -> list[str]:
 def _provenance(a: Analysis, rep: Report) -> None:
     rep.heading("Provenance")
     rj = a.run.run_json or {}
-    frame = prepare(a.results)
+    frame = a.results
     if rj.get("encoders"):
         enc = pd.DataFrame(
             [
@@ -193,7 +150,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
 
 
 def _condition_table(a: Analysis) -> pd.DataFrame:
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     ci = a.cells.set_index(["experiment", "model", "cell"]) if a.cells is not None else None
     rows = []
@@ -220,7 +177,7 @@ def _condition_table(a: Analysis) -> pd.DataFrame:
 def _figures(a: Analysis, rep: Report) -> None:
     metric = a.options.metric
     rep.heading("Figures")
-    frame = prepare(a.results)
+    frame = a.results
     # DET curves per cell.
     if a.run.has_scores and "cell" in frame.columns:
         curves: dict[str, list] = {}
@@ -229,7 +186,7 @@ def _figures(a: Analysis, rep: Report) -> None:
             fpr, fnr = metrics.det_curve(cs.scores, cs.labels)
             curves.setdefault(r.model, []).append((r.cell, fpr, fnr, float(getattr(r, metric))))
         rep.figure(
-            _fig(
+            make_figure(
                 "det",
                 "DET curves per cell",
                 "Miss against false-alarm rate on normal-deviate axes, one curve per cell; legend gives each "
@@ -242,7 +199,7 @@ def _figures(a: Analysis, rep: Report) -> None:
     cond = _condition_table(a)
     ci_note = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else ""
     rep.figure(
-        _fig(
+        make_figure(
             "by_condition",
             f"{metric} by condition per model",
             f"One panel per model, one line per group level.{ci_note}",
@@ -257,7 +214,7 @@ def _figures(a: Analysis, rep: Report) -> None:
         vmax = float(np.nanmax(np.abs(two["ie"]))) if len(two) else 0.0
         for model in dict.fromkeys(two["model"]):
             rep.figure(
-                _fig(
+                make_figure(
                     f"ie_{slug(model)}",
                     f"IE heatmap: {model}",
                     f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
@@ -292,7 +249,7 @@ def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
             continue
         ref_level = str(first[f"ref_{slot}"])
         rep.figure(
-            _fig(
+            make_figure(
                 f"gap_snr_{exp}",
                 f"Subgroup gap against SNR ({exp})",
                 f"Mean |{metric} gap| between {gname} groups over models, per noise kind (SNR and kind read from "
@@ -306,61 +263,13 @@ def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
         rep.omitted.append("gap vs SNR: no population (group) factor in this experiment")
 
 
-def _geometry(folder: Path, rep: Report) -> None:
-    """The geometry audit (``interbias geometry``) when ``folder`` holds a geometry.csv."""
-    from interbias.analysis.geometry import report_section
-
-    section = report_section(folder)
-    if section is None:
-        return
-    rep.heading("Geometry audit (TRIAD/ORCA)")
-    notes = section.markdown.split("\n\n", 1)[1] if "\n\n" in section.markdown else ""
-    rep.table(section.table)
-    if notes.strip():
-        rep.para(notes.strip().split("\n\n![")[0])
-    if section.figure is not None:
-        rep.figure(
-            Figure("geometry", "Geometry audit", f"From {folder / 'geometry.csv'}.", section.figure.read_bytes())
-        )
-
-
-def _deployment(folder: Path, rep: Report) -> None:
-    """Fairness at the dev threshold (fairness_groups.csv, fairness.csv) and the spoofing DSR
-    (spoofing.csv), when the run wrote them."""
-    groups, comparisons, spoofing = (folder / n for n in ("fairness_groups.csv", "fairness.csv", "spoofing.csv"))
-    if groups.is_file():
-        rep.heading("Fairness at the deployment threshold")
-        g = pd.read_csv(groups)
-        rule = ", ".join(dict.fromkeys(g["threshold_rule"].astype(str))) if "threshold_rule" in g else "?"
-        rep.para(
-            f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
-            "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
-        )
-        keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
-        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
-        if comparisons.is_file():
-            c = pd.read_csv(comparisons)
-            if len(c) and "significant" in c:
-                sig = c[c["significant"].astype(str).str.lower() == "true"]
-                rep.para(
-                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction "
-                    "(two-proportion z-tests, fairness.csv):"
-                )
-                cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
-                rep.table(sig, [*cols, "difference", "p_holm"])
-    if spoofing.is_file():
-        rep.heading("Spoofing")
-        rep.para("DSR = accepted spoof trials / (spoof trials × encoders), per cell, at each encoder's threshold.")
-        rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
-
-
 def _long_cells(a: Analysis, rep: Report) -> None:
     rep.heading("Results per cell (long form)")
     if a.cells is not None:
         rep.table(a.cells, ["model", "cell", "value", "lo", "hi"])
     else:
         cols = ["model", "cell", a.options.metric, "n_target", "n_nontarget", "n_speakers", "n_failed"]
-        rep.table(prepare(a.results), cols)
+        rep.table(a.results, cols)
 
 
 _EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi", "lo_simultaneous", "hi_simultaneous", "p_adjusted"]
@@ -461,112 +370,8 @@ def _gaps(a: Analysis, rep: Report) -> None:
             )
 
 
-def _calibration(a: Analysis, rep: Report) -> None:
-    """What one calibration costs per cell (results' calibration columns) and the Bayes
-    error-rate plot; says why when the run has no calibration."""
-    from interbias.analysis import calibration as cal
-
-    rep.heading("Calibration")
-    if not cal.has_calibration(a.results):
-        reason = ((a.run.run_json or {}).get("calibration") or {}).get("reason", "no calibration columns in results")
-        rep.para(f"Not measured: {reason}.")
-        return
-    record = (a.run.run_json or {}).get("calibration") or {}
-    point = ", ".join(dict.fromkeys(a.results["dcf_point"].dropna().astype(str)))
-    rep.para(
-        f"One linear calibration per model (fit_on: {record.get('fit_on', '?')}, on the {record.get('split', 'dev')} "
-        f"trials) applied to every cell; act_dcf at the Bayes threshold of {point}; calibration_loss = act_dcf − "
-        "min_dcf; cllr/min_cllr in bits; threshold_drift = cell EER threshold − calibration trials' EER threshold "
-        "(score units). The cells where calibration loss is largest, per model:"
-    )
-    step = cal.false_alarm_step(a.results, record)
-    if step is not None and step > 0.05:
-        rep.para(
-            f"Resolution: with as few as {int(pd.to_numeric(a.results['n_nontarget']).min())} non-target trials per "
-            f"cell, one false alarm adds {step:.3f} to act_dcf at {point}; differences below that are single "
-            "trials. cllr − min_cllr (bits) is the calibration loss over all operating points."
-        )
-    rep.table(cal.worst_cells(a.results), cal.TABLE_COLUMNS)
-    if not a.run.has_scores:
-        rep.omitted.append("Bayes error-rate plot: needs per-trial scores (scores/ in the run directory)")
-        return
-    curves = cal.bayes_curves(a.run, a.results)
-    if curves:
-        rep.figure(
-            _fig(
-                "bayes_error",
-                "Bayes error-rate plot",
-                "Normalised DCF (C_miss = C_fa = 1) against prior log-odds; solid: actual, with the run's calibration; "
-                "dotted: minimum (best threshold). The gap is the calibration loss at every operating point.",
-                cal.bayes_figure(curves),
-            )
-        )
-
-
-def _robustness(a: Analysis, rep: Report) -> None:
-    """Robustness profile of a severity-ladder factor (levels ``<family>_s<k>``), when there is one."""
-    metric = a.options.metric
-    table = profile_table(a.results, metric, a.cells)
-    if table.empty:
-        return
-    rep.heading("Robustness profile")
-    bars = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else " No intervals (no bootstrap)."
-    rep.figure(
-        _fig(
-            "robustness_profile",
-            f"{metric} against severity per family",
-            "One panel per degradation family, one line per model; severity 0 is the reference level, 1 the mildest "
-            f"grade.{bars}",
-            profile_figure(table, metric),
-        )
-    )
-    wide = table.drop_duplicates(["series", "level"]).pivot(index="level", columns="series", values="value")
-    rep.table(wide.reset_index())
-
-
-def _draws(a: Analysis, rep: Report) -> None:
-    """Cells scored over repeated operator draws: the draw-mean, the between-draw SD, and the
-    speaker-bootstrap interval beside it (resampled over draw 0's scores)."""
-    if "eer_draw_sd" not in a.results.columns:
-        return
-    metric = a.options.metric
-    rows = a.results[pd.to_numeric(a.results["operator_draws"], errors="coerce") > 1]
-    if not len(rows):
-        return
-    table = rows[["model", "cell", "operator_draws", metric, "eer_draw_sd", "min_dcf_draw_sd"]].copy()
-    if a.cells is not None:
-        ci = a.cells.set_index(["model", "cell"])[["lo", "hi"]]
-        table = table.join(ci, on=["model", "cell"])
-    table[["eer_draw_sd", "min_dcf_draw_sd"]] = table[["eer_draw_sd", "min_dcf_draw_sd"]].astype(float).round(4)
-    rep.heading("Repeated operator draws")
-    rep.para(
-        f"Cells whose random operators were realised operator_draws times: {metric} is the mean over draws, "
-        "eer_draw_sd / min_dcf_draw_sd the between-draw standard deviation (ddof 1); lo/hi, when present, is the "
-        "speaker-bootstrap interval, resampled over draw 0's scores."
-    )
-    rep.table(table)
-
-
-def _operations(a: Analysis, rep: Report) -> None:
-    """What the operators realised (operations.parquet): achieved SNR per requested level, crops kept whole."""
-    path = a.run.path / "operations.parquet"
-    if not path.is_file():
-        return
-    ops = pd.read_parquet(path)
-    snr, kept = snr_summary(ops), kept_whole_summary(ops)
-    if snr.empty and kept.empty:
-        return
-    rep.heading("What the operators realised")
-    if len(snr):
-        rep.para("Achieved SNR on active speech (dB) per noise kind and requested SNR, over the degraded utterances:")
-        rep.table(snr)
-    if len(kept):
-        rep.para("Crops: utterances no longer than the crop, kept whole (their condition is the uncropped one):")
-        rep.table(kept)
-
-
 def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
-    frame = prepare(a.results)
+    frame = a.results
     metric = a.options.metric
     resolved = a.run.resolved or {}
     exps = ", ".join(dict.fromkeys(frame["experiment"]))
@@ -588,9 +393,9 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
         rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
         rep.table(a.above_chance, ["model", "cell", "value"])
     _figures(a, rep)
-    _robustness(a, rep)
-    _draws(a, rep)
-    _operations(a, rep)
+    robustness_section(a, rep)
+    draws_section(a, rep)
+    operations_section(a, rep)
     _contrasts(a, rep)
     _gaps(a, rep)
     rep.heading("Additivity validation")
@@ -608,90 +413,12 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
         a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
     )
     _long_cells(a, rep)
-    _calibration(a, rep)
-    _deployment(a.run.path, rep)
+    calibration_section(a, rep)
+    deployment_section(a.run.path, rep)
     if geometry_dir is not None:
-        _geometry(Path(geometry_dir), rep)
+        geometry_section(Path(geometry_dir), rep)
     if rep.omitted:
         rep.heading("Figures not drawn")
         for msg in rep.omitted:
             rep.para(msg)
     return rep
-
-
-def _md_table(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(frame.columns) + " |"
-    sep = "| " + " | ".join("---" for _ in frame.columns) + " |"
-    body = ["| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, sep, *body])
-
-
-def to_markdown(rep: Report, figure_dir: str) -> str:
-    out = [f"# {rep.title}", ""]
-    for kind, payload in rep.blocks:
-        if kind == "h2":
-            out += [f"## {payload}", ""]
-        elif kind == "p":
-            out += [payload, ""]
-        elif kind == "table":
-            out += [_md_table(payload), ""]
-        elif kind == "figure":
-            out += [f"### {payload.title}", "", f"![{payload.title}]({figure_dir}/{payload.name}.png)", ""]
-            out += [payload.caption, ""]
-    return "\n".join(out)
-
-
-_CSS = (
-    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
-    "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
-    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}"
-    "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:13px;color:#444}"
-)
-
-
-def to_html(rep: Report) -> str:
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(rep.title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{html.escape(rep.title)}</h1>",
-    ]
-    for kind, payload in rep.blocks:
-        if kind == "h2":
-            out.append(f"<h2>{html.escape(payload)}</h2>")
-        elif kind == "p":
-            out.append(f"<p>{html.escape(payload)}</p>")
-        elif kind == "table":
-            cells = payload.map(_fmt) if hasattr(payload, "map") else payload.applymap(_fmt)
-            out.append(cells.to_html(index=False, escape=True, border=0))
-        elif kind == "figure":
-            data = base64.b64encode(payload.png).decode("ascii")
-            out.append(
-                f'<figure id="{html.escape(payload.name)}"><h3>{html.escape(payload.title)}</h3>'
-                f'<img alt="{html.escape(payload.title)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(payload.caption)}</figcaption></figure>"
-            )
-    out.append("</body></html>")
-    return "\n".join(out)
-
-
-def write_report(rep: Report, folder: Path) -> tuple[Path, Path]:
-    """Write ``report.md`` (figures in ``report_figures/``) and ``report.html`` into ``folder``."""
-    fig_dir = "report_figures"
-    for fig in rep.figures:
-        atomic.write_bytes(folder / fig_dir / f"{fig.name}.png", fig.png)
-    write_vector_figures(rep, folder / fig_dir)
-    md, page = folder / "report.md", folder / "report.html"
-    atomic.write_text(md, to_markdown(rep, fig_dir))
-    atomic.write_text(page, to_html(rep))
-    return md, page
-
-
-def write_vector_figures(rep: Report, folder: Path) -> list[Path]:
-    """Each figure's vector files (``<name>.pdf``, ``<name>.svg``) beside its PNG in ``folder``."""
-    paths = []
-    for fig in rep.figures:
-        for fmt, data in fig.vectors.items():
-            paths.append(folder / f"{fig.name}.{fmt}")
-            atomic.write_bytes(paths[-1], data)
-    return paths

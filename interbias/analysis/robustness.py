@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import plots
-from interbias.analysis.contrasts import SLOTS, prepare
+from interbias.analysis.contrasts import SLOTS, normalised
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,7 +40,7 @@ def profile_table(results: pd.DataFrame, metric: str, intervals: pd.DataFrame | 
     """Rows: series (model, plus the other factors' levels), family, severity (0 = the
     reference), level, value, and lo/hi when ``intervals`` (cell intervals: experiment, model,
     cell, lo, hi) are given. Empty when the results hold no ladder factor."""
-    frame = prepare(results)
+    frame = normalised(results)
     slot = ladder_slot(frame)
     cols = ["series", "family", "severity", "level", "value", "lo", "hi"]
     if slot is None:

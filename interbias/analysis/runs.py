@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.contrasts import prepare
 from interbias.analysis.suite import Analysis, Options, analyse
 from interbias.errors import AnalysisError
 
@@ -60,7 +59,7 @@ def experiment_replicates(a: Analysis) -> dict[tuple[str, str], tuple[float, np.
     """(model, experiment) -> (mean of the experiment's cells, its replicates)."""
     if a.replicates is None:
         raise AnalysisError("experiment replicates need a bootstrapped analysis")
-    frame = prepare(a.results)
+    frame = a.results
     out = {}
     for (model, exp), grp in frame.groupby(["model", "experiment"], sort=False):
         reps = np.stack([a.replicates.values[(exp, model, c)] for c in grp["cell"]]).mean(axis=0)

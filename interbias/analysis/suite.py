@@ -17,7 +17,7 @@ from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
 from interbias.analysis.multiplicity import check_method
 from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
-from interbias.analysis.rundir import ScoredRun
+from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration, require_shared
 from interbias.errors import AnalysisError

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import bootstrap_bias, reflected_ci
-from interbias.analysis.contrasts import CHANCE, prepare
+from interbias.analysis.contrasts import CHANCE, normalised
 from interbias.analysis.replicates import Replicates
 
 #: Metrics whose cell interval is reflected around the estimate (biased replicates: a minimum
@@ -27,7 +27,7 @@ def _cell_reps(replicates: Replicates, grp: pd.DataFrame) -> np.ndarray:
 def macro(results: pd.DataFrame, metric: str, replicates: Replicates | None = None) -> pd.DataFrame:
     """Rows ``scope=experiment`` (mean over that experiment's cells) and ``scope=macro`` (mean of
     the experiment means), per model; with replicates, percentile intervals of both."""
-    frame = prepare(results)
+    frame = normalised(results)
     chance = CHANCE.get(metric)
     rows = []
     for (model, family), grp in frame.groupby(["model", "family"], sort=False):
@@ -89,7 +89,7 @@ def macro(results: pd.DataFrame, metric: str, replicates: Replicates | None = No
 
 def above_chance(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Cells whose metric exceeds its chance level (EER > 0.5); empty for metrics without one."""
-    frame = prepare(results)
+    frame = normalised(results)
     chance = CHANCE.get(metric)
     cols = ["experiment", "model", "family", "cell", "metric", "value", "flag"]
     if chance is None:
@@ -113,7 +113,7 @@ def cell_intervals(results: pd.DataFrame, replicates: Replicates) -> pd.DataFram
     """One row per results cell: the estimate, its bootstrap interval (percentile; for minDCF
     the reflected interval, which contains the estimate: ``interval`` says which) and the
     bootstrap bias (mean replicate − estimate)."""
-    frame = prepare(results)
+    frame = normalised(results)
     metric = replicates.metric
     reps = _cell_reps(replicates, frame) if len(frame) else np.zeros((0, replicates.n_boot))
     lo, hi, n_valid = replicates.ci(reps)

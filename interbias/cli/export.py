@@ -41,19 +41,19 @@ def export(
     ] = None,
 ) -> None:
     """Write a run's per-cell score files (and embeddings) for other tools."""
-    from interbias.export import export_embeddings, export_scores, write_report
+    from interbias.export import export_embeddings, export_scores, write_export_summary
 
     target = out or run_dir / "export" / format.value
-    report = export_scores(run_dir, format.value, target)
+    summary = export_scores(run_dir, format.value, target)
     if embeddings:
-        report.embeddings = export_embeddings(run_dir, target, cache_dir=cache_dir)
-    path = write_report(report, format.value, run_dir)
-    n_trials = sum(f["n_trials"] for f in report.files)
-    n_dropped = sum(f["n_dropped"] for f in report.files)
-    n_other = sum(f["n_not_measured"] for f in report.files)
+        summary.embeddings = export_embeddings(run_dir, target, cache_dir=cache_dir)
+    path = write_export_summary(summary, format.value, run_dir)
+    n_trials = sum(f["n_trials"] for f in summary.files)
+    n_dropped = sum(f["n_dropped"] for f in summary.files)
+    n_other = sum(f["n_not_measured"] for f in summary.files)
     other = f", {n_other} dev/spoof trials not part of the rows' metrics left out" if n_other else ""
-    typer.echo(f"{len(report.files)} score file(s), {n_trials} trials ({n_dropped} dropped{other}) in {target}")
-    for e in report.embeddings:
+    typer.echo(f"{len(summary.files)} score file(s), {n_trials} trials ({n_dropped} dropped{other}) in {target}")
+    for e in summary.embeddings:
         note = f", {e['n_missing']} not in the cache" if e["n_missing"] else ""
         typer.echo(f"embeddings {e['model']} / {e['chain']}: {e['n']} vectors{note} -> {e['file']}")
     typer.echo(f"summary: {path}")

@@ -67,23 +67,23 @@ def verify(
 ) -> None:
     """Hash every file models.lock pins, without loading any model; exit 1 on any difference."""
     from interbias.encoders.hub import label_state
-    from interbias.encoders.lock import lock_path, read_lock
+    from interbias.encoders.models_lock import models_lock_path, read_models_lock
     from interbias.errors import EncoderError
 
-    locked = read_lock()
+    locked = read_models_lock()
     chosen = labels or sorted(locked)
     if not chosen:
-        raise EncoderError(f"{lock_path()} pins no label (run `interbias models fetch` first)")
+        raise EncoderError(f"{models_lock_path()} pins no label (run `interbias models fetch` first)")
     bad = []
     for label in chosen:
         if label not in locked:
-            raise EncoderError(f"{label}: not pinned in {lock_path()}")
+            raise EncoderError(f"{label}: not pinned in {models_lock_path()}")
         state = label_state(label, hashes=True)
         typer.echo(f"{label}: {'ok' if state.state == 'fetched' else state.state}: {state.detail}")
         if state.state != "fetched":
             bad.append(label)
     if bad:
-        raise EncoderError(f"{len(bad)} label(s) differ from {lock_path()}: {', '.join(bad)}")
+        raise EncoderError(f"{len(bad)} label(s) differ from {models_lock_path()}: {', '.join(bad)}")
 
 
 @models_app.command("list", epilog="Example: interbias models list --quick")

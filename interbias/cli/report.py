@@ -47,8 +47,9 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
-    from interbias.analysis.report import build_report, write_report
-    from interbias.analysis.rundir import ScoredRun
+    from interbias.analysis.report import build_report
+    from interbias.analysis.report_document import write_report
+    from interbias.analysis.scored_run import ScoredRun
     from interbias.analysis.suite import Options, analyse
     from interbias.errors import AnalysisError
 

@@ -69,6 +69,25 @@ RuntimeOption = Annotated[
     ),
 ]
 
+MaxFailureShareOption = Annotated[
+    float,
+    typer.Option(help="Share of a cell's trials that may be dropped for failed utterances before the cell errors."),
+]
+ManifestOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Your corpus: a CSV/JSONL manifest (path, speaker, any attributes) or a Lhotse "
+        "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
+    ),
+]
+TrialsOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Score this trial list instead of sampling: VoxCeleb '1|0 enrol test' or "
+        "Kaldi/WeSpeaker 'enrol test target|nontarget', names matched by manifest id or relative path."
+    ),
+]
+
 
 @app.command(epilog="Example: interbias run E16 --corpus synthetic --encoders CAM++,mfcc-stats")
 @guarded
@@ -80,29 +99,14 @@ def run(
     out: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("results"),
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     max_trials: Annotated[int | None, typer.Option(help="Cap on trials per stratum (half targets).")] = None,
-    max_failure_share: Annotated[
-        float,
-        typer.Option(help="Share of a cell's trials that may be dropped for failed utterances before the cell errors."),
-    ] = 0.01,
+    max_failure_share: MaxFailureShareOption = 0.01,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    manifest: Annotated[
-        Path | None,
-        typer.Option(
-            help="Your corpus: a CSV/JSONL manifest (path, speaker, any attributes) or a Lhotse "
-            "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
-        ),
-    ] = None,
+    manifest: ManifestOption = None,
     data_root: Annotated[
         Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
     ] = None,
-    trials: Annotated[
-        Path | None,
-        typer.Option(
-            help="Score this trial list instead of sampling: VoxCeleb '1|0 enrol test' or "
-            "Kaldi/WeSpeaker 'enrol test target|nontarget', names matched by manifest id or relative path."
-        ),
-    ] = None,
+    trials: TrialsOption = None,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,

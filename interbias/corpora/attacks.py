@@ -316,7 +316,9 @@ def _tts_target(
         aid = f"tts/{target.id}/a{i + 1:02d}"
         rel = f"audio/{target.id}/a{i + 1:02d}.flac"
         job = {"id": aid, "text": syn.SENTENCES[si], "voice": f"ib/{fname}", "path": str(work / rel)}
-        job.update(rate=int(round(target.rate_wpm * style.rate_factor)), pitch=style.pitch, range=style.pitch_range)
+        job.update(
+            words_per_min=int(round(target.rate_wpm * style.rate_factor)), pitch=style.pitch, range=style.pitch_range
+        )
         job.update(volume=style.volume, channel=asdict(session) if spec.channel else None)
         jobs.append(job)
         rows.append(
@@ -379,13 +381,13 @@ def _convert_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     out = []
     for job in jobs:
-        x, rate = sf.read(job["source_path"], dtype="float64")
-        y, rec = convert(x, rate, pitch_ratio=job["pitch_ratio"], formant_ratio=job["formant_ratio"])
-        n, sha = write_flac16(Path(job["path"]), y, rate)
+        x, sample_rate_hz = sf.read(job["source_path"], dtype="float64")
+        y, rec = convert(x, sample_rate_hz, pitch_ratio=job["pitch_ratio"], formant_ratio=job["formant_ratio"])
+        n, sha = write_flac16(Path(job["path"]), y, sample_rate_hz)
         out.append(
             {
                 "id": job["id"],
-                "duration_s": n / rate,
+                "duration_s": n / sample_rate_hz,
                 "sha256": sha,
                 "pitch_ratio": rec["pitch_ratio"],
             }

@@ -153,10 +153,10 @@ def prepare_commonvoice(root: Path, cache: Path | None = None, options: dict[str
         name = row["path"]
         relpath = f"clips/{name}"
         if name in durations:
-            duration, rate = durations[name], None
+            duration, sample_rate_hz = durations[name], None
         else:
             info = headers.info(relpath)
-            duration, rate = info.duration_s, info.sample_rate_hz
+            duration, sample_rate_hz = info.duration_s, info.sample_rate_hz
         attrs: dict[str, str] = {}
         age_bin = (row.get("age") or "").strip().lower()
         band = None
@@ -185,7 +185,7 @@ def prepare_commonvoice(root: Path, cache: Path | None = None, options: dict[str
                 accent=accent,
                 text=(row.get("sentence") or None),
                 duration_s=duration,
-                sample_rate_hz=rate,
+                sample_rate_hz=sample_rate_hz,
                 attrs=attrs,
             )
         )

@@ -63,25 +63,27 @@ class Espeak:
             return 0
 
         self._callback = _SYNTH_CALLBACK(_collect)
-        rate = self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0)
-        if rate <= 0:
+        sample_rate_hz = self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0)
+        if sample_rate_hz <= 0:
             raise CorpusError(f"espeak-ng failed to initialise with data at {data_dir}")
-        self.sample_rate_hz = int(rate)
+        self.sample_rate_hz = int(sample_rate_hz)
         self._lib.espeak_SetSynthCallback(self._callback)
 
     def set_random_seed(self, seed: int) -> None:
         """Seed libespeak-ng's own random draws (e.g. the breath noise) for the next calls."""
         self._lib.espeak_ng_SetRandSeed(int(seed))
 
-    def synth(self, text: str, voice: str, *, rate: int, pitch: int, pitch_range: int, volume: int = 100) -> np.ndarray:
+    def synth(
+        self, text: str, voice: str, *, words_per_min: int, pitch: int, pitch_range: int, volume: int = 100
+    ) -> np.ndarray:
         """Synthesise ``text`` with ``voice`` (an espeak voice name); int16 samples.
 
-        ``rate`` is words per minute; ``pitch`` and ``pitch_range`` are 0–100 within the
+        ``words_per_min`` is the speaking rate in words per minute; ``pitch`` and ``pitch_range`` are 0–100 within the
         voice's own pitch settings; ``volume`` is 0–200 (100 = normal)."""
         with self._lock:
             if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
                 raise CorpusError(f"espeak-ng does not know the voice {voice!r}")
-            for param, value in ((RATE, rate), (PITCH, pitch), (RANGE, pitch_range), (VOLUME, volume)):
+            for param, value in ((RATE, words_per_min), (PITCH, pitch), (RANGE, pitch_range), (VOLUME, volume)):
                 self._lib.espeak_SetParameter(param, int(value), 0)
             self._chunks = []
             buf = ctypes.create_string_buffer(text.encode("utf-8"))

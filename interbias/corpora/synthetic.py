@@ -256,15 +256,15 @@ def make_voices(spec: SyntheticSpec) -> list[Voice]:
                         base = rng.uniform(80, 130)
                         top = base + rng.uniform(25, 70)
                         scale = rng.uniform(0.86, 1.04)
-                    rate = rng.uniform(140, 195)
+                    words_per_min = rng.uniform(140, 195)
                     flutter = int(rng.integers(0, 15))
                     roughness = int(rng.integers(0, 4))
                     breath = int(rng.integers(0, 4))
                     if band == "young":
-                        base, top, scale, rate = base * 1.08, top * 1.08, scale + 0.03, rate * 1.06
+                        base, top, scale, words_per_min = base * 1.08, top * 1.08, scale + 0.03, words_per_min * 1.06
                     elif band == "elderly":
                         f = 0.88 if gender == "female" else 1.06
-                        base, top, rate = base * f, top * f, rate * 0.85
+                        base, top, words_per_min = base * f, top * f, words_per_min * 0.85
                         scale -= 0.02
                         flutter += int(rng.integers(20, 40))
                         roughness += int(rng.integers(2, 4))
@@ -297,7 +297,7 @@ def make_voices(spec: SyntheticSpec) -> list[Voice]:
                             pitch_base_hz=round(base, 1),
                             pitch_top_hz=round(top, 1),
                             formants=tuple(formants),
-                            rate_wpm=int(round(rate)),
+                            rate_wpm=int(round(words_per_min)),
                             flutter=flutter,
                             roughness=roughness,
                             breath=breath,
@@ -381,7 +381,7 @@ def render_jobs(
         pcm = engine.synth(
             job["text"],
             job["voice"],
-            rate=job["rate"],
+            words_per_min=job["words_per_min"],
             pitch=job["pitch"],
             pitch_range=job["range"],
             volume=job["volume"],
@@ -473,7 +473,7 @@ def _voice_jobs(
             uid = f"{v.id}/{style_name}/s{si:02d}"
             rel = f"audio/{v.id}/{style_name}/s{si:02d}.flac"
             job = {"id": uid, "text": text, "voice": f"ib/{fname}", "path": str(work / rel)}
-            job.update(rate=v.rate_wpm * style.rate_factor, pitch=style.pitch, range=style.pitch_range)
+            job.update(words_per_min=v.rate_wpm * style.rate_factor, pitch=style.pitch, range=style.pitch_range)
             job.update(volume=style.volume, channel=None)
             attrs = {
                 "sentence": f"s{si:02d}",
@@ -486,12 +486,14 @@ def _voice_jobs(
                 jitter = derive_rng("synthetic-jitter", VERSION, uid)
                 job["pitch"] = int(np.clip(style.pitch + session.pitch_offset + jitter.integers(-2, 3), 0, 100))
                 job["range"] = int(np.clip(style.pitch_range + session.range_offset, 0, 100))
-                job["rate"] = job["rate"] * session.rate_factor * jitter.uniform(0.98, 1.02)
+                job["words_per_min"] = job["words_per_min"] * session.rate_factor * jitter.uniform(0.98, 1.02)
                 job["channel"] = asdict(session)
                 attrs.update(session.attrs())
-            job["rate"] = int(round(job["rate"]))
+            job["words_per_min"] = int(round(job["words_per_min"]))
             attrs.update(
-                espeak_pitch=str(job["pitch"]), espeak_range=str(job["range"]), espeak_rate_wpm=str(job["rate"])
+                espeak_pitch=str(job["pitch"]),
+                espeak_range=str(job["range"]),
+                espeak_rate_wpm=str(job["words_per_min"]),
             )
             jobs.append(job)
             rows.append(

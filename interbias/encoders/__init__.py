@@ -69,7 +69,7 @@ def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | Non
         valid = ", ".join(("path", *located.layout.options))
         raise EncoderError(f"{card.label}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
     files = hash_files(located.folder, located.files)
-    from interbias.encoders.lock import enforce
+    from interbias.encoders.models_lock import enforce
 
     pinned = enforce(card.label, located.folder, files)  # models.lock, when it describes this folder
     encoder = located.layout.loader(card, located, files, device=device, **options)

@@ -21,11 +21,11 @@ from interbias.errors import EncoderError
 from interbias.seeding import canonical_json, derive_rng
 
 
-def probe_wave(seconds: float = 1.0, rate: int = 16000) -> np.ndarray:
+def probe_wave(seconds: float = 1.0, sample_rate_hz: int = 16000) -> np.ndarray:
     """A fixed voiced-like probe signal (harmonics of 140 Hz plus derived noise) for shape checks."""
-    t = np.arange(int(seconds * rate)) / rate
+    t = np.arange(int(seconds * sample_rate_hz)) / sample_rate_hz
     wave = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12))
-    wave = 0.1 * wave + 0.01 * derive_rng("encoder-probe", rate).standard_normal(t.size)
+    wave = 0.1 * wave + 0.01 * derive_rng("encoder-probe", sample_rate_hz).standard_normal(t.size)
     return wave.astype(np.float32)
 
 

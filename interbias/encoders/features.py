@@ -22,13 +22,13 @@ def _mel(f: torch.Tensor) -> torch.Tensor:
 
 
 @lru_cache(maxsize=16)
-def _mel_banks(num_bins: int, padded: int, rate: int, low: float, high: float) -> torch.Tensor:
+def _mel_banks(num_bins: int, padded: int, sample_rate_hz: int, low: float, high: float) -> torch.Tensor:
     """(num_bins, padded // 2 + 1) float64 triangular weights, Kaldi's construction."""
-    nyquist = rate / 2.0
+    nyquist = sample_rate_hz / 2.0
     if high <= 0:
         high += nyquist
     n_fft_bins = padded // 2
-    fft_bin_width = rate / padded
+    fft_bin_width = sample_rate_hz / padded
     mel_low, mel_high = _mel(torch.tensor(low, dtype=torch.float64)), _mel(torch.tensor(high, dtype=torch.float64))
     delta = (mel_high - mel_low) / (num_bins + 1)
     b = torch.arange(num_bins, dtype=torch.float64).unsqueeze(1)
@@ -51,8 +51,8 @@ def _window(kind: str, n: int) -> torch.Tensor:
     raise ValueError(f"unknown window {kind!r} (povey, hamming)")
 
 
-def num_frames(n_samples: int, rate: int = 16000, frame_ms: float = 25.0, shift_ms: float = 10.0) -> int:
-    flen, fshift = int(rate * frame_ms / 1000), int(rate * shift_ms / 1000)
+def num_frames(n_samples: int, sample_rate_hz: int = 16000, frame_ms: float = 25.0, shift_ms: float = 10.0) -> int:
+    flen, fshift = int(sample_rate_hz * frame_ms / 1000), int(sample_rate_hz * shift_ms / 1000)
     return 0 if n_samples < flen else 1 + (n_samples - flen) // fshift
 
 
@@ -127,12 +127,12 @@ def _slaney_mel_to_hz(m: torch.Tensor) -> torch.Tensor:
 
 @lru_cache(maxsize=8)
 def slaney_mel_banks(
-    num_bins: int, n_fft: int, rate: int, low_hz: float = 0.0, high_hz: float | None = None
+    num_bins: int, n_fft: int, sample_rate_hz: int, low_hz: float = 0.0, high_hz: float | None = None
 ) -> torch.Tensor:
     """(num_bins, n_fft // 2 + 1) float64 triangular filters on the Slaney mel scale with Slaney
     area normalisation (2 / band width): ``librosa.filters.mel(norm="slaney")``'s construction."""
-    high = rate / 2.0 if high_hz is None else high_hz
-    fft_freqs = torch.linspace(0, rate / 2.0, n_fft // 2 + 1, dtype=torch.float64)
+    high = sample_rate_hz / 2.0 if high_hz is None else high_hz
+    fft_freqs = torch.linspace(0, sample_rate_hz / 2.0, n_fft // 2 + 1, dtype=torch.float64)
     lo, hi = (
         _hz_to_slaney_mel(torch.tensor(low_hz, dtype=torch.float64)),
         _hz_to_slaney_mel(torch.tensor(high, dtype=torch.float64)),

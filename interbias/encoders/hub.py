@@ -8,7 +8,7 @@ apply; ``HF_HUB_CACHE`` is read at call time), checks each file's size and hash 
 hub's metadata (the LFS sha256, or the git blob id for small files), and only then moves the
 complete folder into place: files are assembled in a hidden ``.<label>.fetch-*`` folder beside
 the label's folder, so an interrupted fetch never leaves a folder that loads. The pin goes to
-``models.lock`` (:mod:`interbias.encoders.lock`).
+``models.lock`` (:mod:`interbias.encoders.models_lock`).
 
 With a lock entry, ``fetch`` restores the locked commit (re-downloading files that differ) and
 refuses another ``--revision``; ``--update`` resolves the revision again and re-pins. Labels
@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from interbias.encoders import ENCODERS, hf_ssl, sha256_file, spkrec, wespeaker
-from interbias.encoders.lock import (
-    LockedFile,
-    LockEntry,
+from interbias.encoders.models_lock import (
+    PinEntry,
+    PinnedFile,
     entry_for,
-    lock_path,
     mismatches,
+    models_lock_path,
     relative_folder,
     write_entry,
 )
@@ -111,7 +111,7 @@ class FetchResult:
     label: str
     #: ``fetched``, ``up to date`` or ``by hand``.
     action: str
-    entry: LockEntry | None = None
+    entry: PinEntry | None = None
     message: str = ""
 
 
@@ -210,35 +210,37 @@ def resolve(label: str, source: HubSource, revision: str) -> tuple[str, list[Pla
     return str(info.sha), planned
 
 
-def _check(label: str, plan: Planned, path: Path, sha: str, locked: LockEntry | None) -> None:
+def _check(label: str, wanted: Planned, path: Path, sha: str, locked: PinEntry | None) -> None:
     """Size and hash of a downloaded file against the hub's metadata and, when restoring, the lock."""
     size = path.stat().st_size
-    if plan.size is not None and size != plan.size:
-        raise FetchError(f"{label}: {plan.remote} is {size} bytes; the hub lists {plan.size}")
-    if plan.sha256 and sha != plan.sha256:
-        raise FetchError(f"{label}: {plan.remote} has sha256 {sha}; the hub lists {plan.sha256}")
-    if plan.blob_id and git_blob_sha1(path) != plan.blob_id:
-        raise FetchError(f"{label}: {plan.remote} has git blob id {git_blob_sha1(path)}; the hub lists {plan.blob_id}")
-    want = {f.name: f.sha256 for f in locked.files}.get(plan.local) if locked else None
+    if wanted.size is not None and size != wanted.size:
+        raise FetchError(f"{label}: {wanted.remote} is {size} bytes; the hub lists {wanted.size}")
+    if wanted.sha256 and sha != wanted.sha256:
+        raise FetchError(f"{label}: {wanted.remote} has sha256 {sha}; the hub lists {wanted.sha256}")
+    if wanted.blob_id and git_blob_sha1(path) != wanted.blob_id:
+        raise FetchError(
+            f"{label}: {wanted.remote} has git blob id {git_blob_sha1(path)}; the hub lists {wanted.blob_id}"
+        )
+    want = {f.name: f.sha256 for f in locked.files}.get(wanted.local) if locked else None
     if locked and want != sha:
-        raise FetchError(f"{label}: {plan.local} at {locked.commit} has sha256 {sha}; models.lock has {want}")
+        raise FetchError(f"{label}: {wanted.local} at {locked.commit} has sha256 {sha}; models.lock has {want}")
 
 
 def download(
-    label: str, source: HubSource, commit: str, planned: list[Planned], into: Path, locked: LockEntry | None
-) -> tuple[LockedFile, ...]:
+    label: str, source: HubSource, commit: str, planned: list[Planned], into: Path, locked: PinEntry | None
+) -> tuple[PinnedFile, ...]:
     """Download every planned file at ``commit`` into ``into`` and check it; returns the lock records."""
     hf_hub_download = hub_module(label).hf_hub_download
 
     timeout = hub_timeout()
     out = []
-    for plan in planned:
-        target = into / plan.local
+    for wanted in planned:
+        target = into / wanted.local
         for force in (False, True):  # a copy in the hub cache that fails the check is downloaded once more
             try:
                 cached = hf_hub_download(
                     source.repo,
-                    plan.remote,
+                    wanted.remote,
                     revision=commit,
                     cache_dir=os.environ.get("HF_HUB_CACHE") or None,
                     endpoint=endpoint(),
@@ -247,18 +249,18 @@ def download(
                 )
             except Exception as exc:
                 raise FetchError(
-                    f"{label}: downloading {plan.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
+                    f"{label}: downloading {wanted.remote} from {source.repo}@{commit[:12]} on {endpoint()} failed "
                     f"({_reason(exc, timeout)}); nothing was placed"
                 ) from exc
             shutil.copyfile(cached, target)
             sha = sha256_file(target)
             try:
-                _check(label, plan, target, sha, locked)
+                _check(label, wanted, target, sha, locked)
                 break
             except FetchError:
                 if force:
                     raise
-        out.append(LockedFile(plan.local, sha, target.stat().st_size))
+        out.append(PinnedFile(wanted.local, sha, target.stat().st_size))
     return tuple(out)
 
 
@@ -283,7 +285,7 @@ def remove_partials(folder: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def _target_revision(label: str, locked: LockEntry | None, revision: str | None, update: bool) -> str:
+def _target_revision(label: str, locked: PinEntry | None, revision: str | None, update: bool) -> str:
     if locked is None or update:
         return revision or "main"
     if revision and revision not in (locked.revision, locked.commit):
@@ -305,7 +307,7 @@ def fetch(
         return FetchResult(label, "nothing to fetch", message=f"{label}: {what}; nothing to fetch")
     if isinstance(source, ManualSource):
         return FetchResult(label, "by hand", message="\n".join(manual_steps(label)))
-    folder, lock_file = card.folder(), lock_path()
+    folder, lock_file = card.folder(), models_lock_path()
     locked = entry_for(label, folder, lock_file)
     target = _target_revision(label, locked, revision, update)
     intact = locked is not None and folder.is_dir() and not mismatches(locked, folder)
@@ -325,7 +327,7 @@ def fetch(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     asked = restore.revision if restore else target
-    entry = LockEntry(label, source.repo, asked, commit, relative_folder(folder, lock_file), files)
+    entry = PinEntry(label, source.repo, asked, commit, relative_folder(folder, lock_file), files)
     write_entry(entry, lock_file)
     note = f"; {source.note}" if source.note else ""
     return FetchResult(label, "fetched", entry, f"{label}: fetched {source.repo}@{commit[:12]} into {folder}{note}")

@@ -19,148 +19,21 @@ import io
 import shutil
 import subprocess
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from math import gcd
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from interbias.audio import resample
 from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators.codec_table import APTX_BITS, CODEC2_MODES, CODECS, CodecName, CodecSpec, fixed_bitrate
 from interbias.seeding import derive_rng
-
-CodecName = Literal[
-    "pcm_mulaw",
-    "pcm_alaw",
-    "g722",
-    "g726",
-    "gsm",
-    "amr_nb",
-    "opus",
-    "mp3",
-    "aac",
-    "sbc",
-    "msbc",
-    "aptx",
-    "aptx_hd",
-    "speex",
-    "codec2",
-]
 
 #: Longest codec delay searched for when aligning, seconds.
 MAX_DELAY_S = 0.25
-
-
-@dataclass(frozen=True)
-class CodecSpec:
-    """How one codec runs.
-
-    ``rates_hz``: rates the codec accepts; the input's rate is used when listed, otherwise
-    ``rate_hz`` (resampling around the codec). ``bitrates``: the allowed values (bits/s);
-    ``bitrate_range``: an inclusive range instead, for codecs with continuous rate control.
-    """
-
-    backend: Literal["pyav", "pyav-wav", "soundfile", "ffmpeg"]
-    rate_hz: int
-    default_bitrate: int
-    rates_hz: tuple[int, ...] = ()
-    bitrates: tuple[int, ...] = ()
-    bitrate_range: tuple[int, int] | None = None
-    encoder: str = ""
-    decoder: str = ""
-    sample_fmt: str = "s16"
-    stereo: bool = False
-    options: dict[str, str] = field(default_factory=dict)
-    description: str = ""
-    #: A parametric vocoder: the waveform is not kept, so delays are measured on the envelope.
-    vocoder: bool = False
-
-    def allowed_bitrates(self) -> str:
-        if self.bitrate_range:
-            return f"{self.bitrate_range[0]}–{self.bitrate_range[1]} bit/s"
-        return ", ".join(str(b) for b in self.bitrates) + " bit/s"
-
-
-_AMR_NB_MODES = (4750, 5150, 5900, 6700, 7400, 7950, 10200, 12200)
-_CODEC2_MODES = {3200: "3200", 2400: "2400", 1600: "1600", 1400: "1400", 1300: "1300", 1200: "1200", 700: "700C"}
-
-CODECS: dict[str, CodecSpec] = {
-    "pcm_mulaw": CodecSpec(
-        "pyav", 8000, 64000, bitrates=(64000,), encoder="pcm_mulaw", decoder="pcm_mulaw",
-        description="G.711 µ-law, 8 kHz",
-    ),
-    "pcm_alaw": CodecSpec(
-        "pyav", 8000, 64000, bitrates=(64000,), encoder="pcm_alaw", decoder="pcm_alaw",
-        description="G.711 A-law, 8 kHz",
-    ),
-    "g722": CodecSpec(
-        "pyav", 16000, 64000, bitrates=(64000,), encoder="g722", decoder="g722",
-        description="G.722 sub-band ADPCM, 16 kHz",
-    ),
-    "g726": CodecSpec(
-        "pyav-wav", 8000, 32000, bitrates=(16000, 24000, 32000, 40000), encoder="g726", decoder="g726",
-        description="G.726 ADPCM, 8 kHz (in a WAV container: the decoder needs the code size)",
-    ),
-    "gsm": CodecSpec("soundfile", 8000, 13000, bitrates=(13000,), description="GSM 06.10 full rate (libsndfile), 8 kHz"),
-    "amr_nb": CodecSpec(
-        "pyav", 8000, 12200, bitrates=_AMR_NB_MODES, encoder="libopencore_amrnb", decoder="amrnb",
-        description="AMR narrowband (opencore), 8 kHz",
-    ),
-    "opus": CodecSpec(
-        "pyav", 48000, 16000, rates_hz=(8000, 12000, 16000, 24000, 48000), bitrate_range=(6000, 510000),
-        encoder="libopus", decoder="libopus", description="Opus (libopus), the input's rate when Opus supports it",
-    ),
-    "mp3": CodecSpec(
-        "pyav", 44100, 32000, rates_hz=(8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000),
-        bitrate_range=(8000, 320000), encoder="libmp3lame", decoder="mp3float", sample_fmt="s16p",
-        description="MP3 (LAME), the input's rate when MP3 supports it",
-    ),
-    "aac": CodecSpec(
-        "pyav", 48000, 32000, rates_hz=(8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000),
-        bitrate_range=(8000, 320000), encoder="aac", decoder="aac", sample_fmt="fltp",
-        description="AAC-LC (FFmpeg encoder), the input's rate when AAC supports it",
-    ),
-    "sbc": CodecSpec(
-        "pyav", 16000, 64000, rates_hz=(16000, 32000, 44100, 48000), bitrate_range=(32000, 512000),
-        encoder="sbc", decoder="sbc",
-        description="Bluetooth SBC (A2DP), the input's rate when SBC supports it; the default 64 kbit/s at "
-        "16 kHz is ~4 bits per sample, like A2DP's high-quality 328 kbit/s at 44.1 kHz stereo",
-    ),
-    "msbc": CodecSpec(
-        "pyav", 16000, 60000, bitrates=(60000,), encoder="sbc", decoder="sbc", options={"msbc": "1"},
-        description="Bluetooth mSBC (HFP wideband speech), 16 kHz",
-    ),
-    "aptx": CodecSpec(
-        "pyav", 16000, 128000, rates_hz=(8000, 16000, 24000, 32000, 44100, 48000), bitrates=(),
-        encoder="aptx", decoder="aptx", sample_fmt="s32p", stereo=True,
-        description="Bluetooth aptX (4 bits/sample/channel, stereo), the input's rate when supported",
-    ),
-    "aptx_hd": CodecSpec(
-        "pyav", 16000, 192000, rates_hz=(8000, 16000, 24000, 32000, 44100, 48000), bitrates=(),
-        encoder="aptx_hd", decoder="aptx_hd", sample_fmt="s32p", stereo=True,
-        description="Bluetooth aptX HD (6 bits/sample/channel, stereo), the input's rate when supported",
-    ),
-    "speex": CodecSpec(
-        "ffmpeg", 16000, 16800, rates_hz=(8000, 16000, 32000), bitrate_range=(2150, 44200),
-        encoder="libspeex", description="Speex (system ffmpeg CLI), wideband at 16 kHz",
-    ),
-    "codec2": CodecSpec(
-        "ffmpeg", 8000, 3200, bitrates=tuple(sorted(_CODEC2_MODES)), encoder="libcodec2",
-        description="Codec 2 vocoder (system ffmpeg CLI), 8 kHz", vocoder=True,
-    ),
-}  # fmt: skip
-
-#: aptX codes 4 bits and aptX HD 6 bits per sample per channel, two channels.
-_APTX_BITS = {"aptx": 4, "aptx_hd": 6}
-
-
-def fixed_bitrate(codec: str, rate_hz: int) -> int | None:
-    """The bitrate a codec without rate control runs at, at ``rate_hz`` (None: selectable)."""
-    if codec in _APTX_BITS:
-        return _APTX_BITS[codec] * 2 * rate_hz
-    return None
 
 
 # --------------------------------------------------------------------------- availability
@@ -257,18 +130,18 @@ def _frame_to_float(frame: Any) -> np.ndarray:
     return arr.astype(np.float64).mean(axis=0)
 
 
-def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
-    """Encode and decode ``x`` (float mono at ``rate``) with bare codec contexts.
+def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+    """Encode and decode ``x`` (float mono at ``sample_rate_hz``) with bare codec contexts.
 
     Returns (decoded float64 mono, its rate, encoded bytes)."""
     import av
 
     layout = "stereo" if spec.stereo else "mono"
     enc = av.CodecContext.create(spec.encoder, "w")
-    enc.sample_rate = rate
+    enc.sample_rate = sample_rate_hz
     enc.layout = layout
     enc.format = spec.sample_fmt
-    enc.time_base = Fraction(1, rate)
+    enc.time_base = Fraction(1, sample_rate_hz)
     if spec.bitrates or spec.bitrate_range:
         enc.bit_rate = bitrate
     if spec.options:
@@ -285,17 +158,17 @@ def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> 
         chunk = pcm[start : start + fsize]
         arr = np.stack([chunk] * nch) if planar else np.repeat(chunk, nch)[None, :]
         frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(arr), format=spec.sample_fmt, layout=layout)
-        frame.sample_rate = rate
+        frame.sample_rate = sample_rate_hz
         frame.pts = start
         packets.extend(enc.encode(frame))
     packets.extend(enc.encode(None))
     n_bytes = sum(p.size for p in packets)
     dec = av.CodecContext.create(spec.decoder, "r")
-    dec.sample_rate = rate
+    dec.sample_rate = sample_rate_hz
     dec.layout = layout
     if enc.extradata:
         dec.extradata = enc.extradata
-    out, out_rate = [], rate
+    out, out_rate = [], sample_rate_hz
     for packet in [*packets, None]:
         for frame in dec.decode(packet):
             out.append(_frame_to_float(frame))
@@ -305,24 +178,26 @@ def _pyav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> 
     return np.concatenate(out), int(out_rate), n_bytes
 
 
-def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _pyav_wav_roundtrip(
+    spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int
+) -> tuple[np.ndarray, int, int]:
     """Encode into an in-memory WAV (which carries the code size) and decode it back."""
     import av
 
     buf = io.BytesIO()
     with av.open(buf, "w", format="wav") as container:
-        stream = container.add_stream(spec.encoder, rate=rate, layout="mono")
+        stream = container.add_stream(spec.encoder, rate=sample_rate_hz, layout="mono")
         stream.bit_rate = bitrate
         pcm = _to_pcm(x, spec.sample_fmt)
         frame = av.AudioFrame.from_ndarray(pcm[None, :], format=spec.sample_fmt, layout="mono")
-        frame.sample_rate = rate
+        frame.sample_rate = sample_rate_hz
         frame.pts = 0
         n_bytes = 0
         for packet in [*stream.encode(frame), *stream.encode(None)]:
             n_bytes += packet.size
             container.mux(packet)
     data = buf.getvalue()
-    out, out_rate = [], rate
+    out, out_rate = [], sample_rate_hz
     with av.open(io.BytesIO(data), "r", format="wav") as container:
         audio_stream = container.streams.audio[0]
         for frame in container.decode(audio_stream):
@@ -333,36 +208,36 @@ def _pyav_wav_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int)
     return np.concatenate(out), int(out_rate), n_bytes
 
 
-def _gsm_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _gsm_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
     """GSM 06.10 in a WAV container through libsndfile (written and read in memory)."""
     import soundfile as sf
 
     buf = io.BytesIO()
-    sf.write(buf, np.clip(x, -1.0, 1.0), rate, format="WAV", subtype="GSM610")
+    sf.write(buf, np.clip(x, -1.0, 1.0), sample_rate_hz, format="WAV", subtype="GSM610")
     n_bytes = buf.tell()
     buf.seek(0)
     y, out_rate = sf.read(buf, dtype="float64")
     return np.asarray(y, dtype=np.float64).reshape(-1), int(out_rate), n_bytes
 
 
-def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -> tuple[np.ndarray, int, int]:
+def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, sample_rate_hz: int, bitrate: int) -> tuple[np.ndarray, int, int]:
     """Two ffmpeg processes: raw float PCM -> encoded stream (pipe) -> raw float PCM."""
     import ffmpeg
 
     if spec.encoder == "libcodec2":
-        fmt, enc_args = "codec2", {"acodec": "libcodec2", "mode": _CODEC2_MODES[bitrate]}
+        fmt, enc_args = "codec2", {"acodec": "libcodec2", "mode": CODEC2_MODES[bitrate]}
     else:
         fmt, enc_args = "ogg", {"acodec": spec.encoder, "audio_bitrate": bitrate}
     try:
         encoded, _ = (
-            ffmpeg.input("pipe:", format="f32le", ar=rate, ac=1)
-            .output("pipe:", format=fmt, ar=rate, ac=1, **enc_args)
+            ffmpeg.input("pipe:", format="f32le", ar=sample_rate_hz, ac=1)
+            .output("pipe:", format=fmt, ar=sample_rate_hz, ac=1, **enc_args)
             .global_args("-hide_banner", "-nostdin", "-loglevel", "error")
             .run(input=np.asarray(x, np.float32).tobytes(), capture_stdout=True, capture_stderr=True)
         )
         raw, _ = (
             ffmpeg.input("pipe:", format=fmt)
-            .output("pipe:", format="f32le", ac=1, ar=rate)
+            .output("pipe:", format="f32le", ac=1, ar=sample_rate_hz)
             .global_args("-hide_banner", "-nostdin", "-loglevel", "error")
             .run(input=encoded, capture_stdout=True, capture_stderr=True)
         )
@@ -371,7 +246,7 @@ def _ffmpeg_roundtrip(spec: CodecSpec, x: np.ndarray, rate: int, bitrate: int) -
         raise OperatorError(f"codec {spec.encoder}: ffmpeg failed ({err[-1] if err else exc})") from exc
     except OSError as exc:
         raise OperatorError(f"codec {spec.encoder}: cannot run ffmpeg ({exc})") from exc
-    return np.frombuffer(raw, dtype=np.float32).astype(np.float64), rate, len(encoded)
+    return np.frombuffer(raw, dtype=np.float32).astype(np.float64), sample_rate_hz, len(encoded)
 
 
 _BACKENDS = {
@@ -567,15 +442,15 @@ class Codec(Operator):
 
     def __post_init__(self) -> None:
         spec = CODECS.get(self.codec)
-        if self.bitrate is None and spec is not None and self.codec not in _APTX_BITS:
+        if self.bitrate is None and spec is not None and self.codec not in APTX_BITS:
             object.__setattr__(self, "bitrate", spec.default_bitrate)
 
     def validate(self) -> None:
         spec = CODECS[self.codec]
-        if self.codec in _APTX_BITS:
+        if self.codec in APTX_BITS:
             if self.bitrate is not None:
                 raise OperatorError(
-                    f"codec.bitrate: {self.codec} has no rate control (it codes {_APTX_BITS[self.codec]} bits "
+                    f"codec.bitrate: {self.codec} has no rate control (it codes {APTX_BITS[self.codec]} bits "
                     "per sample per channel); leave bitrate out"
                 )
         elif spec.bitrate_range:

@@ -53,8 +53,8 @@ class Crop(Operator):
         check_ranges(self)
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        rate = ctx.sample_rate_hz
-        n_keep = int(round(self.duration_s * rate))
+        sample_rate_hz = ctx.sample_rate_hz
+        n_keep = int(round(self.duration_s * sample_rate_hz))
         n = len(x)
         if n <= n_keep:
             start, y = 0, x
@@ -63,14 +63,14 @@ class Crop(Operator):
         elif self.where == "random":
             start = int(ctx.rng.integers(n - n_keep + 1))
         else:
-            start = speech_window_start(x, n_keep, rate)
+            start = speech_window_start(x, n_keep, sample_rate_hz)
         if n > n_keep:
             y = x[start : start + n_keep]
         return np.ascontiguousarray(y), {
             "where": self.where,
-            "input_s": n / rate,
-            "crop_start_s": start / rate,
-            "crop_length_s": len(y) / rate,
+            "input_s": n / sample_rate_hz,
+            "crop_start_s": start / sample_rate_hz,
+            "crop_length_s": len(y) / sample_rate_hz,
             "crop_samples": len(y),
             "kept_whole": n <= n_keep,
         }

@@ -69,12 +69,12 @@ class Agc(Operator):
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         import pedalboard
 
-        rate = ctx.sample_rate_hz
+        sample_rate_hz = ctx.sample_rate_hz
         comp = pedalboard.Compressor(
             threshold_db=self.threshold_db, ratio=self.ratio, attack_ms=self.attack_ms, release_ms=self.release_ms
         )
-        y = np.asarray(comp(np.asarray(x, np.float32), float(rate)), np.float64).reshape(-1)[: len(x)]
-        mask = active_mask(x, rate)
+        y = np.asarray(comp(np.asarray(x, np.float32), float(sample_rate_hz)), np.float64).reshape(-1)[: len(x)]
+        mask = active_mask(x, sample_rate_hz)
         level_in = 10 * np.log10(active_power(x, mask))
         gain_db = 0.0
         if self.target_dbfs is not None:
@@ -88,7 +88,7 @@ class Agc(Operator):
             "active_level_in_dbfs": float(level_in),
             "active_level_out_dbfs": float(10 * np.log10(max(active_power(out, mask), 1e-20))),
             "makeup_gain_db": float(gain_db),
-            "level_range_in_db": level_range_db(x, mask, rate),
-            "level_range_out_db": level_range_db(out, mask, rate),
+            "level_range_in_db": level_range_db(x, mask, sample_rate_hz),
+            "level_range_out_db": level_range_db(out, mask, sample_rate_hz),
             "saturated_samples": int(over.sum()),
         }

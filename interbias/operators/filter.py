@@ -124,18 +124,18 @@ class Filter(Operator):
         return (self.cutoff_hz,)  # type: ignore[return-value]
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        rate = ctx.sample_rate_hz
+        sample_rate_hz = ctx.sample_rate_hz
         if self.kind == "shelf":
             bass = (self.bass_hz or 100.0, self.bass_db or 0.0)
             treble = (self.treble_hz or 3000.0, self.treble_db or 0.0)
-            if treble[0] >= rate / 2:
+            if treble[0] >= sample_rate_hz / 2:
                 raise OperatorError(f"filter: treble_hz {treble[0]:g} Hz is at or above the Nyquist frequency")
-            y = shelves(x, bass, treble, rate)
+            y = shelves(x, bass, treble, sample_rate_hz)
             record: dict[str, Any] = {"library": "pedalboard", "bass_hz": bass[0], "bass_db": bass[1]}
             record.update({"treble_hz": treble[0], "treble_db": treble[1]})
         else:
             edges = self.edges()
-            y = butterworth(x, self.kind, edges, self.order, rate)
+            y = butterworth(x, self.kind, edges, self.order, sample_rate_hz)
             record = {"library": "scipy.signal", "edges_hz": list(edges), "order": self.order}
         out = y.astype(np.float32)
         over = np.abs(out) > 1.0

@@ -84,13 +84,13 @@ def _load_cached(path: str, frontend: audio.FrontEnd) -> np.ndarray:
 
 @lru_cache(maxsize=16)  # noise recordings can be long
 def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
-    data, rate = audio.decode(Path(path))
+    data, file_rate_hz = audio.decode(Path(path))
     mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
     if not np.isfinite(mono).all():
         raise AudioError(f"{path}: non-finite (NaN/Inf) samples")
-    out = audio.resample(mono, rate, rate_hz)
+    out = audio.resample(mono, file_rate_hz, rate_hz)
     out.setflags(write=False)
-    return out, rate
+    return out, file_rate_hz
 
 
 @OPERATORS.register("noise")
@@ -165,15 +165,15 @@ class Noise(Operator):
         return folder, files
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        n, rate = len(x), ctx.sample_rate_hz
+        n, sample_rate_hz = len(x), ctx.sample_rate_hz
         if self.kind in _EXPONENT:
-            noise = coloured_noise(n, rate, _EXPONENT[self.kind], ctx.rng)
+            noise = coloured_noise(n, sample_rate_hz, _EXPONENT[self.kind], ctx.rng)
             source: dict[str, Any] = {}
         elif self.kind in FOLDER_KINDS:
             noise, source = self._environmental(n, ctx)
         else:
             noise, source = self._talkers(n, ctx)
-        y, rec = mix_at_snr(x, noise, self.snr_db, rate)
+        y, rec = mix_at_snr(x, noise, self.snr_db, sample_rate_hz)
         return y, {"kind": self.kind, **source, **rec}
 
     def _environmental(self, n: int, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:

@@ -24,20 +24,20 @@ from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
 
 
-def iid_mask(n_frames: int, rate: float, rng: np.random.Generator) -> np.ndarray:
-    """Boolean loss mask: each frame lost with probability ``rate``."""
-    return rng.random(n_frames) < rate
+def iid_mask(n_frames: int, loss_rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Boolean loss mask: each frame lost with probability ``loss_rate``."""
+    return rng.random(n_frames) < loss_rate
 
 
-def gilbert_elliott_mask(n_frames: int, rate: float, burst_frames: float, rng: np.random.Generator) -> np.ndarray:
+def gilbert_elliott_mask(n_frames: int, loss_rate: float, burst_frames: float, rng: np.random.Generator) -> np.ndarray:
     """Boolean loss mask from the two-state Gilbert model (see the module docstring)."""
-    if rate == 0:
+    if loss_rate == 0:
         return np.zeros(n_frames, dtype=bool)
     r = 1.0 / burst_frames
-    p = rate * r / (1.0 - rate)
+    p = loss_rate * r / (1.0 - loss_rate)
     u = rng.random(n_frames)
     lost = np.empty(n_frames, dtype=bool)
-    state = u[0] < rate
+    state = u[0] < loss_rate
     lost[0] = state
     for i in range(1, n_frames):
         state = (u[i] >= r) if state else (u[i] < p)

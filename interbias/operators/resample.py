@@ -76,11 +76,13 @@ class Resample(Operator):
         check_ranges(self)
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        rate = ctx.sample_rate_hz
-        if self.rate_hz >= rate:
-            raise OperatorError(f"resample.rate_hz: {self.rate_hz} Hz is not below the input's rate ({rate} Hz)")
-        low = downsample(np.asarray(x, np.float32), rate, self.rate_hz, self.anti_aliasing)
-        back = sharp_resample(low, self.rate_hz, rate)
+        sample_rate_hz = ctx.sample_rate_hz
+        if self.rate_hz >= sample_rate_hz:
+            raise OperatorError(
+                f"resample.rate_hz: {self.rate_hz} Hz is not below the input's rate ({sample_rate_hz} Hz)"
+            )
+        low = downsample(np.asarray(x, np.float32), sample_rate_hz, self.rate_hz, self.anti_aliasing)
+        back = sharp_resample(low, self.rate_hz, sample_rate_hz)
         n = len(x)
         y = back[:n] if len(back) >= n else np.concatenate([back, np.zeros(n - len(back), np.float32)])
         return y.astype(np.float32), {

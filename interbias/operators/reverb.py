@@ -139,9 +139,9 @@ class Reverb(Operator):
         return folder, files
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        rate = ctx.sample_rate_hz
+        sample_rate_hz = ctx.sample_rate_hz
         if self.rt60_s is not None:
-            irs, rooms = room_bank(self.rt60_s, rate, self.bank_size, ctx.cache_dir)  # type: ignore[arg-type]
+            irs, rooms = room_bank(self.rt60_s, sample_rate_hz, self.bank_size, ctx.cache_dir)  # type: ignore[arg-type]
             index = int(ctx.rng.integers(len(irs)))
             h, peak = irs[index], int(rooms[index]["direct_path_sample"])
             source: dict[str, Any] = {"ir": f"shoebox-v{BANK_VERSION}/{index}", "room": rooms[index]}
@@ -154,8 +154,8 @@ class Reverb(Operator):
                 raise OperatorError(f"reverb: cannot use impulse response {path}: {exc}") from exc
             if data.shape[0] == 0 or not np.isfinite(data).all():
                 raise OperatorError(f"reverb: impulse response {path} is empty or holds non-finite samples")
-            h = audio.resample(data[:, 0], file_rate, rate).astype(np.float64)
-            peak = direct_path_onset(h, rate)
+            h = audio.resample(data[:, 0], file_rate, sample_rate_hz).astype(np.float64)
+            peak = direct_path_onset(h, sample_rate_hz)
             source = {"ir": str(path.relative_to(folder)), "ir_rate_hz": file_rate, "channels": int(data.shape[1])}
         from scipy.signal import fftconvolve
 

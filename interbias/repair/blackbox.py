@@ -197,14 +197,14 @@ def render_noise(manifest: Any, utt: Any, level: str, audio_dir: Path) -> Path:
     snr = float(level.removeprefix("gaussian_"))
     chain = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": snr}], where="blackbox noise")
     wave = load(manifest.resolve(utt), FrontEnd()).samples
-    rate = FrontEnd().sample_rate_hz
+    sample_rate_hz = FrontEnd().sample_rate_hz
 
     def ctx(rng: np.random.Generator) -> OpContext:
-        return OpContext(sample_rate_hz=rate, utterance_id=utt.id, speaker=utt.speaker, rng=rng)
+        return OpContext(sample_rate_hz=sample_rate_hz, utterance_id=utt.id, speaker=utt.speaker, rng=rng)
 
     noisy, _ = chain.apply(wave, utterance_sha256=utt.sha256 or utt.id, make_ctx=ctx)
     path = Path(audio_dir).resolve() / f"{slug(utt.id)}-{level}.flac"
-    write_flac16(path, noisy, rate)
+    write_flac16(path, noisy, sample_rate_hz)
     return path
 
 

@@ -111,7 +111,7 @@ class RepairOutcome:
 class Collected:
     """The grid and what it came from (for the adapter manifest)."""
 
-    grid: geo.Grid
+    grid: geo.EmbeddingGrid
     encoder: str
     fingerprint: str
     source: str
@@ -170,7 +170,7 @@ def collect(options: RepairOptions, reporter: Reporter) -> Collected:
     return Collected(grid, encoder.label, encoder.fingerprint, source, data, manifest, ids)
 
 
-def group_of_voice(grid: geo.Grid, groups: tuple[str, ...]) -> dict[str, str]:
+def group_of_voice(grid: geo.EmbeddingGrid, groups: tuple[str, ...]) -> dict[str, str]:
     """Each voice's joint group value (``gender|age_band|accent``), the split's strata."""
     out: dict[str, str] = {}
     for i, voice in enumerate(grid.voice):
@@ -269,7 +269,7 @@ def _train_variant(
     name: str,
     cfg: OrcaConfig,
     col: Collected,
-    trained: geo.Grid,
+    trained: geo.EmbeddingGrid,
     options: RepairOptions,
     base_manifest: dict[str, Any],
     out: Path,
@@ -294,7 +294,11 @@ def _train_variant(
 
 
 def _audit_all(
-    held: geo.Grid, adapters: dict[str, tuple[Path, str]], col: Collected, options: RepairOptions, reporter: Reporter
+    held: geo.EmbeddingGrid,
+    adapters: dict[str, tuple[Path, str]],
+    col: Collected,
+    options: RepairOptions,
+    reporter: Reporter,
 ) -> list[pd.DataFrame]:
     """The geometry audit of the held-out grid raw and through each adapter (one seed for all)."""
     seed = derive_seed("repair-audit", col.encoder, col.fingerprint, col.source, options.seed)

@@ -74,6 +74,3 @@ from interbias.analysis.geometry.stats import (
     statistics,
     work_units,
 )
-
-#: The name before the split (``contrasts.Grid`` is another thing): kept for existing imports.
-Grid = EmbeddingGrid

@@ -24,26 +24,26 @@ from interbias.atomic import write_text
 from interbias.errors import EncoderError
 from interbias.seeding import canonical_json
 
-LOCK_NAME = "models.lock"
-LOCK_VERSION = 1
+MODELS_LOCK_NAME = "models.lock"
+MODELS_LOCK_VERSION = 1
 
 
-def lock_path() -> Path:
+def models_lock_path() -> Path:
     """``$INTERBIAS_MODELS/models.lock``."""
     from interbias.paths import models_dir
 
-    return models_dir() / LOCK_NAME
+    return models_dir() / MODELS_LOCK_NAME
 
 
 @dataclass(frozen=True)
-class LockedFile:
+class PinnedFile:
     name: str
     sha256: str
     size: int
 
 
 @dataclass(frozen=True)
-class LockEntry:
+class PinEntry:
     """One label's pin: repository, requested revision, resolved commit, folder, files."""
 
     label: str
@@ -51,7 +51,7 @@ class LockEntry:
     revision: str
     commit: str
     folder: str
-    files: tuple[LockedFile, ...]
+    files: tuple[PinnedFile, ...]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,9 +75,9 @@ class LockEntry:
         return {"repo": self.repo, "commit": self.commit, "digest": self.digest}
 
     @classmethod
-    def from_dict(cls, label: str, data: Mapping[str, Any]) -> LockEntry:
+    def from_dict(cls, label: str, data: Mapping[str, Any]) -> PinEntry:
         files = tuple(
-            LockedFile(str(name), str(meta["sha256"]), int(meta["size"])) for name, meta in dict(data["files"]).items()
+            PinnedFile(str(name), str(meta["sha256"]), int(meta["size"])) for name, meta in dict(data["files"]).items()
         )
         return cls(label, str(data["repo"]), str(data["revision"]), str(data["commit"]), str(data["folder"]), files)
 
@@ -91,47 +91,47 @@ def relative_folder(folder: Path, lock_file: Path) -> str:
         return str(folder)
 
 
-def read_lock(path: Path | None = None) -> dict[str, LockEntry]:
+def read_models_lock(path: Path | None = None) -> dict[str, PinEntry]:
     """Every entry of the lock file (empty when there is none); a malformed lock is an error."""
-    path = path or lock_path()
+    path = path or models_lock_path()
     if not path.is_file():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if int(data.get("version", 0)) != LOCK_VERSION:
-            raise ValueError(f"version {data.get('version')!r}, expected {LOCK_VERSION}")
-        return {label: LockEntry.from_dict(label, entry) for label, entry in dict(data["labels"]).items()}
+        if int(data.get("version", 0)) != MODELS_LOCK_VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {MODELS_LOCK_VERSION}")
+        return {label: PinEntry.from_dict(label, entry) for label, entry in dict(data["labels"]).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EncoderError(f"{path} is not a readable models.lock ({type(exc).__name__}: {exc})") from exc
 
 
-def write_entry(entry: LockEntry, path: Path | None = None) -> Path:
+def write_entry(entry: PinEntry, path: Path | None = None) -> Path:
     """Add or replace one label's entry (the file is rewritten atomically, keys sorted)."""
-    path = path or lock_path()
+    path = path or models_lock_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     guard = os.open(path.parent, os.O_RDONLY)  # two fetches at once: one writer at a time (flock on the folder)
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        entries = read_lock(path)
+        entries = read_models_lock(path)
         entries[entry.label] = entry
-        data = {"version": LOCK_VERSION, "labels": {label: e.as_dict() for label, e in sorted(entries.items())}}
+        data = {"version": MODELS_LOCK_VERSION, "labels": {label: e.as_dict() for label, e in sorted(entries.items())}}
         write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     finally:
         os.close(guard)  # releases the flock
     return path
 
 
-def entry_for(label: str, folder: Path, path: Path | None = None) -> LockEntry | None:
+def entry_for(label: str, folder: Path, path: Path | None = None) -> PinEntry | None:
     """The lock entry binding ``folder`` for ``label``, if any."""
-    path = path or lock_path()
-    entry = read_lock(path).get(label)
+    path = path or models_lock_path()
+    entry = read_models_lock(path).get(label)
     if entry is None or entry.folder_path(path).absolute() != Path(folder).absolute():
         return None
     return entry
 
 
 def mismatches(
-    entry: LockEntry, folder: Path, known: Mapping[str, str] | None = None, *, sizes_only: bool = False
+    entry: PinEntry, folder: Path, known: Mapping[str, str] | None = None, *, sizes_only: bool = False
 ) -> list[str]:
     """One line per locked file that is missing or differs; ``known`` are hashes already computed.
     ``sizes_only`` compares sizes (a quick look; the load check always hashes)."""
@@ -146,15 +146,15 @@ def mismatches(
             continue
         if sizes_only:
             if p.stat().st_size != f.size:
-                problems.append(f"{p} is {p.stat().st_size} bytes; {LOCK_NAME} has {f.size}")
+                problems.append(f"{p} is {p.stat().st_size} bytes; {MODELS_LOCK_NAME} has {f.size}")
             continue
         found = known.get(f.name) or sha256_file(p)
         if found != f.sha256:
-            problems.append(f"{p} does not match {LOCK_NAME}: locked sha256 {f.sha256}, found {found}")
+            problems.append(f"{p} does not match {MODELS_LOCK_NAME}: locked sha256 {f.sha256}, found {found}")
     return problems
 
 
-def enforce(label: str, folder: Path, files: Mapping[str, str]) -> LockEntry | None:
+def enforce(label: str, folder: Path, files: Mapping[str, str]) -> PinEntry | None:
     """The load-time check: raise :class:`EncoderError` when the lock binds ``folder`` and a file
     differs from it; return the binding entry (None for a folder the lock does not describe)."""
     entry = entry_for(label, folder)

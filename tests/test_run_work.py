@@ -1,4 +1,4 @@
-"""planning.py directly: which cell × encoder records are reused, which are scored again, and
+"""run_work.py directly: which cell × encoder records are reused, which are scored again, and
 the failure-share check on finished cells."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from interbias.errors import RunError
 from interbias.experiments import Cell
 from interbias.operators import Chain
-from interbias.planning import check_failure_shares, record_status
 from interbias.results import chain_fingerprint
+from interbias.run_work import check_failure_shares, record_status
 from interbias.rundir import RunDir
 
 CELL = Cell((("g", "f"),), "g=f", Chain(), Chain())

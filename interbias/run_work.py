@@ -1,5 +1,6 @@
-"""The plan of a run: which cell × encoder pairs finished earlier and are reused (never scored
-again), which are pending, and the (chain, utterance) items the pending ones need embedded.
+"""The work of one invocation of a run: which cell × encoder pairs finished earlier and are
+reused (never scored again), which are pending, and the (chain, utterance) items the pending
+ones need embedded.
 
 A completion record is reused only for the same encoder fingerprint, trial list, chains and
 audio digest; a finished cell that dropped more trials than this invocation's
@@ -24,7 +25,7 @@ from interbias.trials import TrialList
 
 
 @dataclass
-class Plan:
+class RunWork:
     """What is finished and what is left: rows of cells reused from earlier runs (with their
     failures), the pending cell × encoder pairs and the (chain, utterance) items they need."""
 
@@ -89,7 +90,7 @@ def check_failure_shares(
     )
 
 
-def plan_run(
+def find_work(
     run: RunDir,
     cells: list[Cell],
     encoders: Sequence[Encoder],
@@ -100,34 +101,34 @@ def plan_run(
     max_failure_share: float,
     run_id: str,
     reporter: Reporter,
-) -> Plan:
+) -> RunWork:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded
     (``audio``: the digest of each stratum's audio, which a reusable record must match)."""
-    plan = Plan(cells, shas, audio, {}, [], [])
+    work = RunWork(cells, shas, audio, {}, [], [])
     finished: list[tuple[Cell, Encoder, dict[str, Any]]] = []
     for enc in encoders:
         for cell in cells:
             status, rec = record_status(run, cell, enc, trials.sha256, audio[cell.stratum])
             if status != "finished" or rec is None:
-                plan.pending.append((cell, enc))
+                work.pending.append((cell, enc))
                 if status == "changed" and rec is not None and isinstance(rec.get("row"), dict):
-                    plan.previous[(enc.label, cell.id)] = rec["row"]
+                    work.previous[(enc.label, cell.id)] = rec["row"]
                 continue
             finished.append((cell, enc, rec))
-            plan.rows[(enc.label, cell.id)] = rec["row"]
-            plan.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
+            work.rows[(enc.label, cell.id)] = rec["row"]
+            work.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in rec.get("failures", []))
     check_failure_shares(run, trials, finished, max_failure_share)
-    if plan.previous:
+    if work.previous:
         reporter.notice(
-            f"note: {len(plan.previous)} finished cell(s) were scored with other inputs (encoder, chains or code "
+            f"note: {len(work.previous)} finished cell(s) were scored with other inputs (encoder, chains or code "
             "changed under the same revision) and are scored again; each keeps its row until its new score is "
-            "written: " + ", ".join(f"{c} / {m}" for m, c in plan.previous)
+            "written: " + ", ".join(f"{c} / {m}" for m, c in work.previous)
         )
-    plan.reused = len(plan.rows)
-    plan.ahead = (  # the embedding stage adds what it has to compute, on the same line
+    work.reused = len(work.rows)
+    work.ahead = (  # the embedding stage adds what it has to compute, on the same line
         f"run {run_id}: {len(trials.frame)} trials, {len(cells)} cells × {len(encoders)} "
         f"encoder{'' if len(encoders) == 1 else 's'}: "
-        f"{plan.reused} of {len(cells) * len(encoders)} finished earlier (reused), {len(plan.pending)} to score"
+        f"{work.reused} of {len(cells) * len(encoders)} finished earlier (reused), {len(work.pending)} to score"
     )
-    plan.items = chains_for_cells([c for c, _ in plan.pending], trials.for_stratum)
-    return plan
+    work.items = chains_for_cells([c for c, _ in work.pending], trials.for_stratum)
+    return work

@@ -1,0 +1,170 @@
+"""Report sections read from what a run wrote besides results.csv: calibration (with the Bayes
+error-rate plot), the robustness profile, repeated operator draws, what the operators realised
+(operations.parquet), fairness and spoofing at the deployment threshold, and the geometry audit.
+Each adds nothing when its input is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
+from interbias.analysis.fairness import SPOOF_METRIC
+from interbias.analysis.report_document import Figure, Report, make_figure
+from interbias.analysis.robustness import profile_figure, profile_table
+from interbias.analysis.suite import Analysis
+from interbias.operations import kept_whole_summary, snr_summary
+
+
+def geometry_section(folder: Path, rep: Report) -> None:
+    """The geometry audit (``interbias geometry``) when ``folder`` holds a geometry.csv."""
+    from interbias.analysis.geometry import report_section
+
+    section = report_section(folder)
+    if section is None:
+        return
+    rep.heading("Geometry audit (TRIAD/ORCA)")
+    notes = section.markdown.split("\n\n", 1)[1] if "\n\n" in section.markdown else ""
+    rep.table(section.table)
+    if notes.strip():
+        rep.para(notes.strip().split("\n\n![")[0])
+    if section.figure is not None:
+        rep.figure(
+            Figure("geometry", "Geometry audit", f"From {folder / 'geometry.csv'}.", section.figure.read_bytes())
+        )
+
+
+def deployment_section(folder: Path, rep: Report) -> None:
+    """Fairness at the dev threshold (fairness_groups.csv, fairness.csv) and the spoofing DSR
+    (spoofing.csv), when the run wrote them."""
+    groups, comparisons, spoofing = (folder / n for n in ("fairness_groups.csv", "fairness.csv", "spoofing.csv"))
+    if groups.is_file():
+        rep.heading("Fairness at the deployment threshold")
+        g = pd.read_csv(groups)
+        rule = ", ".join(dict.fromkeys(g["threshold_rule"].astype(str))) if "threshold_rule" in g else "?"
+        rep.para(
+            f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
+            "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
+        )
+        keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
+        rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
+        if comparisons.is_file():
+            c = pd.read_csv(comparisons)
+            if len(c) and "significant" in c:
+                sig = c[c["significant"].astype(str).str.lower() == "true"]
+                rep.para(
+                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction "
+                    "(two-proportion z-tests, fairness.csv):"
+                )
+                cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
+                rep.table(sig, [*cols, "difference", "p_holm"])
+    if spoofing.is_file():
+        rep.heading("Spoofing")
+        rep.para("DSR = accepted spoof trials / (spoof trials × encoders), per cell, at each encoder's threshold.")
+        rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
+
+
+def calibration_section(a: Analysis, rep: Report) -> None:
+    """What one calibration costs per cell (results' calibration columns) and the Bayes
+    error-rate plot; says why when the run has no calibration."""
+    from interbias.analysis import calibration as cal
+
+    rep.heading("Calibration")
+    if not cal.has_calibration(a.results):
+        reason = ((a.run.run_json or {}).get("calibration") or {}).get("reason", "no calibration columns in results")
+        rep.para(f"Not measured: {reason}.")
+        return
+    record = (a.run.run_json or {}).get("calibration") or {}
+    point = ", ".join(dict.fromkeys(a.results["dcf_point"].dropna().astype(str)))
+    rep.para(
+        f"One linear calibration per model (fit_on: {record.get('fit_on', '?')}, on the {record.get('split', 'dev')} "
+        f"trials) applied to every cell; act_dcf at the Bayes threshold of {point}; calibration_loss = act_dcf − "
+        "min_dcf; cllr/min_cllr in bits; threshold_drift = cell EER threshold − calibration trials' EER threshold "
+        "(score units). The cells where calibration loss is largest, per model:"
+    )
+    step = cal.false_alarm_step(a.results, record)
+    if step is not None and step > 0.05:
+        rep.para(
+            f"Resolution: with as few as {int(pd.to_numeric(a.results['n_nontarget']).min())} non-target trials per "
+            f"cell, one false alarm adds {step:.3f} to act_dcf at {point}; differences below that are single "
+            "trials. cllr − min_cllr (bits) is the calibration loss over all operating points."
+        )
+    rep.table(cal.worst_cells(a.results), cal.TABLE_COLUMNS)
+    if not a.run.has_scores:
+        rep.omitted.append("Bayes error-rate plot: needs per-trial scores (scores/ in the run directory)")
+        return
+    curves = cal.bayes_curves(a.run, a.results)
+    if curves:
+        rep.figure(
+            make_figure(
+                "bayes_error",
+                "Bayes error-rate plot",
+                "Normalised DCF (C_miss = C_fa = 1) against prior log-odds; solid: actual, with the run's calibration; "
+                "dotted: minimum (best threshold). The gap is the calibration loss at every operating point.",
+                cal.bayes_figure(curves),
+            )
+        )
+
+
+def robustness_section(a: Analysis, rep: Report) -> None:
+    """Robustness profile of a severity-ladder factor (levels ``<family>_s<k>``), when there is one."""
+    metric = a.options.metric
+    table = profile_table(a.results, metric, a.cells)
+    if table.empty:
+        return
+    rep.heading("Robustness profile")
+    bars = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else " No intervals (no bootstrap)."
+    rep.figure(
+        make_figure(
+            "robustness_profile",
+            f"{metric} against severity per family",
+            "One panel per degradation family, one line per model; severity 0 is the reference level, 1 the mildest "
+            f"grade.{bars}",
+            profile_figure(table, metric),
+        )
+    )
+    wide = table.drop_duplicates(["series", "level"]).pivot(index="level", columns="series", values="value")
+    rep.table(wide.reset_index())
+
+
+def draws_section(a: Analysis, rep: Report) -> None:
+    """Cells scored over repeated operator draws: the draw-mean, the between-draw SD, and the
+    speaker-bootstrap interval beside it (resampled over draw 0's scores)."""
+    if "eer_draw_sd" not in a.results.columns:
+        return
+    metric = a.options.metric
+    rows = a.results[pd.to_numeric(a.results["operator_draws"], errors="coerce") > 1]
+    if not len(rows):
+        return
+    table = rows[["model", "cell", "operator_draws", metric, "eer_draw_sd", "min_dcf_draw_sd"]].copy()
+    if a.cells is not None:
+        ci = a.cells.set_index(["model", "cell"])[["lo", "hi"]]
+        table = table.join(ci, on=["model", "cell"])
+    table[["eer_draw_sd", "min_dcf_draw_sd"]] = table[["eer_draw_sd", "min_dcf_draw_sd"]].astype(float).round(4)
+    rep.heading("Repeated operator draws")
+    rep.para(
+        f"Cells whose random operators were realised operator_draws times: {metric} is the mean over draws, "
+        "eer_draw_sd / min_dcf_draw_sd the between-draw standard deviation (ddof 1); lo/hi, when present, is the "
+        "speaker-bootstrap interval, resampled over draw 0's scores."
+    )
+    rep.table(table)
+
+
+def operations_section(a: Analysis, rep: Report) -> None:
+    """What the operators realised (operations.parquet): achieved SNR per requested level, crops kept whole."""
+    path = a.run.path / "operations.parquet"
+    if not path.is_file():
+        return
+    ops = pd.read_parquet(path)
+    snr, kept = snr_summary(ops), kept_whole_summary(ops)
+    if snr.empty and kept.empty:
+        return
+    rep.heading("What the operators realised")
+    if len(snr):
+        rep.para("Achieved SNR on active speech (dB) per noise kind and requested SNR, over the degraded utterances:")
+        rep.table(snr)
+    if len(kept):
+        rep.para("Crops: utterances no longer than the crop, kept whole (their condition is the uncropped one):")
+        rep.table(kept)
