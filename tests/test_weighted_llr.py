@@ -106,7 +106,8 @@ def test_analyze_gaps_at_the_shared_calibration(cal_run, metric: str) -> None:  
 
 
 def test_report_gap_section_and_findings_name_the_shared_calibration(cal_run) -> None:  # noqa: F811
-    from interbias.analysis.report import build_report, to_markdown
+    from interbias.analysis.report import build_report
+    from interbias.analysis.report_document import to_markdown
 
     a = analyse(cal_run.run_dir / "results.csv", Options(metric="act_dcf", n_boot=20, seed=1))
     md = to_markdown(build_report(a), "figs")
