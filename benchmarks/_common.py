@@ -66,8 +66,9 @@ def fmt_s(seconds: float) -> str:
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table (Markdown pipes, so it pastes into an issue note)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    """A Markdown table (pipes inside a cell escaped), readable as plain text too."""
+    cell = lambda c: str(c).replace("|", "\\|")  # noqa: E731  (a pipe inside a cell would split it)
+    cells = [[cell(h) for h in headers]] + [[cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
     out = [f"### {title}", "", line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

@@ -183,3 +183,8 @@ def test_estimate_row_sets_validates_estimate_beside_the_runs_own_time(tmp_path:
     ).estimates[0]
     assert est.seconds is not None
     assert row[1:] == [est.n_embeddings, 5976, _common.fmt_s(est.seconds), "73.00 s", f"{73.0 / est.seconds:.2f}×"]
+
+
+def test_a_pipe_inside_a_table_cell_is_escaped() -> None:
+    out = _common.table("T", ["max |Δ|"], [["a|b"]])
+    assert out.splitlines()[2] == "| max \\|Δ\\| |" and out.splitlines()[4] == "| a\\|b      |"
