@@ -32,9 +32,10 @@ import pandas as pd
 
 from interbias.errors import InterbiasError
 
-#: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on the
-#: reference 2-core VM (README, Speed): CAM++ and GE2E under onnxruntime (their CPU default),
-#: mfcc-stats eager through the executor (decoding included).
+#: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
+#: AMD EPYC VM (AVX2): CAM++ and GE2E under onnxruntime (their CPU default), mfcc-stats eager
+#: through the executor (decoding included). A faster machine runs in less time than estimated
+#: (``make bench`` prints the estimate beside measured runs).
 BENCH_X_REALTIME = {"CAM++": 60.1, "GE2E": 94.9, "mfcc-stats": 611.0}
 #: Throughput assumed for an encoder the bench has not measured (flagged in the output).
 UNMEASURED_X_REALTIME = 20.0
