@@ -224,6 +224,14 @@ def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny
         assert row.act_dcf_draw_sd == pytest.approx(np.std(acts, ddof=1), abs=1e-12)
         assert row.calibration_loss_draw_sd == pytest.approx(np.std(losses, ddof=1), abs=1e-12)
         assert record["models"]["mfcc-stats"]["per_draw"][cell]["act_dcf"] == pytest.approx(acts)
+    # fairness at the dev threshold uses draw 0's scores, and every group row says so
+    groups = pd.read_csv(run_dir / "fairness_groups.csv")
+    assert set(groups["draw"]) == {0} and set(groups["n_draws"]) == {3}
+    n5 = pd.concat([_frame(run_dir, f"gender={g},noise=n5") for g in ("female", "male")])
+    n5 = n5[(n5.split == "eval") & ~n5.dropped]
+    everyone = groups[(groups.condition == "noise=n5") & (groups.group == "all")].iloc[0]
+    want = act_dcf(cal.slope * n5["score"].to_numpy() + cal.offset, n5.label.to_numpy(), CostPoint(0.01))
+    assert everyone.act_dcf == pytest.approx(want, abs=1e-12)
     # the analysis recomputes the draw-mean from the scores (check_against) and accepts it
     a = analyse(run_dir / "results.csv", Options(metric="act_dcf", n_boot=5))
     assert len(a.gaps.gaps) == 2

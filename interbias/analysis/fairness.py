@@ -82,6 +82,9 @@ def fairness_for_run(
     population-factor attributes, else ``gender``); the rule from ``rule`` or the experiment.
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
     present, give ``spoof_far`` at the same threshold. Dropped trials are left out and counted.
+    With ``operator_draws`` K > 1 the threshold and the tables use draw 0's scores (pooling the
+    K draws would count each trial K times in the z-tests); each group row then says ``draw`` 0,
+    ``n_draws`` K.
     """
     run = RunDir(run_dir)
     if not run.file(TRIALS).is_file():
@@ -112,6 +115,9 @@ def fairness_for_run(
     record = run.read_json(CALIBRATION_FILE, AnalysisError)
     for model, rows in results.groupby("model", sort=False):
         units.extend(_model_units(run, exp.name, str(model), rows, acoustic, side, the_rule))
+        if exp.trials.operator_draws > 1:  # the scores files' `score` column is draw 0's: say so per row
+            for unit in units:
+                unit.info.update({"draw": 0, "n_draws": exp.trials.operator_draws})
         cal = shared_calibration(record, str(model))
         for unit in units if cal is not None else []:
             if unit.keys["model"] == model:
