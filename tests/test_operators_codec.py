@@ -3,6 +3,8 @@ and comes back time-aligned; unavailable backends are reported, never faked."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy.signal import resample_poly
@@ -184,8 +186,10 @@ def test_missing_ffmpeg_reports_unavailable(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(C.shutil, "which", lambda name: None)
     with pytest.raises(
         OperatorError,
-        match="codec 'speex' is unavailable on this machine: needs the ffmpeg command with the libspeex encoder; "
-        "no ffmpeg on PATH",
+        match=re.escape(
+            "codec 'speex' is unavailable on this machine: needs the ffmpeg command with the libspeex encoder; "
+            "no ffmpeg on PATH; see docs/guide/operators.md"
+        ),
     ):
         make_operator("codec", {"codec": "speex"})
     assert C.availability()["codec2"] == "needs the ffmpeg command with the libcodec2 encoder; no ffmpeg on PATH"

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from interbias.audio import resample
-from interbias.errors import OperatorError
+from interbias.errors import OperatorError, see_docs
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.codec_table import APTX_BITS, CODEC2_MODES, CODECS, CodecName, CodecSpec, fixed_bitrate
 from interbias.seeding import derive_rng
@@ -475,7 +475,9 @@ class Codec(Operator):
     def check_resources(self) -> None:
         problem = backend_problem(self.codec)
         if problem is not None:
-            raise OperatorError(f"codec {self.codec!r} is unavailable on this machine: {problem}")
+            raise OperatorError(
+                f"codec {self.codec!r} is unavailable on this machine: {problem}; {see_docs('operators')}"
+            )
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         crate = codec_rate(self.codec, ctx.sample_rate_hz, self.codec_rate_hz)

@@ -123,7 +123,7 @@ class Reverb(Operator):
         if self.rt60_s is not None:
             ok, why = self.available()
             if not ok:
-                raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}")
+                raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}; {see_docs('operators')}")
         else:
             self.ir_files()
 
