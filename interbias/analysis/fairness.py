@@ -113,15 +113,14 @@ def fairness_for_run(
     acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     units: list[Unit] = []
     record = run.read_json(CALIBRATION_FILE, AnalysisError)
+    # the scores files' `score` column is draw 0's: each row says so on operator_draws runs
+    draws = {"draw": 0, "n_draws": exp.trials.operator_draws} if exp.trials.operator_draws > 1 else {}
     for model, rows in results.groupby("model", sort=False):
-        units.extend(_model_units(run, exp.name, str(model), rows, acoustic, side, the_rule))
-        if exp.trials.operator_draws > 1:  # the scores files' `score` column is draw 0's: say so per row
-            for unit in units:
-                unit.info.update({"draw": 0, "n_draws": exp.trials.operator_draws})
         cal = shared_calibration(record, str(model))
-        for unit in units if cal is not None else []:
-            if unit.keys["model"] == model:
-                unit.calibration = (cal, exp.operating_points[0])
+        for unit in _model_units(run, exp.name, str(model), rows, acoustic, side, the_rule):
+            unit.info.update(draws)
+            unit.calibration = None if cal is None else (cal, exp.operating_points[0])
+            units.append(unit)
     return fairness_report(units, positive="accept", alpha=alpha)
 
 
