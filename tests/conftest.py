@@ -27,6 +27,17 @@ def tiny_corpus(session_cache: Path):
     return manifest
 
 
+def gender_factor() -> dict:
+    """The population factor most test experiments stratify by: gender, reference female."""
+    return {
+        "name": "gender",
+        "type": "population",
+        "attribute": "gender",
+        "reference": "female",
+        "levels": {"female": "female", "male": "male"},
+    }
+
+
 def tiny_experiment(tmp_path: Path, name: str = "T01", **overrides) -> Path:
     """Write a gender × noise experiment on the tiny corpus; returns its path."""
     data = {
@@ -34,13 +45,7 @@ def tiny_experiment(tmp_path: Path, name: str = "T01", **overrides) -> Path:
         "title": "tiny gender x noise",
         "corpus": {"name": "synthetic", "options": dict(TINY)},
         "factors": [
-            {
-                "name": "gender",
-                "type": "population",
-                "attribute": "gender",
-                "reference": "female",
-                "levels": {"female": "female", "male": "male"},
-            },
+            gender_factor(),
             {
                 "name": "noise",
                 "type": "acoustic",

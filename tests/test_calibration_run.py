@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import tiny_experiment
+from conftest import gender_factor, tiny_experiment
 from test_fairness_run import SPLIT, isolated_cache
 
 from interbias import metrics
@@ -196,8 +196,7 @@ def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny
         "levels": {"n20": [{"op": "noise", "kind": "gaussian", "snr_db": 20}],
                    "n5": [{"op": "noise", "kind": "gaussian", "snr_db": 5}]},
     }  # fmt: skip
-    gender = {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
-              "levels": {"female": "female", "male": "male"}}  # fmt: skip
+    gender = gender_factor()
     out = _run(tmp_path, session_cache, "T29", trials={**SPLIT, "operator_draws": 3}, factors=[gender, noise])
     run_dir = out.run_dir
     res = pd.read_csv(run_dir / "results.csv").set_index("cell")

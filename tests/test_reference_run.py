@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import tiny_experiment
+from conftest import gender_factor, tiny_experiment
 from run_helpers import manifest_file
 
 from interbias.runner import RunOptions, run
@@ -79,13 +79,7 @@ def fresh_run(tmp_path_factory, tiny_corpus) -> Path:
         "reference": "clean",
         "levels": CHAINS,
     }
-    gender = {
-        "name": "gender",
-        "type": "population",
-        "attribute": "gender",
-        "reference": "female",
-        "levels": {"female": "female", "male": "male"},
-    }
+    gender = gender_factor()
     exp = tiny_experiment(tmp, name="R01", corpus={"manifest": str(manifest)}, trials=SMALL, factors=[gender, noise])
     opts = RunOptions(
         experiment=str(exp),

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
-from conftest import tiny_experiment
+from conftest import gender_factor, tiny_experiment
 from run_helpers import manifest_file, only_run_dir, run_args
 from typer.testing import CliRunner
 
@@ -88,13 +88,7 @@ def test_packet_loss_silence_is_a_counted_failure_and_refused_over_the_share(dat
         "reference": "clean",
         "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
     }
-    gender = {
-        "name": "gender",
-        "type": "population",
-        "attribute": "gender",
-        "reference": "female",
-        "levels": {"female": "female", "male": "male"},
-    }
+    gender = gender_factor()
     exp = tiny_experiment(tmp_path, name="S01", corpus={"manifest": str(data)}, trials=SMALL, factors=[gender, lossy])
     cache = tmp_path / "cache"
     refused = runner.invoke(app, run_args(exp, tmp_path / "o1", cache))
