@@ -184,25 +184,14 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
         return _manifest_table(path), f"manifest {path.name}"
     if spec.name != "synthetic":
         return None, f"the {spec.name} manifest is prepared at run time"
-    from interbias.corpora.synthetic import SyntheticSpec
+    from interbias.corpora.synthetic import SyntheticSpec, corpus_folder, planned_utterances
 
     synth = SyntheticSpec.from_options(dict(spec.options))
-    built = cache / "corpora" / f"synthetic-v3-{synth.key()}" / "manifest.jsonl"
+    built = corpus_folder(synth, cache) / "manifest.jsonl"
     if built.is_file():
         return _manifest_table(built), "the synthetic corpus built in the cache"
-    rows = []
-    for g in synth.genders:
-        for a in synth.age_bands:
-            for acc in synth.accents:
-                for i in range(synth.voices_per_cell):
-                    spk = f"{acc}-{g}-{a}-{i + 1}"
-                    for style in synth.styles:
-                        for s in range(synth.n_sentences):
-                            rows.append(
-                                {"id": f"{spk}/{style}/s{s:02d}", "speaker": spk, "gender": g, "age_band": a}
-                                | {"accent": acc, "style": style, "duration_s": DEFAULT_DURATION_S}
-                            )
-    return pd.DataFrame(rows), "the synthetic spec (not built yet: durations assumed)"
+    planned = pd.DataFrame(planned_utterances(synth)).assign(duration_s=DEFAULT_DURATION_S)
+    return planned, "the synthetic spec (not built yet: durations assumed)"
 
 
 def _manifest_table(path: Path) -> pd.DataFrame:

@@ -5,7 +5,7 @@ formant (vocal-tract scale and per-formant shifts, heights and widths), spectral
 stress, consonant strength, voicing, flutter, breath and roughness settings drawn from a seed
 derived from the voice id. Styles and age bands are *prosodic proxies* (pitch level and range,
 rate, amplitude, flutter, breathiness, whisper), not recorded emotion or ageing; the manifest
-says so in ``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969).
+says so in ``attrs['proxy']``. Sentences are Harvard sentences (IEEE 1969, :mod:`interbias.corpora.harvard`).
 
 Since v3 every voice is recorded in sessions of :data:`SESSION_SENTENCES` consecutive sentences
 of one style, each with its own channel and prosody drift (:mod:`interbias.corpora.channel`:
@@ -36,6 +36,7 @@ import numpy as np
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.channel import ROOM_BANK_KEY, Session, draw_session, room_bank
+from interbias.corpora.harvard import SENTENCES
 from interbias.errors import CorpusError
 from interbias.manifest import Manifest, Utterance
 from interbias.progress import Reporter
@@ -63,33 +64,6 @@ ACCENTS: dict[str, str] = {
 }
 GENDERS = ("female", "male")
 AGE_BANDS = ("young", "adult", "elderly")
-
-SENTENCES = (
-    "The birch canoe slid on the smooth planks.",
-    "Glue the sheet to the dark blue background.",
-    "It's easy to tell the depth of a well.",
-    "These days a chicken leg is a rare dish.",
-    "Rice is often served in round bowls.",
-    "The juice of lemons makes fine punch.",
-    "The box was thrown beside the parked truck.",
-    "The hogs were fed chopped corn and garbage.",
-    "Four hours of steady work faced us.",
-    "A large size in stockings is hard to sell.",
-    "The boy was there when the sun rose.",
-    "A rod is used to catch pink salmon.",
-    "The source of the huge river is the clear spring.",
-    "Kick the ball straight and follow through.",
-    "Help the woman get back to her feet.",
-    "A pot of tea helps to pass the evening.",
-    "Smoky fires lack flame and heat.",
-    "The soft cushion broke the man's fall.",
-    "The salt breeze came across from the sea.",
-    "The girl at the booth sold fifty bonds.",
-    "The small pup gnawed a hole in the sock.",
-    "The fish twisted and turned on the bent hook.",
-    "Press the pants and sew a button on the vest.",
-    "The swan dive was far short of perfect.",
-)
 
 
 @dataclass(frozen=True)
@@ -470,7 +444,7 @@ def _voice_jobs(
         (data_dir / "voices" / "ib" / fname).write_text(voice_file(v, style_name, lang_lines))
         sessions = _sessions(spec, v, style_name, n_rooms)
         for si, text in enumerate(SENTENCES[: spec.n_sentences], 1):
-            uid = f"{v.id}/{style_name}/s{si:02d}"
+            uid = utterance_id(v.id, style_name, si)
             rel = f"audio/{v.id}/{style_name}/s{si:02d}.flac"
             job = {"id": uid, "text": text, "voice": f"ib/{fname}", "path": str(work / rel)}
             job.update(words_per_min=v.rate_wpm * style.rate_factor, pitch=style.pitch, range=style.pitch_range)
@@ -514,13 +488,36 @@ def _voice_jobs(
     return jobs, rows
 
 
+def corpus_folder(spec: SyntheticSpec, cache: Path) -> Path:
+    """Where :func:`build` puts the corpus of ``spec`` under ``cache`` (its manifest is
+    ``manifest.jsonl`` there): named by the corpus version and the spec's key."""
+    return cache / "corpora" / f"synthetic-v{VERSION}-{spec.key()}"
+
+
+def utterance_id(voice_id: str, style_name: str, sentence: int) -> str:
+    """``<voice>/<style>/sNN``, the id of a voice's ``sentence``-th sentence (from 1) in a style."""
+    return f"{voice_id}/{style_name}/s{sentence:02d}"
+
+
+def planned_utterances(spec: SyntheticSpec) -> list[dict[str, str]]:
+    """The utterances :func:`build` renders for ``spec`` (id, speaker and the speaker's and
+    style's attributes), known without rendering anything."""
+    return [
+        {"id": utterance_id(v.id, style, si), "speaker": v.id, "gender": v.gender, "age_band": v.age_band}
+        | {"accent": v.accent, "style": style}
+        for v in make_voices(spec)
+        for style in spec.styles
+        for si in range(1, spec.n_sentences + 1)
+    ]
+
+
 def build(
     spec: SyntheticSpec, cache: Path, *, workers: int | None = None, reporter: Reporter | None = None
 ) -> tuple[Manifest, float]:
     """Build (or reuse) the corpus for ``spec`` under ``cache``; returns it and build seconds.
     ``reporter`` shows the rendering's progress (utterances rendered)."""
     spec.validate()
-    final = cache / "corpora" / f"synthetic-v{VERSION}-{spec.key()}"
+    final = corpus_folder(spec, cache)
     manifest_path = final / "manifest.jsonl"
     if manifest_path.is_file():
         return Manifest.read(manifest_path, name="synthetic"), 0.0
