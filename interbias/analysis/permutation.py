@@ -70,7 +70,7 @@ def permutation_gap_test(
             return metric_batch(metric, cell, w)
         if calibration is None:
             raise AnalysisError(f"the permutation test of {metric} needs the shared calibration")
-        return calibration.batch(metric, scores, labels, w)
+        return calibration.batch(metric, scores, labels, w, cell)
 
     observed = in_group[unit_idx][None, :].astype(float)
     obs = batch(observed)[0] - batch(1.0 - observed)[0]
@@ -101,7 +101,7 @@ class RunPermutations:
             cs = self.run.cell(model, cell)
             units = np.array(design.speakers, dtype=object)[design.enrol[cs.rows]]
             sides.append((cs.scores, cs.labels, units))
-        cal = SharedCalibration.of_run(self.run.run_json, model) if self.metric in CALIBRATED_METRICS else None
+        cal = self.run.calibration(model) if self.metric in CALIBRATED_METRICS else None
         return permutation_gap_test(
             self.metric, sides[0], sides[1], n_perm=self.n_perm, seed=self.seed, calibration=cal
         )

@@ -18,7 +18,7 @@ import pandas as pd
 from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.weighted import metric_batch
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS
 
 Key = tuple[str, str, str]
 
@@ -91,8 +91,7 @@ def bootstrap_cells(
         cs = run.cell(str(row.model), str(row.cell))
         w = resampler.weights(cs.rows)
         if metric in CALIBRATED_METRICS:
-            cal = SharedCalibration.of_run(run.run_json, str(row.model))
-            reps = cal.batch(metric, cs.scores, cs.labels, w)
+            reps = run.calibration(str(row.model)).batch(metric, cs.scores, cs.labels, w, cs.sorted)
         else:
             reps = metric_batch(metric, cs.sorted, w)
         values[(str(row.experiment), str(row.model), str(row.cell))] = reps

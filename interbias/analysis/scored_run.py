@@ -49,6 +49,7 @@ class ScoredRun(RunDir):
         self.run_json = self.read_json(RUN_JSON, AnalysisError)
         self._design: TrialDesign | None = None
         self._cells: dict[tuple[str, str], CellScores] = {}
+        self._calibrations: dict[str, SharedCalibration] = {}
 
     @classmethod
     def open(cls, results_path: Path) -> ScoredRun:
@@ -109,11 +110,17 @@ class ScoredRun(RunDir):
         cols = ["score"] + [c for c in kept.columns if c.startswith("score_d")]
         return float(np.mean([func(kept[c].to_numpy(np.float64), labels) for c in cols]))
 
+    def calibration(self, model: str) -> SharedCalibration:
+        """``model``'s shared calibration from run.json (read once per model)."""
+        if model not in self._calibrations:
+            self._calibrations[model] = SharedCalibration.of_run(self.run_json, model)
+        return self._calibrations[model]
+
     def metric_function(self, metric: str, model: str) -> Callable[[np.ndarray, np.ndarray], float]:
         """``metric(scores, labels)`` of ``model``'s cells: a calibration metric at the model's
         shared calibration (:mod:`interbias.analysis.weighted_llr`)."""
         if metric in CALIBRATED_METRICS:
-            cal = SharedCalibration.of_run(self.run_json, model)
+            cal = self.calibration(model)
             return lambda s, lab: cal.value(metric, s, lab)
         return {"eer": metrics.eer, "eer_legacy": metrics.eer_legacy, "min_dcf": metrics.min_dcf}[metric]
 

@@ -19,7 +19,7 @@ from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration, require_shared
+from interbias.analysis.weighted_llr import CALIBRATED_METRICS, require_shared
 from interbias.errors import AnalysisError
 from interbias.progress import Reporter
 
@@ -97,7 +97,7 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     results = read_results(results_path, required=REQUIRED, metric=options.metric)
     if options.metric in CALIBRATED_METRICS:  # the columns must come from one shared calibration per model
         for model in dict.fromkeys(results["model"].astype(str)):
-            SharedCalibration.of_run(run.run_json, model)
+            run.calibration(model)
     replicates = resampler = None
     if options.n_boot:
         run.require_scores("bootstrap CIs")

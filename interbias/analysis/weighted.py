@@ -17,6 +17,7 @@ without target or without non-target weight has an undefined metric: NaN.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,12 +129,12 @@ def _eer_legacy(p: _Points) -> np.ndarray:
     return (fpr + fnr) / 2
 
 
-def _min_dcf(p: _Points, p_target: float = 0.01) -> np.ndarray:
+def _min_dcf(p: _Points, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
     ks = np.arange(p.k_max + 1)
     fnr = p.ct[:, p.tb[ks]] / p.n_t[:, None]
     fpr = (p.n_n[:, None] - p.cn[:, p.nb[ks]]) / p.n_n[:, None]
-    cost = fnr * p_target + fpr * (1 - p_target)
-    return cost.min(axis=1) / min(p_target, 1 - p_target)
+    cost = c_miss * p_target * fnr + c_fa * (1 - p_target) * fpr
+    return cost.min(axis=1) / min(c_miss * p_target, c_fa * (1 - p_target))
 
 
 _FUNCS = {"eer": _eer, "eer_legacy": _eer_legacy, "min_dcf": _min_dcf}
@@ -143,6 +144,19 @@ def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarr
     """The metric under each row of ``weights`` (``B × N``, trial order of the unsorted cell)."""
     if metric not in _FUNCS:
         raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(METRICS)}")
+    return _batched(cell, weights, _FUNCS[metric])
+
+
+def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss: float, c_fa: float) -> np.ndarray:
+    """Normalised minimum DCF at (``p_target``, ``c_miss``, ``c_fa``) under each row of
+    ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
+    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at p 0.01."""
+    return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
+
+
+def _batched(cell: SortedCell, weights: np.ndarray, func: Callable[[_Points], np.ndarray]) -> np.ndarray:
+    """``func`` of each block of replicates (rows of ``weights``) with both classes weighted;
+    NaN for the others."""
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2 or w.shape[1] != cell.n:
         raise AnalysisError(f"weights must be (replicates × {cell.n} trials), got {w.shape}")
@@ -157,5 +171,5 @@ def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarr
         if valid.any():
             p = _Points(cell, block[valid]) if not valid.all() else p
             part = out[lo : lo + step]
-            part[valid] = _FUNCS[metric](p)
+            part[valid] = func(p)
     return out

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from interbias import metrics
-from interbias.analysis.weighted import sort_cell
+from interbias.analysis.weighted import SortedCell, min_dcf_batch, sort_cell
 from interbias.errors import AnalysisError, MetricError
 from interbias.llr_metrics import CostPoint, act_dcf, cllr
 
@@ -79,8 +79,11 @@ class SharedCalibration:
         c = self.point
         return act - metrics.min_dcf(scores, labels, p_target=c.p_target, c_miss=c.c_miss, c_fa=c.c_fa)
 
-    def batch(self, metric: str, scores: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """``metric`` under each row of ``weights`` (replicates × trials); NaN where a class has no weight."""
+    def batch(
+        self, metric: str, scores: np.ndarray, labels: np.ndarray, weights: np.ndarray, cell: SortedCell | None = None
+    ) -> np.ndarray:
+        """``metric`` under each row of ``weights`` (replicates × trials); NaN where a class has no
+        weight. ``cell``: the trials already sorted (:func:`sort_cell`), else sorted here."""
         _check(metric)
         s = np.asarray(scores, dtype=np.float64)
         lab = np.asarray(labels).astype(bool)
@@ -104,7 +107,11 @@ class SharedCalibration:
         p_miss = wt @ (llr[lab] < eta).astype(float) / n_t
         p_fa = wn @ (llr[~lab] >= eta).astype(float) / n_n
         act = (c.c_miss * c.p_target * p_miss + c.c_fa * (1 - c.p_target) * p_fa) / c.norm
-        out[valid] = act if metric == "act_dcf" else act - _weighted_min_dcf(s, lab, w[valid], c)
+        if metric == "act_dcf":
+            out[valid] = act
+            return out
+        low = min_dcf_batch(cell or sort_cell(s, lab), w[valid], c.p_target, c.c_miss, c.c_fa)
+        out[valid] = act - low
         return out
 
 
@@ -123,17 +130,3 @@ def require_shared(run_json: dict[str, Any] | None) -> dict[str, Any]:
 def _check(metric: str) -> None:
     if metric not in CALIBRATED_METRICS:
         raise AnalysisError(f"{metric!r} is not a calibration metric; valid: {', '.join(CALIBRATED_METRICS)}")
-
-
-def _weighted_min_dcf(scores: np.ndarray, labels: np.ndarray, w: np.ndarray, c: CostPoint) -> np.ndarray:
-    """Row-wise min over thresholds (every distinct score and +inf, accept >= threshold) of the
-    normalised cost at ``c``, each class's rates weighted by ``w`` (every row has both classes)."""
-    cell = sort_cell(scores, labels)
-    ct = np.zeros((len(w), len(cell.target_order) + 1))
-    np.cumsum(w[:, cell.target_order], axis=1, out=ct[:, 1:])
-    cn = np.zeros((len(w), len(cell.nontarget_order) + 1))
-    np.cumsum(w[:, cell.nontarget_order], axis=1, out=cn[:, 1:])
-    fnr = ct[:, cell.t_below] / ct[:, -1:]
-    fpr = (cn[:, -1:] - cn[:, cell.n_below]) / cn[:, -1:]
-    cost = c.c_miss * c.p_target * fnr + c.c_fa * (1 - c.p_target) * fpr
-    return cost.min(axis=1) / c.norm
