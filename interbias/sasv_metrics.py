@@ -45,16 +45,16 @@ class ADCFCost:
         return min(self.c_fa_asv * self.p_non + self.c_fa_cm * self.p_spf, self.c_miss * self.p_tar)
 
 
-def _scores(values: object, what: str) -> np.ndarray:
-    return metrics.finite_scores(values, f"a-DCF {what}")
-
-
 def a_dcf(target: object, nontarget: object, spoof: object, cost: ADCFCost = ADCFCost()) -> tuple[float, float]:
     """(minimum normalised a-DCF, its threshold) over all thresholds; see the module doc.
 
     Sort-based: at each distinct score t, P_miss = #(tar < t)/N_tar, P_fa = #(x >= t)/N_x.
     The threshold +inf (reject all) is included; of equal costs the lowest threshold wins."""
-    tar, non, spf = _scores(target, "target"), _scores(nontarget, "non-target"), _scores(spoof, "spoof")
+    tar, non, spf = (
+        metrics.finite_scores(target, "a-DCF target"),
+        metrics.finite_scores(nontarget, "a-DCF non-target"),
+        metrics.finite_scores(spoof, "a-DCF spoof"),
+    )
     grid = np.r_[np.unique(np.concatenate([tar, non, spf])), np.inf]
     p_miss = np.searchsorted(np.sort(tar), grid, side="left") / len(tar)
     p_non = 1.0 - np.searchsorted(np.sort(non), grid, side="left") / len(non)
@@ -101,7 +101,10 @@ def min_t_dcf(
 
     CM scores: higher = bona fide; a trial passes the CM when its score is >= τ; τ runs over
     every distinct CM score and +inf."""
-    bona, spf = _scores(bonafide_cm, "bona fide CM"), _scores(spoof_cm, "spoof CM")
+    bona, spf = (
+        metrics.finite_scores(bonafide_cm, "t-DCF bona fide CM"),
+        metrics.finite_scores(spoof_cm, "t-DCF spoof CM"),
+    )
     for name, rate in (("pfa_asv", pfa_asv), ("pmiss_asv", pmiss_asv), ("pfa_spoof_asv", pfa_spoof_asv)):
         if not 0 <= rate <= 1:
             raise MetricError(f"t-DCF: {name} must be a rate in [0, 1], got {rate}")
@@ -189,9 +192,15 @@ def t_eer(
     of bona fide trials (the target and non-target trials) and of spoof trials. Every class
     must be non-empty and finite (:class:`MetricError`); then the t-EER is always defined (at
     the lowest ASV threshold a = 0 < (b + c)/2 = 1)."""
-    tar, non = _scores(asv_target, "t-EER ASV target"), _scores(asv_nontarget, "t-EER ASV non-target")
-    spf = _scores(asv_spoof, "t-EER ASV spoof")
-    bona, cm_spf = _scores(cm_bonafide, "t-EER CM bona fide"), _scores(cm_spoof, "t-EER CM spoof")
+    tar, non = (
+        metrics.finite_scores(asv_target, "t-EER ASV target"),
+        metrics.finite_scores(asv_nontarget, "t-EER ASV non-target"),
+    )
+    spf = metrics.finite_scores(asv_spoof, "t-EER ASV spoof")
+    bona, cm_spf = (
+        metrics.finite_scores(cm_bonafide, "t-EER CM bona fide"),
+        metrics.finite_scores(cm_spoof, "t-EER CM spoof"),
+    )
     asv_grid = np.r_[np.unique(np.concatenate([tar, non, spf])), np.inf]
     a = _rates_below(tar, asv_grid)
     b, c = 1.0 - _rates_below(non, asv_grid), 1.0 - _rates_below(spf, asv_grid)
