@@ -160,7 +160,7 @@ ESTIMATE_HEADERS = [
 ALL_ENCODERS = "CAM++,GE2E,mfcc-stats"
 
 
-DEMO = ["run", "E16", "--corpus", "synthetic", "--encoders", "CAM++,GE2E,mfcc-stats"]
+DEMO = ["run", "E16", "--corpus", "synthetic", "--encoders", ALL_ENCODERS]
 
 
 def demo_run(threads: int | None = None) -> tuple[list[list[Any]], dict[str, Any]]:

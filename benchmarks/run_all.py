@@ -22,6 +22,8 @@ sys.path.insert(0, str(HERE))
 
 from _common import machine  # noqa: E402
 
+from interbias.results import revision  # noqa: E402
+
 #: First line of a written figures file: it is output, not prose to edit.
 GENERATED = "<!-- written by `make bench` (benchmarks/run_all.py --write); do not edit by hand -->"
 
@@ -52,19 +54,6 @@ def run_script(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
     return proc.wait(), "".join(lines)
 
 
-def commit() -> str:
-    """The checkout's short commit, with ``+changes`` when the tree differs from it."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE.parent, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE.parent,
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" +changes" if dirty else "")
-
-
 def demote(text: str) -> str:
     """Headings one level down (``### t`` → ``#### t``), so a script's tables nest under its
     own heading in the figures file."""
@@ -76,7 +65,7 @@ def figures(sections: list[tuple[str, float, int, str]], started: dt.datetime, t
     head = [
         GENERATED,
         "",
-        f"Measured by `make bench` on {started:%Y-%m-%d} (UTC), commit {commit()}, in one run of "
+        f"Measured by `make bench` on {started:%Y-%m-%d} (UTC), commit {revision()}, in one run of "
         f"{total_s / 60:.0f} min, on: {machine()}.",
         "",
     ]
@@ -109,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     started, t0 = dt.datetime.now(dt.UTC), time.perf_counter()
-    failed, sections = [], []
+    sections = []
     for path in scripts(args.only):
         text = path.read_text()
         extra = ["--quick"] if args.quick and "--quick" in text else []
@@ -120,12 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         seconds = time.perf_counter() - t
         print(f"({path.name}: {seconds:.0f} s, exit {rc})\n", flush=True)
         sections.append((path.name, seconds, rc, out))
-        if rc != 0:
-            failed.append(path.name)
     if write:
         write.parent.mkdir(parents=True, exist_ok=True)
         write.write_text(figures(sections, started, time.perf_counter() - t0))
         print(f"wrote {write}")
+    failed = [name for name, _, rc, _ in sections if rc != 0]
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interbias.errors import ConfigError, MetricError
+from interbias.experiment_sections import check_keys
 from interbias.llr_metrics import CostPoint
 
 FIT_ON = ("reference", "each")
@@ -68,12 +69,6 @@ class ScoringSpec:
     cohort_chain: str = "clean"
 
 
-def _keys(spec: dict[str, Any], valid: set[str], where: str, section: str) -> None:
-    for key in spec:
-        if key not in valid:
-            raise ConfigError(f"{where}: unknown key {key!r} at {section}; valid: {', '.join(sorted(valid))}")
-
-
 def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
     value = spec.get(key, default)
     if value not in choices:
@@ -121,7 +116,7 @@ def parse_operating_points(spec: Any, where: str) -> tuple[OperatingPoint, ...]:
         here = f"{where}: operating_points[{i}]"
         if not isinstance(item, dict) or "p_target" not in item:
             raise ConfigError(f"{here}: a mapping with p_target (and optional name, c_miss, c_fa)")
-        _keys(item, {"name", "p_target", "c_miss", "c_fa"}, where, f"operating_points[{i}]")
+        check_keys(item, {"name", "p_target", "c_miss", "c_fa"}, where, f"operating_points[{i}]")
         try:
             cost = CostPoint(
                 _number(item["p_target"], f"{here}.p_target"),
@@ -145,7 +140,7 @@ def parse_calibration(spec: Any, where: str) -> CalibrationSpec:
         return CalibrationSpec()
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: calibration: a mapping {{fit_on: reference|each, split: dev}}")
-    _keys(spec, {"fit_on", "split"}, where, "calibration")
+    check_keys(spec, {"fit_on", "split"}, where, "calibration")
     here = f"{where}: calibration"
     return CalibrationSpec(
         _choice(spec, "fit_on", FIT_ON, "reference", here), _choice(spec, "split", SPLITS, "dev", here)
@@ -157,12 +152,12 @@ def parse_scoring(spec: Any, where: str) -> ScoringSpec:
         return ScoringSpec()
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: scoring: a mapping {{norm, top_k, cohort, cohort_chain}}")
-    _keys(spec, {"norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
+    check_keys(spec, {"norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
     here = f"{where}: scoring"
     cohort_raw = spec.get("cohort") or {}
     if not isinstance(cohort_raw, dict):
         raise ConfigError(f"{here}.cohort: a mapping {{speakers, utterances_per_speaker}}")
-    _keys(cohort_raw, {"speakers", "utterances_per_speaker"}, where, "scoring.cohort")
+    check_keys(cohort_raw, {"speakers", "utterances_per_speaker"}, where, "scoring.cohort")
     base = CohortSpec()
     cohort = CohortSpec(
         _count(cohort_raw.get("speakers", base.speakers), f"{here}.cohort.speakers"),

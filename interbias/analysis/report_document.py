@@ -111,7 +111,7 @@ def to_html(rep: Report) -> str:
         elif kind == "p":
             out.append(f"<p>{html.escape(payload)}</p>")
         elif kind == "table":
-            cells = payload.map(format_value) if hasattr(payload, "map") else payload.applymap(format_value)
+            cells = payload.map(format_value)
             out.append(cells.to_html(index=False, escape=True, border=0))
         elif kind == "figure":
             data = base64.b64encode(payload.png).decode("ascii")
