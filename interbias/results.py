@@ -319,7 +319,7 @@ def normalise_results(results: pd.DataFrame) -> pd.DataFrame:
         if col not in frame.columns:
             frame[col] = ""
     for col in frame.columns:
-        if frame[col].dtype == object:
+        if frame[col].dtype == object or isinstance(frame[col].dtype, pd.StringDtype):  # pandas 3: str dtype
             frame[col] = frame[col].fillna("").astype(str)
     frame.attrs[NORMALISED] = True
     return frame
