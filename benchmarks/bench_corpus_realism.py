@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from _common import machine, table
 
+from interbias.corpora.manifest import Manifest
 from interbias.corpora.synthetic import SyntheticSpec, build, build_info
-from interbias.manifest import Manifest
-from interbias.metrics import eer
-from interbias.paths import cache_dir
+from interbias.metrics.verification import eer
+from interbias.utils.paths import cache_dir
 
 ENCODERS = ("CAM++", "GE2E", "mfcc-stats")
 

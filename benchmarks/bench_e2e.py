@@ -40,7 +40,7 @@ from typing import Any
 from _common import ROOT, fmt_s, machine, table
 from bench_embedding import fresh_cache
 
-from interbias.paths import cache_dir
+from interbias.utils.paths import cache_dir
 
 
 def children_cpu_s() -> float:
@@ -128,8 +128,8 @@ def measure(
 def estimate_row(experiment: str, corpus: str, encoders: str, info: dict[str, Any], cache: Path) -> list[Any]:
     """One row: ``interbias validate``'s embeddings and time for ``experiment`` beside the run's
     (``info`` is its run.json; time = run total − corpus building), and measured / estimated."""
-    from interbias.experiments import find_experiment
-    from interbias.validate import validate_file
+    from interbias.experiments.schema import find_experiment
+    from interbias.run.validate import validate_file
 
     path = find_experiment(experiment, ROOT / "conditions")
     report = validate_file(path, encoders=encoders.split(","), corpus=corpus, cache=cache)

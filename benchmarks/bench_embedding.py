@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 from _common import machine, table
 
-from interbias.experiments import find_experiment, load_experiment
-from interbias.paths import cache_dir, conditions_dir
-from interbias.runner import RunOptions, run
+from interbias.experiments.schema import find_experiment, load_experiment
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.paths import cache_dir, conditions_dir
 
 
 def unique_pairs(experiment: str, corpus: str | None, run_dir: Path) -> int:

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from _common import fmt_s, machine, median_time, set_clock, table
 
-from interbias import metrics
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.utils.seeding import derive_rng
 
 #: SpeechBrain's minDCF repeats each side's scores once per threshold (≈ 2n thresholds ×
 #: n/2 scores, float32) plus a bool matrix of the same shape: about 5·n² bytes at its peak.

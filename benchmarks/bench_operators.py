@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import table  # noqa: E402
 
-from interbias.manifest import Manifest, Utterance  # noqa: E402
+from interbias.corpora.manifest import Manifest, Utterance  # noqa: E402
 from interbias.operators import Chain, OpContext, make_operator  # noqa: E402
 from interbias.operators import codec as codec_mod  # noqa: E402
 from interbias.operators import reverb as reverb_mod  # noqa: E402
-from interbias.seeding import derive_rng  # noqa: E402
+from interbias.utils.seeding import derive_rng  # noqa: E402
 
 RATE = 16000
 CLIP_S = 4.0

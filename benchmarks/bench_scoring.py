@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from _common import fmt_s, machine, median_time, now, set_clock, table
 
-from interbias.scoring import cosine_scores
-from interbias.seeding import derive_rng
+from interbias.run.scoring import cosine_scores
+from interbias.utils.seeding import derive_rng
 
 DIM = 192
 

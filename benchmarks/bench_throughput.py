@@ -34,11 +34,11 @@ import numpy as np
 import torch
 from _common import fmt_s, machine, table
 
-from interbias import audio
+from interbias.audio import frontend as audio
+from interbias.corpora.manifest import Manifest
 from interbias.corpora.synthetic import SyntheticSpec, build
+from interbias.embedding.executors import EmbedContext, EmbedTask, LocalExecutor
 from interbias.encoders import ENCODERS, Encoder, load_encoder, load_encoders
-from interbias.executors import EmbedContext, EmbedTask, LocalExecutor
-from interbias.manifest import Manifest
 from interbias.operators import Chain
 
 TINY = {"accents": ["us", "wi"], "age_bands": ["adult"], "voices_per_cell": 3, "styles": ["neutral"], "n_sentences": 5}

@@ -1,7 +1,7 @@
 """Speaker-cluster bootstrap of one cell's EER: vectorised replicates against a naive loop.
 
 The naive loop expands each replicate into a repeated trial list (np.repeat) and calls
-interbias.metrics.eer; the vectorised path sorts once and evaluates all replicates from the
+interbias.metrics.verification.eer; the vectorised path sorts once and evaluates all replicates from the
 weight matrix. Both give identical numbers (checked here); the ratio of their times is printed.
 Usage: python benchmarks/bootstrap_speed.py [n_speakers] [trials_per_class] [B]
 """
@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
 from interbias.analysis.bootstrap import Resampler, TrialDesign
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.seeding import derive_rng
 
 
 def main() -> None:

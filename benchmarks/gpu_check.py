@@ -3,7 +3,7 @@
 Embeds the utterances of a small synthetic corpus (built offline with espeak-ng into
 ``$INTERBIAS_CACHE`` if missing, a few seconds) once on the CPU, one at a time (the reference),
 and on the device in length-sorted batches from pinned memory, as ``interbias run --device
-cuda`` does (``interbias.executors``). Reports throughput as seconds of audio embedded per
+cuda`` does (``interbias.embedding.executors``). Reports throughput as seconds of audio embedded per
 wall second (median of repetitions), and the cosine distance 1 − ⟨e_cpu, e_dev⟩ per utterance:
 PASS when the largest is ≤ the tolerance (1e-4). Exit 0 on PASS, 1 on FAIL, 2 when the device
 is not available (nothing is run then). ``--device cpu`` checks the script itself on a CPU.
@@ -56,9 +56,9 @@ def device_available(device: str) -> str:
 
 
 def load_waves(n: int, sentences: int) -> list[np.ndarray]:
-    from interbias import audio
+    from interbias.audio import frontend as audio
     from interbias.corpora.synthetic import SyntheticSpec, build
-    from interbias.paths import cache_dir
+    from interbias.utils.paths import cache_dir
 
     manifest, _ = build(SyntheticSpec.from_options({**SPEC, "n_sentences": sentences}), cache_dir())
     utts = list(manifest.utterances)[:n]
@@ -67,7 +67,7 @@ def load_waves(n: int, sentences: int) -> list[np.ndarray]:
 
 def embed_batched(enc, waves: list[np.ndarray], device: str, batch: int) -> np.ndarray:
     """Embeddings in input order, computed in length-sorted batches from pinned memory."""
-    from interbias.executors import pin
+    from interbias.embedding.executors import pin
 
     order = sorted(range(len(waves)), key=lambda i: (len(waves[i]), i))
     out = np.empty((len(waves), enc.card.embedding_dim or 0), dtype=np.float32)

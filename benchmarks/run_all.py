@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import machine  # noqa: E402
 
-from interbias.results import revision  # noqa: E402
+from interbias.run.results import revision  # noqa: E402
 
 #: First line of a written figures file: it is output, not prose to edit.
 GENERATED = "<!-- written by `make bench` (benchmarks/run_all.py --write); do not edit by hand -->"

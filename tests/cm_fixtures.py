@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from interbias.manifest import Manifest, Utterance
-from interbias.seeding import derive_rng
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.seeding import derive_rng
 
 #: speaker -> (gender, split)
 SPEAKERS = {

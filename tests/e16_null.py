@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 from synthetic_runs import clustered_trials
 
-from interbias import metrics
 from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import compute_contrasts
 from interbias.analysis.effects import collect, decide
 from interbias.analysis.gaps import compute_gaps
 from interbias.analysis.replicates import Replicates
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.seeding import derive_rng
 
 GENDERS = ("female", "male")
 NOISE = {"clean": 2.4, "g25": 2.3, "g15": 2.0, "g5": 1.4, "x25": 2.35, "x15": 2.1, "x5": 1.6}

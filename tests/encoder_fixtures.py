@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import yaml
 
-from interbias.seeding import derive_rng, derive_seed
+from interbias.utils.seeding import derive_rng, derive_seed
 
 
 def _seed_torch(*names: str) -> torch.Generator:

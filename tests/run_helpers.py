@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import interbias
-from interbias.manifest import Manifest
+from interbias.corpora.manifest import Manifest
 
 #: The repository root of the package under test (put first on a child's PYTHONPATH).
 REPO = Path(interbias.__file__).resolve().parent.parent

@@ -21,9 +21,9 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
-from interbias.paths import slug
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.utils.paths import slug
+from interbias.utils.seeding import derive_rng
 
 
 @dataclass(frozen=True)

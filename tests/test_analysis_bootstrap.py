@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from synthetic_runs import ScoreModel, clustered_scores, clustered_trials
 
-from interbias import metrics as M
 from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.multiplicity import bootstrap_se
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as M
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 NAIVE = {"eer": M.eer, "eer_legacy": M.eer_legacy, "min_dcf": M.min_dcf}
 

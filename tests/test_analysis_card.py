@@ -10,12 +10,12 @@ import pytest
 from synthetic_runs import pattern_run
 from typer.testing import CliRunner
 
-from interbias import metrics
 from interbias.analysis.card import build_card, damaging
 from interbias.analysis.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
-from interbias.paths import slug
+from interbias.metrics import verification as metrics
+from interbias.utils.paths import slug
 
 RUN_JSON = {"run_id": "r1", "encoders": [{"label": "CAM++", "source": "packaged", "checkpoint_sha256": "abc"}]}
 
@@ -95,7 +95,7 @@ def test_reflected_interval_contains_its_estimate_where_the_percentile_one_does_
     import numpy as np
 
     from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
-    from interbias.seeding import derive_rng
+    from interbias.utils.seeding import derive_rng
 
     reps = 0.80 + derive_rng("test-card", "dcf").normal(0, 0.03, 500)  # replicates above the estimate
     est = 0.70
@@ -111,7 +111,7 @@ def test_reflected_interval_contains_its_estimate_where_the_percentile_one_does_
 
 
 def test_operating_point_support_by_hand() -> None:
-    from interbias.analysis import operating_points as op
+    from interbias.metrics import operating_points as op
 
     assert op.false_alarm_cost(288) == pytest.approx(0.99 / 2.88)  # 0.34: one false alarm at p 0.01
     assert not op.supported(999) and op.supported(1000)  # n·p >= 10

@@ -14,8 +14,8 @@ from conftest import tiny_experiment
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.paths import slug
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.paths import slug
 
 runner = CliRunner()
 

@@ -20,8 +20,8 @@ from interbias.analysis.cm import (
     weighted_eer,
 )
 from interbias.cli import app
-from interbias.errors import MetricError
-from interbias.metrics import eer
+from interbias.metrics.verification import eer
+from interbias.utils.errors import MetricError
 
 REF = """\
 u1 0.00-1.00-T/1.00-2.00-F/2.00-3.00-T 0

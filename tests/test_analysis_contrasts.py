@@ -13,7 +13,7 @@ from scipy import stats
 from interbias.analysis.contrasts import PER_MODEL_BY, R_NOTE, compute_contrasts, summarize
 from interbias.analysis.replicates import Replicates
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 
 def two_factor(model: str, values: dict[tuple[str, str], float], experiment: str = "E", family: str = "sv") -> list:

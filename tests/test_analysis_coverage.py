@@ -20,8 +20,8 @@ from scipy.stats import norm
 
 from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.permutation import permutation_gap_test
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.seeding import derive_rng
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.seeding import derive_rng
 
 
 def true_eer(delta: float, su: float, sv: float) -> float:

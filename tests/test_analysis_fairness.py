@@ -25,8 +25,8 @@ from interbias.analysis.fairness import (
     two_proportion_ztest,
 )
 from interbias.cli import app
-from interbias.errors import AnalysisError
-from interbias.metrics import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.utils.errors import AnalysisError
 
 # Hand-made table, threshold 0.5, accept when score >= 0.5.
 # female: targets 0.9 0.8 0.6 0.4 -> TP 3, FN 1; non-targets 0.7 0.55 0.3 0.2 0.1 -> FP 2, TN 3

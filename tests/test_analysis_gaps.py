@@ -13,7 +13,7 @@ from analysis_rows import frame_of, results_rows
 from interbias.analysis.additivity import validate_additivity
 from interbias.analysis.contrasts import compute_contrasts
 from interbias.analysis.gaps import compute_gaps, population_factors
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 
 def e16(model: str, values: dict[str, tuple[float, float]], family: str = "sv") -> list[dict]:

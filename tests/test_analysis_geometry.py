@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interbias.analysis import geometry as geo
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 
 def cross(n_text: int, n_voice: int, n_style: int, reps: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,12 +15,12 @@ from statsmodels.stats.multitest import multipletests
 from synthetic_runs import PATTERNS, pattern_run
 from typer.testing import CliRunner
 
-from interbias import metrics
 from interbias.analysis import leaderboard as lb
 from interbias.analysis.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.utils.seeding import derive_rng
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_ten_equal_encoders_are_rarely_separated() -> None:
     from synthetic_runs import ScoreModel, clustered_scores, clustered_trials
 
     from interbias.analysis.bootstrap import Resampler, TrialDesign
-    from interbias.analysis.weighted import metric_batch, sort_cell
+    from interbias.metrics.weighted import metric_batch, sort_cell
 
     trials = clustered_trials({"all": 20}, 6, 6)
     design = TrialDesign.from_frame(trials)

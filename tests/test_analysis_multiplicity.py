@@ -8,8 +8,8 @@ from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
 from interbias.analysis import multiplicity as mt
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 CASES = {
     "uniform": derive_rng("test-multiplicity", "uniform").uniform(0, 1, 39),

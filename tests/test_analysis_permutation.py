@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias import metrics as M
 from interbias.analysis.permutation import permutation_gap_test
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as M
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 
 def group(prefix: str, n_spk: int, shift: float, rng: np.random.Generator, per: int = 6):

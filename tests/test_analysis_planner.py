@@ -12,14 +12,14 @@ import pytest
 from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write_run
 from typer.testing import CliRunner
 
-from interbias import metrics
 from interbias.analysis import planner
 from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.suite import Options, analyse
-from interbias.analysis.weighted import metric_batch, sort_cell
 from interbias.cli import app
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as metrics
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 MODEL = ScoreModel()
 MU_F, MU_M = 2.0, 1.5  # male targets score lower: population EER gap ≈ 0.066
@@ -131,7 +131,7 @@ def test_planned_size_achieves_the_target_power(tmp_path: Path) -> None:
 
 def test_plan_hint_names_a_catalogued_experiment() -> None:
     from interbias.cli.plan import follow_up_experiment
-    from interbias.experiments import load_experiment
-    from interbias.paths import conditions_dir
+    from interbias.experiments.schema import load_experiment
+    from interbias.utils.paths import conditions_dir
 
     assert follow_up_experiment(load_experiment(conditions_dir() / "E16.yaml").resolved()["name"]) == "E16"

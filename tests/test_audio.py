@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interbias import audio
-from interbias.errors import AudioError
-from interbias.seeding import canonical_json, sha256_text
+from interbias.audio import frontend as audio
+from interbias.utils.errors import AudioError
+from interbias.utils.seeding import canonical_json, sha256_text
 
 FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 RATES = [8000, 11025, 16000, 22050, 44100, 48000]
@@ -32,7 +32,7 @@ def test_sinc_matches_torchaudio_functional_resample(rate_in: int, rate_out: int
 
 
 def test_the_default_fingerprint_and_cache_key_are_unchanged() -> None:
-    from interbias.cache import cache_chain_key
+    from interbias.embedding.cache import cache_chain_key
     from interbias.operators import Chain
 
     old = {"sample_rate_hz": 16000, "min_duration_s": 1.0, "max_duration_s": 10.0}
@@ -69,8 +69,8 @@ def test_prepare_uses_the_front_ends_resampler() -> None:
 def test_unknown_resampler_is_refused(tmp_path) -> None:
     from conftest import tiny_experiment
 
-    from interbias.errors import ConfigError
-    from interbias.experiments import load_experiment
+    from interbias.experiments.schema import load_experiment
+    from interbias.utils.errors import ConfigError
 
     assert (
         load_experiment(tiny_experiment(tmp_path, name="S", frontend={"resampler": "sinc"})).frontend.resampler

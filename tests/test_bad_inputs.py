@@ -27,10 +27,10 @@ from conftest import tiny_experiment
 from run_helpers import manifest_file, only_run_dir, outputs, run_args
 from typer.testing import CliRunner
 
-from interbias import atomic
 from interbias.cli import app
-from interbias.errors import ConfigError
-from interbias.paths import slug
+from interbias.utils import atomic
+from interbias.utils.errors import ConfigError
+from interbias.utils.paths import slug
 
 SMALL = {"targets": 10, "min_speakers": 4}
 runner = CliRunner()

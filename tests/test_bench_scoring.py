@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_scoring as B
 
-from interbias.scoring import cosine_scores
+from interbias.run.scoring import cosine_scores
 
 
 def test_baselines_match_interbias() -> None:

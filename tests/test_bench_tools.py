@@ -171,7 +171,7 @@ def test_run_all_writes_figures_only_from_a_whole_run(tmp_path: Path, monkeypatc
 
 
 def test_estimate_row_sets_validates_estimate_beside_the_runs_own_time(tmp_path: Path) -> None:
-    from interbias.validate import validate_file
+    from interbias.run.validate import validate_file
 
     info = {"timings": {"total_s": 120.0, "corpus_s": 47.0}, "counts": {"embedded": 5976}}
     row = bench_e2e.estimate_row("E16", "synthetic", "CAM++,GE2E,mfcc-stats", info, tmp_path)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interbias.cache import EmbeddingCache
-from interbias.errors import RunError
+from interbias.embedding.cache import EmbeddingCache
+from interbias.utils.errors import RunError
 
 FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 KEY = ("a" * 64, "chainkey@fe12345678", "encfp")

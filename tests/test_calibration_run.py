@@ -13,16 +13,16 @@ import pytest
 from conftest import gender_factor, tiny_experiment
 from test_fairness_run import SPLIT, isolated_cache
 
-from interbias import metrics
 from interbias.analysis.after_run import run_analyses
-from interbias.calibration import fit_linear
-from interbias.calibration_run import calibration_columns
-from interbias.errors import ConfigError
-from interbias.experiments import load_experiment
-from interbias.llr_metrics import CostPoint, act_dcf, bayes_error_curve, cllr, min_cllr
-from interbias.paths import slug
-from interbias.results import COLUMNS
-from interbias.runner import RunOptions, run
+from interbias.experiments.schema import load_experiment
+from interbias.metrics import verification as metrics
+from interbias.metrics.calibration import fit_linear
+from interbias.metrics.llr import CostPoint, act_dcf, bayes_error_curve, cllr, min_cllr
+from interbias.run.calibrate import calibration_columns
+from interbias.run.conductor import RunOptions, run
+from interbias.run.results import COLUMNS
+from interbias.utils.errors import ConfigError
+from interbias.utils.paths import slug
 
 POINTS = [{"p_target": 0.01}, {"name": "asv5", "p_target": 0.05, "c_fa": 10}]
 CELLS = ("gender=female,noise=clean", "gender=male,noise=clean", "gender=female,noise=n10", "gender=male,noise=n10")
@@ -189,7 +189,7 @@ def test_false_alarm_step_is_the_cost_of_one_false_alarm() -> None:
 
 def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny_corpus, session_cache) -> None:
     from interbias.analysis.suite import Options, analyse
-    from interbias.calibration_run import DRAW_CALIBRATION_COLUMNS
+    from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS
 
     noise = {  # every level random, the reference too: the fit pools the reference cells' draws
         "name": "noise", "type": "acoustic", "apply_to": "test", "reference": "n20",

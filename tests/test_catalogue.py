@@ -20,7 +20,7 @@ from interbias.corpora import l2arctic as l2_mod
 from interbias.corpora import ravdess as ravdess_mod
 from interbias.corpora.common import AGE_BANDS
 from interbias.corpora.synthetic import STYLES, SyntheticSpec, build
-from interbias.experiments import load_experiment, parse_experiment
+from interbias.experiments.schema import load_experiment, parse_experiment
 
 CONDITIONS = Path(__file__).resolve().parent.parent / "conditions"
 MINE = ["E01", "E02", "E03", "E04", "E05", "E06", "E07", "E08", "E13", "E14", "E15", "E16", "E17", "E18", "E20"]

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias import metrics
-from interbias.cells import failed_items, score_cell
-from interbias.errors import RunError
-from interbias.experiments import Cell
+from interbias.experiments.schema import Cell
+from interbias.metrics import verification as metrics
 from interbias.operators import Chain, parse_chain
-from interbias.seeding import derive_rng
+from interbias.run.cells import failed_items, score_cell
+from interbias.utils.errors import RunError
+from interbias.utils.seeding import derive_rng
 
 CELL = Cell(
     (("noise", "n10"),), "all", Chain(), parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": 10}], where="t")

@@ -10,8 +10,8 @@ import fake_corpora
 from typer.testing import CliRunner
 
 from interbias.cli import app
+from interbias.corpora.manifest import Manifest
 from interbias.corpora.torgo import prepare_torgo
-from interbias.manifest import Manifest
 
 runner = CliRunner()
 

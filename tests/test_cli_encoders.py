@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 from typer.testing import CliRunner
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.cli import app
 from interbias.encoders import load_encoder, probe_wave
 from interbias.encoders.catalog import PAPER_LABELS

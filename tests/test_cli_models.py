@@ -23,7 +23,7 @@ from interbias.cli import app
 from interbias.encoders import ENCODERS, env_var, load_from_layouts, probe_wave
 from interbias.encoders.hub import SOURCES, HubSource
 from interbias.encoders.models_lock import read_models_lock
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 pytest.importorskip("huggingface_hub")
 runner = CliRunner()

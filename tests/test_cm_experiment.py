@@ -16,8 +16,8 @@ from interbias.analysis.fairness import METRICS
 from interbias.cli import app
 from interbias.cm.experiment import run_cm_experiment as run
 from interbias.cm.train import train_model
-from interbias.errors import ConfigError
-from interbias.runner import RunOptions
+from interbias.run.conductor import RunOptions
+from interbias.utils.errors import ConfigError
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "1", "batch_size": "4", "lr": "0.01"}
 YAML = """name: E91
@@ -151,7 +151,7 @@ def test_sv_encoders_are_refused_for_a_cm_experiment(cm_run):
 
 def test_e19_definition_parses_with_its_synthetic_variant():
     from interbias.cm.experiment import cm_spec
-    from interbias.experiments import load_experiment
+    from interbias.experiments.schema import load_experiment
 
     root = Path(__file__).resolve().parents[1] / "conditions" / "E19.yaml"
     exp = load_experiment(root, corpus="synthetic")

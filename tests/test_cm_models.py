@@ -15,7 +15,7 @@ from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
 from interbias.cm.frontends import CQT, LogSpec, cqt_kernels, fix_length
 from interbias.cm.models import CM_MODELS, load_cm, load_strict
 from interbias.cm.network import build_network, seeded_init
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 from tests.encoder_fixtures import make_transformers
 
 PUBLISHED = json.loads((Path(__file__).parent / "data" / "aasist_published_keys.json").read_text())

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from interbias.cli import app
 from interbias.cm.models import load_cm
 from interbias.cm.train import PRESETS, TrainConfig, train_model
-from interbias.errors import ConfigError, EncoderError, ManifestError, RunError
+from interbias.utils.errors import ConfigError, EncoderError, ManifestError, RunError
 
 #: Tiny and fast: 0.5 s clips, width 4, two epochs.
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "2", "batch_size": "4", "lr": "0.01"}
@@ -99,7 +99,7 @@ def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_check
 def test_refuses_speaker_overlap_between_splits(tmp_path):
     speakers = {**SPEAKERS, "f4": ("female", "eval")}
     m = cm_manifest(tmp_path / "data", per_class=2, speakers=speakers)
-    from interbias.manifest import Manifest, Utterance
+    from interbias.corpora.manifest import Manifest, Utterance
 
     leak = m.utterances[0]  # a train speaker's utterance relabelled eval
     moved = Utterance.from_dict({**leak.to_dict(), "id": "leak", "split": "eval"})

@@ -9,7 +9,7 @@ import pytest
 
 from interbias.corpora import CORPORA
 from interbias.corpora.asvspoof5 import prepare_asvspoof5
-from interbias.errors import CorpusError, ManifestError
+from interbias.utils.errors import CorpusError, ManifestError
 
 
 @pytest.mark.parametrize("in_folder", [True, False])

@@ -6,9 +6,9 @@ import fake_corpora
 import numpy as np
 import pytest
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.corpora.commonvoice import normalise_accent, prepare_commonvoice
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_tsv_attributes_normalised(tmp_path: Path) -> None:

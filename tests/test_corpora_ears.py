@@ -7,7 +7,7 @@ import fake_corpora
 import pytest
 
 from interbias.corpora.ears import prepare_ears
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_styles_ages_and_nonverbal_left_out(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import fake_corpora
 import pytest
 
 from interbias.corpora.l2arctic import SPEAKERS, prepare_l2arctic
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_speakers_l1_gender_transcripts(tmp_path: Path) -> None:

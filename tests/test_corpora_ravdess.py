@@ -8,7 +8,7 @@ import pytest
 
 from interbias.corpora import CORPORA
 from interbias.corpora.ravdess import prepare_ravdess
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_parses_fields_gender_and_skips_song(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from interbias.cli import app
 from interbias.corpora import CORPORA, channel
 from interbias.corpora.channel import Session
+from interbias.corpora.manifest import Manifest
 from interbias.corpora.synthetic import SENTENCES, SESSION_SENTENCES, STYLES, VERSION, SyntheticSpec, build, make_voices
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest
+from interbias.utils.errors import CorpusError
 
 runner = CliRunner()
 #: 2 accents × 2 genders × 1 age band × 1 voice, 2 styles, 2 sentences: 16 utterances.

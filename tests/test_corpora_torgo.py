@@ -6,7 +6,7 @@ import fake_corpora
 import pytest
 
 from interbias.corpora.torgo import prepare_torgo
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_speakers_groups_mics_and_prompts(tmp_path: Path) -> None:

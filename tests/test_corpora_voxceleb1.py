@@ -6,7 +6,7 @@ import fake_corpora
 import pytest
 
 from interbias.corpora.voxceleb1 import official_trial_lists, prepare_voxceleb1
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 
 def test_meta_layout_and_trial_lists(tmp_path: Path) -> None:

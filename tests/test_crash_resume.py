@@ -1,7 +1,7 @@
 """kill -9 at several moments of ``interbias run``, then the same command again: the resumed run
 reuses what was finished and its outputs are byte-identical to an uninterrupted run.
 
-The kills come from :mod:`interbias.crashpoints` (``INTERBIAS_CRASH_AT``) in a child process:
+The kills come from :mod:`interbias.utils.crashpoints` (``INTERBIAS_CRASH_AT``) in a child process:
 mid-embedding (inside a cache transaction), between cells (while a second run is refused the
 lock) and mid-write of results.csv. Each child resumes the previous one's directory and cache.
 """

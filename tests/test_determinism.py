@@ -16,12 +16,12 @@ from conftest import tiny_experiment
 from encoder_fixtures import make_onnx
 from run_helpers import manifest_file, outputs
 
-from interbias import runner
 from interbias.encoders import ENCODERS, load_from_layouts
-from interbias.errors import OperatorError
 from interbias.operators.noise import Noise
-from interbias.paths import slug
-from interbias.runner import RunOptions, run
+from interbias.run import conductor as runner
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.errors import OperatorError
+from interbias.utils.paths import slug
 
 SMALL = {"targets": 10, "min_speakers": 4}
 

@@ -14,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.errors import DOCS_PAGES
+from interbias.utils.errors import DOCS_PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

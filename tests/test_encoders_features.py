@@ -8,7 +8,7 @@ import torch
 
 from interbias.encoders import probe_wave
 from interbias.encoders.features import fbank, ge2e_mel, nemo_mel, slaney_mel_banks
-from interbias.seeding import derive_rng
+from interbias.utils.seeding import derive_rng
 
 librosa = pytest.importorskip("librosa")
 

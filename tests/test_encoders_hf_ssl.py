@@ -14,7 +14,7 @@ import torch
 from encoder_fixtures import make_transformers
 
 from interbias.encoders import ENCODERS, load_encoder, load_from_layouts, probe_wave
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 pytestmark = pytest.mark.skipif(find_spec("transformers") is None, reason="transformers is not installed")
 FILES = ["config.json", "model.safetensors", "preprocessor_config.json"]

@@ -14,7 +14,7 @@ from encoder_fixtures import make_onnx
 from interbias.encoders import ENCODERS, load_encoder, load_from_layouts, probe_wave
 from interbias.encoders.features import nemo_mel
 from interbias.encoders.wespeaker import wespeaker_fbank
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.encoders import load_encoder
 
 GE2E_SHA = "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e"
@@ -56,7 +56,7 @@ def test_ge2e_provenance_and_silence() -> None:
     prov = enc.provenance()
     assert prov["files"] == [{"path": "pretrained.pt", "sha256": GE2E_SHA}]
     assert prov["trained_on"] == ["LibriSpeech", "VoxCeleb1", "VoxCeleb2"]
-    from interbias.errors import EncoderError
+    from interbias.utils.errors import EncoderError
 
     with pytest.raises(EncoderError, match="GE2E: the waveform is all zeros"):
         enc.embed([np.zeros(16000, np.float32)])

@@ -13,7 +13,7 @@ from encoder_fixtures import make_rawnet3
 
 from interbias.encoders import ENCODERS, load_from_layouts, probe_wave
 from interbias.encoders.rawnet3 import RawNet3, SincBank
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 #: ``model.pt`` in jungjee/RawNet3 (LFS pointer of commit e4b2908: sha256 1ab283bc…f90c).
 PUBLISHED_BYTES = 65_297_133

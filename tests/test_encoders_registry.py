@@ -28,9 +28,9 @@ from interbias.encoders import (
     overlap_warning,
 )
 from interbias.encoders.catalog import PAPER_LABELS
-from interbias.errors import EncoderError
-from interbias.results import COLUMNS
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.run.results import COLUMNS
+from interbias.utils.errors import EncoderError
 
 SSL = {"WavLM-Base", "WavLM-Base+", "WavLM-Large", "UniSpeech-SAT", "HuBERT-Large"}
 

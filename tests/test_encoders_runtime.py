@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.encoders import load_encoder, probe_wave
 from interbias.encoders.campplus import MIN_ONNX_FRAMES
 from interbias.encoders.campplus_graph import GRAPH
 from interbias.encoders.ort_runtime import graph_key
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import torch
 from encoder_fixtures import make_speechbrain
 
 from interbias.encoders import ENCODERS, load_encoder, load_from_layouts, probe_wave
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 # not imported at collection: speechbrain's lazy modules break hypothesis's module scan
 pytestmark = pytest.mark.skipif(find_spec("speechbrain") is None, reason="speechbrain is not installed")

@@ -16,7 +16,7 @@ from encoder_fixtures import make_wespeaker
 from interbias.encoders import ENCODERS, load_encoder, load_from_layouts, probe_wave
 from interbias.encoders.wespeaker import wespeaker_fbank
 from interbias.encoders.wespeaker_models import build
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import tiny_experiment
 
-from interbias import executors as X
+from interbias.embedding import executors as X
 from interbias.encoders import Encoder, EncoderCard
-from interbias.errors import EncoderError, RunError
 from interbias.operators import Chain, parse_chain
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.errors import EncoderError, RunError
 
 
 class FakeEncoder(Encoder):
@@ -37,7 +37,7 @@ class FakeEncoder(Encoder):
 
 
 def waves_ctx(tiny_corpus, tmp_path: Path) -> X.EmbedContext:
-    from interbias.experiments import load_experiment
+    from interbias.experiments.schema import load_experiment
 
     return X.EmbedContext(load_experiment(tiny_experiment(tmp_path)).frontend, tiny_corpus, tmp_path)
 
@@ -101,7 +101,7 @@ def test_cuda_path_batches_by_length_and_equals_cpu(tiny_corpus, tmp_path: Path,
 
 
 def test_failed_batch_is_retried_item_by_item(tiny_corpus, tmp_path: Path, monkeypatch) -> None:
-    from interbias import audio
+    from interbias.audio import frontend as audio
 
     ctx = waves_ctx(tiny_corpus, tmp_path)
     monkeypatch.setattr(X, "pin", lambda w, device: w.copy())

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interbias.errors import ConfigError
-from interbias.experiments import load_experiment
+from interbias.experiments.schema import load_experiment
+from interbias.utils.errors import ConfigError
 
 BASE = {
     "name": "X1",

@@ -14,17 +14,17 @@ from typer.testing import CliRunner
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.report_document import format_value
-from interbias.calibration_run import calibration_columns
 from interbias.cli import app
-from interbias.decision_spec import DEFAULT_POINT
-from interbias.errors import ConfigError, TrialError
-from interbias.experiments import load_experiment
-from interbias.metrics import eer_from_points, operating_points
-from interbias.paths import slug
-from interbias.results import COLUMNS
-from interbias.runner import RunOptions, run
-from interbias.trials import COLUMNS as TRIAL_COLUMNS
-from interbias.trials import draw_trials
+from interbias.experiments.decision_spec import DEFAULT_POINT
+from interbias.experiments.schema import load_experiment
+from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.run.calibrate import calibration_columns
+from interbias.run.conductor import RunOptions, run
+from interbias.run.results import COLUMNS
+from interbias.trials.sampler import COLUMNS as TRIAL_COLUMNS
+from interbias.trials.sampler import draw_trials
+from interbias.utils.errors import ConfigError, TrialError
+from interbias.utils.paths import slug
 
 SPLIT = {"targets": 30, "min_speakers": 3, "dev_share": 0.5}
 

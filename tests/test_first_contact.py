@@ -16,12 +16,12 @@ from test_progress import TickingClock
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import SPOOF_COLUMNS
-from interbias.calibration_run import calibration_columns
 from interbias.cli import app
-from interbias.decision_spec import DEFAULT_POINT
-from interbias.progress import Reporter
-from interbias.results import COLUMNS
-from interbias.runner import RunOptions, run
+from interbias.experiments.decision_spec import DEFAULT_POINT
+from interbias.run.calibrate import calibration_columns
+from interbias.run.conductor import RunOptions, run
+from interbias.run.results import COLUMNS
+from interbias.utils.progress import Reporter
 
 REPO = Path(__file__).resolve().parent.parent
 CONDITIONS = REPO / "conditions"

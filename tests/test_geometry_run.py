@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.analysis import geometry as geo
+from interbias.analysis.geometry.pipeline import grid_to_table
 from interbias.cli import app
-from interbias.geometry_run import grid_to_table
-from interbias.paths import slug
+from interbias.utils.paths import slug
 
 runner = CliRunner()
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias import atomic
-from interbias.errors import RunError, TrialError
-from interbias.export import export_scores
-from interbias.paths import slug
-from interbias.trials import StratumStats, TrialList
+from interbias.run.export import export_scores
+from interbias.trials.sampler import StratumStats, TrialList
+from interbias.utils import atomic
+from interbias.utils.errors import RunError, TrialError
+from interbias.utils.paths import slug
 
 
 def fake_run(tmp_path: Path, enrol: list[str] | None = None) -> Path:

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.corpora import load_corpus, read_manifest
-from interbias.errors import ManifestError
-from interbias.experiments import CorpusSpec
+from interbias.experiments.schema import CorpusSpec
+from interbias.utils.errors import ManifestError
 
 
 def recording(rid: str, source: str, sample_rate_hz: int, seconds: float, **extra) -> dict:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.corpora import read_manifest
-from interbias.errors import ManifestError
+from interbias.utils.errors import ManifestError
 
 
 def tone(sample_rate_hz: int, seconds: float = 1.5, hz: float = 440.0) -> np.ndarray:

@@ -16,10 +16,10 @@ import soundfile as sf
 from conftest import tiny_experiment
 from typer.testing import CliRunner
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.cli import app
-from interbias.paths import slug
-from interbias.scoring import cosine_scores
+from interbias.run.scoring import cosine_scores
+from interbias.utils.paths import slug
 
 cli = CliRunner()
 RATES = (8000, 22050, 44100, 16000)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interbias.errors import ConfigError, TrialError
-from interbias.experiments import load_experiment, parse_experiment, with_data
-from interbias.manifest import Manifest, Utterance
-from interbias.trial_lists import external_trials, parse_trial_file, read_trial_list
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.experiments.schema import load_experiment, parse_experiment, with_data
+from interbias.trials.external import external_trials, parse_trial_file, read_trial_list
+from interbias.utils.errors import ConfigError, TrialError
 
 
 def corpus() -> Manifest:

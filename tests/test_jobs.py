@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import tiny_experiment
 
-from interbias import executors as X
-from interbias.embedding import check_answered
-from interbias.errors import ExecutorError, RunError
+from interbias.embedding import executors as X
+from interbias.embedding.stage import check_answered
 from interbias.operators import Chain
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.errors import ExecutorError, RunError
 
 
 def _cold_cache(tmp: Path, session_cache: Path, name: str) -> Path:

@@ -13,19 +13,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "interbias"
 #: The modules of the run layer: the runner and every stage it conducts.
 RUN_LAYER = (
-    "interbias.runner",
-    "interbias.cells",
-    "interbias.embedding",
-    "interbias.executors",
-    "interbias.jobs",
-    "interbias.run_work",
-    "interbias.scoring",
-    "interbias.rundir",
-    "interbias.results",
-    "interbias.trials",
-    "interbias.trial_lists",
-    "interbias.cache",
-    "interbias.spoof_metrics",
+    "interbias.run.conductor",
+    "interbias.run.cells",
+    "interbias.embedding.stage",
+    "interbias.embedding.executors",
+    "interbias.embedding.jobs",
+    "interbias.run.work",
+    "interbias.run.scoring",
+    "interbias.run.rundir",
+    "interbias.run.results",
+    "interbias.trials.sampler",
+    "interbias.trials.external",
+    "interbias.embedding.cache",
+    "interbias.metrics.spoof",
 )
 
 

@@ -12,12 +12,12 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.isotonic import IsotonicRegression
 
-from interbias import metrics as M
-from interbias.calibration import fit_linear, objective
-from interbias.errors import MetricError
-from interbias.llr_metrics import CostPoint, act_dcf, bayes_error_curve, cllr, min_cllr, pav_llrs
-from interbias.sasv_metrics import ADCFCost, a_dcf
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as M
+from interbias.metrics.calibration import fit_linear, objective
+from interbias.metrics.llr import CostPoint, act_dcf, bayes_error_curve, cllr, min_cllr, pav_llrs
+from interbias.metrics.sasv import ADCFCost, a_dcf
+from interbias.utils.errors import MetricError
+from interbias.utils.seeding import derive_rng
 
 
 def ref_cllr(llr: np.ndarray, lab: np.ndarray) -> float:
@@ -233,7 +233,7 @@ def ref_min_t_dcf(bona, spoof, pfa_asv, pmiss_asv, pfa_spoof_asv, c) -> float:
 
 @pytest.mark.parametrize("case", range(20))
 def test_min_t_dcf_matches_the_asvspoof5_definition(case: int) -> None:
-    from interbias.sasv_metrics import TDCFCost, min_t_dcf
+    from interbias.metrics.sasv import TDCFCost, min_t_dcf
 
     rng = derive_rng("t-dcf", case)
     bona, spoof = rng.normal(1.5, 1, int(rng.integers(1, 60))), rng.normal(0, 1, int(rng.integers(1, 60)))
@@ -244,7 +244,7 @@ def test_min_t_dcf_matches_the_asvspoof5_definition(case: int) -> None:
 
 
 def test_min_t_dcf_degenerate_inputs() -> None:
-    from interbias.sasv_metrics import TDCFCost, min_t_dcf
+    from interbias.metrics.sasv import TDCFCost, min_t_dcf
 
     assert min_t_dcf([1.0], [0.0], 0.0, 0.0, 0.5)[0] == 0.0  # perfect ASV and CM
     with pytest.raises(MetricError, match="pfa_asv must be a rate"):
@@ -261,7 +261,7 @@ def test_cm_eval_tdcf_from_asv_and_cm_files(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from interbias.cli import app
-    from interbias.sasv_metrics import TDCFCost
+    from interbias.metrics.sasv import TDCFCost
 
     rng = derive_rng("tdcf-cli")
     tar, non, spf = rng.normal(2, 1, 40), rng.normal(0, 1, 50), rng.normal(1.5, 1, 30)

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO
 
-from interbias.errors import RunError
-from interbias.lock import RunLock
+from interbias.run.lock import RunLock
+from interbias.utils.errors import RunError
 
 #: Holds the lock until its stdin closes, then releases it as ``interbias run`` does on return.
 HOLD = (
-    "import sys; from interbias.lock import RunLock; lock = RunLock(sys.argv[1]).acquire(); "
+    "import sys; from interbias.run.lock import RunLock; lock = RunLock(sys.argv[1]).acquire(); "
     "print('held', flush=True); sys.stdin.read(); lock.release()"
 )
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from interbias.errors import ManifestError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import ManifestError
 
 
 def sample() -> Manifest:

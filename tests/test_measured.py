@@ -1,4 +1,4 @@
-"""What a results row measured (interbias/measured.py), written once: an export of a run with a
+"""What a results row measured (interbias/run/measured.py), written once: an export of a run with a
 dev split and of a spoofing run holds exactly the row's trials, and re-scoring the export gives
 the row's numbers; every score-file reader speaks one label vocabulary."""
 
@@ -15,11 +15,11 @@ from conftest import tiny_experiment
 from interbias.analysis.cm import read_cm_frame
 from interbias.analysis.fairness import read_score_table
 from interbias.cli.metrics import read_scores
-from interbias.errors import MetricError
-from interbias.export import export_scores
-from interbias.measured import LABELS, bona_fide, in_split, kept, measured, read_score_file
-from interbias.metrics import summarize
-from interbias.runner import RunOptions, run
+from interbias.metrics.verification import summarize
+from interbias.run.conductor import RunOptions, run
+from interbias.run.export import export_scores
+from interbias.run.measured import LABELS, bona_fide, in_split, kept, measured, read_score_file
+from interbias.utils.errors import MetricError
 
 SMALL = {"targets": 12, "min_speakers": 3}
 

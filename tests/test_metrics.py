@@ -9,9 +9,9 @@ from scipy.interpolate import interp1d
 from scipy.optimize import brentq
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from interbias import metrics as M
-from interbias.errors import MetricError
-from interbias.seeding import derive_rng
+from interbias.metrics import verification as M
+from interbias.utils.errors import MetricError
+from interbias.utils.seeding import derive_rng
 
 
 def ref_eer(s: np.ndarray, lab: np.ndarray) -> float:

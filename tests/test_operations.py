@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from conftest import tiny_experiment
 
-from interbias import audio
-from interbias.operations import COLUMNS, snr_summary
+from interbias.audio import frontend as audio
 from interbias.operators import OpContext, parse_chain
 from interbias.operators.levels import active_mask, active_power
-from interbias.runner import RunOptions, run
-from interbias.seeding import sha256_file
+from interbias.run.conductor import RunOptions, run
+from interbias.run.operations import COLUMNS, snr_summary
+from interbias.utils.seeding import sha256_file
 
 LEVELS = {
     "clean": [],

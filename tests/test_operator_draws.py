@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from conftest import tiny_experiment
 
-from interbias import metrics
-from interbias.experiments import load_experiment
+from interbias.experiments.schema import load_experiment
+from interbias.metrics import verification as metrics
 from interbias.operators import parse_chain
-from interbias.rundir import RunDir
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.run.rundir import RunDir
 
 LEVELS = {
     "clean": [],
@@ -112,7 +112,7 @@ def test_report_shows_draw_sd_profile_and_achieved_snr(drawn, tmp_path) -> None:
 
 @pytest.mark.parametrize("bad", [0, 101, "3", True])
 def test_bad_operator_draws_is_one_line(tmp_path, bad) -> None:
-    from interbias.errors import ConfigError
+    from interbias.utils.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"trials.operator_draws: ") as info:
         load_experiment(experiment_with(tmp_path, bad))

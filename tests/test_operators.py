@@ -3,10 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias.errors import OperatorError
 from interbias.operators import Chain, OpContext, make_operator, parse_chain
 from interbias.operators.levels import active_mask, active_power
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 
 def speechlike(seed: str = "x", n: int = 32000) -> np.ndarray:

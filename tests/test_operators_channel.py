@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from interbias import audio
-from interbias.errors import OperatorError
+from interbias.audio import frontend as audio
 from interbias.operators import OPERATORS, OpContext, make_operator, parse_chain
 from interbias.operators.dynamics import level_range_db
 from interbias.operators.level import crest_factor_db
 from interbias.operators.levels import active_mask, active_power
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 RATE = 16000
 NEW = ("crop", "gain", "clip", "filter", "resample", "echo", "agc", "pitch")
@@ -393,7 +393,7 @@ def test_duration_grid_on_either_side(tmp_path) -> None:
     """The SV duration grid (1, 2, 4, 8 s) as levels of a factor on the enrolment or the test side."""
     import yaml
 
-    from interbias.experiments import load_experiment
+    from interbias.experiments.schema import load_experiment
 
     grid = {"full": [], **{f"d{s}": [{"op": "crop", "duration_s": s, "where": "speech"}] for s in (1, 2, 4, 8)}}
     for side in ("enrol", "test", "both"):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy.signal import resample_poly
 
-from interbias import audio
-from interbias.errors import OperatorError
+from interbias.audio import frontend as audio
 from interbias.operators import OpContext, make_operator, parse_chain
 from interbias.operators import codec as C
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 RATE = 16000
 #: aptX HD codes 6 bits per sample (24-bit ADPCM in 4 sub-bands): it is built to be nearly

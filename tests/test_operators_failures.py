@@ -13,9 +13,9 @@ import soundfile as sf
 import yaml
 from conftest import tiny_experiment
 
-from interbias.paths import slug
-from interbias.runner import RunOptions, run
-from interbias.seeding import derive_rng
+from interbias.run.conductor import RunOptions, run
+from interbias.utils.paths import slug
+from interbias.utils.seeding import derive_rng
 
 
 def noisy_experiment(tmp_path: Path) -> Path:

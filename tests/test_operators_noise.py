@@ -13,12 +13,12 @@ from scipy.signal import welch
 from test_operators import speechlike
 from typer.testing import CliRunner
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.cli import app
-from interbias.errors import OperatorError
 from interbias.operators import OpContext, make_operator, parse_chain
 from interbias.operators.levels import active_mask, active_power
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 RATE = 16000
 

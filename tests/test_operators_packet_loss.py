@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias.errors import OperatorError
 from interbias.operators import OpContext, make_operator
 from interbias.operators.packet_loss import burst_lengths
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 RATE = 16000
 

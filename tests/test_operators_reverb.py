@@ -10,10 +10,10 @@ import pytest
 import soundfile as sf
 from test_operators import speechlike
 
-from interbias.errors import OperatorError
 from interbias.operators import OpContext, make_operator
 from interbias.operators import reverb as R
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError
+from interbias.utils.seeding import derive_rng
 
 RATE = 16000
 

@@ -19,7 +19,6 @@ import pytest
 import yaml
 from synthetic_runs import ScoreModel, write_run
 
-from interbias import metrics
 from interbias.analysis import planner
 from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import compute_contrasts
@@ -27,12 +26,13 @@ from interbias.analysis.effects import collect, decide
 from interbias.analysis.gaps import compute_gaps
 from interbias.analysis.replicates import Replicates
 from interbias.analysis.suite import Options, analyse
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.experiments import load_experiment
-from interbias.manifest import Manifest, Utterance
-from interbias.seeding import derive_rng
-from interbias.speaker_budget import apply_plan, check_drawn
-from interbias.trials import draw_trials
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.experiments.schema import load_experiment
+from interbias.metrics import verification as metrics
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.trials.sampler import draw_trials
+from interbias.trials.speaker_budget import apply_plan, check_drawn
+from interbias.utils.seeding import derive_rng
 
 MODEL = ScoreModel()
 MU = {"female": 2.0, "male": 1.5}  # population EER gap ≈ 0.066

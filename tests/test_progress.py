@@ -6,7 +6,7 @@ import io
 import re
 from types import SimpleNamespace
 
-from interbias.progress import FIRST_ESTIMATE_AFTER, INTERVAL_S, Reporter, duration, embeddings_ahead
+from interbias.utils.progress import FIRST_ESTIMATE_AFTER, INTERVAL_S, Reporter, duration, embeddings_ahead
 
 
 class FakeClock:

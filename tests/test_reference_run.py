@@ -34,7 +34,7 @@ import pytest
 from conftest import gender_factor, tiny_experiment
 from run_helpers import manifest_file
 
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
 
 REFERENCE = Path(__file__).parent / "data" / "reference_run"
 #: results.csv columns that name this run rather than what it measured.
@@ -181,13 +181,13 @@ def test_a_fresh_run_matches_the_reference_run(fresh_run: Path) -> None:
 
 def fresh_run_scores_name(model: str, cell: str) -> str:
     """A cell's scores file, relative to the run directory (the run directory's own naming)."""
-    from interbias.rundir import RunDir
+    from interbias.run.rundir import RunDir
 
     return RunDir(Path(".")).scores_path(model, cell).as_posix()
 
 
 def test_the_run_directory_is_read_back_through_rundir(fresh_run: Path) -> None:
-    from interbias.rundir import RunDir
+    from interbias.run.rundir import RunDir
 
     run = RunDir(fresh_run)
     results = run.read_results(dtype={"model": str, "cell": str})

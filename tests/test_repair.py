@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.analysis import geometry as geo
+from interbias.analysis.geometry.pipeline import grid_to_table
 from interbias.cli import app
-from interbias.errors import AnalysisError, EncoderError
-from interbias.geometry_run import grid_to_table
-from interbias.repair.adapter import TENSORS, AdapterWeights, load_adapter, save_adapter
+from interbias.encoders.adapter import TENSORS, AdapterWeights, load_adapter, save_adapter
 from interbias.repair.orca import OrcaConfig, orthogonality_penalty, split_voices, train
-from interbias.seeding import derive_rng
+from interbias.utils.errors import AnalysisError, EncoderError
+from interbias.utils.seeding import derive_rng
 
 runner = CliRunner()
 
@@ -261,8 +261,8 @@ def tone_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
     tone_manifest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from interbias.corpora.manifest import Manifest
     from interbias.encoders import load_encoders
-    from interbias.manifest import Manifest
 
     monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"

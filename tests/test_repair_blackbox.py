@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.errors import AnalysisError
-from interbias.metrics import eer, eer_from_points, operating_points
+from interbias.metrics.verification import eer, eer_from_points, operating_points
 from interbias.repair.blackbox import analyze, read_answers, read_protocol, score_with
+from interbias.utils.errors import AnalysisError
 
 runner = CliRunner()
 SPEAKERS = (("f0", "female", 200), ("f1", "female", 235), ("f2", "female", 180))
@@ -84,7 +84,7 @@ def whitebox_gaps(p: pd.DataFrame, scores: pd.Series) -> dict[str, float]:
 
 
 def test_round_trip_with_a_local_encoder_matches_the_whitebox_analysis(protocol: Path, tmp_path: Path) -> None:
-    from interbias.audio import load
+    from interbias.audio.frontend import load
     from interbias.encoders import load_encoder
 
     res = runner.invoke(

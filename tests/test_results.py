@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from interbias.results import NORMALISED, TEXT_KEYS, normalise_results
+from interbias.run.results import NORMALISED, TEXT_KEYS, normalise_results
 
 
 def test_missing_text_becomes_empty_whatever_the_text_dtype() -> None:

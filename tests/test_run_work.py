@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from interbias.errors import RunError
-from interbias.experiments import Cell
+from interbias.experiments.schema import Cell
 from interbias.operators import Chain
-from interbias.results import chain_fingerprint
-from interbias.run_work import check_failure_shares, record_status
-from interbias.rundir import RunDir
+from interbias.run.results import chain_fingerprint
+from interbias.run.rundir import RunDir
+from interbias.run.work import check_failure_shares, record_status
+from interbias.utils.errors import RunError
 
 CELL = Cell((("g", "f"),), "g=f", Chain(), Chain())
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import tiny_experiment
 
-from interbias.results import SCHEMA
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
+from interbias.run.results import SCHEMA
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_every_cell_and_encoder_scores_the_saved_trials(first_run) -> None:
     _, outcome = first_run
     trials = pd.read_parquet(outcome.run_dir / "trials.parquet")
     res = pd.read_csv(outcome.run_dir / "results.csv")
-    from interbias.paths import slug
+    from interbias.utils.paths import slug
 
     for row in res.itertuples():
         scores = pd.read_parquet(outcome.run_dir / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet")
@@ -111,9 +111,9 @@ def _plan_csv(path: Path, rows: list[tuple[str, float]]) -> Path:
 
 
 def test_a_plan_sets_the_speakers_and_trials_per_stratum_of_the_follow_up(tmp_path: Path, tiny_corpus) -> None:
-    from interbias.experiments import load_experiment
-    from interbias.progress import Reporter
-    from interbias.trials import draw_trials
+    from interbias.experiments.schema import load_experiment
+    from interbias.trials.sampler import draw_trials
+    from interbias.utils.progress import Reporter
 
     exp = tiny_experiment(tmp_path)
     # the most any of the T01 effects needs is 4 (of 6 speakers per gender); NaN: not plannable
@@ -179,8 +179,8 @@ def test_a_plan_of_another_experiment_or_too_many_speakers_is_one_line(tmp_path:
 def test_a_run_that_builds_the_corpus_shows_its_progress(tmp_path: Path) -> None:
     """A fresh cache: the run renders the embedded corpus first and says how far it is (here it
     then stops, as the corpus has fewer speakers than the plan asks for)."""
-    from interbias.errors import TrialError
-    from interbias.progress import Reporter
+    from interbias.utils.errors import TrialError
+    from interbias.utils.progress import Reporter
 
     small = {"accents": ["us"], "age_bands": ["adult"], "voices_per_cell": 2, "styles": ["neutral"], "n_sentences": 2}
     exp = tiny_experiment(tmp_path, corpus={"name": "synthetic", "options": small})

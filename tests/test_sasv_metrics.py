@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.errors import MetricError
-from interbias.sasv_metrics import t_eer
-from interbias.seeding import derive_rng
+from interbias.metrics.sasv import t_eer
+from interbias.utils.errors import MetricError
+from interbias.utils.seeding import derive_rng
 
 
 def brute_t_eer(tar, non, spf, bona, cm_spf) -> tuple[float, float, float]:

@@ -13,13 +13,14 @@ import pytest
 from conftest import tiny_experiment
 from test_fairness_run import isolated_cache
 
-from interbias import metrics
-from interbias.errors import MetricError, TrialError
-from interbias.experiments import load_experiment
-from interbias.paths import slug
-from interbias.runner import RunOptions, run
-from interbias.score_norm import cohort_stats, draw_cohort, normalise
-from interbias.seeding import derive_rng
+from interbias.experiments.schema import load_experiment
+from interbias.metrics import verification as metrics
+from interbias.metrics.score_norm import cohort_stats, normalise
+from interbias.run.conductor import RunOptions, run
+from interbias.trials.cohort import draw_cohort
+from interbias.utils.errors import MetricError, TrialError
+from interbias.utils.paths import slug
+from interbias.utils.seeding import derive_rng
 
 
 def wespeaker_mean_std(emb: np.ndarray, cohort: np.ndarray, top_n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,8 +68,8 @@ def test_cohort_stats_degenerate() -> None:
 
 def _cached_vectors(cache: Path, exp, corpus):
     """uid -> the clean embedding of mfcc-stats read back from the run's embedding cache."""
-    from interbias.cache import EmbeddingCache, cache_chain_key
-    from interbias.embedding import utterance_sha256
+    from interbias.embedding.cache import EmbeddingCache, cache_chain_key
+    from interbias.embedding.stage import utterance_sha256
     from interbias.encoders import load_encoders
     from interbias.operators import Chain
 
@@ -89,7 +90,7 @@ SCORING = {"norm": "as-norm", "top_k": 5, "cohort": {"speakers": 4, "utterances_
 
 
 def test_cohort_is_disjoint_deterministic_and_refused_when_too_small(tmp_path: Path, tiny_corpus) -> None:
-    from interbias.trials import draw_trials
+    from interbias.trials.sampler import draw_trials
 
     exp = load_experiment(tiny_experiment(tmp_path, trials=NORM_TRIALS, scoring=SCORING))
     frame = draw_trials(exp, tiny_corpus).frame

@@ -12,7 +12,7 @@ from conftest import tiny_experiment
 from run_helpers import manifest_file
 from test_fairness_run import isolated_cache
 
-from interbias.runner import RunOptions, run
+from interbias.run.conductor import RunOptions, run
 
 NORM_TRIALS = {"targets": 30, "min_speakers": 4, "speakers_per_stratum": 4}
 SCORING = {"norm": "as-norm", "top_k": 5, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}

@@ -7,9 +7,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from interbias import scoring
-from interbias.scoring import block_strategy, cosine_scores, rows_per_block
-from interbias.seeding import derive_rng
+from interbias.run import scoring
+from interbias.run.scoring import block_strategy, cosine_scores, rows_per_block
+from interbias.utils.seeding import derive_rng
 
 #: float32 BLAS products: scores are checked against a float64 loop within a bound that holds on
 #: any kernel; byte equality only between two calls of one process (same dispatch).

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from interbias.cli import app
 from interbias.corpora.attacks import read_attacks
-from interbias.errors import ManifestError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import ManifestError
 
 PACKAGE = REPO / "interbias"
 SAFE_LOADERS = {"SafeLoader", "CSafeLoader"}

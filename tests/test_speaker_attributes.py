@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interbias.corpora import check_manifest, speaker_attributes
-from interbias.errors import ManifestError
-from interbias.experiments import load_experiment
-from interbias.manifest import (
+from interbias.corpora.manifest import (
     SPEAKER_LEVEL,
     Manifest,
     Utterance,
     check_speaker_attributes,
     speaker_attribute_conflicts,
 )
+from interbias.experiments.schema import load_experiment
+from interbias.utils.errors import ManifestError
 
 FAST = settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 

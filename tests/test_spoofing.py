@@ -22,17 +22,17 @@ from interbias.analysis.spoofing import (
     spoofing_for_run,
     weighted_dsr,
 )
-from interbias.calibration_run import calibration_columns
 from interbias.cli import app
 from interbias.corpora.attacks import PREFIX, load_attacks, read_attacks
 from interbias.corpora.voicewarp import convert, levinson, pitch_shift, warp_formants, wsola
-from interbias.decision_spec import DEFAULT_POINT
-from interbias.errors import ManifestError, MetricError, TrialError
-from interbias.experiments import CorpusSpec, SpoofingSpec, load_experiment
-from interbias.metrics import eer_from_points, operating_points
-from interbias.results import COLUMNS
-from interbias.trials import COLUMNS as TRIAL_COLUMNS
-from interbias.trials import draw_trials
+from interbias.experiments.decision_spec import DEFAULT_POINT
+from interbias.experiments.schema import CorpusSpec, SpoofingSpec, load_experiment
+from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.run.calibrate import calibration_columns
+from interbias.run.results import COLUMNS
+from interbias.trials.sampler import COLUMNS as TRIAL_COLUMNS
+from interbias.trials.sampler import draw_trials
+from interbias.utils.errors import ManifestError, MetricError, TrialError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -317,7 +317,7 @@ def test_e10_runs_offline_and_reports_spoof_far_per_encoder(
     results = pd.read_csv(run_dir / "results.csv")
     assert list(results.columns) == COLUMNS + calibration_columns([DEFAULT_POINT]) + SPOOF_COLUMNS
     trials = pd.read_parquet(run_dir / "trials.parquet")
-    from interbias.paths import slug
+    from interbias.utils.paths import slug
 
     for row in results.itertuples():
         sc = pd.read_parquet(run_dir / "scores" / slug(row.model) / f"{slug(row.cell)}.parquet")

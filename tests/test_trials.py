@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import tiny_experiment
 
-from interbias.errors import TrialError
-from interbias.experiments import load_experiment
-from interbias.trials import TrialList, _triangular, draw_trials
+from interbias.experiments.schema import load_experiment
+from interbias.trials.sampler import TrialList, _triangular, draw_trials
+from interbias.utils.errors import TrialError
 
 
 def test_triangular_decode_enumerates_pairs() -> None:

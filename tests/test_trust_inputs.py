@@ -18,14 +18,14 @@ from conftest import gender_factor, tiny_experiment
 from run_helpers import manifest_file, only_run_dir, run_args
 from typer.testing import CliRunner
 
-from interbias import audio
+from interbias.audio import frontend as audio
 from interbias.cli import app
-from interbias.errors import AudioError, ConfigError, ManifestError, OperatorError
-from interbias.experiments import load_experiment
-from interbias.grid import DEFAULT_MAX_ROWS, check_grid_size, n_cells
-from interbias.manifest import Manifest
-from interbias.manifest_checks import speaker_key
+from interbias.corpora.manifest import Manifest
+from interbias.corpora.manifest_checks import speaker_key
+from interbias.experiments.schema import load_experiment
 from interbias.operators.silence import check_chain_output
+from interbias.run.grid import DEFAULT_MAX_ROWS, check_grid_size, n_cells
+from interbias.utils.errors import AudioError, ConfigError, ManifestError, OperatorError
 
 SMALL = {"targets": 10, "min_speakers": 4}
 RATE = 16000
@@ -127,8 +127,8 @@ def test_a_huge_grid_is_refused_with_its_count_before_any_work(data: Path, tmp_p
 
 
 def test_reading_a_large_manifest_shows_progress(data: Path, tmp_path: Path, monkeypatch) -> None:
-    from interbias import manifest as manifest_module
-    from interbias.progress import Reporter
+    from interbias.corpora import manifest as manifest_module
+    from interbias.utils.progress import Reporter
 
     monkeypatch.setattr(manifest_module, "PROGRESS_ROWS", 10)
     lines: list[str] = []
@@ -268,7 +268,7 @@ def test_a_partly_labelled_speaker_and_a_trial_shortfall_are_said(data: Path, tm
 
 def test_speakers_zero_says_so(tmp_path: Path) -> None:
     from interbias.corpora.synthetic import SyntheticSpec
-    from interbias.errors import CorpusError
+    from interbias.utils.errors import CorpusError
 
     with pytest.raises(CorpusError, match=r"^synthetic: --speakers must be a positive number of voices, got 0$"):
         SyntheticSpec().with_speakers(0)

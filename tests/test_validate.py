@@ -12,8 +12,8 @@ from conftest import tiny_experiment
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.paths import conditions_dir
-from interbias.validate import embedding_items, utterance_table, validate_file
+from interbias.run.validate import embedding_items, utterance_table, validate_file
+from interbias.utils.paths import conditions_dir
 
 runner = CliRunner()
 
@@ -107,7 +107,7 @@ def test_embedding_items_count_pools_and_chains(tmp_path: Path, cap: int | None)
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
     trials = {"targets": 4, "min_speakers": 2, **({"utterances_per_speaker": cap} if cap else {})}
     exp_path = tiny_experiment(tmp_path, corpus={"manifest": str(manifest)}, trials=trials)
-    from interbias.experiments import load_experiment
+    from interbias.experiments.schema import load_experiment
 
     exp = load_experiment(exp_path)
     table, source = utterance_table(exp, tmp_path)

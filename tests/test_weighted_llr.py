@@ -12,9 +12,9 @@ import pytest
 from test_calibration_run import cal_run  # noqa: F401  (module fixture: a gender × noise run with a dev split)
 
 from interbias.analysis.suite import Options, analyse
-from interbias.analysis.weighted_llr import SharedCalibration
-from interbias.errors import AnalysisError
-from interbias.llr_metrics import CostPoint
+from interbias.metrics.llr import CostPoint
+from interbias.metrics.weighted_llr import SharedCalibration
+from interbias.utils.errors import AnalysisError
 
 RUN_JSON = {
     "calibration": {

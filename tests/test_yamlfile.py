@@ -13,9 +13,9 @@ from conftest import tiny_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interbias import yamlfile
-from interbias.errors import ConfigError
-from interbias.experiments import load_experiment
+from interbias.experiments import yamlfile
+from interbias.experiments.schema import load_experiment
+from interbias.utils.errors import ConfigError
 
 FAST = settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 

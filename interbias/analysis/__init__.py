@@ -8,16 +8,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.csvfile import read_frame
-from interbias.errors import AnalysisError
-from interbias.results import normalise_results
+from interbias.run.results import normalise_results
+from interbias.utils.csvfile import read_frame
+from interbias.utils.errors import AnalysisError
 
 METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc", "act_dcf", "calibration_loss", "cllr")
 
 
 def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | None = None) -> pd.DataFrame:
     """Read a results CSV, checking required columns and that ``metric`` is numeric; normalised
-    once here (:func:`interbias.results.normalise_results`)."""
+    once here (:func:`interbias.run.results.normalise_results`)."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.csv"

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.contrasts import SLOTS, Grid, grids
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 DEFAULT_TOLERANCE = 0.01
 _WORST = 3

@@ -7,13 +7,13 @@ from typing import Any
 
 import pandas as pd
 
-from interbias import atomic
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.spoofing import dsr_by_cell
-from interbias.errors import InterbiasError
-from interbias.manifest import Manifest
-from interbias.rundir import ATTRIBUTES, RunDir
-from interbias.trials import TrialList
+from interbias.corpora.manifest import Manifest
+from interbias.run.rundir import ATTRIBUTES, RunDir
+from interbias.trials.sampler import TrialList
+from interbias.utils import atomic
+from interbias.utils.errors import InterbiasError
 
 
 def run_analyses(

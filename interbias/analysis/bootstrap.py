@@ -27,8 +27,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng, derive_seed
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng, derive_seed
 
 Unit = Literal["speaker", "trial"]
 UNITS: tuple[str, ...] = ("speaker", "trial")

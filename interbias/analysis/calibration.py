@@ -1,7 +1,7 @@
 """The report's calibration section: where the run's calibration costs most, and the Bayes
 error-rate plot (normalised DCF against prior log-odds, actual and minimum, per cell × model).
 
-Reads the calibration columns of results.csv (:mod:`interbias.calibration_run`) and, for the
+Reads the calibration columns of results.csv (:mod:`interbias.run.calibrate`) and, for the
 plot, the per-trial scores with the calibration recorded in run.json (slope, offset per model,
 or per cell with ``fit_on: each``).
 """
@@ -16,7 +16,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from interbias.analysis.plots import new_figure
-from interbias.llr_metrics import bayes_error_curve
+from interbias.metrics.llr import bayes_error_curve
 
 if TYPE_CHECKING:
     from interbias.analysis.scored_run import ScoredRun

@@ -24,10 +24,10 @@ from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflecte
 from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.effects import COLUMNS as EFFECT_COLUMNS
 from interbias.analysis.gaps import population_factors
-from interbias.analysis.operating_points import P_TARGET, too_small_line
 from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
-from interbias.errors import AnalysisError
+from interbias.metrics.operating_points import P_TARGET, too_small_line
+from interbias.utils.errors import AnalysisError
 
 #: Metrics whose interval is the reflected one (their replicates are biased: a minimum over thresholds).
 DCF_METRICS = ("min_dcf",)
@@ -265,9 +265,9 @@ def build_card(label: str, by_metric: dict[str, list[RunAnalysis]]) -> Card:
 
 def write_card(card: Card, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
-    from interbias import atomic
     from interbias.analysis.report_document import to_html, to_markdown
-    from interbias.paths import slug
+    from interbias.utils import atomic
+    from interbias.utils.paths import slug
 
     md, page = folder / f"card_{slug(card.label)}.md", folder / f"card_{slug(card.label)}.html"
     atomic.write_text(md, to_markdown(card.report, "."))

@@ -1,7 +1,7 @@
 """Countermeasure metrics of ADD 2023 (Sections 3.2–3.4).
 
 **Detection (Track 1.2).** Scores are higher for bona fide audio; label 1 = bona fide, 0 =
-spoof. The EER is :func:`interbias.metrics.eer` (interpolated crossing). The weighted EER over
+spoof. The EER is :func:`interbias.metrics.verification.eer` (interpolated crossing). The weighted EER over
 rounds is WEER = Σ_r w_r · EER_r with ADD 2023's w = (0.4, 0.6) for two rounds (Eq. 4).
 
 **Manipulated-region location (Track 2).** Segment label files (reference and prediction)
@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
-from interbias.errors import MetricError
-from interbias.measured import CM_LINE, read_score_file
+from interbias.metrics import verification as metrics
+from interbias.run.measured import CM_LINE, read_score_file
+from interbias.utils.errors import MetricError
 
 #: ADD 2023 weights of EER rounds 1 and 2 (Eq. 4) and of the location score (Eq. 9).
 ADD_ROUND_WEIGHTS = (0.4, 0.6)
@@ -54,7 +54,7 @@ LOCATION_WEIGHTS = (0.3, 0.7)
 def read_cm_frame(path: Path) -> pd.DataFrame:
     """A CM score file as a frame with float ``score`` and int ``label`` (1 = bona fide) plus
     any other columns: a CSV with ``score,label`` or a whitespace file ``ID SCORE LABEL``;
-    labels bonafide|spoof in :data:`interbias.measured.LABELS`'s vocabulary."""
+    labels bonafide|spoof in :data:`interbias.run.measured.LABELS`'s vocabulary."""
     return read_score_file(path, error=MetricError, layout=CM_LINE)
 
 

@@ -18,9 +18,9 @@ from interbias.analysis.cm import (
     read_cm_scores,
     weighted_eer,
 )
-from interbias.errors import MetricError
-from interbias.keyvalue import parse_key_values
-from interbias.metrics import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.utils.errors import MetricError
+from interbias.utils.keyvalue import parse_key_values
 
 
 def parse_floats(text: str, what: str) -> list[float]:

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
 from interbias.analysis.fairness import (
     METRICS,
     FairnessReport,
@@ -39,9 +38,10 @@ from interbias.analysis.fairness import (
     ratio,
     single_groups,
 )
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
-from interbias.thresholds import ThresholdRule
+from interbias.metrics import verification as metrics
+from interbias.metrics.thresholds import ThresholdRule
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 TABLE_COLUMNS = (
     "metric", "model", "cell", "female", "male", "difference", "ci_low", "ci_high", "n_boot",

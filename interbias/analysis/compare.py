@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import read_results
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 KEY = ("experiment", "cell", "model")
 COMPARED = ("eer", "eer_legacy", "min_dcf", "auc")

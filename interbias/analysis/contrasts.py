@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.replicates import Replicates
-from interbias.errors import AnalysisError
-from interbias.results import NORMALISED, normalise_results
+from interbias.run.results import NORMALISED, normalise_results
+from interbias.utils.errors import AnalysisError
 
 REQUIRED = ("experiment", "model", "factor_a", "level_a", "ref_a")
 SLOTS = ("a", "b", "c")
@@ -44,7 +44,7 @@ class ContrastTables:
 
 def normalised(results: pd.DataFrame) -> pd.DataFrame:
     """``results`` itself when :func:`interbias.analysis.read_results` read it (normalised there,
-    once), else :func:`interbias.results.normalise_results` of it (a copy): for analyses given a
+    once), else :func:`interbias.run.results.normalise_results` of it (a copy): for analyses given a
     table built in memory. Callers only read the table they get."""
     return results if results.attrs.get(NORMALISED) else normalise_results(results)
 

@@ -28,12 +28,12 @@ from interbias.analysis.fairness_stats import (
     single_groups,
     two_proportion_ztest,
 )
-from interbias.calibration_run import CALIBRATION_FILE, shared_calibration
-from interbias.errors import AnalysisError
-from interbias.experiments import FairnessSpec
-from interbias.measured import calibration_trials, in_split, kept, read_score_file
-from interbias.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
-from interbias.thresholds import ThresholdRule
+from interbias.experiments.schema import FairnessSpec
+from interbias.metrics.thresholds import ThresholdRule
+from interbias.run.calibrate import CALIBRATION_FILE, shared_calibration
+from interbias.run.measured import calibration_trials, in_split, kept, read_score_file
+from interbias.run.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
+from interbias.utils.errors import AnalysisError
 
 __all__ = [
     "COMPARISON_TABLE",
@@ -193,7 +193,7 @@ def _model_units(
 def _dev_threshold(
     run: RunDir, model: str, dev: pd.DataFrame, dev_cells: list[str], the_rule: ThresholdRule
 ) -> Threshold:
-    """The threshold ``the_rule`` chooses on the dev trials (:func:`interbias.measured.calibration_trials`)."""
+    """The threshold ``the_rule`` chooses on the dev trials (:func:`interbias.run.measured.calibration_trials`)."""
     if not len(dev):
         raise AnalysisError(f"{run.path}: {model} has no scored dev trials in the reference condition")
     value = the_rule.choose(dev["score"].to_numpy(), dev["label"].to_numpy())
@@ -212,7 +212,7 @@ def _dev_threshold(
 def read_score_table(path: Path) -> pd.DataFrame:
     """A score file (``.csv`` or ``.parquet``) with a numeric ``score`` and a ``label``
     (1/target/bonafide = should be accepted, 0/nontarget/spoof = should be rejected), plus any
-    other columns; ``label`` comes back as 0/1 integers (:func:`interbias.measured.read_score_file`)."""
+    other columns; ``label`` comes back as 0/1 integers (:func:`interbias.run.measured.read_score_file`)."""
     frame = read_score_file(path, error=AnalysisError)
     frame["label"] = frame["label"].astype(np.int64)
     return frame

@@ -53,10 +53,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from interbias import atomic
-from interbias.calibration_run import group_values
-from interbias.decision_spec import OperatingPoint
-from interbias.errors import AnalysisError
+from interbias.experiments.decision_spec import OperatingPoint
+from interbias.run.calibrate import group_values
+from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError
 
 POSITIVES = ("accept", "spoof")
 MIXED, MISSING, ALL = "mixed", "missing", "all"
@@ -243,7 +243,7 @@ class Unit:
     types: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
     #: The run's shared calibration (slope, offset) and operating point: adds act_dcf,
-    #: calibration_loss and cllr per group (:func:`interbias.calibration_run.group_values`).
+    #: calibration_loss and cllr per group (:func:`interbias.run.calibrate.group_values`).
     calibration: tuple[tuple[float, float], OperatingPoint] | None = None
 
 

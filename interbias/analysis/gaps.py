@@ -23,7 +23,7 @@ import pandas as pd
 from interbias.analysis.contrasts import SLOTS, Grid, grids, normalised, place
 from interbias.analysis.permutation import UNIT, RunPermutations
 from interbias.analysis.replicates import Replicates
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 #: Default floor on |reference-condition gap| below which a ratio is flagged unstable (EER).
 DEFAULT_FLOOR = 0.01

@@ -27,9 +27,9 @@ from typing import Any
 
 import pandas as pd
 
-from interbias import atomic
 from interbias.analysis.suite import Analysis
-from interbias.errors import InterbiasError
+from interbias.utils import atomic
+from interbias.utils.errors import InterbiasError
 
 DIGITS = 3
 _SPECIAL = {

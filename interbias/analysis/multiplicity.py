@@ -31,7 +31,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 ADJUSTMENTS: tuple[str, ...] = ("holm", "bh", "none")
 DEFAULT_ADJUSTMENT = "holm"

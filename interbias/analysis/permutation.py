@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from interbias.analysis.scored_run import ScoredRun
-from interbias.analysis.weighted import metric_batch, sort_cell
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 UNIT = "enrol speaker"
 #: Tolerance for "as extreme as observed" (float noise in equal gaps).

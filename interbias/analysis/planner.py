@@ -40,7 +40,7 @@ import pandas as pd
 from interbias.analysis.bootstrap import TrialDesign
 from interbias.analysis.effects import collect, decide
 from interbias.analysis.suite import Analysis
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 MODEL = (
     "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers in every stratum, n_pilot the pilot's largest stratum "

@@ -17,8 +17,8 @@ import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.scored_run import ScoredRun
-from interbias.analysis.weighted import metric_batch
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS
+from interbias.metrics.weighted import metric_batch
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS
 
 Key = tuple[str, str, str]
 
@@ -84,7 +84,7 @@ def bootstrap_cells(
 ) -> Replicates:
     """Replicates of ``metric`` for every row of ``results`` (one run directory's cells);
     ``advance(1)`` is called after each row (progress). Calibration metrics
-    (:mod:`interbias.analysis.weighted_llr`) keep each model's shared calibration fixed."""
+    (:mod:`interbias.metrics.weighted_llr`) keep each model's shared calibration fixed."""
     run.check_against(results, metric)
     values: dict[Key, np.ndarray] = {}
     for row in results.itertuples(index=False):

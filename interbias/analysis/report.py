@@ -21,11 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
 from interbias.analysis import plots
 from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import cell_pivot, headline, sentence
-from interbias.analysis.operating_points import too_small_line
 from interbias.analysis.report_document import Report, make_figure
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -36,9 +34,11 @@ from interbias.analysis.report_sections import (
     robustness_section,
 )
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
-from interbias.errors import AnalysisError
-from interbias.experiments import AcousticLevel, Experiment
-from interbias.paths import slug
+from interbias.experiments.schema import AcousticLevel, Experiment
+from interbias.metrics import verification as metrics
+from interbias.metrics.operating_points import too_small_line
+from interbias.utils.errors import AnalysisError
+from interbias.utils.paths import slug
 
 
 def snr_levels(exp: Experiment | None, factor: str) -> dict[str, tuple[str, float]]:

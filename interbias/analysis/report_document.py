@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic
 from interbias.analysis import plots
+from interbias.utils import atomic
 
 DIGITS = 4
 

@@ -15,7 +15,7 @@ from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.report_document import Figure, Report, make_figure
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
-from interbias.operations import kept_whole_summary, snr_summary
+from interbias.run.operations import kept_whole_summary, snr_summary
 
 
 def geometry_section(folder: Path, rep: Report) -> None:

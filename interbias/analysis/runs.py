@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.suite import Analysis, Options, analyse
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 
 @dataclass(frozen=True)

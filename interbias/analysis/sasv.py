@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.csvfile import read_frame
-from interbias.errors import MetricError
-from interbias.sasv_metrics import ADCFCost, TDCFCost, a_dcf, min_t_dcf, t_eer
-from interbias.textfile import read_utf8
+from interbias.metrics.sasv import ADCFCost, TDCFCost, a_dcf, min_t_dcf, t_eer
+from interbias.utils.csvfile import read_frame
+from interbias.utils.errors import MetricError
+from interbias.utils.textfile import read_utf8
 
 KEYS = ("target", "nontarget", "spoof")
 
@@ -58,7 +58,7 @@ def read_sasv_scores(path: Path) -> pd.DataFrame:
 
 
 def a_dcf_of_file(path: Path, cost: ADCFCost) -> dict[str, float | int | str]:
-    """a-DCF of a score file (see :mod:`interbias.sasv_metrics`) with its threshold and counts."""
+    """a-DCF of a score file (see :mod:`interbias.metrics.sasv`) with its threshold and counts."""
     frame = read_sasv_scores(path)
     parts = [frame.loc[frame["key"] == k, "score"].to_numpy() for k in KEYS]
     for k, p in zip(KEYS, parts, strict=True):
@@ -72,9 +72,9 @@ def a_dcf_of_file(path: Path, cost: ADCFCost) -> dict[str, float | int | str]:
 def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[str, float | int | str]:
     """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
     score file (target|nontarget|spoof): the ASV's error rates at its bona fide EER threshold
-    (interpolated crossing, :func:`interbias.metrics.eer_from_points`; accept >= threshold)."""
-    from interbias import metrics
+    (interpolated crossing, :func:`interbias.metrics.verification.eer_from_points`; accept >= threshold)."""
     from interbias.analysis.cm import read_cm_scores
+    from interbias.metrics import verification as metrics
 
     asv = read_sasv_scores(asv_path)
     tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)
@@ -93,7 +93,7 @@ def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[st
 
 
 def t_eer_of_files(asv_path: Path, cm_path: Path) -> dict[str, float | int | str]:
-    """Concurrent t-EER (:func:`interbias.sasv_metrics.t_eer`) of a CM score file (bonafide|spoof)
+    """Concurrent t-EER (:func:`interbias.metrics.sasv.t_eer`) of a CM score file (bonafide|spoof)
     in tandem with the ASV system of an ASV score file (target|nontarget|spoof), with the
     operating point (thresholds, tandem rates) and the trial counts."""
     from interbias.analysis.cm import read_cm_scores

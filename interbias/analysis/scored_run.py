@@ -1,8 +1,8 @@
-"""A run directory as analysis input (:class:`ScoredRun`, a :class:`interbias.rundir.RunDir`):
+"""A run directory as analysis input (:class:`ScoredRun`, a :class:`interbias.run.rundir.RunDir`):
 trial list, per-trial scores, resolved experiment, run.json. Per-trial scores are checked against the trial
 list (ids, labels) and against ``results.csv`` (the metric recomputed from them must match).
 
-Analyses see exactly the trials a results row was computed on (:func:`interbias.measured.measured`:
+Analyses see exactly the trials a results row was computed on (:func:`interbias.run.measured.measured`:
 eval split, bona fide), so the design holds those trials only and each cell keeps those it did not drop.
 """
 
@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias import metrics
 from interbias.analysis.bootstrap import TrialDesign
-from interbias.analysis.weighted import SortedCell, sort_cell
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, SharedCalibration
-from interbias.errors import AnalysisError, MetricError
-from interbias.measured import kept as not_dropped
-from interbias.measured import measured
-from interbias.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, RunDir
+from interbias.metrics import verification as metrics
+from interbias.metrics.weighted import SortedCell, sort_cell
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.run.measured import kept as not_dropped
+from interbias.run.measured import measured
+from interbias.run.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, RunDir
+from interbias.utils.errors import AnalysisError, MetricError
 
 #: Recomputed metric and results.csv must agree this closely.
 _MATCH_TOL = 1e-9
@@ -118,7 +118,7 @@ class ScoredRun(RunDir):
 
     def metric_function(self, metric: str, model: str) -> Callable[[np.ndarray, np.ndarray], float]:
         """``metric(scores, labels)`` of ``model``'s cells: a calibration metric at the model's
-        shared calibration (:mod:`interbias.analysis.weighted_llr`)."""
+        shared calibration (:mod:`interbias.metrics.weighted_llr`)."""
         if metric in CALIBRATED_METRICS:
             cal = self.calibration(model)
             return lambda s, lab: cal.value(metric, s, lab)
@@ -139,7 +139,7 @@ class ScoredRun(RunDir):
             func = self.metric_function(metric, str(row.model))
             cs = self.cell(str(row.model), str(row.cell))
             value = func(cs.scores, cs.labels)
-            if float(getattr(row, "operator_draws", 1) or 1) > 1:  # the draw-mean (interbias.cells)
+            if float(getattr(row, "operator_draws", 1) or 1) > 1:  # the draw-mean (interbias.run.cells)
                 value = self.draw_mean(func, str(row.model), str(row.cell))
             if abs(value - float(getattr(row, metric))) > _MATCH_TOL:
                 raise AnalysisError(

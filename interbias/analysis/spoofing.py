@@ -4,7 +4,7 @@ A spoof trial pairs a genuine enrolment of a speaker with attack audio imitating
 should be rejected. For one system and one condition:
 
 - ``spoof_threshold``: the bona fide EER threshold (interpolated crossing of the target and
-  non-target curves, :func:`interbias.metrics.eer_from_points`);
+  non-target curves, :func:`interbias.metrics.verification.eer_from_points`);
 - ``spoof_far``: the share of spoof trials accepted there, P(s ≥ t_EER | spoof) — the deception
   success rate of ADD 2023 for a single system (N = 1);
 - ``eer_spoof``: the EER of target trials against spoof trials (spoofs as the negatives).
@@ -23,13 +23,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.errors import AnalysisError, MetricError
-
-# the per-cell metrics are computed by the run layer (interbias.spoof_metrics); re-exported here
-from interbias.spoof_metrics import SPOOF_COLUMNS as SPOOF_COLUMNS
-from interbias.spoof_metrics import SpoofSummary as SpoofSummary
-from interbias.spoof_metrics import accepted as accepted
-from interbias.spoof_metrics import spoof_summary as spoof_summary
+# the per-cell metrics are computed by the run layer (interbias.metrics.spoof); re-exported here
+from interbias.metrics.spoof import SPOOF_COLUMNS as SPOOF_COLUMNS
+from interbias.metrics.spoof import SpoofSummary as SpoofSummary
+from interbias.metrics.spoof import accepted as accepted
+from interbias.metrics.spoof import spoof_summary as spoof_summary
+from interbias.utils.errors import AnalysisError, MetricError
 
 
 def deception_success_rate(wrong: Sequence[int], n_samples: int) -> float:

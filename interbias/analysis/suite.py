@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from interbias import atomic
 from interbias.analysis import read_results
 from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
 from interbias.analysis.bootstrap import Resampler
@@ -19,12 +18,13 @@ from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
-from interbias.analysis.weighted_llr import CALIBRATED_METRICS, require_shared
-from interbias.errors import AnalysisError
-from interbias.progress import Reporter
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared
+from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError
+from interbias.utils.progress import Reporter
 
 #: Metrics of ``interbias analyze --metric``; the last three are read at the run's shared
-#: calibration (:mod:`interbias.analysis.weighted_llr`).
+#: calibration (:mod:`interbias.metrics.weighted_llr`).
 ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf", *CALIBRATED_METRICS)
 
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from interbias.errors import InterbiasError
+from interbias.utils.errors import InterbiasError
 
 #: The line under the command list: where a new user starts.
 START_HERE = (

@@ -9,7 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
-from interbias.progress import Reporter
+from interbias.utils.progress import Reporter
 
 if TYPE_CHECKING:
     from interbias.analysis.suite import Analysis
@@ -40,8 +40,8 @@ GroupOpt = Annotated[
 
 def _findings(a: Analysis, folder: Path) -> list[Path]:
     """Print the findings first; write findings.csv when there are intervals."""
-    from interbias import atomic
     from interbias.analysis.headline import headline
+    from interbias.utils import atomic
 
     found = headline(a)
     typer.echo("findings:")

@@ -48,9 +48,9 @@ def prepare_cmd(
 ) -> None:
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
     the test's style, only its text, or only its noise condition (columns: docs/outputs.md)."""
-    from interbias import atomic
-    from interbias.errors import AnalysisError
     from interbias.repair.blackbox import ProtocolOptions, load_manifest, prepare, with_paths
+    from interbias.utils import atomic
+    from interbias.utils.errors import AnalysisError
 
     try:
         snrs = tuple(float(x) for x in _groups(noise_snr))
@@ -75,9 +75,9 @@ def score_cmd(
     device: Annotated[str, typer.Option(help="cpu or cuda[:N].")] = "cpu",
 ) -> None:
     """Score a protocol with a local encoder (cosine of enrolment and test embeddings)."""
-    from interbias import atomic
-    from interbias.paths import slug
     from interbias.repair.blackbox import encoder_embedder, read_protocol, score_with
+    from interbias.utils import atomic
+    from interbias.utils.paths import slug
 
     frame = read_protocol(protocol)
     scores = score_with(frame, encoder_embedder(encoder, device))
@@ -106,8 +106,8 @@ def analyze_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
 ) -> None:
     """Invariance-violation ratio per axis, accuracy and EER per group, gaps with speaker-level p."""
-    from interbias import atomic
     from interbias.repair.blackbox import analyze, read_answers, read_protocol
+    from interbias.utils import atomic
 
     answers = read_answers(scores, read_protocol(protocol))
     result = analyze(answers, _groups(groups), threshold=threshold, n_perm=permutations, seed=seed)

@@ -56,8 +56,8 @@ def train(
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     from interbias.cm.train import cm_manifest, parse_settings, train_model
-    from interbias.paths import cache_dir as default_cache
-    from interbias.progress import Reporter
+    from interbias.utils.paths import cache_dir as default_cache
+    from interbias.utils.progress import Reporter
 
     reporter = Reporter(quiet=quiet)
     data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)

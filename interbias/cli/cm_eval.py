@@ -149,7 +149,7 @@ def adcf(
     normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
     cost model)."""
     from interbias.analysis.sasv import a_dcf_of_file
-    from interbias.sasv_metrics import ADCFCost
+    from interbias.metrics.sasv import ADCFCost
 
     cost = ADCFCost(p_spf, p_non, p_tar, c_miss, c_fa_asv, c_fa_cm)
     rows = [a_dcf_of_file(path, cost) for path in scores]
@@ -176,7 +176,7 @@ def tdcf(
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
     the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
     from interbias.analysis.sasv import min_t_dcf_of_files
-    from interbias.sasv_metrics import TDCFCost
+    from interbias.metrics.sasv import TDCFCost
 
     cost = TDCFCost()
     out = min_t_dcf_of_files(asv, cm, cost)

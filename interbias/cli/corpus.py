@@ -21,8 +21,8 @@ app.add_typer(corpus_app, name="corpus")
 
 def _options(pairs: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` pairs; a value with commas becomes a list."""
-    from interbias.errors import CorpusError
-    from interbias.keyvalue import parse_key_values
+    from interbias.utils.errors import CorpusError
+    from interbias.utils.keyvalue import parse_key_values
 
     return parse_key_values(pairs, option="--set", error=CorpusError, lists=True)
 
@@ -66,7 +66,7 @@ def build(
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
     from interbias.corpora.synthetic import build_info
     from interbias.corpora.tasks import build_corpus
-    from interbias.progress import Reporter
+    from interbias.utils.progress import Reporter
 
     spec, manifest, seconds = build_corpus(
         name, _options(set_ or []), speakers=speakers, cache=cache_dir, workers=workers, reporter=Reporter(quiet=quiet)
@@ -141,6 +141,6 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Count speakers and utterances per value of every speaker and recording attribute."""
-    from interbias.manifest import Manifest
+    from interbias.corpora.manifest import Manifest
 
     _print_summary(Manifest.read(manifest), as_json=as_json)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.errors import see_docs
+from interbias.utils.errors import see_docs
 
 
 @app.command("encoders", epilog="Example: interbias encoders --json")

@@ -41,7 +41,7 @@ def export(
     ] = None,
 ) -> None:
     """Write a run's per-cell score files (and embeddings) for other tools."""
-    from interbias.export import export_embeddings, export_scores, write_export_summary
+    from interbias.run.export import export_embeddings, export_scores, write_export_summary
 
     target = out or run_dir / "export" / format.value
     summary = export_scores(run_dir, format.value, target)

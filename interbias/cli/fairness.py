@@ -56,7 +56,7 @@ def fairness(
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected z-tests."""
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
-    from interbias.errors import AnalysisError
+    from interbias.utils.errors import AnalysisError
 
     if not 0 < alpha < 1:
         raise AnalysisError("--alpha must be in (0, 1)")

@@ -12,7 +12,7 @@ from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
 
 if TYPE_CHECKING:
-    from interbias.geometry_run import GeometryOutcome
+    from interbias.analysis.geometry.pipeline import GeometryOutcome
 
 
 @app.command(epilog="Example: interbias geometry --encoder CAM++ --sentences 8")
@@ -59,7 +59,7 @@ def geometry(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
-    from interbias.geometry_run import GeometryOptions, run_geometry
+    from interbias.analysis.geometry.pipeline import GeometryOptions, run_geometry
 
     outcome = run_geometry(
         GeometryOptions(

@@ -24,10 +24,10 @@ def leaderboard(
 ) -> None:
     """Encoders × experiments with intervals, the macro column and a rank that separates two
     encoders only when their paired bootstrap difference is significant after Holm's adjustment over all pairs."""
-    from interbias import atomic
     from interbias.analysis import leaderboard as lb
     from interbias.analysis.runs import load
     from interbias.analysis.suite import Options
+    from interbias.utils import atomic
 
     loaded = load(list(runs), Options(metric, bootstrap, seed, "speaker", ci_level))
     board = lb.build(loaded)

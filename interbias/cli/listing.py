@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from interbias.catalogue import REASON_KEY, experiment_entries, without_reason_keys
 from interbias.cli import app, guarded
+from interbias.run.catalogue import REASON_KEY, experiment_entries, without_reason_keys
 
 
 def _mark(v: dict[str, Any]) -> str:
@@ -27,7 +27,7 @@ def _runs_here(e: dict[str, Any]) -> str:
 def catalogue_table(entries: list[dict[str, Any]]) -> list[str]:
     """One line per experiment (id, title, use, cells, where it runs), then a legend of the
     reason keys that occur and where to go next."""
-    from interbias.availability import REASONS
+    from interbias.run.preflight import REASONS
 
     rows = [("exp", "title", "use", "cells", "runs here: corpus · --corpus variant(cells)")]
     for e in entries:

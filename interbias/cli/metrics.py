@@ -10,13 +10,13 @@ import numpy as np
 import typer
 
 from interbias.cli import app, guarded
-from interbias.errors import MetricError
-from interbias.measured import SV_LINE, read_score_file
+from interbias.run.measured import SV_LINE, read_score_file
+from interbias.utils.errors import MetricError
 
 
 def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Scores and labels from a CSV (``score``, ``label``) or a whitespace file
-    ``enrol test score target|nontarget`` (:func:`interbias.measured.read_score_file`)."""
+    ``enrol test score target|nontarget`` (:func:`interbias.run.measured.read_score_file`)."""
     frame = read_score_file(path, error=MetricError, layout=SV_LINE)
     return frame["score"].to_numpy(np.float64), frame["label"].to_numpy(np.int8)
 
@@ -29,7 +29,7 @@ def metrics(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """EER (interpolated and legacy), minDCF and AUC of a score file."""
-    from interbias.metrics import summarize
+    from interbias.metrics.verification import summarize
 
     s, lab = read_scores(scores)
     summ = summarize(s, lab, p_target=p_target)

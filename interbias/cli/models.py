@@ -19,7 +19,7 @@ app.add_typer(models_app, name="models")
 
 def _labels(labels: list[str] | None, all_: bool, default: list[str]) -> list[str]:
     from interbias.encoders import ENCODERS
-    from interbias.errors import EncoderError
+    from interbias.utils.errors import EncoderError
 
     if all_ and labels:
         raise EncoderError("give labels or --all, not both")
@@ -68,7 +68,7 @@ def verify(
     """Hash every file models.lock pins, without loading any model; exit 1 on any difference."""
     from interbias.encoders.hub import label_state
     from interbias.encoders.models_lock import models_lock_path, read_models_lock
-    from interbias.errors import EncoderError
+    from interbias.utils.errors import EncoderError
 
     locked = read_models_lock()
     chosen = labels or sorted(locked)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,11 +27,17 @@ def degrade(
     """Degrade one file with one operator so you can hear a condition.
 
     Example: interbias degrade in.wav out.wav --op codec --param codec=gsm"""
-    from interbias.degrade import degrade_file, parse_params
+    from interbias.operators.degrade import degrade_file, parse_params
 
-    info = degrade_file(
-        src, dst, op, parse_params(param or []), seed=seed, corpus=corpus, notice=lambda m: typer.echo(m, err=True)
-    )
+    def talkers() -> Any:
+        from interbias.corpora import load_corpus
+        from interbias.experiments.sections import CorpusSpec
+        from interbias.utils.paths import cache_dir
+
+        typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
+        return load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
+
+    info = degrade_file(src, dst, op, parse_params(param or []), seed=seed, talkers=talkers)
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
@@ -46,7 +52,7 @@ def degrade(
 @guarded
 def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""
-    from interbias.degrade import operator_entries
+    from interbias.operators.degrade import operator_entries
 
     entries = operator_entries()
     if as_json:

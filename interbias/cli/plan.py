@@ -27,10 +27,10 @@ def plan(
 ) -> None:
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power, for every interaction (IE) and subgroup gap; writes plan.csv."""
-    from interbias import atomic
     from interbias.analysis import planner
     from interbias.analysis.suite import Options, analyse
-    from interbias.errors import AnalysisError
+    from interbias.utils import atomic
+    from interbias.utils.errors import AnalysisError
 
     settings = planner.Settings(effect, power, alpha)
     if bootstrap < 2:
@@ -78,7 +78,7 @@ def _largest(frame: object) -> str:
 def follow_up_experiment(name: str | None) -> str:
     """What to type after ``interbias run`` for the run's experiment ``name``: the name where the
     catalogue (``conditions/``) has it, else a placeholder for the user's YAML file."""
-    from interbias.paths import conditions_dir
+    from interbias.utils.paths import conditions_dir
 
     if name and (conditions_dir() / f"{name}.yaml").is_file():
         return name

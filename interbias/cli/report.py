@@ -51,7 +51,7 @@ def report(
     from interbias.analysis.report_document import write_report
     from interbias.analysis.scored_run import ScoredRun
     from interbias.analysis.suite import Options, analyse
-    from interbias.errors import AnalysisError
+    from interbias.utils.errors import AnalysisError
 
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")

@@ -10,11 +10,11 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
-from interbias.results import SUMMARY_COLUMNS
+from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
-    from interbias.runner import RunOutcome
-from interbias.errors import EncoderError
+    from interbias.run.conductor import RunOutcome
+from interbias.utils.errors import EncoderError
 
 
 def encoder_labels(text: str) -> list[str]:
@@ -29,7 +29,7 @@ def conductor(experiment: str, corpus: str | None) -> Any:
     """The function that runs ``experiment``: the SV runner, or the countermeasure conductor
     (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block."""
     from interbias.cm.experiment import is_cm_experiment, run_cm_experiment
-    from interbias.runner import run
+    from interbias.run.conductor import run
 
     return run_cm_experiment if is_cm_experiment(experiment, corpus) else run
 
@@ -121,10 +121,10 @@ def run(
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
-    from interbias.runner import RunOptions
+    from interbias.run.conductor import RunOptions
 
     if not (manifest or data_root or trials or trials_format):  # the experiment's own data: say what runs here
-        from interbias.availability import check_can_run
+        from interbias.run.preflight import check_can_run
 
         check_can_run(experiment, corpus, corpus_root)
     labels = encoder_labels(encoders)

@@ -33,7 +33,7 @@ def validate(
     the encoder labels, say whether it runs here, and estimate its grid, embeddings and time —
     without running anything or touching a run directory. One line per error on stderr; exit 1
     when any file has an error."""
-    from interbias.validate import validate_file
+    from interbias.run.validate import validate_file
 
     labels = [x.strip() for x in encoders.split(",") if x.strip()]
     if not labels:

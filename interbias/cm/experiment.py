@@ -24,9 +24,9 @@ from typing import Any
 
 import pandas as pd
 
-from interbias import atomic
-from interbias.errors import ConfigError
-from interbias.seeding import canonical_json, sha256_text
+from interbias.utils import atomic
+from interbias.utils.errors import ConfigError
+from interbias.utils.seeding import canonical_json, sha256_text
 
 KEYS = ("models", "bootstrap", "threshold")
 
@@ -57,8 +57,8 @@ def cm_spec(exp: Any) -> dict[str, Any] | None:
 
 
 def is_cm_experiment(name: str, corpus: str | None) -> bool:
-    from interbias.experiments import find_experiment, load_experiment
-    from interbias.paths import conditions_dir
+    from interbias.experiments.schema import find_experiment, load_experiment
+    from interbias.utils.paths import conditions_dir
 
     return "countermeasures" in load_experiment(find_experiment(name, conditions_dir()), corpus=corpus).raw
 
@@ -81,7 +81,7 @@ def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str,
 def run_cm_experiment(options: Any, reporter: Any = None) -> Any:
     """``interbias run`` of a countermeasure experiment (``RunOptions`` in, ``RunOutcome`` out):
     the SV runner's options and outcome, this module's conductor."""
-    from interbias.runner import Reporter, RunOptions, RunOutcome
+    from interbias.run.conductor import Reporter, RunOptions, RunOutcome
 
     reporter = reporter or Reporter(quiet=options.quiet)
     return run_cm(options, reporter, default_encoders=RunOptions.encoders, outcome=RunOutcome)
@@ -92,8 +92,8 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     from interbias.cm.report import write_outputs
     from interbias.corpora import check_runnable, load_corpus
     from interbias.corpora.cm_corpus import check_cm_manifest
-    from interbias.experiments import find_experiment, load_experiment
-    from interbias.paths import cache_dir, conditions_dir
+    from interbias.experiments.schema import find_experiment, load_experiment
+    from interbias.utils.paths import cache_dir, conditions_dir
 
     t0 = time.perf_counter()
     exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 FRONTENDS = ("logspec", "cqt", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic
-from interbias.errors import RunError
-from interbias.seeding import derive_rng
+from interbias.utils import atomic
+from interbias.utils.errors import RunError
+from interbias.utils.seeding import derive_rng
 
 CHECKPOINT, STATE, CURVE, INFO = "checkpoint.pt", "state.pt", "curve.csv", "training.json"
 CURVE_COLUMNS = ("epoch", "train_loss", "val_loss", "val_eer", "best", "seconds")
@@ -100,7 +100,7 @@ def run_epoch(
     trainer: Any, model: Any, opt: Any, data: tuple[Any, Any, Any], header: dict, epoch: int, p: Progress
 ) -> None:
     """Train one epoch, validate, keep the checkpoint when the validation loss improved, save the state."""
-    from interbias.metrics import eer
+    from interbias.metrics.verification import eer
 
     train, dev, weights = data
     cfg = trainer.cfg

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from interbias.cm.frontends import FRONTENDS, SAMPLE_RATE_HZ, SSL_FRONTENDS, fix_length
-from interbias.errors import EncoderError
-from interbias.registry import Registry
-from interbias.seeding import sha256_file
+from interbias.utils.errors import EncoderError
+from interbias.utils.registry import Registry
+from interbias.utils.seeding import sha256_file
 
 #: The format tag of checkpoints written by ``interbias cm train``.
 FORMAT = "interbias-cm/1"
@@ -59,7 +59,7 @@ class CMCard:
     def folder(self, path: str | Path | None = None) -> Path:
         """``path``, else its env var, else ``$INTERBIAS_MODELS/cm/<label>``."""
         from interbias.encoders.card import label_folder
-        from interbias.paths import models_dir
+        from interbias.utils.paths import models_dir
 
         return label_folder(self.label, path, models_dir() / "cm" / self.label)
 

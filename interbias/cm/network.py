@@ -15,8 +15,8 @@ from torch import nn
 
 from interbias.cm.frontends import SSL_FRONTENDS, build_frontend
 from interbias.cm.resnet import ResNet18
-from interbias.errors import EncoderError
-from interbias.seeding import derive_rng
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import derive_rng
 
 
 class CMNetwork(nn.Module):
@@ -84,7 +84,7 @@ def torch_threads() -> Iterator[int]:
     """torch's intra-op threads set to ``$INTERBIAS_THREADS`` (default 1, as the embedding
     workers use) for the block, and restored after: on a busy CPU, more threads than free
     cores make small convolutions many times slower."""
-    from interbias.paths import threads
+    from interbias.utils.paths import threads
 
     before = torch.get_num_threads()
     n = threads() or 1

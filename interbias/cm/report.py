@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic
+from interbias.utils import atomic
 
 RESULT_COLUMNS = (
     "experiment", "dataset", "model", "family", "cell", "factor_a", "level_a", "ref_a", "factor_b", "level_b",
@@ -62,9 +62,9 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
 
 def results_frame(ev: pd.DataFrame, thresholds: dict, boots: dict, ctx: dict[str, Any]) -> pd.DataFrame:
     """One row per model × cell: CM EER on eval (with its bootstrap interval) and provenance."""
-    from interbias import metrics
     from interbias.analysis.cm_fairness import interval, labels01
-    from interbias.results import revision
+    from interbias.metrics import verification as metrics
+    from interbias.run.results import revision
 
     exp = ctx["exp"]
     cells = {c.id: c for c in exp.cells()}

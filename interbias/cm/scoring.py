@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.errors import AudioError, OperatorError
-from interbias.manifest import Manifest
+from interbias.corpora.manifest import Manifest
+from interbias.utils.errors import AudioError, OperatorError
 
 #: Columns of ``cm_scores.csv``.
 SCORE_COLUMNS = (
@@ -35,7 +35,7 @@ class CellWaves:
 
 def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> CellWaves:
     """Load each utterance at 16 kHz (no duration limits) and apply ``chain`` (derived seeds)."""
-    from interbias.audio import FrontEnd, load
+    from interbias.audio.frontend import FrontEnd, load
     from interbias.operators import OpContext
 
     fe = FrontEnd(min_duration_s=0.0, max_duration_s=None)

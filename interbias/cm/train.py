@@ -30,9 +30,9 @@ import numpy as np
 from interbias.cm.loop import train_epochs
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
-from interbias.errors import ConfigError, EncoderError
-from interbias.manifest import Manifest
-from interbias.seeding import canonical_json, derive_rng, sha256_text
+from interbias.corpora.manifest import Manifest
+from interbias.utils.errors import ConfigError, EncoderError
+from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def select(manifest: Manifest, split: str, cfg: TrainConfig) -> list[Any]:
 
 def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig) -> np.ndarray:
     """(N, n_samples) float32: each file at 16 kHz, zero-padded or truncated to the duration."""
-    from interbias.audio import FrontEnd, load
+    from interbias.audio.frontend import FrontEnd, load
     from interbias.cm.frontends import fix_length
 
     fe = FrontEnd(sample_rate_hz=cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
@@ -197,7 +197,7 @@ class Trainer:
 
 def parse_settings(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings of ``--set``; a malformed or repeated key is an error."""
-    from interbias.keyvalue import parse_key_values
+    from interbias.utils.keyvalue import parse_key_values
 
     return parse_key_values(items, option="--set", error=ConfigError)
 
@@ -232,7 +232,7 @@ def train_model(
 ) -> tuple[Path, dict[str, Any]]:
     """Train ``label`` on ``manifest`` with a preset plus overrides; returns (folder, summary)."""
     from interbias.cm.network import torch_threads
-    from interbias.progress import Reporter
+    from interbias.utils.progress import Reporter
 
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import CorpusError, DataMissingError, see_docs
-from interbias.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
-from interbias.progress import Reporter
-from interbias.registry import Registry
+from interbias.corpora.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
+from interbias.utils.errors import CorpusError, DataMissingError, see_docs
+from interbias.utils.progress import Reporter
+from interbias.utils.registry import Registry
 
 #: Attributes every manifest has.
 BASE_ATTRIBUTES = ("id", "path", "speaker")
@@ -45,7 +45,7 @@ class CorpusAdapter:
     attributes: tuple[str, ...] = ()
     #: Attributes that need an extra file under the root.
     conditional: tuple[Conditional, ...] = ()
-    #: ``prepare`` also takes ``reporter=`` (a :class:`interbias.progress.Reporter`) and shows
+    #: ``prepare`` also takes ``reporter=`` (a :class:`interbias.utils.progress.Reporter`) and shows
     #: the progress of a build there (the embedded corpus renders its audio on first use).
     shows_progress: bool = False
 
@@ -103,7 +103,7 @@ def read_manifest(path: Path, *, root: Path | None = None, reporter: Reporter | 
 
 def corpus_root_for(spec: Any, root: Path | None = None) -> Path:
     """Where a corpus lives: ``root``, else the spec's ``root``, else ``$INTERBIAS_CORPORA/<name>``."""
-    from interbias.paths import corpora_dir
+    from interbias.utils.paths import corpora_dir
 
     return root or (Path(spec.root).expanduser() if spec.root else corpora_dir() / spec.name)
 
@@ -177,7 +177,7 @@ def check_manifest(exp: Any, manifest: Manifest) -> None:
 
 def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
     """The attributes that must be constant per speaker for experiment ``exp`` on ``manifest``:
-    :func:`interbias.manifest.speaker_level_attributes` with what ``exp`` selects or groups
+    :func:`interbias.corpora.manifest.speaker_level_attributes` with what ``exp`` selects or groups
     speakers by (population filter and factors, split attributes, fairness groups) and the
     attributes it declares (``speaker_attributes``, ``utterance_attributes``)."""
     groups = exp.fairness.groups if exp.fairness is not None else None

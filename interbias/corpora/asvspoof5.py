@@ -28,8 +28,8 @@ from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.common import check_options, describe_dir, layout_error, require_root
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError
 
 COLUMNS = (
     "SPEAKER_ID", "FLAC_FILE_NAME", "SPEAKER_GENDER", "CODEC", "CODEC_Q", "CODEC_SEED",

@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from interbias.audio import write_flac16
+from interbias.audio.frontend import write_flac16
 from interbias.corpora.channel import draw_session
-from interbias.errors import CorpusError, ManifestError
-from interbias.manifest import Manifest, Utterance
-from interbias.registry import Registry
-from interbias.seeding import canonical_json, derive_rng
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError, ManifestError
+from interbias.utils.registry import Registry
+from interbias.utils.seeding import canonical_json, derive_rng
 
 #: Bump when a builder's output changes (invalidates built attack sets).
 ATTACK_VERSION = 2
@@ -130,7 +130,7 @@ def read_attacks(path: Path, corpus: Manifest) -> AttackSet:
     if not rows:
         raise ManifestError(f"attack manifest {path}: no rows")
     present = set(columns)
-    from interbias.encoders import sha256_file
+    from interbias.utils.seeding import sha256_file
 
     missing = [c for c in REQUIRED if c not in present]
     if missing:

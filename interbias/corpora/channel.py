@@ -11,7 +11,7 @@ and rate drift a little. Every session of a synthetic voice draws these from a s
   pyroomacoustics (the reverb operator's simulator), the reverberant tail after the direct path
   scaled by ``wet`` (a mild, close-microphone room);
 - **background**: coloured noise (power ∝ f^−slope) at ``snr_db`` (high: 30–50 dB) on active
-  speech power (:func:`interbias.dsp.level.active_frame_power`), drawn per utterance;
+  speech power (:func:`interbias.audio.level.active_frame_power`), drawn per utterance;
 - **microphone**: a smooth random EQ (a spectral tilt plus a few log-frequency bumps of a few
   dB) between band limits (second-order high-pass, fourth-order low-pass magnitudes);
 - **level**: a gain in dB; an utterance whose peak would pass 0.98 is scaled down to 0.98
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.dsp.level import active_frame_power
+from interbias.audio.level import active_frame_power
 
 #: RT60s and rooms per RT60 of the bank (12 rooms, a few seconds to simulate; cached).
 ROOM_RT60_S = (0.2, 0.3)
@@ -110,7 +110,7 @@ def draw_session(name: str, rng: np.random.Generator, n_rooms: int) -> Session:
 def room_bank(rate_hz: int) -> list[np.ndarray]:
     """The bank's impulse responses: direct path at sample 0, normalised to a unit direct peak,
     the tail cut at ``_TAIL_S``."""
-    from interbias.dsp.rooms import direct_path_onset, simulate_room
+    from interbias.audio.rooms import direct_path_onset, simulate_room
 
     out = []
     for rt60 in ROOM_RT60_S:

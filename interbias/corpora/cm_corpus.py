@@ -28,9 +28,9 @@ from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.attacks import BUILDERS, read_attacks
-from interbias.errors import CorpusError, ManifestError
-from interbias.manifest import Manifest, Utterance
-from interbias.seeding import canonical_json, derive_seed, sha256_text
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError, ManifestError
+from interbias.utils.seeding import canonical_json, derive_seed, sha256_text
 
 LABELS = ("bonafide", "spoof")
 SPLITS = ("train", "dev", "eval")
@@ -142,7 +142,7 @@ def _bonafide(u: Utterance, manifest: Manifest, split: str) -> Utterance:
 def build_cm_corpus(cache: Path, spec: CMCorpusSpec = CMCorpusSpec(), reporter: Any = None) -> Manifest:
     """Build (or reuse) the offline CM corpus under ``cache`` (module docstring)."""
     from interbias.corpora.synthetic import SyntheticSpec, build
-    from interbias.experiments import CorpusSpec
+    from interbias.experiments.schema import CorpusSpec
 
     final = Path(cache) / "cm-corpora" / f"synthetic-cm-v{VERSION}-{spec.key()}"
     if (final / "manifest.jsonl").is_file():

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from interbias import atomic
-from interbias.errors import CorpusError
-from interbias.seeding import canonical_json, sha256_text
+from interbias.utils import atomic
+from interbias.utils.errors import CorpusError
+from interbias.utils.seeding import canonical_json, sha256_text
 
 #: The shared style vocabulary (emotions, then reading styles).
 STYLE_NAMES = (

@@ -33,8 +33,8 @@ from interbias.corpora.common import (
     normalise_gender,
     require_root,
 )
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError
 
 EXPECTED = "a Common Voice locale folder: validated.tsv (client_id, path, age, gender, accents) and clips/*.mp3"
 REQUIRED_COLUMNS = ("client_id", "path")

@@ -35,8 +35,8 @@ from interbias.corpora.common import (
     rel,
     require_root,
 )
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError
 
 EXPECTED = "speaker_statistics.json and speaker folders p001, p002, … of .wav files"
 STYLE_MAP = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interbias.errors import CorpusError
+from interbias.utils.errors import CorpusError
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 0x02
 _ESPEAK_CHARS_UTF8 = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from interbias.manifest import Manifest
+from interbias.corpora.manifest import Manifest
 
 #: Attributes that identify a recording rather than describe a speaker or condition.
 SKIP = {"id", "path", "speaker", "sha256", "duration_s", "text", "sample_rate_hz", "age"}

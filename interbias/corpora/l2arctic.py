@@ -20,7 +20,7 @@ from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
 
 #: Speaker -> (L1, gender), from the L2-ARCTIC v5.0 documentation.
 SPEAKERS: dict[str, tuple[str, str]] = {

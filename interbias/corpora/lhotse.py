@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import ManifestError
-from interbias.manifest import Manifest, Utterance, check_unique_ids, jsonl_records
-from interbias.seeding import canonical_json
+from interbias.corpora.manifest import Manifest, Utterance, check_unique_ids, jsonl_records
+from interbias.utils.errors import ManifestError
+from interbias.utils.seeding import canonical_json
 
 #: A supervision may start or end this far (s) from its recording's ends and still count as
 #: covering the whole file (Lhotse's own duration-mismatch tolerance is 25 ms).

@@ -20,7 +20,7 @@ from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
 
 EMOTIONS = {
     "01": "neutral",

@@ -37,10 +37,10 @@ import numpy as np
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.channel import ROOM_BANK_KEY, Session, draw_session, room_bank
 from interbias.corpora.harvard import SENTENCES
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest, Utterance
-from interbias.progress import Reporter
-from interbias.seeding import canonical_json, derive_rng, derive_seed
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError
+from interbias.utils.progress import Reporter
+from interbias.utils.seeding import canonical_json, derive_rng, derive_seed
 
 VERSION = 3
 SYNTH = "espeak-ng 1.52 (espeakng-loader)"
@@ -339,7 +339,7 @@ def render_jobs(
     on the sequence of jobs a process renders: callers give each fresh process a fixed chunk.
     A job with a ``channel`` (a :class:`~interbias.corpora.channel.Session` as a dict) is
     recorded through it, with the background drawn from a seed derived from the job's id."""
-    from interbias.audio import resample, write_flac16
+    from interbias.audio.frontend import resample, write_flac16
     from interbias.corpora.channel import Session
     from interbias.corpora.channel import apply as apply_channel
     from interbias.corpora.espeak import Espeak
@@ -393,7 +393,7 @@ def corpus_rooms(cache: Path) -> list[np.ndarray]:
 
 #: Modules a forkserver imports once, so that each fresh rendering process starts in
 #: milliseconds instead of importing them again (libespeak-ng itself is loaded in the child).
-_PRELOAD = ["interbias.corpora.synthetic", "interbias.audio", "scipy.signal", "scipy.fft", "soundfile"]
+_PRELOAD = ["interbias.corpora.synthetic", "interbias.audio.frontend", "scipy.signal", "scipy.fft", "soundfile"]
 
 
 def render_chunks(

@@ -6,9 +6,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest
-from interbias.progress import Reporter
+from interbias.corpora.manifest import Manifest
+from interbias.utils.errors import CorpusError
+from interbias.utils.progress import Reporter
 
 
 def build_corpus(
@@ -25,7 +25,7 @@ def build_corpus(
     spent building; 0 when an earlier build was reused)."""
     from interbias.corpora.synthetic import SyntheticSpec
     from interbias.corpora.synthetic import build as build_synthetic
-    from interbias.paths import cache_dir as default_cache
+    from interbias.utils.paths import cache_dir as default_cache
 
     if name != "synthetic":
         raise CorpusError(
@@ -43,7 +43,7 @@ def prepare_corpus(name: str, root: Path, options: dict[str, Any], *, cache: Pat
     """The manifest of corpus ``name`` read from ``root`` in its published layout by its adapter
     (with adapter ``options``), every audio path made absolute."""
     from interbias.corpora import CORPORA
-    from interbias.paths import cache_dir as default_cache
+    from interbias.utils.paths import cache_dir as default_cache
 
     adapter = CORPORA.get(name)
     if not adapter.needs_root:

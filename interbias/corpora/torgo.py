@@ -21,7 +21,7 @@ from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.common import HeaderCache, check_options, describe_dir, layout_error, rel, require_root
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
 
 EXPECTED = "speaker folders F01, FC01, M01, MC01 … with Session*/wav_arrayMic|wav_headMic/*.wav"
 _SPEAKER = re.compile(r"([FM])(C?)(\d\d)")

@@ -4,7 +4,7 @@ A source talker's utterance is moved toward a target voice in two steps, both de
 (no random draws) and length-preserving:
 
 1. :func:`pitch_shift` multiplies every frequency by ``pitch_ratio``: WSOLA time stretch by
-   the ratio (waveform-similarity overlap-add, :func:`interbias.dsp.wsola.wsola`), then polyphase resampling back
+   the ratio (waveform-similarity overlap-add, :func:`interbias.audio.wsola.wsola`), then polyphase resampling back
    to the original length.
 2. :func:`warp_formants` moves the spectral envelope by ``factor`` while keeping the
    excitation: per 10 ms frame an LPC envelope 1/|A₁(ω)|² is fitted (autocorrelation method,
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from scipy.signal import get_window, lfilter, resample_poly
 
-from interbias.dsp.wsola import wsola
-from interbias.errors import OperatorError
+from interbias.audio.wsola import wsola
+from interbias.utils.errors import OperatorError
 
 
 def pitch_shift(x: np.ndarray, ratio: float, sample_rate_hz: int) -> tuple[np.ndarray, float]:

@@ -40,8 +40,8 @@ from interbias.corpora.common import (
     normalise_gender,
     require_root,
 )
-from interbias.errors import CorpusError
-from interbias.manifest import Manifest, Utterance
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.utils.errors import CorpusError
 
 EXPECTED = "vox1_meta.csv and wav/idXXXXX/<video>/NNNNN.wav"
 META_COLUMNS = ("VoxCeleb1 ID", "Gender", "Nationality", "Set")

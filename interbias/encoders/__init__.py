@@ -7,7 +7,7 @@ cache. A label never resolves to another model: missing, corrupt or mismatched f
 downloaded and nothing falls back to another checkpoint.
 
 Where a label's files live: ``options["path"]``, else ``$INTERBIAS_MODEL_<KEY>`` (see
-:func:`env_var`), else ``$INTERBIAS_MODELS/<label>/`` (:func:`interbias.paths.models_dir`).
+:func:`env_var`), else ``$INTERBIAS_MODELS/<label>/`` (:func:`interbias.utils.paths.models_dir`).
 
 Modules: :mod:`~interbias.encoders.card` (what a label is, file lookup, hashing),
 :mod:`~interbias.encoders.base` (the :class:`Encoder` base class), ``batching``, ``runtime``
@@ -49,9 +49,9 @@ from interbias.encoders.runtime import (
     requested_runtime,
     restore_threads,
 )
-from interbias.errors import EncoderError, see_docs
-from interbias.registry import Registry
-from interbias.seeding import sha256_file
+from interbias.utils.errors import EncoderError, see_docs
+from interbias.utils.registry import Registry
+from interbias.utils.seeding import sha256_file
 
 ENCODERS: Registry[EncoderCard] = Registry("encoder", EncoderError)
 

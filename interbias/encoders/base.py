@@ -17,8 +17,8 @@ from interbias.encoders.batching import (
     length_buckets,
 )
 from interbias.encoders.card import EncoderCard
-from interbias.errors import EncoderError
-from interbias.seeding import canonical_json, derive_rng
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import canonical_json, derive_rng
 
 
 def probe_wave(seconds: float = 1.0, sample_rate_hz: int = 16000) -> np.ndarray:

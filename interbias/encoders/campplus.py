@@ -29,7 +29,7 @@ from interbias.encoders import (
 from interbias.encoders.campplus_graph import GRAPH, CamPlusInference
 from interbias.encoders.features import fbank, num_frames
 from interbias.encoders.ort_runtime import OnnxSpec
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 #: Shortest fbank input (frames) the exported graph matches eager on (see ``onnx_spec``).
 MIN_ONNX_FRAMES = 4

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from interbias.errors import EncoderError
-from interbias.seeding import sha256_file
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import sha256_file
 
 Family = Literal["sv", "ssl", "baseline"]
 
@@ -100,7 +100,7 @@ class EncoderCard:
 
     def folder(self, path: str | Path | None = None) -> Path:
         """The folder this label reads: ``path``, else its env var, else ``$INTERBIAS_MODELS/<label>``."""
-        from interbias.paths import models_dir
+        from interbias.utils.paths import models_dir
 
         return label_folder(self.label, path, models_dir() / self.label)
 

@@ -33,7 +33,7 @@ from interbias.encoders import (
 )
 from interbias.encoders.features import ge2e_mel
 from interbias.encoders.ort_runtime import OnnxSpec
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 WEIGHTS = "pretrained.pt"
 

@@ -37,7 +37,7 @@ from interbias.encoders.models_lock import (
     relative_folder,
     write_entry,
 )
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SB_FILES = spkrec.FILES

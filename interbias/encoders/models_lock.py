@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interbias.atomic import write_text
-from interbias.errors import EncoderError
-from interbias.seeding import canonical_json
+from interbias.utils.atomic import write_text
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import canonical_json
 
 MODELS_LOCK_NAME = "models.lock"
 MODELS_LOCK_VERSION = 1
@@ -30,7 +30,7 @@ MODELS_LOCK_VERSION = 1
 
 def models_lock_path() -> Path:
     """``$INTERBIAS_MODELS/models.lock``."""
-    from interbias.paths import models_dir
+    from interbias.utils.paths import models_dir
 
     return models_dir() / MODELS_LOCK_NAME
 

@@ -25,7 +25,7 @@ import torch
 
 from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, optional_import
 from interbias.encoders.features import nemo_mel
-from interbias.errors import EncoderError
+from interbias.utils.errors import EncoderError
 
 INPUTS = {"waveform": 2, "wespeaker-fbank": 3, "nemo-mel": 3}
 

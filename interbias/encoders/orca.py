@@ -2,7 +2,7 @@
 
 ``REF`` is the adapter file's path, or the first 8–64 hex digits of its sha256, found in
 ``<cache>/adapters/<sha256>.safetensors`` (where ``interbias repair`` stores every adapter it
-trains). The embedding is ``adapt(base(x))`` (:mod:`interbias.repair.adapter`), L2-normalised.
+trains). The embedding is ``adapt(base(x))`` (:mod:`interbias.encoders.adapter`), L2-normalised.
 
 Refused, with one :class:`EncoderError`: a hash that matches no stored file or several, a file
 whose sha256 does not start with the hash given (the file changed), a file whose tensors do not
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from interbias.encoders import Encoder, load_encoder
-from interbias.errors import EncoderError
-from interbias.repair.adapter import CODE_VERSION, AdapterWeights, load_adapter
-from interbias.seeding import canonical_json, sha256_file
+from interbias.encoders.adapter import CODE_VERSION, AdapterWeights, load_adapter
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import canonical_json, sha256_file
 
 MARK = "+orca:"
 HEX = re.compile(r"^[0-9a-f]{8,64}$")
@@ -45,7 +45,7 @@ def split_label(label: str) -> tuple[str, str]:
 
 
 def adapters_dir() -> Path:
-    from interbias.paths import cache_dir
+    from interbias.utils.paths import cache_dir
 
     return cache_dir() / "adapters"
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from interbias.errors import EncoderError
-from interbias.seeding import canonical_json
+from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import canonical_json
 
 if TYPE_CHECKING:
     from interbias.encoders import Encoder
@@ -151,8 +151,8 @@ class OrtNet:
 
 def load_graph(encoder: Encoder, spec: OnnxSpec, folder: Path, threads: int) -> tuple[Any, bytes, Path]:
     """The cached graph's session (exporting it when absent or unloadable), its bytes and path."""
-    from interbias.atomic import write_bytes
-    from interbias.paths import slug
+    from interbias.utils.atomic import write_bytes
+    from interbias.utils.paths import slug
 
     path = folder / f"{slug(encoder.card.label)}-{graph_key(encoder, spec)}.onnx"
     if path.is_file():
@@ -172,7 +172,7 @@ def load_graph(encoder: Encoder, spec: OnnxSpec, folder: Path, threads: int) -> 
 
 def use_onnxruntime(encoder: Encoder, threads: int, folder: Path | None = None) -> None:
     """Switch ``encoder`` to onnxruntime: export (or reuse) its graph and replace its network."""
-    from interbias.paths import cache_dir
+    from interbias.utils.paths import cache_dir
 
     if encoder.device != "cpu":
         raise EncoderError(f"{encoder.label}: runtime onnxruntime runs on CPU only (device {encoder.device})")

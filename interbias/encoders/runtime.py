@@ -10,8 +10,8 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from interbias.errors import EncoderError
-from interbias.paths import threads
+from interbias.utils.errors import EncoderError
+from interbias.utils.paths import threads
 
 if TYPE_CHECKING:
     from interbias.encoders.base import Encoder

@@ -41,7 +41,7 @@ def embed_files(
 ) -> tuple[Any, list[Any], np.ndarray]:
     """Load encoder ``label`` (its folder ``model_dir`` and hidden ``layer`` when given) and
     embed each file through the front end: (encoder, loaded audio, (N, D) embeddings)."""
-    from interbias import audio
+    from interbias.audio import frontend as audio
     from interbias.encoders import load_encoders
 
     options: dict[str, Any] = {}

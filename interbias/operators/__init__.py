@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.errors import OperatorError
-from interbias.registry import Registry
-from interbias.seeding import canonical_json, derive_rng, sha256_text
+from interbias.utils.errors import OperatorError
+from interbias.utils.registry import Registry
+from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 OPERATORS: Registry[type[Operator]] = Registry("operator", OperatorError)
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from interbias.audio import resample
-from interbias.errors import OperatorError, see_docs
+from interbias.audio.frontend import resample
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.codec_table import APTX_BITS, CODEC2_MODES, CODECS, CodecName, CodecSpec, fixed_bitrate
-from interbias.seeding import derive_rng
+from interbias.utils.errors import OperatorError, see_docs
+from interbias.utils.seeding import derive_rng
 
 #: Longest codec delay searched for when aligning, seconds.
 MAX_DELAY_S = 0.25

@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.utils.errors import OperatorError
 
 #: Band edges of the presets, Hz.
 PRESETS = {"narrowband": (300.0, 3400.0), "wideband": (50.0, 7000.0)}

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.utils.errors import OperatorError
 
 #: Full scale of float samples.
 FULL_SCALE = 1.0

@@ -29,10 +29,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias import audio
-from interbias.errors import AudioError, OperatorError, see_docs
+from interbias.audio import frontend as audio
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
+from interbias.utils.errors import AudioError, OperatorError, see_docs
 
 NoiseKind = Literal["gaussian", "pink", "brown", "environmental", "babble", "crosstalk", "music"]
 

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.utils.errors import OperatorError
 
 
 def iid_mask(n_frames: int, loss_rate: float, rng: np.random.Generator) -> np.ndarray:

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.errors import OperatorError
 from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.utils.errors import OperatorError
 
 #: Kaiser β, cutoff (share of the lower Nyquist frequency) and half length (× max(L, M)).
 KAISER_BETA = 8.0

@@ -27,15 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from interbias import atomic, audio
-from interbias.dsp.rooms import (  # the room simulation lives in interbias.dsp (shared with the corpus)
+from interbias.audio import frontend as audio
+from interbias.audio.rooms import (  # the room simulation lives in interbias.audio (shared with the corpus)
     BANK_VERSION,
     direct_path_onset,
     simulate_room,
 )
-from interbias.errors import AudioError, OperatorError, see_docs
 from interbias.operators import OPERATORS, OpContext, Operator
 from interbias.operators.noise import AUDIO_SUFFIXES
+from interbias.utils import atomic
+from interbias.utils.errors import AudioError, OperatorError, see_docs
 
 DEFAULT_BANK_SIZE = 8
 RT60_RANGE_S = (0.1, 1.5)

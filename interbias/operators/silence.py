@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from interbias.errors import OperatorError
 from interbias.operators.levels import FRAME_S, active_mask, active_power
+from interbias.utils.errors import OperatorError
 
 RELATIVE_FLOOR_DB = 60.0
 ABSOLUTE_FLOOR_DBFS = -90.0

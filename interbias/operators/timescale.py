@@ -1,9 +1,9 @@
 """Time-scale modification (speaking rate) with the pitch preserved: WSOLA
-(:func:`interbias.dsp.wsola.wsola`, shared with the corpus's voice-conversion proxy) with
+(:func:`interbias.audio.wsola.wsola`, shared with the corpus's voice-conversion proxy) with
 25 ms frames every 12.5 ms, each read near ``k · 12.5 ms · factor`` and shifted by up to
 ±6.25 ms to where it best continues the previous frame (largest raw cross-correlation).
 
-Version 2: the one WSOLA of :mod:`interbias.dsp` (no division by the window sum, which is one
+Version 2: the one WSOLA of :mod:`interbias.audio.wsola` (no division by the window sum, which is one
 at half overlap; nominal positions from the stretch ``round(len / factor) / len``; output length
 ``round(len / factor)`` as before). Outputs differ from version 1 in the last bits.
 """
@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.dsp.wsola import wsola
-from interbias.errors import OperatorError
+from interbias.audio.wsola import wsola
 from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.utils.errors import OperatorError
 
 FRAME_S = 0.025
 TOLERANCE_S = 0.00625
@@ -32,7 +32,7 @@ class TimeScale(Operator):
     name = "time_scale"
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"factor": (0.5, 2.0, "× speaking rate")}
     changes_length = True
-    #: 2: the shared WSOLA of interbias.dsp (see the module docstring).
+    #: 2: the shared WSOLA of interbias.audio.wsola (see the module docstring).
     version = 2
 
     def validate(self) -> None:

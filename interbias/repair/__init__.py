@@ -1,6 +1,6 @@
 """Repair and black-box audit (TRIAD/ORCA, Sections IV and V).
 
-- :mod:`interbias.repair.adapter`: the ORCA adapter network and its safetensors file (weights +
+- :mod:`interbias.encoders.adapter`: the ORCA adapter network and its safetensors file (weights +
   a manifest of training data hashes, seed and hyper-parameters).
 - :mod:`interbias.repair.orca`: ORCA training on cached embeddings (three supervised-contrastive
   heads, the orthogonality penalty, group-balanced sampling) and the voice-disjoint split.

@@ -13,7 +13,7 @@ variant the decision of its base. Draws come from ``derive_rng("blackbox", seed,
 ``analyze``: the system's scores (or accept/reject decisions) per ``trial_id``:
 
 - decisions: ``score ≥ threshold``, with the threshold given or the EER threshold of the base
-  trials (:func:`interbias.metrics.eer_from_points`);
+  trials (:func:`interbias.metrics.verification.eer_from_points`);
 - invariance-violation ratio per axis ``R_a`` = share of axis-``a`` variants whose decision
   differs from their base trial's; ``mean_abs_shift_a`` = mean |score − base score|;
 - per group of each attribute (the enrolled speaker's): accuracy (share of correct decisions)
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 AXES = ("style", "text", "noise")
 PROTOCOL_COLUMNS = (
@@ -66,7 +66,7 @@ class ProtocolOptions:
 
 
 def _index(manifest: Any) -> tuple[dict[tuple[str, str, str], Any], list[str], list[str], list[str]]:
-    from interbias.geometry_run import text_label
+    from interbias.analysis.geometry.pipeline import text_label
 
     index: dict[tuple[str, str, str], Any] = {}
     for u in manifest:
@@ -164,7 +164,7 @@ def _family(
 
 
 def index_text(u: Any) -> str:
-    from interbias.geometry_run import text_label
+    from interbias.analysis.geometry.pipeline import text_label
 
     return str(text_label(u))
 
@@ -190,9 +190,9 @@ def with_paths(frame: pd.DataFrame, manifest: Any, audio_dir: Path | None = None
 def render_noise(manifest: Any, utt: Any, level: str, audio_dir: Path) -> Path:
     """``utt`` through the ``noise`` operator (``gaussian_<snr>``), written as 16-bit FLAC at
     16 kHz under ``audio_dir``; the draw is the operator's derived seed (utterance sha256, chain)."""
-    from interbias.audio import FrontEnd, load, write_flac16
+    from interbias.audio.frontend import FrontEnd, load, write_flac16
     from interbias.operators import OpContext, parse_chain
-    from interbias.paths import slug
+    from interbias.utils.paths import slug
 
     snr = float(level.removeprefix("gaussian_"))
     chain = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": snr}], where="blackbox noise")
@@ -258,7 +258,7 @@ def analyze(
     answers: pd.DataFrame, groups: Sequence[str], *, threshold: float | None, n_perm: int, seed: int
 ) -> BlackboxResult:
     """Invariance-violation ratios, group accuracies/EERs, gaps and permutation p-values."""
-    from interbias.metrics import eer_from_points, operating_points
+    from interbias.metrics.verification import eer_from_points, operating_points
 
     if n_perm < 1:
         raise AnalysisError(f"--permutations must be >= 1; got {n_perm}")
@@ -303,7 +303,7 @@ def _invariance_rows(frame: pd.DataFrame, has_scores: bool) -> list[dict[str, An
 
 def group_metric(base: pd.DataFrame, groups: np.ndarray, metric: str) -> dict[str, float]:
     """Accuracy (share of correct decisions) or EER of the base trials per group value."""
-    from interbias.metrics import eer
+    from interbias.metrics.verification import eer
 
     out = {}
     correct = base["correct"].to_numpy(dtype=float)
@@ -379,7 +379,7 @@ def score_with(protocol: pd.DataFrame, embed: Callable[[str], np.ndarray]) -> pd
 def encoder_embedder(label: str, device: str = "cpu") -> Callable[[str], np.ndarray]:
     """``embed(path)`` with a local encoder (the stand-in for a closed system): audio through
     the default front end (16 kHz mono), then ``encoder.embed``."""
-    from interbias.audio import load
+    from interbias.audio.frontend import load
     from interbias.encoders import load_encoder, restore_threads
 
     encoder = load_encoder(label, device=device)
@@ -390,9 +390,9 @@ def encoder_embedder(label: str, device: str = "cpu") -> Callable[[str], np.ndar
 def load_manifest(corpus: str, corpus_root: Path | None, manifest: Path | None, cache: Path | None) -> Any:
     """The corpus's (or ``manifest``'s) manifest, built or read as ``interbias geometry`` does."""
     from interbias.corpora import load_corpus
-    from interbias.experiments import CorpusSpec
-    from interbias.paths import cache_dir
-    from interbias.progress import Reporter
+    from interbias.experiments.schema import CorpusSpec
+    from interbias.utils.paths import cache_dir
+    from interbias.utils.progress import Reporter
 
     spec = CorpusSpec(
         corpus, root=str(corpus_root) if corpus_root else None, manifest=str(manifest) if manifest else None

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from interbias.errors import AnalysisError
-from interbias.repair.adapter import AXES, TENSORS
-from interbias.seeding import derive_rng, derive_seed
+from interbias.encoders.adapter import AXES, TENSORS
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng, derive_seed
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class OrcaConfig:
 
 @dataclass(frozen=True)
 class TrainedAdapter:
-    """Float32 tensors (:data:`interbias.repair.adapter.TENSORS`) and the loss trace."""
+    """Float32 tensors (:data:`interbias.encoders.adapter.TENSORS`) and the loss trace."""
 
     tensors: dict[str, np.ndarray]
     losses: list[dict[str, float]]
@@ -201,7 +201,7 @@ def init_tensors(d: int, cfg: OrcaConfig, seed: int) -> dict[str, Any]:
 
 
 def forward(t: Mapping[str, Any], z: Any) -> Any:
-    """``adapt(z)`` in torch (see :mod:`interbias.repair.adapter`)."""
+    """``adapt(z)`` in torch (see :mod:`interbias.encoders.adapter`)."""
     import torch
 
     hidden = torch.nn.functional.gelu(z @ t["adapter.w1"].T + t["adapter.b1"])

@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias import atomic
 from interbias.analysis import geometry as geo
-from interbias.errors import AnalysisError
-from interbias.progress import Reporter
-from interbias.repair.adapter import load_adapter, save_adapter
+from interbias.encoders.adapter import load_adapter, save_adapter
 from interbias.repair.orca import OrcaConfig, VoiceSplit, split_voices, train
-from interbias.seeding import derive_seed, sha256_file
+from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError
+from interbias.utils.progress import Reporter
+from interbias.utils.seeding import derive_seed, sha256_file
 
 #: Variants trained with ``--ablations`` besides the full objective: (name, config change).
 ABLATIONS = (("no-orthogonality", {"orthogonality": False}), ("no-balanced-sampling", {"balanced": False}))
@@ -125,7 +125,7 @@ class Collected:
 
 def collect(options: RepairOptions, reporter: Reporter) -> Collected:
     """The clean grid of ``--encoder`` on the corpus/manifest, or an ``--embeddings`` table."""
-    from interbias import geometry_run as gr
+    from interbias.analysis.geometry import pipeline as gr
 
     if (options.encoder is None) == (options.embeddings is None):
         raise AnalysisError("give exactly one of --encoder LABEL or --embeddings FILE")
@@ -135,8 +135,8 @@ def collect(options: RepairOptions, reporter: Reporter) -> Collected:
         return Collected(grid, options.embeddings.stem, "", options.embeddings.name, data)
     from interbias.corpora import load_corpus
     from interbias.encoders import load_encoder, restore_threads
-    from interbias.experiments import CorpusSpec
-    from interbias.paths import cache_dir as default_cache_dir
+    from interbias.experiments.schema import CorpusSpec
+    from interbias.utils.paths import cache_dir as default_cache_dir
 
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     encoder = load_encoder(options.encoder, device=options.device)
@@ -276,7 +276,7 @@ def _train_variant(
     reporter: Reporter,
 ) -> tuple[tuple[Path, str], list[dict[str, float]]]:
     """Train one variant, write its adapter (+ .json manifest); ((path, sha256), loss trace)."""
-    from interbias.paths import slug
+    from interbias.utils.paths import slug
 
     labels = {"sem": trained.text, "voice": trained.voice, "expr": trained.style}
     by_voice = group_of_voice(trained, options.groups)
@@ -360,7 +360,7 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
 
 def _store(path: Path, sha: str, options: RepairOptions) -> Path:
     """Copy the adapter to ``<cache>/adapters/<sha256>.safetensors`` (found by its hash)."""
-    from interbias.paths import cache_dir as default_cache_dir
+    from interbias.utils.paths import cache_dir as default_cache_dir
 
     folder = (Path(options.cache_dir) if options.cache_dir else default_cache_dir()) / "adapters"
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 AXES = ("sem", "voice", "expr")
 #: The label column that partitions the grid into classes along each axis.

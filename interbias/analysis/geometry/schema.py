@@ -12,7 +12,7 @@ import pandas as pd
 
 from interbias.analysis.geometry.linalg import AXES, PAIRS
 from interbias.analysis.geometry.stats import CI_METHOD, Audit, Key
-from interbias.errors import AnalysisError
+from interbias.utils.errors import AnalysisError
 
 #: Columns of geometry.csv, in order.
 COLUMNS = (

@@ -25,8 +25,8 @@ from interbias.analysis.geometry.linalg import (
     leakage,
     spreads,
 )
-from interbias.errors import AnalysisError
-from interbias.seeding import derive_rng
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 DEFAULT_ATTRIBUTES = ("gender", "age_band", "accent")
 Z95 = 1.959963984540054

@@ -1,0 +1,384 @@
+"""The geometry audit end to end: collect a grid of embeddings, audit it, write the outputs.
+
+Two sources of embeddings:
+
+- an encoder on a corpus (``--encoder LABEL --corpus synthetic``, or ``--manifest FILE``):
+  every utterance of the corpus (or of its first N sentences, ``--sentences N``) through the *clean* chain, embedded
+  once per encoder fingerprint and read back from the embedding cache keyed by (utterance
+  sha256, ``Chain().fingerprint``, encoder fingerprint) — the same keys ``interbias run`` uses;
+- a table (``--embeddings FILE``, CSV or parquet): columns ``e0 … e{d−1}`` (the embedding,
+  numbers), ``text``, ``voice``, ``style`` (the grid labels) and one column per group attribute
+  (``--groups``, default gender, age_band, accent; constant within each voice). Other columns
+  are ignored.
+
+Outputs in ``--out`` (default ``results/geometry``): ``geometry.csv`` (one table for every audit
+written there; a rerun of the same encoder/layer/source/subset replaces its rows),
+``geometry.json`` (provenance per audit), ``geometry.png`` (a figure of every audit in the table;
+also as ``geometry.pdf`` and ``geometry.svg``)
+and, with ``--save-embeddings``, ``embeddings-<slug>.parquet`` in the ``--embeddings`` format
+(``<slug>``: :func:`interbias.utils.paths.slug` of ``<encoder>[-layerN]-<subset>``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias.analysis import geometry as geo
+from interbias.analysis.geometry.figure import geometry_figure
+from interbias.analysis.plots import png, vectors
+from interbias.audio.frontend import FrontEnd
+from interbias.corpora.manifest import Manifest
+from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError, EncoderError
+from interbias.utils.paths import slug
+from interbias.utils.progress import Reporter
+from interbias.utils.seeding import derive_seed
+
+#: Embedding columns of an ``--embeddings`` table.
+EMBEDDING_COLUMN = re.compile(r"^e(\d+)$")
+
+
+@dataclass(frozen=True)
+class GeometryOptions:
+    encoder: str | None = None
+    embeddings: Path | None = None
+    corpus: str = "synthetic"
+    corpus_root: Path | None = None
+    manifest: Path | None = None
+    layer: int | None = None
+    sentences: int | None = None
+    groups: tuple[str, ...] = geo.DEFAULT_ATTRIBUTES
+    out: Path = Path("results/geometry")
+    cache_dir: Path | None = None
+    device: str = "cpu"
+    n_perm: int = 200
+    jackknife: bool = True
+    m: int | None = None
+    tau_rel: float = geo.TAU_REL
+    label: str | None = None
+    save_embeddings: bool = False
+    quiet: bool = False
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GeometryOutcome:
+    out_dir: Path
+    frame: pd.DataFrame
+    summary: pd.DataFrame
+    n_embedded: int
+    n_cached: int
+    n_failed: int
+    decomposition_note: str
+
+
+# ---- grids from a manifest or a table --------------------------------------------------------
+
+
+def text_label(u: Any) -> str | None:
+    """The sem-axis class of an utterance: ``attrs['sentence']`` when present, else its text."""
+    return u.get("sentence") or u.text
+
+
+def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
+    """The utterances of the first ``n`` sentence labels in sorted order (all voices and styles:
+    still a full factorial grid) and a subset name (``full`` or ``sentences=N``)."""
+    labels = sorted({text_label(u) or "" for u in manifest})
+    if n is None:
+        return manifest, "full"
+    if not 2 <= n <= len(labels):
+        raise AnalysisError(f"--sentences must be in 2..{len(labels)} (the corpus has {len(labels)} sentences)")
+    keep = set(labels[:n])
+    return manifest.filter(text_label(u) in keep for u in manifest), f"sentences={n}"
+
+
+def grid_from_manifest(
+    manifest: Manifest, vectors: dict[str, np.ndarray], groups: tuple[str, ...]
+) -> geo.EmbeddingGrid:
+    """Rows for the utterances that have a vector, labelled text/voice (= speaker)/style/groups."""
+    utts = [u for u in manifest if u.id in vectors]
+    if not utts:
+        raise AnalysisError("no utterance has an embedding")
+    for name, get in (("text", text_label), ("style", lambda u: u.style)):
+        missing = [u.id for u in utts if not get(u)]
+        if missing:
+            raise AnalysisError(f"{len(missing)} utterance(s) have no {name} label; first: {missing[0]!r}")
+    cols: dict[str, list[str]] = {}
+    for attr in groups:
+        values = [u.get(attr) for u in utts]
+        if any(v is None for v in values):
+            raise AnalysisError(f"group attribute {attr!r} is missing from the manifest for some utterances")
+        cols[attr] = [str(v) for v in values]
+    x = np.stack([vectors[u.id] for u in utts]).astype(np.float64)
+    return geo.EmbeddingGrid.build(
+        x, [text_label(u) for u in utts], [u.speaker for u in utts], [u.style for u in utts], cols
+    )
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise AnalysisError(f"embeddings file {path} does not exist")
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        if path.suffix == ".csv":
+            return pd.read_csv(path)
+    except Exception as exc:  # pyarrow/pandas raise many types for unreadable files
+        raise AnalysisError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})") from exc
+    raise AnalysisError(f"{path}: embeddings tables end in .csv or .parquet")
+
+
+def grid_from_table(frame: pd.DataFrame, groups: tuple[str, ...], *, where: str) -> geo.EmbeddingGrid:
+    """A grid from an ``--embeddings`` table (see the module docstring for its columns)."""
+    emb = sorted(
+        ((int(m.group(1)), c) for c in frame.columns if (m := EMBEDDING_COLUMN.match(str(c)))), key=lambda t: t[0]
+    )
+    if not emb:
+        raise AnalysisError(f"{where}: no embedding columns (named e0, e1, …)")
+    if [i for i, _ in emb] != list(range(len(emb))):
+        raise AnalysisError(f"{where}: embedding columns must be e0..e{len(emb) - 1} without gaps")
+    need = ["text", "voice", "style", *groups]
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise AnalysisError(
+            f"{where}: missing column(s) {', '.join(missing)}; found: {', '.join(map(str, frame.columns))}"
+        )
+    empty = [c for c in need if frame[c].isna().any() or (frame[c].astype(str).str.strip() == "").any()]
+    if empty:
+        raise AnalysisError(f"{where}: column(s) {', '.join(empty)} have empty values")
+    try:
+        x = frame[[c for _, c in emb]].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"{where}: embedding columns must be numeric ({exc})") from exc
+    return geo.EmbeddingGrid.build(
+        x,
+        frame["text"].astype(str),
+        frame["voice"].astype(str),
+        frame["style"].astype(str),
+        {g: frame[g].astype(str) for g in groups},
+    )
+
+
+def grid_to_table(grid: geo.EmbeddingGrid) -> pd.DataFrame:
+    cols = {f"e{i}": grid.x[:, i] for i in range(grid.x.shape[1])}
+    labels = {"text": grid.text, "voice": grid.voice, "style": grid.style, **grid.groups}
+    return pd.DataFrame({**{k: list(v) for k, v in labels.items()}, **cols})
+
+
+# ---- embedding the clean grid ----------------------------------------------------------------
+
+
+def encoder_options(label: str, layer: int | None) -> dict[str, Any]:
+    """``{"layer": N}`` for encoders whose loader takes a layer; an error for the others."""
+    if layer is None:
+        return {}
+    from interbias.encoders import ENCODERS
+
+    card = ENCODERS.get(label)
+    params = inspect.signature(card.factory).parameters if card.factory else {}
+    if "layer" not in params:
+        raise EncoderError(f"{label}: takes no --layer option (only encoders with selectable layers do)")
+    return {"layer": int(layer)}
+
+
+def embed_clean(
+    manifest: Manifest, encoder: Any, cache_dir: Path, reporter: Reporter
+) -> tuple[dict[str, np.ndarray], dict[str, str], int, int]:
+    """Clean-chain embeddings of every utterance: (vectors by id, failures by id, embedded, cached).
+
+    Uses the runner's embedding stage (same front end, cache keys and failure accounting)."""
+    from interbias.embedding.cache import EmbeddingCache
+    from interbias.embedding.stage import Embedder
+    from interbias.operators import Chain
+
+    chain = Chain()
+    db = EmbeddingCache(cache_dir / "embeddings.sqlite")
+    try:
+        emb = Embedder(manifest, [encoder], db, FrontEnd(), reporter)
+        emb.run({chain.fingerprint: (chain, {u.id for u in manifest})})
+    finally:
+        db.close()
+    vectors = {uid: vec for (uid, _fp, _enc), vec in emb.vectors.items()}
+    failures = {
+        u.id: emb.failed(u.id, chain.fingerprint) or "no embedding returned" for u in manifest if u.id not in vectors
+    }
+    return vectors, failures, emb.n_embedded, emb.n_cached
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+
+def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> GeometryOutcome:
+    """Collect the grid (encoder on corpus, or a table), audit it, write the outputs."""
+    reporter = reporter or Reporter(quiet=options.quiet)
+    if (options.encoder is None) == (options.embeddings is None):
+        raise AnalysisError("give exactly one of --encoder LABEL or --embeddings FILE")
+    if options.n_perm < 1:
+        raise AnalysisError(f"--permutations must be >= 1; got {options.n_perm}")
+    t0 = time.perf_counter()
+    provenance: dict[str, Any] = {"command": options.command, "groups": list(options.groups)}
+    n_embedded = n_cached = 0
+    failures: dict[str, str] = {}
+    if options.encoder is not None:
+        got = _collect(options.encoder, options, reporter)
+        grid, meta, failures = got.grid, dict(got.meta), got.failures
+        n_embedded, n_cached = got.n_embedded, got.n_cached
+        provenance.update(got.provenance)
+    elif options.embeddings is not None:
+        if options.layer is not None or options.sentences is not None:
+            raise AnalysisError("--layer and --sentences apply to --encoder runs, not to --embeddings tables")
+        table = read_table(options.embeddings)
+        grid = grid_from_table(table, options.groups, where=str(options.embeddings))
+        meta = {
+            "encoder": options.label or options.embeddings.stem,
+            "encoder_fingerprint": "",
+            "source": options.embeddings.name,
+            "subset": "full",
+            "layer": "",
+        }
+    meta["n_failed"] = len(failures)
+    seed = derive_seed(
+        "geometry", meta["encoder"], meta["encoder_fingerprint"], meta["source"], meta["subset"], meta["layer"]
+    )
+    provenance["timings"] = {"collect_s": round(time.perf_counter() - t0, 3)}
+    t = time.perf_counter()
+    units = geo.work_units(grid, options.groups, options.n_perm, options.jackknife)
+    with reporter.task("geometry audit (permutations + jackknife)", units) as advance:
+        result = geo.audit(
+            grid,
+            attributes=options.groups,
+            m=options.m,
+            tau_rel=options.tau_rel,
+            n_perm=options.n_perm,
+            jackknife=options.jackknife,
+            seed=seed,
+            advance=advance,
+        )
+    provenance["timings"]["audit_s"] = round(time.perf_counter() - t, 3)
+    frame = geo.to_frame(result, meta)
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "geometry.csv"
+    table_all = geo.merge(geo.read_geometry(csv_path) if csv_path.is_file() else None, frame)
+    atomic.write_csv(csv_path, table_all)
+    _write_provenance(out / "geometry.json", meta, result, options, provenance, failures)
+    figure = geometry_figure(table_all)
+    atomic.write_bytes(out / "geometry.png", png(figure))
+    for fmt, data in vectors(figure).items():
+        atomic.write_bytes(out / f"geometry.{fmt}", data)
+    if options.save_embeddings:
+        layer = f"-layer{meta['layer']}" if meta["layer"] != "" else ""
+        name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
+        atomic.write_parquet(out / f"embeddings-{name}.parquet", grid_to_table(grid))
+    return GeometryOutcome(
+        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note
+    )
+
+
+@dataclass(frozen=True)
+class Collected:
+    """A grid embedded by one encoder: the grid, its geometry.csv identity (``meta``), embedding
+    counts, failures by utterance id, and the provenance entries for geometry.json."""
+
+    grid: geo.EmbeddingGrid
+    meta: dict[str, Any]
+    n_embedded: int
+    n_cached: int
+    failures: dict[str, str]
+    provenance: dict[str, Any]
+
+
+def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collected:
+    """Embed the corpus's clean grid with encoder ``label`` (nothing passed in is modified)."""
+    from interbias.corpora import load_corpus
+    from interbias.encoders import check_device, load_encoder, restore_threads
+    from interbias.experiments.schema import CorpusSpec
+    from interbias.utils.paths import cache_dir as default_cache_dir
+
+    check_device(options.device)
+    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    encoder = load_encoder(label, device=options.device, options=encoder_options(label, options.layer))
+    restore_threads()
+    reporter.info(
+        f"manifest {options.manifest}" if options.manifest else f"corpus {options.corpus}: preparing manifest"
+    )
+    spec = CorpusSpec(
+        options.corpus,
+        root=str(options.corpus_root) if options.corpus_root else None,
+        manifest=str(options.manifest) if options.manifest else None,
+    )
+    manifest = load_corpus(spec, root=options.corpus_root, cache=cache, reporter=reporter)
+    manifest, subset = select_sentences(manifest, options.sentences)
+    reporter.info(f"{label}: {len(manifest)} utterances ({subset}), clean chain")
+    vectors, failures, n_embedded, n_cached = embed_clean(manifest, encoder, cache, reporter)
+    if failures:
+        reporter.info(f"{len(failures)} utterance(s) failed and are left out; first: {next(iter(failures.values()))}")
+    grid = grid_from_manifest(manifest, vectors, options.groups)
+    provenance = {
+        "encoder": encoder.provenance(),
+        "corpus": options.corpus,
+        "manifest": str(options.manifest or ""),
+        "manifest_sha256": manifest.sha256(),
+        "n_utterances": len(manifest),
+        "n_embedded": n_embedded,
+        "n_cached": n_cached,
+    }
+    meta = {
+        "encoder": encoder.label,
+        "encoder_fingerprint": encoder.fingerprint,
+        "source": options.manifest.name if options.manifest else options.corpus,
+        "subset": subset,
+        "layer": "" if options.layer is None else str(options.layer),
+    }
+    return Collected(grid, meta, n_embedded, n_cached, failures, provenance)
+
+
+def _write_provenance(
+    path: Path,
+    meta: dict[str, Any],
+    result: geo.Audit,
+    options: GeometryOptions,
+    provenance: dict[str, Any],
+    failures: dict[str, str],
+) -> None:
+    from interbias.run.results import package_versions, revision
+
+    try:
+        existing = json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        existing = {}
+    key = "|".join(str(meta[k]) for k in geo.AUDIT_KEY)
+    existing[key] = {
+        **provenance,
+        **{k: meta[k] for k in ("encoder", "encoder_fingerprint", "source", "subset", "layer")},
+        "revision": revision(),
+        "packages": package_versions(),
+        "seed": result.seed,
+        "seed_parts": [
+            "geometry",
+            meta["encoder"],
+            meta["encoder_fingerprint"],
+            meta["source"],
+            meta["subset"],
+            meta["layer"],
+        ],
+        "n_perm": options.n_perm,
+        "ci_method": geo.CI_METHOD if options.jackknife else "none",
+        "m": result.m,
+        "tau_rel": options.tau_rel,
+        "shape": result.shape,
+        "decomposition": result.decomposition_note,
+        "n_failed": len(failures),
+        "failures": dict(list(failures.items())[:50]),
+    }
+    atomic.write_text(path, json.dumps(existing, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,253 @@
+"""Audio front end: decode in process, mono, resample to the encoder rate, check, truncate.
+
+Every change the front end makes to a file's audio is recorded on the returned
+:class:`LoadedAudio` (downmixed, resampled from, truncated) so runs can count them; anything
+that makes a file unusable raises :class:`AudioError` with a message naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# the resamplers live in interbias.audio.resample; their names stay importable from here
+from interbias.audio.resample import RESAMPLERS as RESAMPLERS
+from interbias.audio.resample import resample, resampler_record
+from interbias.utils.errors import AudioError
+from interbias.utils.paths import not_a_file
+from interbias.utils.seeding import sha256_file
+
+#: Rates a front end may resample to (Hz): below the first nothing speech-like is left, above
+#: the second a few seconds of audio would need gigabytes.
+RATE_LIMITS_HZ = (1000, 384000)
+#: Peak-to-peak amplitude (full scale 2) below which a file holds no signal at all.
+SILENCE_PEAK_TO_PEAK = 1e-6
+#: Largest sample magnitude accepted from a file, in full scale (1.0). Float audio lies in
+#: [-1, 1]; processing can overshoot by a few dB (2.0 is +6 dBFS), while integer PCM values
+#: stored as float reach hundreds or thousands: those are refused rather than embedded at a
+#: level no encoder was trained on.
+MAX_FLOAT_PEAK = 2.0
+
+#: Containers decoded with PyAV rather than libsndfile.
+_AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    """Front-end rules applied to every utterance before any operator runs.
+
+    Defaults follow InterBias-SV: 16 kHz, clips shorter than 1 s rejected, longer than
+    10 s truncated to their first 10 s.
+    """
+
+    sample_rate_hz: int = 16000
+    min_duration_s: float = 1.0
+    max_duration_s: float | None = 10.0
+    #: How audio at another rate is brought to ``sample_rate_hz``: a key of :data:`RESAMPLERS`.
+    resampler: str = "polyphase"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the embedding cache key and run.json record of these rules: the rate, the
+        duration limits and, for any resampler but the default, its method and parameters (so
+        the default's fingerprint, and every cache key made before resamplers were a choice,
+        stays as it was)."""
+        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k != "resampler"}
+        if self.resampler != "polyphase":
+            out["resampler"] = resampler_record(self.resampler)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The rules as run.json records them: every field, the resampler with its method and parameters."""
+        return {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
+
+
+@dataclass(frozen=True)
+class LoadedAudio:
+    samples: np.ndarray  # float32 mono in [-1, 1], at ``sample_rate_hz``
+    sample_rate_hz: int
+    source_rate_hz: int
+    source_channels: int
+    truncated: bool
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.sample_rate_hz
+
+
+def rate_changes(source_rates: Iterable[int], rate_hz: int) -> dict[str, Any]:
+    """Counts of what the front end did to the rate of each of ``source_rates`` (one entry
+    per utterance and side): ``n_resampled`` (either way), ``n_upsampled`` and
+    ``n_downsampled``, and the source rates of each, sorted (``upsampled_from``,
+    ``downsampled_from``: ``"8000"`` or ``"8000;11025"``, empty when none)."""
+    up: set[int] = set()
+    down: set[int] = set()
+    n_up = n_down = 0
+    for source_rate_hz in source_rates:
+        if source_rate_hz < rate_hz:
+            n_up += 1
+            up.add(int(source_rate_hz))
+        elif source_rate_hz > rate_hz:
+            n_down += 1
+            down.add(int(source_rate_hz))
+    return {
+        "n_resampled": n_up + n_down,
+        "n_upsampled": n_up,
+        "n_downsampled": n_down,
+        "upsampled_from": ";".join(map(str, sorted(up))),
+        "downsampled_from": ";".join(map(str, sorted(down))),
+    }
+
+
+def decode(path: Path) -> tuple[np.ndarray, int]:
+    """Decode ``path`` to float32 samples of shape (frames, channels) and its sample rate."""
+    path = Path(path)
+    problem = not_a_file(path)
+    if problem:
+        raise AudioError(f"{path}: {problem}")
+    if path.stat().st_size == 0:
+        raise AudioError(f"{path}: file is empty (0 bytes)")
+    if path.suffix.lower() in _AV_SUFFIXES:
+        return _decode_av(path)
+    import soundfile as sf
+
+    try:
+        data, sample_rate_hz = sf.read(str(path), dtype="float32", always_2d=True)
+    except Exception as exc:  # libsndfile raises LibsndfileError / RuntimeError / TypeError
+        raise AudioError(f"{path}: cannot decode audio ({_short(exc)})") from exc
+    return data, int(sample_rate_hz)
+
+
+def _decode_av(path: Path) -> tuple[np.ndarray, int]:
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            stream = next((s for s in container.streams if s.type == "audio"), None)
+            if stream is None:
+                raise AudioError(f"{path}: no audio stream")
+            sample_rate_hz = int(stream.codec_context.sample_rate)
+            chunks = []
+            for frame in container.decode(stream):
+                arr = frame.to_ndarray()
+                if frame.format.is_planar:
+                    arr = arr.T
+                else:
+                    arr = arr.reshape(-1, len(frame.layout.channels))
+                if arr.dtype.kind == "i":
+                    arr = arr.astype(np.float32) / float(np.iinfo(arr.dtype).max + 1)
+                chunks.append(arr.astype(np.float32))
+    except AudioError:
+        raise
+    except Exception as exc:
+        raise AudioError(f"{path}: cannot decode audio ({_short(exc)})") from exc
+    if not chunks:
+        raise AudioError(f"{path}: decoded to no samples")
+    return np.concatenate(chunks, axis=0), sample_rate_hz
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
+    """Decode, downmix to mono (channel mean), resample, check and truncate one file."""
+    data, source_rate_hz = decode(path)
+    channels = data.shape[1]
+    if data.shape[0] == 0:
+        raise AudioError(f"{path}: file holds no samples")
+    if not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
+    peak = float(np.abs(data).max())
+    if peak > MAX_FLOAT_PEAK:
+        raise AudioError(
+            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
+            "these look like integer values stored as float): rescale the file"
+        )
+    mono = data.mean(axis=1) if channels > 1 else data[:, 0]
+    if channels > 1 and float(np.ptp(mono)) < SILENCE_PEAK_TO_PEAK and float(np.ptp(data)) >= SILENCE_PEAK_TO_PEAK:
+        raise AudioError(
+            f"{path}: its {channels} channels cancel when averaged to mono (one is the other inverted): "
+            "the downmix is silence; keep one channel"
+        )
+    return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels)
+
+
+def prepare(
+    mono: np.ndarray,
+    source_rate_hz: int,
+    frontend: FrontEnd,
+    *,
+    where: str,
+    channels: int = 1,
+    require_signal: bool = True,
+) -> LoadedAudio:
+    """Apply the front end's rate, minimum and maximum to mono samples at ``source_rate_hz``; with
+    ``require_signal``, audio without any signal (:func:`check_signal`) is refused."""
+    if not np.isfinite(mono).all():
+        raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
+    duration = len(mono) / source_rate_hz
+    if duration < frontend.min_duration_s:
+        raise AudioError(f"{where}: {duration:.3f} s is shorter than the minimum {frontend.min_duration_s:g} s")
+    if require_signal:
+        check_signal(mono, where=where)
+    x = resample(mono, source_rate_hz, frontend.sample_rate_hz, frontend.resampler)
+    truncated = False
+    if frontend.max_duration_s is not None:
+        limit = int(round(frontend.max_duration_s * frontend.sample_rate_hz))
+        if len(x) > limit:
+            x = x[:limit]
+            truncated = True
+    return LoadedAudio(
+        samples=np.ascontiguousarray(x, dtype=np.float32),
+        sample_rate_hz=frontend.sample_rate_hz,
+        source_rate_hz=int(source_rate_hz),
+        source_channels=int(channels),
+        truncated=truncated,
+    )
+
+
+def check_signal(mono: np.ndarray, *, where: str) -> None:
+    """Refuse audio without any signal: every sample equal (all zeros, or a constant DC
+    value), i.e. a peak-to-peak range under :data:`SILENCE_PEAK_TO_PEAK`. Such a file has
+    no speech for an encoder to describe; it is a failed utterance, not a score."""
+    if len(mono) == 0:
+        raise AudioError(f"{where}: holds no samples")
+    span = float(np.max(mono) - np.min(mono))
+    if span < SILENCE_PEAK_TO_PEAK:
+        level = float(mono[0])
+        what = "all samples are zero" if level == 0.0 else f"all samples hold the constant value {level:.6g}"
+        raise AudioError(f"{where}: no signal ({what}); nothing to embed")
+
+
+def info(path: Path) -> tuple[float, int, int]:
+    """(duration in s, sample rate in Hz, channels) read from the header where possible."""
+    path = Path(path)
+    if path.suffix.lower() not in _AV_SUFFIXES:
+        import soundfile as sf
+
+        try:
+            i = sf.info(str(path))
+            return i.frames / i.samplerate, int(i.samplerate), int(i.channels)
+        except Exception:
+            pass
+    data, sample_rate_hz = decode(path)
+    return data.shape[0] / sample_rate_hz, sample_rate_hz, data.shape[1]
+
+
+def write_flac16(path: Path, x: np.ndarray, sample_rate_hz: int) -> tuple[int, str]:
+    """Write ``x`` (floats in [−1, 1]) as 16-bit PCM FLAC, rounding to the nearest step and
+    clipping; returns the number of samples and the sha256 of the file written."""
+    import soundfile as sf
+
+    q = np.clip(np.round(np.asarray(x) * 32767.0), -32768, 32767).astype(np.int16)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), q, sample_rate_hz, subtype="PCM_16", format="FLAC")
+    return len(q), sha256_file(path)

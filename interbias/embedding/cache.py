@@ -1,0 +1,225 @@
+"""Embedding cache keyed by (utterance sha256, chain key, encoder fingerprint).
+
+The chain key is the chain's fingerprint (operators and their versions, plus excluded
+talkers where an operator draws them) and the front end's fingerprint
+(:func:`cache_chain_key`). The table's column for it is named ``chain_fp`` for history: it holds
+that chain key with the front-end suffix (``<chain key>@fe<8 hex>``), not a bare chain fingerprint.
+
+One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
+batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
+what the operator chain actually did to that utterance (achieved SNR, offsets, …).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from interbias.utils import crashpoints
+from interbias.utils.errors import RunError
+from interbias.utils.paths import not_a_file, usable_dir
+from interbias.utils.seeding import canonical_json, sha256_text
+
+if TYPE_CHECKING:
+    from interbias.audio.frontend import FrontEnd
+    from interbias.operators import Chain
+
+
+def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: FrontEnd) -> str:
+    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
+    fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
+    made under other front-end rules is never served."""
+    fe = sha256_text(canonical_json(frontend.fingerprint()))[:8]
+    return f"{chain.key(exclude)}@fe{fe}"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    utt_sha256 TEXT NOT NULL,
+    chain_fp TEXT NOT NULL,
+    encoder_fp TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    realised TEXT NOT NULL,
+    PRIMARY KEY (utt_sha256, chain_fp, encoder_fp)
+) WITHOUT ROWID;
+"""
+
+Key = tuple[str, str, str]
+
+#: The columns of interbias's table, in order.
+COLUMNS = ("utt_sha256", "chain_fp", "encoder_fp", "dim", "vector", "realised")
+#: How far a cached vector's L2 norm may stray from 1 (vectors are stored L2-normalised).
+NORM_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class Entry:
+    vector: np.ndarray
+    realised: list[dict[str, Any]]
+
+
+def _dim_of(dim: Any) -> int:
+    return dim if isinstance(dim, int) else -1
+
+
+#: SQLite result codes that mean the file itself is damaged (the only case to delete it).
+DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+#: What to do when the file is intact but cannot be used now, by SQLite result code.
+_REMEDY = {
+    "SQLITE_FULL": "free disk space",
+    "SQLITE_READONLY": "make it and its folder writable",
+    "SQLITE_CANTOPEN": "check that the folder exists and is writable",
+    "SQLITE_PERM": "check its permissions",
+    "SQLITE_BUSY": "another process holds it; wait for it",
+    "SQLITE_LOCKED": "another process holds it; wait for it",
+    "SQLITE_IOERR": "check the disk (a full or failing device, a lost network mount)",
+}
+
+
+def db_error(path: Path, exc: sqlite3.DatabaseError, doing: str) -> RunError:
+    """One line for an SQLite error on the cache: delete-to-rebuild only when SQLite says the
+    file is damaged; otherwise the file is intact (a full disk, a read-only mount, a lock) and
+    the message says so and what to do, so a user does not destroy good vectors."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    base = code.split("_", 2)[:2]
+    family = "_".join(base) if len(base) == 2 else code
+    if code in DAMAGED or family in DAMAGED:
+        return RunError(f"embedding cache {path} is damaged ({exc}); delete it to rebuild")
+    remedy = _REMEDY.get(code) or _REMEDY.get(family)
+    if remedy is None:
+        return RunError(
+            f"cannot {doing} the embedding cache {path} ({exc}); it was left as it is (point --cache-dir elsewhere)"
+        )
+    return RunError(
+        f"cannot {doing} the embedding cache {path} ({exc}); the file is not damaged, keep it: {remedy}, "
+        "or point --cache-dir elsewhere"
+    )
+
+
+class EmbeddingCache:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        problem = usable_dir(self.path.parent, what="cache folder")
+        if problem:
+            raise RunError(problem)
+        if self.path.exists() or self.path.is_symlink():
+            kind = not_a_file(self.path)
+            if kind:
+                raise RunError(f"embedding cache {self.path} {kind}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._check_schema()
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "open") from exc
+
+    def _check_schema(self) -> None:
+        """Refuse an SQLite file that holds something other than interbias's table (it is
+        never written to): one line naming the file and what it holds."""
+        tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        if not tables:
+            return
+        if "embeddings" not in tables:
+            self._db.close()
+            raise RunError(
+                f"embedding cache {self.path} is an SQLite file of something else (tables: {', '.join(tables[:5])}), "
+                "not an interbias embedding cache; point --cache-dir elsewhere"
+            )
+        cols = tuple(r[1] for r in self._db.execute("PRAGMA table_info(embeddings)"))
+        if cols != COLUMNS:
+            self._db.close()
+            raise RunError(
+                f"embedding cache {self.path}: table embeddings has columns {', '.join(cols)}, not interbias's "
+                f"({', '.join(COLUMNS)}); point --cache-dir elsewhere"
+            )
+
+    def get_many(self, keys: Iterable[Key], *, dims: Mapping[str, int] | None = None) -> dict[Key, Entry]:
+        """The entries present for ``keys``. Every vector read is checked: a whole number of
+        float32 values, the dimension its row records (and ``dims[encoder fingerprint]``
+        where given; else one dimension per encoder), finite, nonzero and L2-normalised as
+        stored. A bad entry is a :class:`RunError` naming the cache file and the key."""
+        keys = list(keys)
+        out: dict[Key, Entry] = {}
+        seen_dim: dict[str, int] = dict(dims or {})
+        cur = self._db.cursor()
+        try:
+            for i in range(0, len(keys), 300):
+                chunk = keys[i : i + 300]
+                where = " OR ".join(["(utt_sha256=? AND chain_fp=? AND encoder_fp=?)"] * len(chunk))
+                params = [v for k in chunk for v in k]
+                for utt, chain, enc, dim, blob, realised in cur.execute(
+                    f"SELECT utt_sha256, chain_fp, encoder_fp, dim, vector, realised FROM embeddings WHERE {where}",
+                    params,
+                ):
+                    key = (utt, chain, enc)
+                    vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
+                    out[key] = Entry(vec, self._realised(key, realised))
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "read") from exc
+        return out
+
+    def _bad(self, key: Key, problem: str) -> RunError:
+        return RunError(
+            f"embedding cache {self.path}: the entry for utterance sha256 {str(key[0])[:16]}…, chain {key[1]}, "
+            f"encoder {key[2]} {problem}; delete the cache file to recompute"
+        )
+
+    def _checked(self, key: Key, dim: Any, blob: Any, want: int) -> np.ndarray:
+        if not isinstance(blob, bytes) or len(blob) % 4:
+            raise self._bad(key, "is not a float32 vector")
+        vec = np.frombuffer(blob, dtype=np.float32)
+        if vec.shape[0] != dim or vec.shape[0] != want:
+            raise self._bad(key, f"holds {vec.shape[0]} values; the row records {dim}, the encoder gives {want}")
+        if not np.isfinite(vec).all():
+            raise self._bad(key, f"holds {int((~np.isfinite(vec)).sum())} non-finite value(s)")
+        norm = float(np.linalg.norm(vec.astype(np.float64)))
+        if norm == 0.0:
+            raise self._bad(key, "is all zeros")
+        if abs(norm - 1.0) > NORM_TOLERANCE:
+            raise self._bad(key, f"has L2 norm {norm:.6g}; stored vectors are L2-normalised (norm 1)")
+        return vec
+
+    def _realised(self, key: Key, text: Any) -> list[dict[str, Any]]:
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, list):
+            raise self._bad(key, "has an unreadable record of what its chain did")
+        return value
+
+    def put_many(self, items: Iterable[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
+        rows = [
+            (
+                k[0],
+                k[1],
+                k[2],
+                int(v.shape[0]),
+                np.ascontiguousarray(v, dtype=np.float32).tobytes(),
+                json.dumps(r, sort_keys=True),
+            )
+            for k, v, r in items
+        ]
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
+                crashpoints.reached("cache-write")
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "write") from exc
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,368 @@
+"""Experiment definitions: the typed schema of ``conditions/*.yaml``.
+
+An experiment names a corpus, a population filter, up to three factors (each a population
+factor that selects speakers/utterances by a manifest attribute, or an acoustic factor whose
+levels are operator chains per side), a trial spec and a seed. Every problem is reported as
+one :class:`ConfigError` naming the file, the key and the valid choices.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from interbias.audio.frontend import FrontEnd
+from interbias.experiments import yamlfile
+from interbias.experiments.decision_spec import (
+    CalibrationSpec,
+    OperatingPoint,
+    ScoringSpec,
+    parse_calibration,
+    parse_operating_points,
+    parse_scoring,
+)
+from interbias.experiments.sections import (
+    TRIAL_LIST_FORMATS,
+    AcousticLevel,
+    CorpusSpec,
+    Factor,
+    FairnessSpec,
+    SpoofingSpec,
+    TrialSpec,
+    check_keys,
+    parse_corpus,
+    parse_factor,
+    parse_fairness,
+    parse_frontend,
+    parse_population,
+    parse_spoofing,
+    parse_trials,
+)
+from interbias.operators import Chain
+from interbias.utils.errors import ConfigError
+
+TOP_KEYS = {
+    "name": "experiment id (E01…E20)",
+    "title": "short human title",
+    "description": "what the experiment measures",
+    "use": "contrast | gap | descriptive",
+    "corpus": "corpus name or {name, root, manifest}",
+    "population": "filter: attribute -> value or list of values",
+    "factors": "list of factors (at most 3)",
+    "trials": "trial spec",
+    "frontend": "front-end rules",
+    "seed": "integer mixed into every derived seed",
+    "requires": "what data a run needs, shown when it cannot run",
+    "variants": "per-corpus overrides of top-level keys (e.g. synthetic)",
+    "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
+    "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
+    "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.cm.experiment)",
+    "notes": "free text",
+    "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
+    "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
+    "operating_points": "detection-cost points [{name, p_target, c_miss, c_fa}] (default: p_target 0.01, unit costs)",
+    "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
+    "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker}, cohort_chain: clean|matched}",
+}
+USES = ("contrast", "gap", "descriptive")
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One combination of population-factor levels; trials are drawn per stratum."""
+
+    name: str
+    levels: tuple[tuple[str, str], ...]
+    enrol: dict[str, tuple[str, ...] | None]
+    test: dict[str, tuple[str, ...] | None]
+
+    @property
+    def symmetric(self) -> bool:
+        return self.enrol == self.test
+
+
+@dataclass(frozen=True)
+class Cell:
+    levels: tuple[tuple[str, str], ...]
+    stratum: str
+    enrol_chain: Chain
+    test_chain: Chain
+    #: ``trials.operator_draws``: realisations of the cell's random operators to score.
+    n_draws: int = 1
+
+    def draws(self) -> list[tuple[Chain, Chain]]:
+        """(enrolment chain, test chain) of each draw; one when neither chain is random."""
+        if self.n_draws == 1 or not (self.enrol_chain.stochastic or self.test_chain.stochastic):
+            return [(self.enrol_chain, self.test_chain)]
+        return [(self.enrol_chain.with_draw(d), self.test_chain.with_draw(d)) for d in range(self.n_draws)]
+
+    @property
+    def id(self) -> str:
+        return ",".join(f"{f}={lv}" for f, lv in self.levels) or "all"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    title: str
+    description: str
+    use: str
+    corpus: CorpusSpec
+    population: dict[str, tuple[str, ...]]
+    factors: tuple[Factor, ...]
+    trials: TrialSpec
+    frontend: FrontEnd
+    seed: int
+    requires: str
+    path: Path | None
+    raw: dict[str, Any]
+    variant: str | None = None
+    spoofing: SpoofingSpec | None = None
+    fairness: FairnessSpec | None = None
+    #: Declared speaker-level / utterance-level attributes (``speaker_attributes``,
+    #: ``utterance_attributes``): see :func:`speaker_attributes`.
+    speaker_level: tuple[str, ...] = ()
+    utterance_level: tuple[str, ...] = ()
+    #: How scores become decisions (:mod:`interbias.experiments.decision_spec`).
+    operating_points: tuple[OperatingPoint, ...] = ()
+    calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+    scoring: ScoringSpec = field(default_factory=ScoringSpec)
+
+    def resolved(self) -> dict[str, Any]:
+        """The resolved definition (variant applied) as plain data, for hashing and run.json."""
+        out = {k: v for k, v in self.raw.items() if k != "variants"}
+        out["variant"] = self.variant
+        return out
+
+    @property
+    def population_factors(self) -> list[Factor]:
+        return [f for f in self.factors if f.type == "population"]
+
+    @property
+    def acoustic_factors(self) -> list[Factor]:
+        return [f for f in self.factors if f.type == "acoustic"]
+
+    def strata(self) -> list[Stratum]:
+        pops = self.population_factors
+        out = []
+        for combo in itertools.product(*[f.levels for f in pops]):
+            enrol = {f.attribute: lv.enrol for f, lv in zip(pops, combo, strict=True)}
+            test = {f.attribute: lv.test for f, lv in zip(pops, combo, strict=True)}
+            levels = tuple((f.name, lv.name) for f, lv in zip(pops, combo, strict=True))
+            name = ",".join(f"{f}={lv}" for f, lv in levels) or "all"
+            out.append(Stratum(name, levels, enrol, test))
+        return out
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for combo in itertools.product(*[f.levels for f in self.factors]):
+            levels = tuple((f.name, lv.name) for f, lv in zip(self.factors, combo, strict=True))
+            stratum = (
+                ",".join(
+                    f"{f.name}={lv.name}" for f, lv in zip(self.factors, combo, strict=True) if f.type == "population"
+                )
+                or "all"
+            )
+            enrol, test = Chain(), Chain()
+            for lv in combo:
+                if isinstance(lv, AcousticLevel):
+                    enrol, test = enrol + lv.enrol, test + lv.test
+            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws))
+        return out
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def load_experiment(path: Path, *, corpus: str | None = None) -> Experiment:
+    """Read and validate ``path``; ``corpus`` selects a variant (or overrides the corpus name)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"experiment file {path} does not exist")
+    data = yamlfile.load(path)
+    return parse_experiment(data, where=path.name, path=path, corpus=corpus)
+
+
+def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus: str | None = None) -> Experiment:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the file must be a mapping of keys")
+    check_keys(data, TOP_KEYS, where, "top level")
+    variants = data.get("variants") or {}
+    if not isinstance(variants, dict):
+        raise ConfigError(f"{where}: variants: must map a corpus name to overrides")
+    variant = None
+    raw = copy.deepcopy(data)
+    if corpus is not None:
+        if corpus in variants:
+            override = variants[corpus]
+            if not isinstance(override, dict):
+                raise ConfigError(f"{where}: variants.{corpus}: must be a mapping of top-level keys")
+            check_keys(override, TOP_KEYS, where, f"variants.{corpus}")
+            raw.update(copy.deepcopy(override))
+            raw.setdefault("corpus", corpus)
+            variant = corpus
+        else:
+            raw["corpus"] = _override_corpus_name(raw.get("corpus"), corpus)
+    for key in variants:
+        if not isinstance(variants[key], dict):
+            raise ConfigError(f"{where}: variants.{key}: must be a mapping of top-level keys")
+        check_keys(variants[key], TOP_KEYS, where, f"variants.{key}")
+    name = _req(raw, "name", str, where)
+    _check_name(name, where)
+    base = path.parent if path is not None else None
+    corpus_spec = parse_corpus(raw.get("corpus"), where, base)
+    use = raw.get("use", "contrast")
+    if use not in USES:
+        raise ConfigError(f"{where}: use: {use!r} is not one of {', '.join(USES)}")
+    population = parse_population(raw.get("population") or {}, where)
+    factors_raw = raw.get("factors")
+    if not isinstance(factors_raw, list) or not factors_raw:
+        raise ConfigError(f"{where}: factors: a non-empty list of factors is required")
+    if len(factors_raw) > 3:
+        raise ConfigError(
+            f"{where}: factors: at most 3 factors (results have factor_a..factor_c), got {len(factors_raw)}"
+        )
+    factors = tuple(parse_factor(f, where, i) for i, f in enumerate(factors_raw))
+    names = [f.name for f in factors]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: factors: factor names must be unique, got {', '.join(names)}")
+    trials = parse_trials(raw.get("trials") or {}, where, base)
+    # the resolved definition names the files it read by their full paths
+    if isinstance(raw.get("corpus"), dict) and corpus_spec.manifest:
+        raw["corpus"]["manifest"] = corpus_spec.manifest
+    if trials.list_file:
+        raw["trials"]["list"] = trials.list_file
+    frontend = parse_frontend(raw.get("frontend") or {}, where)
+    seed = raw.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
+    return Experiment(
+        name=name,
+        title=str(raw.get("title", name)),
+        description=str(raw.get("description", "")),
+        use=use,
+        corpus=corpus_spec,
+        population=population,
+        factors=factors,
+        trials=trials,
+        frontend=frontend,
+        seed=seed,
+        requires=str(raw.get("requires", "")),
+        path=path,
+        raw=raw,
+        variant=variant,
+        spoofing=parse_spoofing(raw.get("spoofing"), where),
+        fairness=parse_fairness(raw.get("fairness"), where),
+        speaker_level=_names(raw.get("speaker_attributes"), where, "speaker_attributes"),
+        utterance_level=_names(raw.get("utterance_attributes"), where, "utterance_attributes"),
+        operating_points=parse_operating_points(raw.get("operating_points"), where),
+        calibration=parse_calibration(raw.get("calibration"), where),
+        scoring=parse_scoring(raw.get("scoring"), where),
+    )
+
+
+def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: {key}: a list of attribute names, got {value!r}")
+    return tuple(value)
+
+
+def with_data(
+    exp: Experiment,
+    *,
+    manifest: Path | None = None,
+    data_root: Path | None = None,
+    trials: Path | None = None,
+    trials_format: str | None = None,
+) -> Experiment:
+    """``exp`` on a user's manifest and/or an external trial list (``interbias run --manifest
+    FILE --data-root DIR --trials FILE --trials-format F``). The resolved definition written
+    to run.json and hashed into the run id shows the replacement, with absolute paths."""
+    raw = copy.deepcopy(exp.raw)
+    corpus, spec = exp.corpus, exp.trials
+    if data_root is not None and manifest is None and not corpus.manifest:
+        raise ConfigError(
+            "--data-root applies to a manifest (--manifest or corpus.manifest); use --corpus-root for a corpus adapter"
+        )
+    if manifest is not None or data_root is not None:
+        mpath = str(Path(manifest).expanduser().resolve()) if manifest is not None else str(corpus.manifest)
+        root = str(Path(data_root).expanduser().resolve()) if data_root is not None else None
+        if root is None and manifest is None:
+            root = corpus.root
+        corpus = CorpusSpec("manifest", root, mpath)
+        raw["corpus"] = {"manifest": mpath, **({"root": root} if root else {})}
+    if trials_format is not None and trials_format not in TRIAL_LIST_FORMATS:
+        raise ConfigError(f"--trials-format: {trials_format!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
+    if trials is not None or trials_format is not None:
+        if trials is None and spec.list_file is None:
+            raise ConfigError("--trials-format applies to an external trial list (--trials FILE or trials.list)")
+        lpath = str(Path(trials).expanduser().resolve()) if trials is not None else spec.list_file
+        fmt = trials_format or (spec.list_format if trials is None else "auto")
+        spec = TrialSpec(list_file=lpath, list_format=fmt, unassigned=spec.unassigned)
+        raw["trials"] = {"list": lpath, "format": fmt, "unassigned": spec.unassigned}
+    return replace(exp, corpus=corpus, trials=spec, raw=raw)
+
+
+def _override_corpus_name(spec: Any, name: str) -> Any:
+    if isinstance(spec, dict):
+        return {"name": name}
+    return name
+
+
+def _check_name(name: str, where: str) -> None:
+    """An experiment name becomes a folder name under ``--out``: no path separators, no
+    ``..``, no leading dot, no control characters."""
+    bad = (
+        not name
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith(".")
+        or any(ord(c) < 32 or ord(c) == 127 for c in name)
+        or len(name) > 100
+    )
+    if bad:
+        raise ConfigError(
+            f"{where}: name: {name!r} cannot name a run directory (no '/', '\\', '..', leading '.', "
+            "control characters; at most 100 characters)"
+        )
+
+
+def _req(data: dict[str, Any], key: str, tp: type, where: str) -> Any:
+    if key not in data:
+        raise ConfigError(f"{where}: missing required key {key!r}")
+    value = data[key]
+    if not isinstance(value, tp):
+        raise ConfigError(f"{where}: {key}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def find_experiment(name_or_path: str, conditions_dir: Path) -> Path:
+    """``E16`` -> ``conditions/E16.yaml``; a path to a YAML file is used as is."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml"):
+        if not p.is_file():
+            raise ConfigError(f"experiment file {p} does not exist")
+        return p
+    candidate = conditions_dir / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    known = sorted(q.stem for q in conditions_dir.glob("*.yaml")) if conditions_dir.is_dir() else []
+    raise ConfigError(f"unknown experiment {name_or_path!r} in {conditions_dir}; valid: {', '.join(known) or '(none)'}")
+
+
+def resource_problems(exp: Experiment) -> list[str]:
+    """What the experiment's operators need on this machine and do not find (noise folders,
+    codec backends, room simulation), one message per problem with the levels it affects."""
+    by_msg: dict[str, list[str]] = {}
+    for factor in exp.acoustic_factors:
+        for level in factor.levels:
+            assert isinstance(level, AcousticLevel)
+            for msg in dict.fromkeys(level.enrol.resource_problems() + level.test.resource_problems()):
+                by_msg.setdefault(msg, []).append(f"{factor.name}={level.name}")
+    return [f"{msg} (levels {', '.join(levels)})" for msg, levels in by_msg.items()]

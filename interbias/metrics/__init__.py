@@ -1,0 +1,52 @@
+"""The metrics as pure functions of scores and labels (no run, no files):
+
+- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, DET curves;
+  its names are importable from here (``from interbias.metrics import eer``);
+- :mod:`~interbias.metrics.llr`: Cllr, minCllr, actual DCF of log-likelihood ratios;
+- :mod:`~interbias.metrics.calibration`: the score → LLR calibration (fit and apply);
+- :mod:`~interbias.metrics.thresholds`: the deployment-threshold rule;
+- :mod:`~interbias.metrics.score_norm`: S-norm / AS-norm arithmetic over cohort scores;
+- :mod:`~interbias.metrics.sasv`, :mod:`~interbias.metrics.spoof`: SASV (a-DCF, t-EER, t-DCF) and
+  countermeasure metrics;
+- :mod:`~interbias.metrics.weighted`, :mod:`~interbias.metrics.weighted_llr`: the same metrics on
+  weighted trials (bootstrap and permutation replicates);
+- :mod:`~interbias.metrics.operating_points`: a threshold sweep shared by several metrics.
+"""
+
+from interbias.metrics.verification import (
+    OperatingPoints,
+    Summary,
+    auc,
+    auc_from_points,
+    det_curve,
+    eer,
+    eer_from_points,
+    eer_legacy,
+    eer_legacy_from_points,
+    finite_scores,
+    min_dcf,
+    min_dcf_from_points,
+    operating_points,
+    rates_at,
+    summarize,
+    validate_scores,
+)
+
+__all__ = [
+    "OperatingPoints",
+    "Summary",
+    "auc",
+    "auc_from_points",
+    "det_curve",
+    "eer",
+    "eer_from_points",
+    "eer_legacy",
+    "eer_legacy_from_points",
+    "finite_scores",
+    "min_dcf",
+    "min_dcf_from_points",
+    "operating_points",
+    "rates_at",
+    "summarize",
+    "validate_scores",
+]

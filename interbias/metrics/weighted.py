@@ -1,0 +1,175 @@
+"""Metrics of one cell under many trial weightings at once (bootstrap and permutation replicates).
+
+A replicate is a vector of non-negative trial weights ``w`` (``B`` replicates → a ``B × N``
+matrix). With integer weights, the metric of a replicate equals the metric of the trial set in
+which trial ``i`` appears ``w_i`` times (``np.repeat``): at each distinct score ``u_k`` (and
++inf), ``FNR_k = Σ_{target, s<u_k} w / Σ_target w`` and ``FPR_k = Σ_{non, s≥u_k} w / Σ_non w``.
+A score whose trials all have weight 0 gives a duplicate of the next operating point, which
+changes neither the interpolated crossing nor the minimum. Estimators are those of
+:mod:`interbias.metrics.verification` (``eer`` interpolated, ``eer_legacy`` nearest point, ``min_dcf``
+normalised at p_target 0.01), computed with the same floating-point operations.
+
+Cost per replicate block: one gather and one cumulative sum per class over the trials, then
+for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR_k is
+non-decreasing in k), O(B log K) instead of evaluating every operating point. A replicate
+without target or without non-target weight has an undefined metric: NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from interbias.utils.errors import AnalysisError, MetricError
+
+METRICS = ("eer", "eer_legacy", "min_dcf")
+#: Replicates evaluated together are capped so that one block holds about this many weights.
+_BLOCK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class SortedCell:
+    """A cell sorted once: each class's trial positions by ascending score, and for every
+    distinct score u_k (then +inf) how many targets / non-targets score below it."""
+
+    n: int
+    target_order: np.ndarray
+    nontarget_order: np.ndarray
+    t_below: np.ndarray  # length K + 1; last entry = number of targets
+    n_below: np.ndarray
+
+
+def sort_cell(scores: np.ndarray, labels: np.ndarray) -> SortedCell:
+    s = np.asarray(scores, dtype=np.float64)
+    lab = np.asarray(labels).astype(bool)
+    if s.ndim != 1 or s.shape != lab.shape:
+        raise MetricError("scores and labels must be one-dimensional and of equal length")
+    if not np.isfinite(s).all():
+        raise MetricError(f"{int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
+    t_idx, n_idx = np.flatnonzero(lab), np.flatnonzero(~lab)
+    t_order = t_idx[np.argsort(s[t_idx], kind="stable")]
+    n_order = n_idx[np.argsort(s[n_idx], kind="stable")]
+    uniq = np.unique(s)
+    t_below = np.append(np.searchsorted(s[t_order], uniq, side="left"), len(t_order))
+    n_below = np.append(np.searchsorted(s[n_order], uniq, side="left"), len(n_order))
+    return SortedCell(len(s), t_order, n_order, t_below, n_below)
+
+
+def _cumulative(w: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Row-wise cumulative weights with a leading 0 column: out[:, j] = Σ of the first j."""
+    out = np.zeros((len(w), len(order) + 1))
+    np.cumsum(w[:, order], axis=1, out=out[:, 1:])
+    return out
+
+
+class _Points:
+    """FNR/FPR of every replicate at operating point k, evaluated on demand."""
+
+    def __init__(self, cell: SortedCell, w: np.ndarray) -> None:
+        self.ct = _cumulative(w, cell.target_order)
+        self.cn = _cumulative(w, cell.nontarget_order)
+        self.tb, self.nb = cell.t_below, cell.n_below
+        self.n_t = self.ct[:, -1]
+        self.n_n = self.cn[:, -1]
+        self.rows = np.arange(len(w))
+        self.k_max = len(self.tb) - 1
+
+    def at(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        fnr = self.ct[self.rows, self.tb[k]] / self.n_t
+        fpr = (self.n_n - self.cn[self.rows, self.nb[k]]) / self.n_n
+        return fnr, fpr
+
+    def d(self, k: np.ndarray) -> np.ndarray:
+        fnr, fpr = self.at(k)
+        return fnr - fpr
+
+    def first(self, pred_ge: np.ndarray | None = None) -> np.ndarray:
+        """Per row, the first k with d_k >= 0 (or with d_k > ``pred_ge`` when given)."""
+        lo = np.zeros(len(self.rows), dtype=np.int64)
+        hi = np.full(len(self.rows), self.k_max, dtype=np.int64)  # d at +inf is 1
+        while (lo < hi).any():
+            mid = (lo + hi) // 2
+            dm = self.d(mid)
+            ok = dm >= 0 if pred_ge is None else dm > pred_ge
+            active = lo < hi
+            hi = np.where(active & ok, mid, hi)
+            lo = np.where(active & ~ok, mid + 1, lo)
+        return lo
+
+
+def _eer(p: _Points) -> np.ndarray:
+    """Row-wise :func:`interbias.metrics.verification.eer_from_points` (same operations, same floats)."""
+    k = p.first()
+    km1 = np.maximum(k - 1, 0)
+    fnr_k, fpr_k = p.at(k)
+    fnr_1, fpr_1 = p.at(km1)
+    dk, dk1 = fnr_k - fpr_k, fnr_1 - fpr_1
+    exact = (dk == 0) | (k == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = -dk1 / (dk - dk1)
+        interp = fnr_1 + a * (fnr_k - fnr_1)
+    return np.where(exact, fnr_k, interp)
+
+
+def _eer_legacy(p: _Points) -> np.ndarray:
+    """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_points`: the last k minimising |d_k|.
+
+    With d non-decreasing, the minimum of |d| is at k* (first d ≥ 0) or k* − 1; when it is at
+    k* (or tied), the last minimiser is the last k with d_k = d_{k*}."""
+    k = p.first()
+    km1 = np.maximum(k - 1, 0)
+    dk, dk1 = p.d(k), p.d(km1)
+    before = (k > 0) & (np.abs(dk1) < np.abs(dk))
+    after = p.first(pred_ge=dk)  # first k with d_k > d_{k*} (the last point when none is)
+    last = np.where(p.d(after) > dk, after - 1, after)
+    pick = np.where(before, km1, last)
+    fnr, fpr = p.at(pick)
+    return (fpr + fnr) / 2
+
+
+def _min_dcf(p: _Points, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
+    ks = np.arange(p.k_max + 1)
+    fnr = p.ct[:, p.tb[ks]] / p.n_t[:, None]
+    fpr = (p.n_n[:, None] - p.cn[:, p.nb[ks]]) / p.n_n[:, None]
+    cost = c_miss * p_target * fnr + c_fa * (1 - p_target) * fpr
+    return cost.min(axis=1) / min(c_miss * p_target, c_fa * (1 - p_target))
+
+
+_FUNCS = {"eer": _eer, "eer_legacy": _eer_legacy, "min_dcf": _min_dcf}
+
+
+def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarray:
+    """The metric under each row of ``weights`` (``B × N``, trial order of the unsorted cell)."""
+    if metric not in _FUNCS:
+        raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(METRICS)}")
+    return _batched(cell, weights, _FUNCS[metric])
+
+
+def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss: float, c_fa: float) -> np.ndarray:
+    """Normalised minimum DCF at (``p_target``, ``c_miss``, ``c_fa``) under each row of
+    ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
+    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at p 0.01."""
+    return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
+
+
+def _batched(cell: SortedCell, weights: np.ndarray, func: Callable[[_Points], np.ndarray]) -> np.ndarray:
+    """``func`` of each block of replicates (rows of ``weights``) with both classes weighted;
+    NaN for the others."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2 or w.shape[1] != cell.n:
+        raise AnalysisError(f"weights must be (replicates × {cell.n} trials), got {w.shape}")
+    if (w < 0).any():
+        raise AnalysisError("trial weights must be non-negative")
+    out = np.full(len(w), np.nan)
+    step = max(1, _BLOCK_CELLS // max(1, cell.n))
+    for lo in range(0, len(w), step):
+        block = w[lo : lo + step]
+        p = _Points(cell, block)
+        valid = (p.n_t > 0) & (p.n_n > 0)
+        if valid.any():
+            p = _Points(cell, block[valid]) if not valid.all() else p
+            part = out[lo : lo + step]
+            part[valid] = func(p)
+    return out

@@ -1,0 +1,132 @@
+"""Calibration metrics of one cell at the run's shared calibration, under many trial weightings
+(the analysis metrics ``act_dcf``, ``calibration_loss`` and ``cllr``).
+
+The calibration is the one the run fitted per model on the reference condition's dev trials
+(``calibration: {fit_on: reference}``, run.json ``calibration``) and applied unchanged to every
+cell and every group level: llr = slope·score + offset. A bootstrap or permutation replicate
+reweights the cell's eval trials and keeps that calibration fixed (it is never refitted), so an
+interval says how much the deployed system's cost varies with the speakers drawn, not how a
+re-tuned system would do. With weights w (a trial of weight k counts k times), at the run's
+first operating point (p, C_miss, C_fa), η = log(C_fa·(1 − p)/(C_miss·p)):
+
+    P_miss = Σ_tar w·[llr < η] / Σ_tar w,   P_fa = Σ_non w·[llr >= η] / Σ_non w,
+    act_dcf = (C_miss·p·P_miss + C_fa·(1 − p)·P_fa) / min(C_miss·p, C_fa·(1 − p)),
+    calibration_loss = act_dcf − min over thresholds of the same normalised cost (raw scores),
+    cllr = ½·[Σ_tar w·log2(1 + e^−llr)/Σ_tar w + Σ_non w·log2(1 + e^llr)/Σ_non w]   (bits).
+
+With unit weights these are the results.csv columns of :mod:`interbias.run.calibrate`. A
+replicate without target or non-target weight gives NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interbias.metrics import verification as metrics
+from interbias.metrics.llr import CostPoint, act_dcf, cllr
+from interbias.metrics.weighted import SortedCell, min_dcf_batch, sort_cell
+from interbias.utils.errors import AnalysisError, MetricError
+
+#: Analysis metrics read at the run's shared calibration.
+CALIBRATED_METRICS = ("act_dcf", "calibration_loss", "cllr")
+
+
+@dataclass(frozen=True)
+class SharedCalibration:
+    """One model's shared calibration llr = slope·score + offset and act_dcf's operating point."""
+
+    model: str
+    slope: float
+    offset: float
+    point: CostPoint
+
+    @classmethod
+    def of_run(cls, run_json: dict[str, Any] | None, model: str) -> SharedCalibration:
+        """From run.json's ``calibration`` record; :class:`AnalysisError` unless the run fitted a
+        shared calibration (``fit_on: reference``) for ``model``."""
+        rec = require_shared(run_json)
+        model_rec = (rec.get("models") or {}).get(model) or {}
+        if "slope" not in model_rec:
+            raise AnalysisError(
+                f"no shared calibration for model {model!r}: {model_rec.get('error', 'not in run.json')}"
+            )
+        points = rec.get("operating_points") or []
+        if not points:
+            raise AnalysisError("run.json's calibration record names no operating point")
+        p = points[0]
+        try:
+            point = CostPoint(float(p["p_target"]), float(p["c_miss"]), float(p["c_fa"]))
+        except (KeyError, TypeError, ValueError, MetricError) as exc:
+            raise AnalysisError(f"run.json's first operating point is not usable: {exc}") from None
+        return cls(model, float(model_rec["slope"]), float(model_rec["offset"]), point)
+
+    def llr(self, scores: np.ndarray) -> np.ndarray:
+        return self.slope * np.asarray(scores, dtype=np.float64) + self.offset
+
+    def value(self, metric: str, scores: np.ndarray, labels: np.ndarray) -> float:
+        """``metric`` of the trials with unit weights (the results.csv column's formula)."""
+        _check(metric)
+        llr = self.llr(scores)
+        if metric == "cllr":
+            return cllr(llr, labels)
+        act = act_dcf(llr, labels, self.point)
+        if metric == "act_dcf":
+            return act
+        c = self.point
+        return act - metrics.min_dcf(scores, labels, p_target=c.p_target, c_miss=c.c_miss, c_fa=c.c_fa)
+
+    def batch(
+        self, metric: str, scores: np.ndarray, labels: np.ndarray, weights: np.ndarray, cell: SortedCell | None = None
+    ) -> np.ndarray:
+        """``metric`` under each row of ``weights`` (replicates × trials); NaN where a class has no
+        weight. ``cell``: the trials already sorted (:func:`sort_cell`), else sorted here."""
+        _check(metric)
+        s = np.asarray(scores, dtype=np.float64)
+        lab = np.asarray(labels).astype(bool)
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim != 2 or w.shape[1] != len(s):
+            raise AnalysisError(f"weights must be (replicates × {len(s)} trials), got {w.shape}")
+        wt, wn = w[:, lab], w[:, ~lab]
+        n_t, n_n = wt.sum(axis=1), wn.sum(axis=1)
+        valid = (n_t > 0) & (n_n > 0)
+        out = np.full(len(w), np.nan)
+        if not valid.any():
+            return out
+        wt, wn, n_t, n_n = wt[valid], wn[valid], n_t[valid], n_n[valid]
+        llr = self.llr(s)
+        if metric == "cllr":
+            tar = wt @ np.logaddexp(0.0, -llr[lab]) / n_t
+            non = wn @ np.logaddexp(0.0, llr[~lab]) / n_n
+            out[valid] = 0.5 * (tar + non) / math.log(2)
+            return out
+        c, eta = self.point, self.point.bayes_threshold
+        p_miss = wt @ (llr[lab] < eta).astype(float) / n_t
+        p_fa = wn @ (llr[~lab] >= eta).astype(float) / n_n
+        act = (c.c_miss * c.p_target * p_miss + c.c_fa * (1 - c.p_target) * p_fa) / c.norm
+        if metric == "act_dcf":
+            out[valid] = act
+            return out
+        low = min_dcf_batch(cell or sort_cell(s, lab), w[valid], c.p_target, c.c_miss, c.c_fa)
+        out[valid] = act - low
+        return out
+
+
+def require_shared(run_json: dict[str, Any] | None) -> dict[str, Any]:
+    """run.json's ``calibration`` record when the run fitted a shared calibration
+    (``fit_on: reference``, measured); else :class:`AnalysisError` saying why not."""
+    rec = (run_json or {}).get("calibration")
+    if not rec:
+        raise AnalysisError("calibration metrics need the run's calibration record (run.json beside results.csv)")
+    if rec.get("fit_on") != "reference" or not rec.get("measured"):
+        why = rec.get("reason") or f"calibration.fit_on is {rec.get('fit_on')!r}, not 'reference'"
+        raise AnalysisError(f"calibration metrics are read at the shared calibration, which this run lacks: {why}")
+    return rec
+
+
+def _check(metric: str) -> None:
+    if metric not in CALIBRATED_METRICS:
+        raise AnalysisError(f"{metric!r} is not a calibration metric; valid: {', '.join(CALIBRATED_METRICS)}")

@@ -1,0 +1,149 @@
+"""Degrading one audio file with one operator so a condition can be heard (``interbias
+degrade``), and the listing of every registered operator (``interbias operators``)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interbias.utils import atomic
+from interbias.utils.errors import AudioError, OperatorError
+from interbias.utils.keyvalue import parse_key_values
+from interbias.utils.seeding import sha256_file
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``--param KEY=VALUE`` strings as a mapping (:func:`interbias.utils.keyvalue.parse_key_values`)."""
+    return parse_key_values(items, option="--param", error=OperatorError)
+
+
+def refuse_overwrite(src: Path, dst: Path) -> None:
+    """Refuse an output that is the input file (same path, a symbolic or hard link to it):
+    writing it would destroy the user's audio."""
+    same = src.resolve() == dst.resolve()
+    if not same and dst.exists() and src.exists():
+        same = dst.samefile(src)
+    if same:
+        raise AudioError(
+            f"{dst}: the output is the input file; writing it would overwrite your audio (choose another OUT)"
+        )
+
+
+def degrade_file(
+    src: Path,
+    dst: Path,
+    op_name: str,
+    params: dict[str, str],
+    *,
+    seed: int = 0,
+    talkers: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
+    """Apply one operator to an audio file at its own rate and write the result. ``talkers``
+    returns the manifest whose talkers babble/crosstalk draw, called only when the operator
+    mixes in other talkers (the caller loads the corpus, so operators stay below corpora)."""
+    import soundfile as sf
+
+    from interbias.audio import frontend as audio
+    from interbias.operators import Chain, OpContext, make_operator
+    from interbias.utils.paths import cache_dir
+
+    refuse_overwrite(Path(src), Path(dst))
+    op = make_operator(op_name, params, where="--op")
+    chain = Chain((op,))
+    data, sample_rate_hz = audio.decode(src)
+    if data.shape[0] == 0:
+        raise AudioError(f"{src}: file holds no samples")
+    loaded = audio.prepare(
+        data.mean(axis=1) if data.shape[1] > 1 else data[:, 0],
+        sample_rate_hz,
+        audio.FrontEnd(sample_rate_hz=sample_rate_hz, min_duration_s=0.0, max_duration_s=None),
+        where=str(src),
+        channels=data.shape[1],
+        require_signal=False,
+    )
+    manifest = None
+    if chain.draws_talkers:
+        if talkers is None:
+            raise OperatorError(
+                f"--op {op_name}: this operator mixes in other talkers; name a corpus to draw them from"
+            )
+        manifest = talkers()
+    sha = sha256_file(src)
+    key = f"{chain.fingerprint}~seed{seed}"
+    y, realised = chain.apply(
+        loaded.samples,
+        utterance_sha256=sha,
+        key=key,
+        make_ctx=lambda rng: OpContext(
+            sample_rate_hz=sample_rate_hz,
+            utterance_id=src.stem,
+            speaker="",
+            rng=rng,
+            corpus=manifest,
+            frontend=audio.FrontEnd(sample_rate_hz=sample_rate_hz),
+            cache_dir=cache_dir(),
+        ),
+    )
+    peak = float(np.abs(y).max()) if len(y) else 0.0
+    subtype = "PCM_16" if peak <= 1.0 else "FLOAT"
+    fmt = dst.suffix.lstrip(".").upper()
+    if fmt not in sf.available_formats():
+        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
+    buf = io.BytesIO()
+    try:
+        sf.write(buf, y, sample_rate_hz, format=fmt, subtype=subtype if fmt == "WAV" else None)
+    except Exception as exc:  # libsndfile: unwritable format or subtype
+        raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
+    atomic.write_bytes(dst, buf.getvalue())
+    return {
+        "input": str(src),
+        "output": str(dst),
+        "sample_rate_hz": sample_rate_hz,
+        "channels_in": int(data.shape[1]),
+        "seed": seed,
+        "operator": op.to_record(),
+        "label": chain.label,
+        "peak": peak,
+        "subtype": subtype,
+        "realised": realised,
+    }
+
+
+def operator_entries() -> list[dict[str, Any]]:
+    """Every registered operator: parameters, availability here, and codec details."""
+    from interbias.operators import OPERATORS
+    from interbias.operators.codec import CODECS, availability, fixed_bitrate
+
+    out = []
+    for name, cls in OPERATORS.items():
+        ok, why = cls.available()
+        entry: dict[str, Any] = {
+            "name": name,
+            "description": " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()),
+            "parameters": cls.describe_params(),
+            "available": ok,
+        }
+        if why:
+            entry["why_not"] = why
+        if name == "codec":
+            problems = availability()
+            entry["codecs"] = [
+                {
+                    "codec": codec,
+                    "available": problems[codec] is None,
+                    **({"why_not": problems[codec]} if problems[codec] else {}),
+                    "backend": spec.backend,
+                    "rate_hz": spec.rate_hz,
+                    "rates_hz": list(spec.rates_hz),
+                    "default_bitrate": spec.default_bitrate if fixed_bitrate(codec, 1) is None else None,
+                    "bitrates": spec.allowed_bitrates() if fixed_bitrate(codec, 1) is None else "fixed by the rate",
+                    "description": spec.description,
+                }
+                for codec, spec in CODECS.items()
+            ]
+        out.append(entry)
+    return out

@@ -1,0 +1,173 @@
+"""Scoring one cell × encoder from the embedding stage's vectors.
+
+A trial is dropped (and counted) when either side's utterance has no embedding under the
+cell's chain for that side; more dropped trials than ``max_failure_share`` make the cell an
+error. The kept trials are cosine-scored; metrics use the measured ones
+(:func:`interbias.run.measured.measured`: eval split, bona fide, not dropped).
+
+With ``trials: {operator_draws: K}`` a cell whose chains hold a random operator is scored once
+per draw (each draw's chains realised from their own derived seeds); its metrics are the mean
+over draws, with the between-draw SD (ddof 1) beside them, and its scores file holds draw 0's
+``score`` plus ``score_d1`` … ``score_d{K-1}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias.audio.frontend import rate_changes
+from interbias.embedding.stage import Embedder
+from interbias.encoders import Encoder
+from interbias.experiments.schema import Cell
+from interbias.metrics import verification as metrics
+from interbias.metrics.spoof import spoof_summary
+from interbias.run.measured import in_split, measured
+from interbias.run.scoring import cosine_scores
+from interbias.utils.errors import RunError
+
+#: results columns of runs with ``operator_draws`` > 1 (see the module docs).
+DRAW_COLUMNS = ["operator_draws", "eer_draw_sd", "min_dcf_draw_sd"]
+
+
+@dataclass
+class CellScore:
+    """A scored cell: its metrics and counts (a results row's measured part), its per-trial
+    scores frame (the run directory's scores file) and its failed utterances."""
+
+    row: dict[str, Any]
+    frame: pd.DataFrame
+    failures: list[dict[str, str]]
+
+
+def failed_items(cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder) -> dict[tuple[str, str], str]:
+    """(utterance id, side) -> why it has no embedding under the side's chain."""
+    out: dict[tuple[str, str], str] = {}
+    sides = (("enrol", cell.enrol_chain.fingerprint), ("test", cell.test_chain.fingerprint))
+    for side, fp in sides:
+        for uid in np.unique(trials[side].to_numpy()):
+            msg = emb.failed(uid, fp)
+            if msg is None and (uid, fp, enc.fingerprint) not in emb.vectors:
+                msg = f"{uid}: no embedding was produced"
+            if msg is not None:
+                out[(uid, side)] = msg
+    return out
+
+
+def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.ndarray:
+    if not len(ids):
+        return np.zeros((0, 1), np.float32)
+    return np.stack([emb.vectors[(u, chain_fp, enc.fingerprint)] for u in ids])
+
+
+def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, Any]:
+    """What the front end did to the cell's utterances, counted per (utterance, chain) side:
+    truncated, downmixed, and resampled (up and down separately, with the source rates; see
+    :func:`interbias.audio.frontend.rate_changes`)."""
+    truncated = downmixed = 0
+    rates: list[int] = []
+    for uid, fp in sides:
+        front = emb.frontend_record(uid, fp)
+        truncated += bool(front.get("truncated"))
+        rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
+        downmixed += front.get("channels", 1) > 1
+    changes = rate_changes(rates, sample_rate_hz)
+    return {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
+
+
+def score_cell(
+    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+) -> CellScore:
+    """Score ``trials`` (the cell's stratum) with ``enc``'s vectors, once per draw of its random
+    operators (see the module docs); raise :class:`RunError` when more than
+    ``max_failure_share`` of the trials of a draw would be dropped."""
+    draws = cell.draws()
+    parts = [
+        score_draw(
+            replace(cell, enrol_chain=e, test_chain=t, n_draws=1), enc, trials, emb, max_failure_share, sample_rate_hz
+        )
+        for e, t in draws
+    ]
+    return parts[0] if cell.n_draws == 1 else combine_draws(parts)
+
+
+def combine_draws(parts: list[CellScore]) -> CellScore:
+    """One cell's score over its draws: metrics averaged, between-draw SD of EER and minDCF (0
+    for a cell with no random operator: its one draw is every draw), failure counts the largest
+    of any draw, draw 0's scores plus one score column per further draw."""
+    row = dict(parts[0].row)
+    for m in ("eer", "eer_legacy", "min_dcf", "auc"):
+        values = np.array([float(p.row[m]) for p in parts])
+        row[m] = float(values.mean())
+        if m in ("eer", "min_dcf"):
+            row[f"{m}_draw_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    row["operator_draws"] = len(parts)
+    for count in ("n_failed", "n_dropped_trials"):
+        row[count] = max(int(p.row[count]) for p in parts)
+    frame = parts[0].frame.copy()
+    for k, p in enumerate(parts[1:], start=1):
+        frame[f"score_d{k}"] = p.frame["score"].to_numpy()
+        frame["dropped"] = frame["dropped"].to_numpy() | p.frame["dropped"].to_numpy()
+    failures = [dict(f, draw=str(k)) if k else f for k, p in enumerate(parts) for f in p.failures]
+    return CellScore(row, frame, failures)
+
+
+def score_draw(
+    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+) -> CellScore:
+    """Score ``trials`` under the cell's two chains (one draw)."""
+    efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
+    enrol_ids, test_ids = trials["enrol"].to_numpy(), trials["test"].to_numpy()
+    failed = failed_items(cell, enc, trials, emb)
+    bad_enrol = np.array([(u, "enrol") in failed for u in enrol_ids], dtype=bool)
+    bad_test = np.array([(u, "test") in failed for u in test_ids], dtype=bool)
+    dropped = bad_enrol | bad_test
+    n_dropped = int(dropped.sum())
+    share = n_dropped / max(1, len(trials))
+    if share > max_failure_share:
+        first = next(iter(failed.values()))
+        draw = max(cell.enrol_chain.draw, cell.test_chain.draw)
+        raise RunError(
+            f"cell {cell.id}{f' (draw {draw})' if draw else ''} / {enc.label}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
+            f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}"
+        )
+    keep = ~dropped
+    uniq_e, uniq_t = np.unique(enrol_ids[keep]), np.unique(test_ids[keep])
+    scores = np.full(len(trials), np.nan)
+    scores[keep] = cosine_scores(
+        _stack(emb, uniq_e, efp, enc),
+        _stack(emb, uniq_t, tfp, enc),
+        np.searchsorted(uniq_e, enrol_ids[keep]),
+        np.searchsorted(uniq_t, test_ids[keep]),
+    )
+    labels = trials["label"].to_numpy()
+    use = keep & in_split(trials, "eval")
+    types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
+    bona = keep & measured(trials)
+    kept = trials[bona]
+    row = {
+        **metrics.summarize(scores[bona], labels[bona]).as_dict(),
+        "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
+        "n_failed": len(failed),
+        "n_utterances": len(set(uniq_e) | set(uniq_t)),
+        "n_dropped_trials": n_dropped,
+        **frontend_counts(emb, [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t], sample_rate_hz),
+    }
+    if types is not None:
+        row.update(spoof_summary(scores[use], types[use]).as_dict())
+    frame = pd.DataFrame(
+        {
+            "trial_id": trials["trial_id"].to_numpy(),
+            "label": labels.astype(np.int8),
+            "score": scores,
+            "dropped": dropped,
+        }
+    )
+    for col in ("split", "trial_type"):
+        if col in trials.columns:
+            frame[col] = trials[col].to_numpy()
+    failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed.items())]
+    return CellScore(row, frame, failures)

@@ -1,0 +1,151 @@
+"""The run directory: one class that knows the layout of ``results/<run_id>/``, used by the
+runner to write it and by analysis, fairness, export and report to read it.
+
+Layout::
+
+    results.csv                     one row per cell × encoder (interbias.run.results.COLUMNS)
+    run.json                        provenance, counts, timings (interbias.run.results.run_record)
+    experiment.resolved.json        the experiment as run (variant applied)
+    trials.parquet, trials.json     the trial list and its digest (interbias.trials.sampler.TrialList)
+    scores/<slug(model)>/<slug(cell)>.parquet   per-trial scores: trial_id, label, score, dropped
+    cells/<slug(model)>/<slug(cell)>.json       a finished cell's completion record (resume)
+    attributes.parquet              the trial utterances' attributes (runs with dev trials)
+    operations.parquet              what each operator chain realised per (utterance, side, chain)
+    spoofing.csv, fairness*.csv     analyses written at the end of a run
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from interbias.utils import atomic
+from interbias.utils.errors import ConfigError, InterbiasError, RunError
+from interbias.utils.paths import slug
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
+    from interbias.trials.sampler import TrialList
+
+RESULTS = "results.csv"
+RUN_JSON = "run.json"
+EXPERIMENT = "experiment.resolved.json"
+TRIALS = "trials.parquet"
+TRIALS_META = "trials.json"
+ATTRIBUTES = "attributes.parquet"
+OPERATIONS = "operations.parquet"
+SCORES = "scores"
+CELLS = "cells"
+
+
+class RunDir:
+    """``results/<run_id>/`` (see the module docs for its layout)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # ---- layout ------------------------------------------------------------------------------
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def scores_path(self, model: str, cell: str) -> Path:
+        """Per-trial scores of ``cell`` × ``model`` (the one place this path is spelled)."""
+        return self.path / SCORES / slug(str(model)) / f"{slug(str(cell))}.parquet"
+
+    def cell_record_path(self, model: str, cell: str) -> Path:
+        """The completion record of ``cell`` × ``model``."""
+        return self.path / CELLS / slug(str(model)) / f"{slug(str(cell))}.json"
+
+    @property
+    def has_scores(self) -> bool:
+        return self.file(TRIALS).is_file() and (self.path / SCORES).is_dir()
+
+    def missing(self, *names: str) -> list[str]:
+        """Which of ``names`` (layout file names) are not in the directory."""
+        return [n for n in names if not self.file(n).is_file()]
+
+    def n_finished_cells(self) -> int:
+        return sum(1 for _ in (self.path / CELLS).rglob("*.json"))
+
+    # ---- writing (the runner) ----------------------------------------------------------------
+
+    def write_experiment(self, exp: Experiment) -> None:
+        atomic.write_text(self.file(EXPERIMENT), json.dumps(exp.resolved(), indent=2, sort_keys=True) + "\n")
+
+    def write_trials(self, trials: TrialList) -> None:
+        trials.write(self.path)
+
+    def write_cell(self, model: str, cell: str, scores: pd.DataFrame, record: dict[str, Any]) -> None:
+        """A cell's per-trial scores, then its completion record (written last: it marks the cell done)."""
+        atomic.write_parquet(self.scores_path(model, cell), scores)
+        atomic.write_text(self.cell_record_path(model, cell), json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    def write_results(self, results: pd.DataFrame) -> None:
+        atomic.write_csv(self.file(RESULTS), results)
+
+    def write_operations(self, frame: pd.DataFrame) -> None:
+        """operations.parquet (:mod:`interbias.run.operations`)."""
+        atomic.write_parquet(self.file(OPERATIONS), frame)
+
+    def read_operations(self) -> pd.DataFrame | None:
+        """operations.parquet, or ``None`` when the run has none."""
+        path = self.file(OPERATIONS)
+        return pd.read_parquet(path) if path.is_file() else None
+
+    def write_run_json(self, record: dict[str, Any]) -> None:
+        atomic.write_text(self.file(RUN_JSON), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def read_json(self, name: str, error: type[InterbiasError] = RunError) -> dict[str, Any] | None:
+        """A JSON file of the layout; ``None`` when absent, ``error`` when unreadable."""
+        path = self.file(name)
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise error(f"{path}: not readable JSON ({exc})") from exc
+
+    def cell_record(self, model: str, cell: str) -> dict[str, Any] | None:
+        """The completion record of a finished cell (its scores file present), else ``None``."""
+        path = self.cell_record_path(model, cell)
+        if not path.is_file() or not self.scores_path(model, cell).is_file():
+            return None
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return rec if isinstance(rec, dict) else None
+
+    def read_scores(self, model: str, cell: str) -> pd.DataFrame:
+        return pd.read_parquet(self.scores_path(model, cell))
+
+    def read_trials(self) -> TrialList:
+        from interbias.trials.sampler import TrialList
+
+        return TrialList.read(self.path)
+
+    def read_results(self, **kwargs: Any) -> pd.DataFrame:
+        return pd.read_csv(self.file(RESULTS), **kwargs)
+
+    def experiment(self, error: type[InterbiasError] = RunError) -> Experiment | None:
+        """The experiment as run, parsed (``None`` when the directory holds none)."""
+        from interbias.experiments.schema import parse_experiment
+
+        resolved = self.read_json(EXPERIMENT, error)
+        if resolved is None:
+            return None
+        try:
+            return parse_experiment(
+                {k: v for k, v in resolved.items() if k != "variant"}, where=str(self.file(EXPERIMENT))
+            )
+        except ConfigError as exc:
+            raise error(str(exc)) from exc

@@ -1,0 +1,235 @@
+"""``interbias validate``: what ``interbias run`` would do with an experiment file, without
+running it or touching a run directory.
+
+For a file and each of its ``variants:`` (or the one ``corpus`` names): parse and resolve it
+(defaults, operators, trial spec), check the encoder labels, say whether it runs here (corpus
+data, operator resources), and estimate its size and cost:
+
+- grid: strata (population-level combinations) × acoustic levels = cells; cells × encoders =
+  results rows; trials per stratum = targets + non-targets (+ spoofs);
+- embeddings: per stratum, the utterances that pass its enrol and test filters (at most
+  ``utterances_per_speaker`` per speaker and side, in id order), each under every distinct chain
+  its cells apply to that side; the distinct (utterance, chain) items over strata, × encoders.
+  The utterances come from the corpus's manifest when it is here (a ``manifest:`` file, or the
+  synthetic corpus already built in the cache), from the synthetic spec when not built (every
+  voice × style × sentence), else they are unknown;
+- time: Σ over encoders of items × mean utterance duration / throughput, with the throughput
+  of :data:`BENCH_X_REALTIME` (× real time per core, ``benchmarks/bench_throughput.py`` on the
+  reference 2-core VM) spread over the run's worker processes (one per core from
+  :data:`JOBS_FROM` items on), plus :data:`START_S` for loading encoders and workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from interbias.utils.errors import InterbiasError
+
+#: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
+#: AMD EPYC VM (AVX2): CAM++ and GE2E under onnxruntime (their CPU default), mfcc-stats eager
+#: through the executor (decoding included). A faster machine runs in less time than estimated
+#: (``make bench`` prints the estimate beside measured runs).
+BENCH_X_REALTIME = {"CAM++": 60.1, "GE2E": 94.9, "mfcc-stats": 611.0}
+#: Throughput assumed for an encoder the bench has not measured (flagged in the output).
+UNMEASURED_X_REALTIME = 20.0
+#: Mean utterance duration assumed when the corpus's durations are unknown (s; the synthetic
+#: corpus's sentences average about 2.1 s).
+DEFAULT_DURATION_S = 2.1
+#: Seconds for loading encoders, exporting graphs and starting workers (the demo's 5.5 s + 3 s).
+START_S = 9.0
+#: A run starts one worker per core from this many items to embed (interbias.embedding.executors).
+JOBS_FROM = 256
+DEFAULT_ENCODERS = ("CAM++", "GE2E", "mfcc-stats")
+
+
+@dataclass
+class Estimate:
+    """Size and cost of one resolved experiment (a file, or one of its variants)."""
+
+    label: str
+    corpus: str
+    n_strata: int = 0
+    n_chains: int = 0
+    n_cells: int = 0
+    n_rows: int = 0
+    trials_per_stratum: int = 0
+    runs_here: str = ""
+    n_utterances: int | None = None
+    n_items: int | None = None
+    n_embeddings: int | None = None
+    seconds: float | None = None
+    utterances_from: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "
+            f"{self.n_cells} cells → {self.n_rows} results rows; {self.trials_per_stratum} trials per stratum; "
+            f"{self.runs_here}"
+        ]
+        if self.n_embeddings is None:
+            out.append(f"  cost: unknown ({self.utterances_from})")
+        else:
+            out.append(
+                f"  cost: {self.n_utterances} utterances → {self.n_items} (utterance, chain) items × encoders = "
+                f"{self.n_embeddings} embeddings, about {_duration(self.seconds or 0.0)} on this machine "
+                f"({self.utterances_from})"
+            )
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass
+class FileReport:
+    path: Path
+    estimates: list[Estimate] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def validate_file(
+    path: Path, *, encoders: Sequence[str] = DEFAULT_ENCODERS, corpus: str | None = None, cache: Path | None = None
+) -> FileReport:
+    """Every check of ``interbias validate`` on one experiment file (see the module docstring);
+    problems are collected as one line each, never raised."""
+    from interbias.experiments.schema import load_experiment
+    from interbias.utils.paths import cache_dir
+
+    report = FileReport(Path(path))
+    cache = cache or cache_dir()
+    errors = report.errors
+    errors += encoder_problems(encoders)
+    try:
+        default = load_experiment(path, corpus=corpus)
+    except InterbiasError as exc:
+        errors.append(str(exc))
+        return report
+    variants = [None] if corpus else [None, *sorted((default.raw.get("variants") or {}).keys())]
+    for variant in variants:
+        try:
+            exp = default if variant is None else load_experiment(path, corpus=variant)
+            report.estimates.append(estimate(exp, encoders, cache))
+        except InterbiasError as exc:
+            errors.append(f"{Path(path).name}: variant {variant}: {exc}" if variant else str(exc))
+    return report
+
+
+def encoder_problems(labels: Sequence[str]) -> list[str]:
+    """Labels that are not registered encoders (one line each, listing the valid labels)."""
+    from interbias.encoders import ENCODERS
+
+    known = ENCODERS.names()
+    return [f"unknown encoder {label!r}; valid: {', '.join(known)}" for label in labels if label not in known]
+
+
+def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
+    """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
+    from interbias.run.preflight import availability
+
+    cells = exp.cells()
+    strata = exp.strata()
+    t = exp.trials
+    label = exp.name + (f" --corpus {exp.variant}" if exp.variant else "")
+    est = Estimate(label, exp.corpus.name)
+    est.n_strata, est.n_cells = len(strata), len(cells)
+    est.n_chains = len(cells) // max(1, len(strata))
+    est.n_rows = len(cells) * len(encoders)
+    est.trials_per_stratum = t.targets + t.n_nontargets + (t.n_spoofs if exp.spoofing else 0)
+    why = availability(exp)
+    est.runs_here = "runs here" if why.runnable else f"does not run here ({why.reason})"
+    table, est.utterances_from = utterance_table(exp, cache)
+    if table is None:
+        return est
+    items, n_utts, seconds_audio = embedding_items(exp, table)
+    est.n_utterances, est.n_items = n_utts, items
+    est.n_embeddings = items * len(encoders)
+    mean_s = seconds_audio / max(1, n_utts) if seconds_audio else DEFAULT_DURATION_S
+    jobs = (os.cpu_count() or 1) if items >= JOBS_FROM else 1
+    audio_s = items * mean_s
+    per_encoder = [audio_s / BENCH_X_REALTIME.get(e, UNMEASURED_X_REALTIME) for e in encoders]
+    est.seconds = START_S + sum(per_encoder) / jobs
+    unmeasured = [e for e in encoders if e not in BENCH_X_REALTIME]
+    if unmeasured:
+        est.notes.append(
+            f"no throughput figure for {', '.join(unmeasured)}: {UNMEASURED_X_REALTIME:g}× real time assumed"
+        )
+    return est
+
+
+def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
+    """The corpus's utterances (id, speaker, duration_s, attributes) as far as they are known
+    here without preparing or building anything, and where they came from."""
+    spec = exp.corpus
+    if spec.manifest:
+        path = Path(spec.manifest).expanduser()
+        if not path.is_file():
+            return None, f"manifest {path} is not here"
+        return _manifest_table(path), f"manifest {path.name}"
+    if spec.name != "synthetic":
+        return None, f"the {spec.name} manifest is prepared at run time"
+    from interbias.corpora.synthetic import SyntheticSpec, corpus_folder, planned_utterances
+
+    synth = SyntheticSpec.from_options(dict(spec.options))
+    built = corpus_folder(synth, cache) / "manifest.jsonl"
+    if built.is_file():
+        return _manifest_table(built), "the synthetic corpus built in the cache"
+    planned = pd.DataFrame(planned_utterances(synth)).assign(duration_s=DEFAULT_DURATION_S)
+    return planned, "the synthetic spec (not built yet: durations assumed)"
+
+
+def _manifest_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return pd.DataFrame(rows).astype({"id": str, "speaker": str})
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:
+    keep = pd.Series(True, index=table.index)
+    for attr, values in selectors.items():
+        if values is None:
+            continue
+        if attr not in table.columns:
+            return pd.Series(False, index=table.index)
+        allowed = {str(v) for v in ([values] if isinstance(values, str) else values)}
+        keep &= table[attr].astype(str).isin(allowed)
+    return keep
+
+
+def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
+    """(distinct (utterance, chain) items, distinct utterances, their audio seconds) the run
+    would embed, from the pools of each stratum (see the module docstring)."""
+    pool = table[_matching(table, dict(exp.population))] if exp.population else table
+    cap = exp.trials.utterances_per_speaker
+    by_stratum: dict[str, Any] = {s.name: s for s in exp.strata()}
+    items: set[tuple[str, str]] = set()
+    for cell in exp.cells():
+        stratum = by_stratum[cell.stratum]
+        for selectors, chain in ((stratum.enrol, cell.enrol_chain), (stratum.test, cell.test_chain)):
+            side = pool[_matching(pool, selectors)].sort_values("id")
+            if cap:
+                side = side.groupby("speaker", sort=False).head(cap)
+            items.update((uid, chain.fingerprint) for uid in side["id"])
+    ids = {uid for uid, _ in items}
+    seconds = 0.0
+    if "duration_s" in table.columns:
+        durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
+        seconds = float(durations.reindex(sorted(ids)).fillna(DEFAULT_DURATION_S).sum())
+    return len(items), len(ids), seconds
