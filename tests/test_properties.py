@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from interbias import metrics as M
-from interbias.errors import TrialError
-from interbias.manifest import Manifest, Utterance
-from interbias.trial_lists import parse_trial_file
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.metrics import verification as M
+from interbias.trials.external import parse_trial_file
+from interbias.utils.errors import ManifestError, TrialError
 
 SETTINGS = settings(
     max_examples=int(__import__("os").environ.get("IB_EXAMPLES", 60)),
@@ -155,8 +155,13 @@ def utterances(draw) -> list[Utterance]:
 def test_manifest_files_read_back_what_was_written(utts: list[Utterance], suffix: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"m{suffix}"
-        Manifest("m", Path(tmp), tuple(utts)).write(path)
-        back = Manifest.read(path)
+        try:
+            Manifest("m", Path(tmp), tuple(utts)).write(path)
+            back = Manifest.read(path)
+        except ManifestError as exc:
+            # two spellings of one speaker ('0' and '00', 'a' and 'A') are refused by design
+            assert "spelled more than one way" in str(exc)
+            return
         assert back.utterances == tuple(utts)
         assert back.sha256() == Manifest("x", Path("/elsewhere"), tuple(utts)).sha256()
 
