@@ -100,7 +100,7 @@ class _Points:
 
 
 def _eer(p: _Points) -> np.ndarray:
-    """Row-wise :func:`interbias.metrics.verification.eer_from_points` (same operations, same floats)."""
+    """Row-wise :func:`interbias.metrics.verification.eer_from_sweep` (same operations, same floats)."""
     k = p.first()
     km1 = np.maximum(k - 1, 0)
     fnr_k, fpr_k = p.at(k)
@@ -114,7 +114,7 @@ def _eer(p: _Points) -> np.ndarray:
 
 
 def _eer_legacy(p: _Points) -> np.ndarray:
-    """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_points`: the last k minimising |d_k|.
+    """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_sweep`: the last k minimising |d_k|.
 
     With d non-decreasing, the minimum of |d| is at k* (first d ≥ 0) or k* − 1; when it is at
     k* (or tied), the last minimiser is the last k with d_k = d_{k*}."""

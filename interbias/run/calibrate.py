@@ -83,16 +83,16 @@ def cell_values(
 ) -> dict[str, Any]:
     """The calibration columns of one cell's eval trials under ``cal`` (see the module doc)."""
     llr = cal.llr(scores)
-    pts = metrics.operating_points(scores, labels)
+    pts = metrics.threshold_sweep(scores, labels)
     out: dict[str, Any] = {"cllr": cllr(llr, labels), "min_cllr": min_cllr(scores, labels)}
     for i, p in enumerate(points):
         act = act_dcf(llr, labels, p.cost)
-        low = metrics.min_dcf_from_points(pts, p_target=p.cost.p_target, c_miss=p.cost.c_miss, c_fa=p.cost.c_fa)
+        low = metrics.min_dcf_from_sweep(pts, p_target=p.cost.p_target, c_miss=p.cost.c_miss, c_fa=p.cost.c_fa)
         if i == 0:
             out.update(act_dcf=act, calibration_loss=act - low, dcf_point=p.name)
         else:
             out.update({f"min_dcf_{p.name}": low, f"act_dcf_{p.name}": act, f"calibration_loss_{p.name}": act - low})
-    out["threshold_drift"] = metrics.eer_from_points(pts)[1] - fit_threshold
+    out["threshold_drift"] = metrics.eer_from_sweep(pts)[1] - fit_threshold
     return out
 
 
@@ -111,7 +111,7 @@ def _fit(frames: Sequence[pd.DataFrame]) -> tuple[LinearCalibration, float, dict
         raise MetricError("no dev trials to fit on")
     s, lab = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     cal = fit_linear(s, lab)
-    thr = metrics.eer_from_points(metrics.operating_points(s, lab))[1]
+    thr = metrics.eer_from_sweep(metrics.threshold_sweep(s, lab))[1]
     return cal, thr, {**cal.record(), "eer_threshold": thr}
 
 
