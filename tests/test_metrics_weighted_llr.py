@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_calibration_run import cal_run  # noqa: F401  (module fixture: a gender × noise run with a dev split)
+from test_run_calibrate import cal_run  # noqa: F401  (module fixture: a gender × noise run with a dev split)
 
 from interbias.analysis.suite import Options, analyse
 from interbias.metrics.llr import CostPoint
@@ -130,7 +130,7 @@ def test_permutation_gap_of_act_dcf_keeps_the_calibration(cal_run) -> None:  # n
 
 
 def test_analyze_refuses_a_calibration_metric_without_the_shared_calibration(tmp_path, session_cache) -> None:
-    from test_calibration_run import _run
+    from test_run_calibrate import _run
     from typer.testing import CliRunner
 
     from interbias.cli import app
