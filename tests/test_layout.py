@@ -1,7 +1,8 @@
 """Tests are findable from the code: every module of ``interbias/`` has a test file named after
 it (``test_<package>_<module>.py``) or a row in tests/README.md's table saying which test files
 cover it; the table names only modules and files that exist; every test file is named after a
-module or listed in the table (read from the source and the README, nothing imported)."""
+module or listed in the table; docs/architecture.md's code map names every module in its
+package's row (read from the source, the README and the page, nothing imported)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,23 @@ def test_the_check_would_catch_a_module_without_tests() -> None:
     ghost = "interbias.run.no_such_stage"
     assert named_file(ghost) not in files and ghost not in set().union(*table().values())
     assert named_file("interbias.analysis.geometry.pipeline") == "test_analysis_geometry_pipeline.py"
+
+
+def test_the_architecture_page_names_every_module_in_its_package_row() -> None:
+    """docs/architecture.md's code map has one row per package naming each of its modules."""
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)/` \| (.*) \|$", page, flags=re.M))
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(rows) == packages
+    missing = {
+        pkg: names
+        for pkg in packages
+        if (
+            names := sorted(
+                p.name
+                for p in (PACKAGE / pkg).rglob("*.py")
+                if p.name != "__init__.py" and f"`{p.name}`" not in rows[pkg]
+            )
+        )
+    }
+    assert not missing, f"modules not named in their package's row of docs/architecture.md: {missing}"
