@@ -80,7 +80,7 @@ def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str,
 
 def run_cm_experiment(options: Any, reporter: Any = None) -> Any:
     """``interbias run`` of a countermeasure experiment (``RunOptions`` in, ``RunOutcome`` out):
-    the SV runner's options and outcome, this module's conductor."""
+    the SV conductor's options and outcome, this module's conductor."""
     from interbias.run.conductor import Reporter, RunOptions, RunOutcome
 
     reporter = reporter or Reporter(quiet=options.quiet)

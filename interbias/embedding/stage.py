@@ -2,7 +2,7 @@
 
 :class:`Embedder` serves each (utterance, chain, encoder) item from the embedding cache or has an
 executor compute it (each file decoded once, each chain applied once for all encoders); it is
-the cache's only writer. The runner, the executors' callers, the embedding export and the
+the cache's only writer. The run conductor, the executors' callers, the embedding export and the
 geometry audit all key and fill the cache through this module, so an embedding made one way is
 found the other ways.
 
