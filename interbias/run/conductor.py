@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
+from interbias.corpora import check_manifest, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
 from interbias.corpora.manifest import Manifest
 from interbias.corpora.manifest_checks import check_distinct_audio, partly_labelled
@@ -35,18 +35,10 @@ from interbias.embedding.cache import EmbeddingCache
 from interbias.embedding.executors import Executor, make_executor
 from interbias.embedding.stage import Embedder, audio_digest, audio_digests, chains_for_cells
 from interbias.encoders import Encoder, load_encoders
-from interbias.experiments.schema import (
-    Cell,
-    Experiment,
-    find_experiment,
-    load_experiment,
-    resource_problems,
-    with_data,
-)
+from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
-from interbias.run.grid import check_grid_size
 from interbias.run.lock import RunLock
 from interbias.run.normalise import (
     add_cohort_items,
@@ -58,6 +50,7 @@ from interbias.run.normalise import (
     scoring_record,
 )
 from interbias.run.operations import merge_operations, operations_frame
+from interbias.run.preflight import experiment_for_run
 from interbias.run.results import (
     COLUMNS,
     RowContext,
@@ -76,7 +69,6 @@ from interbias.trials.speaker_budget import apply_plan, check_drawn
 from interbias.utils import atomic, crashpoints
 from interbias.utils.errors import InterbiasError, RunError
 from interbias.utils.paths import cache_dir as default_cache_dir
-from interbias.utils.paths import conditions_dir
 from interbias.utils.progress import Reporter
 
 
@@ -163,9 +155,12 @@ class RunContext:
         return out
 
 
-def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
-    """Run an experiment (see the module docs); rerunning the same command resumes it."""
-    ctx = _load(options, reporter or Reporter(quiet=options.quiet))
+def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experiment | None = None) -> RunOutcome:
+    """Run an experiment (see the module docs); rerunning the same command resumes it. ``exp``:
+    the experiment as :func:`interbias.run.preflight.experiment_for_run` loaded and checked it
+    (None: that preflight runs here)."""
+    exp = exp if exp is not None else experiment_for_run(options)
+    ctx = _load(options, exp, reporter or Reporter(quiet=options.quiet))
     with RunLock(ctx.run.path) as lock:
         if lock.previous_pid:
             ctx.reporter.notice(
@@ -183,27 +178,6 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
                 f"{exc}; {ctx.run.n_finished_cells()} finished cell(s) are kept in {ctx.run.path}: "
                 "rerun the same command to resume"
             ) from exc
-
-
-def _experiment(options: RunOptions) -> Experiment:
-    """The experiment with the user's data in place, checked runnable here."""
-    exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
-    if options.manifest or options.data_root or options.trials or options.trials_format:
-        exp = with_data(
-            exp,
-            manifest=options.manifest,
-            data_root=options.data_root,
-            trials=options.trials,
-            trials_format=options.trials_format,
-        )
-    check_grid_size(exp, len(options.encoders))  # counted before any work
-    check_runnable(exp, root=options.corpus_root)  # data it needs is here, before any work
-    problems = resource_problems(exp)
-    if problems:
-        raise RunError(f"{exp.name} cannot run here: " + "; ".join(problems))
-    if not 0 <= options.max_failure_share < 1:
-        raise RunError("--max-failure-share must be in [0, 1)")
-    return exp
 
 
 def _read_corpus(
@@ -231,12 +205,11 @@ def _read_corpus(
     return manifest, listed, attacks
 
 
-def _load(options: RunOptions, reporter: Reporter) -> RunContext:
-    """Load and check every input, then draw the trials: before the run directory exists, so a
-    refusal leaves nothing behind."""
+def _load(options: RunOptions, exp: Experiment, reporter: Reporter) -> RunContext:
+    """Load and check every input besides the experiment, then draw the trials: before the run
+    directory exists, so a refusal leaves nothing behind."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    exp = _experiment(options)
     request = None
     if options.plan is not None:  # before any work: a plan of another experiment is refused here
         exp, request = apply_plan(exp, Path(options.plan))
