@@ -14,6 +14,7 @@
 """
 
 from interbias.metrics.verification import (
+    P_TARGET,
     OperatingPoints,
     Summary,
     auc,
@@ -33,6 +34,7 @@ from interbias.metrics.verification import (
 )
 
 __all__ = [
+    "P_TARGET",
     "OperatingPoints",
     "Summary",
     "auc",

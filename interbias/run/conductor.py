@@ -33,7 +33,7 @@ from interbias.corpora.manifest import Manifest
 from interbias.corpora.manifest_checks import check_distinct_audio, partly_labelled
 from interbias.embedding.cache import EmbeddingCache
 from interbias.embedding.executors import Executor, make_executor
-from interbias.embedding.stage import Embedder, audio_digest, audio_digests, chains_for_cells
+from interbias.embedding.stage import Embedder, audio_digests, chains_for_cells
 from interbias.encoders import Encoder, load_encoders
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
@@ -56,7 +56,7 @@ from interbias.run.results import (
     RowContext,
     results_row,
     revision,
-    run_id_for,
+    run_id,
     run_record,
     torch_threads,
 )
@@ -237,16 +237,9 @@ def _load(options: RunOptions, exp: Experiment, reporter: Reporter) -> RunContex
     timings["audio_sha256_s"] = time.perf_counter() - t
     shas = {**shas, **cohort_audio_sha256(cohort, manifest)} if cohort is not None else shas  # cohort audio too
     rev = revision()
-    run_id = run_id_for(
-        exp,
-        manifest,
-        encoders,
-        rev,
-        options.max_trials,
-        listed,
-        attacks.sha256 if attacks else None,
-        audio_sha256=audio_digest(shas),
-    )
+    attacks_sha256 = attacks.sha256 if attacks else None
+    rid = run_id(exp, manifest, encoders, rev=rev, max_trials=options.max_trials, listed=listed,
+                 attacks_sha256=attacks_sha256, audio_sha256=shas)  # fmt: skip
     return RunContext(
         options=options,
         reporter=reporter,
@@ -258,8 +251,8 @@ def _load(options: RunOptions, exp: Experiment, reporter: Reporter) -> RunContex
         cache=cache,
         trials=trials,
         attacks=attacks,
-        run=RunDir(Path(options.out) / run_id),
-        run_id=run_id,
+        run=RunDir(Path(options.out) / rid),
+        run_id=rid,
         rev=rev,
         timings=timings,
         t0=t0,
