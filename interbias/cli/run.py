@@ -154,21 +154,21 @@ def run(
 
 def _report(outcome: RunOutcome, quiet: bool) -> None:
     """The results table (unless quiet), the counts and where the results are; exit 1 on errored cells."""
+    from interbias.run.rundir import RESULTS, RunDir
+
     if not quiet:
         print_frame(
             outcome.results,
             f"{outcome.run_dir.name}: results",
             list(SUMMARY_COLUMNS),
         )
-        spoofing = outcome.run_dir / "spoofing.csv"
-        if spoofing.is_file():
-            import pandas as pd
-
-            print_frame(pd.read_csv(spoofing), "deception success rate over encoders (DSR = W / (A × N))")
+        spoofing = RunDir(outcome.run_dir).read_spoofing()
+        if spoofing is not None:
+            print_frame(spoofing, "deception success rate over encoders (DSR = W / (A × N))")
     typer.echo(
         f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
     )
-    typer.echo(f"results: {outcome.run_dir / 'results.csv'}")
+    typer.echo(f"results: {RunDir(outcome.run_dir).file(RESULTS)}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]

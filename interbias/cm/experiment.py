@@ -10,14 +10,13 @@ form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec
 
 Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
 CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
-``cm_fairness.csv`` + ``cm_fairness_groups.csv`` (the fairness report),
+``cm_`` + the fairness report's two files (comparisons, per-group values),
 ``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_report.md``,
 ``cm_gap.png``, ``run.json`` (docs/outputs.md).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,7 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     from interbias.corpora import check_runnable, load_corpus
     from interbias.corpora.cm_corpus import check_cm_manifest
     from interbias.experiments.schema import find_experiment, load_experiment
+    from interbias.run.rundir import RunDir
     from interbias.utils.paths import cache_dir, conditions_dir
 
     t0 = time.perf_counter()
@@ -122,7 +122,7 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
         "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
         "failed_first": {k: v[:5] for k, v in failed.items() if v}, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
-    atomic.write_text(folder / "run.json", json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    RunDir(folder).write_run_json(record)
     return outcome(folder, results, len(scores), 0, 0, [])
 
 
