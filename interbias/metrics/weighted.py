@@ -151,7 +151,7 @@ def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarr
 def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss: float, c_fa: float) -> np.ndarray:
     """Normalised minimum DCF at (``p_target``, ``c_miss``, ``c_fa``) under each row of
     ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
-    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at p 0.01."""
+    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at ``verification.P_TARGET``."""
     return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
 
 

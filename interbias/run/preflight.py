@@ -30,6 +30,7 @@ from interbias.utils.errors import DOCS_PAGES, ConfigError, DataMissingError, In
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Experiment
+    from interbias.run.inputs import RunOptions
 
 #: Cells × encoders a run accepts unless ``INTERBIAS_MAX_CELLS`` says otherwise.
 DEFAULT_MAX_ROWS = 10_000
@@ -126,9 +127,8 @@ def is_countermeasure(exp: Any) -> bool:
     return "countermeasures" in exp.raw
 
 
-def experiment_for_run(options: Any) -> Experiment:
-    """The experiment ``interbias run`` runs (``options``: a :class:`interbias.run.conductor.RunOptions`),
-    read once and checked before any work: its data and operators' resources are here (a user's
+def experiment_for_run(options: RunOptions) -> Experiment:
+    """The experiment ``interbias run`` runs, read once and checked before any work: its data and operators' resources are here (a user's
     ``--manifest``/``--trials`` applied), its grid is within :func:`max_rows`, the failure share
     is valid. A countermeasure experiment is returned as written, its data checked."""
     from interbias.corpora import check_runnable
