@@ -180,11 +180,11 @@ def test_false_alarm_step_is_the_cost_of_one_false_alarm() -> None:
 
     results = pd.DataFrame({"n_nontarget": [500, 300]})
     record = {"operating_points": [{"p_target": 0.01, "c_miss": 1, "c_fa": 1}]}
-    assert false_alarm_step(results, record) == pytest.approx(0.99 / 300 / 0.01)
+    assert false_alarm_step(results, record["operating_points"]) == pytest.approx(0.99 / 300 / 0.01)
     lab = np.r_[np.ones(10), np.zeros(300)].astype(int)
     llr = np.r_[np.full(10, 9.0), np.full(299, -9.0), 9.0]  # every target accepted, one false alarm
-    assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record))
-    assert false_alarm_step(results, {}) is None
+    assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record["operating_points"]))
+    assert false_alarm_step(results, []) is None
 
 
 def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny_corpus, session_cache) -> None:

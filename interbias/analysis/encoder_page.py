@@ -27,6 +27,7 @@ from interbias.analysis.gaps import population_factors
 from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.metrics.operating_points import P_TARGET, too_small_line
+from interbias.run.rundir import RunDir
 from interbias.utils.errors import AnalysisError
 
 #: Metrics whose interval is the reflected one (their replicates are biased: a minimum over thresholds).
@@ -210,8 +211,8 @@ def _deployment(label: str, runs: list[RunAnalysis], page: EncoderPage) -> None:
     parts = {"fairness": [], "spoofing": [], "geometry": []}
     for r in runs:
         folder = r.path
-        if (folder / "fairness_groups.csv").is_file():
-            g = pd.read_csv(folder / "fairness_groups.csv")
+        g = RunDir(folder).read_fairness()[0]
+        if g is not None:
             parts["fairness"].append(g[g["model"].astype(str) == label])
         res = r.analysis.results
         if {"n_spoof", "n_spoof_accepted"} <= set(res.columns):

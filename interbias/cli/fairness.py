@@ -50,7 +50,12 @@ def fairness(
         typer.Option(help="eer (dev EER threshold), fixed:X, or far:X (lowest dev threshold with FAR <= X)."),
     ] = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the Holm-adjusted tests.")] = 0.05,
-    out: Annotated[Path | None, typer.Option(help="Folder to write fairness.csv and fairness_groups.csv into.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder to write the report into: its comparisons and per-group values, named as in a run directory."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:

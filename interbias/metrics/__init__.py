@@ -16,6 +16,7 @@
 """
 
 from interbias.metrics.verification import (
+    P_TARGET,
     Summary,
     ThresholdSweep,
     auc,
@@ -35,6 +36,7 @@ from interbias.metrics.verification import (
 )
 
 __all__ = [
+    "P_TARGET",
     "Summary",
     "ThresholdSweep",
     "auc",

@@ -14,6 +14,9 @@ import numpy as np
 
 from interbias.utils.errors import MetricError
 
+#: The target prior of minDCF and of every detection-cost default (unit costs): the one place it is set.
+P_TARGET = 0.01
+
 
 @dataclass(frozen=True)
 class ThresholdSweep:
@@ -204,7 +207,9 @@ def eer_legacy(scores: object, labels: object) -> float:
     return eer_legacy_from_sweep(threshold_sweep(scores, labels))
 
 
-def min_dcf_from_sweep(p: ThresholdSweep, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+def min_dcf_from_sweep(
+    p: ThresholdSweep, *, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0
+) -> float:
     """Normalised minimum detection cost.
 
     C(t) = C_miss·P_miss(t)·p + C_fa·P_fa(t)·(1 − p), minimised over all thresholds (accept-all
@@ -224,7 +229,9 @@ def min_dcf_from_sweep(p: ThresholdSweep, *, p_target: float = 0.01, c_miss: flo
     return float(best / min(c_miss * p_target, c_fa * (1 - p_target)))
 
 
-def min_dcf(scores: object, labels: object, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+def min_dcf(
+    scores: object, labels: object, *, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0
+) -> float:
     return min_dcf_from_sweep(threshold_sweep(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
 
 
@@ -265,7 +272,7 @@ class Summary:
         }
 
 
-def summarize(scores: object, labels: object, *, p_target: float = 0.01) -> Summary:
+def summarize(scores: object, labels: object, *, p_target: float = P_TARGET) -> Summary:
     """All metrics from one sort."""
     p = threshold_sweep(scores, labels)
     e, thr = eer_from_sweep(p)
