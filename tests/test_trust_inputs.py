@@ -7,6 +7,7 @@ over full scale, stereo channels that cancel)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -291,3 +292,44 @@ def test_float_audio_far_over_full_scale_and_cancelling_channels(tmp_path: Path)
         f"{stereo}: its 2 channels cancel when averaged to mono (one is the other inverted): the downmix is "
         "silence; keep one channel"
     )
+
+
+# ---- issue 38: silence in the reference level, errored cells counted --------------------------------
+
+
+def test_a_silent_reference_level_with_a_dev_split_is_a_counted_failure(data: Path, tmp_path: Path) -> None:
+    """The reference level's chain silences every test utterance in a run with a dev split: the
+    cells error with their cell and model named, the fairness step says it has no reference
+    cell (was: ValueError 'No objects to concatenate', no run.json), run.json counts every
+    failed utterance of the errored cells, and a rerun says the same."""
+    lossy = {
+        "name": "loss",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "all",
+        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
+    }
+    trials = {"targets": 4, "min_speakers": 2, "dev_share": 0.5}
+    exp = tiny_experiment(
+        tmp_path, name="S02", corpus={"manifest": str(data)}, trials=trials, factors=[gender_factor(), lossy]
+    )
+    for _ in range(2):  # the rerun reuses the finished clean cells and says the same
+        res = runner.invoke(app, [*run_args(exp, tmp_path / "o", tmp_path / "c"), "--max-failure-share", "0.999"])
+        assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+        (line,) = [x for x in res.output.splitlines() if x.startswith("error: ")]
+        assert line.startswith(
+            "error: 2 cells, 1 analysis errored (all listed in run.json errored_cells); first: cell "
+        )
+        record = json.loads((only_run_dir(tmp_path / "o") / "run.json").read_text())
+        errored = record["errored_cells"]
+        assert len(errored) == 3
+        for cell in ("gender=female,loss=all", "gender=male,loss=all"):
+            (msg,) = [e for e in errored if e.startswith(f"cell {cell} / mfcc-stats: ")]
+            assert re.search(r" \d+ utterance\(s\) failed, dropping \d+ of 16 trials", msg)
+        assert errored[2].endswith(
+            ": mfcc-stats has no scored cell in the reference condition (loss=all): no dev threshold, no fairness report"
+        )
+        assert errored[2].startswith("analysis: S02-")
+        n_failed = sum(int(re.search(r" (\d+) utterance\(s\) failed", e).group(1)) for e in errored[:2])
+        assert record["n_failures"] == n_failed == len(record["failures"]) > 0
+        assert {f["cell"] for f in record["failures"]} == {"gender=female,loss=all", "gender=male,loss=all"}

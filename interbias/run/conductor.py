@@ -379,6 +379,7 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
                 if kept:  # a finished row never disappears because a later invocation failed
                     work.rows[key] = work.previous[key]
                 work.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
+                work.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in getattr(exc, "failures", []))
                 advance(1)
                 continue
             row = results_row(rows, cell, enc, scored.row)
