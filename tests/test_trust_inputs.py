@@ -333,3 +333,81 @@ def test_a_silent_reference_level_with_a_dev_split_is_a_counted_failure(data: Pa
         n_failed = sum(int(re.search(r" (\d+) utterance\(s\) failed", e).group(1)) for e in errored[:2])
         assert record["n_failures"] == n_failed == len(record["failures"]) > 0
         assert {f["cell"] for f in record["failures"]} == {"gender=female,loss=all", "gender=male,loss=all"}
+
+
+# ---- issue 38, item 4: one verdict on audio, cold or warm cache, SV or CM ---------------------------
+
+
+def _verdicts(out: Path) -> tuple[dict, list[str], list[tuple[str, str, str]]]:
+    """(n_failed per model/cell, errored cells, failed (cell, utterance, side)) of the one run in ``out``."""
+    run_dir = only_run_dir(out)
+    rows = pd.read_csv(run_dir / "results.csv")
+    record = json.loads((run_dir / "run.json").read_text())
+    failed = sorted((f["cell"], f["utterance"], f["side"]) for f in record["failures"])
+    return dict(zip(rows.model + "/" + rows.cell, rows.n_failed, strict=True)), record["errored_cells"], failed
+
+
+def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A file of -96 dBFS dither fails in every cell (decided on the input); a chain that
+    silences its input fails its cells. The same verdicts (n_failed, errored cells, failures)
+    with an empty cache, a warm one, and a cache filled without the checks (as before they were
+    stored with the embedding); the countermeasure path fails the same utterances."""
+    import sqlite3
+
+    from interbias.audio import frontend
+    from interbias.cm.scoring import degrade
+    from interbias.embedding import executors
+
+    manifest = _copy(data, tmp_path)
+    table = pd.read_csv(manifest)
+    dithered = table.id[0]
+    noise = np.random.default_rng(0).standard_normal(RATE * 2) * 10 ** (-96 / 20)
+    sf.write(manifest.parent / table.path[0], noise, RATE, subtype="PCM_24")
+    lossy = {
+        "name": "loss",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "clean",
+        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
+    }
+    trials = {"targets": 6, "min_speakers": 3}
+    exp = tiny_experiment(
+        tmp_path, name="V01", corpus={"manifest": str(manifest)}, trials=trials, factors=[gender_factor(), lossy]
+    )
+    more = ["--max-failure-share", "0.999"]
+    cold = runner.invoke(app, [*run_args(exp, tmp_path / "cold", tmp_path / "c1"), *more])
+    warm = runner.invoke(app, [*run_args(exp, tmp_path / "warm", tmp_path / "c1"), *more])
+    assert cold.exit_code == warm.exit_code == 1 and "Traceback" not in cold.output + warm.output
+    verdict = _verdicts(tmp_path / "cold")
+    n_failed, errored, failed = verdict
+    assert any(u == dithered for _, u, _ in failed)  # the dither file fails, in the clean cells too
+    gender = table.gender[0]
+    assert n_failed[f"mfcc-stats/gender={gender},loss=clean"] >= 1
+    assert [e.split(" / ")[0] for e in errored] == ["cell gender=female,loss=all", "cell gender=male,loss=all"]
+    assert _verdicts(tmp_path / "warm") == verdict
+    # a cache filled without the checks, its rows lacking the verdict (as stored before): not served
+    with monkeypatch.context() as m:
+        m.setattr(executors, "check_chain_output", lambda *a, **k: None)
+        m.setattr(frontend, "check_speech_floor", lambda *a, **k: None)
+        unchecked = runner.invoke(app, [*run_args(exp, tmp_path / "unchecked", tmp_path / "c2"), *more])
+    assert _verdicts(tmp_path / "unchecked") != verdict, unchecked.output  # without the checks: scored
+    db = sqlite3.connect(str(next((tmp_path / "c2").rglob("*.sqlite"))))
+    db.execute("UPDATE embeddings SET realised = json_remove(realised, '$[#-1]')")
+    db.commit()
+    db.close()
+    again = runner.invoke(app, [*run_args(exp, tmp_path / "again", tmp_path / "c2"), *more])
+    assert again.exit_code == 1 and _verdicts(tmp_path / "again") == verdict
+    # the countermeasure scoring path decides the same for the same utterances and chains
+    from interbias.corpora.manifest import Manifest
+    from interbias.experiments.schema import load_experiment
+
+    corpus = Manifest.read(manifest)
+    cells = {c.id: c for c in load_experiment(exp).cells()}
+    for cell_id in ("gender=female,loss=clean", "gender=female,loss=all"):
+        sv = {u for c, u, side in failed if c == cell_id and side == "test"}
+        tested = {u for c, u, side in failed if side == "test"} | {dithered}
+        utts = [u for u in corpus if u.id in tested and u.gender == "female"]
+        cm = {line.split(": ")[0] for line in degrade(corpus, utts, cells[cell_id].test_chain, tmp_path / "c1").failed}
+        assert cm == {u.id for u in utts if u.id in sv or u.id == dithered}
