@@ -411,3 +411,38 @@ def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
         utts = [u for u in corpus if u.id in tested and u.gender == "female"]
         cm = {line.split(": ")[0] for line in degrade(corpus, utts, cells[cell_id].test_chain, tmp_path / "c1").failed}
         assert cm == {u.id for u in utts if u.id in sv or u.id == dithered}
+
+
+def test_an_operator_that_did_less_than_asked_is_said(data: Path, tmp_path: Path) -> None:
+    """A crop longer than every file (its cell is the clean audio) and an echo longer than the
+    file (no reflection added) each give one line, even with --quiet (was: only in
+    operations.parquet)."""
+    ops = {
+        "name": "ops",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "clean",
+        "levels": {
+            "clean": [],
+            "crop": [{"op": "crop", "duration_s": 30}],
+            "echo": [{"op": "echo", "delay_ms": 1900, "reflections": 2}],
+        },
+    }
+    trials = {"targets": 4, "min_speakers": 2}
+    exp = tiny_experiment(
+        tmp_path, name="N01", corpus={"manifest": str(data)}, trials=trials, factors=[gender_factor(), ops]
+    )
+    res = runner.invoke(app, run_args(exp, tmp_path / "o", tmp_path / "c"))
+    assert res.exit_code == 0, res.output
+    ops_table = pd.read_parquet(only_run_dir(tmp_path / "o") / "operations.parquet")
+    n = ops_table[ops_table.operators == "crop"].utterance.nunique()
+    assert n > 0
+    lines = res.output.splitlines()
+    assert (
+        f"note: crop(duration_s=30.0,where=start): the crop kept {n} of {n} utterance(s) whole (no longer than its "
+        "30 s window): all are scored on the audio without the crop"
+    ) in lines
+    assert (
+        f"note: echo(delay_ms=1900.0,decay=0.5,reflections=2): the echo added fewer than 2 reflection(s) to {n} of {n} "
+        "utterance(s) (its 1900 ms delay reaches past the end of the file; reflections_applied in operations.parquet)"
+    ) in lines

@@ -57,7 +57,7 @@ from interbias.run.normalise import (
     reuse_normalised,
     scoring_record,
 )
-from interbias.run.operations import merge_operations, operations_frame
+from interbias.run.operations import merge_operations, operation_notices, operations_frame
 from interbias.run.results import (
     COLUMNS,
     RowContext,
@@ -432,6 +432,8 @@ def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     """operations.parquet: this invocation's realised records, plus an earlier invocation's rows."""
     speakers = {u.id: u.speaker for u in ctx.scored.utterances}
     new = operations_frame([c for c, _ in work.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    for line in operation_notices(new, [c for c, _ in work.pending]):  # an operator that did less than asked
+        ctx.reporter.notice(line)
     earlier = ctx.run.read_operations()
     if new.empty and earlier is not None:
         return  # nothing ran: the file stays as it is (byte for byte)
