@@ -446,3 +446,31 @@ def test_an_operator_that_did_less_than_asked_is_said(data: Path, tmp_path: Path
         f"note: echo(delay_ms=1900.0,decay=0.5,reflections=2): the echo added fewer than 2 reflection(s) to {n} of {n} "
         "utterance(s) (its 1900 ms delay reaches past the end of the file; reflections_applied in operations.parquet)"
     ) in lines
+
+
+def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_run_refuses(tmp_path: Path) -> None:
+    """An echo pushing peaks past full scale: 16-bit PCM, the clipped samples counted and said
+    (was: a 32-bit float WAV peaking at 1.19); a float file far over full scale is refused with
+    the line ``run`` gives (was: written 96 % saturated)."""
+    src, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    x = _speech(level=0.45)
+    sf.write(src, x, RATE, subtype="FLOAT")
+    args = ["degrade", str(src), str(out), "--op", "echo", "--param", "delay_ms=5", "--param", "decay=0.95"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    d = round(5 * RATE / 1000)
+    y = x.astype(np.float64)
+    y[d:] += 0.95 * x[:-d].astype(np.float64)
+    expected = int((np.abs(y.astype(np.float32)) > 1.0).sum())
+    assert expected > 0 and info["clipped_samples"] == expected and info["subtype"] == "PCM_16"
+    assert info["peak"] == pytest.approx(float(np.abs(y).max()), rel=1e-6)
+    assert sf.info(str(out)).subtype == "PCM_16" and np.abs(sf.read(out)[0]).max() <= 1.0
+    res = runner.invoke(app, args)
+    assert f"  note: {expected} sample(s) over full scale (peak {info['peak']:.3g}) were clipped to it" in res.output
+    loud = tmp_path / "loud.wav"
+    sf.write(loud, _speech() * 3000, RATE, subtype="FLOAT")
+    res = runner.invoke(app, ["degrade", str(loud), str(tmp_path / "o2.wav"), "--op", "gain", "--param", "gain_db=0"])
+    line = _one_line(res)
+    assert re.match(rf"error: {re.escape(str(loud))}: samples reach (599\.9|600), more than 2× full scale", line)
+    assert not (tmp_path / "o2.wav").exists()

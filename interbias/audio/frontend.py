@@ -167,15 +167,7 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
     channels = data.shape[1]
     if data.shape[0] == 0:
         raise AudioError(f"{path}: file holds no samples")
-    if not np.isfinite(data).all():
-        bad = int((~np.isfinite(data)).sum())
-        raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
-    peak = float(np.abs(data).max())
-    if peak > MAX_FLOAT_PEAK:
-        raise AudioError(
-            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
-            "these look like integer values stored as float): rescale the file"
-        )
+    check_range(data, path)
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
     if channels > 1 and float(np.ptp(mono)) < SILENCE_PEAK_TO_PEAK and float(np.ptp(data)) >= SILENCE_PEAK_TO_PEAK:
         raise AudioError(
@@ -183,6 +175,20 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
             "the downmix is silence; keep one channel"
         )
     return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels)
+
+
+def check_range(data: np.ndarray, path: Path) -> None:
+    """Refuse decoded samples that are not finite or reach past :data:`MAX_FLOAT_PEAK` × full
+    scale (integer values stored as float): every command that reads audio refuses them alike."""
+    if not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
+    peak = float(np.abs(data).max()) if data.size else 0.0
+    if peak > MAX_FLOAT_PEAK:
+        raise AudioError(
+            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
+            "these look like integer values stored as float): rescale the file"
+        )
 
 
 def prepare(
