@@ -333,6 +333,13 @@ def test_a_silent_reference_level_with_a_dev_split_is_a_counted_failure(data: Pa
         n_failed = sum(int(re.search(r" (\d+) utterance\(s\) failed", e).group(1)) for e in errored[:2])
         assert record["n_failures"] == n_failed == len(record["failures"]) > 0
         assert {f["cell"] for f in record["failures"]} == {"gender=female,loss=all", "gender=male,loss=all"}
+    out = tmp_path / "analysis"
+    res = runner.invoke(app, ["analyze", str(only_run_dir(tmp_path / "o")), "--bootstrap", "0", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (
+        f"note: 2 cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have no results row"
+        in res.output
+    )
 
 
 # ---- issue 38, item 4: one verdict on audio, cold or warm cache, SV or CM ---------------------------
