@@ -481,3 +481,18 @@ def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_ru
     line = _one_line(res)
     assert re.match(rf"error: {re.escape(str(loud))}: samples reach (599\.9|600), more than 2× full scale", line)
     assert not (tmp_path / "o2.wav").exists()
+
+
+def test_readable_slugs_are_the_label_unless_a_character_must_go() -> None:
+    """Names a person reads (cards, exports, adapters) are the label itself when it is safe; a
+    hash only where characters were replaced; the stored slug of run directories is unchanged."""
+    from interbias.utils.paths import readable_slug, slug
+
+    assert readable_slug("CAM++") == "CAM++" and readable_slug("mfcc-stats") == "mfcc-stats"
+    assert readable_slug("gender=female,noise=n10") == "gender=female,noise=n10"
+    for text in ("CAM+++orca:1a2b", "a/b", "../x", "-rf", "CAM++ +as-norm", "x" * 81, ""):
+        out = readable_slug(text)
+        digest = __import__("hashlib").sha256(text.encode()).hexdigest()[:6]
+        assert out.endswith(f"-{digest}") and "/" not in out and not out.startswith((".", "-")), out
+    assert readable_slug("a:b") != readable_slug("a/b")  # read the same, kept apart by the hash
+    assert slug("CAM++") == "CAM__-395952"  # run directories and caches keep their names

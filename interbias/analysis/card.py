@@ -267,9 +267,10 @@ def write_card(card: Card, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
     from interbias.analysis.report_document import to_html, to_markdown
     from interbias.utils import atomic
-    from interbias.utils.paths import slug
+    from interbias.utils.paths import readable_slug
 
-    md, page = folder / f"card_{slug(card.label)}.md", folder / f"card_{slug(card.label)}.html"
+    name = readable_slug(card.label)
+    md, page = folder / f"card_{name}.md", folder / f"card_{name}.html"
     atomic.write_text(md, to_markdown(card.report, "."))
     atomic.write_text(page, to_html(card.report))
     return md, page

@@ -333,7 +333,7 @@ def _train_variant(
     reporter: Reporter,
 ) -> tuple[tuple[Path, str], list[dict[str, float]]]:
     """Train one variant, write its adapter (+ .json manifest); ((path, sha256), loss trace)."""
-    from interbias.utils.paths import slug
+    from interbias.utils.paths import readable_slug
 
     labels = {"sem": trained.text, "voice": trained.voice, "expr": trained.style}
     by_voice = group_of_voice(trained, options.groups)
@@ -343,7 +343,7 @@ def _train_variant(
     manifest = {**base_manifest, "variant": name, "config": cfg.as_dict(), "final_loss": result.losses[-1]}
     data = save_adapter(out / "adapter.tmp.safetensors", result.tensors, manifest)
     sha = hashlib.sha256(data).hexdigest()
-    path = out / f"orca-{slug(col.encoder)}-{name}-{sha[:12]}.safetensors"
+    path = out / f"orca-{readable_slug(col.encoder)}-{name}-{sha[:12]}.safetensors"
     (out / "adapter.tmp.safetensors").replace(path)
     check = load_adapter(path)  # the file as the repaired encoder will read it
     atomic.write_text(path.with_suffix(".json"), json.dumps(check.manifest, indent=2, sort_keys=True) + "\n")
