@@ -27,7 +27,7 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
-from interbias.utils.errors import CellError, MetricError
+from interbias.utils.errors import CellError, InterbiasError, MetricError
 
 #: results columns of runs with ``operator_draws`` > 1 (see the module docs).
 DRAW_COLUMNS = ["operator_draws", "eer_draw_sd", "min_dcf_draw_sd"]
@@ -86,12 +86,22 @@ def score_cell(
     more than ``max_failure_share`` of the trials of a draw would be dropped or the metrics are
     undefined on what is left."""
     draws = cell.draws()
-    parts = [
-        score_draw(
-            replace(cell, enrol_chain=e, test_chain=t, n_draws=1), enc, trials, emb, max_failure_share, sample_rate_hz
-        )
-        for e, t in draws
-    ]
+    try:
+        parts = [
+            score_draw(
+                replace(cell, enrol_chain=e, test_chain=t, n_draws=1),
+                enc,
+                trials,
+                emb,
+                max_failure_share,
+                sample_rate_hz,
+            )
+            for e, t in draws
+        ]
+    except CellError:
+        raise
+    except InterbiasError as exc:  # every errored cell's line names its cell and model
+        raise CellError(f"cell {cell.id} / {enc.label}: {exc}") from None
     return parts[0] if cell.n_draws == 1 else combine_draws(parts)
 
 
