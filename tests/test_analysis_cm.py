@@ -151,6 +151,14 @@ def test_cli_cm_eval(tmp_path: Path) -> None:
     res = runner.invoke(app, ["cm-eval", "eer", str(r1), str(r2), str(r1)])
     assert res.exit_code == 1
     assert res.stderr.strip() == "error: 3 rounds: give --weights (ADD 2023 defines 0.4,0.6 for two rounds)"
+    for name, only in (("bona fide", "bonafide"), ("spoof", "spoof")):  # was: "no non-target trials"
+        one = tmp_path / f"only-{only}.txt"
+        one.write_text(f"a 0.9 {only}\nb 0.8 {only}\n")
+        res = runner.invoke(app, ["cm-eval", "eer", str(one)])
+        missing = "spoof" if name == "bona fide" else "bona fide"
+        assert res.exit_code == 1 and res.stderr.strip() == (
+            f"error: {one}: no {missing} trials (2 trial(s), all of one class): the EER is undefined"
+        )
     (tmp_path / "ref.txt").write_text(REF)
     (tmp_path / "pred.txt").write_text(PRED)
     res = runner.invoke(app, ["cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--json"])

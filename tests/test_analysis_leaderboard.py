@@ -146,3 +146,22 @@ def test_ten_equal_encoders_are_rarely_separated() -> None:
         hits += bool(pairs.separated.any())
     print(f"equal encoders: some pair separated in {hits} of {NULL_RUNS} runs")
     assert hits / NULL_RUNS <= 0.07
+
+
+def test_a_single_encoder_run_has_no_pairs_and_says_so(tmp_path: Path) -> None:
+    """One encoder: the leaderboard shows its values with no rank and a note, ``report --latex``
+    leaves the leaderboard table out with the reason (was: cannot reshape array of size 0)."""
+    run = pattern_run(tmp_path / "r1", 4, {"A": {"clean": "perfect", "n10": "third"}})
+    board = lb.build(load([run], Options(n_boot=20)))
+    assert board.pairs.empty and board.table["rank"].isna().all()
+    assert board.table.set_index("model").loc["A", "S01"] == pytest.approx(1 / 6)
+    assert board.notes == ["a single encoder (A): no pair of encoders to compare, no rank"]
+    res = CliRunner().invoke(app, ["leaderboard", str(run), "--bootstrap", "20"])
+    assert res.exit_code == 0 and "note: a single encoder (A): no pair of encoders to compare, no rank" in res.output
+    res = CliRunner().invoke(app, ["report", str(run), "--latex", "--bootstrap", "20"])
+    assert res.exit_code == 0, res.output
+    found = list(run.rglob("leaderboard.tex"))
+    assert len(found) == 1, res.output
+    assert found[0].read_text() == (
+        "% leaderboard: not available for this run (a single encoder (A): no pair of encoders to rank)\n"
+    )

@@ -51,3 +51,34 @@ def test_help_names_every_argument_and_option(path: tuple[str, ...]) -> None:
             assert any(n.lower() in text.lower() for n in names), (names, res.output)
         elif not getattr(param, "hidden", False):
             assert any(opt in text for opt in param.opts), (param.opts, res.output)
+
+
+def test_commands_are_grouped_into_panels_and_flags_show_no_type() -> None:
+    """``interbias --help`` lists the commands in panels (run, analyse, models, audits, data),
+    every command in one; no flag shows a ``<bool>`` value it does not take."""
+    from interbias.cli import PANELS
+
+    res = runner.invoke(app, ["--help"], terminal_width=200)
+    assert res.exit_code == 0
+    heads = [line.strip("╭─╮ ") for line in res.output.splitlines() if line.startswith("╭─")]
+    assert heads == ["Options", "Run", "Analyse", "Models", "Audits", "Data"]
+    top = {p[0] for p, _ in COMMANDS}
+    assert top == {name for names in PANELS.values() for name in names}
+    for path in [(), *{(p[0],) for p, _ in COMMANDS}, ("validate",), ("run",), ("repair",)]:
+        out = runner.invoke(app, [*path, "--help"], terminal_width=200).output
+        assert "<bool>" not in out, (path, out)
+    assert "--json " in runner.invoke(app, ["validate", "--help"], terminal_width=200).output
+
+
+def test_help_paragraphs_flow() -> None:
+    """A docstring's line breaks do not break a help sentence: within a paragraph only list
+    items start a new line."""
+    from interbias.cli import flowing
+
+    assert flowing(
+        "One long\n    sentence here.\n\n    Second\n    paragraph:\n    - item one\n      goes on\n    - two"
+    ) == ("One long sentence here.\n\nSecond paragraph:\n- item one goes on\n- two")
+    for path, command in COMMANDS:
+        for para in (command.help or "").split("\n\n"):
+            for line in para.split("\n")[1:]:
+                assert line.lstrip().startswith(("- ", "* ")) or para.startswith("\b"), (path, para)

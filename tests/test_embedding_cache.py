@@ -11,11 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interbias.embedding.cache import EmbeddingCache
+from interbias.embedding.cache import AUDIO_CHECKS, EmbeddingCache
 from interbias.utils.errors import RunError
 
 FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 KEY = ("a" * 64, "chainkey@fe12345678", "encfp")
+#: A row's records as the current code stores them: none, then the audio checks' verdict.
+CHECKED = f'[{{"audio_checks": {AUDIO_CHECKS}}}]'
 
 
 def _unit(dim: int, seed: int = 0) -> np.ndarray:
@@ -23,11 +25,13 @@ def _unit(dim: int, seed: int = 0) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def _raw_put(path: Path, key: tuple[str, str, str], vec: np.ndarray, dim: int | None = None) -> None:
+def _raw_put(
+    path: Path, key: tuple[str, str, str], vec: np.ndarray, dim: int | None = None, realised: str = CHECKED
+) -> None:
     db = sqlite3.connect(str(path))
     db.execute(
         "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
-        (*key, int(vec.shape[0] if dim is None else dim), np.ascontiguousarray(vec, np.float32).tobytes(), "[]"),
+        (*key, int(vec.shape[0] if dim is None else dim), np.ascontiguousarray(vec, np.float32).tobytes(), realised),
     )
     db.commit()
     db.close()
@@ -40,6 +44,20 @@ def test_a_good_vector_is_served(tmp_path: Path) -> None:
     got = cache.get_many([KEY])[KEY]
     np.testing.assert_array_equal(got.vector, v)
     assert got.realised == [{"op": "x"}]
+
+
+@pytest.mark.parametrize("realised", ["[]", '[{"op": "x"}]', '[{"audio_checks": 0}]'])
+def test_an_entry_stored_under_other_audio_checks_is_not_served(tmp_path: Path, realised: str) -> None:
+    """A row without the current checks' verdict (stored before checks were recorded, or under
+    other checks) is left out and counted: its item is computed again, so a warm cache decides
+    what a cold one does."""
+    path = tmp_path / "e.sqlite"
+    EmbeddingCache(path).close()
+    _raw_put(path, KEY, _unit(8), realised=realised)
+    cache = EmbeddingCache(path)
+    assert cache.get_many([KEY]) == {} and cache.n_unchecked == 1
+    cache.put_many([(KEY, _unit(8), [{"op": "x"}])])  # recomputed: stored with the verdict
+    assert cache.get_many([KEY])[KEY].realised == [{"op": "x"}] and cache.n_unchecked == 0
 
 
 @pytest.mark.parametrize(

@@ -248,10 +248,16 @@ _ISSUE28_MANIFESTS = [
 @example(_ISSUE28_MANIFESTS[3], ".csv")
 @example(_ISSUE28_MANIFESTS[4], ".csv")
 @example(_ISSUE28_MANIFESTS[5], ".csv")
+@example(b"path,speaker,gender\na.wav,s1,female\nb.wav,s2,male\n", ".csv")  # issue 38: no id column
 def test_garbage_manifests(tmp_path_factory, data: bytes, suffix: str) -> None:
-    p = tmp_path_factory.mktemp("g") / f"m{suffix}"
+    folder = tmp_path_factory.mktemp("g")
+    p = folder / f"m{suffix}"
     p.write_bytes(data)
     _check_garbage(runner.invoke(app, ["corpus", "info", str(p)]))
+    exp = tiny_experiment(folder, name="G9", corpus={"manifest": str(p)}, trials=SMALL)
+    args = ["validate", str(exp), "--encoders", "mfcc-stats", "--cache-dir", str(folder / "c")]
+    res = runner.invoke(app, args)  # one line per error, never a traceback (was: KeyError 'id')
+    assert "Traceback" not in res.output and (res.exception is None or isinstance(res.exception, SystemExit))
 
 
 @GARBAGE
@@ -259,6 +265,7 @@ def test_garbage_manifests(tmp_path_factory, data: bytes, suffix: str) -> None:
 @example(b"e t 0.5 bonafide\ne t 0.1 FAKE\ne t nan spoof\n")  # issue 28: one label vocabulary
 @example(b"u1 0.5 genuine\nu2 0.1 real\n")
 @example(b"score,label\n0.5,True\n0.1,false\ninf,1\n")
+@example(b"a 0.9 bonafide\nb 0.8 bonafide\n")  # issue 38: one class only
 def test_garbage_score_files(tmp_path_factory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("g")
     for name in ("s.csv", "s.txt"):

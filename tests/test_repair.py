@@ -152,6 +152,35 @@ def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> 
     assert set(adapter.manifest["heldout_voices"]) == held_v
     assert adapter.manifest["config"]["steps"] == 20 and adapter.manifest["seed"] == 0
     assert len(adapter.manifest["train_embeddings_sha256"]) == 64
+    assert info["notes"] == [] and len(info["options_sha256"]) == 64
+
+
+def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_split(tmp_path: Path) -> None:
+    """A rerun into the same --out with other options is refused before any work and leaves the
+    first audit byte for byte; the same options may write again; --heldout-share 0.99 on groups
+    of two voices holds out one of each and says so (was: silently)."""
+    path = tmp_path / "grid.csv"
+    grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
+    out = tmp_path / "out"
+    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(out)]
+    args += ["--steps", "5", "--batch", "32", "--hidden", "8", "--permutations", "2", "--no-jackknife", "-q"]
+    res = runner.invoke(app, [*args, "--heldout-share", "0.99"])
+    assert res.exit_code == 0, res.output
+    note = (
+        "--heldout-share 0.99: 4 of 8 voices held out (50%); in 4 group(s) the count was clamped so that "
+        "training and held-out voices each keep at least one voice of the group"
+    )
+    assert f"note: {note}" in res.output.splitlines()
+    info = json.loads((out / "repair.json").read_text())
+    assert info["notes"] == [note]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    res = runner.invoke(app, [*args, "--heldout-share", "0.5"])
+    assert res.exit_code == 1 and len(res.output.splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: {out} already holds the repair of other options (options ")
+    assert res.output.rstrip().endswith("would be overwritten; give another --out, or remove that folder")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    res = runner.invoke(app, [*args, "--heldout-share", "0.99"])  # the same options: written again
+    assert res.exit_code == 0, res.output
 
 
 def fake_adapter(path: Path, base_fp: str, d: int = 40, seed: int = 0) -> Path:

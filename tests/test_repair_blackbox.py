@@ -202,3 +202,10 @@ def test_bad_answers_get_one_clear_error(protocol: Path, tmp_path: Path) -> None
     pd.DataFrame({"id": p["trial_id"]}).to_csv(path, index=False)
     res = runner.invoke(app, ["blackbox", "analyze", str(path), "--protocol", str(protocol)])
     assert res.exit_code == 1 and "needs columns trial_id and score" in res.output
+    extra = pd.DataFrame({"trial_id": [*p["trial_id"], "t999999", "x1"], "score": 0.5})
+    extra.to_csv(path, index=False)  # every trial answered, plus two the protocol does not hold: refused
+    res = runner.invoke(app, ["blackbox", "analyze", str(path), "--protocol", str(protocol)])
+    assert res.exit_code == 1 and res.output == (
+        f"error: {path}: 2 answer(s) for trial ids not in the protocol (an answers file of another protocol?); "
+        "first: 't999999'\n"
+    )

@@ -118,3 +118,40 @@ def test_embedding_items_count_pools_and_chains(tmp_path: Path, cap: int | None)
     est = validate_file(exp_path, encoders=["mfcc-stats", "GE2E"], cache=tmp_path).estimates[0]
     assert est.n_embeddings == 2 * 2 * n_utts and est.n_rows == 4 * 2
     assert est.seconds is not None and est.seconds > 0
+
+
+def test_a_manifest_without_an_id_column_is_read_as_run_reads_it(tmp_path: Path) -> None:
+    """The README's own format (``path,speaker,gender``): an id defaults to the path without its
+    extension, so the estimate counts the same utterances as the manifest with ids."""
+    lines = ["path,speaker,gender"] + [
+        f"{s}/{i}.wav,{s},{g}"
+        for s, g in (("f1", "female"), ("f2", "female"), ("m1", "male"), ("m2", "male"))
+        for i in range(3)
+    ]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("\n".join(lines) + "\n")
+    exp_path = tiny_experiment(tmp_path, corpus={"manifest": str(manifest)}, trials={"targets": 4, "min_speakers": 2})
+    res = runner.invoke(app, ["validate", str(exp_path), "--encoders", "mfcc-stats", "--json"])
+    assert res.exit_code == 0, res.output
+    (entry,) = json.loads(res.output)
+    assert entry["errors"] == []
+    assert entry["estimates"][0]["n_utterances"] == 12 and entry["estimates"][0]["n_items"] == 24
+
+
+def test_a_million_cell_grid_is_refused_in_seconds_with_its_count(tmp_path: Path) -> None:
+    """``validate`` counts the grid before building a cell and refuses what ``run`` refuses."""
+    import time
+
+    levels = {f"l{i}": [{"op": "noise", "kind": "gaussian", "snr_db": i * 0.5}] for i in range(100)}
+    factors = [{"name": n, "type": "acoustic", "apply_to": "test", "reference": "l0", "levels": levels} for n in "abc"]
+    exp_path = tiny_experiment(tmp_path, name="G02", factors=factors)
+    start = time.monotonic()
+    res = runner.invoke(
+        app, ["validate", str(exp_path), "--encoders", "mfcc-stats", "--cache-dir", str(tmp_path / "c")]
+    )
+    assert time.monotonic() - start < 10
+    assert res.exit_code == 1
+    assert (
+        f"error: {exp_path}: G02: the grid has 1,000,000 cells (a 100 × b 100 × c 100) × 1 encoder(s) = 1,000,000 "
+        "results rows, over the limit of 10,000" in res.output
+    )

@@ -7,6 +7,7 @@ over full scale, stereo channels that cancel)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -291,3 +292,207 @@ def test_float_audio_far_over_full_scale_and_cancelling_channels(tmp_path: Path)
         f"{stereo}: its 2 channels cancel when averaged to mono (one is the other inverted): the downmix is "
         "silence; keep one channel"
     )
+
+
+# ---- issue 38: silence in the reference level, errored cells counted --------------------------------
+
+
+def test_a_silent_reference_level_with_a_dev_split_is_a_counted_failure(data: Path, tmp_path: Path) -> None:
+    """The reference level's chain silences every test utterance in a run with a dev split: the
+    cells error with their cell and model named, the fairness step says it has no reference
+    cell (was: ValueError 'No objects to concatenate', no run.json), run.json counts every
+    failed utterance of the errored cells, and a rerun says the same."""
+    lossy = {
+        "name": "loss",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "all",
+        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
+    }
+    trials = {"targets": 4, "min_speakers": 2, "dev_share": 0.5}
+    exp = tiny_experiment(
+        tmp_path, name="S02", corpus={"manifest": str(data)}, trials=trials, factors=[gender_factor(), lossy]
+    )
+    for _ in range(2):  # the rerun reuses the finished clean cells and says the same
+        res = runner.invoke(app, [*run_args(exp, tmp_path / "o", tmp_path / "c"), "--max-failure-share", "0.999"])
+        assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+        (line,) = [x for x in res.output.splitlines() if x.startswith("error: ")]
+        assert line.startswith(
+            "error: 2 cells, 1 analysis errored (all listed in run.json errored_cells); first: cell "
+        )
+        record = json.loads((only_run_dir(tmp_path / "o") / "run.json").read_text())
+        errored = record["errored_cells"]
+        assert len(errored) == 3
+        for cell in ("gender=female,loss=all", "gender=male,loss=all"):
+            (msg,) = [e for e in errored if e.startswith(f"cell {cell} / mfcc-stats: ")]
+            assert re.search(r" \d+ utterance\(s\) failed, dropping \d+ of 16 trials", msg)
+        assert errored[2].endswith(
+            ": mfcc-stats has no scored cell in the reference condition (loss=all): no dev threshold, no fairness report"
+        )
+        assert errored[2].startswith("analysis: S02-")
+        n_failed = sum(int(re.search(r" (\d+) utterance\(s\) failed", e).group(1)) for e in errored[:2])
+        assert record["n_failures"] == n_failed == len(record["failures"]) > 0
+        assert {f["cell"] for f in record["failures"]} == {"gender=female,loss=all", "gender=male,loss=all"}
+    out = tmp_path / "analysis"
+    res = runner.invoke(app, ["analyze", str(only_run_dir(tmp_path / "o")), "--bootstrap", "0", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (
+        f"note: 2 cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have no results row"
+        in res.output
+    )
+
+
+# ---- issue 38, item 4: one verdict on audio, cold or warm cache, SV or CM ---------------------------
+
+
+def _verdicts(out: Path) -> tuple[dict, list[str], list[tuple[str, str, str]]]:
+    """(n_failed per model/cell, errored cells, failed (cell, utterance, side)) of the one run in ``out``."""
+    run_dir = only_run_dir(out)
+    rows = pd.read_csv(run_dir / "results.csv")
+    record = json.loads((run_dir / "run.json").read_text())
+    failed = sorted((f["cell"], f["utterance"], f["side"]) for f in record["failures"])
+    return dict(zip(rows.model + "/" + rows.cell, rows.n_failed, strict=True)), record["errored_cells"], failed
+
+
+def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A file of -96 dBFS dither fails in every cell (decided on the input); a chain that
+    silences its input fails its cells. The same verdicts (n_failed, errored cells, failures)
+    with an empty cache, a warm one, and a cache filled without the checks (as before they were
+    stored with the embedding); the countermeasure path fails the same utterances."""
+    import sqlite3
+
+    from interbias.audio import frontend
+    from interbias.cm.scoring import degrade
+    from interbias.embedding import executors
+
+    manifest = _copy(data, tmp_path)
+    table = pd.read_csv(manifest)
+    dithered = table.id[0]
+    noise = np.random.default_rng(0).standard_normal(RATE * 2) * 10 ** (-96 / 20)
+    sf.write(manifest.parent / table.path[0], noise, RATE, subtype="PCM_24")
+    lossy = {
+        "name": "loss",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "clean",
+        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
+    }
+    trials = {"targets": 6, "min_speakers": 3}
+    exp = tiny_experiment(
+        tmp_path, name="V01", corpus={"manifest": str(manifest)}, trials=trials, factors=[gender_factor(), lossy]
+    )
+    more = ["--max-failure-share", "0.999"]
+    cold = runner.invoke(app, [*run_args(exp, tmp_path / "cold", tmp_path / "c1"), *more])
+    warm = runner.invoke(app, [*run_args(exp, tmp_path / "warm", tmp_path / "c1"), *more])
+    assert cold.exit_code == warm.exit_code == 1 and "Traceback" not in cold.output + warm.output
+    verdict = _verdicts(tmp_path / "cold")
+    n_failed, errored, failed = verdict
+    assert any(u == dithered for _, u, _ in failed)  # the dither file fails, in the clean cells too
+    gender = table.gender[0]
+    assert n_failed[f"mfcc-stats/gender={gender},loss=clean"] >= 1
+    assert [e.split(" / ")[0] for e in errored] == ["cell gender=female,loss=all", "cell gender=male,loss=all"]
+    assert _verdicts(tmp_path / "warm") == verdict
+    # a cache filled without the checks, its rows lacking the verdict (as stored before): not served
+    with monkeypatch.context() as m:
+        m.setattr(executors, "check_chain_output", lambda *a, **k: None)
+        m.setattr(frontend, "check_speech_floor", lambda *a, **k: None)
+        unchecked = runner.invoke(app, [*run_args(exp, tmp_path / "unchecked", tmp_path / "c2"), *more])
+    assert _verdicts(tmp_path / "unchecked") != verdict, unchecked.output  # without the checks: scored
+    db = sqlite3.connect(str(next((tmp_path / "c2").rglob("*.sqlite"))))
+    db.execute("UPDATE embeddings SET realised = json_remove(realised, '$[#-1]')")
+    db.commit()
+    db.close()
+    again = runner.invoke(app, [*run_args(exp, tmp_path / "again", tmp_path / "c2"), *more])
+    assert again.exit_code == 1 and _verdicts(tmp_path / "again") == verdict
+    # the countermeasure scoring path decides the same for the same utterances and chains
+    from interbias.corpora.manifest import Manifest
+    from interbias.experiments.schema import load_experiment
+
+    corpus = Manifest.read(manifest)
+    cells = {c.id: c for c in load_experiment(exp).cells()}
+    for cell_id in ("gender=female,loss=clean", "gender=female,loss=all"):
+        sv = {u for c, u, side in failed if c == cell_id and side == "test"}
+        tested = {u for c, u, side in failed if side == "test"} | {dithered}
+        utts = [u for u in corpus if u.id in tested and u.gender == "female"]
+        cm = {line.split(": ")[0] for line in degrade(corpus, utts, cells[cell_id].test_chain, tmp_path / "c1").failed}
+        assert cm == {u.id for u in utts if u.id in sv or u.id == dithered}
+
+
+def test_an_operator_that_did_less_than_asked_is_said(data: Path, tmp_path: Path) -> None:
+    """A crop longer than every file (its cell is the clean audio) and an echo longer than the
+    file (no reflection added) each give one line, even with --quiet (was: only in
+    operations.parquet)."""
+    ops = {
+        "name": "ops",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": "clean",
+        "levels": {
+            "clean": [],
+            "crop": [{"op": "crop", "duration_s": 30}],
+            "echo": [{"op": "echo", "delay_ms": 1900, "reflections": 2}],
+        },
+    }
+    trials = {"targets": 4, "min_speakers": 2}
+    exp = tiny_experiment(
+        tmp_path, name="N01", corpus={"manifest": str(data)}, trials=trials, factors=[gender_factor(), ops]
+    )
+    res = runner.invoke(app, run_args(exp, tmp_path / "o", tmp_path / "c"))
+    assert res.exit_code == 0, res.output
+    ops_table = pd.read_parquet(only_run_dir(tmp_path / "o") / "operations.parquet")
+    n = ops_table[ops_table.operators == "crop"].utterance.nunique()
+    assert n > 0
+    lines = res.output.splitlines()
+    assert (
+        f"note: crop(duration_s=30.0,where=start): the crop kept {n} of {n} utterance(s) whole (no longer than its "
+        "30 s window): all are scored on the audio without the crop"
+    ) in lines
+    assert (
+        f"note: echo(delay_ms=1900.0,decay=0.5,reflections=2): the echo added fewer than 2 reflection(s) to {n} of {n} "
+        "utterance(s) (its 1900 ms delay reaches past the end of the file; reflections_applied in operations.parquet)"
+    ) in lines
+
+
+def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_run_refuses(tmp_path: Path) -> None:
+    """An echo pushing peaks past full scale: 16-bit PCM, the clipped samples counted and said
+    (was: a 32-bit float WAV peaking at 1.19); a float file far over full scale is refused with
+    the line ``run`` gives (was: written 96 % saturated)."""
+    src, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    x = _speech(level=0.45)
+    sf.write(src, x, RATE, subtype="FLOAT")
+    args = ["degrade", str(src), str(out), "--op", "echo", "--param", "delay_ms=5", "--param", "decay=0.95"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    d = round(5 * RATE / 1000)
+    y = x.astype(np.float64)
+    y[d:] += 0.95 * x[:-d].astype(np.float64)
+    expected = int((np.abs(y.astype(np.float32)) > 1.0).sum())
+    assert expected > 0 and info["clipped_samples"] == expected and info["subtype"] == "PCM_16"
+    assert info["peak"] == pytest.approx(float(np.abs(y).max()), rel=1e-6)
+    assert sf.info(str(out)).subtype == "PCM_16" and np.abs(sf.read(out)[0]).max() <= 1.0
+    res = runner.invoke(app, args)
+    assert f"  note: {expected} sample(s) over full scale (peak {info['peak']:.3g}) were clipped to it" in res.output
+    loud = tmp_path / "loud.wav"
+    sf.write(loud, _speech() * 3000, RATE, subtype="FLOAT")
+    res = runner.invoke(app, ["degrade", str(loud), str(tmp_path / "o2.wav"), "--op", "gain", "--param", "gain_db=0"])
+    line = _one_line(res)
+    assert re.match(rf"error: {re.escape(str(loud))}: samples reach (599\.9|600), more than 2× full scale", line)
+    assert not (tmp_path / "o2.wav").exists()
+
+
+def test_readable_slugs_are_the_label_unless_a_character_must_go() -> None:
+    """Names a person reads (cards, exports, adapters) are the label itself when it is safe; a
+    hash only where characters were replaced; the stored slug of run directories is unchanged."""
+    from interbias.utils.paths import readable_slug, slug
+
+    assert readable_slug("CAM++") == "CAM++" and readable_slug("mfcc-stats") == "mfcc-stats"
+    assert readable_slug("gender=female,noise=n10") == "gender=female,noise=n10"
+    for text in ("CAM+++orca:1a2b", "a/b", "../x", "-rf", "CAM++ +as-norm", "x" * 81, ""):
+        out = readable_slug(text)
+        digest = __import__("hashlib").sha256(text.encode()).hexdigest()[:6]
+        assert out.endswith(f"-{digest}") and "/" not in out and not out.startswith((".", "-")), out
+    assert readable_slug("a:b") != readable_slug("a/b")  # read the same, kept apart by the hash
+    assert slug("CAM++") == "CAM__-395952"  # run directories and caches keep their names

@@ -38,6 +38,11 @@ def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, A
     rounds = []
     for path in paths:
         s, lab = read_cm_scores(path)
+        for label, name in ((1, "bona fide"), (0, "spoof")):
+            if not (lab == label).any():
+                raise MetricError(
+                    f"{path}: no {name} trials ({len(lab)} trial(s), all of one class): the EER is undefined"
+                )
         e, thr = eer_from_sweep(threshold_sweep(s, lab))
         rounds.append(
             {

@@ -268,9 +268,10 @@ def write_page(page: EncoderPage, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
     from interbias.analysis.report_document import to_html, to_markdown
     from interbias.utils import atomic
-    from interbias.utils.paths import slug
+    from interbias.utils.paths import readable_slug
 
-    md, html = folder / f"card_{slug(page.label)}.md", folder / f"card_{slug(page.label)}.html"
+    name = readable_slug(page.label)
+    md, html = folder / f"card_{name}.md", folder / f"card_{name}.html"
     atomic.write_text(md, to_markdown(page.report, "."))
     atomic.write_text(html, to_html(page.report))
     return md, html

@@ -169,6 +169,12 @@ def _model_units(
             dev_frames.append(sc[calibration_trials(sc)])
             dev_cells.append(row.cell)
         by_condition.setdefault(condition, []).append(sc[in_split(sc, "eval")])
+    if not dev_frames:
+        reference = ",".join(f"{f}={ref}" for f, ref in acoustic.items()) or "all"
+        raise AnalysisError(
+            f"{run.path.name}: {model} has no scored cell in the reference condition ({reference}): "
+            "no dev threshold, no fairness report"
+        )
     thr = _dev_threshold(run, model, pd.concat(dev_frames), dev_cells, the_rule)
     units = []
     for condition, frames in by_condition.items():

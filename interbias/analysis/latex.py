@@ -30,7 +30,7 @@ import pandas as pd
 
 from interbias.analysis.suite import Analysis
 from interbias.utils import atomic
-from interbias.utils.errors import InterbiasError
+from interbias.utils.errors import AnalysisError, InterbiasError
 
 DIGITS = 3
 _SPECIAL = {
@@ -190,6 +190,8 @@ def leaderboard_table(a: Analysis) -> str | None:
     if a.replicates is None:
         return None
     board = lb.build([RunAnalysis(a.run.path, a.run.trials_sha256 or "unknown", a)])
+    if len(board.models) < 2:
+        raise AnalysisError(f"a single encoder ({', '.join(board.models)}): no pair of encoders to rank")
     names = [c.label for c in board.columns] + ["macro"]
     cols = [text("model"), *(with_ci(n) for n in names), Col("rank", lambda r: number(r.get("rank"), 0))]
     caption = (

@@ -171,7 +171,11 @@ def build(runs: list[RunAnalysis]) -> Leaderboard:
             macro_reps[m] = np.mean([entries[(m, c.experiment, c.trials_sha256)][1] for c in common], axis=0)
         rows.append(row)
     table = pd.DataFrame(rows)
-    if common:
+    if len(models) < 2:
+        table["rank"], table["not_separated_from"] = np.nan, ""
+        pairs = pd.DataFrame(columns=PAIR_COLUMNS)
+        notes.append(f"a single encoder ({', '.join(models) or 'none'}): no pair of encoders to compare, no rank")
+    elif common:
         observed = {m: float(np.mean([entries[(m, c.experiment, c.trials_sha256)][0] for c in common])) for m in models}
         rank, ties, pairs = rank_encoders(models, observed, macro_reps, level)
         table["rank"] = [rank[m] for m in models]

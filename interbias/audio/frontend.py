@@ -32,6 +32,12 @@ SILENCE_PEAK_TO_PEAK = 1e-6
 #: stored as float reach hundreds or thousands: those are refused rather than embedded at a
 #: level no encoder was trained on.
 MAX_FLOAT_PEAK = 2.0
+#: Loudest 20 ms frame (mean square, dB re full scale) under which an input holds no speech:
+#: about the quantisation noise of 16-bit audio (one LSB is -90.3 dBFS). A file that never rises
+#: above it (digital silence, -96 dBFS dither) fails in every cell, before any chain runs.
+SPEECH_FLOOR_DBFS = -90.0
+#: Frame length of :func:`loudest_frame_db` (the framing of interbias.audio.level).
+SPEECH_FRAME_S = 0.02
 
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
@@ -161,15 +167,7 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
     channels = data.shape[1]
     if data.shape[0] == 0:
         raise AudioError(f"{path}: file holds no samples")
-    if not np.isfinite(data).all():
-        bad = int((~np.isfinite(data)).sum())
-        raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
-    peak = float(np.abs(data).max())
-    if peak > MAX_FLOAT_PEAK:
-        raise AudioError(
-            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
-            "these look like integer values stored as float): rescale the file"
-        )
+    check_range(data, path)
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
     if channels > 1 and float(np.ptp(mono)) < SILENCE_PEAK_TO_PEAK and float(np.ptp(data)) >= SILENCE_PEAK_TO_PEAK:
         raise AudioError(
@@ -177,6 +175,20 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
             "the downmix is silence; keep one channel"
         )
     return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels)
+
+
+def check_range(data: np.ndarray, path: Path) -> None:
+    """Refuse decoded samples that are not finite or reach past :data:`MAX_FLOAT_PEAK` × full
+    scale (integer values stored as float): every command that reads audio refuses them alike."""
+    if not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise AudioError(f"{path}: {bad} non-finite (NaN/Inf) sample(s)")
+    peak = float(np.abs(data).max()) if data.size else 0.0
+    if peak > MAX_FLOAT_PEAK:
+        raise AudioError(
+            f"{path}: samples reach {peak:.4g}, more than {MAX_FLOAT_PEAK:g}× full scale (float audio lies in [-1, 1]; "
+            "these look like integer values stored as float): rescale the file"
+        )
 
 
 def prepare(
@@ -197,6 +209,7 @@ def prepare(
         raise AudioError(f"{where}: {duration:.3f} s is shorter than the minimum {frontend.min_duration_s:g} s")
     if require_signal:
         check_signal(mono, where=where)
+        check_speech_floor(mono, source_rate_hz, where=where)
     x = resample(mono, source_rate_hz, frontend.sample_rate_hz, frontend.resampler)
     truncated = False
     if frontend.max_duration_s is not None:
@@ -224,6 +237,26 @@ def check_signal(mono: np.ndarray, *, where: str) -> None:
         level = float(mono[0])
         what = "all samples are zero" if level == 0.0 else f"all samples hold the constant value {level:.6g}"
         raise AudioError(f"{where}: no signal ({what}); nothing to embed")
+
+
+def loudest_frame_db(x: np.ndarray, sample_rate_hz: int) -> float:
+    """Mean square of the loudest whole 20 ms frame of ``x`` (all of ``x`` when shorter), dB re
+    full scale (``-inf`` for all zeros)."""
+    flen = min(len(x), max(1, int(round(SPEECH_FRAME_S * sample_rate_hz))))
+    n = len(x) // flen
+    power = float((x[: n * flen].astype(np.float64).reshape(n, flen) ** 2).mean(axis=1).max())
+    return float(10 * np.log10(power)) if power > 0 else float("-inf")
+
+
+def check_speech_floor(mono: np.ndarray, sample_rate_hz: int, *, where: str) -> None:
+    """Refuse an input whose loudest 20 ms frame is under :data:`SPEECH_FLOOR_DBFS`: it holds
+    no speech, whatever chain follows (decided once, on the input, the same in every cell)."""
+    loudest = loudest_frame_db(mono, sample_rate_hz)
+    if loudest < SPEECH_FLOOR_DBFS:
+        raise AudioError(
+            f"{where}: near-silence: its loudest 20 ms frame is {loudest:.1f} dBFS, under the floor "
+            f"{SPEECH_FLOOR_DBFS:g} dBFS (16-bit quantisation noise); nothing to embed"
+        )
 
 
 def info(path: Path) -> tuple[float, int, int]:

@@ -11,6 +11,7 @@ quietly with exit code 141, what a shell reports for a program ended by SIGPIPE 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -119,6 +120,86 @@ from interbias.cli import repair as _repair  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
 from interbias.cli import validate as _validate  # noqa: E402,F401
+
+#: The ``--help`` panels, in order, and the commands each holds, in order: every command is in one.
+PANELS: dict[str, tuple[str, ...]] = {
+    "Run": ("run", "validate", "list", "plan", "export"),
+    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "fairness", "metrics", "cm-eval"),
+    "Models": ("encoders", "models", "embed", "cm"),
+    "Audits": ("geometry", "repair", "blackbox"),
+    "Data": ("corpus", "operators", "degrade"),
+}
+
+
+def flowing(text: str) -> str:
+    """``text`` with each paragraph's line breaks joined (the docstrings' wrapping would break
+    help sentences mid-line); list items (``- ``, ``* ``) keep a line each; a paragraph
+    starting with ``\b`` is kept as written."""
+    paragraphs = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        if para.startswith("\b"):
+            paragraphs.append(para)
+            continue
+        lines: list[str] = []
+        for line in para.split("\n"):
+            item = line.lstrip().startswith(("- ", "* "))
+            if lines and not item:
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.rstrip() if item else line.strip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _arrange(typer_app: typer.Typer, panels: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Flowing help on every command and group (walked), and at the top level each command in
+    its panel of :data:`PANELS`, in the panels' order."""
+    where = {name: panel for panel, names in (panels or {}).items() for name in names}
+    order = {name: i for i, name in enumerate(where)}
+    if panels is not None:
+        names = [
+            c.name or (c.callback.__name__.replace("_", "-") if c.callback else "")
+            for c in typer_app.registered_commands
+        ]
+        unplaced = sorted(set(names + [g.name or "" for g in typer_app.registered_groups]) - set(where))
+        if unplaced:
+            raise RuntimeError(f"command(s) {', '.join(unplaced)} in no --help panel: add them to interbias.cli.PANELS")
+    for info in typer_app.registered_commands:
+        info.help = flowing(info.help or inspect.getdoc(info.callback) or "")
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        if panels is not None:
+            info.rich_help_panel = where[name]
+    for group in typer_app.registered_groups:
+        sub = group.typer_instance
+        if sub is None:
+            continue
+        sub.info.help = flowing(group.help or sub.info.help or "")
+        group.help = sub.info.help
+        if panels is not None:
+            group.rich_help_panel = where[group.name or ""]
+        _arrange(sub)
+    if panels is not None:
+        typer_app.registered_commands.sort(
+            key=lambda c: order[c.name or (c.callback.__name__.replace("_", "-") if c.callback else "")]
+        )
+        typer_app.registered_groups.sort(key=lambda g: order[g.name or ""])
+
+
+def _flags_without_type() -> None:
+    """typer (0.29) shows a flag's type (``--json <bool>``) though a flag takes no value: a
+    flag's help shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_arrange(app, PANELS)
+_flags_without_type()
 
 
 def main() -> None:

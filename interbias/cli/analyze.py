@@ -83,6 +83,13 @@ def analyze(
     if not quiet:
         _print_tables(a, metric, tolerance)
     typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
+    errored = [e for e in (a.run.run_json or {}).get("errored_cells", []) if not str(e).startswith("analysis: ")]
+    if errored:  # the family is smaller than the design: said, not silent
+        typer.echo(
+            f"note: {len(errored)} cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have "
+            "no results row, so the settings that need them are in missing_terms.csv and out of the contrasts' "
+            "multiplicity family"
+        )
     if len(a.above_chance):
         typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
     if a.replicates is not None:

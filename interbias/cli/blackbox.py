@@ -77,11 +77,11 @@ def score_cmd(
     """Score a protocol with a local encoder (cosine of enrolment and test embeddings)."""
     from interbias.repair.blackbox import encoder_embedder, read_protocol, score_with
     from interbias.utils import atomic
-    from interbias.utils.paths import slug
+    from interbias.utils.paths import readable_slug
 
     frame = read_protocol(protocol)
     scores = score_with(frame, encoder_embedder(encoder, device))
-    path = out or protocol.parent / f"scores-{slug(encoder)}.csv"
+    path = out or protocol.parent / f"scores-{readable_slug(encoder)}.csv"
     atomic.write_csv(path, scores)
     typer.echo(f"wrote {path} ({len(scores)} trials)")
 

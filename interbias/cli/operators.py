@@ -42,6 +42,11 @@ def degrade(
         typer.echo(json.dumps(info, indent=2, default=str))
         return
     typer.echo(f"{info['label']} -> {dst} ({info['sample_rate_hz']} Hz, {info['subtype']})")
+    if info["clipped_samples"]:
+        typer.echo(
+            f"  note: {info['clipped_samples']} sample(s) over full scale (peak {info['peak']:.3g}) were clipped "
+            "to it in the file written"
+        )
     for rec in info["realised"]:
         typer.echo("  " + json.dumps(rec, default=str))
     if info["channels_in"] > 1:

@@ -130,6 +130,8 @@ def _print(outcome: RepairOutcome, quiet: bool) -> None:
         cols = ["variant", "F_sem", "F_voice", "F_expr", "Lambda_sem_voice", "Lambda_voice_expr"]
         cols += ["ell_sem_voice", "Gamma_acc", "Gamma_acc_p", "Gamma_gen", "Gamma_gen_p"]
         print_frame(outcome.summary, f"ORCA on held-out voices ({len(outcome.split.heldout)} voices)", cols)
+    for note in outcome.notes:
+        typer.echo(f"note: {note}")
     typer.echo(f"adapter: {outcome.adapter}")
     typer.echo(f"repaired encoder: {outcome.label}")
     if outcome.heldout_manifest:

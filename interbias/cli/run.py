@@ -172,6 +172,11 @@ def _report(outcome: RunOutcome, quiet: bool) -> None:
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]
-        more = f"{n} cells errored (all listed in run.json errored_cells); first: " if n > 1 else ""
+        n_analyses = sum(e.startswith("analysis: ") for e in outcome.errored_cells)
+        n_cells = n - n_analyses
+        parts = [f"{n_cells} cell{'s' if n_cells > 1 else ''}"] if n_cells else []
+        parts += [f"{n_analyses} {'analyses' if n_analyses > 1 else 'analysis'}"] if n_analyses else []
+        what = ", ".join(parts)
+        more = f"{what} errored (all listed in run.json errored_cells); first: " if n > 1 else ""
         typer.echo(f"error: {more}{first}", err=True)
         raise typer.Exit(1)

@@ -3,8 +3,9 @@ cell's operator chain and each CM, into one long score table.
 
 The clean (reference) cell scores dev and eval utterances; other cells score eval only, since
 the deployment threshold is chosen once, on the clean dev scores. A chain that fails on an
-utterance (an operator error, or audio that cannot be read) drops that utterance from that
-cell and is counted (``n_failed``), never replaced by unchanged audio.
+utterance (an operator error, audio that cannot be read or holds no speech, or a chain output
+that is near-silence: the checks of the SV path, :mod:`interbias.operators.silence`) drops that
+utterance from that cell and is counted (``n_failed``), never replaced by unchanged audio.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.corpora.manifest import Manifest
+from interbias.operators.silence import check_chain_output
 from interbias.utils.errors import AudioError, OperatorError
 
 #: Columns of ``cm_scores.csv``.
@@ -34,7 +36,8 @@ class CellWaves:
 
 
 def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> CellWaves:
-    """Load each utterance at 16 kHz (no duration limits) and apply ``chain`` (derived seeds)."""
+    """Load each utterance at 16 kHz (no duration limits), apply ``chain`` (derived seeds) and
+    check its output as the SV path does; failures are counted, one line each."""
     from interbias.audio.frontend import FrontEnd, load
     from interbias.operators import OpContext
 
@@ -53,6 +56,8 @@ def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> 
                     exclude_speakers=frozenset({u.speaker}), frontend=fe, cache_dir=cache_dir,
                 ),
             )  # fmt: skip
+            if chain.effective:
+                check_chain_output(x, y, 16000)
         except (AudioError, OperatorError) as exc:
             out.failed.append(f"{u.id}: {exc}")
             continue

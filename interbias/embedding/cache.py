@@ -7,7 +7,10 @@ that chain key with the front-end suffix (``<chain key>@fe<8 hex>``), not a bare
 
 One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
 batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
-what the operator chain actually did to that utterance (achieved SNR, offsets, …).
+what the operator chain actually did to that utterance (achieved SNR, offsets, …), closed by
+the verdict of the audio checks it passed (``{"audio_checks": N}``, :data:`AUDIO_CHECKS`). An
+entry stored under other checks (or before checks were recorded) is not served: its item is
+computed again and checked, so a warm cache decides what a cold one decides.
 """
 
 from __future__ import annotations
@@ -59,6 +62,13 @@ COLUMNS = ("utt_sha256", "chain_fp", "encoder_fp", "dim", "vector", "realised")
 NORM_TOLERANCE = 1e-3
 
 
+#: Version of the audio checks every stored embedding passed: the input's speech floor
+#: (:func:`interbias.audio.frontend.check_speech_floor`) and the chain output's near-silence
+#: check (:func:`interbias.operators.silence.check_chain_output`). Raise it when either changes.
+AUDIO_CHECKS = 1
+_VERDICT = {"audio_checks": AUDIO_CHECKS}
+
+
 @dataclass(frozen=True)
 class Entry:
     vector: np.ndarray
@@ -106,6 +116,8 @@ def db_error(path: Path, exc: sqlite3.DatabaseError, doing: str) -> RunError:
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        #: Entries the last :meth:`get_many` found stored under other audio checks (not served).
+        self.n_unchecked = 0
         problem = usable_dir(self.path.parent, what="cache folder")
         if problem:
             raise RunError(problem)
@@ -144,11 +156,13 @@ class EmbeddingCache:
             )
 
     def get_many(self, keys: Iterable[Key], *, dims: Mapping[str, int] | None = None) -> dict[Key, Entry]:
-        """The entries present for ``keys``. Every vector read is checked: a whole number of
+        """The entries present for ``keys`` and stored under the current audio checks (the rest
+        are left out and counted in ``n_unchecked``). Every vector read is checked: a whole number of
         float32 values, the dimension its row records (and ``dims[encoder fingerprint]``
         where given; else one dimension per encoder), finite, nonzero and L2-normalised as
         stored. A bad entry is a :class:`RunError` naming the cache file and the key."""
         keys = list(keys)
+        self.n_unchecked = 0
         out: dict[Key, Entry] = {}
         seen_dim: dict[str, int] = dict(dims or {})
         cur = self._db.cursor()
@@ -163,7 +177,11 @@ class EmbeddingCache:
                 ):
                     key = (utt, chain, enc)
                     vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
-                    out[key] = Entry(vec, self._realised(key, realised))
+                    records = self._realised(key, realised)
+                    if not records or records[-1] != _VERDICT:  # not checked as now: computed again
+                        self.n_unchecked += 1
+                        continue
+                    out[key] = Entry(vec, records[:-1])
         except sqlite3.DatabaseError as exc:
             raise db_error(self.path, exc, "read") from exc
         return out
@@ -199,6 +217,8 @@ class EmbeddingCache:
         return value
 
     def put_many(self, items: Iterable[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
+        """Store vectors with their records; each row closes with the current checks' verdict
+        (only embeddings that passed the audio checks are ever stored)."""
         rows = [
             (
                 k[0],
@@ -206,7 +226,7 @@ class EmbeddingCache:
                 k[2],
                 int(v.shape[0]),
                 np.ascontiguousarray(v, dtype=np.float32).tobytes(),
-                json.dumps(r, sort_keys=True),
+                json.dumps([*r, _VERDICT], sort_keys=True),
             )
             for k, v, r in items
         ]

@@ -173,6 +173,11 @@ class Embedder:
                 slot.setdefault(chain.fingerprint, (chain, []))[1].append(enc.fingerprint)
         n_todo = sum(len(encs) for per in todo.values() for _, encs in per.values())
         line = embeddings_ahead(self.encoders, todo, len(wanted) - n_todo)
+        if self.cache.n_unchecked:
+            line += (
+                f"; {self.cache.n_unchecked} cached embedding(s) stored under earlier audio checks are computed "
+                "again and checked"
+            )
         self.reporter.info(f"{ahead}; {line}" if ahead else line)
         return [
             EmbedTask(

@@ -44,9 +44,9 @@ def degrade_file(
 ) -> dict[str, Any]:
     """Apply one operator to an audio file at its own rate and write the result. ``talkers``
     returns the manifest whose talkers babble/crosstalk draw, called only when the operator
-    mixes in other talkers (the caller loads the corpus, so operators stay below corpora)."""
-    import soundfile as sf
-
+    mixes in other talkers (the caller loads the corpus, so operators stay below corpora).
+    Input that ``run`` refuses (non-finite, far over full scale) is refused; the output is 16-bit
+    PCM with its clipped samples counted (:func:`write_pcm16`)."""
     from interbias.audio import frontend as audio
     from interbias.operators import Chain, OpContext, make_operator
     from interbias.utils.paths import cache_dir
@@ -57,6 +57,7 @@ def degrade_file(
     data, sample_rate_hz = audio.decode(src)
     if data.shape[0] == 0:
         raise AudioError(f"{src}: file holds no samples")
+    audio.check_range(data, src)  # what ``run`` refuses, refused here too
     loaded = audio.prepare(
         data.mean(axis=1) if data.shape[1] > 1 else data[:, 0],
         sample_rate_hz,
@@ -88,17 +89,7 @@ def degrade_file(
             cache_dir=cache_dir(),
         ),
     )
-    peak = float(np.abs(y).max()) if len(y) else 0.0
-    subtype = "PCM_16" if peak <= 1.0 else "FLOAT"
-    fmt = dst.suffix.lstrip(".").upper()
-    if fmt not in sf.available_formats():
-        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
-    buf = io.BytesIO()
-    try:
-        sf.write(buf, y, sample_rate_hz, format=fmt, subtype=subtype if fmt == "WAV" else None)
-    except Exception as exc:  # libsndfile: unwritable format or subtype
-        raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
-    atomic.write_bytes(dst, buf.getvalue())
+    written = write_pcm16(dst, y, sample_rate_hz)
     return {
         "input": str(src),
         "output": str(dst),
@@ -107,10 +98,30 @@ def degrade_file(
         "seed": seed,
         "operator": op.to_record(),
         "label": chain.label,
-        "peak": peak,
-        "subtype": subtype,
+        **written,
         "realised": realised,
     }
+
+
+def write_pcm16(dst: Path, y: np.ndarray, sample_rate_hz: int) -> dict[str, Any]:
+    """Write ``y`` as 16-bit PCM (the format's own subtype where 16-bit PCM is not one, e.g. Ogg),
+    samples past full scale clipped to it; ``peak`` (before clipping), ``subtype`` and
+    ``clipped_samples`` (how many were clipped: a listener hears what was written)."""
+    import soundfile as sf
+
+    fmt = dst.suffix.lstrip(".").upper()
+    if fmt not in sf.available_formats():
+        raise AudioError(f"{dst}: cannot write audio (unknown extension {dst.suffix!r})")
+    peak = float(np.abs(y).max()) if len(y) else 0.0
+    over = np.abs(y) > 1.0
+    subtype = "PCM_16" if sf.check_format(fmt, "PCM_16") else sf.default_subtype(fmt)
+    buf = io.BytesIO()
+    try:
+        sf.write(buf, np.clip(y, -1.0, 1.0), sample_rate_hz, format=fmt, subtype=subtype)
+    except Exception as exc:  # libsndfile: unwritable format or subtype
+        raise AudioError(f"{dst}: cannot write audio ({exc})") from exc
+    atomic.write_bytes(dst, buf.getvalue())
+    return {"peak": peak, "subtype": subtype, "clipped_samples": int(over.sum())}
 
 
 def operator_entries() -> list[dict[str, Any]]:

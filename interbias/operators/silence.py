@@ -11,7 +11,15 @@ output frame reaches the floor ``max(L_in - RELATIVE_FLOOR_DB, ABSOLUTE_FLOOR_DB
   built-in operator attenuates that much (noise adds energy, codecs, reverb and time scaling keep
   the level within a few dB, packet loss zeroes whole frames), so only silence trips it.
 - ``ABSOLUTE_FLOOR_DBFS`` = -90 dBFS: about the quantisation noise of 16-bit audio (one LSB is
-  -90.3 dBFS); an output that never rises above it holds nothing a stored file could keep.
+  -90.3 dBFS); an output that never rises above it holds nothing a stored file could keep. The
+  front end refuses an *input* under the same floor before any chain
+  (:func:`interbias.audio.frontend.check_speech_floor`), so whether an utterance holds speech
+  is decided once, the same in every cell.
+
+The verdict is the same on every path: the SV executors check each chain's output before
+embedding it, the embedding cache serves only entries stored under the current checks
+(:data:`interbias.embedding.cache.AUDIO_CHECKS`), and the countermeasure scoring path
+(:mod:`interbias.cm.scoring`) runs the same check.
 
 An utterance with at least one frame of signal passes (a heavily degraded utterance is a
 measurement of that degradation); an all-zero or constant output always fails.
@@ -21,11 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from interbias.audio.frontend import SPEECH_FLOOR_DBFS
 from interbias.operators.levels import FRAME_S, active_mask, active_power
 from interbias.utils.errors import OperatorError
 
 RELATIVE_FLOOR_DB = 60.0
-ABSOLUTE_FLOOR_DBFS = -90.0
+#: The input's own floor (:func:`interbias.audio.frontend.check_speech_floor`): an input under
+#: it never reaches a chain.
+ABSOLUTE_FLOOR_DBFS = SPEECH_FLOOR_DBFS
 
 
 def _db(power: float) -> float:

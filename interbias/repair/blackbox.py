@@ -213,7 +213,8 @@ def render_noise(manifest: Any, utt: Any, level: str, audio_dir: Path) -> Path:
 
 def read_answers(path: Path, protocol: pd.DataFrame) -> pd.DataFrame:
     """The system's answers joined to the protocol: a CSV with ``trial_id`` and ``score`` (a number)
-    or ``decision`` (1/0, accept/reject, true/false); every protocol trial must be answered once."""
+    or ``decision`` (1/0, accept/reject, true/false); every protocol trial must be answered once,
+    and only protocol trials."""
     path = Path(path)
     if not path.is_file():
         raise AnalysisError(f"scores file {path} does not exist")
@@ -227,6 +228,12 @@ def read_answers(path: Path, protocol: pd.DataFrame) -> pd.DataFrame:
     dup = ans["trial_id"][ans["trial_id"].duplicated()]
     if len(dup):
         raise AnalysisError(f"{path}: trial {dup.iloc[0]!r} is answered more than once")
+    unknown = ans["trial_id"][~ans["trial_id"].isin(protocol["trial_id"])]
+    if len(unknown):
+        raise AnalysisError(
+            f"{path}: {len(unknown)} answer(s) for trial ids not in the protocol (an answers file of another "
+            f"protocol?); first: {unknown.iloc[0]!r}"
+        )
     merged = protocol.merge(ans[["trial_id", kind]], on="trial_id", how="left", validate="one_to_one")
     missing = merged[kind].isna()
     if missing.any():

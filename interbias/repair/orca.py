@@ -88,6 +88,8 @@ class VoiceSplit:
 
     train: tuple[str, ...]
     heldout: tuple[str, ...]
+    #: Groups whose held-out count ``round(share·n)`` was clamped to ``1..n−1``.
+    clamped: tuple[str, ...] = ()
 
     def check_disjoint(self) -> None:
         shared = sorted(set(self.train) & set(self.heldout))
@@ -107,17 +109,20 @@ def split_voices(group_of_voice: Mapping[str, str], *, heldout_share: float, see
         by_group.setdefault(str(group), []).append(str(voice))
     train: list[str] = []
     held: list[str] = []
+    clamped: list[str] = []
     for group in sorted(by_group):
         voices = sorted(by_group[group])
         order = [voices[i] for i in derive_rng("orca-split", seed, group).permutation(len(voices))]
         n = len(voices)
         if n >= 2:
             k = min(max(round(heldout_share * n), 1), n - 1)
+            if k != round(heldout_share * n):
+                clamped.append(group)
         else:
             k = int(derive_rng("orca-split", seed, group, "single").random() < heldout_share)
         held += order[:k]
         train += order[k:]
-    split = VoiceSplit(tuple(sorted(train)), tuple(sorted(held)))
+    split = VoiceSplit(tuple(sorted(train)), tuple(sorted(held)), tuple(clamped))
     split.check_disjoint()
     if len(split.train) < 2 or len(split.heldout) < 2:
         raise AnalysisError(

@@ -105,6 +105,7 @@ class RepairOutcome:
     label: str
     split: VoiceSplit
     heldout_manifest: Path | None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -193,12 +194,66 @@ def training_hashes(col: Collected, rows: np.ndarray) -> dict[str, str]:
 # ---- the run ----------------------------------------------------------------------------------------
 
 
+def options_digest(options: RepairOptions) -> str:
+    """sha256 of the options that decide a repair's outputs (source, groups, seed, split, ORCA
+    configuration, ablations, audit); not ``--out``, ``--device``, ``--quiet`` or the cache."""
+    decides = {
+        "encoder": options.encoder,
+        "embeddings": options.embeddings,
+        "corpus": options.corpus,
+        "corpus_root": options.corpus_root,
+        "manifest": options.manifest,
+        "sentences": options.sentences,
+        "groups": list(options.groups),
+        "seed": options.seed,
+        "heldout_share": options.heldout_share,
+        "config": options.config.as_dict(),
+        "ablations": options.ablations,
+        "n_perm": options.n_perm,
+        "jackknife": options.jackknife,
+    }
+    return hashlib.sha256(json.dumps(decides, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def check_out(out: Path, digest: str) -> None:
+    """Refuse an ``--out`` that holds the repair of other options (its audit would be overwritten);
+    the same options may write there again."""
+    record = out / "repair.json"
+    if not record.is_file():
+        return
+    try:
+        earlier = json.loads(record.read_text(encoding="utf-8")).get("options_sha256")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if earlier != digest:
+        which = f"options {earlier[:12]}" if isinstance(earlier, str) else "options not recorded"
+        raise AnalysisError(
+            f"{out} already holds the repair of other options ({which}; these: {digest[:12]}): its repair.json, "
+            "repair.csv and repair-summary.csv would be overwritten; give another --out, or remove that folder"
+        )
+
+
+def split_notes(split: VoiceSplit, heldout_share: float) -> list[str]:
+    """A line when the split departs from ``--heldout-share`` (groups clamped to keep a voice
+    on each side)."""
+    if not split.clamped:
+        return []
+    n = len(split.train) + len(split.heldout)
+    return [
+        f"--heldout-share {heldout_share:g}: {len(split.heldout)} of {n} voices held out "
+        f"({len(split.heldout) / n:.0%}); in {len(split.clamped)} group(s) the count was clamped so that "
+        "training and held-out voices each keep at least one voice of the group"
+    ]
+
+
 def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> RepairOutcome:
     """Collect, split, train (and ablate), audit raw vs repaired on held-out voices, write."""
     reporter = reporter or Reporter(quiet=options.quiet)
     options.config.check()
     if options.n_perm < 1:
         raise AnalysisError(f"--permutations must be >= 1; got {options.n_perm}")
+    digest = options_digest(options)
+    check_out(Path(options.out), digest)
     t0 = time.perf_counter()
     col = collect(options, reporter)
     missing = [g for g in options.groups if g not in col.grid.groups]
@@ -260,9 +315,11 @@ def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> Repa
         "audit": {"n_perm": options.n_perm, "jackknife": options.jackknife, "subset": "heldout"},
         "data": {**base_manifest, "encoder_provenance": col.data.get("encoder_provenance", {})},
         "timings": timings,
+        "options_sha256": digest,
+        "notes": split_notes(split, options.heldout_share),
     }
     atomic.write_text(out / "repair.json", json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n")
-    return RepairOutcome(out, summary, main_path, label, split, held_manifest)
+    return RepairOutcome(out, summary, main_path, label, split, held_manifest, provenance["notes"])
 
 
 def _train_variant(
@@ -276,7 +333,7 @@ def _train_variant(
     reporter: Reporter,
 ) -> tuple[tuple[Path, str], list[dict[str, float]]]:
     """Train one variant, write its adapter (+ .json manifest); ((path, sha256), loss trace)."""
-    from interbias.utils.paths import slug
+    from interbias.utils.paths import readable_slug
 
     labels = {"sem": trained.text, "voice": trained.voice, "expr": trained.style}
     by_voice = group_of_voice(trained, options.groups)
@@ -286,7 +343,7 @@ def _train_variant(
     manifest = {**base_manifest, "variant": name, "config": cfg.as_dict(), "final_loss": result.losses[-1]}
     data = save_adapter(out / "adapter.tmp.safetensors", result.tensors, manifest)
     sha = hashlib.sha256(data).hexdigest()
-    path = out / f"orca-{slug(col.encoder)}-{name}-{sha[:12]}.safetensors"
+    path = out / f"orca-{readable_slug(col.encoder)}-{name}-{sha[:12]}.safetensors"
     (out / "adapter.tmp.safetensors").replace(path)
     check = load_adapter(path)  # the file as the repaired encoder will read it
     atomic.write_text(path.with_suffix(".json"), json.dumps(check.manifest, indent=2, sort_keys=True) + "\n")

@@ -27,7 +27,7 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
-from interbias.utils.errors import RunError
+from interbias.utils.errors import CellError, InterbiasError, MetricError
 
 #: results columns of runs with ``operator_draws`` > 1 (see the module docs).
 DRAW_COLUMNS = ["operator_draws", "eer_draw_sd", "min_dcf_draw_sd"]
@@ -82,15 +82,26 @@ def score_cell(
     cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
 ) -> CellScore:
     """Score ``trials`` (the cell's stratum) with ``enc``'s vectors, once per draw of its random
-    operators (see the module docs); raise :class:`RunError` when more than
-    ``max_failure_share`` of the trials of a draw would be dropped."""
+    operators (see the module docs); raise :class:`CellError` (with the failed utterances) when
+    more than ``max_failure_share`` of the trials of a draw would be dropped or the metrics are
+    undefined on what is left."""
     draws = cell.draws()
-    parts = [
-        score_draw(
-            replace(cell, enrol_chain=e, test_chain=t, n_draws=1), enc, trials, emb, max_failure_share, sample_rate_hz
-        )
-        for e, t in draws
-    ]
+    try:
+        parts = [
+            score_draw(
+                replace(cell, enrol_chain=e, test_chain=t, n_draws=1),
+                enc,
+                trials,
+                emb,
+                max_failure_share,
+                sample_rate_hz,
+            )
+            for e, t in draws
+        ]
+    except CellError:
+        raise
+    except InterbiasError as exc:  # every errored cell's line names its cell and model
+        raise CellError(f"cell {cell.id} / {enc.label}: {exc}") from None
     return parts[0] if cell.n_draws == 1 else combine_draws(parts)
 
 
@@ -127,12 +138,15 @@ def score_draw(
     dropped = bad_enrol | bad_test
     n_dropped = int(dropped.sum())
     share = n_dropped / max(1, len(trials))
+    failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed.items())]
+    draw = max(cell.enrol_chain.draw, cell.test_chain.draw)
+    where = f"cell {cell.id}{f' (draw {draw})' if draw else ''} / {enc.label}"
     if share > max_failure_share:
         first = next(iter(failed.values()))
-        draw = max(cell.enrol_chain.draw, cell.test_chain.draw)
-        raise RunError(
-            f"cell {cell.id}{f' (draw {draw})' if draw else ''} / {enc.label}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
-            f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}"
+        raise CellError(
+            f"{where}: {len(failed)} utterance(s) failed, dropping {n_dropped} of "
+            f"{len(trials)} trials ({share:.1%} > the {max_failure_share:.1%} limit); first: {first}",
+            failures,
         )
     keep = ~dropped
     uniq_e, uniq_t = np.unique(enrol_ids[keep]), np.unique(test_ids[keep])
@@ -148,8 +162,13 @@ def score_draw(
     types = trials["trial_type"].to_numpy() if "trial_type" in trials.columns else None
     bona = keep & measured(trials)
     kept = trials[bona]
+    try:
+        summary = metrics.summarize(scores[bona], labels[bona]).as_dict()
+    except MetricError as exc:
+        why = f"; {len(failed)} utterance(s) failed, dropping {n_dropped} of {len(trials)} trials" if failed else ""
+        raise CellError(f"{where}: {exc}{why}", failures) from None
     row = {
-        **metrics.summarize(scores[bona], labels[bona]).as_dict(),
+        **summary,
         "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
         "n_failed": len(failed),
         "n_utterances": len(set(uniq_e) | set(uniq_t)),
@@ -169,5 +188,4 @@ def score_draw(
     for col in ("split", "trial_type"):
         if col in trials.columns:
             frame[col] = trials[col].to_numpy()
-    failures = [{"utterance": u, "side": s, "error": m} for (u, s), m in sorted(failed.items())]
     return CellScore(row, frame, failures)

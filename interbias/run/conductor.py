@@ -44,7 +44,7 @@ from interbias.run.normalise import (
     reuse_normalised,
     scoring_record,
 )
-from interbias.run.operations import merge_operations, operations_frame
+from interbias.run.operations import merge_operations, operation_notices, operations_frame
 from interbias.run.preflight import experiment_for_run
 from interbias.run.results import (
     COLUMNS,
@@ -183,6 +183,7 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
                 if kept:  # a finished row never disappears because a later invocation failed
                     work.rows[key] = work.previous[key]
                 work.errored.append(str(exc) + ("; its earlier row is kept" if kept else ""))
+                work.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in getattr(exc, "failures", []))
                 advance(1)
                 continue
             row = results_row(rows, cell, enc, scored.row)
@@ -235,6 +236,8 @@ def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     """The operations record: this invocation's realised records, plus an earlier invocation's rows."""
     speakers = {u.id: u.speaker for u in ctx.scored.utterances}
     new = operations_frame([c for c, _ in work.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    for line in operation_notices(new, [c for c, _ in work.pending]):  # an operator that did less than asked
+        ctx.reporter.notice(line)
     earlier = ctx.run.read_operations()
     if new.empty and earlier is not None:
         return  # nothing ran: the file stays as it is (byte for byte)

@@ -38,7 +38,7 @@ from interbias.run.rundir import EXPERIMENT, RESULTS, RUN_JSON, TRIALS, TRIALS_M
 from interbias.trials.sampler import partners
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, RunError
-from interbias.utils.paths import slug
+from interbias.utils.paths import readable_slug
 
 FORMATS = ("wespeaker", "kaldi", "csv")
 _SUFFIX = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}
@@ -113,7 +113,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportSummary:
         label_words = np.array(SV_WORDS)[kept["label"].to_numpy(dtype=np.int64)]
         e_names, t_names = enrol_names.loc[ids].to_numpy(), test_names.loc[ids].to_numpy()
         score_text = format_scores(kept["score"].to_numpy(dtype=np.float64))
-        folder, stem = out / slug(row.model), slug(row.cell)
+        folder, stem = out / readable_slug(row.model), readable_slug(row.cell)
         target = folder / f"{stem}{_SUFFIX[fmt]}"
         if fmt == "csv":
             frame = pd.DataFrame(
@@ -216,7 +216,7 @@ def _export_chain(
         if have
         else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
     )
-    target = out / "embeddings" / slug(enc["label"]) / f"{fp}.npz"
+    target = out / "embeddings" / readable_slug(enc["label"]) / f"{fp}.npz"
     _write_npz(
         target,
         ids=np.array(have, dtype=str),

@@ -11,6 +11,7 @@ documented in docs/outputs.md.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -161,3 +162,35 @@ def kept_whole_summary(ops: pd.DataFrame) -> pd.DataFrame:
     g = cropped.assign(kept=cropped["crop_kept_whole"].astype(bool)).groupby(["side", "chain"], sort=True)
     out = g.agg(n=("kept", "size"), n_kept_whole=("kept", "sum"), mean_length_s=("crop_length_s", "mean"))
     return out.reset_index()[cols]
+
+
+def operation_notices(ops: pd.DataFrame, cells: Iterable[Cell]) -> list[str]:
+    """One line per chain whose operator did less than it was asked on some utterances: a crop
+    that kept files whole (no longer than its window: those items are the audio without the
+    crop), an echo whose delay reached past the end of a file (fewer reflections added)."""
+    chains = {c.fingerprint: c for cell in cells for pair in cell.draws() for c in pair}
+    lines = []
+    for fp, rows in ops.drop_duplicates(["chain_fp", "draw", "utterance"]).groupby("chain_fp", sort=True):
+        chain = chains.get(str(fp))
+        if chain is None:
+            continue
+        records = [json.loads(r) for r in rows["realised"]]
+        for i, op in enumerate(chain.effective):
+            done = [recs[i + 1] for recs in records if len(recs) > i + 1 and recs[0].get("frontend") is not None]
+            if op.name == "crop":
+                k = sum(bool(r.get("kept_whole")) for r in done)
+                if k:
+                    lines.append(
+                        f"note: {chain.label}: the crop kept {k} of {len(done)} utterance(s) whole (no longer "
+                        f"than its {op.duration_s:g} s window): {'all' if k == len(done) else 'those'} "
+                        "are scored on the audio without the crop"
+                    )
+            elif op.name == "echo":
+                k = sum(int(r.get("reflections_applied", op.reflections)) < op.reflections for r in done)
+                if k:
+                    lines.append(
+                        f"note: {chain.label}: the echo added fewer than {op.reflections} reflection(s) to {k} of "
+                        f"{len(done)} utterance(s) (its {op.delay_ms:g} ms delay reaches past the end of the "
+                        "file; reflections_applied in operations.parquet)"
+                    )
+    return lines

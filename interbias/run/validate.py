@@ -21,7 +21,6 @@ data, operator resources), and estimate its size and cost:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -141,8 +140,9 @@ def encoder_problems(labels: Sequence[str]) -> list[str]:
 
 def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
-    from interbias.run.preflight import availability
+    from interbias.run.preflight import availability, check_grid_size
 
+    check_grid_size(exp, len(encoders))  # counted before any cell is built, as ``run`` does
     cells = exp.cells()
     strata = exp.strata()
     t = exp.trials
@@ -195,10 +195,12 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
 
 
 def _manifest_table(path: Path) -> pd.DataFrame:
-    if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return pd.DataFrame(rows).astype({"id": str, "speaker": str})
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    """The manifest read as ``run`` reads it (an id defaults to the path without its extension),
+    one row per utterance with its fields and free attributes as strings."""
+    from interbias.corpora.manifest import Manifest
+
+    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in Manifest.read(path)]
+    return pd.DataFrame(rows)
 
 
 def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:

@@ -45,6 +45,15 @@ class RunError(InterbiasError):
     """A run cannot proceed (locked run directory, inconsistent earlier state)."""
 
 
+class CellError(RunError):
+    """A cell that could not be scored; ``failures`` are the utterance failures it met (run.json
+    counts them like those of a scored cell)."""
+
+    def __init__(self, message: str, failures: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.failures = list(failures or [])
+
+
 class DataMissingError(CorpusError):
     """An experiment cannot run on its corpus here; ``key`` says why in one word
     (``data``, ``attr``, ``file``, ``manifest``, ``adapter``) and ``reason`` in one clause."""

@@ -41,9 +41,29 @@ def corpora_dir() -> Path:
 
 
 def slug(text: str) -> str:
-    """File-name-safe form of a label or cell id (readable, collision-proofed by a hash)."""
+    """File-name-safe form of a label or cell id, always with a hash (``CAM__-395952``): the
+    stored names of run directories (scores/, cells/) and caches, kept as they are so earlier
+    runs and caches stay readable. Names a person reads use :func:`readable_slug`."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
     return f"{safe[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+#: Characters besides letters and digits a readable slug keeps (safe in file names on Linux,
+#: macOS and Windows).
+READABLE_EXTRA = "-_.+=,@"
+
+
+def readable_slug(text: str) -> str:
+    """A file or folder name a person can guess from a label or cell id: the text itself
+    (``CAM++``, ``gender=female,noise=n10``) when it is made of letters, digits and
+    :data:`READABLE_EXTRA`, does not start with ``.`` or ``-`` and has at most 80 characters;
+    else every other character becomes ``_`` and a hash of the text is appended
+    (``CAM+++orca_1a2b-3c4d5e``), so two labels that read the same stay apart."""
+    safe = "".join(c if c.isalnum() or c in READABLE_EXTRA else "_" for c in text)
+    if safe == text and text and text[0] not in ".-" and len(text) <= 80:
+        return text
+    core = safe.lstrip(".-")[:80] or "_"
+    return f"{core}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def not_a_file(path: Path) -> str | None:
