@@ -4,6 +4,9 @@ equivalence gate both ways."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -115,3 +118,51 @@ def test_null_pairs_pass_the_gate_in_at_least_95_percent() -> None:
         out = paired_test(trials, rows_for(trials, pairs), n_boot=300)
         passed += not out.regression.any()
     assert passed >= 95, passed
+
+
+def _run(tmp_path: Path, session_cache, name: str, snr_db: float, draws: int = 1) -> Path:
+    from conftest import tiny_experiment
+    from test_fairness_run import isolated_cache
+
+    from interbias.run.conductor import RunOptions, run
+
+    folder = tmp_path / name
+    folder.mkdir()
+    noise = {"clean": [], "noisy": [{"op": "noise", "kind": "gaussian", "snr_db": snr_db}]}
+    factors = [
+        {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
+         "levels": {"female": "female", "male": "male"}},
+        {"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean", "levels": noise},
+    ]  # fmt: skip
+    exp = tiny_experiment(folder, factors=factors, trials={"targets": 40, "min_speakers": 4, "operator_draws": draws})
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=folder / "r", quiet=True,
+        cache_dir=isolated_cache(folder, session_cache),
+    )  # fmt: skip
+    return run(opts).run_dir
+
+
+def test_real_runs_a_draw_pair_passes_and_a_noisier_chain_fails(tmp_path: Path, tiny_corpus, session_cache) -> None:
+    """Two real runs on one trial list: draw 0 vs draw 1 of the same random noise (a null: exit
+    0); the same experiment with its noisy chain at 0 dB instead of 30 dB (exit 1: the noisy cells
+    regress; the tiny corpus's mfcc-stats is near chance by 10 dB, so a smaller step is not
+    resolvable on 6 speakers per stratum)."""
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    base = _run(tmp_path, session_cache, "base", 30.0, draws=2)
+    other = tmp_path / "draw1"
+    shutil.copytree(base, other)
+    for path in (other / "scores").rglob("*.parquet"):
+        frame = pd.read_parquet(path)
+        if "score_d1" in frame.columns:
+            frame.assign(score=frame.score_d1).to_parquet(path, index=False)
+    res = CliRunner().invoke(app, ["compare", str(base), str(other), "--paired", "--all", "--bootstrap", "300"])
+    assert res.exit_code == 0, res.output
+    assert "0 of 8 value(s) with a resolved regression" in res.output
+    noisy = _run(tmp_path, session_cache, "noisy", 0.0)
+    res = CliRunner().invoke(app, ["compare", str(base), str(noisy), "--paired", "--bootstrap", "300"])
+    assert res.exit_code == 1, res.output
+    assert "regression: T01 / gender=" in res.output and ",noise=noisy / mfcc-stats: eer" in res.output
+    assert "noise=clean" not in res.output.split("regression:")[1]  # clean cells are the same audio
