@@ -195,6 +195,7 @@ def compare_paired(
     from interbias.analysis import read_results
     from interbias.run.rundir import RunDir
 
+    _check(metrics or ("eer",), margin, equivalence, alpha, n_boot)
     runs = [RunDir(_run_dir(p)) for p in (base, new)]
     res = [read_results(r.path / "results.csv", required=(*KEY, "trials_sha256")).set_index(list(KEY)) for r in runs]
     shas = {str(s) for frame in res for s in frame["trials_sha256"]}

@@ -83,7 +83,7 @@ def fairness_for_run(
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
     present, give ``spoof_far`` at the same threshold. Dropped trials are left out and counted.
     With ``operator_draws`` K > 1 the threshold and the tables use draw 0's scores (pooling the
-    K draws would count each trial K times in the z-tests); each group row then says ``draw`` 0,
+    K draws would count each trial K times in the tests); each group row then says ``draw`` 0,
     ``n_draws`` K. ``test``: ``speaker`` (clustered by the trials' enrolment and test speakers,
     ``n_boot`` replicates seeded from the experiment's seed) or ``trial-z``
     (:func:`interbias.analysis.fairness_stats.fairness_report`).

@@ -54,9 +54,10 @@ def deployment_section(folder: Path, rep: Report) -> None:
             c = pd.read_csv(comparisons)
             if len(c) and "significant" in c:
                 sig = c[c["significant"].astype(str).str.lower() == "true"]
+                tests = set(c["test"].astype(str)) if "test" in c else {"trial-z"}
+                how = "speaker-clustered tests" if tests == {"speaker"} else "two-proportion z-tests on trial counts"
                 rep.para(
-                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction "
-                    "(two-proportion z-tests, fairness.csv):"
+                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction ({how}, fairness.csv):"
                 )
                 cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
                 rep.table(sig, [*cols, "difference", "p_holm"])

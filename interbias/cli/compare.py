@@ -51,6 +51,10 @@ def compare(
     if paired:
         _paired(base, new, names, margin, equivalence, alpha, bootstrap, show_all)
         return
+    if margin or equivalence is not None:
+        from interbias.utils.errors import AnalysisError
+
+        raise AnalysisError("--margin and --equivalence need --paired (without it, --tolerance is the gate)")
     cmp = compare_results(base, new, tolerance=tolerance, metrics=names)
     shown = cmp.diffs if show_all else cmp.moved
     for r in shown.itertuples(index=False):
