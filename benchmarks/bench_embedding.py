@@ -1,7 +1,7 @@
 """Embedding work: forward passes counted against the unique (utterance, chain) pairs an
 experiment needs (must be equal: each embedded once per encoder), and 0 on warm reruns.
 
-The unique pairs are counted independently of the runner, from the saved trial list and the
+The unique pairs are counted independently of the run conductor, from the saved trial list and the
 experiment's cells: for every cell, (enrol utterance, enrol chain) and (test utterance, test
 chain) over the trials of its stratum. Runs use a fresh embedding cache (the corpus is
 shared with ``$INTERBIAS_CACHE``) and a temporary results folder.

@@ -45,8 +45,8 @@ PYPI = "https://pypi.org/simple"
 #: Imported once after installing, with bytecode writing on (see the module doc).
 WARM_IMPORTS = (
     "interbias.cli",
-    "interbias.runner",
-    "interbias.executors",
+    "interbias.run.conductor",
+    "interbias.embedding.executors",
     "interbias.encoders.campplus",
     "interbias.encoders.ge2e",
     "interbias.encoders.mfcc_stats",

@@ -155,7 +155,7 @@ def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path)
 
 
 def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> None:
-    from test_geometry_run import table
+    from test_analysis_geometry_pipeline import table
 
     geo_dir = tmp_path / "geo"
     res = runner.invoke(app, ["geometry", "--embeddings", str(table(tmp_path)), "--out", str(geo_dir),

@@ -25,7 +25,7 @@ from interbias.analysis.fairness import (
     two_proportion_ztest,
 )
 from interbias.cli import app
-from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import AnalysisError
 
 # Hand-made table, threshold 0.5, accept when score >= 0.5.
@@ -222,7 +222,7 @@ def test_threshold_rules() -> None:
     assert ThresholdRule.parse("fixed:0.25").choose(None, None) == 0.25
     s = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
     lab = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    assert ThresholdRule.parse("eer").choose(s, lab) == eer_from_points(operating_points(s, lab))[1] == 0.6
+    assert ThresholdRule.parse("eer").choose(s, lab) == eer_from_sweep(threshold_sweep(s, lab))[1] == 0.6
     # FAR(t) = P(s >= t | label 0): 0.4 -> 1/4, 0.3 -> 2/4; lowest threshold with FAR <= 0.25 is 0.4
     assert ThresholdRule.parse("far:0.25").choose(s, lab) == 0.4
     assert ThresholdRule.parse("far:0").choose(s, lab) == 0.6
@@ -251,12 +251,12 @@ def test_dev_threshold_is_the_one_applied_on_eval(tmp_path: Path) -> None:
     ev = table()
     ev_path = _write(tmp_path, "eval.csv", ev)
     rep = fairness_for_files(ev_path, ["gender"], dev=dev_path, test="trial-z")
-    thr = eer_from_points(operating_points(dev.score, dev.label))[1]
+    thr = eer_from_sweep(threshold_sweep(dev.score, dev.label))[1]
     assert thr == 0.6
     assert (rep.groups.threshold == thr).all() and (rep.comparisons.threshold == thr).all()
     assert rep.groups.threshold_source.iloc[0] == "dev dev.csv: 6 trials (3 label 1, 3 label 0)"
     # eval's own EER threshold is something else: the report did not look at it
-    assert eer_from_points(operating_points(ev.score, ev.label))[1] != thr
+    assert eer_from_sweep(threshold_sweep(ev.score, ev.label))[1] != thr
     for gender, sub in ev.groupby("gender"):
         row = rep.groups[rep.groups.group == gender].iloc[0]
         assert row.far == pytest.approx((sub[sub.label == 0].score >= thr).mean())

@@ -135,3 +135,23 @@ def test_a_closed_pipe_ends_a_command_quietly_with_141(tmp_path: Path) -> None:
         os.close(write_end)
     assert proc.returncode == BROKEN_PIPE_EXIT == 141
     assert proc.stderr == b""
+
+
+def test_interbias_run_reads_the_experiment_yaml_once(tmp_path: Path, tiny_corpus, monkeypatch) -> None:
+    """One preflight: `interbias run` parses the experiment file once and hands it to the conductor."""
+    from conftest import tiny_experiment
+
+    from interbias.experiments import yamlfile
+
+    exp = tiny_experiment(tmp_path, name="T10")
+    reads: list[Path] = []
+    real = yamlfile.load
+
+    def counting(path, *args, **kwargs):
+        reads.append(Path(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(yamlfile, "load", counting)
+    res = runner.invoke(app, ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "out"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert reads.count(exp) == 1 and len(reads) == 1, reads

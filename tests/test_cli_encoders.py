@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from interbias.audio import frontend as audio
 from interbias.cli import app
 from interbias.encoders import load_encoder, probe_wave
-from interbias.encoders.catalog import PAPER_LABELS
+from interbias.encoders.registered import PAPER_LABELS
 
 runner = CliRunner()
 

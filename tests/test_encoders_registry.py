@@ -27,7 +27,7 @@ from interbias.encoders import (
     load_encoder,
     overlap_warning,
 )
-from interbias.encoders.catalog import PAPER_LABELS
+from interbias.encoders.registered import PAPER_LABELS
 from interbias.run.conductor import RunOptions, run
 from interbias.run.results import COLUMNS
 from interbias.utils.errors import EncoderError

@@ -17,7 +17,7 @@ from interbias.analysis.report_document import format_value
 from interbias.cli import app
 from interbias.experiments.decision_spec import DEFAULT_POINT
 from interbias.experiments.schema import load_experiment
-from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.run.calibrate import calibration_columns
 from interbias.run.conductor import RunOptions, run
 from interbias.run.results import COLUMNS
@@ -115,7 +115,7 @@ def test_results_use_eval_trials_only(split_run) -> None:
         sc = _scores(split_run.run_dir, row.model, row.cell)
         ev = sc[sc.split == "eval"]
         assert row.n_target == (ev.label == 1).sum() and row.n_nontarget == (ev.label == 0).sum()
-        assert row.eer == pytest.approx(eer_from_points(operating_points(ev.score, ev.label))[0])
+        assert row.eer == pytest.approx(eer_from_sweep(threshold_sweep(ev.score, ev.label))[0])
         assert row.n_speakers == len(set(ev.enrol_speaker) | set(ev.test_speaker))
 
 
@@ -130,7 +130,7 @@ def test_dev_threshold_is_applied_unchanged_to_every_eval_condition(split_run) -
         [_scores(run_dir, "mfcc-stats", c) for c in ("gender=female,noise=clean", "gender=male,noise=clean")]
     )
     dev = dev[dev.split == "dev"]
-    thr = eer_from_points(operating_points(dev.score, dev.label))[1]
+    thr = eer_from_sweep(threshold_sweep(dev.score, dev.label))[1]
     assert set(groups.condition) == {"noise=clean", "noise=n10"}
     assert groups.threshold.unique().tolist() == [pytest.approx(thr)]
     assert comps.threshold.unique().tolist() == [pytest.approx(thr)]
@@ -159,7 +159,7 @@ def test_dev_threshold_is_applied_unchanged_to_every_eval_condition(split_run) -
     # the noisy condition is not re-thresholded: its own dev EER threshold would differ
     noisy = pd.concat([_scores(run_dir, "mfcc-stats", f"gender={g},noise=n10") for g in ("female", "male")])
     noisy = noisy[noisy.split == "dev"]
-    assert eer_from_points(operating_points(noisy.score, noisy.label))[1] != pytest.approx(thr)
+    assert eer_from_sweep(threshold_sweep(noisy.score, noisy.label))[1] != pytest.approx(thr)
     p = comps.p_value.dropna().to_numpy()
     from statsmodels.stats.multitest import multipletests
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import typer
 from conftest import tiny_experiment
-from test_progress import TickingClock
+from test_utils_progress import TickingClock
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import SPOOF_COLUMNS

@@ -1,32 +1,38 @@
-"""Layering of the package, read from the source (nothing is imported): the run layer — what
-``interbias run`` executes to produce results.csv — never imports :mod:`interbias.analysis`,
-directly or through another module, so that the results schema has one home (the run layer)
-and the analysis only reads what a run wrote."""
+"""Layering of the package, read from the source (nothing is imported): every module's imports,
+at module level or inside a function, collapsed to the top-level packages of ``interbias``.
+
+The packages form the layers of :data:`LAYERS` (docs/architecture.md draws the same order): a
+package imports only packages of lower layers, so the package graph has no cycle and packages
+of one layer are independent of each other. In particular the run layer — what ``interbias run``
+executes to produce results.csv — never imports :mod:`interbias.analysis`, directly or through
+another module, so that the results schema has one home (``interbias.run``) and the analysis
+only reads what a run wrote."""
 
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "interbias"
-#: The modules of the run layer: the runner and every stage it conducts.
-RUN_LAYER = (
-    "interbias.run.conductor",
-    "interbias.run.cells",
-    "interbias.embedding.stage",
-    "interbias.embedding.executors",
-    "interbias.embedding.jobs",
-    "interbias.run.work",
-    "interbias.run.scoring",
-    "interbias.run.rundir",
-    "interbias.run.results",
-    "interbias.trials.sampler",
-    "interbias.trials.external",
-    "interbias.embedding.cache",
-    "interbias.metrics.spoof",
+
+#: The top-level packages, lowest layer first; a package may import only from earlier layers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("utils",),  # errors, atomic writes, CSV/text files, paths, seeding, progress
+    ("audio", "metrics"),  # the front end and DSP; metrics as pure functions of scores
+    ("operators", "encoders"),  # degradations of audio; speaker encoders (audio -> embedding)
+    ("experiments",),  # the experiment YAML: schema, sections, decision specs
+    ("corpora",),  # corpora and manifests
+    ("trials",),  # trial sampling, external lists, speaker budget, cohort
+    ("embedding",),  # the embedding stage: cache, tasks, workers
+    ("run",),  # interbias run: conductor, cells, scoring, calibration, results, run directory
+    ("analysis",),  # everything computed from run directories
+    ("repair", "cm"),  # ORCA repair and the black-box audit; the countermeasure track
+    ("cli",),  # the typer commands
 )
+LEVEL = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 
 
 def module_file(name: str) -> Path | None:
@@ -37,7 +43,17 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def imported_modules(name: str) -> set[str]:
+def all_modules() -> list[str]:
+    """Every module of the package, dotted (a package by its ``__init__``), sorted."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+@cache
+def imported_modules(name: str) -> frozenset[str]:
     """Every interbias module ``name`` imports, at module level or inside a function."""
     path = module_file(name)
     assert path is not None, name
@@ -55,7 +71,48 @@ def imported_modules(name: str) -> set[str]:
                 mod = node.module or ""
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names if module_file(f"{mod}.{a.name}"))
-    return {m for m in found if m.split(".")[0] == "interbias" and module_file(m)}
+    return frozenset(m for m in found if m.split(".")[0] == "interbias" and module_file(m))
+
+
+def package_of(module: str) -> str | None:
+    """The top-level package of ``module`` (None for ``interbias`` itself, which imports nothing)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def package_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer package, imported package) -> the module imports behind it ("a.b -> c.d")."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for mod in all_modules():
+        src = package_of(mod)
+        for dep in sorted(imported_modules(mod)):
+            dst = package_of(dep)
+            if src and dst and src != dst:
+                edges.setdefault((src, dst), []).append(f"{mod} -> {dep}")
+    return edges
+
+
+def package_cycle(edges: set[tuple[str, str]]) -> list[str] | None:
+    """One cycle of the package graph (depth first), or None."""
+    graph: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        graph.setdefault(a, []).append(b)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt, [*path, nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
 
 
 def import_path(start: str, forbidden: str) -> list[str] | None:
@@ -75,9 +132,57 @@ def import_path(start: str, forbidden: str) -> list[str] | None:
     return None
 
 
-@pytest.mark.parametrize("module", RUN_LAYER)
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    flat = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert not flat, f"modules beside the packages: {flat}"
+    assert packages == set(LEVEL), (
+        f"not in LAYERS: {sorted(packages - set(LEVEL))}; gone: {sorted(set(LEVEL) - packages)}"
+    )
+
+
+def test_packages_import_only_lower_layers() -> None:
+    wrong = {
+        f"{a} (layer {LEVEL[a]}) imports {b} (layer {LEVEL[b]})": how[:3]
+        for (a, b), how in package_edges().items()
+        if LEVEL[b] >= LEVEL[a]
+    }
+    assert not wrong, wrong
+
+
+def test_the_package_graph_has_no_cycle() -> None:
+    cycle = package_cycle(set(package_edges()))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """The check above can fail: a package importing back from a higher one closes a loop."""
+    edges = set(package_edges())
+    assert ("run", "embedding") in edges
+    assert package_cycle(edges | {("embedding", "run")}) in (
+        ["embedding", "run", "embedding"],
+        ["run", "embedding", "run"],
+    )
+
+
+def test_the_layers_are_the_real_graph_not_a_looser_order() -> None:
+    """Each layer above the first holds a package importing from the layer just below, so no
+    layer could merge into the one under it (the order is the graph's, not a convenient guess)."""
+    edges = set(package_edges())
+    for i in range(1, len(LAYERS)):
+        for pkg in LAYERS[i]:
+            below = {b for a, b in edges if a == pkg}
+            assert below, f"{pkg} imports nothing: it belongs in a lower layer"
+            assert max(LEVEL[b] for b in below) == i - 1, f"{pkg} imports nothing of layer {i - 1}: {LAYERS[i - 1]}"
+
+
+RUN_SIDE = [m for m in all_modules() if package_of(m) and LEVEL[package_of(m)] < LEVEL["analysis"]]
+
+
+@pytest.mark.parametrize("module", RUN_SIDE)
 def test_run_layer_never_imports_the_analysis(module: str) -> None:
-    assert import_path(module, "interbias.analysis") is None, " -> ".join(import_path(module, "interbias.analysis"))
+    chain = import_path(module, "interbias.analysis")
+    assert chain is None, " -> ".join(chain)
 
 
 def test_the_walk_finds_an_import_of_the_analysis() -> None:

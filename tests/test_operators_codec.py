@@ -182,7 +182,7 @@ def test_invalid_parameters_are_named(params: dict, message: str) -> None:
 
 
 def test_missing_ffmpeg_reports_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(C, "_probe", {})
+    monkeypatch.setattr(C, "_backend_problems", {})
     monkeypatch.setattr(C.shutil, "which", lambda name: None)
     with pytest.raises(
         OperatorError,

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.metrics.verification import eer, eer_from_points, operating_points
+from interbias.metrics.verification import eer, eer_from_sweep, threshold_sweep
 from interbias.repair.blackbox import analyze, read_answers, read_protocol, score_with
 from interbias.utils.errors import AnalysisError
 
@@ -117,7 +117,7 @@ def test_round_trip_with_a_local_encoder_matches_the_whitebox_analysis(protocol:
     assert gap == pytest.approx(want["gap"], abs=1e-6)
     # invariance violations, recomputed: decisions at the base trials' EER threshold
     base = p["axis"] == "base"
-    thr = eer_from_points(operating_points(scores[base], (p["label"] == "target")[base]))[1]
+    thr = eer_from_sweep(threshold_sweep(scores[base], (p["label"] == "target")[base]))[1]
     dec = (scores >= thr).to_numpy()
     base_dec = dict(zip(p["family"][base], dec[base.to_numpy()], strict=True))
     for axis in ("style", "text", "noise"):

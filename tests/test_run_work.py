@@ -1,4 +1,4 @@
-"""run_work.py directly: which cell × encoder records are reused, which are scored again, and
+"""run/work.py directly: which cell × encoder records are reused, which are scored again, and
 the failure-share check on finished cells."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from interbias.corpora.manifest import Manifest
 from interbias.corpora.manifest_checks import speaker_key
 from interbias.experiments.schema import load_experiment
 from interbias.operators.silence import check_chain_output
-from interbias.run.grid import DEFAULT_MAX_ROWS, check_grid_size, n_cells
+from interbias.run.preflight import DEFAULT_MAX_ROWS, check_grid_size, n_cells
 from interbias.utils.errors import AudioError, ConfigError, ManifestError, OperatorError
 
 SMALL = {"targets": 10, "min_speakers": 4}

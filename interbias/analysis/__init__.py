@@ -20,7 +20,9 @@ def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | No
     once here (:func:`interbias.run.results.normalise_results`)."""
     path = Path(path)
     if path.is_dir():
-        path = path / "results.csv"
+        from interbias.run.rundir import RESULTS
+
+        path = path / RESULTS
     frame = read_frame(path, what="results file", error=AnalysisError)
     need = list(required) + ([metric] if metric else [])
     missing = [c for c in need if c not in frame.columns]

@@ -1,5 +1,5 @@
-"""The analyses a run writes beside its results: spoofing.csv (DSR over encoders per cell) for
-spoofing experiments; attributes.parquet and the fairness report when the run has dev trials."""
+"""The analyses a run writes beside its results (:mod:`interbias.run.rundir` names the files):
+the spoofing table (DSR over encoders per cell) for spoofing experiments; attributes.parquet and the fairness report when the run has dev trials."""
 
 from __future__ import annotations
 
@@ -19,14 +19,13 @@ from interbias.utils.errors import InterbiasError
 def run_analyses(
     run: RunDir, results: pd.DataFrame, trials: TrialList, scored: Manifest, spoofing: bool, errored: list[str]
 ) -> dict[str, Any]:
-    """spoofing.csv (DSR over encoders per cell) for spoofing experiments; attributes.parquet
-    and the fairness report (fairness.csv, fairness_groups.csv) when dev trials exist. A
+    """The spoofing table (DSR over encoders per cell) for spoofing experiments; attributes.parquet
+    and the fairness report (comparisons and per-group values) when dev trials exist. A
     failure here is reported like an errored cell; results.csv is already written."""
     out: dict[str, Any] = {}
     try:
         if spoofing and len(results):
-            atomic.write_csv(run.file("spoofing.csv"), dsr_by_cell(results))
-            out["spoofing"] = "spoofing.csv"
+            out["spoofing"] = run.write_spoofing(dsr_by_cell(results))
         if "split" in trials.frame.columns:
             by_id = scored.by_id()
             ids = sorted(trials.utterance_ids())

@@ -8,6 +8,7 @@ or per cell with ``fit_on: each``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,22 +41,12 @@ def worst_cells(results: pd.DataFrame, per_model: int = 3) -> pd.DataFrame:
     return ranked.groupby("model", sort=False).head(per_model).reset_index(drop=True)
 
 
-def _calibration_for(record: dict[str, Any], model: str, cell: str) -> tuple[float, float] | None:
-    rec = (record.get("models") or {}).get(model) or {}
-    if "slope" in rec:
-        return float(rec["slope"]), float(rec["offset"])
-    cell_rec = (rec.get("per_cell") or {}).get(cell) or {}
-    if "slope" in cell_rec:
-        return float(cell_rec["slope"]), float(cell_rec["offset"])
-    return None
-
-
 def bayes_curves(run: ScoredRun, results: pd.DataFrame) -> dict[str, list[tuple[str, np.ndarray, np.ndarray]]]:
     """model -> [(cell, actual DCF, minimum DCF)] over :data:`PRIOR_LOG_ODDS` (C_miss = C_fa = 1)."""
-    record = (run.run_json or {}).get("calibration") or {}
+    record = run.calibration_record
     out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for r in results[results["calibration_loss"].notna()].itertuples(index=False):
-        cal = _calibration_for(record, str(r.model), str(r.cell))
+        cal = record.for_cell(str(r.model), str(r.cell)) if record is not None else None
         if cal is None:
             continue
         cs = run.cell(str(r.model), str(r.cell))
@@ -89,11 +80,11 @@ def bayes_figure(curves: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]) ->
     return fig
 
 
-def false_alarm_step(results: pd.DataFrame, record: dict[str, Any]) -> float | None:
+def false_alarm_step(results: pd.DataFrame, points: Sequence[dict[str, Any]]) -> float | None:
     """What one false alarm adds to act_dcf at the first operating point in the cell with the
     fewest non-targets: C_fa·(1 − p) / (N_non · min(C_miss·p, C_fa·(1 − p))) — the resolution
-    of the act_dcf and calibration_loss columns (``None`` when unknown)."""
-    points = record.get("operating_points") or []
+    of the act_dcf and calibration_loss columns (``None`` when unknown). ``points``: the
+    calibration record's operating points."""
     if not points or "n_nontarget" not in results.columns:
         return None
     n_non = pd.to_numeric(results["n_nontarget"], errors="coerce").min()

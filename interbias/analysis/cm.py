@@ -87,7 +87,7 @@ def dsr_at_eer(score_sets: Sequence[tuple[np.ndarray, np.ndarray]], attack: Sequ
 
     wrong, sizes, thresholds = [], [], []
     for i, (s, lab) in enumerate(score_sets):
-        _, thr = metrics.eer_from_points(metrics.operating_points(s, lab))
+        _, thr = metrics.eer_from_sweep(metrics.threshold_sweep(s, lab))
         mask = (np.asarray(lab) == 0) if attack is None else np.asarray(attack[i], dtype=bool)
         wrong.append(int((np.asarray(s)[mask] >= thr).sum()))
         sizes.append(int(mask.sum()))

@@ -18,7 +18,7 @@ from interbias.analysis.cm import (
     read_cm_scores,
     weighted_eer,
 )
-from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import MetricError
 from interbias.utils.keyvalue import parse_key_values
 
@@ -38,7 +38,7 @@ def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, A
     rounds = []
     for path in paths:
         s, lab = read_cm_scores(path)
-        e, thr = eer_from_points(operating_points(s, lab))
+        e, thr = eer_from_sweep(threshold_sweep(s, lab))
         rounds.append(
             {
                 "file": str(path),

@@ -31,7 +31,6 @@ from interbias.analysis.fairness_stats import (
 )
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.thresholds import ThresholdRule
-from interbias.run.calibrate import CALIBRATION_FILE, shared_calibration
 from interbias.run.measured import calibration_trials, in_split, kept, read_score_file
 from interbias.run.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
 from interbias.utils.errors import AnalysisError
@@ -114,11 +113,11 @@ def fairness_for_run(
     side = _TrialSides(trials.set_index("trial_id"), table, attrs)
     acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     units: list[Unit] = []
-    record = run.read_json(CALIBRATION_FILE, AnalysisError)
+    record = run.read_calibration(AnalysisError)
     # the scores files' `score` column is draw 0's: each row says so on operator_draws runs
     draws = {"draw": 0, "n_draws": exp.trials.operator_draws} if exp.trials.operator_draws > 1 else {}
     for model, rows in results.groupby("model", sort=False):
-        cal = shared_calibration(record, str(model))
+        cal = record.shared(str(model)) if record is not None else None
         for unit in _model_units(run, exp.name, str(model), rows, acoustic, side, the_rule):
             unit.info.update(draws)
             unit.calibration = None if cal is None else (cal, exp.operating_points[0])

@@ -275,8 +275,11 @@ class FairnessReport:
     family: str = ""
 
     def write(self, folder: Path) -> list[Path]:
-        """``fairness.csv`` (comparisons) and ``fairness_groups.csv`` (per-group values)."""
-        paths = [Path(folder) / "fairness.csv", Path(folder) / "fairness_groups.csv"]
+        """The comparisons and the per-group values, named as in a run directory
+        (:data:`interbias.run.rundir.FAIRNESS`, :data:`~interbias.run.rundir.FAIRNESS_GROUPS`)."""
+        from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
+
+        paths = [Path(folder) / FAIRNESS, Path(folder) / FAIRNESS_GROUPS]
         atomic.write_csv(paths[0], self.comparisons)
         atomic.write_csv(paths[1], self.groups)
         return paths

@@ -10,7 +10,8 @@ Writes ``tables/<name>.tex`` (one booktabs ``table`` each, to ``\\input`` into a
 - ``models``: the metric per cell (rows) and model (columns), intervals when the run has them;
 - ``gaps``: subgroup gap per model and condition with its interval;
 - ``leaderboard``: encoders × experiment with intervals and the bootstrap rank (needs replicates);
-- ``fairness``: the run's fairness comparisons (fairness.csv, when the run has a dev split).
+- ``fairness``: the run's fairness comparisons (the fairness report's comparisons file,
+  :data:`interbias.run.rundir.FAIRNESS`, when the run has a dev split).
 
 Numbers are rounded to :data:`DIGITS` decimals (metrics are fractions: 0.010 is one percentage
 point); shares in percent to one decimal; intervals in brackets ``[lo, hi]`` at the analysis's
@@ -199,11 +200,10 @@ def leaderboard_table(a: Analysis) -> str | None:
 
 
 def fairness_table(run_dir: Path) -> str | None:
-    path = Path(run_dir) / "fairness.csv"
-    if not path.is_file():
-        return None
-    frame = pd.read_csv(path, keep_default_na=False)
-    if not len(frame):
+    from interbias.run.rundir import FAIRNESS, RunDir
+
+    frame = RunDir(run_dir).read_fairness(keep_default_na=False)[1]
+    if frame is None or not len(frame):
         return None
     skip = {"threshold_rule", "note"}
     cols = [
@@ -211,7 +211,7 @@ def fairness_table(run_dir: Path) -> str | None:
         for c in frame.columns
         if c not in skip
     ]
-    caption = f"Fairness comparisons of the run (fairness.csv); numbers rounded to {DIGITS} decimals."
+    caption = f"Fairness comparisons of the run ({FAIRNESS}); numbers rounded to {DIGITS} decimals."
     return booktabs(frame, cols, caption, "fairness")
 
 

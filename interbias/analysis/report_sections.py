@@ -1,6 +1,6 @@
 """Report sections read from what a run wrote besides results.csv: calibration (with the Bayes
 error-rate plot), the robustness profile, repeated operator draws, what the operators realised
-(operations.parquet), fairness and spoofing at the deployment threshold, and the geometry audit.
+(the operations record), fairness and spoofing at the deployment threshold, and the geometry audit.
 Each adds nothing when its input is absent.
 """
 
@@ -16,6 +16,7 @@ from interbias.analysis.report_document import Figure, Report, make_figure
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.run.operations import kept_whole_summary, snr_summary
+from interbias.run.rundir import FAIRNESS, RunDir
 
 
 def geometry_section(folder: Path, rep: Report) -> None:
@@ -37,34 +38,34 @@ def geometry_section(folder: Path, rep: Report) -> None:
 
 
 def deployment_section(folder: Path, rep: Report) -> None:
-    """Fairness at the dev threshold (fairness_groups.csv, fairness.csv) and the spoofing DSR
-    (spoofing.csv), when the run wrote them."""
-    groups, comparisons, spoofing = (folder / n for n in ("fairness_groups.csv", "fairness.csv", "spoofing.csv"))
-    if groups.is_file():
+    """Fairness at the dev threshold (the fairness report's groups and comparisons) and the
+    spoofing DSR, when the run wrote them."""
+    run = RunDir(folder)
+    g, c = run.read_fairness()
+    spoofing = run.read_spoofing()
+    if g is not None:
         rep.heading("Fairness at the deployment threshold")
-        g = pd.read_csv(groups)
         rule = ", ".join(dict.fromkeys(g["threshold_rule"].astype(str))) if "threshold_rule" in g else "?"
         rep.para(
             f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
-            "applied unchanged to the speaker-disjoint evaluation trials of every condition (fairness_groups.csv)."
+            "applied unchanged to the speaker-disjoint evaluation trials of every condition ({FAIRNESS_GROUPS})."
         )
         keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
         rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
-        if comparisons.is_file():
-            c = pd.read_csv(comparisons)
+        if c is not None:
             if len(c) and "significant" in c:
                 sig = c[c["significant"].astype(str).str.lower() == "true"]
                 tests = set(c["test"].astype(str)) if "test" in c else {"trial-z"}
                 how = "speaker-clustered tests" if tests == {"speaker"} else "two-proportion z-tests on trial counts"
                 rep.para(
-                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction ({how}, fairness.csv):"
+                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction ({how}, {FAIRNESS}):"
                 )
                 cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
                 rep.table(sig, [*cols, "difference", "p_holm"])
-    if spoofing.is_file():
+    if spoofing is not None:
         rep.heading("Spoofing")
         rep.para("DSR = accepted spoof trials / (spoof trials × encoders), per cell, at each encoder's threshold.")
-        rep.table(pd.read_csv(spoofing), ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
+        rep.table(spoofing, ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
 def calibration_section(a: Analysis, rep: Report) -> None:
@@ -73,19 +74,20 @@ def calibration_section(a: Analysis, rep: Report) -> None:
     from interbias.analysis import calibration as cal
 
     rep.heading("Calibration")
+    record = a.run.calibration_record
     if not cal.has_calibration(a.results):
-        reason = ((a.run.run_json or {}).get("calibration") or {}).get("reason", "no calibration columns in results")
+        reason = (record.reason if record is not None else None) or "no calibration columns in results"
         rep.para(f"Not measured: {reason}.")
         return
-    record = (a.run.run_json or {}).get("calibration") or {}
+    fit_on, split = (record.fit_on, record.split) if record is not None else ("?", "dev")
     point = ", ".join(dict.fromkeys(a.results["dcf_point"].dropna().astype(str)))
     rep.para(
-        f"One linear calibration per model (fit_on: {record.get('fit_on', '?')}, on the {record.get('split', 'dev')} "
+        f"One linear calibration per model (fit_on: {fit_on}, on the {split} "
         f"trials) applied to every cell; act_dcf at the Bayes threshold of {point}; calibration_loss = act_dcf − "
         "min_dcf; cllr/min_cllr in bits; threshold_drift = cell EER threshold − calibration trials' EER threshold "
         "(score units). The cells where calibration loss is largest, per model:"
     )
-    step = cal.false_alarm_step(a.results, record)
+    step = cal.false_alarm_step(a.results, record.operating_points if record is not None else [])
     if step is not None and step > 0.05:
         rep.para(
             f"Resolution: with as few as {int(pd.to_numeric(a.results['n_nontarget']).min())} non-target trials per "
@@ -154,11 +156,11 @@ def draws_section(a: Analysis, rep: Report) -> None:
 
 
 def operations_section(a: Analysis, rep: Report) -> None:
-    """What the operators realised (operations.parquet): achieved SNR per requested level, crops kept whole."""
-    path = a.run.path / "operations.parquet"
-    if not path.is_file():
+    """What the operators realised (the run's operations record): achieved SNR per requested
+    level, crops kept whole."""
+    ops = a.run.read_operations()
+    if ops is None:
         return
-    ops = pd.read_parquet(path)
     snr, kept = snr_summary(ops), kept_whole_summary(ops)
     if snr.empty and kept.empty:
         return

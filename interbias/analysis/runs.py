@@ -1,4 +1,4 @@
-"""Several run directories analysed together (leaderboard, encoder cards).
+"""Several run directories analysed together (leaderboard, the ``interbias card`` page).
 
 Every run is analysed with the same bootstrap settings, so runs that hold the same trial list
 (same ``trials_sha256``, hence the same speakers and strata) get the same speaker resample in
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.suite import Analysis, Options, analyse
+from interbias.run.rundir import RESULTS
 from interbias.utils.errors import AnalysisError
 
 
@@ -31,10 +32,10 @@ def expand(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if (p / "results.csv").is_file():
+        if (p / RESULTS).is_file():
             out.append(p)
         elif p.is_dir():
-            found = sorted(r.parent for r in p.rglob("results.csv"))
+            found = sorted(r.parent for r in p.rglob(RESULTS))
             if not found:
                 raise AnalysisError(f"{p}: no run directory (results.csv) in it")
             out += found

@@ -72,7 +72,7 @@ def a_dcf_of_file(path: Path, cost: ADCFCost) -> dict[str, float | int | str]:
 def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[str, float | int | str]:
     """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
     score file (target|nontarget|spoof): the ASV's error rates at its bona fide EER threshold
-    (interpolated crossing, :func:`interbias.metrics.verification.eer_from_points`; accept >= threshold)."""
+    (interpolated crossing, :func:`interbias.metrics.verification.eer_from_sweep`; accept >= threshold)."""
     from interbias.analysis.cm import read_cm_scores
     from interbias.metrics import verification as metrics
 
@@ -81,7 +81,7 @@ def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[st
     if not (len(tar) and len(non) and len(spf)):
         raise MetricError(f"{asv_path}: the ASV file needs target, nontarget and spoof trials")
     bona = np.r_[tar, non]
-    _, thr = metrics.eer_from_points(metrics.operating_points(bona, np.r_[np.ones(len(tar)), np.zeros(len(non))]))
+    _, thr = metrics.eer_from_sweep(metrics.threshold_sweep(bona, np.r_[np.ones(len(tar)), np.zeros(len(non))]))
     rates = {"pfa_asv": float((non >= thr).mean()), "pmiss_asv": float((tar < thr).mean()),
              "pfa_spoof_asv": float((spf >= thr).mean())}  # fmt: skip
     cm_scores, cm_labels = read_cm_scores(cm_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from interbias.metrics.weighted import SortedCell, sort_cell
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.run.measured import kept as not_dropped
 from interbias.run.measured import measured
-from interbias.run.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, RunDir
+from interbias.run.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, CalibrationRecord, RunDir
 from interbias.utils.errors import AnalysisError, MetricError
 
 #: Recomputed metric and results.csv must agree this closely.
@@ -110,10 +111,15 @@ class ScoredRun(RunDir):
         cols = ["score"] + [c for c in kept.columns if c.startswith("score_d")]
         return float(np.mean([func(kept[c].to_numpy(np.float64), labels) for c in cols]))
 
+    @cached_property
+    def calibration_record(self) -> CalibrationRecord | None:
+        """The run's calibration record (:meth:`RunDir.read_calibration`), read once."""
+        return self.read_calibration(AnalysisError)
+
     def calibration(self, model: str) -> SharedCalibration:
-        """``model``'s shared calibration from run.json (read once per model)."""
+        """``model``'s shared calibration (read once per model)."""
         if model not in self._calibrations:
-            self._calibrations[model] = SharedCalibration.of_run(self.run_json, model)
+            self._calibrations[model] = SharedCalibration.of_run(self.calibration_record, model)
         return self._calibrations[model]
 
     def metric_function(self, metric: str, model: str) -> Callable[[np.ndarray, np.ndarray], float]:

@@ -4,7 +4,7 @@ A spoof trial pairs a genuine enrolment of a speaker with attack audio imitating
 should be rejected. For one system and one condition:
 
 - ``spoof_threshold``: the bona fide EER threshold (interpolated crossing of the target and
-  non-target curves, :func:`interbias.metrics.verification.eer_from_points`);
+  non-target curves, :func:`interbias.metrics.verification.eer_from_sweep`);
 - ``spoof_far``: the share of spoof trials accepted there, P(s ≥ t_EER | spoof) — the deception
   success rate of ADD 2023 for a single system (N = 1);
 - ``eer_spoof``: the EER of target trials against spoof trials (spoofs as the negatives).

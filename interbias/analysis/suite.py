@@ -93,7 +93,7 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
     run = ScoredRun.open(results_path)
     if options.metric in CALIBRATED_METRICS:
-        require_shared(run.run_json)
+        require_shared(run.calibration_record)
     results = read_results(results_path, required=REQUIRED, metric=options.metric)
     if options.metric in CALIBRATED_METRICS:  # the columns must come from one shared calibration per model
         for model in dict.fromkeys(results["model"].astype(str)):

@@ -16,7 +16,7 @@ from interbias.analysis.contrasts import CHANCE, normalised
 from interbias.analysis.replicates import Replicates
 
 #: Metrics whose cell interval is reflected around the estimate (biased replicates: a minimum
-#: over thresholds, see interbias.metrics.operating_points).
+#: over thresholds, see interbias.metrics.verification.min_dcf_from_sweep).
 REFLECTED = ("min_dcf",)
 
 

@@ -22,14 +22,14 @@ def card(
 ) -> None:
     """One page per encoder across runs: identity, macro EER/minDCF with intervals, damaging
     conditions, resolved effects, fairness/spoofing/geometry where present; missing listed."""
-    from interbias.analysis.card import build_card, write_card
+    from interbias.analysis.encoder_page import build_page, write_page
     from interbias.analysis.runs import load
     from interbias.analysis.suite import Options
 
     by_metric = {m: load(list(runs), Options(m, bootstrap, seed)) for m in ("eer", "min_dcf")}
-    result = build_card(label, by_metric)
+    result = build_page(label, by_metric)
     out.mkdir(parents=True, exist_ok=True)
-    md, page = write_card(result, out)
+    md, page = write_page(result, out)
     for msg in result.missing:
         typer.echo(f"missing: {msg}")
     typer.echo(f"wrote {md} and {page}")

@@ -64,7 +64,12 @@ def fairness(
         ),
     ] = Test.speaker,
     bootstrap: Annotated[int, typer.Option(help="Replicates of the speaker bootstrap (at least 50).")] = 1000,
-    out: Annotated[Path | None, typer.Option(help="Folder to write fairness.csv and fairness_groups.csv into.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder to write the report into: its comparisons and per-group values, named as in a run directory."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:

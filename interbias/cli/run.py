@@ -25,13 +25,14 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
-def conductor(experiment: str, corpus: str | None) -> Any:
-    """The function that runs ``experiment``: the SV runner, or the countermeasure conductor
-    (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block."""
-    from interbias.cm.experiment import is_cm_experiment, run_cm_experiment
+def conductor(exp: Any) -> Any:
+    """The function that runs the loaded experiment ``exp``: the SV runner, or the countermeasure
+    conductor (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block."""
+    from interbias.cm.experiment import run_cm_experiment
     from interbias.run.conductor import run
+    from interbias.run.preflight import is_countermeasure
 
-    return run_cm_experiment if is_cm_experiment(experiment, corpus) else run
+    return run_cm_experiment if is_countermeasure(exp) else run
 
 
 def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -122,57 +123,52 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     from interbias.run.conductor import RunOptions
+    from interbias.run.preflight import experiment_for_run
 
-    if not (manifest or data_root or trials or trials_format):  # the experiment's own data: say what runs here
-        from interbias.run.preflight import check_can_run
-
-        check_can_run(experiment, corpus, corpus_root)
-    labels = encoder_labels(encoders)
-    outcome = conductor(experiment, corpus)(
-        RunOptions(
-            experiment=experiment,
-            after_run=after_run_analyses,
-            encoders=labels,
-            corpus=corpus,
-            corpus_root=corpus_root,
-            out=out,
-            device=device,
-            max_trials=max_trials,
-            max_failure_share=max_failure_share,
-            cache_dir=cache_dir,
-            quiet=quiet,
-            manifest=manifest,
-            data_root=data_root,
-            trials=trials,
-            trials_format=trials_format,
-            executor=executor,
-            address=address,
-            plan=plan,
-            jobs=jobs,
-            runtime=runtime,
-            command=["interbias", *sys.argv[1:]],
-        )
+    options = RunOptions(
+        experiment=experiment,
+        after_run=after_run_analyses,
+        encoders=encoder_labels(encoders),
+        corpus=corpus,
+        corpus_root=corpus_root,
+        out=out,
+        device=device,
+        max_trials=max_trials,
+        max_failure_share=max_failure_share,
+        cache_dir=cache_dir,
+        quiet=quiet,
+        manifest=manifest,
+        data_root=data_root,
+        trials=trials,
+        trials_format=trials_format,
+        executor=executor,
+        address=address,
+        plan=plan,
+        jobs=jobs,
+        runtime=runtime,
+        command=["interbias", *sys.argv[1:]],
     )
-    _report(outcome, quiet)
+    exp = experiment_for_run(options)  # the one load and check of the experiment, before any work
+    _report(conductor(exp)(options, exp=exp), quiet)
 
 
 def _report(outcome: RunOutcome, quiet: bool) -> None:
     """The results table (unless quiet), the counts and where the results are; exit 1 on errored cells."""
+    from interbias.run.rundir import RESULTS, RunDir
+
     if not quiet:
         print_frame(
             outcome.results,
             f"{outcome.run_dir.name}: results",
             list(SUMMARY_COLUMNS),
         )
-        spoofing = outcome.run_dir / "spoofing.csv"
-        if spoofing.is_file():
-            import pandas as pd
-
-            print_frame(pd.read_csv(spoofing), "deception success rate over encoders (DSR = W / (A × N))")
+        spoofing = RunDir(outcome.run_dir).read_spoofing()
+        if spoofing is not None:
+            print_frame(spoofing, "deception success rate over encoders (DSR = W / (A × N))")
     typer.echo(
         f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
     )
-    typer.echo(f"results: {outcome.run_dir / 'results.csv'}")
+    typer.echo(f"results: {RunDir(outcome.run_dir).file(RESULTS)}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]

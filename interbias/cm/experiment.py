@@ -10,14 +10,13 @@ form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec
 
 Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
 CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
-``cm_fairness.csv`` + ``cm_fairness_groups.csv`` (the fairness report),
+``cm_`` + the fairness report's two files (comparisons, per-group values),
 ``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_report.md``,
 ``cm_gap.png``, ``run.json`` (docs/outputs.md).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -56,13 +55,6 @@ def cm_spec(exp: Any) -> dict[str, Any] | None:
     }
 
 
-def is_cm_experiment(name: str, corpus: str | None) -> bool:
-    from interbias.experiments.schema import find_experiment, load_experiment
-    from interbias.utils.paths import conditions_dir
-
-    return "countermeasures" in load_experiment(find_experiment(name, conditions_dir()), corpus=corpus).raw
-
-
 def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str, ...]) -> list[str]:
     """``--encoders`` when it names CMs; the experiment's models when it is left at its SV default."""
     from interbias.cm.models import CM_MODELS
@@ -78,26 +70,29 @@ def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str,
     return list(encoders)
 
 
-def run_cm_experiment(options: Any, reporter: Any = None) -> Any:
+def run_cm_experiment(options: Any, reporter: Any = None, *, exp: Any = None) -> Any:
     """``interbias run`` of a countermeasure experiment (``RunOptions`` in, ``RunOutcome`` out):
-    the SV runner's options and outcome, this module's conductor."""
+    the SV conductor's options and outcome, this module's conductor. ``exp``: the experiment as
+    loaded and checked by :func:`interbias.run.preflight.experiment_for_run` (None: loaded here)."""
     from interbias.run.conductor import Reporter, RunOptions, RunOutcome
 
     reporter = reporter or Reporter(quiet=options.quiet)
-    return run_cm(options, reporter, default_encoders=RunOptions.encoders, outcome=RunOutcome)
+    return run_cm(options, reporter, default_encoders=RunOptions.encoders, outcome=RunOutcome, exp=exp)
 
 
-def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], outcome: Any) -> Any:
+def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], outcome: Any, exp: Any = None) -> Any:
     """Score, analyse and write a CM experiment (module docstring); returns a ``RunOutcome``."""
     from interbias.cm.report import write_outputs
     from interbias.corpora import check_runnable, load_corpus
     from interbias.corpora.cm_corpus import check_cm_manifest
     from interbias.experiments.schema import find_experiment, load_experiment
+    from interbias.run.rundir import RunDir
     from interbias.utils.paths import cache_dir, conditions_dir
 
     t0 = time.perf_counter()
-    exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
-    check_runnable(exp, root=options.corpus_root)
+    if exp is None:  # called directly, not through the preflight
+        exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
+        check_runnable(exp, root=options.corpus_root)
     spec = cm_spec(exp)
     assert spec is not None  # the caller dispatches only CM experiments
     labels = choose_models(spec, list(options.encoders), default_encoders)
@@ -127,7 +122,7 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
         "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
         "failed_first": {k: v[:5] for k, v in failed.items() if v}, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
-    atomic.write_text(folder / "run.json", json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    RunDir(folder).write_run_json(record)
     return outcome(folder, results, len(scores), 0, 0, [])
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.run.rundir import RESULTS, RunDir
 from interbias.utils import atomic
 
 RESULT_COLUMNS = (
@@ -40,9 +41,8 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
     factors, ref, rows = grid(exp)
     thresholds = cf.dev_thresholds(scores, ref, spec["threshold"])
     report = cf.fairness_report(cf.cm_units(scores, thresholds), positive="spoof")
-    report.write(folder)
-    for p in ("fairness.csv", "fairness_groups.csv"):  # the CM run's names
-        (folder / p).rename(folder / f"cm_{p}")
+    for p in report.write(folder):  # the CM run's names: cm_ + the SV run's
+        p.rename(folder / f"cm_{p.name}")
     ev = scores[scores["split"] == "eval"]
     boots = {
         str(m): cf.bootstrap(r, thresholds[str(m)].value, rows, n=spec["bootstrap"], seed=exp.seed, model=str(m))
@@ -54,7 +54,7 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
     inter = cf.interaction_table(scores, thresholds, rows, factors, boots)
     atomic.write_csv(folder / "cm_interaction.csv", inter)
     results = results_frame(ev, thresholds, boots, ctx)
-    atomic.write_csv(folder / "results.csv", results)
+    atomic.write_csv(RunDir(folder).file(RESULTS), results)
     figure = gap_figure(folder / "cm_gap.png", tables)
     atomic.write_text(folder / "cm_report.md", report_section(exp, results, tables, inter, figure))
     return results

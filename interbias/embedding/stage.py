@@ -2,7 +2,7 @@
 
 :class:`Embedder` serves each (utterance, chain, encoder) item from the embedding cache or has an
 executor compute it (each file decoded once, each chain applied once for all encoders); it is
-the cache's only writer. The runner, the executors' callers, the embedding export and the
+the cache's only writer. The run conductor, the executors' callers, the embedding export and the
 geometry audit all key and fill the cache through this module, so an embedding made one way is
 found the other ways.
 
@@ -226,8 +226,9 @@ def check_answered(tasks: Sequence[EmbedTask], answered: set[tuple[str, str, str
 
 
 def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str], dict[str, str]]:
-    """sha256 of every trial utterance's file (``""`` when unreadable) and, per stratum, one
-    digest of its utterances' hashes: a finished cell is reused only for the same audio."""
+    """sha256 of every trial utterance's file (``""`` when unreadable; part of the run id,
+    :func:`interbias.run.results.run_id`) and, per stratum, one digest of its utterances' hashes:
+    a finished cell is reused only for the same audio."""
     by_id = manifest.by_id()
     shas: dict[str, str] = {}
     for uid in sorted(trials.utterance_ids()):
@@ -241,9 +242,3 @@ def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str]
         ids = sorted(set(sub["enrol"]) | set(sub["test"]))
         digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
     return shas, digests
-
-
-def audio_digest(shas: dict[str, str]) -> str:
-    """One digest of every trial utterance's file hash (:func:`audio_digests`): the audio
-    content part of the run id, so other bytes at the same paths make a new run."""
-    return sha256_text(canonical_json(sorted(shas.items())))

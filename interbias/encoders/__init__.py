@@ -129,6 +129,6 @@ def load_encoders(
 
 
 from interbias.encoders import campplus as _campplus  # noqa: E402
-from interbias.encoders import catalog as _catalog  # noqa: E402
 from interbias.encoders import ge2e as _ge2e  # noqa: E402
 from interbias.encoders import mfcc_stats as _mfcc_stats  # noqa: E402
+from interbias.encoders import registered as _registered  # noqa: E402

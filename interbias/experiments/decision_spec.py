@@ -17,6 +17,7 @@ from typing import Any
 
 from interbias.experiments.sections import check_keys
 from interbias.metrics.llr import CostPoint
+from interbias.metrics.verification import P_TARGET
 from interbias.utils.errors import ConfigError, MetricError
 
 FIT_ON = ("reference", "each")
@@ -39,8 +40,9 @@ class OperatingPoint:
         return {"name": self.name, "p_target": self.cost.p_target, "c_miss": self.cost.c_miss, "c_fa": self.cost.c_fa}
 
 
-#: min_dcf's point (p_target 0.01, unit costs): the default when an experiment declares none.
-DEFAULT_POINT = OperatingPoint("p0.01", CostPoint(0.01, 1.0, 1.0))
+#: min_dcf's point (p_target :data:`~interbias.metrics.verification.P_TARGET`, unit costs), named
+#: ``p<P_TARGET>``: the default when an experiment declares none.
+DEFAULT_POINT = OperatingPoint(f"p{P_TARGET:g}", CostPoint(P_TARGET, 1.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def default_name(cost: CostPoint) -> str:
 
 
 def parse_operating_points(spec: Any, where: str) -> tuple[OperatingPoint, ...]:
-    """``operating_points``: a non-empty list of {name?, p_target, c_miss?, c_fa?} (default: p0.01)."""
+    """``operating_points``: a non-empty list of {name?, p_target, c_miss?, c_fa?} (default: :data:`DEFAULT_POINT`)."""
     if spec is None:
         return (DEFAULT_POINT,)
     if not isinstance(spec, list) or not spec:

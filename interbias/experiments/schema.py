@@ -42,6 +42,7 @@ from interbias.experiments.sections import (
     parse_spoofing,
     parse_trials,
 )
+from interbias.metrics.verification import P_TARGET
 from interbias.operators import Chain
 from interbias.utils.errors import ConfigError
 
@@ -64,7 +65,7 @@ TOP_KEYS = {
     "notes": "free text",
     "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
-    "operating_points": "detection-cost points [{name, p_target, c_miss, c_fa}] (default: p_target 0.01, unit costs)",
+    "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
     "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched}",
 }

@@ -1,6 +1,7 @@
 """The metrics as pure functions of scores and labels (no run, no files):
 
-- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, DET curves;
+- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, DET curves,
+  all read off one :class:`~interbias.metrics.verification.ThresholdSweep`;
   its names are importable from here (``from interbias.metrics import eer``);
 - :mod:`~interbias.metrics.llr`: Cllr, minCllr, actual DCF of log-likelihood ratios;
 - :mod:`~interbias.metrics.calibration`: the score → LLR calibration (fit and apply);
@@ -10,43 +11,46 @@
   countermeasure metrics;
 - :mod:`~interbias.metrics.weighted`, :mod:`~interbias.metrics.weighted_llr`: the same metrics on
   weighted trials (bootstrap and permutation replicates);
-- :mod:`~interbias.metrics.operating_points`: a threshold sweep shared by several metrics.
+- :mod:`~interbias.metrics.operating_points`: whether a run has enough non-target trials for a DCF
+  operating point (p_target).
 """
 
 from interbias.metrics.verification import (
-    OperatingPoints,
+    P_TARGET,
     Summary,
+    ThresholdSweep,
     auc,
-    auc_from_points,
+    auc_from_sweep,
     det_curve,
     eer,
-    eer_from_points,
+    eer_from_sweep,
     eer_legacy,
-    eer_legacy_from_points,
+    eer_legacy_from_sweep,
     finite_scores,
     min_dcf,
-    min_dcf_from_points,
-    operating_points,
+    min_dcf_from_sweep,
     rates_at,
     summarize,
+    threshold_sweep,
     validate_scores,
 )
 
 __all__ = [
-    "OperatingPoints",
+    "P_TARGET",
     "Summary",
+    "ThresholdSweep",
     "auc",
-    "auc_from_points",
+    "auc_from_sweep",
     "det_curve",
     "eer",
-    "eer_from_points",
+    "eer_from_sweep",
     "eer_legacy",
-    "eer_legacy_from_points",
+    "eer_legacy_from_sweep",
     "finite_scores",
     "min_dcf",
-    "min_dcf_from_points",
-    "operating_points",
+    "min_dcf_from_sweep",
     "rates_at",
     "summarize",
+    "threshold_sweep",
     "validate_scores",
 ]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.metrics.verification import min_dcf, validate_scores
+from interbias.metrics.verification import P_TARGET, min_dcf, validate_scores
 from interbias.utils.errors import MetricError
 
 _LOG2 = math.log(2.0)
@@ -31,7 +31,7 @@ _LOG2 = math.log(2.0)
 class CostPoint:
     """An operating point of a detection cost function: target prior and the two costs."""
 
-    p_target: float = 0.01
+    p_target: float = P_TARGET
     c_miss: float = 1.0
     c_fa: float = 1.0
 

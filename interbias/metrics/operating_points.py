@@ -12,10 +12,10 @@ supported prior is 10 / n.
 
 from __future__ import annotations
 
+from interbias.metrics.verification import P_TARGET
+
 #: Expected non-target trials in the prior's share a run needs for a DCF at that prior.
 MIN_EXPECTED = 10
-#: The prior of the reported minDCF (interbias.metrics.verification.min_dcf's default).
-P_TARGET = 0.01
 
 
 def false_alarm_cost(n_nontarget: int, p_target: float = P_TARGET) -> float:

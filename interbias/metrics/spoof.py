@@ -52,7 +52,7 @@ def spoof_summary(scores: object, trial_types: object) -> SpoofSummary:
     if not spf.any():
         raise MetricError("no spoof trials: spoof metrics are undefined")
     bona = tgt | non
-    _, thr = metrics.eer_from_points(metrics.operating_points(s[bona], tgt[bona]))
+    _, thr = metrics.eer_from_sweep(metrics.threshold_sweep(s[bona], tgt[bona]))
     if not np.isfinite(thr):
         raise MetricError("the bona fide EER threshold is +inf (every non-target outscores every target)")
     n_acc = accepted(s[spf], thr)

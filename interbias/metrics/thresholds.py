@@ -45,14 +45,14 @@ class ThresholdRule:
     def choose(self, dev_scores: object, dev_labels: object) -> float:
         """The threshold from development scores (not needed for ``fixed``).
 
-        ``eer``: the interpolated EER threshold of :func:`interbias.metrics.verification.eer_from_points`.
+        ``eer``: the interpolated EER threshold of :func:`interbias.metrics.verification.eer_from_sweep`.
         ``far:X``: the lowest distinct dev score t with FAR(t) = P(s ≥ t | label 0) ≤ X.
         """
         if self.kind == "fixed":
             return float(self.value)  # type: ignore[arg-type]
-        p = metrics.operating_points(dev_scores, dev_labels)
+        p = metrics.threshold_sweep(dev_scores, dev_labels)
         if self.kind == "eer":
-            thr = metrics.eer_from_points(p)[1]
+            thr = metrics.eer_from_sweep(p)[1]
         else:
             k = int(np.argmax(p.fpr <= self.value))
             thr = float(p.thresholds[k])

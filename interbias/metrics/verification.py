@@ -1,7 +1,7 @@
 """Verification metrics as pure functions of (scores, labels). Higher score = more target-like.
 
-A trial is accepted when its score is >= the threshold. Operating points are taken at every
-distinct score value (tied scores form one threshold) plus +inf (reject all), so the curves
+A trial is accepted when its score is >= the threshold. A :class:`ThresholdSweep` puts a threshold
+at every distinct score value (tied scores form one threshold) plus +inf (reject all), so the curves
 run from (FPR, FNR) = (1, 0) to (0, 1). Everything is sort-based, O(N log N).
 """
 
@@ -14,13 +14,16 @@ import numpy as np
 
 from interbias.utils.errors import MetricError
 
+#: The target prior of minDCF and of every detection-cost default (unit costs): the one place it is set.
+P_TARGET = 0.01
+
 
 @dataclass(frozen=True)
-class OperatingPoints:
+class ThresholdSweep:
     """Counts at ascending thresholds (every distinct score, then +inf); rates on demand.
 
     Between consecutive thresholds at least one score changes sides, so FNR − FPR is
-    strictly increasing along the points.
+    strictly increasing along the sweep.
     """
 
     thresholds: np.ndarray
@@ -61,7 +64,7 @@ class OperatingPoints:
         return self.n_lo[:-1]
 
 
-#: Operating points per piece when minimising the detection cost.
+#: Thresholds per piece when minimising the detection cost.
 _CHUNK = 1 << 16
 #: Below this many (target, non-target) pairs the AUC is summed in int64 (no overflow).
 _EXACT_PAIRS = 2**61
@@ -111,7 +114,7 @@ def validate_scores(scores: object, labels: object, *, allow_inf: bool = False) 
     return s, lab
 
 
-def operating_points(scores: object, labels: object) -> OperatingPoints:
+def threshold_sweep(scores: object, labels: object) -> ThresholdSweep:
     """Counts (and rates) at every distinct threshold: FNR(t) = P(s < t | target),
     FPR(t) = P(s >= t | non-target).
 
@@ -144,10 +147,10 @@ def operating_points(scores: object, labels: object) -> OperatingPoints:
     n_lo = np.empty(n_u + 1, dtype=np.int64)
     np.subtract(starts, t_lo[:n_u], out=n_lo[:n_u])
     n_lo[n_u] = n_n
-    return OperatingPoints(thresholds, t_lo, n_lo, tgt_at, n_t, n_n)
+    return ThresholdSweep(thresholds, t_lo, n_lo, tgt_at, n_t, n_n)
 
 
-def _crossing(p: OperatingPoints) -> int:
+def _crossing(p: ThresholdSweep) -> int:
     """The first k with FNR_k − FPR_k >= 0 (binary search: the difference increases)."""
     lo, hi = 0, len(p.thresholds) - 1  # at +inf: FNR 1, FPR 0
     while lo < hi:
@@ -159,7 +162,7 @@ def _crossing(p: OperatingPoints) -> int:
     return lo
 
 
-def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
+def eer_from_sweep(p: ThresholdSweep) -> tuple[float, float]:
     """(EER, threshold) at the interpolated crossing of the miss and false-alarm curves.
 
     With d_k = FNR_k − FPR_k (non-decreasing in k), take the first k with d_k >= 0; if d_k > 0
@@ -184,10 +187,10 @@ def eer_from_points(p: OperatingPoints) -> tuple[float, float]:
 
 def eer(scores: object, labels: object) -> float:
     """Equal error rate, interpolated crossing of FNR and FPR (fraction, 0.01 = 1 %)."""
-    return eer_from_points(operating_points(scores, labels))[0]
+    return eer_from_sweep(threshold_sweep(scores, labels))[0]
 
 
-def eer_legacy_from_points(p: OperatingPoints) -> float:
+def eer_legacy_from_sweep(p: ThresholdSweep) -> float:
     """InterBias-SV's EER: the operating point minimising |FPR − FNR|, the two rates averaged.
 
     Ties go to the highest threshold (the first such point in scikit-learn's ``roc_curve``
@@ -201,10 +204,12 @@ def eer_legacy_from_points(p: OperatingPoints) -> float:
 
 
 def eer_legacy(scores: object, labels: object) -> float:
-    return eer_legacy_from_points(operating_points(scores, labels))
+    return eer_legacy_from_sweep(threshold_sweep(scores, labels))
 
 
-def min_dcf_from_points(p: OperatingPoints, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
+def min_dcf_from_sweep(
+    p: ThresholdSweep, *, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0
+) -> float:
     """Normalised minimum detection cost.
 
     C(t) = C_miss·P_miss(t)·p + C_fa·P_fa(t)·(1 − p), minimised over all thresholds (accept-all
@@ -224,11 +229,13 @@ def min_dcf_from_points(p: OperatingPoints, *, p_target: float = 0.01, c_miss: f
     return float(best / min(c_miss * p_target, c_fa * (1 - p_target)))
 
 
-def min_dcf(scores: object, labels: object, *, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> float:
-    return min_dcf_from_points(operating_points(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
+def min_dcf(
+    scores: object, labels: object, *, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0
+) -> float:
+    return min_dcf_from_sweep(threshold_sweep(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
 
 
-def auc_from_points(p: OperatingPoints) -> float:
+def auc_from_sweep(p: ThresholdSweep) -> float:
     """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney).
 
     Twice the wins, Σ_k tgt_at_k·(n_lo_k + n_lo_{k+1}), is summed exactly in integers."""
@@ -241,7 +248,7 @@ def auc_from_points(p: OperatingPoints) -> float:
 
 
 def auc(scores: object, labels: object) -> float:
-    return auc_from_points(operating_points(scores, labels))
+    return auc_from_sweep(threshold_sweep(scores, labels))
 
 
 @dataclass(frozen=True)
@@ -265,16 +272,16 @@ class Summary:
         }
 
 
-def summarize(scores: object, labels: object, *, p_target: float = 0.01) -> Summary:
+def summarize(scores: object, labels: object, *, p_target: float = P_TARGET) -> Summary:
     """All metrics from one sort."""
-    p = operating_points(scores, labels)
-    e, thr = eer_from_points(p)
+    p = threshold_sweep(scores, labels)
+    e, thr = eer_from_sweep(p)
     return Summary(
         e,
         thr,
-        eer_legacy_from_points(p),
-        min_dcf_from_points(p, p_target=p_target),
-        auc_from_points(p),
+        eer_legacy_from_sweep(p),
+        min_dcf_from_sweep(p, p_target=p_target),
+        auc_from_sweep(p),
         p.n_target,
         p.n_nontarget,
     )
@@ -282,7 +289,7 @@ def summarize(scores: object, labels: object, *, p_target: float = 0.01) -> Summ
 
 def det_curve(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     """(FPR, FNR) at every distinct threshold, for DET plots."""
-    p = operating_points(scores, labels)
+    p = threshold_sweep(scores, labels)
     return p.fpr, p.fnr
 
 

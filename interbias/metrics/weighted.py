@@ -7,7 +7,7 @@ which trial ``i`` appears ``w_i`` times (``np.repeat``): at each distinct score 
 A score whose trials all have weight 0 gives a duplicate of the next operating point, which
 changes neither the interpolated crossing nor the minimum. Estimators are those of
 :mod:`interbias.metrics.verification` (``eer`` interpolated, ``eer_legacy`` nearest point, ``min_dcf``
-normalised at p_target 0.01), computed with the same floating-point operations.
+normalised at ``verification.P_TARGET``), computed with the same floating-point operations.
 
 Cost per replicate block: one gather and one cumulative sum per class over the trials, then
 for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR_k is
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.metrics.verification import P_TARGET
 from interbias.utils.errors import AnalysisError, MetricError
 
 METRICS = ("eer", "eer_legacy", "min_dcf")
@@ -100,7 +101,7 @@ class _Points:
 
 
 def _eer(p: _Points) -> np.ndarray:
-    """Row-wise :func:`interbias.metrics.verification.eer_from_points` (same operations, same floats)."""
+    """Row-wise :func:`interbias.metrics.verification.eer_from_sweep` (same operations, same floats)."""
     k = p.first()
     km1 = np.maximum(k - 1, 0)
     fnr_k, fpr_k = p.at(k)
@@ -114,7 +115,7 @@ def _eer(p: _Points) -> np.ndarray:
 
 
 def _eer_legacy(p: _Points) -> np.ndarray:
-    """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_points`: the last k minimising |d_k|.
+    """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_sweep`: the last k minimising |d_k|.
 
     With d non-decreasing, the minimum of |d| is at k* (first d ≥ 0) or k* − 1; when it is at
     k* (or tied), the last minimiser is the last k with d_k = d_{k*}."""
@@ -129,7 +130,7 @@ def _eer_legacy(p: _Points) -> np.ndarray:
     return (fpr + fnr) / 2
 
 
-def _min_dcf(p: _Points, p_target: float = 0.01, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
+def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
     ks = np.arange(p.k_max + 1)
     fnr = p.ct[:, p.tb[ks]] / p.n_t[:, None]
     fpr = (p.n_n[:, None] - p.cn[:, p.nb[ks]]) / p.n_n[:, None]
@@ -150,7 +151,7 @@ def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarr
 def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss: float, c_fa: float) -> np.ndarray:
     """Normalised minimum DCF at (``p_target``, ``c_miss``, ``c_fa``) under each row of
     ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
-    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at p 0.01."""
+    C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at ``verification.P_TARGET``."""
     return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
 
 

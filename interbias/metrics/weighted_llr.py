@@ -45,24 +45,24 @@ class SharedCalibration:
     point: CostPoint
 
     @classmethod
-    def of_run(cls, run_json: dict[str, Any] | None, model: str) -> SharedCalibration:
-        """From run.json's ``calibration`` record; :class:`AnalysisError` unless the run fitted a
-        shared calibration (``fit_on: reference``) for ``model``."""
-        rec = require_shared(run_json)
-        model_rec = (rec.get("models") or {}).get(model) or {}
-        if "slope" not in model_rec:
+    def of_run(cls, record: Any, model: str) -> SharedCalibration:
+        """From the run's calibration record (an :class:`interbias.run.rundir.CalibrationRecord`,
+        ``RunDir.read_calibration``); :class:`AnalysisError` unless the run fitted a shared
+        calibration (``fit_on: reference``) for ``model``."""
+        require_shared(record)
+        shared = record.shared(model)
+        if shared is None:
             raise AnalysisError(
-                f"no shared calibration for model {model!r}: {model_rec.get('error', 'not in run.json')}"
+                f"no shared calibration for model {model!r}: {record.model(model).get('error', 'not in the record')}"
             )
-        points = rec.get("operating_points") or []
-        if not points:
-            raise AnalysisError("run.json's calibration record names no operating point")
-        p = points[0]
+        if not record.operating_points:
+            raise AnalysisError("the run's calibration record names no operating point")
+        p = record.operating_points[0]
         try:
             point = CostPoint(float(p["p_target"]), float(p["c_miss"]), float(p["c_fa"]))
         except (KeyError, TypeError, ValueError, MetricError) as exc:
-            raise AnalysisError(f"run.json's first operating point is not usable: {exc}") from None
-        return cls(model, float(model_rec["slope"]), float(model_rec["offset"]), point)
+            raise AnalysisError(f"the calibration record's first operating point is not usable: {exc}") from None
+        return cls(model, *shared, point)
 
     def llr(self, scores: np.ndarray) -> np.ndarray:
         return self.slope * np.asarray(scores, dtype=np.float64) + self.offset
@@ -115,16 +115,14 @@ class SharedCalibration:
         return out
 
 
-def require_shared(run_json: dict[str, Any] | None) -> dict[str, Any]:
-    """run.json's ``calibration`` record when the run fitted a shared calibration
-    (``fit_on: reference``, measured); else :class:`AnalysisError` saying why not."""
-    rec = (run_json or {}).get("calibration")
-    if not rec:
+def require_shared(record: Any) -> None:
+    """:class:`AnalysisError` saying why not unless the run's calibration record (a
+    :class:`interbias.run.rundir.CalibrationRecord` or ``None``) holds a shared calibration
+    (``fit_on: reference``, measured)."""
+    if record is None:
         raise AnalysisError("calibration metrics need the run's calibration record (run.json beside results.csv)")
-    if rec.get("fit_on") != "reference" or not rec.get("measured"):
-        why = rec.get("reason") or f"calibration.fit_on is {rec.get('fit_on')!r}, not 'reference'"
+    if why := record.lacks_shared():
         raise AnalysisError(f"calibration metrics are read at the shared calibration, which this run lacks: {why}")
-    return rec
 
 
 def _check(metric: str) -> None:

@@ -74,8 +74,8 @@ class Operator:
     def check_resources(self) -> None:
         """Raise :class:`OperatorError` when something this operator needs on this machine is
         missing (a noise folder, a codec backend, room simulation). Separate from
-        :meth:`validate` so an experiment file loads anywhere; the runner calls it for every
-        chain before any work."""
+        :meth:`validate` so an experiment file loads anywhere; a run checks it for
+        every chain before any work."""
 
     def params(self) -> dict[str, Any]:
         """The parameters; optional ones left at ``None`` are omitted (so adding an optional

@@ -9,7 +9,7 @@ resample back to ``fs``, remove the round trip's delay, cut to ``len(x)``.
   reported unavailable (:class:`OperatorError` naming what is missing), never replaced.
 * Alignment: the delay of each (codec, bitrate, input rate) round trip — encoder look-ahead,
   priming samples (Opus pre-skip, AAC's 1024), filter-bank delay — is measured once per
-  process on a fixed calibration signal (peak of the cross-correlation of output with
+  process on a fixed delay probe (peak of the cross-correlation of output with
   input) and removed; the input is padded with zeros so the cut never runs short.
 """
 
@@ -57,16 +57,16 @@ def _ffmpeg_encoders() -> tuple[str | None, set[str]]:
     return exe, names
 
 
-_probe_lock = threading.Lock()
-_probe: dict[str, Any] = {}
+_backend_lock = threading.Lock()
+_backend_problems: dict[str, Any] = {}
 
 
 def backend_problem(codec: str) -> str | None:
     """Why ``codec`` cannot run on this machine, or None when it can."""
     spec = CODECS[codec]
-    with _probe_lock:
-        if codec in _probe:
-            return _probe[codec]
+    with _backend_lock:
+        if codec in _backend_problems:
+            return _backend_problems[codec]
         problem: str | None = None
         if spec.backend in ("pyav", "pyav-wav"):
             try:
@@ -92,14 +92,14 @@ def backend_problem(codec: str) -> str | None:
             except ImportError:
                 problem = "the ffmpeg-python package is not installed"
             else:
-                if "ffmpeg_cli" not in _probe:
-                    _probe["ffmpeg_cli"] = _ffmpeg_encoders()
-                exe, encoders = _probe["ffmpeg_cli"]
+                if "ffmpeg_cli" not in _backend_problems:
+                    _backend_problems["ffmpeg_cli"] = _ffmpeg_encoders()
+                exe, encoders = _backend_problems["ffmpeg_cli"]
                 if exe is None:
                     problem = f"needs the ffmpeg command with the {spec.encoder} encoder; no ffmpeg on PATH"
                 elif spec.encoder not in encoders:
                     problem = f"{exe} has no {spec.encoder} encoder"
-        _probe[codec] = problem
+        _backend_problems[codec] = problem
         return problem
 
 
@@ -283,13 +283,13 @@ def encode_decode(codec: str, x: np.ndarray, codec_rate_hz: int, bitrate: int) -
 # --------------------------------------------------------------------------- alignment
 
 
-def calibration_signal(rate_hz: int, duration_s: float = 2.0) -> np.ndarray:
+def delay_probe(rate_hz: int, duration_s: float = 2.0) -> np.ndarray:
     """A fixed speech-like signal without periodicity: an aperiodic pulse train (intervals
     2.5–12 ms) through three formant resonators, in syllable-like bursts, over a faint noise
     floor. Being aperiodic, its cross-correlation has one peak, not one per pitch period."""
     from scipy.signal import lfilter
 
-    rng = derive_rng("codec-calibration", rate_hz)
+    rng = derive_rng("codec-calibration", rate_hz)  # seed name kept: the probe, hence each delay, stays the same
     n = int(duration_s * rate_hz)
     pulses = np.zeros(n)
     t = int(rng.integers(0, rate_hz // 100))
@@ -326,9 +326,9 @@ def best_lag(reference: np.ndarray, signal: np.ndarray, max_lag: int) -> int:
     return int(lags[keep][np.argmax(c[keep])])
 
 
-def voiced_signal(rate_hz: int, duration_s: float, seed: int) -> np.ndarray:
-    """A harmonic test signal for vocoders: a drifting F0 in bursts of 80–300 ms."""
-    rng = derive_rng("vocoder-calibration", rate_hz, seed)
+def voiced_delay_probe(rate_hz: int, duration_s: float, seed: int) -> np.ndarray:
+    """A harmonic delay probe for vocoders (which do not keep the waveform): a drifting F0 in bursts of 80–300 ms."""
+    rng = derive_rng("vocoder-calibration", rate_hz, seed)  # seed name kept (see delay_probe)
     n = int(duration_s * rate_hz)
     t = np.arange(n) / rate_hz
     f0 = rng.uniform(90, 220) * (1 + 0.2 * np.sin(2 * np.pi * rng.uniform(0.3, 1.0) * t))
@@ -343,9 +343,9 @@ def voiced_signal(rate_hz: int, duration_s: float, seed: int) -> np.ndarray:
     return (0.4 * v * env / np.abs(v).max()).astype(np.float32)
 
 
-#: Envelope window for aligning vocoders, seconds, and how many calibration signals to use.
+#: Envelope window for aligning vocoders, seconds, and how many delay probes to use.
 VOCODER_WINDOW_S = 0.01
-VOCODER_CALIBRATIONS = 8
+VOCODER_PROBES = 8
 
 _delay_lock = threading.Lock()
 _delays: dict[tuple[str, int, int], tuple[int, int]] = {}
@@ -354,8 +354,8 @@ _delays: dict[tuple[str, int, int], tuple[int, int]] = {}
 def codec_delay(codec: str, bitrate: int, codec_rate_hz: int) -> tuple[int, int]:
     """(delay, decoder rate): how many samples, at the decoder's output rate, the round trip
     delays its input (negative: early). Measured once per process: the peak of the
-    cross-correlation of output with input for :func:`calibration_signal`; for vocoders, which
-    do not keep the waveform, the median over :func:`voiced_signal` draws of the peak of the
+    cross-correlation of output with input for :func:`delay_probe`; for vocoders, which
+    do not keep the waveform, the median over :func:`voiced_delay_probe` draws of the peak of the
     cross-correlation of 10 ms RMS envelopes (good to about ±2 ms)."""
     key = (codec, bitrate, codec_rate_hz)
     with _delay_lock:
@@ -364,15 +364,15 @@ def codec_delay(codec: str, bitrate: int, codec_rate_hz: int) -> tuple[int, int]
     tail = np.zeros(int(2 * MAX_DELAY_S * codec_rate_hz), np.float32)
     if CODECS[codec].vocoder:
         lags, out_rate = [], codec_rate_hz
-        for seed in range(VOCODER_CALIBRATIONS):
-            x = voiced_signal(codec_rate_hz, 3.0, seed)
+        for seed in range(VOCODER_PROBES):
+            x = voiced_delay_probe(codec_rate_hz, 3.0, seed)
             y, out_rate, _ = encode_decode(codec, np.concatenate([x, tail]), codec_rate_hz, bitrate)
             ref = resample(x, codec_rate_hz, out_rate)
             env_ref, env_y = envelope(ref, out_rate, VOCODER_WINDOW_S), envelope(y, out_rate, VOCODER_WINDOW_S)
             lags.append(best_lag(env_ref, env_y, int(MAX_DELAY_S * out_rate)))
         lag = int(np.round(np.median(lags)))
     else:
-        x = calibration_signal(codec_rate_hz)
+        x = delay_probe(codec_rate_hz)
         y, out_rate, _ = encode_decode(codec, np.concatenate([x, tail]), codec_rate_hz, bitrate)
         lag = best_lag(resample(x, codec_rate_hz, out_rate), y, int(MAX_DELAY_S * out_rate))
     with _delay_lock:

@@ -11,7 +11,7 @@ Where the window starts (``where``):
 
 The window is ``round(duration_s · rate)`` samples, exact to the sample. An input no longer than
 the window is kept whole (``kept_whole`` in the record; the run counts these in
-operations.parquet). numpy only: cropping is slicing.
+the run's operations record). numpy only: cropping is slicing.
 """
 
 from __future__ import annotations

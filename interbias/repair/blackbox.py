@@ -13,7 +13,7 @@ variant the decision of its base. Draws come from ``derive_rng("blackbox", seed,
 ``analyze``: the system's scores (or accept/reject decisions) per ``trial_id``:
 
 - decisions: ``score ≥ threshold``, with the threshold given or the EER threshold of the base
-  trials (:func:`interbias.metrics.verification.eer_from_points`);
+  trials (:func:`interbias.metrics.verification.eer_from_sweep`);
 - invariance-violation ratio per axis ``R_a`` = share of axis-``a`` variants whose decision
   differs from their base trial's; ``mean_abs_shift_a`` = mean |score − base score|;
 - per group of each attribute (the enrolled speaker's): accuracy (share of correct decisions)
@@ -258,7 +258,7 @@ def analyze(
     answers: pd.DataFrame, groups: Sequence[str], *, threshold: float | None, n_perm: int, seed: int
 ) -> BlackboxResult:
     """Invariance-violation ratios, group accuracies/EERs, gaps and permutation p-values."""
-    from interbias.metrics.verification import eer_from_points, operating_points
+    from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 
     if n_perm < 1:
         raise AnalysisError(f"--permutations must be >= 1; got {n_perm}")
@@ -269,7 +269,7 @@ def analyze(
         if threshold is None:
             if base["label"].nunique() < 2:
                 raise AnalysisError("blackbox analyze: the base trials need targets and non-targets for a threshold")
-            threshold = eer_from_points(operating_points(base["score"], base["label"] == "target"))[1]
+            threshold = eer_from_sweep(threshold_sweep(base["score"], base["label"] == "target"))[1]
         decision = answers["score"].to_numpy() >= threshold
     else:
         decision = answers["decision"].to_numpy(dtype=bool)

@@ -28,7 +28,6 @@ each draw's ``act_dcf`` and ``calibration_loss`` per model and cell.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +39,13 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.calibration import LinearCalibration, fit_linear
 from interbias.metrics.llr import act_dcf, cllr, min_cllr
 from interbias.run.measured import calibration_trials, measured
-from interbias.utils import atomic
+from interbias.run.rundir import CalibrationRecord
 from interbias.utils.errors import MetricError
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Cell, Experiment
     from interbias.run.rundir import RunDir
 
-#: The run directory's calibration record (also in run.json ``calibration``), written before the analyses.
-CALIBRATION_FILE = "calibration.json"
 METHOD = "linear logistic, llr = a·score + b, prior 0.5, Platt-smoothed labels"
 #: Results columns added by this stage in runs with ``operator_draws`` > 1 (after the draw columns).
 DRAW_CALIBRATION_COLUMNS = ["act_dcf_draw_sd", "calibration_loss_draw_sd"]
@@ -83,16 +80,16 @@ def cell_values(
 ) -> dict[str, Any]:
     """The calibration columns of one cell's eval trials under ``cal`` (see the module doc)."""
     llr = cal.llr(scores)
-    pts = metrics.operating_points(scores, labels)
+    pts = metrics.threshold_sweep(scores, labels)
     out: dict[str, Any] = {"cllr": cllr(llr, labels), "min_cllr": min_cllr(scores, labels)}
     for i, p in enumerate(points):
         act = act_dcf(llr, labels, p.cost)
-        low = metrics.min_dcf_from_points(pts, p_target=p.cost.p_target, c_miss=p.cost.c_miss, c_fa=p.cost.c_fa)
+        low = metrics.min_dcf_from_sweep(pts, p_target=p.cost.p_target, c_miss=p.cost.c_miss, c_fa=p.cost.c_fa)
         if i == 0:
             out.update(act_dcf=act, calibration_loss=act - low, dcf_point=p.name)
         else:
             out.update({f"min_dcf_{p.name}": low, f"act_dcf_{p.name}": act, f"calibration_loss_{p.name}": act - low})
-    out["threshold_drift"] = metrics.eer_from_points(pts)[1] - fit_threshold
+    out["threshold_drift"] = metrics.eer_from_sweep(pts)[1] - fit_threshold
     return out
 
 
@@ -111,7 +108,7 @@ def _fit(frames: Sequence[pd.DataFrame]) -> tuple[LinearCalibration, float, dict
         raise MetricError("no dev trials to fit on")
     s, lab = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     cal = fit_linear(s, lab)
-    thr = metrics.eer_from_points(metrics.operating_points(s, lab))[1]
+    thr = metrics.eer_from_sweep(metrics.threshold_sweep(s, lab))[1]
     return cal, thr, {**cal.record(), "eer_threshold": thr}
 
 
@@ -176,26 +173,22 @@ def calibrate_rows(
     rows: dict[tuple[str, str], dict[str, Any]],
     *,
     has_dev: bool,
-) -> dict[str, Any]:
+) -> CalibrationRecord:
     """Add the calibration columns to ``rows`` ((model, cell id) -> results row) from the run's
-    scores files; returns run.json's ``calibration`` record (what was fitted on what, or why not)."""
-    record: dict[str, Any] = {
-        "fit_on": exp.calibration.fit_on,
-        "split": exp.calibration.split,
-        "method": METHOD,
-        "operating_points": [p.record() for p in exp.operating_points],
-    }
+    scores files and write calibration.json; returns the record (what was fitted on what, or
+    why not: then no calibration.json is written, run.json carries the record)."""
+    spec = exp.calibration
+    points = [p.record() for p in exp.operating_points]
     drawn = DRAW_CALIBRATION_COLUMNS if exp.trials.operator_draws > 1 else []
     for row in rows.values():
         for col in [*calibration_columns(exp.operating_points), *drawn]:
             row[col] = np.nan if col != "dcf_point" else ""
     if not has_dev:
-        record["measured"] = False
-        record["reason"] = "the run has no dev split (set trials.dev_share): the calibration columns are empty"
-        return record
-    record["measured"] = True
-    record["models"] = {m: _model(run, exp, m, cells, rows) for m in models}
-    atomic.write_text(run.file(CALIBRATION_FILE), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+        reason = "the run has no dev split (set trials.dev_share): the calibration columns are empty"
+        return CalibrationRecord(spec.fit_on, spec.split, METHOD, points, measured=False, reason=reason)
+    fitted = {m: _model(run, exp, m, cells, rows) for m in models}
+    record = CalibrationRecord(spec.fit_on, spec.split, METHOD, points, measured=True, models=fitted)
+    run.write_calibration(record)
     return record
 
 
@@ -212,10 +205,3 @@ def group_values(
     act = act_dcf(llr, lab, point.cost)
     low = metrics.min_dcf(scores, lab, p_target=point.cost.p_target, c_miss=point.cost.c_miss, c_fa=point.cost.c_fa)
     return {"act_dcf": act, "min_dcf_at_point": low, "calibration_loss": act - low, "cllr": cllr(llr, lab)}
-
-
-def shared_calibration(record: dict[str, Any] | None, model: str) -> tuple[float, float] | None:
-    """(slope, offset) of ``model``'s shared calibration in run.json's ``calibration`` record
-    (``None`` with ``fit_on: each`` or when none was fitted)."""
-    rec = ((record or {}).get("models") or {}).get(model) or {}
-    return (float(rec["slope"]), float(rec["offset"])) if "slope" in rec else None

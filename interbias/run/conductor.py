@@ -2,9 +2,11 @@
 
 :func:`run` reads as the data flow:
 
-1. load: the experiment, the corpus manifest and every encoder (all failures before work),
-   then the trial list (drawn, or an external list); the run id follows from what was asked
-   and the bytes of every trial utterance's file (other audio: another run directory);
+1. load: the experiment, read and checked once (:func:`interbias.run.preflight.experiment_for_run`,
+   unless the caller hands it over), the executor and every encoder, then the corpus manifest
+   and the trial list (drawn, or an external list: :func:`interbias.run.inputs.load_inputs`);
+   all failures come before work; the run id (:func:`interbias.run.results.run_id`) follows from
+   what was asked and the bytes of every trial utterance's file (other audio: another run directory);
 2. lock ``results/<run_id>/`` (:class:`interbias.run.rundir.RunDir`) and save (or verify) the trials;
 3. find the work: which cell × encoder pairs finished earlier (reused, never scored again) and which
    (utterance, chain) items the rest need; a finished cell over this invocation's
@@ -18,39 +20,24 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from interbias.corpora import check_manifest, check_runnable, load_corpus, needed_attributes
-from interbias.corpora.attacks import AttackSet, load_attacks
-from interbias.corpora.manifest import Manifest
-from interbias.corpora.manifest_checks import check_distinct_audio, partly_labelled
 from interbias.embedding.cache import EmbeddingCache
-from interbias.embedding.executors import Executor, make_executor
-from interbias.embedding.stage import Embedder, audio_digest, audio_digests, chains_for_cells
+from interbias.embedding.executors import make_executor
+from interbias.embedding.stage import Embedder, chains_for_cells
 from interbias.encoders import Encoder, load_encoders
-from interbias.experiments.schema import (
-    Cell,
-    Experiment,
-    find_experiment,
-    load_experiment,
-    resource_problems,
-    with_data,
-)
+from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
-from interbias.run.grid import check_grid_size
+from interbias.run.inputs import RunContext, RunOptions, load_inputs, with_plan
 from interbias.run.lock import RunLock
 from interbias.run.normalise import (
     add_cohort_items,
-    cohort_audio_sha256,
     cohort_digest,
     norm_label,
     normalised_cell,
@@ -58,63 +45,20 @@ from interbias.run.normalise import (
     scoring_record,
 )
 from interbias.run.operations import merge_operations, operations_frame
+from interbias.run.preflight import experiment_for_run
 from interbias.run.results import (
     COLUMNS,
     RowContext,
     results_row,
-    revision,
-    run_id_for,
     run_record,
     torch_threads,
 )
-from interbias.run.rundir import TRIALS_META, RunDir
+from interbias.run.rundir import TRIALS_META
 from interbias.run.work import RunWork, find_work
-from interbias.trials.cohort import Cohort, draw_cohort
-from interbias.trials.external import external_trials
-from interbias.trials.sampler import TrialList, draw_trials, partners, shortfall
-from interbias.trials.speaker_budget import apply_plan, check_drawn
+from interbias.trials.sampler import partners
 from interbias.utils import atomic, crashpoints
 from interbias.utils.errors import InterbiasError, RunError
-from interbias.utils.paths import cache_dir as default_cache_dir
-from interbias.utils.paths import conditions_dir
 from interbias.utils.progress import Reporter
-
-
-@dataclass
-class RunOptions:
-    experiment: str
-    encoders: Sequence[str] = ("CAM++", "GE2E", "mfcc-stats")
-    corpus: str | None = None
-    corpus_root: Path | None = None
-    out: Path = Path("results")
-    device: str = "cpu"
-    max_trials: int | None = None
-    max_failure_share: float = 0.01
-    cache_dir: Path | None = None
-    quiet: bool = False
-    #: A user's manifest (CSV/JSONL/Lhotse) replacing the experiment's corpus, its data root,
-    #: and an external trial list (with its format) replacing the sampled one.
-    manifest: Path | None = None
-    data_root: Path | None = None
-    trials: Path | None = None
-    trials_format: str | None = None
-    #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
-    executor: str = "local"
-    #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).
-    address: str | None = None
-    #: A plan.csv of ``interbias plan``: draw the speakers per stratum it asks for this experiment.
-    plan: Path | None = None
-    #: Worker processes of the local executor (None: automatic, see interbias.embedding.executors).
-    jobs: int | None = None
-    #: Inference runtime where an encoder offers it: auto, eager or onnxruntime (None: $INTERBIAS_RUNTIME, else auto).
-    runtime: str | None = None
-    command: list[str] = field(default_factory=lambda: list(sys.argv))
-    #: The analyses written beside results.csv once it is written, called as
-    #: ``after_run(run, results, trials, scored, spoofing, errored)`` and returning what run.json
-    #: lists under ``analyses``: ``interbias run`` passes
-    #: :func:`interbias.analysis.after_run.run_analyses` (spoofing.csv, attributes.parquet,
-    #: fairness); None writes none (the run layer does not import the analysis).
-    after_run: Callable[..., dict[str, Any]] | None = None
 
 
 @dataclass
@@ -127,45 +71,16 @@ class RunOutcome:
     errored_cells: list[str]
 
 
-@dataclass
-class RunContext:
-    """Everything a run works with once its inputs are loaded and checked: the experiment, the
-    corpus (``manifest``) and what is embedded (``scored``: the corpus plus any attack audio),
-    the encoders and who runs them, the trial list, the run directory and its identity."""
-
-    options: RunOptions
-    reporter: Reporter
-    exp: Experiment
-    manifest: Manifest
-    scored: Manifest
-    encoders: list[Encoder]
-    executor: Executor
-    cache: Path
-    trials: TrialList
-    attacks: AttackSet | None
-    run: RunDir
-    run_id: str
-    rev: str
-    timings: dict[str, float]
-    t0: float
-    #: sha256 of every trial utterance's file and, per stratum, one digest of them (part of the run id).
-    shas: dict[str, str] = field(default_factory=dict)
-    audio: dict[str, str] = field(default_factory=dict)
-    #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
-    cohort: Cohort | None = None
-    cohort_missing: dict[str, int] = field(default_factory=dict)
-
-    def models(self) -> list[str]:
-        """results ``model`` labels in order: each encoder, then its normalised version."""
-        out = []
-        for e in self.encoders:
-            out += [e.label] + ([norm_label(e.label, self.exp.scoring)] if self.cohort else [])
-        return out
-
-
-def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
-    """Run an experiment (see the module docs); rerunning the same command resumes it."""
-    ctx = _load(options, reporter or Reporter(quiet=options.quiet))
+def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experiment | None = None) -> RunOutcome:
+    """Run an experiment (see the module docs); rerunning the same command resumes it. ``exp``:
+    the experiment as :func:`interbias.run.preflight.experiment_for_run` loaded and checked it
+    (None: that preflight runs here)."""
+    reporter = reporter or Reporter(quiet=options.quiet)
+    t0 = time.perf_counter()
+    exp, request = with_plan(options, exp if exp is not None else experiment_for_run(options), reporter)
+    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
+    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
+    ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0)
     with RunLock(ctx.run.path) as lock:
         if lock.previous_pid:
             ctx.reporter.notice(
@@ -183,117 +98,6 @@ def run(options: RunOptions, reporter: Reporter | None = None) -> RunOutcome:
                 f"{exc}; {ctx.run.n_finished_cells()} finished cell(s) are kept in {ctx.run.path}: "
                 "rerun the same command to resume"
             ) from exc
-
-
-def _experiment(options: RunOptions) -> Experiment:
-    """The experiment with the user's data in place, checked runnable here."""
-    exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
-    if options.manifest or options.data_root or options.trials or options.trials_format:
-        exp = with_data(
-            exp,
-            manifest=options.manifest,
-            data_root=options.data_root,
-            trials=options.trials,
-            trials_format=options.trials_format,
-        )
-    check_grid_size(exp, len(options.encoders))  # counted before any work
-    check_runnable(exp, root=options.corpus_root)  # data it needs is here, before any work
-    problems = resource_problems(exp)
-    if problems:
-        raise RunError(f"{exp.name} cannot run here: " + "; ".join(problems))
-    if not 0 <= options.max_failure_share < 1:
-        raise RunError("--max-failure-share must be in [0, 1)")
-    return exp
-
-
-def _read_corpus(
-    exp: Experiment, options: RunOptions, cache: Path, reporter: Reporter, timings: dict[str, float]
-) -> tuple[Manifest, TrialList | None, AttackSet | None]:
-    """The corpus manifest (checked), the external trial list if the experiment names one, and
-    the attack set if it has spoofing; their times go into ``timings``."""
-    t = time.perf_counter()
-    reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
-    manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
-    check_manifest(exp, manifest)
-    if note := partly_labelled(
-        manifest.utterances, needed_attributes(exp), where=f"{exp.name}: corpus {manifest.name!r}"
-    ):
-        reporter.notice(note)
-    listed = external_trials(exp, manifest, max_trials=options.max_trials)
-    timings["corpus_s"] = time.perf_counter() - t
-    attacks = None
-    if listed is not None and exp.spoofing is not None:
-        raise RunError(f"{exp.name}: spoof trials are sampled; an external trial list (trials.list) cannot carry them")
-    if exp.spoofing is not None:
-        t = time.perf_counter()
-        attacks = load_attacks(exp.spoofing, exp.corpus, manifest, cache)
-        timings["attacks_s"] = time.perf_counter() - t
-    return manifest, listed, attacks
-
-
-def _load(options: RunOptions, reporter: Reporter) -> RunContext:
-    """Load and check every input, then draw the trials: before the run directory exists, so a
-    refusal leaves nothing behind."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    exp = _experiment(options)
-    request = None
-    if options.plan is not None:  # before any work: a plan of another experiment is refused here
-        exp, request = apply_plan(exp, Path(options.plan))
-        reporter.info(request.describe(Path(options.plan), exp))
-    cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
-    executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
-    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
-    timings["load_encoders_s"] = time.perf_counter() - t0
-    manifest, listed, attacks = _read_corpus(exp, options, cache, reporter, timings)
-    t = time.perf_counter()
-    trials = (
-        listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
-    )
-    if request is not None and listed is None:
-        check_drawn(request, trials.strata)
-    timings["trials_s"] = time.perf_counter() - t
-    if listed is None and (short := shortfall(trials.info)):
-        reporter.notice(short)
-    cohort = draw_cohort(exp, manifest, trials.frame) if exp.scoring.norm != "none" else None
-    scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
-    t = time.perf_counter()
-    shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id
-    bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
-    check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
-    timings["audio_sha256_s"] = time.perf_counter() - t
-    shas = {**shas, **cohort_audio_sha256(cohort, manifest)} if cohort is not None else shas  # cohort audio too
-    rev = revision()
-    run_id = run_id_for(
-        exp,
-        manifest,
-        encoders,
-        rev,
-        options.max_trials,
-        listed,
-        attacks.sha256 if attacks else None,
-        audio_sha256=audio_digest(shas),
-    )
-    return RunContext(
-        options=options,
-        reporter=reporter,
-        exp=exp,
-        manifest=manifest,
-        scored=scored,
-        encoders=encoders,
-        executor=executor,
-        cache=cache,
-        trials=trials,
-        attacks=attacks,
-        run=RunDir(Path(options.out) / run_id),
-        run_id=run_id,
-        rev=rev,
-        timings=timings,
-        t0=t0,
-        shas=shas,
-        audio=audio,
-        cohort=cohort,
-    )
 
 
 def _save_trials(ctx: RunContext) -> None:
@@ -428,7 +232,7 @@ def _normalise(
 
 
 def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
-    """operations.parquet: this invocation's realised records, plus an earlier invocation's rows."""
+    """The operations record: this invocation's realised records, plus an earlier invocation's rows."""
     speakers = {u.id: u.speaker for u in ctx.scored.utterances}
     new = operations_frame([c for c, _ in work.pending], ctx.trials.for_stratum, emb.realised, speakers)
     earlier = ctx.run.read_operations()
@@ -474,7 +278,7 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
-        "calibration": calibration,
+        "calibration": calibration.to_json(),
         "scoring": scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
         **({"analyses": analyses} if analyses else {}),
     }

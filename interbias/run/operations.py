@@ -1,4 +1,4 @@
-"""operations.parquet: what each operator chain realised on each (utterance, side, chain).
+"""The operations record (:data:`interbias.run.rundir.OPERATIONS`): what each operator chain realised on each (utterance, side, chain).
 
 The embedding stage keeps, per (utterance, chain fingerprint), the list of records the chain
 returned (the front end's first, then one per operator: :meth:`interbias.operators.Chain.apply`).
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from interbias.experiments.schema import Cell
     from interbias.operators import Chain, Operator
 
-#: Columns of operations.parquet, in order (see docs/outputs.md).
+#: Columns of the operations record, in order (see docs/outputs.md).
 COLUMNS = [
     "utterance", "speaker", "side", "chain", "chain_fp", "draw", "operators",
     "snr_db_requested", "snr_db_achieved", "noise_kind", "noise_file", "noise_offset_s", "noise_talkers",

@@ -1,18 +1,40 @@
-"""Whether an experiment runs here now, on its default corpus and on each of its variants.
+"""Whether an experiment runs here now, and the one load-and-check of ``interbias run``.
 
 :func:`availability` answers for one loaded experiment (a short reason key for tables, one
-clause for errors, the full message for ``interbias list -v``); :func:`check_can_run` is the
-check ``interbias run`` makes first: its error says what is missing, names the data the corpus
-needs in a second sentence, and ends with the command that runs here when a variant does.
+clause for errors, the full message for ``interbias list -v``) on its default corpus or a
+variant. :func:`experiment_for_run` is the preflight of ``interbias run``: it reads the
+experiment file once, refuses what cannot run here (:func:`check_can_run`: the error says what
+is missing, names the data the corpus needs in a second sentence, and ends with the command that
+runs here when a variant does) and a grid too large to run (:func:`check_grid_size`), and hands
+the loaded experiment to the conductor.
+
+The grid's size is counted before any work. A run scores every cell (one level per factor: the
+product of the factors' level counts) with every encoder; each cell × encoder is one results
+row, one scores file and one completion record, and its trials, chains and embeddings are
+planned up front. :data:`DEFAULT_MAX_ROWS` (10,000 rows) is 125 times the largest experiment in
+the catalogue (E14: 80 cells) and keeps the run directory to some 20,000 files; a grid of
+~200,000 cells was seen to spend minutes and over a gigabyte before its first line of progress.
+A larger grid is almost always a factor given levels it should not have (a continuous
+attribute, one level per speaker); a deliberate one raises the limit with ``INTERBIAS_MAX_CELLS``.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interbias.utils.errors import DOCS_PAGES, DataMissingError, InterbiasError
+from interbias.utils.errors import DOCS_PAGES, ConfigError, DataMissingError, InterbiasError, RunError
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
+    from interbias.run.inputs import RunOptions
+
+#: Cells × encoders a run accepts unless ``INTERBIAS_MAX_CELLS`` says otherwise.
+DEFAULT_MAX_ROWS = 10_000
+ENV = "INTERBIAS_MAX_CELLS"
 
 #: What each reason key means (the legend of ``interbias list``).
 REASONS = {
@@ -88,14 +110,9 @@ def unavailable_message(exp: Any, why: Availability, *, argument: str, variants:
     return ". ".join(sentences)
 
 
-def check_can_run(argument: str, corpus: str | None = None, root: Path | None = None) -> None:
-    """Raise :class:`DataMissingError` when experiment ``argument`` (``E14`` or a YAML path)
-    cannot run here on ``corpus`` (default: its own); the message ends with a command that does."""
-    from interbias.experiments.schema import find_experiment, load_experiment
-    from interbias.utils.paths import conditions_dir
-
-    path = find_experiment(argument, conditions_dir())
-    exp = load_experiment(path, corpus=corpus)
+def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None) -> None:
+    """Raise :class:`DataMissingError` when the loaded experiment ``exp`` (``argument``: ``E14``
+    or a YAML path, read from ``path``) cannot run here; the message ends with a command that does."""
     why = availability(exp, root=root)
     if why.runnable:
         return
@@ -103,3 +120,80 @@ def check_can_run(argument: str, corpus: str | None = None, root: Path | None = 
     raise DataMissingError(
         unavailable_message(exp, why, argument=argument, variants=variants), key=why.key, reason=why.reason
     )
+
+
+def is_countermeasure(exp: Any) -> bool:
+    """Whether ``exp`` is a countermeasure experiment (a ``countermeasures`` block: :mod:`interbias.cm`)."""
+    return "countermeasures" in exp.raw
+
+
+def experiment_for_run(options: RunOptions) -> Experiment:
+    """The experiment ``interbias run`` runs, read once and checked before any work: its data and operators' resources are here (a user's
+    ``--manifest``/``--trials`` applied), its grid is within :func:`max_rows`, the failure share
+    is valid. A countermeasure experiment is returned as written, its data checked."""
+    from interbias.corpora import check_runnable
+    from interbias.experiments.schema import find_experiment, load_experiment, resource_problems, with_data
+    from interbias.utils.paths import conditions_dir
+
+    path = find_experiment(options.experiment, conditions_dir())
+    exp = load_experiment(path, corpus=options.corpus)
+    user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
+    if not user_data:  # the experiment's own data: say what runs here
+        check_can_run(exp, options.experiment, path, options.corpus_root)
+    if is_countermeasure(exp):
+        if user_data:
+            check_runnable(exp, root=options.corpus_root)
+        return exp
+    if user_data:
+        exp = with_data(
+            exp,
+            manifest=options.manifest,
+            data_root=options.data_root,
+            trials=options.trials,
+            trials_format=options.trials_format,
+        )
+    check_grid_size(exp, len(options.encoders))
+    if user_data:  # the user's data and the operators' resources (availability checked them otherwise)
+        check_runnable(exp, root=options.corpus_root)
+        if problems := resource_problems(exp):
+            raise RunError(f"{exp.name} cannot run here: " + "; ".join(problems))
+    if not 0 <= options.max_failure_share < 1:
+        raise RunError("--max-failure-share must be in [0, 1)")
+    return exp
+
+
+# ---- the grid's size ---------------------------------------------------------------------------
+
+
+def n_cells(exp: Any) -> int:
+    """Cells of ``exp``'s grid: the product of its factors' level counts (no cell is built)."""
+    return math.prod(len(f.levels) for f in exp.factors)
+
+
+def max_rows() -> int:
+    """The limit on cells × encoders: ``$INTERBIAS_MAX_CELLS`` (a positive integer) or the default."""
+    raw = os.environ.get(ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ROWS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"{ENV}={raw!r}: expected a positive whole number of cells × encoders")
+    return value
+
+
+def check_grid_size(exp: Any, n_encoders: int) -> int:
+    """The number of results rows (cells × encoders) ``exp`` would write; a :class:`ConfigError`
+    with the count and how to raise the limit when it exceeds :func:`max_rows`."""
+    cells = n_cells(exp)
+    rows = cells * max(1, n_encoders)
+    limit = max_rows()
+    if rows > limit:
+        sizes = " × ".join(f"{f.name} {len(f.levels)}" for f in exp.factors)
+        raise ConfigError(
+            f"{exp.name}: the grid has {cells:,} cells ({sizes}) × {n_encoders} encoder(s) = {rows:,} results rows, "
+            f"over the limit of {limit:,}; check the factors' levels, or raise the limit with {ENV}={rows}"
+        )
+    return rows

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import subprocess
@@ -16,7 +15,7 @@ import pandas as pd
 
 from interbias import __version__
 from interbias.utils.paths import PACKAGE_DIR
-from interbias.utils.seeding import canonical_json
+from interbias.utils.seeding import canonical_json, sha256_text
 
 if TYPE_CHECKING:
     from interbias.corpora.manifest import Manifest
@@ -177,21 +176,23 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def run_id_for(
+def run_id(
     exp: Experiment,
     manifest: Manifest,
     encoders: Sequence[Encoder],
+    *,
     rev: str,
     max_trials: int | None,
-    listed: TrialList | None = None,
-    attacks_sha256: str | None = None,
-    *,
-    audio_sha256: str | None = None,
+    listed: TrialList | None,
+    attacks_sha256: str | None,
+    audio_sha256: dict[str, str],
 ) -> str:
-    """``<experiment>-<12 hex>``: a digest of what was asked (resolved experiment, manifest,
-    trial cap, encoders and their fingerprints, code revision, an external trial list, attack
-    audio) and of the bytes of every trial utterance's file (``audio_sha256``), so the same
-    command on the same audio resumes the same directory and any change starts a new one."""
+    """The run id, ``<experiment>-<12 hex>`` (the one place it is computed): a digest of what was
+    asked (resolved experiment, manifest, trial cap, encoders and their fingerprints, code
+    revision, an external trial list, attack audio) and of the bytes of every trial and cohort
+    utterance's file (``audio_sha256``: utterance id -> sha256 of its file, ``""`` when unreadable,
+    from :func:`interbias.embedding.stage.audio_digests`), so the same command on the same audio
+    resumes the same directory and any change starts a new one."""
     payload = {
         "experiment": exp.resolved(),
         "manifest": manifest.sha256(),
@@ -205,9 +206,9 @@ def run_id_for(
         payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
     if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
         payload["attacks"] = attacks_sha256
-    if audio_sha256 is not None:  # the content of every trial utterance's file
-        payload["audio"] = audio_sha256
-    return f"{exp.name}-{hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:12]}"
+    # the content of every utterance's file: other bytes at the same paths make a new run
+    payload["audio"] = sha256_text(canonical_json(sorted(audio_sha256.items())))
+    return f"{exp.name}-{sha256_text(canonical_json(payload))[:12]}"
 
 
 # ---- rows and run.json ------------------------------------------------------------------------

@@ -11,12 +11,18 @@ Layout::
     cells/<slug(model)>/<slug(cell)>.json       a finished cell's completion record (resume)
     attributes.parquet              the trial utterances' attributes (runs with dev trials)
     operations.parquet              what each operator chain realised per (utterance, side, chain)
-    spoofing.csv, fairness*.csv     analyses written at the end of a run
+    calibration.json                the calibration record (:class:`CalibrationRecord`; runs with dev trials)
+    spoofing.csv                    DSR over encoders per cell (spoofing experiments)
+    fairness.csv, fairness_groups.csv   the fairness report at the dev threshold (runs with dev trials)
+
+Every file name of the layout is a constant of this module, and each file is read through a
+method of :class:`RunDir`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +45,69 @@ ATTRIBUTES = "attributes.parquet"
 OPERATIONS = "operations.parquet"
 SCORES = "scores"
 CELLS = "cells"
+CALIBRATION = "calibration.json"
+SPOOFING = "spoofing.csv"
+FAIRNESS = "fairness.csv"
+FAIRNESS_GROUPS = "fairness_groups.csv"
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """The run's calibration record (calibration.json, and run.json's ``calibration``, written
+    from the same record): where the linear calibration was fitted (``fit_on``, ``split``), how
+    (``method``), its ``operating_points`` (records of
+    :class:`interbias.experiments.decision_spec.OperatingPoint`), whether it was ``measured``
+    (else the ``reason``) and per model (``models``) either ``error`` or the fit: ``slope``,
+    ``offset``, ``eer_threshold``, ``cells``, ``decision_thresholds`` (``fit_on: reference``)
+    or ``per_cell`` fits (``fit_on: each``), and ``per_draw`` values in runs with draws."""
+
+    fit_on: str
+    split: str
+    method: str
+    operating_points: list[dict[str, Any]]
+    measured: bool
+    reason: str | None = None
+    models: dict[str, dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in ("fit_on", "split", "method", "operating_points", "measured")}
+        return {**out, **{k: v for k in ("reason", "models") if (v := getattr(self, k)) is not None}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CalibrationRecord:
+        return cls(
+            fit_on=str(data.get("fit_on", "")),
+            split=str(data.get("split", "dev")),
+            method=str(data.get("method", "")),
+            operating_points=list(data.get("operating_points") or []),
+            measured=bool(data.get("measured", False)),
+            reason=data.get("reason"),
+            models=data.get("models"),
+        )
+
+    def model(self, model: str) -> dict[str, Any]:
+        """``model``'s record (``{}`` when the run has none for it)."""
+        return (self.models or {}).get(model) or {}
+
+    def shared(self, model: str) -> tuple[float, float] | None:
+        """(slope, offset) of ``model``'s shared calibration (``None`` with ``fit_on: each`` or
+        when none was fitted)."""
+        rec = self.model(model)
+        return (float(rec["slope"]), float(rec["offset"])) if "slope" in rec else None
+
+    def for_cell(self, model: str, cell: str) -> tuple[float, float] | None:
+        """(slope, offset) applied to ``cell``: the model's shared calibration, else the cell's own fit."""
+        shared = self.shared(model)
+        if shared is not None:
+            return shared
+        rec = (self.model(model).get("per_cell") or {}).get(cell) or {}
+        return (float(rec["slope"]), float(rec["offset"])) if "slope" in rec else None
+
+    def lacks_shared(self) -> str | None:
+        """Why the run has no shared calibration (``None`` when it has: ``fit_on: reference``, measured)."""
+        if self.fit_on == "reference" and self.measured:
+            return None
+        return self.reason or f"calibration.fit_on is {self.fit_on!r}, not 'reference'"
 
 
 class RunDir:
@@ -99,8 +168,17 @@ class RunDir:
         path = self.file(OPERATIONS)
         return pd.read_parquet(path) if path.is_file() else None
 
+    def write_calibration(self, record: CalibrationRecord) -> None:
+        """calibration.json (:class:`CalibrationRecord`)."""
+        atomic.write_text(self.file(CALIBRATION), _json_text(record.to_json()))
+
+    def write_spoofing(self, frame: pd.DataFrame) -> str:
+        """spoofing.csv (DSR over encoders per cell); returns its name."""
+        atomic.write_csv(self.file(SPOOFING), frame)
+        return SPOOFING
+
     def write_run_json(self, record: dict[str, Any]) -> None:
-        atomic.write_text(self.file(RUN_JSON), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+        atomic.write_text(self.file(RUN_JSON), _json_text(record))
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -136,6 +214,27 @@ class RunDir:
     def read_results(self, **kwargs: Any) -> pd.DataFrame:
         return pd.read_csv(self.file(RESULTS), **kwargs)
 
+    def read_calibration(self, error: type[InterbiasError] = RunError) -> CalibrationRecord | None:
+        """The calibration record: calibration.json, else run.json's ``calibration`` (a run
+        without dev trials records there why it has none); ``None`` when neither holds one."""
+        data = self.read_json(CALIBRATION, error)
+        if data is None:
+            data = (self.read_json(RUN_JSON, error) or {}).get("calibration")
+        return CalibrationRecord.from_json(data) if isinstance(data, dict) and data else None
+
+    def _csv(self, name: str, **kwargs: Any) -> pd.DataFrame | None:
+        path = self.file(name)
+        return pd.read_csv(path, **kwargs) if path.is_file() else None
+
+    def read_spoofing(self) -> pd.DataFrame | None:
+        """spoofing.csv, or ``None`` when the run has none."""
+        return self._csv(SPOOFING)
+
+    def read_fairness(self, **kwargs: Any) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+        """(fairness_groups.csv, fairness.csv): the per-group values and the comparisons, each
+        ``None`` when absent (``kwargs``: to :func:`pandas.read_csv`)."""
+        return self._csv(FAIRNESS_GROUPS, **kwargs), self._csv(FAIRNESS, **kwargs)
+
     def experiment(self, error: type[InterbiasError] = RunError) -> Experiment | None:
         """The experiment as run, parsed (``None`` when the directory holds none)."""
         from interbias.experiments.schema import parse_experiment
@@ -149,3 +248,8 @@ class RunDir:
             )
         except ConfigError as exc:
             raise error(str(exc)) from exc
+
+
+def _json_text(record: dict[str, Any]) -> str:
+    """A JSON record of the layout as written: indented, keys sorted, one final newline."""
+    return json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"

@@ -196,7 +196,7 @@ def embed_clean(
 ) -> tuple[dict[str, np.ndarray], dict[str, str], int, int]:
     """Clean-chain embeddings of every utterance: (vectors by id, failures by id, embedded, cached).
 
-    Uses the runner's embedding stage (same front end, cache keys and failure accounting)."""
+    Uses the run's embedding stage (same front end, cache keys and failure accounting)."""
     from interbias.embedding.cache import EmbeddingCache
     from interbias.embedding.stage import Embedder
     from interbias.operators import Chain

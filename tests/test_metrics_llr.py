@@ -275,7 +275,7 @@ def test_cm_eval_tdcf_from_asv_and_cm_files(tmp_path) -> None:
     res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--json"])
     assert res.exit_code == 0, res.output
     out = _json.loads(res.stdout)
-    thr = M.eer_from_points(M.operating_points(np.r_[tar, non], np.r_[np.ones(40), np.zeros(50)]))[1]
+    thr = M.eer_from_sweep(M.threshold_sweep(np.r_[tar, non], np.r_[np.ones(40), np.zeros(50)]))[1]
     rates = (np.mean(non >= thr), np.mean(tar < thr), np.mean(spf >= thr))
     assert (out["pfa_asv"], out["pmiss_asv"], out["pfa_spoof_asv"]) == pytest.approx(rates)
     assert out["min_t_dcf"] == pytest.approx(ref_min_t_dcf(bona_cm, spoof_cm, *rates, TDCFCost()), abs=1e-12)

@@ -1,6 +1,6 @@
-"""One encoder across runs: an encoder card (markdown + self-contained HTML).
+"""One encoder across runs: the page of ``interbias card`` (markdown + self-contained HTML).
 
-Sections: identity and provenance (catalogue entry, checkpoint hash per run, training corpora
+Sections: identity and provenance (registered encoder card, checkpoint hash per run, training corpora
 and overlap warnings); the runs that hold the encoder and those that do not; macro EER and
 minDCF with speaker-bootstrap intervals per experiment and overall (minDCF: reflected interval
 and bootstrap bias, and a line when the run is too small for its operating point) (mean over experiments,
@@ -27,6 +27,7 @@ from interbias.analysis.gaps import population_factors
 from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.metrics.operating_points import P_TARGET, too_small_line
+from interbias.run.rundir import RunDir
 from interbias.utils.errors import AnalysisError
 
 #: Metrics whose interval is the reflected one (their replicates are biased: a minimum over thresholds).
@@ -36,7 +37,7 @@ TOP_DAMAGE = 5
 
 
 @dataclass
-class Card:
+class EncoderPage:
     label: str
     report: Report
     missing: list[str] = field(default_factory=list)
@@ -46,14 +47,14 @@ def _models(r: RunAnalysis) -> list[str]:
     return list(dict.fromkeys(r.analysis.results["model"].astype(str)))
 
 
-def _identity(label: str, runs: list[RunAnalysis], card: Card) -> None:
+def _identity(label: str, runs: list[RunAnalysis], page: EncoderPage) -> None:
     from interbias.encoders import ENCODERS, overlap_warning
 
-    rep = card.report
+    rep = page.report
     rep.heading("Identity and provenance")
     entry = ENCODERS.get(label) if label in ENCODERS else None
     if entry is None:
-        card.missing.append(f"catalogue entry: {label!r} is not a catalogued encoder (no training corpora known)")
+        page.missing.append(f"encoder card: {label!r} is not a registered encoder (no training corpora known)")
     else:
         trained = ", ".join(entry.trained_on) or "not stated"
         rep.para(
@@ -175,13 +176,13 @@ def damaging(label: str, r: RunAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def _effects(label: str, runs: list[RunAnalysis], card: Card) -> None:
-    rep = card.report
+def _effects(label: str, runs: list[RunAnalysis], page: EncoderPage) -> None:
+    rep = page.report
     metric = runs[0].analysis.options.metric if runs else "eer"
     dmg = pd.concat([damaging(label, r) for r in runs], ignore_index=True) if runs else pd.DataFrame()
     rep.heading(f"Most damaging conditions ({metric})")
     if dmg.empty:
-        card.missing.append("damaging conditions: no cell with a measured baseline cell")
+        page.missing.append("damaging conditions: no cell with a measured baseline cell")
     else:
         rep.para("Increase over the same cell with every acoustic/other factor at its reference; interval as above.")
         rep.table(dmg.sort_values("increase", ascending=False, kind="stable").head(TOP_DAMAGE))
@@ -189,7 +190,7 @@ def _effects(label: str, runs: list[RunAnalysis], card: Card) -> None:
     eff = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EFFECT_COLUMNS)
     eff = eff[eff["model"] == label]
     if eff.empty:
-        card.missing.append("effects: none tested (no condition away from the reference and no group factor)")
+        page.missing.append("effects: none tested (no condition away from the reference and no group factor)")
         return
     rep.heading("Resolved effects (main effects, interactions, subgroup gaps)")
     sig = eff[eff["resolved"]]
@@ -202,16 +203,16 @@ def _effects(label: str, runs: list[RunAnalysis], card: Card) -> None:
         rep.table(sig, ["experiment", "kind", "effect", "estimate", "lo", "hi", "p_adjusted"])
 
 
-def _deployment(label: str, runs: list[RunAnalysis], card: Card) -> None:
+def _deployment(label: str, runs: list[RunAnalysis], page: EncoderPage) -> None:
     """Fairness at the dev threshold, spoofing counts, geometry audit: each where a run has it."""
     from interbias.analysis.geometry import read_geometry, summary
 
-    rep = card.report
+    rep = page.report
     parts = {"fairness": [], "spoofing": [], "geometry": []}
     for r in runs:
         folder = r.path
-        if (folder / "fairness_groups.csv").is_file():
-            g = pd.read_csv(folder / "fairness_groups.csv")
+        g = RunDir(folder).read_fairness()[0]
+        if g is not None:
             parts["fairness"].append(g[g["model"].astype(str) == label])
         res = r.analysis.results
         if {"n_spoof", "n_spoof_accepted"} <= set(res.columns):
@@ -228,18 +229,18 @@ def _deployment(label: str, runs: list[RunAnalysis], card: Card) -> None:
     for key, frames in parts.items():
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if frame.empty:
-            card.missing.append(f"{key}: no run given holds {key} figures for {label}")
+            page.missing.append(f"{key}: no run given holds {key} figures for {label}")
             continue
         rep.heading(titles[key])
         rep.table(frame)
 
 
-def build_card(label: str, by_metric: dict[str, list[RunAnalysis]]) -> Card:
-    """The card of ``label`` from runs analysed once per metric (the first metric drives the
+def build_page(label: str, by_metric: dict[str, list[RunAnalysis]]) -> EncoderPage:
+    """The page of ``label`` from runs analysed once per metric (the first metric drives the
     effects and damaging conditions)."""
     first = next(iter(by_metric.values()))
     rep = Report(f"Encoder card: {label}")
-    card = Card(label, rep)
+    page = EncoderPage(label, rep)
     have = [r for r in first if label in _models(r)]
     lacking = [r for r in first if label not in _models(r)]
     rep.para(
@@ -247,29 +248,29 @@ def build_card(label: str, by_metric: dict[str, list[RunAnalysis]]) -> Card:
         "intervals from the speaker-cluster bootstrap of each run."
     )
     for r in lacking:
-        card.missing.append(f"run {r.path}: {label} is not in it (its encoders: {', '.join(_models(r))})")
+        page.missing.append(f"run {r.path}: {label} is not in it (its encoders: {', '.join(_models(r))})")
     if not have:
         raise AnalysisError(
             f"{label} is in none of the runs given; encoders there: "
             + ", ".join(sorted({m for r in first for m in _models(r)}))
         )
-    _identity(label, have, card)
+    _identity(label, have, page)
     _macro(label, {m: [r for r in runs if label in _models(r)] for m, runs in by_metric.items()}, rep)
-    _effects(label, have, card)
-    _deployment(label, have, card)
+    _effects(label, have, page)
+    _deployment(label, have, page)
     rep.heading("Missing")
-    for msg in card.missing or ["nothing"]:
+    for msg in page.missing or ["nothing"]:
         rep.para(msg)
-    return card
+    return page
 
 
-def write_card(card: Card, folder: Path) -> tuple[Path, Path]:
+def write_page(page: EncoderPage, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
     from interbias.analysis.report_document import to_html, to_markdown
     from interbias.utils import atomic
     from interbias.utils.paths import slug
 
-    md, page = folder / f"card_{slug(card.label)}.md", folder / f"card_{slug(card.label)}.html"
-    atomic.write_text(md, to_markdown(card.report, "."))
-    atomic.write_text(page, to_html(card.report))
-    return md, page
+    md, html = folder / f"card_{slug(page.label)}.md", folder / f"card_{slug(page.label)}.html"
+    atomic.write_text(md, to_markdown(page.report, "."))
+    atomic.write_text(html, to_html(page.report))
+    return md, html

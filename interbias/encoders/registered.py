@@ -1,4 +1,4 @@
-"""InterBias-SV's twelve model labels (spelling kept), plus WeSpeaker ResNet34.
+"""The registered encoder cards: InterBias-SV's twelve encoder labels (spelling kept), plus WeSpeaker ResNet34.
 
 Each card names the public checkpoint to fetch, the files its folder must hold and the
 architecture facts checked on load (``expect``), so that a label cannot run another model.

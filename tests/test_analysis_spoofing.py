@@ -27,7 +27,7 @@ from interbias.corpora.attacks import PREFIX, load_attacks, read_attacks
 from interbias.corpora.voicewarp import convert, levinson, pitch_shift, warp_formants, wsola
 from interbias.experiments.decision_spec import DEFAULT_POINT
 from interbias.experiments.schema import CorpusSpec, SpoofingSpec, load_experiment
-from interbias.metrics.verification import eer_from_points, operating_points
+from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.run.calibrate import calibration_columns
 from interbias.run.results import COLUMNS
 from interbias.trials.sampler import COLUMNS as TRIAL_COLUMNS
@@ -325,12 +325,12 @@ def test_e10_runs_offline_and_reports_spoof_far_per_encoder(
         assert (sc.stratum == row.stratum).all()
         ev = sc[sc.split == "eval"]
         bona = ev[ev.trial_type != "spoof"]
-        thr = eer_from_points(operating_points(bona.score, bona.label))[1]
+        thr = eer_from_sweep(threshold_sweep(bona.score, bona.label))[1]
         spoof = ev[ev.trial_type == "spoof"].score
         assert row.spoof_threshold == pytest.approx(thr)
         assert row.n_spoof == len(spoof) > 0
         assert row.spoof_far == pytest.approx((spoof >= thr).mean())
-        assert row.eer == pytest.approx(eer_from_points(operating_points(bona.score, bona.label))[0])
+        assert row.eer == pytest.approx(eer_from_sweep(threshold_sweep(bona.score, bona.label))[0])
         assert row.n_target == (bona.label == 1).sum()  # eval bona fide trials only
     dsr = pd.read_csv(run_dir / "spoofing.csv")
     assert dsr.dsr.tolist() == pytest.approx(results.spoof_far.tolist())  # N = 1: DSR = spoof FAR

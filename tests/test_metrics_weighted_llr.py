@@ -9,21 +9,25 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_calibration_run import cal_run  # noqa: F401  (module fixture: a gender × noise run with a dev split)
+from test_run_calibrate import cal_run  # noqa: F401  (module fixture: a gender × noise run with a dev split)
 
 from interbias.analysis.suite import Options, analyse
 from interbias.metrics.llr import CostPoint
 from interbias.metrics.weighted_llr import SharedCalibration
+from interbias.run.rundir import CalibrationRecord
 from interbias.utils.errors import AnalysisError
 
-RUN_JSON = {
-    "calibration": {
-        "fit_on": "reference",
-        "measured": True,
-        "operating_points": [{"name": "p0.05", "p_target": 0.05, "c_miss": 1.0, "c_fa": 2.0}],
-        "models": {"m": {"slope": 2.0, "offset": -1.0}},
-    }
+RECORD = {
+    "fit_on": "reference",
+    "measured": True,
+    "operating_points": [{"name": "p0.05", "p_target": 0.05, "c_miss": 1.0, "c_fa": 2.0}],
+    "models": {"m": {"slope": 2.0, "offset": -1.0}},
 }
+
+
+def of_record(record: dict | None, model: str) -> SharedCalibration:
+    """The shared calibration of ``model`` in a calibration record written as in calibration.json."""
+    return SharedCalibration.of_run(None if record is None else CalibrationRecord.from_json(record), model)
 
 
 def direct(metric: str, s: np.ndarray, lab: np.ndarray, slope: float, offset: float, p: CostPoint) -> float:
@@ -48,7 +52,7 @@ def direct(metric: str, s: np.ndarray, lab: np.ndarray, slope: float, offset: fl
 
 @pytest.mark.parametrize("metric", ["act_dcf", "calibration_loss", "cllr"])
 def test_weighted_values_are_the_metric_of_the_repeated_trials(metric: str) -> None:
-    cal = SharedCalibration.of_run(RUN_JSON, "m")
+    cal = of_record(RECORD, "m")
     assert (cal.slope, cal.offset, cal.point) == (2.0, -1.0, CostPoint(0.05, 1.0, 2.0))
     s = np.array([0.0, 0.5, 0.5, 1.0, 1.5, 2.0, 2.0, 3.0, 0.5, 1.0, 1.0, 2.5])  # ties within and across classes
     lab = np.array([0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1], dtype=bool)
@@ -62,18 +66,18 @@ def test_weighted_values_are_the_metric_of_the_repeated_trials(metric: str) -> N
 
 
 def test_shared_calibration_is_required() -> None:
-    each = {"calibration": {**RUN_JSON["calibration"], "fit_on": "each"}}
+    each = {**RECORD, "fit_on": "each"}
     with pytest.raises(AnalysisError, match="fit_on is 'each'"):
-        SharedCalibration.of_run(each, "m")
-    none = {"calibration": {"fit_on": "reference", "measured": False, "reason": "the run has no dev split"}}
+        of_record(each, "m")
+    none = {"fit_on": "reference", "measured": False, "reason": "the run has no dev split"}
     with pytest.raises(AnalysisError, match="lacks: the run has no dev split"):
-        SharedCalibration.of_run(none, "m")
+        of_record(none, "m")
     with pytest.raises(AnalysisError, match="no shared calibration for model 'x'"):
-        SharedCalibration.of_run(RUN_JSON, "x")
+        of_record(RECORD, "x")
     with pytest.raises(AnalysisError, match="need the run's calibration record"):
-        SharedCalibration.of_run(None, "m")
+        of_record(None, "m")
     with pytest.raises(AnalysisError, match="not a calibration metric"):
-        SharedCalibration.of_run(RUN_JSON, "m").value("eer", np.zeros(2), np.array([True, False]))
+        of_record(RECORD, "m").value("eer", np.zeros(2), np.array([True, False]))
 
 
 @pytest.mark.parametrize("metric", ["act_dcf", "calibration_loss"])
@@ -83,7 +87,7 @@ def test_analyze_gaps_at_the_shared_calibration(cal_run, metric: str) -> None:  
     gaps = a.gaps.gaps
     assert set(gaps["condition"]) == {"noise=clean", "noise=n10"} and set(gaps["metric"]) == {metric}
     res = pd.read_csv(run_dir / "results.csv").set_index("cell")
-    cal = SharedCalibration.of_run(a.run.run_json, "mfcc-stats")
+    cal = SharedCalibration.of_run(a.run.calibration_record, "mfcc-stats")
     for g in gaps.itertuples(index=False):
         cond = g.condition.split("=")[1]
         ref_cell, cell = f"gender=female,noise={cond}", f"gender=male,noise={cond}"
@@ -130,7 +134,7 @@ def test_permutation_gap_of_act_dcf_keeps_the_calibration(cal_run) -> None:  # n
 
 
 def test_analyze_refuses_a_calibration_metric_without_the_shared_calibration(tmp_path, session_cache) -> None:
-    from test_calibration_run import _run
+    from test_run_calibrate import _run
     from typer.testing import CliRunner
 
     from interbias.cli import app

@@ -59,7 +59,7 @@ def test_calibration_columns_recomputed_by_hand(cal_run) -> None:
     dev = pd.concat([_frame(run_dir, c) for c in CELLS[:2]])
     dev = dev[dev.split == "dev"]
     cal = fit_linear(dev.score.to_numpy(), dev.label.to_numpy())
-    fit_thr = metrics.eer_from_points(metrics.operating_points(dev.score, dev.label))[1]
+    fit_thr = metrics.eer_from_sweep(metrics.threshold_sweep(dev.score, dev.label))[1]
     record = json.loads((run_dir / "run.json").read_text())["calibration"]
     assert record["fit_on"] == "reference" and record["measured"] is True
     model = record["models"]["mfcc-stats"]
@@ -76,7 +76,7 @@ def test_calibration_columns_recomputed_by_hand(cal_run) -> None:
         assert row.act_dcf == pytest.approx(act_dcf(llr, lab, CostPoint(0.01)))
         assert row.calibration_loss == pytest.approx(row.act_dcf - row.min_dcf)
         assert row.dcf_point == "p0.01"
-        thr = metrics.eer_from_points(metrics.operating_points(s, lab))[1]
+        thr = metrics.eer_from_sweep(metrics.threshold_sweep(s, lab))[1]
         assert row.threshold_drift == pytest.approx(thr - fit_thr)
         point = CostPoint(0.05, 1, 10)
         assert row.act_dcf_asv5 == pytest.approx(act_dcf(llr, lab, point))
@@ -180,11 +180,11 @@ def test_false_alarm_step_is_the_cost_of_one_false_alarm() -> None:
 
     results = pd.DataFrame({"n_nontarget": [500, 300]})
     record = {"operating_points": [{"p_target": 0.01, "c_miss": 1, "c_fa": 1}]}
-    assert false_alarm_step(results, record) == pytest.approx(0.99 / 300 / 0.01)
+    assert false_alarm_step(results, record["operating_points"]) == pytest.approx(0.99 / 300 / 0.01)
     lab = np.r_[np.ones(10), np.zeros(300)].astype(int)
     llr = np.r_[np.full(10, 9.0), np.full(299, -9.0), 9.0]  # every target accepted, one false alarm
-    assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record))
-    assert false_alarm_step(results, {}) is None
+    assert act_dcf(llr, lab, CostPoint(0.01)) == pytest.approx(false_alarm_step(results, record["operating_points"]))
+    assert false_alarm_step(results, []) is None
 
 
 def test_operator_draws_pool_the_fit_and_average_every_draw(tmp_path: Path, tiny_corpus, session_cache) -> None:

@@ -10,7 +10,7 @@ import pytest
 from synthetic_runs import pattern_run
 from typer.testing import CliRunner
 
-from interbias.analysis.card import build_card, damaging
+from interbias.analysis.encoder_page import build_page, damaging
 from interbias.analysis.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
@@ -42,7 +42,7 @@ def test_third_pattern_min_dcf_by_hand() -> None:
 
 
 def test_card_numbers_and_missing_pieces(runs: list[Path]) -> None:
-    card = build_card("CAM++", _by_metric(runs))
+    card = build_page("CAM++", _by_metric(runs))
     blocks = card.report.blocks
     tables = [p for k, p in blocks if k == "table"]
     macro = next(t for t in tables if "min_dcf" in t.columns).set_index("experiment")
@@ -53,7 +53,7 @@ def test_card_numbers_and_missing_pieces(runs: list[Path]) -> None:
     assert ident["checkpoint_sha256"] == f"ckpt-{slug('CAM++')}" and ident["source"] == "packaged"
     assert ident["overlap_warnings"] == "none"
     text = "\n".join(p for k, p in blocks if k == "p")
-    assert "Trained on:" in text  # catalogue entry of CAM++
+    assert "Trained on:" in text  # the registered card of CAM++
     missing = "\n".join(card.missing)
     assert f"run {runs[1]}: CAM++ is not in it (its encoders: other)" in missing
     for piece in ("fairness: no run given", "spoofing: no run given", "geometry: no run given"):

@@ -11,6 +11,7 @@ import pytest
 from conftest import tiny_experiment
 
 from interbias.embedding import executors as X
+from interbias.embedding import tasks as embed_tasks_module
 from interbias.encoders import Encoder, EncoderCard
 from interbias.operators import Chain, parse_chain
 from interbias.run.conductor import RunOptions, run
@@ -85,9 +86,9 @@ def test_cuda_path_batches_by_length_and_equals_cpu(tiny_corpus, tmp_path: Path,
     cpu = list(X.embed_tasks(ctx, [cpu_enc], tasks, "cpu", X.ExecStats()))
     assert all(len(b) == 1 for b in cpu_enc.seen) and len(cpu_enc.seen) == 24
 
-    monkeypatch.setattr(X, "pin", lambda w, device: w.copy())  # no CUDA here: the batching logic only
-    monkeypatch.setattr(X, "GPU_BATCH", 5)
-    monkeypatch.setattr(X, "GPU_BUFFER", 10)
+    monkeypatch.setattr(embed_tasks_module, "pin", lambda w, device: w.copy())  # no CUDA here: the batching logic only
+    monkeypatch.setattr(embed_tasks_module, "GPU_BATCH", 5)
+    monkeypatch.setattr(embed_tasks_module, "GPU_BUFFER", 10)
     stats = X.ExecStats()
     gpu = list(X.embed_tasks(ctx, [gpu_enc], tasks, "cuda", stats))
     sizes = [len(b) for b in gpu_enc.seen]
@@ -104,7 +105,7 @@ def test_failed_batch_is_retried_item_by_item(tiny_corpus, tmp_path: Path, monke
     from interbias.audio import frontend as audio
 
     ctx = waves_ctx(tiny_corpus, tmp_path)
-    monkeypatch.setattr(X, "pin", lambda w, device: w.copy())
+    monkeypatch.setattr(embed_tasks_module, "pin", lambda w, device: w.copy())
     victim = tiny_corpus.utterances[2]
     enc = FakeEncoder(poison=audio.load(tiny_corpus.resolve(victim), ctx.frontend).samples)
     results = list(X.embed_tasks(ctx, [enc], tasks_for(tiny_corpus, [enc], 4, (Chain(),)), "cuda", X.ExecStats()))

@@ -120,7 +120,7 @@ def test_min_dcf_parameters_validated() -> None:
         M.min_dcf([0.1, 0.2], [1, 0], p_target=1.0)
 
 
-def _full_array_reference(p: M.OperatingPoints) -> tuple[float, float, float]:
+def _full_array_reference(p: M.ThresholdSweep) -> tuple[float, float, float]:
     """EER, its threshold and the legacy EER from whole rate arrays (the earlier implementation)."""
     d = p.fnr - p.fpr
     k = int(np.argmax(d >= 0))
@@ -138,13 +138,13 @@ def _full_array_reference(p: M.OperatingPoints) -> tuple[float, float, float]:
 
 @pytest.mark.parametrize("s,lab", list(cases(120)))
 def test_binary_search_and_lazy_rates_equal_whole_arrays_bit_for_bit(s: np.ndarray, lab: np.ndarray) -> None:
-    p = M.operating_points(s, lab)
+    p = M.threshold_sweep(s, lab)
     assert np.all(np.diff(p.fnr - p.fpr) > 0)  # strictly increasing: what the search relies on
     assert [p.fnr_at(k) for k in range(len(p.t_lo))] == p.fnr.tolist()
     assert [p.fpr_at(k) for k in range(len(p.t_lo))] == p.fpr.tolist()
     e, thr, legacy = _full_array_reference(p)
-    assert M.eer_from_points(p) == (e, thr)
-    assert M.eer_legacy_from_points(p) == legacy
+    assert M.eer_from_sweep(p) == (e, thr)
+    assert M.eer_legacy_from_sweep(p) == legacy
     assert p.tgt_at.sum() == p.n_target and p.non_at.sum() == p.n_nontarget
 
 
@@ -152,10 +152,10 @@ def test_min_dcf_chunks_and_auc_float_path_agree(monkeypatch: pytest.MonkeyPatch
     rng = derive_rng("metric-chunks")
     s = np.round(np.r_[rng.normal(2, 1, 3000), rng.normal(0, 1, 5000)], 2)
     lab = np.r_[np.ones(3000), np.zeros(5000)].astype(int)
-    p = M.operating_points(s, lab)
+    p = M.threshold_sweep(s, lab)
     whole = float((p.fnr * 0.01 + p.fpr * 0.99).min() / 0.01)
-    exact_auc = M.auc_from_points(p)
+    exact_auc = M.auc_from_sweep(p)
     monkeypatch.setattr(M, "_CHUNK", 7)
     monkeypatch.setattr(M, "_EXACT_PAIRS", 0)  # the float64 sum used for huge inputs
-    assert M.min_dcf_from_points(p) == pytest.approx(whole, abs=1e-15)
-    assert M.auc_from_points(p) == exact_auc == pytest.approx(roc_auc_score(lab, s), abs=1e-12)
+    assert M.min_dcf_from_sweep(p) == pytest.approx(whole, abs=1e-15)
+    assert M.auc_from_sweep(p) == exact_auc == pytest.approx(roc_auc_score(lab, s), abs=1e-12)

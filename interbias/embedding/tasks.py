@@ -1,0 +1,286 @@
+"""The unit of embedding work and how one process does it.
+
+The unit of work is an :class:`EmbedTask`: one utterance with every (operator chain, encoder)
+pair the run still lacks for it, so each file is decoded once (:func:`prepare`) and each chain
+applied once for all encoders. Executors (:class:`Executor`, registered by :func:`register`;
+:mod:`interbias.embedding.local`, :mod:`interbias.embedding.ray`) turn tasks into
+:class:`EmbedResult` records (a vector or a counted failure) and never touch the embedding
+cache: the embedding stage (:class:`interbias.embedding.stage.Embedder`, on the driver) is its
+only writer, so the cache may sit on shared storage without concurrent SQLite writers.
+
+:func:`embed_tasks` embeds tasks in this process: the next utterances are decoded and degraded
+on a loader thread (:func:`prefetched`) while the encoders run. On CPU each waveform is embedded
+alone (byte-identical whatever else is in flight); on CUDA waveforms are handed to the encoder
+in length-sorted batches (:func:`length_batches`) from pinned host memory (:func:`pin`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from interbias.audio import frontend as audio
+from interbias.corpora.manifest import Manifest, Utterance
+from interbias.encoders import Encoder
+from interbias.operators import Chain, OpContext
+from interbias.operators.silence import check_chain_output
+from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
+from interbias.utils.registry import Registry
+
+#: Utterances decoded ahead of the encoders by the loader thread.
+PREFETCH = 4
+#: Waveforms gathered before length-sorting them into CUDA batches.
+GPU_BUFFER = 256
+#: Waveforms per CUDA batch.
+GPU_BATCH = 32
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class EmbedTask:
+    """One utterance and, per chain, the fingerprints of the encoders still to run on it."""
+
+    uid: str
+    sha256: str
+    exclude: frozenset[str]
+    chains: tuple[tuple[Chain, tuple[str, ...]], ...]
+
+    @property
+    def n_items(self) -> int:
+        return sum(len(encs) for _, encs in self.chains)
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    """A vector, or a failure covering ``n_items`` (utterance, chain, encoder) items.
+
+    ``encoder_fp`` is empty when the failure happened before any encoder (decoding, an
+    operator); ``realised`` is what the chain did, when it ran."""
+
+    uid: str
+    chain_fp: str
+    chain_key: str
+    encoder_fp: str = ""
+    vector: np.ndarray | None = None
+    realised: list[dict[str, Any]] | None = None
+    error: str | None = None
+    n_items: int = 1
+
+
+@dataclass
+class EmbedContext:
+    """What a worker needs besides its encoders (picklable, sent once per worker)."""
+
+    frontend: audio.FrontEnd
+    manifest: Manifest
+    cache_dir: Path
+    _by_id: dict[str, Utterance] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def utterance(self, uid: str) -> Utterance:
+        if self._by_id is None:
+            self._by_id = self.manifest.by_id()
+        return self._by_id[uid]
+
+
+@dataclass
+class Prepared:
+    """One degraded waveform of one utterance, waiting for its encoders."""
+
+    uid: str
+    chain_fp: str
+    chain_key: str
+    wave: np.ndarray
+    realised: list[dict[str, Any]]
+    encoders: tuple[str, ...]
+
+
+@dataclass
+class ExecStats:
+    """Wall seconds inside ``Encoder.embed`` per encoder label, CPU seconds of the calling
+    thread there (all of the forward pass when torch uses one thread), both summed over
+    workers, and the forward passes run by remote workers (local ones are counted on the
+    driver's encoders)."""
+
+    forward_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    forward_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    remote_calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    workers: int = 1
+
+    def merge(self, other: ExecStats) -> None:
+        for k, v in other.forward_s.items():
+            self.forward_s[k] += v
+        for k, v in other.forward_cpu_s.items():
+            self.forward_cpu_s[k] += v
+        for k, n in other.remote_calls.items():
+            self.remote_calls[k] += n
+
+
+def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[EmbedResult]]:
+    """Decode the utterance once and apply each chain: waveforms, or counted failures."""
+    u = ctx.utterance(task.uid)
+    try:
+        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend)
+    except AudioError as exc:
+        return [], [
+            EmbedResult(task.uid, c.fingerprint, c.key(task.exclude), error=str(exc), n_items=len(encs))
+            for c, encs in task.chains
+        ]
+    front = {"source_rate_hz": loaded.source_rate_hz, "channels": loaded.source_channels, "truncated": loaded.truncated}
+    ready: list[Prepared] = []
+    failed: list[EmbedResult] = []
+    for chain, encs in task.chains:
+        ckey = chain.key(task.exclude)
+        try:
+            wave, ops = chain.apply(
+                loaded.samples,
+                utterance_sha256=task.sha256,
+                key=ckey,
+                make_ctx=lambda rng, u=u: OpContext(
+                    sample_rate_hz=loaded.sample_rate_hz,
+                    utterance_id=u.id,
+                    speaker=u.speaker,
+                    rng=rng,
+                    corpus=ctx.manifest,
+                    exclude_speakers=task.exclude | {u.speaker},
+                    frontend=ctx.frontend,
+                    cache_dir=ctx.cache_dir,
+                ),
+            )
+            if chain.effective:
+                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz)
+        except OperatorError as exc:
+            failed.append(EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {exc}", n_items=len(encs)))
+            continue
+        ready.append(Prepared(task.uid, chain.fingerprint, ckey, wave, [{"frontend": front}, *ops], encs))
+    return ready, failed
+
+
+def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> list[EmbedResult]:
+    """Embed ``items`` in one call; if the call fails, each item alone (failures counted)."""
+    fp = enc.fingerprint  # a hash: computed once per batch
+    t, c = time.perf_counter(), time.thread_time()
+    try:
+        vecs = enc.embed([p.wave for p in items])
+        stats.forward_s[enc.label] += time.perf_counter() - t
+        stats.forward_cpu_s[enc.label] += time.thread_time() - c
+        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised) for i, p in enumerate(items)]
+    except Exception as exc:
+        stats.forward_s[enc.label] += time.perf_counter() - t
+        stats.forward_cpu_s[enc.label] += time.thread_time() - c
+        if len(items) > 1:
+            return [r for p in items for r in embed_batch(enc, [p], stats)]
+        p = items[0]
+        msg = str(exc) if isinstance(exc, EncoderError) else f"{enc.label} failed ({type(exc).__name__}: {exc})"
+        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, None, p.realised, f"{p.uid}: {msg}")]
+
+
+def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]:
+    """Items sorted by waveform length (ties by utterance and chain) cut into batches of ``size``."""
+    order = sorted(items, key=lambda p: (len(p.wave), p.uid, p.chain_key))
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+def pin(wave: np.ndarray, device: str) -> np.ndarray:
+    """On CUDA, a copy of ``wave`` in page-locked host memory (fast, asynchronous copies to
+    the GPU); on CPU the array itself."""
+    if not device.startswith("cuda"):
+        return wave
+    import torch
+
+    buf = torch.empty(len(wave), dtype=torch.float32, pin_memory=True)
+    out = buf.numpy()
+    out[:] = wave
+    return out
+
+
+def prefetched(fn: Callable[[T], R], items: Iterable[T], depth: int = PREFETCH) -> Iterator[R]:
+    """``map(fn, items)`` in order, computed up to ``depth`` items ahead on one thread."""
+    it = iter(items)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="interbias-load") as pool:
+        queue = deque(pool.submit(fn, x) for x in islice(it, depth))
+        while queue:
+            head = queue.popleft()
+            for x in islice(it, 1):
+                queue.append(pool.submit(fn, x))
+            yield head.result()
+
+
+def embed_tasks(
+    ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Iterable[EmbedTask], device: str, stats: ExecStats
+) -> Iterator[EmbedResult]:
+    """Results for ``tasks`` in this process (see the module doc for CPU and CUDA)."""
+    by_fp = {e.fingerprint: e for e in encoders}
+    cuda = device.startswith("cuda")
+    buffer: list[Prepared] = []
+
+    def flush() -> Iterator[EmbedResult]:
+        for fp, enc in by_fp.items():
+            mine = [p for p in buffer if fp in p.encoders]
+            for batch in length_batches(mine, GPU_BATCH):
+                yield from embed_batch(enc, batch, stats)
+        buffer.clear()
+
+    def load(task: EmbedTask) -> tuple[list[Prepared], list[EmbedResult]]:
+        ready, failed = prepare(ctx, task)
+        for p in ready:
+            p.wave = pin(p.wave, device)  # on the loader thread too
+        return ready, failed
+
+    for ready, failed in prefetched(load, tasks):
+        yield from failed
+        for p in ready:
+            if cuda:
+                buffer.append(p)
+                continue
+            for fp in p.encoders:
+                yield from embed_batch(by_fp[fp], [p], stats)
+        if len(buffer) >= GPU_BUFFER:
+            yield from flush()
+    yield from flush()
+
+
+class Executor:
+    """Computes :class:`EmbedResult` records for tasks; ``stats`` holds forward times."""
+
+    name = ""
+
+    def __init__(self, *, device: str = "cpu", address: str | None = None, jobs: int | None = None) -> None:
+        self.device = device
+        self.address = address
+        self.stats = ExecStats()
+        if jobs is not None and self.name != "local":
+            raise RunError("--jobs is only used with --executor local")
+
+    def embed(
+        self, ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Sequence[EmbedTask]
+    ) -> Iterator[EmbedResult]:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address, "workers": self.stats.workers}
+
+
+EXECUTORS: Registry[type[Executor]] = Registry("executor", RunError)
+
+
+def register(name: str) -> Callable[[type[Executor]], type[Executor]]:
+    def deco(cls: type[Executor]) -> type[Executor]:
+        cls.name = name
+        return EXECUTORS.register(name)(cls)
+
+    return deco
+
+
+def shards(tasks: Sequence[EmbedTask], size: int) -> list[list[EmbedTask]]:
+    """``tasks`` cut into consecutive lists of ``size`` (the last may be shorter)."""
+    return [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
