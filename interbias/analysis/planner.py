@@ -178,7 +178,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     out = eff.copy()
     se = out["se"].astype(float)
     sizes = out["family_size"] if "family_size" in out.columns else pd.Series(1, index=out.index)
-    in_family = out["kind"] != "simple" if "kind" in out.columns else pd.Series(True, index=out.index)
+    in_family = _in_family(out)
     alphas = pd.Series([settings.effect_alpha(int(m)) for m in sizes], index=out.index, dtype=float)
     z = alphas.map(settings.z_at)
     out["speakers_per_stratum"] = n0
@@ -206,18 +206,33 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     out["nontarget_trials_per_stratum_needed"] = pd.Series(
         [math.ceil(n * n_per) if np.isfinite(n) else math.nan for n in need], index=out.index, dtype=float
     )
+    before = out["note"].astype(str) if "note" in out.columns else pd.Series("", index=out.index)
     out["note"] = [
-        _note(v, n, fam, floor, n0, settings, zz) for v, n, fam, zz in zip(se, need, in_family, z, strict=True)
+        _note(v, n, fam, floor, n0, settings, zz, was)
+        for v, n, fam, zz, was in zip(se, need, in_family, z, before, strict=True)
     ]
     for k, v in a.replicates.stamp().items():  # type: ignore[union-attr]
         out[k] = v
     return out
 
 
-def _note(se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float) -> str:
-    """Why an effect has no plan, or why its plan is larger than its SE asks."""
+def _in_family(frame: pd.DataFrame) -> pd.Series:
+    """Effects of the confirmatory family: ``test_family`` confirmatory where the findings say,
+    else every effect but ``simple`` ones."""
+    if "test_family" in frame.columns:
+        return frame["test_family"].astype(str) == "confirmatory"
+    if "kind" in frame.columns:
+        return frame["kind"].astype(str) != "simple"
+    return pd.Series(True, index=frame.index)
+
+
+def _note(
+    se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float, before: str = ""
+) -> str:
+    """Why an effect has no plan (``before``: the findings' own note, e.g. why it is left out
+    of the family), or why its plan is larger than its SE asks."""
     if not in_family:
-        return "outside the family: not planned"
+        return f"no plan ({before})" if before and before != "nan" else "outside the family: not planned"
     if not (np.isfinite(se) and se > 0):
         return "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
     if need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
