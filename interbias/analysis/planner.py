@@ -230,14 +230,16 @@ def _note(
     se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float, before: str = ""
 ) -> str:
     """Why an effect has no plan (``before``: the findings' own note, e.g. why it is left out
-    of the family), or why its plan is larger than its SE asks."""
+    of the family, kept in front), or why its plan is larger than its SE asks."""
+    prior = before if before and before != "nan" else ""
     if not in_family:
-        return f"no plan ({before})" if before and before != "nan" else "outside the family: not planned"
+        return f"no plan ({prior})" if prior else "outside the family: not planned"
+    mine = ""
     if not (np.isfinite(se) and se > 0):
-        return "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
-    if need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
-        return f"raised to the experiment's min_speakers {floor}"
-    return ""
+        mine = "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
+    elif need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
+        mine = f"raised to the experiment's min_speakers {floor}"
+    return "; ".join(x for x in (prior, mine) if x)
 
 
 def no_plan_reason(frame: pd.DataFrame) -> str | None:
