@@ -193,3 +193,11 @@ def test_a_dev_split_draws_its_own_speaker_count(tmp_path: Path, tiny_corpus) ->
     assert expected["dev"] == 2  # round(3 * 0.34 / 0.66) = 2: the split's 2 dev speakers suffice
     for (_, split), sub in trials.groupby(["stratum", "split"]):
         assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == expected[split]
+
+
+def test_only_the_confirmatory_family_is_planned() -> None:
+    """The findings' test_family decides (simple and left-out effects are not planned); without
+    it, every effect but simple ones."""
+    frame = pd.DataFrame({"kind": ["main", "simple", "gap"], "test_family": ["confirmatory", "simple", "left out"]})
+    assert planner.family_members(frame).tolist() == [True, False, False]
+    assert planner.family_members(frame.drop(columns="test_family")).tolist() == [True, False, True]

@@ -178,7 +178,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     out = eff.copy()
     se = out["se"].astype(float)
     sizes = out["family_size"] if "family_size" in out.columns else pd.Series(1, index=out.index)
-    in_family = _in_family(out)
+    in_family = family_members(out)
     alphas = pd.Series([settings.effect_alpha(int(m)) for m in sizes], index=out.index, dtype=float)
     z = alphas.map(settings.z_at)
     out["speakers_per_stratum"] = n0
@@ -216,7 +216,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     return out
 
 
-def _in_family(frame: pd.DataFrame) -> pd.Series:
+def family_members(frame: pd.DataFrame) -> pd.Series:
     """Effects of the confirmatory family: ``test_family`` confirmatory where the findings say,
     else every effect but ``simple`` ones."""
     if "test_family" in frame.columns:
