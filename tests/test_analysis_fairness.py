@@ -50,7 +50,7 @@ def report(threshold: float = 0.5, positive: str = "accept", frame: pd.DataFrame
         groups={"gender": f["gender"].to_numpy(dtype=object)},
         threshold=Threshold(threshold, "fixed:0.5", "fixed"),
     )
-    return fairness_report([unit], positive=positive)
+    return fairness_report([unit], positive=positive, test="trial-z")
 
 
 def hand_holm(p: list[float]) -> list[float]:
@@ -167,7 +167,7 @@ def test_holm_runs_across_every_comparison_of_a_report() -> None:
                 threshold=Threshold(0.5, "fixed:0.5", "fixed"),
             )
         )
-    comp = fairness_report(units).comparisons
+    comp = fairness_report(units, test="trial-z").comparisons
     ok = comp.p_value.notna()
     assert len(comp) == 2 * 2 * 5 and comp.n_tests.iloc[0] == int(ok.sum())
     expected = multipletests(comp.p_value[ok].to_numpy(), method="holm")[1]
@@ -211,9 +211,9 @@ def test_pair_groups_mixed_and_missing() -> None:
     )
     unit = Unit({}, frame.score.to_numpy(), frame.label.to_numpy(), {"gender": out[:0]}, Threshold(0.5, "x", "x"))
     unit.groups = {"gender": pair_groups(frame.enrol_gender, frame.test_gender)}
-    g = fairness_report([unit]).groups.set_index("group")
+    g = fairness_report([unit], test="trial-z").groups.set_index("group")
     assert g.loc["mixed"].kind == "mixed" and g.loc["mixed"].n == 1 and g.loc["mixed"].fp == 1
-    comp = fairness_report([unit]).comparisons
+    comp = fairness_report([unit], test="trial-z").comparisons
     assert set(comp.group_a) | set(comp.group_b) == {"f", "m"}  # mixed pairs are reported, not compared
 
 
@@ -250,7 +250,7 @@ def test_dev_threshold_is_the_one_applied_on_eval(tmp_path: Path) -> None:
     dev_path = _write(tmp_path, "dev.csv", dev)
     ev = table()
     ev_path = _write(tmp_path, "eval.csv", ev)
-    rep = fairness_for_files(ev_path, ["gender"], dev=dev_path)
+    rep = fairness_for_files(ev_path, ["gender"], dev=dev_path, test="trial-z")
     thr = eer_from_sweep(threshold_sweep(dev.score, dev.label))[1]
     assert thr == 0.6
     assert (rep.groups.threshold == thr).all() and (rep.comparisons.threshold == thr).all()
@@ -263,7 +263,7 @@ def test_dev_threshold_is_the_one_applied_on_eval(tmp_path: Path) -> None:
         assert row.frr == pytest.approx((sub[sub.label == 1].score < thr).mean())
     # shifting eval scores changes the rates but not the threshold
     shifted = _write(tmp_path, "eval2.csv", ev.assign(score=ev.score + 0.05))
-    rep2 = fairness_for_files(shifted, ["gender"], dev=dev_path)
+    rep2 = fairness_for_files(shifted, ["gender"], dev=dev_path, test="trial-z")
     assert (rep2.groups.threshold == thr).all() and not rep2.groups.far.equals(rep.groups.far)
 
 
@@ -274,7 +274,20 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
     ev = _write(tmp_path, "eval.csv", table())
     runner = CliRunner()
     res = runner.invoke(
-        app, ["fairness", str(ev), "--group", "gender", "--dev", str(dev), "--json", "--out", str(tmp_path / "o")]
+        app,
+        [
+            "fairness",
+            str(ev),
+            "--group",
+            "gender",
+            "--dev",
+            str(dev),
+            "--json",
+            "--out",
+            str(tmp_path / "o"),
+            "--test",
+            "trial-z",
+        ],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -285,7 +298,9 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
     saved = pd.read_csv(tmp_path / "o" / "fairness.csv")
     assert len(saved) == 5 and saved.threshold.nunique() == 1
     assert (tmp_path / "o" / "fairness_groups.csv").is_file()
-    res = runner.invoke(app, ["fairness", str(ev), "--group", "gender", "--threshold-rule", "fixed:0.5", "-q"])
+    res = runner.invoke(
+        app, ["fairness", str(ev), "--group", "gender", "--threshold-rule", "fixed:0.5", "-q", "--test", "trial-z"]
+    )
     assert res.exit_code == 0, res.output
 
 
@@ -298,6 +313,11 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
             "error: {ev}: no group column 'age' (nor enrol_age and test_age); found: score, label, gender",
         ),
         (["--threshold-rule", "fixed:0.5"], "error: give at least one --group column"),
+        (
+            ["--group", "gender", "--threshold-rule", "fixed:0.5"],
+            "error: {ev}: the speaker test needs enrol_speaker and test_speaker columns (or a speaker column); "
+            "--test trial-z runs the z-test that assumes independent trials",
+        ),
         (["--group", "gender", "--threshold-rule", "best"], "error: threshold rule 'best': valid: eer, fixed:X, far:X"),
     ],
 )

@@ -154,14 +154,16 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     assert list(f.kind) == ["main"] and f.effect[0] == "main noise=n10 − noise=clean"
     assert f.estimate[0] == pytest.approx(1 / 3) and f.se[0] == 0 and pd.isna(f.p_value[0]) and not f.resolved[0]
     plan = pd.read_csv(run / "plan.csv")
-    assert plan.note[0] == "no bootstrap spread: cannot be planned"
+    assert plan.note[0] == "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
+    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
     assert "## Findings" in (run / "report.md").read_text()
     # only the reference level measured: no effect at all, still no crash
     single = pattern_run(tmp_path / "single", 6, {"A": {"clean": "third"}})
     for cmd in ("report", "analyze", "plan"):
         res = runner.invoke(app, [cmd, str(single), "--bootstrap", "20"])
         assert res.exit_code == 0, (cmd, res.output, res.exception)
-    assert "no effect could be planned" in res.output and pd.read_csv(single / "plan.csv").empty
+    assert "follow-up: no plan (the run has no effect to plan)" in res.output
+    assert pd.read_csv(single / "plan.csv").empty
 
 
 def test_empty_effect_table_is_decided_without_error() -> None:

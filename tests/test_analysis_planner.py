@@ -135,3 +135,69 @@ def test_plan_hint_names_a_catalogued_experiment() -> None:
     from interbias.utils.paths import conditions_dir
 
     assert follow_up_experiment(load_experiment(conditions_dir() / "E16.yaml").resolved()["name"]) == "E16"
+
+
+def test_family_level_and_dev_speakers_by_hand() -> None:
+    from interbias.trials.speaker_budget import dev_speakers
+
+    s = planner.Settings(effect=0.01, power=0.8, alpha=0.05, family=True)
+    assert s.effect_alpha(75) == pytest.approx(0.05 / 75)
+    assert planner.Settings(alpha=0.05).effect_alpha(75) == 0.05  # one effect alone
+    z = NormalDist().inv_cdf(1 - 0.05 / 150) + NormalDist().inv_cdf(0.8)
+    assert s.z_at(0.05 / 75) == pytest.approx(z, rel=1e-12)
+    assert planner.speakers_needed(0.01, 24, s, z=z) == math.ceil(24 * z**2)
+    assert planner.speakers_needed(0.0001, 24, s, floor=4) == 4  # never below the experiment's min_speakers
+    # dev split: round(n * s / (1 - s)), at least min_speakers; none without a dev split
+    assert dev_speakers(40, 0.3, 4) == 17 and dev_speakers(5, 0.1, 4) == 4 and dev_speakers(40, None) == 0
+
+
+def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None:
+    """A need below min_speakers (4 in the pilot's experiment) is raised to it; a pilot without
+    bootstrap spread gets "no plan (reason)" instead of a follow-up."""
+    run = _pilot(tmp_path / "run", 12)
+    row = planner.plan(analyse(run, Options(n_boot=200)), planner.Settings(effect=2.0)).iloc[0]
+    assert row["speakers_per_stratum_needed"] == 4 and row["note"] == "raised to the experiment's min_speakers 4"
+    trials, cells = _draw(6, derive_rng("test-planner", "flat"))
+    label = dict(zip(trials.trial_id, trials.label, strict=True))
+    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
+    folder = write_run(
+        tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
+    )
+    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "100"])
+    assert res.exit_code == 0, res.output
+    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
+    assert "a follow-up of the planned size" not in res.output
+
+
+def test_plan_cli_plans_at_the_family_level_by_default(tmp_path: Path) -> None:
+    run = _pilot(tmp_path / "run", 12)
+    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "100"])
+    assert "level: family alpha 0.05; each effect planned at alpha/m (0.05/1 = 0.05)" in res.output
+    plan = pd.read_csv(run / "plan.csv")
+    assert plan.alpha_effect.tolist() == [0.05] and plan.family_size.tolist() == [1]
+    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "100", "--per-effect"])
+    assert "level: each effect alone at alpha 0.05" in res.output
+
+
+def test_a_dev_split_draws_its_own_speaker_count(tmp_path: Path, tiny_corpus) -> None:
+    """speakers_per_stratum N counts eval speakers; the dev split draws dev_speakers(N)."""
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+    from interbias.trials.sampler import draw_trials
+    from interbias.trials.speaker_budget import dev_speakers
+
+    block = {"targets": 10, "nontargets": 10, "min_speakers": 2, "dev_share": 0.34, "speakers_per_stratum": 3}
+    trials = draw_trials(load_experiment(tiny_experiment(tmp_path, trials=block)), tiny_corpus).frame
+    expected = {"eval": 3, "dev": dev_speakers(3, 0.34, 2)}
+    assert expected["dev"] == 2  # round(3 * 0.34 / 0.66) = 2: the split's 2 dev speakers suffice
+    for (_, split), sub in trials.groupby(["stratum", "split"]):
+        assert len(set(sub.enrol_speaker) | set(sub.test_speaker)) == expected[split]
+
+
+def test_only_the_confirmatory_family_is_planned() -> None:
+    """The findings' test_family decides (simple and left-out effects are not planned); without
+    it, every effect but simple ones."""
+    frame = pd.DataFrame({"kind": ["main", "simple", "gap"], "test_family": ["confirmatory", "simple", "left out"]})
+    assert planner.family_members(frame).tolist() == [True, False, False]
+    assert planner.family_members(frame.drop(columns="test_family")).tolist() == [True, False, True]

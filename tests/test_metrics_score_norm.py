@@ -18,7 +18,7 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.score_norm import cohort_stats, normalise
 from interbias.run.conductor import RunOptions, run
 from interbias.trials.cohort import draw_cohort
-from interbias.utils.errors import MetricError, TrialError
+from interbias.utils.errors import ConfigError, MetricError, TrialError
 from interbias.utils.paths import slug
 from interbias.utils.seeding import derive_rng
 
@@ -86,7 +86,8 @@ def _cached_vectors(cache: Path, exp, corpus):
 
 
 NORM_TRIALS = {"targets": 30, "min_speakers": 4, "speakers_per_stratum": 4}
-SCORING = {"norm": "as-norm", "top_k": 5, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}
+SCORING = {"norm": "as-norm", "top_k": 5, "cohort": {"speakers": 4, "utterances_per_speaker": 2, "pool": "utterance"}}
+SPEAKER_POOL = {"norm": "as-norm", "top_k": 3, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}
 
 
 def test_cohort_is_disjoint_deterministic_and_refused_when_too_small(tmp_path: Path, tiny_corpus) -> None:
@@ -140,3 +141,58 @@ def test_normalised_run_adds_a_model_row_per_encoder(tmp_path: Path, tiny_corpus
     again = run(opts)  # a rerun reuses both rows
     assert again.cells_done_before == 8 and again.n_embedded == 0
     pd.testing.assert_frame_equal(pd.read_csv(again.run_dir / "results.csv"), res)
+
+
+def test_pool_enters_the_resolved_experiment_only_when_it_changes_the_scores(tmp_path: Path) -> None:
+    def scoring(**spec):
+        return load_experiment(tiny_experiment(tmp_path, trials=NORM_TRIALS, scoring=spec)).resolved()["scoring"]
+
+    # pool: utterance scores as runs did before pools existed: the same resolved text, the same run id
+    assert scoring(**SCORING) == {**SCORING, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}
+    assert scoring(norm="as-norm", top_k=3, cohort={"pool": "utterance"}) == {"norm": "as-norm", "top_k": 3}
+    # the default pool (speaker) changes the scores: it is written out
+    assert scoring(**SPEAKER_POOL)["cohort"] == {"speakers": 4, "utterances_per_speaker": 2, "pool": "speaker"}
+    assert scoring(norm="none") == {"norm": "none"}  # no cohort, no pool
+    with pytest.raises(ConfigError, match=r"top_k: 5 exceeds the cohort's 4 entries \(pool: speaker"):
+        scoring(**{**SCORING, "cohort": {"speakers": 4, "utterances_per_speaker": 2}})
+
+
+def test_as_norm_over_speaker_means_matches_a_restatement_from_the_exported_cohort(
+    tmp_path: Path, tiny_corpus, session_cache
+) -> None:
+    """Cohort entries are per-speaker mean embeddings (WeSpeaker tools/vector_mean.py): the run's
+    normalised scores equal WeSpeaker's formula over the means of the exported cohort vectors."""
+    from interbias.run.export import export_embeddings
+
+    exp = tiny_experiment(tmp_path, name="T32", trials=NORM_TRIALS, scoring=SPEAKER_POOL)
+    cache = isolated_cache(tmp_path, session_cache)
+    out = run(RunOptions(experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", quiet=True, cache_dir=cache))
+    info = json.loads((out.run_dir / "run.json").read_text())["scoring"]
+    assert info["pool"] == "speaker" and len(info["cohort"]["utterance_speakers"]) == 8
+    listing = export_embeddings(out.run_dir, tmp_path / "x", cache_dir=cache)
+    (entry,) = [e for e in listing if e.get("cohort")]
+    assert entry["pool"] == "speaker" and entry["n"] == 8 and entry["n_missing"] == 0
+    cohort = np.load(tmp_path / "x" / entry["file"])
+    assert str(cohort["pool"]) == "speaker"
+    means = pd.DataFrame(cohort["vectors"].astype(np.float64)).groupby(cohort["speakers"]).mean()
+    assert len(means) == 4
+    (clean,) = [e for e in listing if not e.get("cohort") and e["chain_fingerprint"] == entry["chain_fingerprint"]]
+    side = np.load(tmp_path / "x" / clean["file"])
+    vec = dict(zip(side["ids"].tolist(), side["vectors"].astype(np.float64), strict=True))
+    trials = pd.read_parquet(out.run_dir / "trials.parquet").set_index("trial_id")
+    cell = "gender=female,noise=clean"
+    nrm = pd.read_parquet(out.run_dir / "scores" / slug("mfcc-stats +as-norm") / f"{slug(cell)}.parquet")
+    raw = pd.read_parquet(out.run_dir / "scores" / slug("mfcc-stats") / f"{slug(cell)}.parquet")
+    sub = trials.loc[nrm.trial_id]
+    enrol_ids, test_ids = sorted(set(sub.enrol)), sorted(set(sub.test))
+    ref = wespeaker_scores(
+        np.stack([vec[u] for u in enrol_ids]), np.stack([vec[u] for u in test_ids]), means.to_numpy(),
+        [(enrol_ids.index(e), test_ids.index(t), s) for e, t, s in zip(sub.enrol, sub.test, raw.score, strict=True)], 3,
+    )  # fmt: skip
+    np.testing.assert_allclose(nrm.score.to_numpy(), ref, rtol=0, atol=1e-5)
+    # the utterance-level cohort gives other scores: the pool matters
+    per_utt = wespeaker_scores(
+        np.stack([vec[u] for u in enrol_ids]), np.stack([vec[u] for u in test_ids]), cohort["vectors"].astype(float),
+        [(enrol_ids.index(e), test_ids.index(t), s) for e, t, s in zip(sub.enrol, sub.test, raw.score, strict=True)], 3,
+    )  # fmt: skip
+    assert np.abs(per_utt - ref).max() > 1e-2

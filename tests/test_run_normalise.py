@@ -15,7 +15,7 @@ from test_fairness_run import isolated_cache
 from interbias.run.conductor import RunOptions, run
 
 NORM_TRIALS = {"targets": 30, "min_speakers": 4, "speakers_per_stratum": 4}
-SCORING = {"norm": "as-norm", "top_k": 5, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}
+SCORING = {"norm": "as-norm", "top_k": 3, "cohort": {"speakers": 4, "utterances_per_speaker": 2}}
 
 
 def test_cohort_audio_bytes_change_the_run_id(tmp_path: Path, tiny_corpus, session_cache) -> None:

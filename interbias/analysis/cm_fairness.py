@@ -1,13 +1,14 @@
 """CM fairness under compound conditions (the deepfake gender-fairness study's Tables I–V, per cell).
 
 One implementation, two entry points: the five group metrics, the dev-EER threshold and the
-Holm-corrected z-tests are :mod:`interbias.analysis.fairness` (``fairness_report`` with
+Holm-corrected tests (clustered by speaker by default) are :mod:`interbias.analysis.fairness` (``fairness_report`` with
 positive class ``spoof``), the same code ``interbias fairness`` runs on a score file.
 
 - Threshold: per model, the EER threshold of its clean-cell dev scores (label 1 = bona fide),
   applied unchanged to the eval scores of every cell and to both genders.
 - Tables (one per metric): per model × cell the female and male values, their difference
-  (female − male), the raw and Holm-adjusted p-value (Holm across every comparison of the run).
+  (female − male), the raw and Holm-adjusted p-value of the speaker-clustered test (Holm across
+  every comparison of the run).
 - Interaction contrast of the fairness gap g = value_female − value_male, for factor levels
   a ≠ ref_a, b ≠ ref_b: IC = g(a, b) − g(a, ref_b) − g(ref_a, b) + g(ref_a, ref_b). IC > 0:
   the compound condition moves the gap more than the two conditions alone predict.
@@ -84,14 +85,19 @@ def cm_units(scores: pd.DataFrame, thresholds: dict[str, Threshold]) -> list[Uni
                 labels=labels01(rows),
                 groups={"gender": single_groups(rows["gender"].tolist())},
                 threshold=thresholds[str(model)],
+                speakers=(rows["speaker"].astype(str).to_numpy(), rows["speaker"].astype(str).to_numpy()),
             )
         )
     return units
 
 
-def cm_fairness(scores: pd.DataFrame, ref_cell: str, *, rule: str = "eer", alpha: float = 0.05) -> FairnessReport:
-    """The fairness report of a CM score table (positive class: spoof)."""
-    return fairness_report(cm_units(scores, dev_thresholds(scores, ref_cell, rule)), positive="spoof", alpha=alpha)
+def cm_fairness(
+    scores: pd.DataFrame, ref_cell: str, *, rule: str = "eer", alpha: float = 0.05, test: str = "speaker"
+) -> FairnessReport:
+    """The fairness report of a CM score table (positive class: spoof); ``test`` ``speaker``
+    clusters each utterance by its speaker, ``trial-z`` treats utterances as independent."""
+    units = cm_units(scores, dev_thresholds(scores, ref_cell, rule))
+    return fairness_report(units, positive="spoof", alpha=alpha, test=test)
 
 
 def gaps(s: np.ndarray, lab: np.ndarray, gender: np.ndarray, thr: float) -> dict[str, float]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.fairness_cluster import DEFAULT_BOOT, TESTS
 from interbias.analysis.fairness_stats import (
     COMPARISON_TABLE,
     GROUP_TABLE,
@@ -39,6 +40,7 @@ __all__ = [
     "GROUP_TABLE",
     "METRICS",
     "SPOOF_METRIC",
+    "TESTS",
     "FairnessReport",
     "Threshold",
     "ThresholdRule",
@@ -67,6 +69,8 @@ def fairness_for_run(
     groups: Sequence[str] | None = None,
     rule: str | None = None,
     alpha: float = 0.05,
+    test: str = "speaker",
+    n_boot: int = DEFAULT_BOOT,
 ) -> FairnessReport | None:
     """The fairness report of a run directory, or ``None`` when it has no dev trials.
 
@@ -78,8 +82,10 @@ def fairness_for_run(
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
     present, give ``spoof_far`` at the same threshold. Dropped trials are left out and counted.
     With ``operator_draws`` K > 1 the threshold and the tables use draw 0's scores (pooling the
-    K draws would count each trial K times in the z-tests); each group row then says ``draw`` 0,
-    ``n_draws`` K.
+    K draws would count each trial K times in the tests); each group row then says ``draw`` 0,
+    ``n_draws`` K. ``test``: ``speaker`` (clustered by the trials' enrolment and test speakers,
+    ``n_boot`` replicates seeded from the experiment's seed) or ``trial-z``
+    (:func:`interbias.analysis.fairness_stats.fairness_report`).
     """
     run = RunDir(run_dir)
     if not run.file(TRIALS).is_file():
@@ -116,7 +122,7 @@ def fairness_for_run(
             unit.info.update(draws)
             unit.calibration = None if cal is None else (cal, exp.operating_points[0])
             units.append(unit)
-    return fairness_report(units, positive="accept", alpha=alpha)
+    return fairness_report(units, positive="accept", alpha=alpha, test=test, n_boot=n_boot, seed=exp.seed)
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class _TrialSides:
 
     def join(self, scores: pd.DataFrame) -> pd.DataFrame:
         cols = ["split", "enrol", "test", *(["trial_type"] if self.types is not None else [])]
+        cols += [c for c in ("enrol_speaker", "test_speaker") if c in self.trials.columns]
         return scores.set_index("trial_id")[["label", "score", "dropped"]].join(self.trials[cols], how="left")
 
     def groups(self, ev: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -190,9 +197,21 @@ def _model_units(
                 threshold=thr,
                 types=None if side.types is None else ev["trial_type"].to_numpy(),
                 info={"n_dropped_trials": n_dropped},
+                speakers=_speakers(ev),
             )
         )
     return units
+
+
+def _speakers(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per trial its (enrolment, test) speaker: ``enrol_speaker``/``test_speaker`` columns, or one
+    ``speaker`` column for both sides; ``None`` when the frame has neither."""
+    if "enrol_speaker" in frame.columns and "test_speaker" in frame.columns:
+        return frame["enrol_speaker"].astype(str).to_numpy(), frame["test_speaker"].astype(str).to_numpy()
+    if "speaker" in frame.columns:
+        spk = frame["speaker"].astype(str).to_numpy()
+        return spk, spk
+    return None
 
 
 def _dev_threshold(
@@ -244,8 +263,12 @@ def fairness_for_files(
     rule: str = "eer",
     positive: str = "accept",
     alpha: float = 0.05,
+    test: str = "speaker",
+    n_boot: int = DEFAULT_BOOT,
 ) -> FairnessReport:
-    """The fairness report of one evaluation score file at a threshold from ``dev``."""
+    """The fairness report of one evaluation score file at a threshold from ``dev``. The
+    speaker test needs the trials' speakers: ``enrol_speaker`` and ``test_speaker`` columns, or
+    a ``speaker`` column (one speaker per trial, e.g. a countermeasure's utterances)."""
     the_rule = ThresholdRule.parse(rule)
     if not groups:
         raise AnalysisError("give at least one --group column")
@@ -266,5 +289,11 @@ def fairness_for_files(
         labels=frame["label"].to_numpy(),
         groups={g: groups_of(frame, g, where=str(scores)) for g in groups},
         threshold=Threshold(value, the_rule.label, source),
+        speakers=_speakers(frame),
     )
-    return fairness_report([unit], positive=positive, alpha=alpha)
+    if test == "speaker" and unit.speakers is None:
+        raise AnalysisError(
+            f"{scores}: the speaker test needs enrol_speaker and test_speaker columns (or a speaker column); "
+            "--test trial-z runs the z-test that assumes independent trials"
+        )
+    return fairness_report([unit], positive=positive, alpha=alpha, test=test, n_boot=n_boot)

@@ -16,7 +16,7 @@ The **positive class** states what a "positive" is:
 Per group g, from TP, FP, TN, FN at the threshold:
 
 ==================== ================================= ===============================
-metric               value                             two-proportion z-test on
+metric               value                             test compares
 ==================== ================================= ===============================
 statistical_parity   P(Ŷ=1) = (TP+FP) / n              TP+FP of n
 equal_opportunity    TPR = TP / (TP+FN)                TP of TP+FN
@@ -35,16 +35,18 @@ whose pooled proportion is 0 or 1, has no p-value and says so.
 A trial belongs to a group when both of its sides do (enrolment and test carry the same value);
 other pairs form the ``mixed`` group and trials lacking the attribute the ``missing`` group —
 both are reported, not compared. Differences are group_a − group_b for each pair of groups in
-sorted order; the z-test is the pooled two-proportion test, z = (p̂_a − p̂_b) / √(p̄(1−p̄)(1/n_a
-+ 1/n_b)), two-sided. p-values are Holm-adjusted across all comparisons of a report
-(statsmodels ``multipletests(method="holm")``).
+sorted order. The default test is clustered by speaker: z = (p̂_a − p̂_b) / SE with SE from a
+speaker bootstrap (:mod:`interbias.analysis.fairness_cluster`). ``trial-z`` is the pooled
+two-proportion test, z = (p̂_a − p̂_b) / √(p̄(1−p̄)(1/n_a + 1/n_b)), which assumes independent
+trials. Both are two-sided; p-values are Holm-adjusted across all comparisons of a report
+(statsmodels ``multipletests(method="holm")``), and the report states that family.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from interbias.analysis.fairness_cluster import (
+    DEFAULT_BOOT,
+    TEST_LABELS,
+    SpeakerBootstrap,
+    check_test,
+    clustered_z,
+    tested_indicators,
+    unit_rng,
+)
 from interbias.experiments.decision_spec import OperatingPoint
 from interbias.run.calibrate import group_values
 from interbias.utils import atomic
@@ -60,7 +71,7 @@ from interbias.utils.errors import AnalysisError
 
 POSITIVES = ("accept", "spoof")
 MIXED, MISSING, ALL = "mixed", "missing", "all"
-#: metric -> (description of its value, of the counts its z-test compares)
+#: metric -> (description of its value, of the counts its test compares)
 METRICS: dict[str, tuple[str, str]] = {
     "statistical_parity": ("(TP+FP)/n", "TP+FP of n"),
     "equal_opportunity": ("TP/(TP+FN)", "TP of TP+FN"),
@@ -95,6 +106,7 @@ COMPARISON_TABLE = (
     "value_a",
     "value_b",
     "difference",
+    "se",
     "z",
     "p_value",
     "p_holm",
@@ -245,6 +257,8 @@ class Unit:
     #: The run's shared calibration (slope, offset) and operating point: adds act_dcf,
     #: calibration_loss and cllr per group (:func:`interbias.run.calibrate.group_values`).
     calibration: tuple[tuple[float, float], OperatingPoint] | None = None
+    #: Per trial, its enrolment and test speaker: the clusters of the speaker test.
+    speakers: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -256,6 +270,9 @@ class FairnessReport:
     comparisons: pd.DataFrame
     positive: str
     alpha: float
+    test: str = "speaker"
+    #: One sentence: which comparisons form the family, which test, which adjustment.
+    family: str = ""
 
     def write(self, folder: Path) -> list[Path]:
         """The comparisons and the per-group values, named as in a run directory
@@ -278,6 +295,8 @@ class FairnessReport:
             {
                 "positive": self.positive,
                 "alpha": self.alpha,
+                "test": self.test,
+                "family": self.family,
                 "groups": records(self.groups),
                 "comparisons": records(self.comparisons),
             }
@@ -336,8 +355,10 @@ def _comparison(
     conf: dict[str, Confusion],
     spoofs: dict[str, tuple[int, int]],
     positive: str,
+    cluster: Callable[[str, str, str], tuple[float, float, float, str]] | None,
 ) -> dict[str, Any]:
-    """One metric compared between two groups of one unit (two-proportion z-test)."""
+    """One metric compared between two groups of one unit: the two-proportion z-test on trial
+    counts, or ``cluster(metric, group_a, group_b)`` -> (z, p, SE, note) (the speaker test)."""
     ga, gb = pair
     if name == SPOOF_METRIC:
         (xa, na), (xb, nb) = spoofs[ga], spoofs[gb]
@@ -348,7 +369,11 @@ def _comparison(
         nb_v, db, xb, nb = metric_counts(conf[gb], name)
         va, vb, tested = ratio(na_v, da), ratio(nb_v, db), METRICS[name][1]
         notes = [f"{g}: {_ZERO[name]}" for g, d in ((ga, da), (gb, db)) if d == 0]
-    z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
+    if cluster is None:
+        z, p, tnote = two_proportion_ztest(xa, na, xb, nb)
+        se = math.nan
+    else:
+        z, p, se, tnote = cluster(name, ga, gb)
     if tnote:
         notes.append(tnote)
     return {
@@ -366,6 +391,7 @@ def _comparison(
         "n_a": na,
         "x_b": xb,
         "n_b": nb,
+        "se": se,
         "z": z,
         "p_value": p,
         "threshold": unit.threshold.value,
@@ -374,10 +400,26 @@ def _comparison(
     }
 
 
-def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: float = 0.05) -> FairnessReport:
-    """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values."""
+def fairness_report(
+    units: Sequence[Unit],
+    *,
+    positive: str = "accept",
+    alpha: float = 0.05,
+    test: str = "speaker",
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = 0,
+) -> FairnessReport:
+    """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values.
+
+    ``test``: ``speaker`` (the speaker-clustered bootstrap test of
+    :mod:`interbias.analysis.fairness_cluster`, ``n_boot`` replicates; every unit needs
+    ``speakers``) or ``trial-z`` (the two-proportion z-test, which assumes independent trials).
+    """
     if positive not in POSITIVES:
         raise AnalysisError(f"positive class {positive!r}: valid: {', '.join(POSITIVES)}")
+    check_test(test)
+    if test == "speaker" and n_boot < 50:
+        raise AnalysisError(f"the speaker test needs at least 50 bootstrap replicates (got {n_boot})")
     group_rows: list[dict[str, Any]] = []
     comp_rows: list[dict[str, Any]] = []
     for unit in units:
@@ -387,51 +429,135 @@ def fairness_report(units: Sequence[Unit], *, positive: str = "accept", alpha: f
             raise AnalysisError(f"{unit.keys}: scores ({len(s)}) and labels ({len(lab)}) differ in length")
         if not np.isfinite(s).all():
             raise AnalysisError(f"{unit.keys}: {int((~np.isfinite(s)).sum())} score(s) are NaN or infinite")
+        if test == "speaker" and unit.speakers is None:
+            raise AnalysisError(
+                f"{unit.keys or 'the scores'}: the speaker test needs each trial's speakers "
+                "(use --test trial-z for the z-test that assumes independent trials)"
+            )
         types = None if unit.types is None else np.asarray(unit.types).astype(str)
         spoof = np.zeros(len(s), bool) if types is None else types == "spoof"
-        bona = ~spoof
-        thr = unit.threshold.value
         for attr, glabels in unit.groups.items():
             glabels = np.asarray(glabels, dtype=object)
             if len(glabels) != len(s):
                 raise AnalysisError(f"{unit.keys}: group column {attr!r} has {len(glabels)} values for {len(s)} trials")
-            pure = sorted({g for g in glabels[bona] if g not in (MIXED, MISSING)})
-            conf: dict[str, Confusion] = {}
-            spoofs: dict[str, tuple[int, int]] = {}
-            for group, kind, mask in [
-                (ALL, "all", np.ones(len(s), bool)),
-                *[(g, "group", glabels == g) for g in pure],
-                *[(g, g, glabels == g) for g in (MIXED, MISSING) if (glabels[bona] == g).any()],
-            ]:
-                m = mask & bona
-                c = confusion(s[m], lab[m], thr, positive)
-                conf[group] = c
-                row = _group_row(unit.keys, attr, group, kind, c, unit.threshold, positive)
-                if types is not None:
-                    ms = mask & spoof
-                    spoofs[group] = (int((s[ms] >= thr).sum()), int(ms.sum()))
-                    row["n_spoof"] = spoofs[group][1]
-                    row[SPOOF_METRIC] = ratio(*spoofs[group])
-                row.update(unit.info)
-                if unit.calibration is not None:
-                    row.update(group_values(s[m], lab[m], *unit.calibration))
-                group_rows.append(row)
+            pure = sorted({g for g in glabels[~spoof] if g not in (MIXED, MISSING)})
+            conf, spoofs = _group_rows(unit, attr, glabels, pure, s, lab, spoof, positive, group_rows)
+            cluster = (
+                None
+                if test != "speaker"
+                else _cluster(unit, attr, glabels, pure, s, lab, spoof, positive, n_boot, seed)
+            )
             names = list(METRICS) + ([SPOOF_METRIC] if types is not None else [])
             for name in names:
                 for i, ga in enumerate(pure):
                     for gb in pure[i + 1 :]:
-                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive))
-    comparisons = pd.DataFrame(comp_rows)
-    if len(comparisons):
-        adj, rej = holm(comparisons["p_value"].to_numpy(), alpha)
-        comparisons["p_holm"] = adj
-        sig = pd.array(rej, dtype="boolean")
-        sig[~np.isfinite(adj)] = pd.NA
-        comparisons["significant"] = sig
-        comparisons["n_tests"] = int(np.isfinite(adj).sum())
-        order = [c for c in comparisons.columns if c not in ("threshold", "threshold_rule", "note")]
-        comparisons = comparisons[[*order, "threshold", "threshold_rule", "note"]]
+                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive, cluster))
+    comparisons = _adjusted(pd.DataFrame(comp_rows), alpha, test)
     groups = pd.DataFrame(group_rows)
     if len(groups) and "note" in groups:
         groups = groups[[c for c in groups.columns if c != "note"] + ["note"]]
-    return FairnessReport(groups, comparisons, positive, alpha)
+    return FairnessReport(groups, comparisons, positive, alpha, test, family_statement(comparisons, alpha, test))
+
+
+def _group_rows(
+    unit: Unit,
+    attr: str,
+    glabels: np.ndarray,
+    pure: list[str],
+    s: np.ndarray,
+    lab: np.ndarray,
+    spoof: np.ndarray,
+    positive: str,
+    out: list[dict[str, Any]],
+) -> tuple[dict[str, Confusion], dict[str, tuple[int, int]]]:
+    """Append one row per group of ``attr`` (plus ``all``, mixed, missing) to ``out``; return the
+    confusion counts and the (accepted, total) spoof counts of each group."""
+    bona, thr = ~spoof, unit.threshold.value
+    conf: dict[str, Confusion] = {}
+    spoofs: dict[str, tuple[int, int]] = {}
+    for group, kind, mask in [
+        (ALL, "all", np.ones(len(s), bool)),
+        *[(g, "group", glabels == g) for g in pure],
+        *[(g, g, glabels == g) for g in (MIXED, MISSING) if (glabels[bona] == g).any()],
+    ]:
+        m = mask & bona
+        c = confusion(s[m], lab[m], thr, positive)
+        conf[group] = c
+        row = _group_row(unit.keys, attr, group, kind, c, unit.threshold, positive)
+        if unit.types is not None:
+            ms = mask & spoof
+            spoofs[group] = (int((s[ms] >= thr).sum()), int(ms.sum()))
+            row["n_spoof"] = spoofs[group][1]
+            row[SPOOF_METRIC] = ratio(*spoofs[group])
+        row.update(unit.info)
+        if unit.calibration is not None:
+            row.update(group_values(s[m], lab[m], *unit.calibration))
+        out.append(row)
+    return conf, spoofs
+
+
+def _cluster(
+    unit: Unit,
+    attr: str,
+    glabels: np.ndarray,
+    pure: list[str],
+    s: np.ndarray,
+    lab: np.ndarray,
+    spoof: np.ndarray,
+    positive: str,
+    n_boot: int,
+    seed: int,
+) -> Callable[[str, str, str], tuple[float, float, float, str]]:
+    """The speaker test of one unit × attribute: one speaker resample over its compared trials."""
+    assert unit.speakers is not None
+    keep = np.isin(glabels.astype(str), pure)
+    enrol, test = (np.asarray(x)[keep] for x in unit.speakers)
+    g, sp = glabels[keep].astype(str), spoof[keep]
+    boot = SpeakerBootstrap.draw(enrol, test, g, n_boot=n_boot, rng=unit_rng(seed, attr))
+    accept = s[keep] >= unit.threshold.value
+    good = lab[keep].astype(bool)
+    pred, actual = (accept, good) if positive == "accept" else (~accept, ~good)
+
+    def counts(name: str, group: str) -> tuple[np.ndarray, np.ndarray]:
+        if name == SPOOF_METRIC:
+            m = sp & (g == group)
+            return (accept & m).astype(float), m.astype(float)
+        x, n = tested_indicators(pred, actual, name)
+        m = ~sp & (g == group)
+        return (x & m).astype(float), (n & m).astype(float)
+
+    return lambda name, ga, gb: clustered_z(boot, counts(name, ga), counts(name, gb))
+
+
+def _adjusted(comparisons: pd.DataFrame, alpha: float, test: str) -> pd.DataFrame:
+    """Holm across every p-value of the report; ``test`` names the test on each row."""
+    if not len(comparisons):
+        return comparisons
+    adj, rej = holm(comparisons["p_value"].to_numpy(), alpha)
+    comparisons["p_holm"] = adj
+    sig = pd.array(rej, dtype="boolean")
+    sig[~np.isfinite(adj)] = pd.NA
+    comparisons["significant"] = sig
+    comparisons["n_tests"] = int(np.isfinite(adj).sum())
+    comparisons["test"] = test
+    order = [c for c in comparisons.columns if c not in ("threshold", "threshold_rule", "note")]
+    return comparisons[[*order, "threshold", "threshold_rule", "note"]]
+
+
+def family_statement(comparisons: pd.DataFrame, alpha: float, test: str) -> str:
+    """The family the report adjusts over, in one sentence."""
+    if not len(comparisons):
+        return "no comparisons (fewer than two groups)"
+    n = int(np.isfinite(comparisons["p_value"].to_numpy(dtype=float)).sum())
+    units = [c for c in ("experiment", "model", "condition", "cell") if c in comparisons.columns]
+    parts = [f"{comparisons[c].nunique()} {c}(s)" for c in units if comparisons[c].nunique() > 1 or c == "model"]
+    parts += [
+        f"{comparisons['metric'].nunique()} metric(s)",
+        f"{len(comparisons.drop_duplicates(['group_by', 'group_a', 'group_b']))} group pair(s)",
+    ]
+    untested = len(comparisons) - n
+    return (
+        f"family: {n} comparison(s) ({' x '.join(parts)}"
+        + (f"; {untested} not tested" if untested else "")
+        + f"), Holm-adjusted together at alpha {alpha:g}; test: {TEST_LABELS[test]}"
+    )

@@ -23,9 +23,19 @@ n · t target and n · u non-target trials per stratum, t and u the pilot's larg
 non-target trials per speaker over strata (``*_trials_per_stratum_needed``), so trials per
 speaker never fall below the pilot's.
 
-The test planned for is the per-effect one at level α; the findings resolve an effect on its
-p-value adjusted over the experiment's family (Holm by default), so plan with ``--alpha α/m``
-for a family of m effects when every effect must survive the adjustment.
+The level planned for. The findings resolve an effect on its p-value adjusted over the
+experiment's family of m effects (Holm by default). With ``Settings(family=True)`` (what
+``interbias plan`` does) each effect is planned at α/m, Holm's worst case (the level the
+smallest p-value of the family must reach), so the planned power is the power to be *resolved*
+in the findings; with ``family=False`` one effect is planned alone at α. m is the effect's
+``family_size`` in :func:`effects` (the confirmatory family: main effects averaged over the
+other factors' levels, interactions, gaps); effects outside the family are not planned.
+
+What the experiment would refuse is never proposed: a need below the experiment's
+``trials.min_speakers`` is raised to it, and an effect whose pilot replicates have no spread
+(SE 0 or undefined) gets no plan, with the reason. A run with a dev split (``trials.dev_share``
+s) draws ``speakers_per_stratum`` speakers per stratum in eval and
+:func:`interbias.trials.speaker_budget.dev_speakers` in dev; the plan states both.
 """
 
 from __future__ import annotations
@@ -45,15 +55,17 @@ from interbias.utils.errors import AnalysisError
 MODEL = (
     "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers in every stratum, n_pilot the pilot's largest stratum "
     "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = (z_{1-alpha/2} + z_power) * SE; "
-    "speakers needed = ceil(n_pilot * ((z_{1-alpha/2} + z_power) * SE_pilot / effect)^2), at least 2"
+    "speakers needed = ceil(n_pilot * ((z_{1-alpha/2} + z_power) * SE_pilot / effect)^2), at least the "
+    "experiment's min_speakers; alpha per effect = alpha / m (Holm's worst case over a family of m) unless "
+    "--per-effect"
 )
 ASSUMPTIONS = (
     "Speakers are the independent units and the variance of an effect scales as 1/speakers once trials per "
     "speaker saturate; the follow-up run keeps the pilot's design (same conditions, same trials per speaker, "
     "speakers from the same population) with equal strata (run --plan draws n speakers and n x trials-per-speaker "
     "trials in every stratum); the estimate is roughly "
-    "normal; the test is two-sided at level alpha for one effect (the findings adjust over the "
-    "experiment's family: use --alpha alpha/m to plan for a family of m). Effects whose "
+    "normal; each effect is tested two-sided at alpha/m, the level the first Holm step needs in a family "
+    "of m, so the planned power is a lower bound on the power to be resolved in the findings. Effects whose "
     "terms do not move under resampling (SE 0) cannot be planned."
 )
 
@@ -63,6 +75,8 @@ class Settings:
     effect: float = 0.01
     power: float = 0.8
     alpha: float = 0.05
+    #: Plan each effect at alpha / family_size (Holm's worst case) instead of alpha alone.
+    family: bool = False
 
     def __post_init__(self) -> None:
         if not self.effect > 0:
@@ -75,8 +89,16 @@ class Settings:
     @property
     def z(self) -> float:
         """z_{1−α/2} + z_power."""
+        return self.z_at(self.alpha)
+
+    def z_at(self, alpha: float) -> float:
+        """z_{1−alpha/2} + z_power at a per-effect level ``alpha``."""
         nd = NormalDist()
-        return nd.inv_cdf(1 - self.alpha / 2) + nd.inv_cdf(self.power)
+        return nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(self.power)
+
+    def effect_alpha(self, family_size: int) -> float:
+        """The per-effect level: alpha / family_size with ``family``, else alpha."""
+        return self.alpha / max(1, family_size) if self.family else self.alpha
 
 
 @dataclass(frozen=True)
@@ -119,11 +141,13 @@ def pilot_of(design: TrialDesign) -> Pilot:
     return Pilot(speakers, targets, nontargets)
 
 
-def speakers_needed(se: float, n_pilot: int, settings: Settings) -> float:
-    """Speakers per stratum (scaled from ``n_pilot``) to detect ``settings.effect``; NaN when SE is 0/NaN."""
+def speakers_needed(se: float, n_pilot: int, settings: Settings, *, z: float | None = None, floor: int = 2) -> float:
+    """Speakers per stratum (scaled from ``n_pilot``) to detect ``settings.effect`` (``z``:
+    z_{1−α/2} + z_power, default ``settings.z``), at least ``floor``; NaN when SE is 0/NaN."""
     if not np.isfinite(se) or se <= 0:
         return math.nan
-    return float(max(2, math.ceil(n_pilot * (settings.z * se / settings.effect) ** 2)))
+    z = settings.z if z is None else z
+    return float(max(floor, 2, math.ceil(n_pilot * (z * se / settings.effect) ** 2)))
 
 
 def effects(a: Analysis) -> pd.DataFrame:
@@ -138,21 +162,41 @@ def effects(a: Analysis) -> pd.DataFrame:
 
 def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     """:func:`effects` plus, per effect, the MDE of the run as it is and the speakers (and
-    trials) per stratum needed to detect ``settings.effect`` with ``settings.power``: every
-    stratum gets that many speakers (equal strata), scaled from the pilot's largest stratum,
-    and ``*_trials_per_stratum_needed`` keep the pilot's largest trials per speaker."""
+    trials) per stratum needed to detect ``settings.effect`` with ``settings.power`` at the
+    per-effect level (``alpha_effect``): every stratum gets that many speakers (equal strata),
+    scaled from the pilot's largest stratum, never fewer than the experiment's
+    ``min_speakers``; ``*_trials_per_stratum_needed`` keep the pilot's largest trials per
+    speaker; ``dev_speakers_per_stratum_needed`` is what the dev split then draws."""
+    from interbias.trials.speaker_budget import dev_speakers
+
     eff = effects(a)
     pilot = pilot_of(a.run.design())
+    exp = a.run.experiment(AnalysisError)
+    floor = exp.trials.min_speakers if exp is not None else 2
+    dev_share = exp.trials.dev_share if exp is not None else None
     n0 = pilot.n_max
     out = eff.copy()
     se = out["se"].astype(float)
+    sizes = out["family_size"] if "family_size" in out.columns else pd.Series(1, index=out.index)
+    in_family = family_members(out)
+    alphas = pd.Series([settings.effect_alpha(int(m)) for m in sizes], index=out.index, dtype=float)
+    z = alphas.map(settings.z_at)
     out["speakers_per_stratum"] = n0
-    out["mde"] = settings.z * se
+    out["mde"] = z * se
     out["target_effect"] = settings.effect
     out["power"] = settings.power
     out["alpha"] = settings.alpha
-    need = [speakers_needed(v, n0, settings) for v in se.tolist()]
+    out["alpha_effect"] = alphas
+    need = [
+        speakers_needed(v, n0, settings, z=zz, floor=floor) if fam else math.nan
+        for v, zz, fam in zip(se.tolist(), z.tolist(), in_family.tolist(), strict=True)
+    ]
     out["speakers_per_stratum_needed"] = pd.Series(need, index=out.index, dtype=float)
+    out["dev_speakers_per_stratum_needed"] = pd.Series(
+        [dev_speakers(int(n), dev_share, floor) if np.isfinite(n) and dev_share else 0 for n in need],
+        index=out.index,
+        dtype=float,
+    )
     t_per, n_per = pilot.trials_per_speaker()
     out["target_trials_per_speaker"] = t_per
     out["nontarget_trials_per_speaker"] = n_per
@@ -162,11 +206,49 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     out["nontarget_trials_per_stratum_needed"] = pd.Series(
         [math.ceil(n * n_per) if np.isfinite(n) else math.nan for n in need], index=out.index, dtype=float
     )
-    ok = np.isfinite(se.to_numpy()) & (se.to_numpy() > 0)
-    out["note"] = np.where(ok, "", "no bootstrap spread: cannot be planned")
-    for k, v in a.replicates.stamp().items():
+    before = out["note"].astype(str) if "note" in out.columns else pd.Series("", index=out.index)
+    out["note"] = [
+        _note(v, n, fam, floor, n0, settings, zz, was)
+        for v, n, fam, zz, was in zip(se, need, in_family, z, before, strict=True)
+    ]
+    for k, v in a.replicates.stamp().items():  # type: ignore[union-attr]
         out[k] = v
     return out
+
+
+def family_members(frame: pd.DataFrame) -> pd.Series:
+    """Effects of the confirmatory family: ``test_family`` confirmatory where the findings say,
+    else every effect but ``simple`` ones."""
+    if "test_family" in frame.columns:
+        return frame["test_family"].astype(str) == "confirmatory"
+    if "kind" in frame.columns:
+        return frame["kind"].astype(str) != "simple"
+    return pd.Series(True, index=frame.index)
+
+
+def _note(
+    se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float, before: str = ""
+) -> str:
+    """Why an effect has no plan (``before``: the findings' own note, e.g. why it is left out
+    of the family, kept in front), or why its plan is larger than its SE asks."""
+    prior = before if before and before != "nan" else ""
+    if not in_family:
+        return f"no plan ({prior})" if prior else "outside the family: not planned"
+    mine = ""
+    if not (np.isfinite(se) and se > 0):
+        mine = "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
+    elif need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
+        mine = f"raised to the experiment's min_speakers {floor}"
+    return "; ".join(x for x in (prior, mine) if x)
+
+
+def no_plan_reason(frame: pd.DataFrame) -> str | None:
+    """``None`` when some effect has a plan, else why none has."""
+    if frame["speakers_per_stratum_needed"].notna().any():
+        return None
+    if frame.empty:
+        return "no plan (the run has no effect to plan)"
+    return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined)"
 
 
 def recommendation(frame: pd.DataFrame) -> pd.DataFrame:

@@ -55,9 +55,10 @@ def deployment_section(folder: Path, rep: Report) -> None:
         if c is not None:
             if len(c) and "significant" in c:
                 sig = c[c["significant"].astype(str).str.lower() == "true"]
+                tests = set(c["test"].astype(str)) if "test" in c else {"trial-z"}
+                how = "speaker-clustered tests" if tests == {"speaker"} else "two-proportion z-tests on trial counts"
                 rep.para(
-                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction "
-                    f"(two-proportion z-tests, {FAIRNESS}):"
+                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction ({how}, {FAIRNESS}):"
                 )
                 cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
                 rep.table(sig, [*cols, "difference", "p_holm"])

@@ -23,12 +23,38 @@ def compare(
     show_all: Annotated[
         bool, typer.Option("--all", help="Print every difference, not only those over tolerance.")
     ] = False,
+    paired: Annotated[
+        bool,
+        typer.Option(
+            "--paired",
+            help="Two runs on one trial list (same trials_sha256, per-trial scores): test each row's paired "
+            "difference with a speaker bootstrap instead of a fixed tolerance.",
+        ),
+    ] = False,
+    margin: Annotated[
+        float, typer.Option(help="--paired: exit 1 only for a regression larger than this, resolved after Holm.")
+    ] = 0.0,
+    equivalence: Annotated[
+        float | None,
+        typer.Option(help="--paired: exit 0 only when every row is shown within +/- this (two one-sided tests)."),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="--paired: significance level.")] = 0.05,
+    bootstrap: Annotated[int, typer.Option(help="--paired: speaker-bootstrap replicates (at least 50).")] = 1000,
 ) -> None:
     """Match rows by experiment × cell × model, print differences; exit 1 when a metric moved
-    by more than the tolerance or a row is missing from either file."""
+    by more than the tolerance or a row is missing from either file. With --paired (two run
+    directories on one trial list): exit 1 only when a regression larger than --margin is
+    resolved, or with --equivalence only when some row is not shown within the margin."""
     from interbias.analysis.compare import compare_results
 
     names = tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics else None
+    if paired:
+        _paired(base, new, names, margin, equivalence, alpha, bootstrap, show_all)
+        return
+    if margin or equivalence is not None:
+        from interbias.utils.errors import AnalysisError
+
+        raise AnalysisError("--margin and --equivalence need --paired (without it, --tolerance is the gate)")
     cmp = compare_results(base, new, tolerance=tolerance, metrics=names)
     shown = cmp.diffs if show_all else cmp.moved
     for r in shown.itertuples(index=False):
@@ -44,5 +70,42 @@ def compare(
         f"{n_rows} row(s) matched on {', '.join(cmp.metrics)}; {len(cmp.moved)} value(s) moved by more than "
         f"{tolerance:g}; {len(cmp.only_base) + len(cmp.only_new)} row(s) missing"
     )
+    if not cmp.ok:
+        raise typer.Exit(1)
+
+
+def _paired(
+    base: Path,
+    new: Path,
+    names: tuple[str, ...] | None,
+    margin: float,
+    equivalence: float | None,
+    alpha: float,
+    n_boot: int,
+    show_all: bool,
+) -> None:
+    from interbias.analysis.compare_paired import compare_paired
+
+    cmp = compare_paired(base, new, metrics=names, margin=margin, equivalence=equivalence, alpha=alpha, n_boot=n_boot)
+    for r in cmp.rows.itertuples(index=False):
+        if equivalence is not None:
+            tag, flagged = ("within" if r.equivalent else "not shown within"), not r.equivalent
+            test = f"p_tost {r.p_equivalence:.3g}"
+        else:
+            tag, flagged = ("regression" if r.regression else "no resolved regression"), bool(r.regression)
+            test = f"p {r.p_regression:.3g}, Holm {r.p_holm:.3g}"
+        if flagged or show_all:
+            typer.echo(
+                f"{tag}: {r.experiment} / {r.cell} / {r.model}: {r.metric} {r.base:.6f} -> {r.new:.6f} "
+                f"({r.diff:+.6f}, SE {r.se:.6f}, {test})"
+            )
+    for label, frame in (("only in base", cmp.only_base), ("only in new", cmp.only_new)):
+        for r in frame.itertuples(index=False):
+            typer.echo(f"missing: {label}: {' / '.join(str(v) for v in r)}")
+    typer.echo(cmp.family)
+    if equivalence is not None:
+        typer.echo(f"{int(cmp.rows.equivalent.sum())} of {len(cmp.rows)} value(s) shown within +/-{equivalence:g}")
+    else:
+        typer.echo(f"{int(cmp.rows.regression.sum())} of {len(cmp.rows)} value(s) with a resolved regression")
     if not cmp.ok:
         raise typer.Exit(1)

@@ -55,5 +55,6 @@ def export(
     typer.echo(f"{len(summary.files)} score file(s), {n_trials} trials ({n_dropped} dropped{other}) in {target}")
     for e in summary.embeddings:
         note = f", {e['n_missing']} not in the cache" if e["n_missing"] else ""
-        typer.echo(f"embeddings {e['model']} / {e['chain']}: {e['n']} vectors{note} -> {e['file']}")
+        what = f"cohort (pool: {e['pool']})" if e.get("cohort") else "embeddings"
+        typer.echo(f"{what} {e['model']} / {e['chain']}: {e['n']} vectors{note} -> {e['file']}")
     typer.echo(f"summary: {path}")

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from interbias.analysis.fairness import FairnessReport
 
 
+class Test(StrEnum):
+    speaker = "speaker"
+    trial_z = "trial-z"
+
+
 class Positive(StrEnum):
     accept = "accept"
     spoof = "spoof"
@@ -50,6 +55,15 @@ def fairness(
         typer.Option(help="eer (dev EER threshold), fixed:X, or far:X (lowest dev threshold with FAR <= X)."),
     ] = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the Holm-adjusted tests.")] = 0.05,
+    test: Annotated[
+        Test,
+        typer.Option(
+            help="speaker: z = difference / speaker-bootstrap SE (trials clustered by their speakers; needs "
+            "speaker columns in a score file); trial-z: the two-proportion z-test on trial counts, which "
+            "assumes independent trials (the deepfake gender-fairness study's test)."
+        ),
+    ] = Test.speaker,
+    bootstrap: Annotated[int, typer.Option(help="Replicates of the speaker bootstrap (at least 50).")] = 1000,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -59,7 +73,8 @@ def fairness(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
 ) -> None:
-    """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected z-tests."""
+    """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
+    clustered by speaker (or trial-level z-tests with --test trial-z)."""
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
     from interbias.utils.errors import AnalysisError
 
@@ -70,12 +85,21 @@ def fairness(
             raise AnalysisError(
                 "a run directory holds its own dev trials and is scored as verification: drop --dev/--positive"
             )
-        report = fairness_for_run(scores, groups=group or None, rule=threshold_rule, alpha=alpha)
+        report = fairness_for_run(
+            scores, groups=group or None, rule=threshold_rule, alpha=alpha, test=test.value, n_boot=bootstrap
+        )
         if report is None:
             raise AnalysisError(f"{scores}: the run has no dev trials (set trials.dev_share in the experiment)")
     else:
         report = fairness_for_files(
-            scores, group or [], dev=dev, rule=threshold_rule or "eer", positive=positive.value, alpha=alpha
+            scores,
+            group or [],
+            dev=dev,
+            rule=threshold_rule or "eer",
+            positive=positive.value,
+            alpha=alpha,
+            test=test.value,
+            n_boot=bootstrap,
         )
     _show(report, out, as_json, quiet)
 
@@ -91,5 +115,6 @@ def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool) 
     elif not quiet:
         print_frame(report.groups, f"groups at the threshold (positive class: {report.positive})", list(GROUP_TABLE))
         print_frame(report.comparisons, "group differences (Holm across the report)", list(COMPARISON_TABLE))
+        typer.echo(report.family)
     if out is not None and not as_json:
         typer.echo(f"wrote {', '.join(str(p) for p in paths)}")

@@ -4,7 +4,8 @@ and :mod:`interbias.metrics.score_norm`; every problem is one :class:`ConfigErro
 
     operating_points: [{name: sre, p_target: 0.01, c_miss: 1, c_fa: 1}, ...]
     calibration: {fit_on: reference | each, split: dev}
-    scoring: {norm: none | s-norm | as-norm, top_k: 100, cohort: {speakers: 40, utterances_per_speaker: 2},
+    scoring: {norm: none | s-norm | as-norm, top_k: 100,
+              cohort: {speakers: 40, utterances_per_speaker: 2, pool: speaker | utterance},
               cohort_chain: clean | matched}
 """
 
@@ -23,6 +24,8 @@ FIT_ON = ("reference", "each")
 SPLITS = ("dev",)
 NORMS = ("none", "s-norm", "as-norm")
 COHORT_CHAINS = ("clean", "matched")
+#: A cohort entry: one mean embedding per cohort speaker (WeSpeaker's recipe), or one per utterance.
+POOLS = ("speaker", "utterance")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 
@@ -55,14 +58,22 @@ class CalibrationSpec:
 @dataclass(frozen=True)
 class CohortSpec:
     """The normalisation cohort: ``speakers`` speakers disjoint from every trial speaker, drawn by
-    a derived seed, ``utterances_per_speaker`` utterances each."""
+    a derived seed, ``utterances_per_speaker`` utterances each; ``pool``: one cohort entry per
+    speaker (the mean of its utterances' embeddings, as WeSpeaker's ``tools/vector_mean.py``) or
+    one per utterance."""
 
     speakers: int = 40
     utterances_per_speaker: int = 2
+    pool: str = "speaker"
+
+    @property
+    def entries(self) -> int:
+        """Cohort embeddings a side is scored against (before any fail to embed)."""
+        return self.speakers * (self.utterances_per_speaker if self.pool == "utterance" else 1)
 
 
 @dataclass(frozen=True)
-class ScoringSpec:
+class ScoreNormSpec:
     """Score normalisation over a speaker-disjoint cohort (``none``: raw cosine scores only)."""
 
     norm: str = "none"
@@ -149,9 +160,9 @@ def parse_calibration(spec: Any, where: str) -> CalibrationSpec:
     )
 
 
-def parse_scoring(spec: Any, where: str) -> ScoringSpec:
+def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
     if spec is None:
-        return ScoringSpec()
+        return ScoreNormSpec()
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: scoring: a mapping {{norm, top_k, cohort, cohort_chain}}")
     check_keys(spec, {"norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
@@ -159,7 +170,7 @@ def parse_scoring(spec: Any, where: str) -> ScoringSpec:
     cohort_raw = spec.get("cohort") or {}
     if not isinstance(cohort_raw, dict):
         raise ConfigError(f"{here}.cohort: a mapping {{speakers, utterances_per_speaker}}")
-    check_keys(cohort_raw, {"speakers", "utterances_per_speaker"}, where, "scoring.cohort")
+    check_keys(cohort_raw, {"speakers", "utterances_per_speaker", "pool"}, where, "scoring.cohort")
     base = CohortSpec()
     cohort = CohortSpec(
         _count(cohort_raw.get("speakers", base.speakers), f"{here}.cohort.speakers"),
@@ -167,10 +178,38 @@ def parse_scoring(spec: Any, where: str) -> ScoringSpec:
             cohort_raw.get("utterances_per_speaker", base.utterances_per_speaker),
             f"{here}.cohort.utterances_per_speaker",
         ),
+        _choice(cohort_raw, "pool", POOLS, "speaker", f"{here}.cohort"),
     )
-    return ScoringSpec(
+    out = ScoreNormSpec(
         _choice(spec, "norm", NORMS, "none", here),
-        _top_k(spec.get("top_k", ScoringSpec.top_k), f"{here}.top_k"),
+        _top_k(spec.get("top_k", ScoreNormSpec.top_k), f"{here}.top_k"),
         cohort,
         _choice(spec, "cohort_chain", COHORT_CHAINS, "clean", here),
     )
+    if out.norm == "as-norm" and out.top_k > cohort.entries:
+        raise ConfigError(
+            f"{here}.top_k: {out.top_k} exceeds the cohort's {cohort.entries} entries "
+            f"(pool: {cohort.pool}; {cohort.speakers} speaker(s) x {cohort.utterances_per_speaker} utterance(s)): "
+            "lower top_k or raise scoring.cohort.speakers"
+        )
+    return out
+
+
+def resolved_scoring(raw: Any, spec: ScoreNormSpec) -> Any:
+    """``scoring`` as the resolved experiment states it: ``cohort.pool`` written out when it
+    changes the scores (``speaker`` under s-norm / as-norm), left out otherwise (``pool:
+    utterance`` scores as runs did before pools existed, and without normalisation there is no
+    cohort), so a run id changes exactly when the scores do."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    cohort = out.get("cohort")
+    if isinstance(cohort, dict) and "pool" in cohort:
+        cohort = {k: v for k, v in cohort.items() if k != "pool"}
+        if cohort:
+            out["cohort"] = cohort
+        else:  # a cohort mapping that only named the pool: as if it were not written
+            del out["cohort"]
+    if spec.norm != "none" and spec.cohort.pool == "speaker":
+        out["cohort"] = {**(out.get("cohort") or {}), "pool": "speaker"}
+    return out

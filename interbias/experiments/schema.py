@@ -19,10 +19,11 @@ from interbias.experiments import yamlfile
 from interbias.experiments.decision_spec import (
     CalibrationSpec,
     OperatingPoint,
-    ScoringSpec,
+    ScoreNormSpec,
     parse_calibration,
     parse_operating_points,
     parse_scoring,
+    resolved_scoring,
 )
 from interbias.experiments.sections import (
     TRIAL_LIST_FORMATS,
@@ -66,7 +67,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker}, cohort_chain: clean|matched}",
+    "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched}",
 }
 USES = ("contrast", "gap", "descriptive")
 
@@ -130,11 +131,13 @@ class Experiment:
     #: How scores become decisions (:mod:`interbias.experiments.decision_spec`).
     operating_points: tuple[OperatingPoint, ...] = ()
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
-    scoring: ScoringSpec = field(default_factory=ScoringSpec)
+    scoring: ScoreNormSpec = field(default_factory=ScoreNormSpec)
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
         out = {k: v for k, v in self.raw.items() if k != "variants"}
+        if "scoring" in out:
+            out["scoring"] = resolved_scoring(out.get("scoring"), self.scoring)
         out["variant"] = self.variant
         return out
 

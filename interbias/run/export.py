@@ -19,6 +19,10 @@ Embeddings (``embeddings/<model>/<chain fingerprint>.npz``, arrays ``ids``, ``ve
 (N × D float32, L2-normalised), ``chain``, ``chain_fingerprint``, ``encoder``,
 ``encoder_fingerprint``) are read back from the embedding cache under the keys the run used
 (utterance sha256, chain and front-end key, encoder fingerprint); utterances the cache lacks are counted.
+A run with score normalisation also gets ``embeddings/<model>/cohort-<chain fingerprint>.npz``
+per chain its cohort was embedded under: the cohort utterances' vectors with ``speakers`` (each
+utterance's speaker) and ``pool`` (``speaker``: a cohort entry is the mean of a speaker's rows;
+``utterance``: each row is an entry), from run.json ``scoring``.
 """
 
 from __future__ import annotations
@@ -177,15 +181,52 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     # chain fingerprint -> (chain, utterance ids scored through it)
     chains = chains_for_cells(exp.cells(), trials.for_stratum)
     sha = {uid: _utterance_sha(manifest, by_id[uid]) for uid in sorted({u for _, ids in chains.values() for u in ids})}
+    cohort = _cohort(info, exp, manifest)
     db = EmbeddingCache(db_path)
     try:
-        return [
+        listing = [
             _export_chain(db, out, enc, chain, fp, ids, sha, exclude, exp.frontend)
             for enc in info["encoders"]
             for fp, (chain, ids) in sorted(chains.items())
         ]
+        if cohort is not None:
+            ids, speakers, pool, cohort_chains = cohort
+            sha = {uid: _utterance_sha(manifest, by_id[uid]) for uid in ids}
+            for enc in info["encoders"]:
+                for fp, chain in sorted(cohort_chains.items()):
+                    entry = _export_chain(db, out, enc, chain, fp, set(ids), sha, {}, exp.frontend, prefix="cohort-")
+                    entry.update(_add_speakers(out / entry["file"], speakers, pool))
+                    listing.append(entry)
+        return listing
     finally:
         db.close()
+
+
+def _cohort(info: dict[str, Any], exp: Any, manifest: Any) -> tuple[list[str], dict[str, str], str, dict] | None:
+    """(cohort utterance ids, their speakers, pool, chains by fingerprint) of a normalised run."""
+    from interbias.operators import Chain
+
+    rec = info.get("scoring") or {}
+    if rec.get("norm", "none") == "none":
+        return None
+    ids = list(rec["cohort"]["utterances"])
+    by_id = manifest.by_id()
+    speakers = dict(zip(ids, rec["cohort"].get("utterance_speakers") or [by_id[u].speaker for u in ids], strict=True))
+    if rec.get("cohort_chain") == "matched":
+        chains = {c.fingerprint: c for cell in exp.cells() for c in (cell.enrol_chain, cell.test_chain)}
+    else:
+        chains = {Chain().fingerprint: Chain()}
+    return ids, speakers, str(rec.get("pool", "utterance")), chains
+
+
+def _add_speakers(path: Path, speakers: dict[str, str], pool: str) -> dict[str, Any]:
+    """Add each row's speaker and the pool to an exported cohort ``.npz``."""
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["speakers"] = np.array([speakers[str(u)] for u in arrays["ids"]], dtype=str)
+    arrays["pool"] = np.array(pool)
+    _write_npz(path, **arrays)
+    return {"cohort": True, "pool": pool}
 
 
 def _export_chain(
@@ -198,6 +239,8 @@ def _export_chain(
     sha: dict[str, str | None],
     exclude: dict[str, frozenset[str]],
     frontend: Any,
+    *,
+    prefix: str = "",
 ) -> dict[str, Any]:
     """One encoder × chain: the cached vectors of ``ids`` written as one ``.npz``; its listing."""
     from interbias.embedding.cache import cache_chain_key
@@ -216,7 +259,7 @@ def _export_chain(
         if have
         else np.zeros((0, enc.get("embedding_dim") or 0), np.float32)
     )
-    target = out / "embeddings" / readable_slug(enc["label"]) / f"{fp}.npz"
+    target = out / "embeddings" / readable_slug(enc["label"]) / f"{prefix}{fp}.npz"
     _write_npz(
         target,
         ids=np.array(have, dtype=str),

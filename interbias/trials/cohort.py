@@ -1,11 +1,15 @@
 """The score-normalisation cohort: ``scoring.cohort.speakers`` speakers of the experiment's
 population that appear in no trial (dev or eval), drawn by a derived seed,
-``utterances_per_speaker`` utterances each (also drawn by a derived seed)."""
+``utterances_per_speaker`` utterances each (also drawn by a derived seed). With ``pool:
+speaker`` (the default) each speaker is one cohort entry, the mean of its utterances'
+embeddings (:func:`speaker_means`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import derive_rng
@@ -19,11 +23,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Cohort:
-    """The drawn cohort: utterance ids (sorted), their speakers, and how it was drawn."""
+    """The drawn cohort: utterance ids (sorted), the chosen speakers (sorted), and how it was
+    drawn; ``speaker_of`` maps each utterance id to its speaker."""
 
     ids: tuple[str, ...]
     speakers: tuple[str, ...]
     info: dict[str, Any] = field(default_factory=dict)
+    speaker_of: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 def draw_cohort(exp: Experiment, manifest: Manifest, trials: pd.DataFrame) -> Cohort:
@@ -53,4 +59,16 @@ def draw_cohort(exp: Experiment, manifest: Manifest, trials: pd.DataFrame) -> Co
         pick = derive_rng(*parts, spk).permutation(len(pool))[: spec.utterances_per_speaker]
         ids += [pool[i] for i in pick]
     info = {"n_speakers": len(chosen), "n_utterances": len(ids), "n_candidate_speakers": len(able), "speakers": chosen}
-    return Cohort(tuple(sorted(ids)), tuple(chosen), info)
+    speaker_of = {u: spk for spk in chosen for u in by_speaker[spk] if u in set(ids)}
+    return Cohort(tuple(sorted(ids)), tuple(chosen), info, speaker_of)
+
+
+def speaker_means(ids: list[str], vectors: np.ndarray, speaker_of: dict[str, str]) -> tuple[list[str], np.ndarray]:
+    """(speakers, their mean embeddings): the rows of ``vectors`` (one per id in ``ids``)
+    averaged per speaker, speakers in sorted order (WeSpeaker ``tools/vector_mean.py``)."""
+    speakers = sorted({speaker_of[u] for u in ids})
+    index = {s: i for i, s in enumerate(speakers)}
+    rows = np.array([index[speaker_of[u]] for u in ids])
+    sums = np.zeros((len(speakers), vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, rows, np.asarray(vectors, dtype=np.float64))
+    return speakers, sums / np.bincount(rows, minlength=len(speakers))[:, None]

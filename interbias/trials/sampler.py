@@ -25,7 +25,7 @@ import pandas as pd
 
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import Experiment, Stratum
-from interbias.trials.speaker_budget import keep_speakers
+from interbias.trials.speaker_budget import keep_speakers, split_speakers_per_stratum
 from interbias.utils import atomic
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import derive_rng, derive_seed
@@ -394,10 +394,9 @@ def _draw_block(
     for st in exp.strata():
         parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
-        if spec.speakers_per_stratum is not None:
-            enrol, test = keep_speakers(
-                (enrol, test), spec.speakers_per_stratum, parts, f"{exp.name}: stratum {st.name}{where}"
-            )
+        n_keep = split_speakers_per_stratum(exp, split)  # the dev split: dev_speakers(N)
+        if n_keep is not None:
+            enrol, test = keep_speakers((enrol, test), n_keep, parts, f"{exp.name}: stratum {st.name}{where}")
         speakers = sorted(set(enrol) | set(test))
         paired = set(enrol) & set(test)
         if len(paired) < spec.min_speakers:

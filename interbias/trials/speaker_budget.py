@@ -8,6 +8,10 @@ speaker), so trials per speaker stay at the pilot's level. Every stratum gets N 
 the same trial counts (the plan states equal strata). A stratum that cannot supply the planned
 trials is refused after the draw (:func:`check_drawn`), never run short silently.
 
+With a dev split (``trials.dev_share`` s) N counts the eval split's speakers per stratum; the
+dev split draws :func:`dev_speakers` per stratum, N·s/(1−s) rounded (the experiment's dev share
+kept), at least ``min_speakers`` — so a plan of N needs N + that many speakers per stratum.
+
 The N speakers are drawn without replacement from the stratum's speakers that have both enrol
 and test utterances, with a generator derived from the stratum's own sampling seed parts; only
 their utterances enter the stratum's pools.
@@ -29,6 +33,22 @@ from interbias.utils.errors import ConfigError, TrialError
 from interbias.utils.seeding import derive_rng
 
 V = TypeVar("V")
+
+
+def dev_speakers(n: int, dev_share: float | None, min_speakers: int = 2) -> int:
+    """Speakers per stratum the dev split draws when eval draws ``n``: round(n·s/(1−s)) for dev
+    share s, at least ``min_speakers`` (0 without a dev split)."""
+    if not dev_share:
+        return 0
+    return max(min_speakers, 2, int(math.floor(n * dev_share / (1 - dev_share) + 0.5)))
+
+
+def split_speakers_per_stratum(exp: Experiment, split: str | None) -> int | None:
+    """``trials.speakers_per_stratum`` as the ``split`` block draws it (dev: :func:`dev_speakers`)."""
+    n = exp.trials.speakers_per_stratum
+    if n is None or split != "dev":
+        return n
+    return dev_speakers(n, exp.trials.dev_share, exp.trials.min_speakers)
 
 
 def keep_speakers(
@@ -59,9 +79,11 @@ class PlanRequest:
 
     def describe(self, path: Path, exp: Experiment) -> str:
         skipped = f" ({self.n_unplannable} could not be planned)" if self.n_unplannable else ""
+        n_dev = dev_speakers(self.speakers_per_stratum, exp.trials.dev_share, exp.trials.min_speakers)
+        dev = f", plus {n_dev} dev speakers per stratum (dev_share {exp.trials.dev_share:g})" if n_dev else ""
         return (
             f"plan {path}: {self.speakers_per_stratum} speakers, {self.target_trials} target and "
-            f"{self.nontarget_trials} non-target trials in every stratum (the pilot's trials per speaker), "
+            f"{self.nontarget_trials} non-target trials in every stratum (the pilot's trials per speaker){dev}, "
             f"the most any of its {self.n_effects} effect(s) of {exp.name} needs{skipped}"
         )
 

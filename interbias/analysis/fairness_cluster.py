@@ -1,0 +1,122 @@
+"""The speaker-clustered test of a fairness comparison (the default of ``interbias fairness``).
+
+Trials of one speaker are correlated (one speaker's voice sits in all of its trials), so a
+two-proportion z-test on trial counts, which assumes independent trials, understates the
+spread of a group difference. The clustered test keeps the z-test's statistic — the
+difference of the two tested proportions, d = x_a/n_a − x_b/n_b, at the common threshold —
+and takes its standard error from a **speaker bootstrap**: each replicate redraws the speakers
+with replacement within blocks of speakers that occur in the same set of compared groups (so
+each group keeps its speaker count), and a trial counts c_s times for a target trial of speaker
+s and c_e · c_t times for a non-target trial between e and t (the two-way "pigeonhole"
+bootstrap, McCullagh 2000; Owen 2007, which errs on the side of a larger variance for crossed
+non-target pairs). Then z = d / SE and p = 2 Φ(−|z|). A comparison whose replicates have no
+spread (SE 0), or fewer than half of whose replicates are defined, is not tested and says so.
+
+Replicate draws come from ``derive_rng("fairness-speaker-bootstrap", seed, attribute)``: one
+resample per unit × group attribute, shared by its metrics; the same speakers in the same
+blocks get the same draws in every unit (and in a score file holding one unit's trials).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
+
+TESTS = ("speaker", "trial-z")
+TEST_LABELS = {
+    "speaker": "speaker bootstrap z-test (two-way speaker resampling; trials of one speaker are correlated)",
+    "trial-z": "two-proportion z-test on trial counts (assumes independent trials)",
+}
+DEFAULT_BOOT = 1000
+
+
+def check_test(test: str) -> str:
+    if test not in TESTS:
+        raise AnalysisError(f"fairness test {test!r}: valid: {', '.join(TESTS)}")
+    return test
+
+
+def tested_indicators(pred: np.ndarray, actual: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial, (counts toward x, counts toward n) of the proportion a metric's test compares
+    (the same counts as :func:`interbias.analysis.fairness_stats.metric_counts`)."""
+    if name == "statistical_parity":
+        return pred, np.ones(len(pred), bool)
+    if name == "equal_opportunity":
+        return pred & actual, actual
+    if name == "equality_of_odds":
+        return pred & ~actual, ~actual
+    if name == "predictive_parity":
+        return pred & actual, pred
+    if name == "treatment_equality":
+        return pred & ~actual, (pred & ~actual) | (~pred & actual)
+    raise AnalysisError(f"unknown fairness metric {name!r}")
+
+
+@dataclass
+class SpeakerBootstrap:
+    """Speaker-resampled totals of per-trial indicators for one unit × group attribute."""
+
+    pair: np.ndarray  #: per trial, the index of its (enrol, test) speaker pair
+    weights: np.ndarray  #: B × n_pairs multiplicities
+
+    @classmethod
+    def draw(
+        cls, enrol: np.ndarray, test: np.ndarray, groups: np.ndarray, *, n_boot: int, rng: np.random.Generator
+    ) -> SpeakerBootstrap:
+        """Resample the speakers of ``enrol``/``test`` (one value per trial) ``n_boot`` times,
+        stratified by the set of ``groups`` each speaker occurs in."""
+        enrol, test = np.asarray(enrol).astype(str), np.asarray(test).astype(str)
+        speakers, codes = np.unique(np.concatenate([enrol, test]), return_inverse=True)
+        e, t = codes[: len(enrol)], codes[len(enrol) :]
+        pairs, pair = np.unique(np.stack([e, t], axis=1), axis=0, return_inverse=True)
+        member: list[set[str]] = [set() for _ in speakers]
+        for s_e, s_t, g in zip(e, t, np.asarray(groups).astype(str), strict=True):
+            member[s_e].add(g)
+            member[s_t].add(g)
+        blocks: dict[tuple[str, ...], list[int]] = {}
+        for s, gs in enumerate(member):
+            blocks.setdefault(tuple(sorted(gs)), []).append(s)
+        counts = np.zeros((n_boot, len(speakers)), dtype=np.float64)
+        for key in sorted(blocks):
+            block = np.asarray(blocks[key])
+            n = len(block)
+            draws = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
+            counts[:, block] = np.bincount(draws.ravel(), minlength=n * n_boot).reshape(n_boot, n)
+        pe, pt = pairs[:, 0], pairs[:, 1]
+        weights = np.where(pe == pt, counts[:, pe], counts[:, pe] * counts[:, pt])
+        return cls(pair=np.asarray(pair).ravel(), weights=weights)
+
+    def totals(self, values: np.ndarray) -> np.ndarray:
+        """Per replicate, the resampled total of a per-trial value."""
+        per_pair = np.bincount(self.pair, weights=np.asarray(values, np.float64), minlength=self.weights.shape[1])
+        return self.weights @ per_pair
+
+
+def clustered_z(
+    boot: SpeakerBootstrap, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, float, float, str]:
+    """(z, p, SE, note) of x_a/n_a − x_b/n_b; ``a``/``b``: per-trial (x, n) indicators of each group."""
+    (xa, na), (xb, nb) = a, b
+    if na.sum() == 0 or nb.sum() == 0:
+        return math.nan, math.nan, math.nan, "not tested: a group has an empty denominator"
+    d = xa.sum() / na.sum() - xb.sum() / nb.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = boot.totals(xa) / boot.totals(na) - boot.totals(xb) / boot.totals(nb)
+    ok = np.isfinite(reps)
+    if ok.sum() < max(2, len(reps) / 2):
+        return math.nan, math.nan, math.nan, f"not tested: {int(ok.sum())} of {len(reps)} replicates defined"
+    se = float(np.std(reps[ok], ddof=1))
+    if not se > 0:
+        return math.nan, math.nan, se, "not tested: the speaker bootstrap has no spread (SE 0)"
+    z = float(d / se)
+    return z, float(2 * norm.sf(abs(z))), se, ""
+
+
+def unit_rng(seed: int, attr: str) -> np.random.Generator:
+    return derive_rng("fairness-speaker-bootstrap", seed, attr)

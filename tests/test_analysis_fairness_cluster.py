@@ -1,0 +1,111 @@
+"""The speaker-clustered fairness test: its SE against the linearised cluster variance, its p
+against the trial-level z-test on correlated trials, and its family-wise error on null designs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interbias.analysis.fairness import Threshold, Unit, fairness_report
+
+
+def design(rng: np.random.Generator, *, n_speakers: int = 40, per: int = 8, sd_speaker: float = 1.0, shift=0.0):
+    """Synthetic trials: speakers split at random into groups f/m (``shift`` moves group m's
+    target scores); target score = 2 + u_s + noise, non-target = a_e + a_t + noise between two
+    speakers of one group; u, a: speaker effects with SD ``sd_speaker``."""
+    spk = np.array([f"s{i:02d}" for i in range(n_speakers)])
+    group = np.where(rng.permutation(n_speakers) < n_speakers // 2, "f", "m")
+    u, a = rng.normal(0, sd_speaker, (2, n_speakers))
+    e_t = np.repeat(np.arange(n_speakers), per)
+    tgt = 2 + u[e_t] + (group[e_t] == "m") * shift + rng.normal(0, 1, len(e_t))
+    enrol_n, test_n = [], []
+    for g in ("f", "m"):
+        members = np.flatnonzero(group == g)
+        for s in members:
+            others = members[members != s]
+            enrol_n += [s] * per
+            test_n += list(rng.choice(others, per, replace=True))
+    enrol_n, test_n = np.array(enrol_n), np.array(test_n)
+    non = a[enrol_n] + a[test_n] + rng.normal(0, 1, len(enrol_n))
+    enrol = np.concatenate([e_t, enrol_n])
+    test = np.concatenate([e_t, test_n])
+    return pd.DataFrame(
+        {
+            "score": np.concatenate([tgt, non]),
+            "label": np.r_[np.ones(len(tgt), int), np.zeros(len(non), int)],
+            "enrol": spk[enrol],
+            "test": spk[test],
+            "group": group[enrol],
+        }
+    )
+
+
+def unit(frame: pd.DataFrame, thr: float = 1.0) -> Unit:
+    return Unit(
+        keys={"model": "A"},
+        scores=frame.score.to_numpy(),
+        labels=frame.label.to_numpy(),
+        groups={"gender": frame.group.to_numpy(dtype=object)},
+        threshold=Threshold(thr, "fixed:1", "fixed"),
+        speakers=(frame.enrol.to_numpy(), frame.test.to_numpy()),
+    )
+
+
+def test_speaker_se_matches_the_linearised_cluster_variance() -> None:
+    """On target trials (one speaker each) the bootstrap SE of an FRR difference equals the
+    delta-method cluster SE sqrt(sum_s (x_s - R n_s)^2) / N per group, to bootstrap error."""
+    frame = design(np.random.default_rng(3), n_speakers=60, per=10)
+    rep = fairness_report([unit(frame)], test="speaker", n_boot=4000)
+    row = rep.comparisons.set_index("metric").loc["equal_opportunity"]  # TP of TP+FN: target trials
+    var = 0.0
+    for g in ("f", "m"):
+        t = frame[(frame.label == 1) & (frame.group == g)]
+        x = (t.score >= 1.0).groupby(t.enrol).sum()
+        n = t.groupby("enrol").size()
+        r = x.sum() / n.sum()
+        var += float(((x - r * n) ** 2).sum()) / n.sum() ** 2
+    assert row.se == pytest.approx(math.sqrt(var), rel=0.08)
+    assert row.z == pytest.approx(row.difference / row.se, rel=1e-12)
+    assert rep.test == "speaker" and (rep.comparisons.test == "speaker").all()
+    assert rep.family.startswith("family: 5 comparison(s) (1 model(s) x 5 metric(s) x 1 group pair(s))")
+    assert "Holm-adjusted together at alpha 0.05" in rep.family and "speaker bootstrap" in rep.family
+
+
+def test_clustered_p_is_larger_than_trial_z_on_correlated_trials() -> None:
+    frame = design(np.random.default_rng(11), n_speakers=40, per=12, sd_speaker=1.0, shift=0.6)
+    speaker = fairness_report([unit(frame)], test="speaker", n_boot=1000).comparisons.set_index("metric")
+    trial = fairness_report([unit(frame)], test="trial-z").comparisons.set_index("metric")
+    for metric in ("equal_opportunity", "equality_of_odds", "statistical_parity"):
+        s, t = speaker.loc[metric], trial.loc[metric]
+        assert s.difference == t.difference  # same statistic ...
+        assert abs(s.z) < abs(t.z) and s.p_value > t.p_value  # ... a wider null spread
+    assert "assumes independent trials" in fairness_report([unit(frame)], test="trial-z").family
+    # a trial-level bootstrap would give about the z-test's spread: the clustered SE is larger
+    eo = trial.loc["equal_opportunity"]
+    assert speaker.loc["equal_opportunity"].se > abs(eo.difference / eo.z) * 1.3
+
+
+def test_the_same_speakers_get_the_same_draws_and_p_is_reproducible() -> None:
+    frame = design(np.random.default_rng(5))
+    a = fairness_report([unit(frame)], n_boot=200).comparisons
+    b = fairness_report([unit(frame)], n_boot=200).comparisons
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow
+def test_permuted_group_nulls_rarely_hold_a_holm_significant_difference() -> None:
+    """200 null designs (group labels assigned to speakers at random, strong speaker effects):
+    the share with any Holm-significant difference is <= 0.05 with the speaker test."""
+    hits = {"speaker": 0, "trial-z": 0}
+    n = 200
+    for i in range(n):
+        frame = design(np.random.default_rng([20260, i]), n_speakers=40, per=8, sd_speaker=1.0)
+        for test in hits:
+            comp = fairness_report([unit(frame)], test=test, n_boot=400).comparisons
+            hits[test] += bool(comp.significant.fillna(False).any())
+    print(f"designs with any Holm-significant difference: {hits} of {n}")
+    assert hits["speaker"] / n <= 0.05, hits
+    assert hits["trial-z"] > hits["speaker"], hits
