@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import re
 import warnings
 from collections.abc import Callable
@@ -23,13 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from interbias.analysis import plots
+from interbias.analysis.numbers import format_value
 from interbias.utils import atomic
 
-DIGITS = 3
 #: Tables with more rows than this are collapsed.
 COLLAPSE_ROWS = 15
 
@@ -91,29 +89,6 @@ class Report:
             return False
         self.figure(data)
         return True
-
-
-def is_count(column: str) -> bool:
-    """Columns that hold counts (written as integers)."""
-    c = str(column)
-    return c.startswith("n_") or c in ("n", "family_size") or "speakers" in c or "trials" in c
-
-
-def format_value(v: Any, column: str = "") -> str:
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (float, np.floating, int, np.integer)):
-        if isinstance(v, (float, np.floating)) and math.isnan(v):
-            return ""
-        if is_count(column) and float(v) == int(v):
-            return str(int(v))
-        if isinstance(v, (int, np.integer)):
-            return str(v)
-        if str(column).startswith("p_") or str(column) == "p_value":
-            return "< 0.001" if v < 1e-3 else f"{v:.3f}"
-        text = f"{v:.{DIGITS}f}"
-        return text.lstrip("-") if float(text) == 0 else text
-    return str(v)
 
 
 def anchor(text: str) -> str:

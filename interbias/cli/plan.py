@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import GroupOpt, MetricOpt, SeedOpt
-from interbias.cli.tables import print_frame
+from interbias.cli.analyze import GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
+from interbias.cli.tables import echo_wrapped, print_frame
 
 
 @app.command(epilog="Example: interbias plan results/<run_id> --effect 0.01 --power 0.8")
@@ -24,6 +24,8 @@ def plan(
     seed: SeedOpt = 0,
     group_factor: GroupOpt = None,
     out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
+    wide: WideOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power, for every interaction (IE) and subgroup gap; writes plan.csv."""
@@ -41,25 +43,55 @@ def plan(
     pilot = planner.pilot_of(a.run.design())
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", frame)
-    typer.echo(f"pilot: {pilot.describe()}")
-    typer.echo(f"model: {planner.MODEL}")
-    typer.echo(f"assumptions: {planner.ASSUMPTIONS}")
-    typer.echo(f"standard errors: {a.replicates.describe()}")
+    follow = (
+        f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
+        f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
+    )
+    if as_json:
+        import json
+
+        out_json = {
+            "pilot": pilot.describe(),
+            "recommendation": json.loads(planner.recommendation(frame).to_json(orient="records")),
+            "effects": json.loads(frame.to_json(orient="records")),
+            "follow_up": follow,
+            "wrote": str(folder / "plan.csv"),
+        }
+        typer.echo(json.dumps(out_json, indent=1))
+        return
+    for line in (
+        f"pilot: {pilot.describe()}",
+        f"model: {planner.MODEL}",
+        f"assumptions: {planner.ASSUMPTIONS}",
+        f"standard errors: {a.replicates.describe()}",
+    ):
+        echo_wrapped(line, wide=wide)
     print_frame(
         planner.recommendation(frame),
         f"speakers per stratum to detect {effect:g} with power {power:g} (alpha {alpha:g})",
-        None,
+        [
+            "kind",
+            "n_effects",
+            "n_resolved",
+            "median_mde",
+            "median_speakers_needed",
+            "max_speakers_needed",
+            "experiment",
+        ],
+        wide=wide,
+        full="plan.csv",
     )
+    per = frame.sort_values("speakers_per_stratum_needed", ascending=False, kind="stable")
     print_frame(
-        frame,
-        "per effect",
-        ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed"],
+        per,
+        "per effect (largest need first)",
+        ["model", "effect", "estimate", "mde", "speakers_per_stratum_needed", "lo", "hi"],
+        wide=wide,
+        full="plan.csv",
+        max_rows=15,
     )
-    typer.echo(
-        f"a follow-up of the planned size: interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
-        f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
-    )
-    typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
+    echo_wrapped(f"a follow-up of the planned size: {follow}", wide=wide)
+    echo_wrapped(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))", wide=wide)
 
 
 def _largest(frame: object) -> str:
