@@ -49,11 +49,19 @@ def console(wide: bool = False) -> Console:
 
 
 def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
-    """``text`` wrapped to the width (continuation lines indented by two more spaces)."""
+    """``text`` wrapped to the width (continuation lines indented by two more spaces); words,
+    paths and commands are never split (a path longer than the width stays whole)."""
     if wide:
         print(indent + text)
         return
-    lines = textwrap.wrap(text, width=width(), initial_indent=indent, subsequent_indent=indent + "  ")
+    lines = textwrap.wrap(
+        text,
+        width=width(),
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
     print("\n".join(lines or [indent]))
 
 
