@@ -211,7 +211,7 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
         echo_wrapped(
             f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
         )
-        echo_wrapped(f"results: {outcome.run_dir / 'results.csv'}")
+        typer.echo(f"results: {outcome.run_dir / 'results.csv'}")  # one line: make demo reads it
         typer.echo(f"next: {info['next']}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
