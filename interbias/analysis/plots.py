@@ -101,10 +101,10 @@ def det_figure(
     labels = list(dict.fromkeys(p for p, _ in panels.values()))
     series = list(dict.fromkeys(s for c, (_, s) in panels.items() if c != reference))
     colour = dict(zip(series, palette(len(series)), strict=True))
-    cols = min(len(labels), 4)
+    cols = min(len(labels), 6)
     per_model = (len(labels) + cols - 1) // cols
     rows = per_model * len(curves)
-    fig = new_figure(2.3 * cols + 2.2, 2.3 * rows + 0.4)
+    fig = new_figure(2.1 * cols + 2.4, 2.1 * rows + 0.4)
     axes = np.atleast_2d(fig.subplots(rows, cols, squeeze=False))
     clip = (_DET_TICKS[0], _DET_TICKS[-1])
     handles: dict[str, object] = {}
@@ -142,7 +142,7 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
     rows, cols = _grid(len(held), 3)
     a_levels = list(dict.fromkeys(sub["level_a"]))
     b_levels = list(dict.fromkeys(sub["level_b"]))
-    fig = new_figure(max(4.0, 1.4 * len(b_levels) + 2.5) * cols, (0.9 * len(a_levels) + 2.2) * rows)
+    fig = new_figure(max(4.0, 1.3 * len(b_levels) + 2.5) * cols, (0.62 * len(a_levels) + 1.7) * rows)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     vmax = vmax if vmax > 0 else 1e-6
     image = None
@@ -160,7 +160,7 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
             for j in range(len(b_levels)):
                 text = "missing" if np.isnan(grid[i, j]) else f"{grid[i, j]:+.3f}{ci.get((i, j), '')}"
                 dark = not np.isnan(grid[i, j]) and abs(grid[i, j]) > 0.6 * vmax
-                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
         ax.set_xticks(range(len(b_levels)), b_levels, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(a_levels)), a_levels, fontsize=8)
         ax.set_xlabel(str(sub["factor_b"].iloc[0]))
