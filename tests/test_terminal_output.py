@@ -138,3 +138,19 @@ def test_run_ends_with_a_few_lines_and_the_next_command(tmp_path: Path, capsys, 
         f"{tmp_path.name}: 126 rows (42 cells × 3 models), 2 failed utterance(s), 0 errored cell(s), 75.0 s"
     )
     assert lines[-1] == f"next: interbias report {tmp_path}"
+
+
+def test_numbers_have_one_format_everywhere() -> None:
+    """Counts as integers, p-values as < 0.001, no negative zero, in tables, sentences and LaTeX."""
+    from interbias.analysis.headline import num, span
+    from interbias.analysis.latex import number
+    from interbias.analysis.numbers import format_value
+
+    assert format_value(4648.0, "speakers_per_stratum_needed") == "4648"
+    assert format_value(12.0, "n_target") == "12" and format_value(6.5, "target_trials_per_speaker") == "6.500"
+    assert format_value(-0.00004, "estimate") == "0.000" and format_value(-0.0123, "estimate") == "-0.012"
+    assert format_value(0.00002, "p_adjusted") == "< 0.001" and format_value(0.0421, "p_value") == "0.042"
+    assert format_value(float("nan"), "lo") == "" and format_value(float("inf"), "n_boot") == "inf"
+    assert num(-0.0001, sign=True) == "+0.000" and num(-0.0001) == "0.000" and num(float("nan")) == "n/a"
+    assert span(-0.02, 0.0001) == "[-0.020, +0.000]"
+    assert number(-0.0001) == "$0.000$" and number(-0.25) == "$-0.250$"
