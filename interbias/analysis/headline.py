@@ -84,11 +84,12 @@ def sentence(r: object, metric: str, pct: str, *, short: bool = False) -> str:
     name = metric_name(metric)
     if g("kind") in ("main", "simple"):
         return f"{g('condition')}{where} {verb} {m} {name} from {a} to {b} {tail}."
+    who = "" if short else f"{m}: "  # a short sentence sits on its model's line
     if g("kind") == "gap":
         word = "higher" if est > 0 else "lower"
-        return f"{m}: {name} of {g('group')} is {word} than of {g('reference')} at {g('condition')}: {b} against {a} {tail}."
+        return f"{who}{name} of {g('group')} is {word} than of {g('reference')} at {g('condition')}: {b} against {a} {tail}."
     word = "above" if est > 0 else "below"
-    return f"{m}: {g('effect')}: observed {name} {b} is {word} the additive prediction {a} {tail}."
+    return f"{who}{g('effect')}: observed {name} {b} is {word} the additive prediction {a} {tail}."
 
 
 def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alpha: float) -> str:

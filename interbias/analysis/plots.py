@@ -219,11 +219,11 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
     """``table``: model, condition, series, value (+ lo, hi): one panel per model, one colour per
     series over the figure, one legend outside the panels."""
     models = list(dict.fromkeys(table["model"]))
-    rows, cols = _grid(len(models), 2)
+    rows, cols = _grid(len(models), 3)
     conditions = list(dict.fromkeys(table["condition"]))
     series = list(dict.fromkeys(table["series"]))
     colour = dict(zip(series, palette(len(series)), strict=True))
-    fig = new_figure(max(4.5, 0.28 * len(conditions) + 2.5) * cols + 1.8, 3.8 * rows)
+    fig = new_figure(max(3.6, 0.24 * len(conditions) + 1.8) * cols + 1.8, 3.4 * rows)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False, sharey=True)).ravel()
     has_ci = "lo" in table.columns
     handles: dict[str, object] = {}
@@ -253,7 +253,7 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
 #: Forest plot: unresolved effects shown per model and kind (the largest |estimate|), and the most
 #: resolved effects shown per model (the largest |estimate|; the rest counted in the caption).
 FOREST_UNRESOLVED = 3
-FOREST_RESOLVED = 20
+FOREST_RESOLVED = 12
 
 
 def forest_rows(findings: pd.DataFrame, kinds: Sequence[str], resolved: pd.Series) -> tuple[pd.DataFrame, int]:
@@ -293,7 +293,7 @@ def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figu
     per kind. ``rows``: :func:`forest_rows`."""
     models = list(dict.fromkeys(rows["model"]))
     n = max((int((rows["model"] == m).sum()) for m in models), default=1)
-    fig = new_figure(4.6 * len(models) + 1.6, 0.26 * n + 1.3)
+    fig = new_figure(4.6 * len(models) + 1.6, 0.22 * n + 1.3)
     axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False)).ravel()
     colour = dict(zip(kinds, palette(len(kinds)), strict=True))
     handles: dict[str, object] = {}

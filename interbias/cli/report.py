@@ -74,7 +74,7 @@ def report(
     a = analyse(run_dir, opts)
     found = saved_findings(a, base)
     if found is not None:
-        typer.echo(f"findings: reused {base / 'findings.csv'} (interbias analyze, same options and results.csv)")
+        typer.echo(f"findings: reused {base / 'findings.csv'} (its findings.json: same options and results.csv)")
     elif a.replicates is not None:
         found = headline(a)
         paths = write_findings(a, folder, found)
