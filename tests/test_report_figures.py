@@ -131,3 +131,35 @@ def test_figures_hold_at_every_grid(runs: dict[str, Path], name: str, monkeypatc
     det = next(f for f in drawn if any(ax.get_title().startswith(f"{MODELS[0]}: ") for ax in f.axes))
     panels = [ax for ax in det.axes if ax.get_visible()]
     assert max(len(ax.get_lines()) for ax in panels) <= 12  # small multiples, not 42 curves in one axes
+
+
+def test_e14_shaped_report_reads_short(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The answer, then the forest plot, then contents; findings ≤ 60 lines of report.md; every
+    effect only in the collapsed All effects table; ≤ 10 screens of 900 px at 1400 px in Chromium."""
+    import shutil
+    import subprocess
+
+    from PIL import Image
+
+    from interbias.analysis.report_document import to_html, to_markdown, write_report
+
+    rep = build_report(analyse(runs["e14"], Options(n_boot=20)))
+    md = to_markdown(rep, "report_figures")
+    assert md.index("## Answer") < md.index("Not resolved: none of the") < md.index("(report_figures/forest.png)")
+    assert md.index("(report_figures/forest.png)") < md.index("Contents: [Answer](#answer)") < md.index("## Findings")
+    findings = md.split("## Findings", 1)[1].split('<a id="about-this-run">', 1)[0]
+    assert len(findings.strip().splitlines()) <= 60
+    html = to_html(rep)
+    assert "<details><summary>All " in html and html.count("<details>") >= 3
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed")
+    write_report(rep, tmp_path)
+    shot = tmp_path / "tall.png"
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,12000"]
+    subprocess.run(
+        [*cmd, f"--screenshot={shot}", (tmp_path / "report.html").as_uri()], capture_output=True, timeout=180
+    )
+    pixels = np.asarray(Image.open(shot).convert("L"))
+    height = int(np.where((pixels < 250).any(axis=1))[0].max()) + 1
+    assert height <= 10 * 900, height
