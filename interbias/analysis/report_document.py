@@ -96,10 +96,6 @@ def anchor(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
 
 
-def make_figure(name: str, title: str, caption: str, fig: Any) -> Figure:
-    return Figure(name, title, caption, plots.png(fig), plots.vectors(fig))
-
-
 def _cells(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({c: [format_value(v, c) for v in frame[c]] for c in frame.columns}, columns=frame.columns)
 
