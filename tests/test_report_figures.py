@@ -163,3 +163,23 @@ def test_e14_shaped_report_reads_short(runs: dict[str, Path], tmp_path: Path) ->
     pixels = np.asarray(Image.open(shot).convert("L"))
     height = int(np.where((pixels < 250).any(axis=1))[0].max()) + 1
     assert height <= 10 * 900, height
+
+
+def test_a_warning_while_drawing_is_a_counted_figure_not_drawn() -> None:
+    from interbias.analysis import plots
+    from interbias.analysis.report_document import Report
+
+    def crowded():
+        fig = plots.new_figure(0.3, 0.3)  # far too small for its axes, labels and title
+        ax = fig.subplots()
+        ax.set_title("a title much longer than the figure is wide")
+        ax.set_xlabel("x")
+        return fig
+
+    rep = Report("t")
+    assert not rep.draw("tiny", "Tiny figure", "caption", crowded)
+    assert rep.figures == [] and len(rep.omitted) == 1
+    assert (
+        rep.omitted[0].startswith("Tiny figure: matplotlib warned while drawing it (") and "collapsed" in rep.omitted[0]
+    )
+    assert rep.draw("ok", "Fine figure", "caption", lambda: plots.new_figure(4, 3)) and len(rep.figures) == 1
