@@ -33,6 +33,8 @@ from interbias.analysis.headline import (
 CENTRAL = {"contrast": "interaction", "gap": "gap"}
 #: Plural of each kind as the answer writes it.
 WORDS = {"main": "main effects", "simple": "simple effects", "interaction": "interactions", "gap": "subgroup gaps"}
+#: The central kinds in the singular.
+ONE = {"interaction": "an interaction", "gap": "a subgroup gap"}
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def central_line(frame: pd.DataFrame, use: str | None) -> str:
     n_pilot = int(part["speakers_per_stratum"].iloc[0])
     ok = need[np.isfinite(need)]
     fix = (
-        f" To resolve one of {num(HEADLINE_EFFECT)} at power {HEADLINE_POWER:g}, a run would need a median "
+        f" To resolve {ONE[kind]} of {num(HEADLINE_EFFECT)} at power {HEADLINE_POWER:g}, a run would need a median "
         f"{count(ok.median())} speakers per stratum (at most {count(ok.max())}; this run had {n_pilot}): "
         "interbias plan <run> writes the plan, interbias run --plan draws it."
         if len(ok)
