@@ -78,7 +78,7 @@ def fairness(
 
 #: Columns a narrow terminal shows first (the rest follow in the table's order while they fit).
 GROUP_FIRST = ("model", "condition", "group", "n", "far", "frr")
-COMPARISON_FIRST = ("model", "condition", "metric", "group_a", "group_b", "difference", "p_holm", "significant")
+COMPARISON_FIRST = ("model", "condition", "metric", "difference", "p_holm", "significant", "group_a", "group_b")
 
 
 def _first(columns: tuple[str, ...], first: tuple[str, ...], wide: bool) -> list[str]:

@@ -65,11 +65,16 @@ def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
     print("\n".join(lines or [indent]))
 
 
-def _fits(widths: list[tuple[int, bool]], total: int) -> int:
-    """How many leading columns fit in ``total`` characters (text columns folded to MIN_TEXT)."""
+#: Columns kept at full width before text columns are folded to keep more of them.
+MIN_KEEP = 4
+
+
+def _fits(widths: list[tuple[int, bool]], total: int, *, fold: bool = True) -> int:
+    """How many leading columns fit in ``total`` characters (``fold``: text columns folded to
+    MIN_TEXT)."""
     used, n = 1, 0
     for w, text in widths:
-        need = (min(w, MIN_TEXT) if text else w) + 3
+        need = (min(w, MIN_TEXT) if text and fold else w) + 3
         if used + need > total:
             break
         used, n = used + need, n + 1
@@ -94,9 +99,11 @@ def print_frame(
     widths = []
     for c in cols:
         numeric = pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
-        w = max([4, *(len(v) for v in cells[c])]) if numeric else max([len(str(c)), *map(len, cells[c])])
+        w = max([len(str(c)), *map(len, cells[c])])
         widths.append((w, not numeric))
-    keep = len(cols) if wide else _fits(widths, width())
+    keep = len(cols) if wide else _fits(widths, width(), fold=False)  # whole labels where they fit
+    if not wide and keep < min(len(cols), MIN_KEEP):
+        keep = _fits(widths, width())
     table = Table(title=title, show_lines=False, title_justify="left", pad_edge=False, expand=False)
     for c, (w, text) in zip(cols[:keep], widths[:keep], strict=True):
         just = "left" if text else "right"
