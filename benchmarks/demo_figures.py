@@ -2,8 +2,8 @@
 
     python benchmarks/demo_figures.py results/<run_id>          # or: make demo-figures RUN=results/<run_id>
 
-reads the run's analysis (findings.csv and macro.csv; `interbias analyze` is run first when
-they are missing), writes the figures to ``docs/demo_figures.json`` (the committed reference)
+runs `interbias analyze` on the run (the defaults, as `make demo`: the findings are those of
+the code as it is now), reads findings.csv, macro.csv and results.csv, writes the figures to ``docs/demo_figures.json`` (the committed reference)
 and rewrites every marked region of the documents below from it. A region is
 
     <!-- demo:NAME -->
@@ -46,12 +46,9 @@ def f3(v: float, sign: bool = False) -> str:
 
 
 def figures(run: Path) -> dict:
-    """The quoted numbers of one demo run, from its findings.csv, macro.csv and results.csv."""
-    if not (run / "findings.csv").is_file() or not (run / "macro.csv").is_file():
-        code = (
-            "import sys; from interbias.cli import main; sys.argv = ['interbias', 'analyze', sys.argv[1], '-q']; main()"
-        )
-        subprocess.run([sys.executable, "-c", code, str(run)], check=True)
+    """The quoted numbers of one demo run: analyse it, then read findings.csv, macro.csv, results.csv."""
+    code = "import sys; from interbias.cli import main; sys.argv = ['interbias', 'analyze', sys.argv[1], '-q']; main()"
+    subprocess.run([sys.executable, "-c", code, str(run)], check=True, stdout=subprocess.DEVNULL)
     f = pd.read_csv(run / "findings.csv")
     macro = pd.read_csv(run / "macro.csv")
     macro = macro[macro["scope"] == "macro"]
