@@ -10,7 +10,7 @@ REQS := pyproject.toml requirements/base.txt requirements/dev.txt requirements/n
 export INTERBIAS_CACHE ?= $(CURDIR)/.cache/interbias
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv docs-venv docs test test-slow demo bench gpu-check lint format clean
+.PHONY: venv docs-venv docs test test-slow demo demo-figures bench gpu-check lint format clean
 
 venv: $(STAMP)
 
@@ -50,7 +50,11 @@ docs: docs-venv
 
 demo: venv
 	$(IB) run E16 --corpus synthetic --encoders CAM++,GE2E,mfcc-stats | tee .demo.log
-	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)" --bootstrap 1000
+	$(IB) analyze "$$(sed -n 's/^results: //p' .demo.log)"
+
+# The demo figures README.md and docs/guide quote: make demo-figures RUN=results/<run_id>
+demo-figures: venv
+	$(PY) benchmarks/demo_figures.py $(RUN)
 
 bench: venv
 	$(PY) benchmarks/run_all.py --write benchmarks/figures.md $(BENCH_ARGS)

@@ -45,9 +45,8 @@ def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Pat
     out = tmp_path / "a"
     for name in ("contrasts", "summary", "per_model", "gaps", "additivity", "macro", "cell_ci", "gap_summary"):
         assert (out / f"{name}.csv").is_file(), name
-    assert (
-        "intervals: 95% percentile intervals from B=60 speaker-level bootstrap replicates (master seed 0;" in res.output
-    )
+    flat = " ".join(res.output.split())  # lines are wrapped to the terminal's width
+    assert "intervals: 95% percentile intervals from B=60 speaker-level bootstrap replicates (master seed 0;" in flat
     c = pd.read_csv(out / "contrasts.csv")
     assert len(c) == 1 and c.ie_lo.iloc[0] <= c.ie.iloc[0] <= c.ie_hi.iloc[0]
     assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (60, "speaker")
@@ -96,19 +95,19 @@ def test_scores_that_do_not_reproduce_results_are_refused(tiny_run: Path, tmp_pa
 def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "40"])
     assert res.exit_code == 0, res.output
-    assert "4 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap
+    assert "5 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap; the forest plot
     page = (tmp_path / "report.html").read_text()
     figures = re.findall(r'<figure id="([^"]+)">.*?src="data:image/png;base64,([^"]+)"', page)
-    assert [f for f, _ in figures] == ["det", "by_condition", f"ie_{slug('mfcc-stats')}", "gap_snr_T01"]
+    assert [f for f, _ in figures] == ["forest", "det", "by_condition", f"ie_{slug('mfcc-stats')}", "gap_snr_T01"]
     for _, data in figures:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing external
+    assert not re.search(r'src="(?!data:)', page) and not re.search(r'href="(?!#)', page)  # nothing external
     for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=40 speaker-level"):
         assert needle in page
     md = (tmp_path / "report.md").read_text()
     for name in re.findall(r"\]\((report_figures/[^)]+\.png)\)", md):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
-    assert md.count("](report_figures/") == 4
+    assert md.count("](report_figures/") == 5
 
 
 def test_report_lists_figures_it_cannot_draw(tiny_run: Path, tmp_path: Path) -> None:

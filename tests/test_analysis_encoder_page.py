@@ -44,7 +44,7 @@ def test_third_pattern_min_dcf_by_hand() -> None:
 def test_card_numbers_and_missing_pieces(runs: list[Path]) -> None:
     card = build_page("CAM++", _by_metric(runs))
     blocks = card.report.blocks
-    tables = [p for k, p in blocks if k == "table"]
+    tables = [p[0] for k, p in blocks if k == "table"]  # (frame, collapsed summary)
     macro = next(t for t in tables if "min_dcf" in t.columns).set_index("experiment")
     sixth = "0.1667 [0.1667, 0.1667]"
     assert macro.loc["S01", "eer"] == sixth and macro.loc["S01", "min_dcf"] == sixth + " (bias +0.0000)"

@@ -72,7 +72,7 @@ def test_findings_sort_effects_by_their_intervals(run: Path) -> None:
     assert list(f.kind[f.model == "big"]) == ["main", "main", "interaction", "gap", "gap"]
     pivot = cell_pivot(a)
     assert list(pivot.columns) == ["experiment", "cell", "big", "flat"] and len(pivot) == 4
-    assert pivot.big.str.match(r"^0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]$").all()
+    assert pivot.big.str.match(r"^0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]$").all()  # one unit: fractions, 3 decimals
 
 
 def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
@@ -83,7 +83,7 @@ def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
 def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "50", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert res.stdout.startswith("findings:\nFamily: every effect of one experiment")  # progress lines go to stderr
+    assert res.stdout.startswith("findings:\nquestion: ")  # progress lines go to stderr
     f = pd.read_csv(tmp_path / "findings.csv")
     want = {"effect", "estimate", "lo", "hi", "resolved", "mde", "speakers_per_stratum_needed"}
     assert want | {"p_value", "p_adjusted", "adjustment", "lo_simultaneous", "hi_simultaneous"} <= set(f.columns)
@@ -98,7 +98,7 @@ def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: P
     page = Page()
     page.feed((tmp_path / "report.html").read_text())
     page.close()
-    assert page.h2[:3] == ["Findings", "Results per cell", "Provenance"]
+    assert page.h2[:5] == ["Answer", "Findings", "About this run", "Results per cell", "Provenance"]
     md = (tmp_path / "report.md").read_text()
     first = md.split("## Findings\n\n", 1)[1].split("\n\n", 1)[0]
     assert first.startswith("Family: every effect of one experiment (S01: 10 effects") and "Holm" in first
@@ -108,7 +108,9 @@ def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: P
     for attrs in imgs:
         assert attrs["src"].startswith("data:image/png;base64,")
         assert base64.b64decode(attrs["src"].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not [a for tag, a in page.tags if tag in ("script", "link") or (tag == "a" and "href" in a)]
+    links = [a["href"] for tag, a in page.tags if tag == "a" and "href" in a]
+    assert links and all(h.startswith("#") for h in links)  # the contents list: anchors on this page only
+    assert not [a for tag, a in page.tags if tag in ("script", "link")]
     assert sum(tag == "table" for tag, _ in page.tags) >= 8
 
 
@@ -128,7 +130,7 @@ def test_main_effects_lead_as_sentences(tmp_path: Path) -> None:
         assert r.estimate == pytest.approx(r.value_to - r.value_from)
     assert h.lines[1].startswith("enc: ") and "main 2 of 2" in h.lines[1]
     assert h.lines[2].startswith(f"  noise=n10 in gender={main.iloc[0].group.split('=')[1]} raises enc EER from ")
-    assert " points, 95% CI [+" in h.lines[2] and "; adjusted p " in h.lines[2]
+    assert ", 95% CI [+" in h.lines[2] and "; adjusted p " in h.lines[2] and " points" not in h.lines[2]
 
 
 def test_adjust_none_keeps_raw_p_and_unknown_method_is_one_line(run: Path, tmp_path: Path) -> None:

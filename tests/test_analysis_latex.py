@@ -26,7 +26,7 @@ def test_escape_number_interval() -> None:
         == r"a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}"
     )
     assert escape("gender×noise −1") == r"gender$\times$noise $-$1"
-    assert number(0.12345) == "$0.123$" and number(-0.0004) == "$-0.000$" and number(2, 0) == "$2$"
+    assert number(0.12345) == "$0.123$" and number(-0.0004) == "$0.000$" and number(2, 0) == "$2$"
     assert number(float("nan")) == "--" and number(None) == "--" and number("") == "--"
     assert interval(0.5, 0.25, 0.75) == "$0.500$ [$0.250$, $0.750$]"
     assert interval(0.5, float("nan"), 0.75) == "$0.500$"  # no half interval

@@ -95,7 +95,7 @@ def yaml_unknown_key(env: Env, tmp: Path) -> tuple[list[str], str]:
     path = env.yaml_with("B03", lambda d: d.update(sede=7))
     return [path], (
         "B03.yaml: unknown key 'sede' at top level; valid: calibration, corpus, countermeasures, description, "
-        "factors, fairness, frontend, name, notes, operating_points, population, requires, scoring, seed, "
+        "factors, fairness, frontend, name, notes, operating_points, population, question, requires, scoring, seed, "
         "speaker_attributes, spoofing, title, trials, use, utterance_attributes, variants"
     )
 

@@ -215,7 +215,9 @@ def test_report_shows_fairness_at_the_dev_threshold(split_run, tmp_path: Path) -
     groups = pd.read_csv(split_run.run_dir / "fairness_groups.csv")
     comparisons = pd.read_csv(split_run.run_dir / "fairness.csv")
     n_sig = int((comparisons["significant"].astype(str).str.lower() == "true").sum())
-    assert f"{n_sig} of {len(comparisons)} group comparisons significant after Holm correction" in md
+    n = len(comparisons)
+    assert f"Family and test: the {n} group comparisons of fairness.csv" in md
+    assert f"Holm-adjusted over those {n}; {n_sig} significant. This family is separate from the findings" in md
     # every per-group row of fairness_groups.csv is in the report's table, with its threshold
     section = md.split("## Fairness at the deployment threshold")[1]
     table_rows = [line for line in section.splitlines() if line.startswith("| mfcc-stats")]

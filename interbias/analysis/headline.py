@@ -1,15 +1,21 @@
 """What a run found, before the tables: the declared family and its adjustment, then per model
-the resolved effects as sentences (main effects first, largest harm first; then interactions
-and subgroup gaps), then the unresolved ones with the smallest effect the run could have
-detected (the planner's MDE at power 0.8 and the per-effect level), and the cells as a
-conditions × models pivot with intervals. Effects, p-values and the family:
-:mod:`interbias.analysis.effects`, :mod:`interbias.analysis.multiplicity`.
+the resolved effects as sentences (largest harm first) and the unresolved ones with the
+smallest effect the run could have detected (the planner's MDE at power 0.8 and the per-effect
+level), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
+family: :mod:`interbias.analysis.effects`, :mod:`interbias.analysis.multiplicity`; the answer
+lines that open the report: :mod:`interbias.analysis.answer`.
+
+One unit everywhere: metric values and their differences are fractions of the metric's own
+scale, three decimals (EER 0.050 = 5 %; a difference of 0.010 = one percentage point); p-values
+as ``< 0.001`` or three decimals; counts as integers; never a negative zero.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from interbias.analysis import planner
@@ -19,6 +25,12 @@ from interbias.analysis.suite import Analysis
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
 HEADLINE_POWER = 0.8
+#: Effect size the headline plans for (metric units): speakers a run needs to detect it.
+HEADLINE_EFFECT = 0.01
+#: Decimals of every metric value and difference in the report, the findings and the terminal.
+DIGITS = 3
+#: Metrics whose name is written in capitals in sentences.
+PERCENT = ("eer", "eer_legacy")
 
 
 @dataclass(frozen=True)
@@ -29,51 +41,62 @@ class Headline:
     lines: list[str]
 
 
-#: Metrics read as rates and written in percent (points of difference).
-PERCENT = ("eer", "eer_legacy")
+def num(v: float, *, sign: bool = False, digits: int = DIGITS) -> str:
+    """``v`` with ``digits`` decimals (``+`` shown when ``sign``), ``n/a`` for NaN, never ``-0.000``."""
+    v = float(v)
+    if math.isnan(v):
+        return "n/a"
+    text = f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
+    if float(text) == 0:
+        text = ("+" if sign else "") + f"{0:.{digits}f}"
+    return text
 
 
-def _value(v: float, metric: str) -> str:
-    return f"{100 * v:.1f} %" if metric in PERCENT else f"{v:.3f}"
+def count(v: float) -> str:
+    """A count as an integer (``n/a`` for NaN)."""
+    return "n/a" if v != v else f"{int(round(float(v)))}"
 
 
-def _diff(v: float, metric: str) -> str:
-    return f"{100 * v:+.1f} points" if metric in PERCENT else f"{v:+.3f}"
+def pval(v: float) -> str:
+    return "n/a" if v != v else ("< 0.001" if v < 1e-3 else f"{v:.3f}")
 
 
-def _span(lo: float, hi: float, metric: str) -> str:
-    k, d = (100, 1) if metric in PERCENT else (1, 3)
-    return f"[{k * lo:+.{d}f}, {k * hi:+.{d}f}]"
+def span(lo: float, hi: float) -> str:
+    return f"[{num(lo, sign=True)}, {num(hi, sign=True)}]"
 
 
-def _p(v: float) -> str:
-    return "n/a" if v != v else ("< 0.0001" if v < 1e-4 else f"{v:.4f}")
+def metric_name(metric: str) -> str:
+    return metric.upper() if metric in PERCENT else metric
 
 
-def sentence(r: object, metric: str, pct: str) -> str:
-    """One effect as a sentence: what changed, from what to what, by how much, how sure."""
+def sentence(r: object, metric: str, pct: str, *, short: bool = False) -> str:
+    """One effect as a sentence: what changed, from what to what, by how much, how sure
+    (``short``: the per-effect interval only)."""
     g = r.__getattribute__
     m, est = g("model"), float(g("estimate"))
-    where = f" in {g('group')}" if g("kind") == "main" and g("group") else ""
-    ci = f"{pct} CI {_span(g('lo'), g('hi'), metric)}; simultaneous {_span(g('lo_simultaneous'), g('hi_simultaneous'), metric)}"
-    tail = f"({_diff(est, metric)}, {ci}; adjusted p {_p(float(g('p_adjusted')))})"
-    a, b = _value(float(g("value_from")), metric), _value(float(g("value_to")), metric)
+    where = f" in {g('group')}" if g("kind") != "gap" and g("group") else ""
+    ci = f"{pct} CI {span(g('lo'), g('hi'))}"
+    if not short:
+        ci += f"; simultaneous {span(g('lo_simultaneous'), g('hi_simultaneous'))}; adjusted p {pval(float(g('p_adjusted')))}"
+    tail = f"({num(est, sign=True)}, {ci})"
+    a, b = num(g("value_from")), num(g("value_to"))
     verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
-    name = metric.upper() if metric in PERCENT else metric
-    if g("kind") == "main":
+    name = metric_name(metric)
+    if g("kind") in ("main", "simple"):
         return f"{g('condition')}{where} {verb} {m} {name} from {a} to {b} {tail}."
+    who = "" if short else f"{m}: "  # a short sentence sits on its model's line
     if g("kind") == "gap":
         word = "higher" if est > 0 else "lower"
-        return f"{m}: {name} of {g('group')} is {word} than of {g('reference')} at {g('condition')}: {b} against {a} {tail}."
+        return f"{who}{name} of {g('group')} is {word} than of {g('reference')} at {g('condition')}: {b} against {a} {tail}."
     word = "above" if est > 0 else "below"
-    return f"{m}: {g('effect')}: observed {name} {b} is {word} the additive prediction {a} {tail}."
+    return f"{who}{g('effect')}: observed {name} {b} is {word} the additive prediction {a} {tail}."
 
 
 def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alpha: float) -> str:
     """The declared family per experiment, the p-value, the adjustment and what resolved means."""
     parts = []
     for exp, grp in frame.groupby("experiment", sort=False):
-        kinds = ", ".join(f"{int((grp['kind'] == k).sum())} {k}" for k in KINDS if (grp["kind"] == k).any())
+        kinds = ", ".join(f"{int((grp['kind'] == k).sum())} {k}" for k in kinds_of(grp))
         parts.append(f"{exp}: {len(grp)} effects ({kinds}) over {grp['model'].nunique()} model(s)")
     return (
         f"Family: every effect of one experiment ({'; '.join(parts) or 'no effects'}). p-values: {P_VALUE_RULE}; "
@@ -83,15 +106,28 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
     )
 
 
+def resolved_mask(frame: pd.DataFrame) -> pd.Series:
+    """``resolved`` as booleans; a row without a decision (NaN) is not resolved."""
+    return frame["resolved"].map(lambda v: (isinstance(v, (bool, np.bool_)) and bool(v)) or str(v) == "True")
+
+
+def kinds_of(frame: pd.DataFrame) -> list[str]:
+    """The effect kinds present, known kinds first in :data:`KINDS` order (``simple`` after
+    ``main``), then any other in first-seen order."""
+    known = [*KINDS[:1], "simple", *KINDS[1:]]
+    present = list(dict.fromkeys(frame["kind"].astype(str)))
+    return [k for k in known if k in present] + [k for k in present if k not in known]
+
+
 def headline(a: Analysis) -> Headline:
-    """Findings per model (main effects first, as sentences); without replicates one line
+    """Findings per model (largest harm first, as sentences); without replicates one line
     saying why nothing is sorted."""
     metric = a.options.metric
     if a.replicates is None:
         why = "bootstrap not requested (--bootstrap N)" if a.run.has_scores else "the run has no per-trial scores"
         return Headline(None, [f"No intervals, so no effect is declared resolved or unresolved: {why}."])
     alpha = round(1 - a.replicates.level, 12)
-    settings = planner.Settings(effect=0.01, power=HEADLINE_POWER, alpha=alpha)
+    settings = planner.Settings(effect=HEADLINE_EFFECT, power=HEADLINE_POWER, alpha=alpha)
     frame = order(planner.plan(a, settings))
     pct = a.replicates.pct
     lines = [family_line(frame, metric, pct, a.options.adjust, alpha)]
@@ -99,23 +135,19 @@ def headline(a: Analysis) -> Headline:
         lines.append("No effect to test (no condition away from the reference and no group factor).")
     for model, grp in frame.groupby("model", sort=False):
         counts = ", ".join(
-            f"{k} {int(grp[grp['kind'] == k]['resolved'].sum())} of {int((grp['kind'] == k).sum())}"
-            for k in KINDS
-            if (grp["kind"] == k).any()
+            f"{k} {int(resolved_mask(grp[grp['kind'] == k]).sum())} of {int((grp['kind'] == k).sum())}"
+            for k in kinds_of(grp)
         )
-        lines.append(f"{model}: {int(grp['resolved'].sum())} of {len(grp)} effect(s) resolved ({counts}).")
-        for r in grp[grp["resolved"]].itertuples(index=False):
+        mask = resolved_mask(grp)
+        lines.append(f"{model}: {int(mask.sum())} of {len(grp)} effect(s) resolved ({counts}).")
+        for r in grp[mask].itertuples(index=False):
             lines.append("  " + sentence(r, metric, pct))
-        for r in grp[~grp["resolved"]].itertuples(index=False):
+        for r in grp[~mask].itertuples(index=False):
             lines.append(
-                f"  unresolved: {r.effect}: {_fmt(r.estimate)} [{_fmt(r.lo)}, {_fmt(r.hi)}], "
-                f"adjusted p {_p(r.p_adjusted)}, MDE {r.mde:.4f}"
+                f"  unresolved: {r.effect}: {num(r.estimate, sign=True)} {span(r.lo, r.hi)}, "
+                f"adjusted p {pval(r.p_adjusted)}, MDE {num(r.mde)}"
             )
     return Headline(frame, lines)
-
-
-def _fmt(v: float) -> str:
-    return f"{v:+.4f}"
 
 
 def cell_pivot(a: Analysis) -> pd.DataFrame:
@@ -125,11 +157,10 @@ def cell_pivot(a: Analysis) -> pd.DataFrame:
     ci = a.cells.set_index(["experiment", "model", "cell"]) if a.cells is not None else None
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for r in frame.itertuples(index=False):
-        v = float(getattr(r, metric))
-        text = f"{v:.4f}"
+        text = num(getattr(r, metric))
         if ci is not None:
             c = ci.loc[(r.experiment, r.model, r.cell)]
-            text += f" [{float(c['lo']):.4f}, {float(c['hi']):.4f}]"
+            text += f" [{num(c['lo'])}, {num(c['hi'])}]"
         rows.setdefault((r.experiment, r.cell), {})[r.model] = text
     models = list(dict.fromkeys(frame["model"]))
     out = [{"experiment": e, "cell": c, **{m: vals.get(m, "missing") for m in models}} for (e, c), vals in rows.items()]

@@ -61,7 +61,9 @@ def number(v: Any, digits: int = DIGITS) -> str:
         return "--" if v in (None, "") else escape(v)
     if not math.isfinite(x):
         return "--"
-    return f"${x:.{digits}f}$".replace("$-", "$-")
+    if round(x, digits) == 0:  # never a negative zero
+        x = 0.0
+    return f"${x:.{digits}f}$"
 
 
 def interval(v: Any, lo: Any, hi: Any, digits: int = DIGITS) -> str:

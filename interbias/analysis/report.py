@@ -22,9 +22,21 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import plots
+from interbias.analysis.answer import answer, question
 from interbias.analysis.contrasts import SLOTS
-from interbias.analysis.headline import cell_pivot, headline, sentence
-from interbias.analysis.report_document import Report, make_figure
+from interbias.analysis.headline import (
+    HEADLINE_EFFECT,
+    PERCENT,
+    Headline,
+    cell_pivot,
+    headline,
+    kinds_of,
+    metric_name,
+    num,
+    resolved_mask,
+    sentence,
+)
+from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
     deployment_section,
@@ -174,37 +186,72 @@ def _condition_table(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Curves per DET panel when one factor is split into panels of consecutive levels.
+DET_PER_PANEL = 8
+
+
+def det_panels(frame: pd.DataFrame) -> tuple[dict[str, tuple[str, str]], str | None]:
+    """cell -> (panel label, series label) for the DET small multiples, and the reference cell:
+    panels are the levels of the factor with the fewest levels (series: the other factors'
+    levels); with one factor, runs of :data:`DET_PER_PANEL` consecutive levels."""
+    cells: dict[str, list[tuple[str, str]]] = {}
+    reference = None
+    for r in frame.drop_duplicates("cell").itertuples(index=False):
+        pairs = [(getattr(r, f"factor_{s}"), getattr(r, f"level_{s}")) for s in SLOTS if getattr(r, f"factor_{s}")]
+        cells[r.cell] = pairs
+        if all(getattr(r, f"level_{s}") == getattr(r, f"ref_{s}") for s in SLOTS if getattr(r, f"factor_{s}")):
+            reference = r.cell
+    levels: dict[str, list[str]] = {}
+    for pairs in cells.values():
+        for f, lv in pairs:
+            levels.setdefault(f, [])
+            if lv not in levels[f]:
+                levels[f].append(lv)
+    if len(levels) >= 2:
+        split = min(levels, key=lambda f: (len(levels[f]), list(levels).index(f)))
+        out = {}
+        for cell, pairs in cells.items():
+            d = dict(pairs)
+            rest = ",".join(f"{f}={lv}" for f, lv in pairs if f != split) or "(none)"
+            out[cell] = (f"{split}={d.get(split, '?')}", rest)
+        return out, reference
+    others = [c for c in cells if c != reference]
+    n_panels = max(1, (len(others) + DET_PER_PANEL - 1) // DET_PER_PANEL)
+    out = {c: (f"cells {k // DET_PER_PANEL + 1} of {n_panels}", c) for k, c in enumerate(others)}
+    if reference is not None:
+        out[reference] = ("(reference)", reference)
+    return out, reference
+
+
 def _figures(a: Analysis, rep: Report) -> None:
     metric = a.options.metric
     rep.heading("Figures")
     frame = a.results
-    # DET curves per cell.
     if a.run.has_scores and "cell" in frame.columns:
         curves: dict[str, list] = {}
         for r in frame.itertuples(index=False):
             cs = a.run.cell(r.model, r.cell)
             fpr, fnr = metrics.det_curve(cs.scores, cs.labels)
             curves.setdefault(r.model, []).append((r.cell, fpr, fnr, float(getattr(r, metric))))
-        rep.figure(
-            make_figure(
-                "det",
-                "DET curves per cell",
-                "Miss against false-alarm rate on normal-deviate axes, one curve per cell; legend gives each "
-                f"cell's {metric}. The dotted diagonal is where the equal error rate is read.",
-                plots.det_figure(curves, metric),
-            )
+        panels, ref = det_panels(frame)
+        rep.draw(
+            "det",
+            "DET curves",
+            "Miss against false-alarm rate on normal-deviate axes: one row of panels per model, one panel per "
+            f"level named above it; the reference cell ({ref or 'none'}) dashed black in every panel. The dotted "
+            "diagonal is where the equal error rate is read; each cell's value is in the tables.",
+            lambda: plots.det_figure(curves, panels, ref),
         )
     else:
         rep.omitted.append("DET curves: need per-trial scores (trials.parquet and scores/ in the run directory)")
     cond = _condition_table(a)
     ci_note = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else ""
-    rep.figure(
-        make_figure(
-            "by_condition",
-            f"{metric} by condition per model",
-            f"One panel per model, one line per group level.{ci_note}",
-            plots.condition_figure(cond, metric),
-        )
+    chance = " Dotted: chance (0.5)." if metric.startswith("eer") else ""
+    rep.draw(
+        "by_condition",
+        f"{metric} by condition per model",
+        f"One panel per model, one line per group level.{ci_note}{chance}",
+        lambda: plots.condition_figure(cond, metric),
     )
     c = a.contrasts.contrasts
     two = c[c["contrast"].str.count("×") == 1]
@@ -213,14 +260,12 @@ def _figures(a: Analysis, rep: Report) -> None:
         two = two[two["contrast"] == pair]
         vmax = float(np.nanmax(np.abs(two["ie"]))) if len(two) else 0.0
         for model in dict.fromkeys(two["model"]):
-            rep.figure(
-                make_figure(
-                    f"ie_{slug(model)}",
-                    f"IE heatmap: {model}",
-                    f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
-                    "red: worse than additive, blue: better. Same colour scale for all models.",
-                    plots.ie_heatmap(two, model, vmax),
-                )
+            rep.draw(
+                f"ie_{slug(model)}",
+                f"IE heatmap: {model}",
+                f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
+                "red: worse than additive, blue: better. Same colour scale for all models.",
+                lambda model=model: plots.ie_heatmap(two, model, vmax),
             )
     else:
         rep.omitted.append("IE heatmaps: no complete two-factor contrast (a factor missing or terms missing)")
@@ -248,15 +293,15 @@ def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
             )
             continue
         ref_level = str(first[f"ref_{slot}"])
-        rep.figure(
-            make_figure(
-                f"gap_snr_{exp}",
-                f"Subgroup gap against SNR ({exp})",
-                f"Mean |{metric} gap| between {gname} groups over models, per noise kind (SNR and kind read from "
-                f"the operator parameters); dashed: the {ref_level} condition."
-                + (" Bands: " + a.replicates.describe() + "." if a.replicates is not None else ""),
-                plots.gap_snr_figure(part, snr, factor, ref_level, metric),
-            )
+        rep.draw(
+            f"gap_snr_{exp}",
+            f"Subgroup gap against SNR ({exp})",
+            f"Mean |{metric} gap| between {gname} groups over models: one panel per noise kind (SNR and kind read "
+            f"from the operator parameters), one line per group level, starting at the {ref_level} condition."
+            + (" Bands: " + a.replicates.describe() + "." if a.replicates is not None else ""),
+            lambda part=part, snr=snr, factor=factor, ref_level=ref_level: plots.gap_snr_figure(
+                part, snr, factor, ref_level, metric
+            ),
         )
         drawn = True
     if not drawn and not a.gaps.group_factor:
@@ -272,42 +317,101 @@ def _long_cells(a: Analysis, rep: Report) -> None:
         rep.table(a.results, cols)
 
 
-_EFFECT_COLS = ["kind", "effect", "estimate", "lo", "hi", "lo_simultaneous", "hi_simultaneous", "p_adjusted"]
+#: Resolved effects written as sentences per model and kind in the findings (the rest: the
+#: forest plot, the "All effects" table and findings.csv).
+SENTENCES_PER_KIND = 3
+#: Rows of the "largest unresolved effects" table.
+UNRESOLVED_ROWS = 8
+_EFFECT_COLS = ["model", "kind", "effect", "estimate", "lo", "hi", "p_adjusted", "mde", "speakers_per_stratum_needed"]
 
 
-def _findings(a: Analysis, rep: Report) -> None:
-    """The headline: the family and its adjustment; per model the resolved effects as sentences
-    (main effects first, largest harm first, then interactions and gaps), then the unresolved
-    ones with their MDE; then the cells as a pivot."""
-    h = headline(a)
+def _unit_line(a: Analysis) -> str:
+    metric = a.options.metric
+    ci = f" Intervals: {a.replicates.pct} speaker bootstrap (About this run)." if a.replicates is not None else ""
+    return (
+        f"Metric: {metric} ({metric_units(metric)}); every value and difference on this page is in that unit, three "
+        f"decimals.{ci}"
+    )
+
+
+def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
+    """The question, one line per model and kind, the central statement, then the forest plot."""
+    metric = a.options.metric
+    rep.heading("Answer")
+    rep.para("Question: " + question((a.run.resolved or {}), metric))
+    if h.findings is None:
+        rep.para(h.lines[0])
+        return
+    pct = a.replicates.pct if a.replicates is not None else ""
+    ans = answer(h.findings, a.run.resolved or {}, metric, pct)
+    if ans.central:
+        rep.para(ans.central)
+    rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
+    rep.para(_unit_line(a))
+    if h.findings.empty:
+        return
+    kinds = kinds_of(h.findings)
+    rows, left = plots.forest_rows(h.findings, kinds, resolved_mask(h.findings))
+    unit = "fraction; 0.01 = one point" if metric in PERCENT else metric_units(metric).split(",")[0]
+    more = f" {left} further resolved effect(s) are in the All effects table and findings.csv." if left else ""
+    rep.draw(
+        "forest",
+        "Effects with their intervals",
+        f"Per model: every resolved effect (up to {plots.FOREST_RESOLVED}, largest first) and the "
+        f"{plots.FOREST_UNRESOLVED} largest unresolved ones per kind; dot: estimate (filled: resolved, open: not), "
+        f"thick bar: {pct} per-effect interval, thin bar: simultaneous interval over the family; the vertical line "
+        f"is no effect.{more}",
+        lambda: plots.forest_figure(rows, kinds, f"{metric_name(metric)} difference ({unit})"),
+    )
+
+
+def _findings(a: Analysis, rep: Report, h: Headline) -> None:
+    """The family and its adjustment; per model and kind the largest resolved effects as
+    sentences; a short table of the largest unresolved effects (the rest: All effects)."""
     rep.heading("Findings")
     rep.para(h.lines[0])
     n_non = pd.to_numeric(a.results.get("n_nontarget", pd.Series(dtype=float)), errors="coerce").dropna()
     line = too_small_line(int(n_non.min())) if len(n_non) else None
     if line:
         rep.para(line)
-    if h.findings is not None:
-        if h.findings.empty:
-            rep.para(h.lines[1])
-        pct = a.replicates.pct if a.replicates is not None else ""
-        for model, grp in h.findings.groupby("model", sort=False):
-            res, unres = grp[grp["resolved"]], grp[~grp["resolved"]]
-            line = next(x for x in h.lines if x.startswith(f"{model}: ") and "effect(s) resolved" in x)
-            rep.para(line)
-            for kind, word in (("main", "Main effects"), ("interaction", "Interactions"), ("gap", "Subgroup gaps")):
-                part = res[res["kind"] == kind]
-                if len(part):
-                    rep.para(
-                        f"{word}, resolved: "
-                        + " ".join(sentence(r, a.options.metric, pct) for r in part.itertuples(index=False))
-                    )
-            if len(unres):
-                rep.para(
-                    f"{model}, unresolved (adjusted p ≥ {1 - a.replicates.level:.2g}), with the minimum detectable effect and "
-                    "the speakers per stratum a run would need to detect 0.01:"
-                )
-                need = unres["speakers_per_stratum_needed"].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
-                rep.table(unres.assign(speakers_per_stratum_needed=need), [*_EFFECT_COLS, "mde", need.name])
+    if h.findings is None or h.findings.empty:
+        return
+    pct = a.replicates.pct if a.replicates is not None else ""
+    mask = resolved_mask(h.findings)
+    for model, grp in h.findings.groupby("model", sort=False):
+        items = []
+        for kind in kinds_of(grp):
+            part = grp[(grp["kind"] == kind) & mask.loc[grp.index]]
+            top = part.reindex(part["estimate"].astype(float).abs().sort_values(ascending=False).index)
+            for r in top.head(SENTENCES_PER_KIND).itertuples(index=False):
+                items.append(sentence(r, a.options.metric, pct))
+            if len(part) > SENTENCES_PER_KIND:
+                items.append(f"… and {len(part) - SENTENCES_PER_KIND} more resolved {kind} effect(s) (All effects).")
+        if items:
+            rep.para(f"{model}, resolved:")
+            rep.bullets(items)
+    unres = h.findings[~mask]
+    if len(unres):
+        top = unres.reindex(unres["estimate"].astype(float).abs().sort_values(ascending=False).index)
+        rep.para(
+            f"The {min(UNRESOLVED_ROWS, len(unres))} largest of {len(unres)} unresolved effects, with the minimum "
+            f"detectable effect (mde) and the speakers per stratum needed to detect {num(HEADLINE_EFFECT)}; the rest "
+            "are in All effects (collapsed) and findings.csv:"
+        )
+        rep.table(top.head(UNRESOLVED_ROWS), _EFFECT_COLS)
+
+
+def all_effects(rep: Report, h: Headline) -> None:
+    """Every effect of the findings in one collapsed table."""
+    if h.findings is None or h.findings.empty:
+        return
+    rep.heading("All effects")
+    rep.para("Every tested effect (findings.csv holds the same rows with every column).")
+    cols = [*_EFFECT_COLS[:6], "lo_simultaneous", "hi_simultaneous", "p_value", *_EFFECT_COLS[6:], "resolved"]
+    rep.table(h.findings, cols, collapsed=f"All {len(h.findings)} effects (click to open)")
+
+
+def _cells_section(a: Analysis, rep: Report) -> None:
     rep.heading("Results per cell")
     ci = f" [{a.replicates.pct} interval]" if a.replicates is not None else ""
     rep.para(f"{a.options.metric}{ci} per cell (rows) and model (columns).")
@@ -370,16 +474,22 @@ def _gaps(a: Analysis, rep: Report) -> None:
             )
 
 
-def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
+def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Headline | None = None) -> Report:
+    """The report of ``a``; ``findings``: its headline when already computed (else computed here)."""
     frame = a.results
     metric = a.options.metric
     resolved = a.run.resolved or {}
     exps = ", ".join(dict.fromkeys(frame["experiment"]))
     rep = Report(f"interbias report: {exps} — {resolved.get('title', '')}".rstrip(" —"))
+    h = findings if findings is not None else headline(a)
+    answer_section(a, rep, h)
+    rep.toc()
+    _findings(a, rep, h)
+    rep.heading("About this run")
     if resolved.get("description"):
         rep.para(str(resolved["description"]).strip())
     rep.para(
-        f"Metric: {metric} ({metric_units(metric)}). Use: {resolved.get('use', 'unknown')}. "
+        f"Use: {resolved.get('use', 'unknown')}. "
         + (
             "Intervals: " + a.replicates.describe() + "."
             if a.replicates is not None
@@ -387,7 +497,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
             + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
         )
     )
-    _findings(a, rep)
+    _cells_section(a, rep)
     _provenance(a, rep)
     if len(a.above_chance):
         rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
@@ -417,6 +527,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None) -> Report:
     deployment_section(a.run.path, rep)
     if geometry_dir is not None:
         geometry_section(Path(geometry_dir), rep)
+    all_effects(rep, h)
     if rep.omitted:
         rep.heading("Figures not drawn")
         for msg in rep.omitted:

@@ -12,11 +12,11 @@ import pandas as pd
 
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
-from interbias.analysis.report_document import Figure, Report, make_figure
+from interbias.analysis.report_document import Figure, Report
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.run.operations import kept_whole_summary, snr_summary
-from interbias.run.rundir import FAIRNESS, RunDir
+from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS, RunDir
 
 
 def geometry_section(folder: Path, rep: Report) -> None:
@@ -48,7 +48,7 @@ def deployment_section(folder: Path, rep: Report) -> None:
         rule = ", ".join(dict.fromkeys(g["threshold_rule"].astype(str))) if "threshold_rule" in g else "?"
         rep.para(
             f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
-            "applied unchanged to the speaker-disjoint evaluation trials of every condition ({FAIRNESS_GROUPS})."
+            f"applied unchanged to the speaker-disjoint evaluation trials of every condition ({FAIRNESS_GROUPS})."
         )
         keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
         rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
@@ -58,7 +58,11 @@ def deployment_section(folder: Path, rep: Report) -> None:
                 tests = set(c["test"].astype(str)) if "test" in c else {"trial-z"}
                 how = "speaker-clustered tests" if tests == {"speaker"} else "two-proportion z-tests on trial counts"
                 rep.para(
-                    f"{len(sig)} of {len(c)} group comparisons significant after Holm correction ({how}, {FAIRNESS}):"
+                    f"Family and test: the {len(c)} group comparisons of {FAIRNESS} (every model, condition, "
+                    f"grouping and rate at the deployment threshold), {how}, Holm-adjusted over those "
+                    f"{len(c)}; {len(sig)} significant. This family is separate from the findings (Findings above: "
+                    "effects on the threshold-free metric over the experiment's family, speaker bootstrap), so the "
+                    "two counts answer different questions and need not agree. The significant comparisons:"
                 )
                 cols = ["model", "condition", "group_by", "metric", "group_a", "group_b", "value_a", "value_b"]
                 rep.table(sig, [*cols, "difference", "p_holm"])
@@ -100,15 +104,47 @@ def calibration_section(a: Analysis, rep: Report) -> None:
         return
     curves = cal.bayes_curves(a.run, a.results)
     if curves:
-        rep.figure(
-            make_figure(
-                "bayes_error",
-                "Bayes error-rate plot",
-                "Normalised DCF (C_miss = C_fa = 1) against prior log-odds; solid: actual, with the run's calibration; "
-                "dotted: minimum (best threshold). The gap is the calibration loss at every operating point.",
-                cal.bayes_figure(curves),
+        shown, n_cells = bayes_subset(curves, a.results), max(len(v) for v in curves.values())
+        which = (
+            f" Per model the first cell and the {BAYES_CELLS - 1} cells of largest calibration loss ({n_cells} cells "
+            "in all: every cell's numbers are in the table above)."
+            if n_cells > BAYES_CELLS
+            else ""
+        )
+        rep.draw(
+            "bayes_error",
+            "Bayes error-rate plot",
+            "Normalised DCF (C_miss = C_fa = 1) against prior log-odds; solid: actual, with the run's calibration; "
+            f"dotted: minimum (best threshold). The gap is the calibration loss at every operating point.{which}",
+            lambda: cal.bayes_figure(shown),
+        )
+
+
+#: Cells per model in the Bayes error-rate plot (one colour each, no repeat).
+BAYES_CELLS = 8
+
+
+def bayes_subset(curves: dict[str, list], results: pd.DataFrame) -> dict[str, list]:
+    """Per model the first cell and the cells of largest calibration loss, :data:`BAYES_CELLS` in all."""
+    out = {}
+    for model, items in curves.items():
+        if len(items) <= BAYES_CELLS:
+            out[model] = items
+            continue
+        rows = results[results["model"] == model]
+        loss = dict(
+            zip(
+                rows["cell"],
+                pd.to_numeric(rows.get("calibration_loss", pd.Series(0.0, index=rows.index)), errors="coerce").fillna(
+                    0.0
+                ),
+                strict=True,
             )
         )
+        rest = sorted(items[1:], key=lambda it: -float(loss.get(it[0], 0.0)))[: BAYES_CELLS - 1]
+        keep = {items[0][0], *(it[0] for it in rest)}
+        out[model] = [it for it in items if it[0] in keep]
+    return out
 
 
 def robustness_section(a: Analysis, rep: Report) -> None:
@@ -119,14 +155,12 @@ def robustness_section(a: Analysis, rep: Report) -> None:
         return
     rep.heading("Robustness profile")
     bars = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else " No intervals (no bootstrap)."
-    rep.figure(
-        make_figure(
-            "robustness_profile",
-            f"{metric} against severity per family",
-            "One panel per degradation family, one line per model; severity 0 is the reference level, 1 the mildest "
-            f"grade.{bars}",
-            profile_figure(table, metric),
-        )
+    rep.draw(
+        "robustness_profile",
+        f"{metric} against severity per family",
+        "One panel per degradation family, one line per model; severity 0 is the reference level, 1 the mildest "
+        f"grade.{bars}",
+        lambda: profile_figure(table, metric),
     )
     wide = table.drop_duplicates(["series", "level"]).pivot(index="level", columns="series", values="value")
     rep.table(wide.reset_index())

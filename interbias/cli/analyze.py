@@ -38,19 +38,85 @@ GroupOpt = Annotated[
 ]
 
 
-def _findings(a: Analysis, folder: Path) -> list[Path]:
-    """Print the findings first; write findings.csv when there are intervals."""
-    from interbias.analysis.headline import headline
+#: Replicates when --bootstrap is not given and the run has per-trial scores (analyze and report).
+DEFAULT_BOOT = 1000
+#: Options that decide the findings: a saved analysis is reused only when all of them match.
+FINDINGS_KEYS = ("metric", "n_boot", "seed", "unit", "level", "group_factor", "adjust")
+WideOpt = Annotated[bool, typer.Option("--wide", help="Print every table in full, at whatever width it needs.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (nothing else on stdout).")]
+
+
+def default_boot(path: Path, bootstrap: int | None) -> int:
+    """``bootstrap``, else :data:`DEFAULT_BOOT` when the run has per-trial scores, else 0."""
+    from interbias.analysis.scored_run import ScoredRun
+
+    if bootstrap is not None:
+        return bootstrap
+    return DEFAULT_BOOT if ScoredRun.open(path).has_scores else 0
+
+
+def findings_stamp(a: Analysis) -> dict[str, object]:
+    """What the findings were computed from: the deciding options and results.csv's sha256."""
+    import hashlib
+    from dataclasses import asdict
+
+    opts = asdict(a.options)
+    path = a.run.path / "results.csv"
+    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return {**{k: opts[k] for k in FINDINGS_KEYS}, "results_sha256": sha}
+
+
+def write_findings(a: Analysis, folder: Path, found: object) -> list[Path]:
+    """findings.csv and findings.json (its stamp) when there are intervals."""
+    import json
+
     from interbias.utils import atomic
 
-    found = headline(a)
-    typer.echo("findings:")
-    for line in found.lines:
-        typer.echo(line)
-    if found.findings is None:
+    if found.findings is None:  # type: ignore[attr-defined]
         return []
-    atomic.write_csv(folder / "findings.csv", found.findings)
-    return [folder / "findings.csv"]
+    atomic.write_csv(folder / "findings.csv", found.findings)  # type: ignore[attr-defined]
+    stamp = json.dumps(findings_stamp(a), indent=1, sort_keys=True) + "\n"
+    atomic.write_text(folder / "findings.json", stamp)
+    return [folder / "findings.csv", folder / "findings.json"]
+
+
+def saved_findings(a: Analysis, folder: Path) -> object | None:
+    """The findings an earlier ``analyze`` wrote into ``folder`` when its stamp matches ``a``
+    (same options and results.csv), as a Headline; else None."""
+    import json
+
+    import pandas as pd
+
+    from interbias.analysis.headline import Headline, family_line
+
+    csv, stamp = folder / "findings.csv", folder / "findings.json"
+    if a.replicates is None or not (csv.is_file() and stamp.is_file()):
+        return None
+    if json.loads(stamp.read_text()) != json.loads(json.dumps(findings_stamp(a))):
+        return None
+    frame = pd.read_csv(csv, keep_default_na=True)
+    for col in ("effect", "group", "condition", "reference"):
+        if col in frame:
+            frame[col] = frame[col].fillna("").astype(str)
+    alpha = round(1 - a.replicates.level, 12)
+    return Headline(frame, [family_line(frame, a.options.metric, a.replicates.pct, a.options.adjust, alpha)])
+
+
+def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
+    """The question, the central statement and one line per model and kind, wrapped to the width."""
+    from interbias.analysis.answer import answer, question
+    from interbias.cli.tables import echo_wrapped
+
+    echo_wrapped("question: " + question(a.run.resolved or {}, a.options.metric), wide=wide)
+    frame = found.findings  # type: ignore[attr-defined]
+    if frame is None:
+        echo_wrapped(found.lines[0], wide=wide)  # type: ignore[attr-defined]
+        return
+    ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct)
+    if ans.central:
+        echo_wrapped(ans.central, wide=wide)
+    for model, _, line in ans.lines:
+        echo_wrapped(f"{model}: {line}", "  ", wide=wide)
 
 
 @app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
@@ -60,8 +126,12 @@ def analyze(
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the results).")] = None,
     metric: MetricOpt = "eer",
     bootstrap: Annotated[
-        int, typer.Option(help="Bootstrap replicates for percentile CIs (0: none); needs per-trial scores.")
-    ] = 0,
+        int | None,
+        typer.Option(
+            help=f"Bootstrap replicates for percentile CIs (default {DEFAULT_BOOT} when the run has per-trial "
+            "scores, as report; 0: none)."
+        ),
+    ] = None,
     seed: SeedOpt = 0,
     unit: UnitOpt = "speaker",
     ci_level: Annotated[float, typer.Option(help="Confidence level of the percentile intervals.")] = 0.95,
@@ -71,89 +141,109 @@ def analyze(
     group_factor: GroupOpt = None,
     adjust: AdjustOpt = "holm",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
+    wide: WideOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Contrasts (IE, NLI), summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
+    """Findings (every main effect, interaction and gap with its interval), contrasts (IE, NLI),
+    summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
+    from interbias.analysis.headline import headline
     from interbias.analysis.suite import Options, analyse, write_tables
 
-    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust)
-    a = analyse(results, opts, Reporter(quiet=quiet))
+    if not results.exists():
+        from interbias.utils.errors import AnalysisError
+
+        raise AnalysisError(f"{results} does not exist")
+    n_boot = default_boot(results, bootstrap)
+    opts = Options(metric, n_boot, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust)
+    a = analyse(results, opts, Reporter(quiet=quiet or as_json))
     folder = out or (results if results.is_dir() else results.parent)
-    paths = write_tables(a, folder) + _findings(a, folder)
-    c = a.contrasts.contrasts
+    found = headline(a)
+    paths = write_tables(a, folder) + write_findings(a, folder, found)
+    if as_json:
+        _print_json(a, found, paths)
+        return
+    typer.echo("findings:")
+    if wide:
+        for line in found.lines:
+            typer.echo(line)
+    else:
+        print_answer(a, found, wide=wide)
     if not quiet:
-        _print_tables(a, metric, tolerance)
-    typer.echo(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
+        _print_tables(a, metric, tolerance, wide)
+    _closing(a, metric, paths, folder)
+
+
+def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
+    from interbias.cli.tables import echo_wrapped
+
+    c = a.contrasts.contrasts
+    echo_wrapped(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
     errored = [e for e in (a.run.run_json or {}).get("errored_cells", []) if not str(e).startswith("analysis: ")]
     if errored:  # the family is smaller than the design: said, not silent
-        typer.echo(
+        echo_wrapped(
             f"note: {len(errored)} cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have "
             "no results row, so the settings that need them are in missing_terms.csv and out of the contrasts' "
             "multiplicity family"
         )
     if len(a.above_chance):
-        typer.echo(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
+        echo_wrapped(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
     if a.replicates is not None:
-        typer.echo(f"intervals: {a.replicates.describe()}")
-    typer.echo("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
+        echo_wrapped(f"intervals: {a.replicates.describe()}")
+    echo_wrapped("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
 
 
-def _print_tables(a: Analysis, metric: str, tolerance: float) -> None:
-    """Contrasts, their summary, subgroup gaps, additivity and the macro metric per model."""
+def _print_json(a: Analysis, found: object, paths: list[Path]) -> None:
+    import json
+
+    frame = found.findings  # type: ignore[attr-defined]
+    out = {
+        "lines": found.lines,  # type: ignore[attr-defined]
+        "findings": json.loads(frame.to_json(orient="records")) if frame is not None else None,
+        "intervals": a.replicates.describe() if a.replicates is not None else None,
+        "wrote": [str(p) for p in paths],
+    }
+    typer.echo(json.dumps(out, indent=1))
+
+
+def _print_tables(a: Analysis, metric: str, tolerance: float, wide: bool) -> None:
+    """The macro metric per model; with ``wide`` also contrasts, their summary, subgroup gaps and
+    additivity in full (else named with their files)."""
     from interbias.analysis.contrasts import R_NOTE
+    from interbias.cli.tables import echo_wrapped
 
-    c = a.contrasts.contrasts
-    ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
-    print_frame(
-        c,
-        f"contrasts ({metric})",
-        ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"],
-    )
-    lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
-    print_frame(
-        a.summary,
-        "summary by experiment × contrast × family",
-        [
-            "experiment",
-            "contrast",
-            "family",
-            "n",
-            "mean_ie",
-            *lohi,
-            "sd_ie",
-            "pct_positive",
-            "mean_nli",
-            "n_nli",
-            "mean_predicted",
-            "r_predicted_ie",
-        ],
-    )
-    typer.echo(f"r_predicted_ie: {R_NOTE}")
-    glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
-    print_frame(
-        a.gaps.summary,
-        "subgroup gaps over models (gap = group level − reference group)",
-        [
-            "experiment",
-            "group_level",
-            "condition",
-            "n_models",
-            "mean_gap",
-            "mean_abs_gap",
-            *glohi,
-            "max_abs_gap",
-            "n_ratio_flagged",
-        ],
-    )
-    print_frame(
-        a.additivity.summary,
-        f"additivity (leave-one-setting-out, tolerance {tolerance:g})",
-        ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"],
-    )
-    for r in a.additivity.summary.itertuples(index=False):
-        typer.echo(f"worst settings, {r.model}: {r.worst_settings}")
     mlohi = ["lo", "hi"] if a.replicates is not None else []
     print_frame(
         a.macro[a.macro["scope"] == "macro"],
         f"macro {metric} per model",
-        ["model", "family", "n_experiments", "n_cells", "value", *mlohi],
+        ["model", "value", *mlohi, "n_cells", "n_experiments", "family"],
+        wide=wide,
+        full="macro.csv",
     )
+    if not wide:
+        echo_wrapped(
+            "contrasts: contrasts.csv, summary.csv; subgroup gaps: gaps.csv, gap_summary.csv; additivity: "
+            "additivity_summary.csv; every effect: findings.csv (--wide prints them all)"
+        )
+        return
+    c = a.contrasts.contrasts
+    ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
+    cols = ["model", "contrast", "level_a", "level_b", "level_c", "predicted", "ie", *ci, "nli", "flags"]
+    print_frame(c, f"contrasts ({metric})", cols, wide=True)
+    lohi = ["mean_ie_lo", "mean_ie_hi"] if a.replicates is not None else []
+    cols = ["experiment", "contrast", "family", "n", "mean_ie", *lohi, "sd_ie", "pct_positive", "mean_nli", "n_nli"]
+    print_frame(
+        a.summary, "summary by experiment × contrast × family", [*cols, "mean_predicted", "r_predicted_ie"], wide=True
+    )
+    typer.echo(f"r_predicted_ie: {R_NOTE}")
+    glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
+    cols = ["experiment", "group_level", "condition", "n_models", "mean_gap", "mean_abs_gap", *glohi, "max_abs_gap"]
+    print_frame(
+        a.gaps.summary,
+        "subgroup gaps over models (gap = group level − reference group)",
+        [*cols, "n_ratio_flagged"],
+        wide=True,
+    )
+    cols = ["experiment", "model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error"]
+    print_frame(a.additivity.summary, f"additivity (leave-one-setting-out, tolerance {tolerance:g})", cols, wide=True)
+    for r in a.additivity.summary.itertuples(index=False):
+        typer.echo(f"worst settings, {r.model}: {r.worst_settings}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
     from interbias.analysis.fairness import FairnessReport
@@ -72,6 +72,7 @@ def fairness(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
@@ -101,10 +102,19 @@ def fairness(
             test=test.value,
             n_boot=bootstrap,
         )
-    _show(report, out, as_json, quiet)
+    _show(report, out, as_json, quiet, wide)
 
 
-def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool) -> None:
+#: Columns a narrow terminal shows first (the rest follow in the table's order while they fit).
+GROUP_FIRST = ("model", "condition", "group", "n", "far", "frr")
+COMPARISON_FIRST = ("model", "condition", "metric", "difference", "p_holm", "significant", "group_a", "group_b")
+
+
+def _first(columns: tuple[str, ...], first: tuple[str, ...], wide: bool) -> list[str]:
+    return list(columns) if wide else [*first, *(c for c in columns if c not in first)]
+
+
+def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool, wide: bool = False) -> None:
     """Write the report's CSVs into ``out``; print it as JSON or as two tables."""
     from interbias.analysis.fairness import COMPARISON_TABLE, GROUP_TABLE
 
@@ -113,8 +123,12 @@ def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool) 
     if as_json:
         typer.echo(report.to_json())
     elif not quiet:
-        print_frame(report.groups, f"groups at the threshold (positive class: {report.positive})", list(GROUP_TABLE))
-        print_frame(report.comparisons, "group differences (Holm across the report)", list(COMPARISON_TABLE))
-        typer.echo(report.family)
+        where = "fairness_groups.csv" if out is not None else "--out DIR writes fairness_groups.csv"
+        title = f"groups at the threshold (positive class: {report.positive})"
+        print_frame(report.groups, title, _first(GROUP_TABLE, GROUP_FIRST, wide), wide=wide, full=where)
+        where = "fairness.csv" if out is not None else "--out DIR writes fairness.csv"
+        title = "group differences (Holm across the report)"
+        print_frame(report.comparisons, title, _first(COMPARISON_TABLE, COMPARISON_FIRST, wide), wide=wide, full=where)
+        echo_wrapped(report.family, wide=wide)
     if out is not None and not as_json:
         typer.echo(f"wrote {', '.join(str(p) for p in paths)}")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import GroupOpt, MetricOpt, SeedOpt
-from interbias.cli.tables import print_frame
+from interbias.cli.analyze import GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
+from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,6 +38,8 @@ def plan(
     seed: SeedOpt = 0,
     group_factor: GroupOpt = None,
     out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
+    wide: WideOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
@@ -52,34 +54,75 @@ def plan(
     opts = Options(metric, bootstrap, seed, "speaker", 1 - alpha, group_factor=group_factor)
     a = analyse(run_dir, opts)
     frame = planner.plan(a, settings)
-    pilot = planner.pilot_of(a.run.design())
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", frame)
-    typer.echo(f"pilot: {pilot.describe()}")
-    typer.echo(f"model: {planner.MODEL}")
-    typer.echo(f"assumptions: {planner.ASSUMPTIONS}")
-    typer.echo(f"standard errors: {a.replicates.describe()}")
-    typer.echo(_level_line(frame, settings))
-    print_frame(
-        planner.recommendation(frame),
-        f"speakers per stratum to detect {effect:g} with power {power:g} "
-        f"({'alpha ' + format(alpha, 'g') if per_effect else 'family alpha ' + format(alpha, 'g') + ', per effect alpha/m'})",
-        None,
-    )
-    print_frame(
-        frame,
-        "per effect",
-        ["model", "effect", "estimate", "lo", "hi", "mde", "speakers_per_stratum_needed", "note"],
-    )
     reason = planner.no_plan_reason(frame)
-    if reason is not None:
-        typer.echo(f"follow-up: {reason}")
-    else:
-        typer.echo(
-            f"a follow-up of the planned size: interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
+    follow = (
+        reason
+        if reason is not None
+        else (
+            f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
             f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
         )
-    typer.echo(f"wrote {folder / 'plan.csv'} ({len(frame)} effect(s))")
+    )
+    level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
+    title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
+    _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+
+
+def _print_plan(
+    a: Any,
+    frame: pd.DataFrame,
+    settings: Settings,
+    path: Path,
+    title: str,
+    reason: str | None,
+    follow: str,
+    *,
+    wide: bool,
+    as_json: bool,
+) -> None:
+    """The plan on the console (fits the terminal) or as JSON."""
+    from interbias.analysis import planner
+
+    pilot = planner.pilot_of(a.run.design())
+    if as_json:
+        import json
+
+        out_json = {
+            "pilot": pilot.describe(),
+            "level": _level_line(frame, settings),
+            "recommendation": json.loads(planner.recommendation(frame).to_json(orient="records")),
+            "effects": json.loads(frame.to_json(orient="records")),
+            "follow_up": follow,
+            "wrote": str(path),
+        }
+        typer.echo(json.dumps(out_json, indent=1))
+        return
+    for line in (
+        f"pilot: {pilot.describe()}",
+        f"model: {planner.MODEL}",
+        f"assumptions: {planner.ASSUMPTIONS}",
+        f"standard errors: {a.replicates.describe()}",
+        _level_line(frame, settings),
+    ):
+        echo_wrapped(line, wide=wide)
+    columns = ["kind", "n_effects", "n_resolved", "median_mde", "median_speakers_needed", "max_speakers_needed"]
+    print_frame(planner.recommendation(frame), title, [*columns, "experiment"], wide=wide, full=path.name)
+    per = frame.sort_values("speakers_per_stratum_needed", ascending=False, kind="stable")
+    print_frame(
+        per,
+        "per effect (largest need first)",
+        ["model", "effect", "estimate", "mde", "speakers_per_stratum_needed", "lo", "hi", "note"],
+        wide=wide,
+        full=path.name,
+        max_rows=15,
+    )
+    if reason is not None:
+        echo_wrapped(f"follow-up: {reason}", wide=wide)
+    else:
+        echo_wrapped(f"a follow-up of the planned size: {follow}", wide=wide)
+    echo_wrapped(f"wrote {path} ({len(frame)} effect(s))", wide=wide)
 
 
 def _largest(frame: object) -> str:

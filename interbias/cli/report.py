@@ -8,10 +8,20 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import AdjustOpt, FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
-
-#: Replicates used when --bootstrap is not given and the run has per-trial scores.
-DEFAULT_BOOT = 1000
+from interbias.cli.analyze import (
+    DEFAULT_BOOT,
+    AdjustOpt,
+    FloorOpt,
+    GroupOpt,
+    MetricOpt,
+    PermOpt,
+    SeedOpt,
+    TolOpt,
+    UnitOpt,
+    default_boot,
+    saved_findings,
+    write_findings,
+)
 
 
 @app.command(epilog="Example: interbias report results/<run_id>")
@@ -47,23 +57,30 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
+    from interbias.analysis.headline import headline
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
-    from interbias.analysis.scored_run import ScoredRun
     from interbias.analysis.suite import Options, analyse
     from interbias.utils.errors import AnalysisError
 
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
-    n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if ScoredRun.open(run_dir).has_scores else 0)
+    n_boot = default_boot(run_dir, bootstrap)
     opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust)
-    a = analyse(run_dir, opts)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
     if geometry is not None and not (geometry / "geometry.csv").is_file():
         raise AnalysisError(f"--geometry {geometry}: no geometry.csv there (run interbias geometry --out {geometry})")
+    a = analyse(run_dir, opts)
+    found = saved_findings(a, base)
+    if found is not None:
+        typer.echo(f"findings: reused {base / 'findings.csv'} (its findings.json: same options and results.csv)")
+    elif a.replicates is not None:
+        found = headline(a)
+        paths = write_findings(a, folder, found)
+        typer.echo(f"findings: computed here (no matching interbias analyze output in {base}); wrote {paths[0]}")
     geo = geometry or (base if (base / "geometry.csv").is_file() else None)
-    rep = build_report(a, geometry_dir=geo)
+    rep = build_report(a, geometry_dir=geo, findings=found)
     md, page = write_report(rep, folder)
     typer.echo(f"{len(rep.figures)} figure(s); not drawn: {len(rep.omitted)}")
     for msg in rep.omitted:

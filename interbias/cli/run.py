@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -118,6 +119,8 @@ def run(
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
     plan: PlanOpt = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
@@ -125,6 +128,7 @@ def run(
     from interbias.run.conductor import RunOptions
     from interbias.run.preflight import experiment_for_run
 
+    started = time.monotonic()
     options = RunOptions(
         experiment=experiment,
         after_run=after_run_analyses,
@@ -149,26 +153,63 @@ def run(
         command=["interbias", *sys.argv[1:]],
     )
     exp = experiment_for_run(options)  # the one load and check of the experiment, before any work
-    _report(conductor(exp)(options, exp=exp), quiet)
+    outcome = conductor(exp)(options, exp=exp)
+    _report(outcome, quiet, time.monotonic() - started, wide=wide, as_json=as_json)
 
 
-def _report(outcome: RunOutcome, quiet: bool) -> None:
-    """The results table (unless quiet), the counts and where the results are; exit 1 on errored cells."""
-    from interbias.run.rundir import RESULTS, RunDir
+def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
+    """What a finished run tells: rows, cells, models, failures, time, where and what next."""
+    import json
 
-    if not quiet:
-        print_frame(
-            outcome.results,
-            f"{outcome.run_dir.name}: results",
-            list(SUMMARY_COLUMNS),
+    from interbias.run.rundir import RESULTS, RUN_JSON, RunDir
+
+    rj_path = RunDir(outcome.run_dir).file(RUN_JSON)
+    rj = json.loads(rj_path.read_text()) if rj_path.is_file() else {}
+    frame = outcome.results
+    return {
+        "run_dir": str(outcome.run_dir),
+        "rows": len(frame),
+        "cells": int(frame["cell"].nunique()) if "cell" in frame else None,
+        "models": int(frame["model"].nunique()) if "model" in frame else None,
+        "failed_utterances": rj.get("n_failures"),
+        "errored_cells": len(outcome.errored_cells),
+        "seconds": round(seconds, 1),
+        "embedded": outcome.n_embedded,
+        "from_cache": outcome.n_cached,
+        "cells_reused": outcome.cells_done_before,
+        "results": str(RunDir(outcome.run_dir).file(RESULTS)),
+        "next": f"interbias report {outcome.run_dir}",
+    }
+
+
+def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = False, as_json: bool = False) -> None:
+    """A few closing lines (rows, failures, time, where the results are, the next command); the
+    results table with --wide; exit 1 on errored cells."""
+    import json
+
+    from interbias.cli.tables import echo_wrapped
+
+    info = closing(outcome, seconds)
+    if as_json:
+        typer.echo(json.dumps(info, indent=1))
+    else:
+        if wide and not quiet:
+            print_frame(outcome.results, f"{outcome.run_dir.name}: results", list(SUMMARY_COLUMNS), wide=True)
+            from interbias.run.rundir import RunDir
+
+            spoofing = RunDir(outcome.run_dir).read_spoofing()
+            if spoofing is not None:
+                print_frame(spoofing, "deception success rate over encoders (DSR = W / (A × N))", wide=True)
+        fails = "unknown" if info["failed_utterances"] is None else info["failed_utterances"]
+        echo_wrapped(
+            f"{outcome.run_dir.name}: {info['rows']} rows ({info['cells']} cells × {info['models']} models), "
+            f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
         )
-        spoofing = RunDir(outcome.run_dir).read_spoofing()
-        if spoofing is not None:
-            print_frame(spoofing, "deception success rate over encoders (DSR = W / (A × N))")
-    typer.echo(
-        f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
-    )
-    typer.echo(f"results: {RunDir(outcome.run_dir).file(RESULTS)}")
+        echo_wrapped(
+            f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
+        )
+        typer.echo(f"results: {info['results']}")  # one line: make demo reads it
+        typer.echo(f"next: {info['next']}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]
@@ -180,3 +221,7 @@ def _report(outcome: RunOutcome, quiet: bool) -> None:
         more = f"{what} errored (all listed in run.json errored_cells); first: " if n > 1 else ""
         typer.echo(f"error: {more}{first}", err=True)
         raise typer.Exit(1)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"

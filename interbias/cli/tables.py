@@ -1,31 +1,121 @@
-"""Printing data frames as rich tables (plain text when not a terminal)."""
+"""Printing data frames and text to the terminal so that they fit it and nothing is truncated.
+
+The width is the terminal's, else ``$COLUMNS``, else 80 (pipes and CI logs get 80 columns,
+not a 200-column table). A table keeps its columns in the order given (most important first)
+and drops trailing columns that do not fit, saying which and where the full table is; text
+columns wrap (fold) rather than end in "…"; numbers are never cut. ``wide``: every column at
+whatever width it needs. At most ``max_rows`` rows unless ``wide``, the rest counted.
+"""
 
 from __future__ import annotations
 
-import math
+import os
+import sys
+import textwrap
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+#: Width when stdout is not a terminal and $COLUMNS is unset.
+DEFAULT_WIDTH = 80
+#: Narrowest a text column is folded to before trailing columns are dropped instead.
+MIN_TEXT = 14
+#: Rows printed by default (``wide``: all).
+MAX_ROWS = 30
 
-def fmt(value: object, digits: int = 4) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return f"{value:.{digits}f}"
-    return str(value)
+
+def fmt(value: object, digits: int = 3, column: str = "") -> str:
+    """A cell: floats with ``digits`` decimals (counts as integers, p-values ``< 0.001``),
+    never ``-0.000``; NaN as empty."""
+    from interbias.analysis.numbers import format_value
+
+    return format_value(value, column, digits)
 
 
-def print_frame(frame: pd.DataFrame, title: str, columns: list[str] | None = None, *, digits: int = 4) -> None:
-    import sys
+def width() -> int:
+    """Columns to print into: the terminal's, else $COLUMNS, else :data:`DEFAULT_WIDTH`."""
+    if sys.stdout.isatty():
+        return Console().width
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return DEFAULT_WIDTH
 
-    # Terminals get their own width; pipes and CI logs get a wide, uncoloured table.
-    console = Console() if sys.stdout.isatty() else Console(width=200, no_color=True)
+
+def console(wide: bool = False) -> Console:
+    w = 10_000 if wide else width()
+    return Console(width=w, no_color=not sys.stdout.isatty(), soft_wrap=False, highlight=False)
+
+
+def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
+    """``text`` wrapped to the width (continuation lines indented by two more spaces); words,
+    paths and commands are never split (a path longer than the width stays whole)."""
+    if wide:
+        print(indent + text)
+        return
+    lines = textwrap.wrap(
+        text,
+        width=width(),
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    print("\n".join(lines or [indent]))
+
+
+#: Columns kept at full width before text columns are folded to keep more of them.
+MIN_KEEP = 4
+
+
+def _fits(widths: list[tuple[int, bool]], total: int, *, fold: bool = True) -> int:
+    """How many leading columns fit in ``total`` characters (``fold``: text columns folded to
+    MIN_TEXT)."""
+    used, n = 1, 0
+    for w, text in widths:
+        need = (min(w, MIN_TEXT) if text and fold else w) + 3
+        if used + need > total:
+            break
+        used, n = used + need, n + 1
+    return max(n, 1)
+
+
+def print_frame(
+    frame: pd.DataFrame,
+    title: str,
+    columns: list[str] | None = None,
+    *,
+    digits: int = 3,
+    wide: bool = False,
+    full: str | None = None,
+    max_rows: int = MAX_ROWS,
+) -> None:
+    """Print ``frame`` (``columns`` in importance order) as a table that fits; ``full``: where
+    the whole table is (a file name), said when columns or rows are left out."""
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
-    table = Table(title=title, show_lines=False, title_justify="left")
+    shown = frame if wide or len(frame) <= max_rows else frame.head(max_rows)
+    cells = {c: [fmt(v, digits, c) for v in shown[c]] for c in cols}
+    widths = []
     for c in cols:
-        table.add_column(c, justify="right" if pd.api.types.is_numeric_dtype(frame[c]) else "left")
-    for _, row in frame[cols].iterrows():
-        table.add_row(*(fmt(row[c], digits) for c in cols))
-    console.print(table)
+        numeric = pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
+        w = max([len(str(c)), *map(len, cells[c])])
+        widths.append((w, not numeric))
+    keep = len(cols) if wide else _fits(widths, width(), fold=False)  # whole labels where they fit
+    if not wide and keep < min(len(cols), MIN_KEEP):
+        keep = _fits(widths, width())
+    table = Table(title=title, show_lines=False, title_justify="left", pad_edge=False, expand=False)
+    for c, (w, text) in zip(cols[:keep], widths[:keep], strict=True):
+        just = "left" if text else "right"
+        table.add_column(c, justify=just, overflow="fold", min_width=min(w, MIN_TEXT) if text else w)
+    for i in range(len(shown)):
+        table.add_row(*(cells[c][i] for c in cols[:keep]))
+    console(wide).print(table)
+    notes = []
+    if keep < len(cols):
+        notes.append(f"{len(cols) - keep} column(s) not shown: {', '.join(cols[keep:])}")
+    if len(shown) < len(frame):
+        notes.append(f"{len(frame) - len(shown)} more row(s)")
+    if notes:
+        where = f"full table: {full}, or " if full else ""
+        echo_wrapped(f"({'; '.join(notes)}; {where}--wide prints everything)")

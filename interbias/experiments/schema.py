@@ -49,6 +49,7 @@ from interbias.utils.errors import ConfigError
 TOP_KEYS = {
     "name": "experiment id (E01…E20)",
     "title": "short human title",
+    "question": "the question the experiment answers, one line (the report opens with it)",
     "description": "what the experiment measures",
     "use": "contrast | gap | descriptive",
     "corpus": "corpus name or {name, root, manifest}",
@@ -132,6 +133,8 @@ class Experiment:
     operating_points: tuple[OperatingPoint, ...] = ()
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     scoring: ScoreNormSpec = field(default_factory=ScoreNormSpec)
+    #: ``question``: what the experiment asks, one line ("" when the YAML has none).
+    question: str = ""
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -246,6 +249,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     return Experiment(
         name=name,
         title=str(raw.get("title", name)),
+        question=_question(raw.get("question", ""), where),
         description=str(raw.get("description", "")),
         use=use,
         corpus=corpus_spec,
@@ -266,6 +270,12 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         calibration=parse_calibration(raw.get("calibration"), where),
         scoring=parse_scoring(raw.get("scoring"), where),
     )
+
+
+def _question(value: Any, where: str) -> str:
+    if not isinstance(value, str) or "\n" in value.strip():
+        raise ConfigError(f"{where}: question: one line of text, got {value!r}")
+    return value.strip()
 
 
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:

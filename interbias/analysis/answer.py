@@ -1,0 +1,141 @@
+"""The answer a report opens with: the experiment's question, then per model one line per
+effect kind (how many resolved, the largest resolved harm as a sentence, and for the
+unresolved the median minimum detectable effect and the speakers per stratum a run would need
+to detect :data:`~interbias.analysis.headline.HEADLINE_EFFECT`), and a plain statement on the
+experiment's central effect: the interaction for ``use: contrast``, the subgroup gap for
+``use: gap``. Kinds are read from the findings (``main``, ``simple``, ``interaction``, ``gap``,
+or any other), so a new kind gets its line without a change here.
+
+Harm: every analysis metric is an error or a cost (lower is better), so the largest harm is the
+largest estimate; for a gap (its sign is which group is worse) the largest absolute estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias.analysis.headline import (
+    HEADLINE_EFFECT,
+    HEADLINE_POWER,
+    count,
+    kinds_of,
+    metric_name,
+    num,
+    resolved_mask,
+    sentence,
+)
+
+#: The effect kind that answers an experiment of each ``use``.
+CENTRAL = {"contrast": "interaction", "gap": "gap"}
+#: Plural of each kind as the answer writes it.
+WORDS = {"main": "main effects", "simple": "simple effects", "interaction": "interactions", "gap": "subgroup gaps"}
+#: The central kinds in the singular.
+ONE = {"interaction": "an interaction", "gap": "a subgroup gap"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    #: (model, kind, line) per model and kind present.
+    lines: list[tuple[str, str, str]]
+    #: The statement on the central effect ("" when the experiment has none).
+    central: str
+
+
+def question(resolved: dict[str, Any], metric: str) -> str:
+    """The YAML's ``question``, else one derived from its factors and ``use``."""
+    if str(resolved.get("question") or "").strip():
+        return str(resolved["question"]).strip()
+    names = [str(f.get("name")) for f in resolved.get("factors") or [] if isinstance(f, dict)]
+    use, name = resolved.get("use"), metric_name(metric)
+    pops = [str(f.get("name")) for f in resolved.get("factors") or [] if f.get("type") == "population"]
+    if use == "contrast" and len(names) >= 2:
+        return f"Do {' and '.join(names)} interact: is their joint effect on {name} more than the sum of their effects?"
+    if use == "gap" and pops:
+        return f"How large is the {name} gap between levels of {pops[0]}, and do the other factors change it?"
+    return f"How does {name} change across {', '.join(names) or 'the conditions'}?"
+
+
+def harm(part: pd.DataFrame) -> pd.Series | None:
+    """The row of the largest harm among ``part`` (None when empty)."""
+    if part.empty:
+        return None
+    est = part["estimate"].astype(float)
+    key = est.abs() if (part["kind"] == "gap").all() else est
+    return part.loc[key.idxmax()]
+
+
+def _unresolved(part: pd.DataFrame, n_pilot: int) -> str:
+    """Median MDE and median speakers per stratum needed, over ``part``'s unresolved rows."""
+    mde = part["mde"].astype(float).to_numpy()
+    need = part["speakers_per_stratum_needed"].astype(float).to_numpy()
+    mde, need = mde[np.isfinite(mde)], need[np.isfinite(need)]
+    if not len(mde):
+        return f"{len(part)} unresolved, none can be planned (no bootstrap spread)"
+    text = f"{len(part)} unresolved, median MDE {num(np.median(mde))}"
+    if len(need):
+        text += (
+            f"; detecting {num(HEADLINE_EFFECT)} would need a median {count(np.median(need))} speakers per stratum "
+            f"(this run: {n_pilot})"
+        )
+    return text
+
+
+def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
+    """One model's line for one kind."""
+    part = grp[grp["kind"] == kind]
+    res = part[resolved_mask(part)]
+    word = WORDS.get(kind, kind)
+    text = f"{word}: {len(res)} of {len(part)} resolved"
+    top = harm(res)
+    if top is not None:
+        what = "largest harm" if float(top["estimate"]) > 0 or kind == "gap" else "largest change"
+        text += f"; {what}: {sentence(next(pd.DataFrame([top]).itertuples(index=False)), metric, pct, short=True).rstrip('.')}"
+    unres = part[~resolved_mask(part)]
+    if len(unres):
+        n_pilot = int(unres["speakers_per_stratum"].iloc[0]) if "speakers_per_stratum" in unres else 0
+        text += "; " + _unresolved(unres, n_pilot)
+    return text + ("" if text.endswith(".") else ".")
+
+
+def central_line(frame: pd.DataFrame, use: str | None) -> str:
+    """Whether the central effect of the experiment was resolved, and what would resolve it."""
+    kind = CENTRAL.get(str(use))
+    if kind is None:
+        return ""
+    word = WORDS[kind]
+    part = frame[frame["kind"] == kind]
+    if part.empty:
+        return f"This {use} experiment has no {word} to test (no complete setting of its factors)."
+    res = part[resolved_mask(part)]
+    if len(res):
+        by = ", ".join(f"{m} {int(resolved_mask(g).sum())} of {len(g)}" for m, g in part.groupby("model", sort=False))
+        return f"Answer: {len(res)} of {len(part)} {word} resolved ({by})."
+    need = part["speakers_per_stratum_needed"].astype(float)
+    n_pilot = int(part["speakers_per_stratum"].iloc[0])
+    ok = need[np.isfinite(need)]
+    fix = (
+        f" To resolve {ONE[kind]} of {num(HEADLINE_EFFECT)} at power {HEADLINE_POWER:g}, a run would need a median "
+        f"{count(ok.median())} speakers per stratum (at most {count(ok.max())}; this run had {n_pilot}): "
+        "interbias plan <run> writes the plan, interbias run --plan draws it."
+        if len(ok)
+        else " No bootstrap spread: more speakers per stratum are needed before a plan can be made."
+    )
+    mde = part["mde"].astype(float)
+    return (
+        f"Not resolved: none of the {len(part)} {word} is resolved for any model; the smallest this run "
+        f"could detect is a median {num(mde.median())}.{fix}"
+    )
+
+
+def answer(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> Answer:
+    """The question, the per-model kind lines and the central statement of one run's findings."""
+    lines = []
+    for model, grp in findings.groupby("model", sort=False):
+        for kind in kinds_of(grp):
+            lines.append((str(model), kind, kind_line(grp, kind, metric, pct)))
+    return Answer(question(resolved, metric), lines, central_line(findings, resolved.get("use")))

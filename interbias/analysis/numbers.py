@@ -1,0 +1,40 @@
+"""How every number is written in reports, findings tables and the terminal: metric values and
+differences with :data:`DIGITS` decimals (one unit: fractions of the metric's own scale),
+p-values as ``< 0.001`` or three decimals, counts (columns named ``n``, ``n_*``,
+``*speakers*``, ``*trials*``, ``family_size``) as integers, booleans as yes/no, NaN as empty,
+never a negative zero.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+#: Decimals of every metric value and difference.
+DIGITS = 3
+
+
+def is_count(column: str) -> bool:
+    """Columns that hold counts (written as integers)."""
+    c = str(column)
+    return c.startswith("n_") or c in ("n", "family_size") or "speakers" in c or "trials" in c
+
+
+def format_value(v: Any, column: str = "", digits: int = DIGITS) -> str:
+    """One table cell as text (see the module docstring)."""
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (float, np.floating, int, np.integer)):
+        if isinstance(v, (float, np.floating)) and math.isnan(v):
+            return ""
+        if is_count(column) and math.isfinite(float(v)) and float(v) == int(v):
+            return str(int(v))
+        if isinstance(v, (int, np.integer)):
+            return str(v)
+        if str(column).startswith("p_") or str(column) == "p_value":
+            return "< 0.001" if v < 1e-3 else f"{v:.3f}"
+        text = f"{v:.{digits}f}"
+        return text.lstrip("-") if float(text) == 0 else text
+    return str(v)

@@ -1,0 +1,158 @@
+"""Terminal output fits 80 columns and never truncates a cell; analyze and report share one
+findings table.
+
+In an 80-column console (``COLUMNS=80``, not a terminal: the width a pipe gets), ``analyze``,
+``plan``, ``fairness`` and the end of ``run`` print no line wider than 80 characters and no "…"
+(rich's mark of a truncated cell). ``analyze <run>/results.csv`` with no options bootstraps
+(the run has scores) and its findings.csv is byte-identical to the one ``report`` computes for
+a copy of the run, and ``report`` reuses it when it sits beside the results.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic_runs import gender_noise_run
+from typer.testing import CliRunner
+
+from interbias.cli import app
+
+runner = CliRunner()
+ENV = {"COLUMNS": "80"}
+LEVELS = ("clean", "gaussian_25", "gaussian_15", "gaussian_5")
+
+
+def _fits(output: str, path: Path | None = None) -> None:
+    """No line over 80 characters (but one holding ``path``: paths are never split) and no "…"."""
+    wide = [line for line in output.splitlines() if len(line) > 80 and not (path and str(path) in line)]
+    assert not wide, wide[:3]
+    assert "…" not in output
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    means = {
+        model: {
+            (g, n): 2.5 - 0.4 * j - (0.3 if g == "male" else 0.0)
+            for g in ("female", "male")
+            for j, n in enumerate(LEVELS)
+        }
+        for model in ("CAM++", "a-model-with-a-long-name", "mfcc-stats")
+    }
+    return gender_noise_run(tmp_path_factory.mktemp("term") / "run", means, n=10, m=4)
+
+
+def test_analyze_with_no_options_bootstraps_and_report_uses_the_same_findings(run: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    shutil.copytree(run, a)
+    res = runner.invoke(app, ["analyze", str(a / "results.csv")], env=ENV)
+    assert res.exit_code == 0, res.output
+    _fits(res.stdout)
+    f = pd.read_csv(a / "findings.csv")
+    assert len(f) and f[["lo", "hi", "p_adjusted"]].notna().all().all() and set(f["n_boot"]) == {1000}
+    assert res.stdout.startswith("findings:\nquestion: ")
+    rep = runner.invoke(app, ["report", str(a)], env=ENV)
+    assert rep.exit_code == 0, rep.output
+    assert f"findings: reused {a / 'findings.csv'}" in " ".join(rep.output.split())
+    b = tmp_path / "b"
+    shutil.copytree(run, b)
+    rep = runner.invoke(app, ["report", str(b)], env=ENV)
+    assert rep.exit_code == 0, rep.output
+    assert "findings: computed here" in rep.output
+    assert (b / "findings.csv").read_bytes() == (a / "findings.csv").read_bytes()
+    html = (b / "report.html").read_text()
+    assert "Question: " in html and "main effects: " in html and 'id="forest"' in html
+
+
+def test_analyze_changed_options_are_not_reused(run: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    shutil.copytree(run, a)
+    assert runner.invoke(app, ["analyze", str(a), "--bootstrap", "30", "-q"], env=ENV).exit_code == 0
+    rep = runner.invoke(app, ["report", str(a), "--bootstrap", "40"], env=ENV)
+    assert rep.exit_code == 0 and "findings: computed here" in rep.output
+
+
+def test_analyze_wide_and_json(run: Path, tmp_path: Path) -> None:
+    import json
+
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "30", "--json", "--out", str(tmp_path)], env=ENV)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert len(data["findings"]) == len(pd.read_csv(tmp_path / "findings.csv"))
+    wide = runner.invoke(app, ["analyze", str(run), "--bootstrap", "30", "--wide", "--out", str(tmp_path)], env=ENV)
+    assert wide.exit_code == 0 and "contrasts (eer)" in wide.stdout
+
+
+def test_plan_fits_80_columns(run: Path, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "40", "--out", str(tmp_path)], env=ENV)
+    assert res.exit_code == 0, res.output
+    _fits(res.stdout)
+    assert "per effect (largest need first)" in res.stdout and "plan.csv" in res.stdout
+
+
+def test_fairness_fits_80_columns(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    n = 400
+    label = rng.integers(0, 2, n)
+    speaker = rng.integers(0, 40, n)  # the default fairness test resamples speakers
+    frame = pd.DataFrame(
+        {
+            "score": rng.normal(label * 2.0, 1.0),
+            "label": label,
+            "speaker": [f"s{k}" for k in speaker],
+            "gender": np.where(speaker % 2 == 0, "female", "male"),
+            "condition": rng.choice(["noise=gaussian_5,codec=opus_narrowband_6k", "noise=clean,codec=none"], n),
+        }
+    )
+    frame.to_csv(tmp_path / "eval.csv", index=False)
+    frame.to_csv(tmp_path / "dev.csv", index=False)
+    args = ["fairness", str(tmp_path / "eval.csv"), "--group", "gender", "--group", "condition"]
+    res = runner.invoke(app, [*args, "--dev", str(tmp_path / "dev.csv")], env=ENV)
+    assert res.exit_code == 0, res.output
+    _fits(res.stdout)
+    assert (
+        "opus_narrowband_6k" in res.stdout.replace("\n", "").replace("│", "").replace(" ", "")
+        or "column(s) not shown" in res.stdout
+    )
+
+
+def test_run_ends_with_a_few_lines_and_the_next_command(tmp_path: Path, capsys, monkeypatch) -> None:
+    from interbias.cli.run import _report
+    from interbias.run.conductor import RunOutcome
+
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = [
+        {"model": m, "cell": f"emotion={e},noise={k}", "eer": 0.1} for m in "abc" for e in range(6) for k in range(7)
+    ]
+    (tmp_path / "run.json").write_text('{"n_failures": 2}')
+    outcome = RunOutcome(tmp_path, pd.DataFrame(rows), 10, 5, 0, [])
+    _report(outcome, quiet=False, seconds=75.0)
+    out = capsys.readouterr().out
+    _fits(out, tmp_path)
+    lines = out.strip().splitlines()
+    assert len(lines) <= 6
+    flat = " ".join(out.split())
+    assert flat.startswith(
+        f"{tmp_path.name}: 126 rows (42 cells × 3 models), 2 failed utterance(s), 0 errored cell(s), 75.0 s"
+    )
+    assert lines[-1] == f"next: interbias report {tmp_path}"
+
+
+def test_numbers_have_one_format_everywhere() -> None:
+    """Counts as integers, p-values as < 0.001, no negative zero, in tables, sentences and LaTeX."""
+    from interbias.analysis.headline import num, span
+    from interbias.analysis.latex import number
+    from interbias.analysis.numbers import format_value
+
+    assert format_value(4648.0, "speakers_per_stratum_needed") == "4648"
+    assert format_value(12.0, "n_target") == "12" and format_value(6.5, "target_trials_per_speaker") == "6.500"
+    assert format_value(-0.00004, "estimate") == "0.000" and format_value(-0.0123, "estimate") == "-0.012"
+    assert format_value(0.00002, "p_adjusted") == "< 0.001" and format_value(0.0421, "p_value") == "0.042"
+    assert format_value(float("nan"), "lo") == "" and format_value(float("inf"), "n_boot") == "inf"
+    assert num(-0.0001, sign=True) == "+0.000" and num(-0.0001) == "0.000" and num(float("nan")) == "n/a"
+    assert span(-0.02, 0.0001) == "[-0.020, +0.000]"
+    assert number(-0.0001) == "$0.000$" and number(-0.25) == "$-0.250$"
