@@ -7,7 +7,7 @@ import pytest
 from conftest import tiny_experiment
 
 from interbias.experiments.schema import load_experiment
-from interbias.trials.sampler import TrialList, _triangular, draw_trials
+from interbias.trials.sampler import _triangular, draw_trials
 from interbias.utils.errors import TrialError
 
 
@@ -39,9 +39,17 @@ def test_draw_is_balanced_matched_and_deterministic(tmp_path: Path, tiny_corpus)
 
 
 def test_roundtrip_and_hash_check(tmp_path: Path, tiny_corpus) -> None:
+    from interbias.run.rundir import TRIALS, RunDir
+
     tl = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus)
-    tl.write(tmp_path / "run")
-    assert TrialList.read(tmp_path / "run").sha256 == tl.sha256
+    (tmp_path / "run").mkdir()
+    run = RunDir(tmp_path / "run")
+    run.write_trials(tl)
+    back = run.read_trials()
+    assert back.sha256 == tl.sha256 and back.frame.equals(tl.frame)
+    tl.frame.iloc[:-1].to_parquet(run.file(TRIALS))  # one trial lost on disk
+    with pytest.raises(TrialError, match="do not match the sha256"):
+        run.read_trials()
 
 
 def test_different_seed_different_draw(tmp_path: Path, tiny_corpus) -> None:

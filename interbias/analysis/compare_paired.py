@@ -171,9 +171,11 @@ def _tost(d: float, se: float, margin: float) -> float:
 
 
 def _run_dir(path: Path) -> Path:
+    from interbias.run.rundir import RunDir
+
     path = Path(path)
     folder = path if path.is_dir() else path.parent
-    if not (folder / "trials.parquet").is_file() or not (folder / "scores").is_dir():
+    if not RunDir(folder).has_scores:
         raise AnalysisError(
             f"{path}: --paired needs a run directory with per-trial scores (scores/ and trials.parquet); "
             "compare results files without scores with --tolerance"
@@ -193,18 +195,18 @@ def compare_paired(
 ) -> PairedComparison:
     """The paired comparison of two run directories (or their results.csv) on one trial list."""
     from interbias.analysis import read_results
-    from interbias.run.rundir import RunDir
+    from interbias.run.rundir import RESULTS, RunDir
 
     _check(metrics or ("eer",), margin, equivalence, alpha, n_boot)
     runs = [RunDir(_run_dir(p)) for p in (base, new)]
-    res = [read_results(r.path / "results.csv", required=(*KEY, "trials_sha256")).set_index(list(KEY)) for r in runs]
+    res = [read_results(r.file(RESULTS), required=(*KEY, "trials_sha256")).set_index(list(KEY)) for r in runs]
     shas = {str(s) for frame in res for s in frame["trials_sha256"]}
     if len(shas) != 1:
         raise AnalysisError(
             f"--paired needs one trial list: the runs' trials_sha256 differ ({', '.join(sorted(shas))}); "
             "compare them with --tolerance"
         )
-    trials = pd.read_parquet(runs[0].path / "trials.parquet")
+    trials = runs[0].read_trials().frame
     common = res[0].index.intersection(res[1].index, sort=False)
     paired = [_paired_row(runs, trials, key) for key in common]
     metrics = metrics or tuple(m for m in ("eer", "min_dcf") if m in res[0].columns and m in res[1].columns)

@@ -61,7 +61,9 @@ def findings_stamp(a: Analysis) -> dict[str, object]:
     from dataclasses import asdict
 
     opts = asdict(a.options)
-    path = a.run.path / "results.csv"
+    from interbias.run.rundir import RESULTS
+
+    path = a.run.file(RESULTS)
     sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
     return {**{k: opts[k] for k in FINDINGS_KEYS}, "results_sha256": sha}
 

@@ -123,10 +123,12 @@ def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool, 
     if as_json:
         typer.echo(report.to_json())
     elif not quiet:
-        where = "fairness_groups.csv" if out is not None else "--out DIR writes fairness_groups.csv"
+        from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
+
+        where = FAIRNESS_GROUPS if out is not None else f"--out DIR writes {FAIRNESS_GROUPS}"
         title = f"groups at the threshold (positive class: {report.positive})"
         print_frame(report.groups, title, _first(GROUP_TABLE, GROUP_FIRST, wide), wide=wide, full=where)
-        where = "fairness.csv" if out is not None else "--out DIR writes fairness.csv"
+        where = FAIRNESS if out is not None else f"--out DIR writes {FAIRNESS}"
         title = "group differences (Holm across the report)"
         print_frame(report.comparisons, title, _first(COMPARISON_TABLE, COMPARISON_FIRST, wide), wide=wide, full=where)
         echo_wrapped(report.family, wide=wide)

@@ -149,7 +149,8 @@ class RunDir:
         atomic.write_text(self.file(EXPERIMENT), json.dumps(exp.resolved(), indent=2, sort_keys=True) + "\n")
 
     def write_trials(self, trials: TrialList) -> None:
-        trials.write(self.path)
+        atomic.write_parquet(self.file(TRIALS), trials.frame)
+        atomic.write_text(self.file(TRIALS_META), json.dumps(trials.meta(), indent=2, sort_keys=True) + "\n")
 
     def write_cell(self, model: str, cell: str, scores: pd.DataFrame, record: dict[str, Any]) -> None:
         """A cell's per-trial scores, then its completion record (written last: it marks the cell done)."""
@@ -209,7 +210,8 @@ class RunDir:
     def read_trials(self) -> TrialList:
         from interbias.trials.sampler import TrialList
 
-        return TrialList.read(self.path)
+        meta = json.loads(self.file(TRIALS_META).read_text())
+        return TrialList.from_meta(pd.read_parquet(self.file(TRIALS)), meta, str(self.file(TRIALS)))
 
     def read_results(self, **kwargs: Any) -> pd.DataFrame:
         return pd.read_csv(self.file(RESULTS), **kwargs)

@@ -15,9 +15,7 @@ manifest entries, each trial assigned to the stratum its two utterances' attribu
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +24,6 @@ import pandas as pd
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import Experiment, Stratum
 from interbias.trials.speaker_budget import keep_speakers, split_speakers_per_stratum
-from interbias.utils import atomic
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import derive_rng, derive_seed
 
@@ -88,26 +85,25 @@ class TrialList:
     def utterance_ids(self) -> set[str]:
         return set(self.frame["enrol"]) | set(self.frame["test"])
 
-    def write(self, directory: Path) -> None:
-        atomic.write_parquet(directory / "trials.parquet", self.frame)
-        meta = {
+    def meta(self) -> dict[str, Any]:
+        """What the run directory stores beside the frame: the sha256, source, counts, strata and info."""
+        return {
             "sha256": self.sha256,
             "source": self.source,
             "n_trials": len(self.frame),
             "strata": {k: asdict(v) for k, v in self.strata.items()},
             **self.info,
         }
-        atomic.write_text(directory / "trials.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def read(cls, directory: Path) -> TrialList:
-        frame = pd.read_parquet(directory / "trials.parquet")
-        meta = json.loads((directory / "trials.json").read_text())
+    def from_meta(cls, frame: pd.DataFrame, meta: dict[str, Any], where: str) -> TrialList:
+        """The list from its frame and :meth:`meta`; a :class:`TrialError` naming ``where`` when
+        the frame does not match the recorded sha256 (the run directory reads both files)."""
         strata = {k: StratumStats(**v) for k, v in meta.get("strata", {}).items()}
         info = {k: v for k, v in meta.items() if k not in ("sha256", "source", "n_trials", "strata")}
         tl = cls(frame, strata, meta.get("source", "sampled"), info)
         if tl.sha256 != meta["sha256"]:
-            raise TrialError(f"{directory}/trials.parquet does not match the sha256 in trials.json")
+            raise TrialError(f"{where}: the trials do not match the sha256 recorded beside them")
         return tl
 
 
