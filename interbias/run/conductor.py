@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from interbias.embedding.cache import EmbeddingCache
 from interbias.embedding.executors import make_executor
-from interbias.embedding.stage import Embedder, chains_for_cells
+from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder, load_encoders
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
@@ -133,10 +134,17 @@ def _find_work(ctx: RunContext) -> RunWork:
         max_failure_share=ctx.options.max_failure_share,
         run_id=ctx.run_id,
         reporter=ctx.reporter,
+        also_reuse=None
+        if ctx.cohort is None
+        else partial(
+            reuse_normalised,
+            run=ctx.run,
+            encoders=ctx.encoders,
+            spec=ctx.exp.scoring,
+            digest=cohort_digest(ctx.cohort, ctx.exp.scoring),
+        ),
     )
-    if ctx.cohort is not None:  # normalised rows: reuse finished ones, embed the cohort for the rest
-        reuse_normalised(work, ctx.run, ctx.encoders, ctx.exp.scoring, cohort_digest(ctx.cohort, ctx.exp.scoring))
-        work.items = chains_for_cells([c for c, _ in work.pending], ctx.trials.for_stratum)
+    if ctx.cohort is not None:  # the rows still to normalise need the cohort's vectors too
         add_cohort_items(work.items, [c for c, _ in work.pending], ctx.cohort, ctx.exp.scoring)
     return work
 

@@ -10,7 +10,7 @@ never scored again or lost)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,9 +101,12 @@ def find_work(
     max_failure_share: float,
     run_id: str,
     reporter: Reporter,
+    also_reuse: Callable[[RunWork], None] | None = None,
 ) -> RunWork:
     """Which cell × encoder pairs are finished (reused) and what the others need embedded
-    (``audio``: the digest of each stratum's audio, which a reusable record must match)."""
+    (``audio``: the digest of each stratum's audio, which a reusable record must match).
+    ``also_reuse`` edits the reuse decision before the counts and items are derived (the
+    normalised rows: a raw cell whose normalised row is stale goes back to pending)."""
     work = RunWork(cells, shas, audio, {}, [], [])
     finished: list[tuple[Cell, Encoder, dict[str, Any]]] = []
     for enc in encoders:
@@ -125,6 +128,8 @@ def find_work(
             "written: " + ", ".join(f"{c} / {m}" for m, c in work.previous)
         )
     work.reused = len(work.rows)
+    if also_reuse is not None:
+        also_reuse(work)
     work.ahead = (  # the embedding stage adds what it has to compute, on the same line
         f"run {run_id}: {len(trials.frame)} trials, {len(cells)} cells × {len(encoders)} "
         f"encoder{'' if len(encoders) == 1 else 's'}: "
