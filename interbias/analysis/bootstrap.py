@@ -14,8 +14,14 @@ Trial unit. Within each stratum × label, trials are redrawn with replacement (s
 every cell of that stratum uses the same redraw. It treats trials as independent, which they
 are not when speakers repeat: it is there to show how much that understates uncertainty.
 
-Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial unit also
+Non-target unit (internal: the variance correction of :mod:`interbias.analysis.effects`). Target
+trials keep weight 1; within each stratum the non-target trials are redrawn with replacement,
+the same redraw for every cell. Its variance measures the pair-level (non-target residual) part
+of an effect's variance, which the speaker unit counts about three times (Owen 2007).
+
+Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial units also
 the stratum and label), so each replicate is reproducible on its own and independent of order.
+An interval needs at least ``MIN_BOOT`` replicates (:func:`check_replicates`).
 """
 
 from __future__ import annotations
@@ -30,12 +36,16 @@ import pandas as pd
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng, derive_seed
 
-Unit = Literal["speaker", "trial"]
+Unit = Literal["speaker", "trial", "nontarget"]
+#: Units a user chooses (``--unit``); ``nontarget`` is the correction's own.
 UNITS: tuple[str, ...] = ("speaker", "trial")
+#: Fewest replicates from which an interval, SE or p-value is computed (``--bootstrap``).
+MIN_BOOT = 50
 SPEAKER_RULE = (
     "speakers resampled with replacement within blocks of speakers sharing the same strata; "
     "trial multiplicity = product of its distinct speakers' counts (target: c_s; non-target: c_e*c_t)"
 )
+NONTARGET_RULE = "non-target trials resampled with replacement within stratum; target trials fixed"
 TRIAL_RULE = "trials resampled with replacement within stratum x label (ignores speaker clustering)"
 
 
@@ -96,7 +106,7 @@ class Resampler:
     """Bootstrap trial weights for a :class:`TrialDesign`, computed lazily per set of trials."""
 
     def __init__(self, design: TrialDesign, *, n_boot: int, seed: int = 0, unit: str = "speaker") -> None:
-        if unit not in UNITS:
+        if unit not in (*UNITS, "nontarget"):
             raise AnalysisError(f"bootstrap unit {unit!r}: valid: {', '.join(UNITS)}")
         if n_boot < 1:
             raise AnalysisError(f"--bootstrap must be a positive number of replicates, got {n_boot}")
@@ -106,7 +116,7 @@ class Resampler:
 
     @property
     def rule(self) -> str:
-        return SPEAKER_RULE if self.unit == "speaker" else TRIAL_RULE
+        return {"speaker": SPEAKER_RULE, "trial": TRIAL_RULE}.get(self.unit, NONTARGET_RULE)
 
     def replicate_seeds(self) -> list[int]:
         """The seed of each replicate (speaker unit), derived from the master seed."""
@@ -143,9 +153,9 @@ class Resampler:
             c = self.speaker_counts()
             e, t = d.enrol[rows], d.test[rows]
             return np.where(e == t, c[:, e], c[:, e] * c[:, t]).astype(np.float64)
-        out = np.zeros((self.n_boot, len(rows)))
+        out = np.zeros((self.n_boot, len(rows))) if self.unit == "trial" else np.ones((self.n_boot, len(rows)))
         for st in np.unique(d.stratum[rows]):
-            for lab in (False, True):
+            for lab in (False, True) if self.unit == "trial" else (False,):
                 pool = np.flatnonzero((d.stratum == st) & (d.label == lab))
                 sel = np.flatnonzero((d.stratum[rows] == st) & (d.label[rows] == lab))
                 if len(sel) == 0:
@@ -153,6 +163,15 @@ class Resampler:
                 pos = np.searchsorted(pool, rows[sel])
                 out[:, sel] = self._trial_counts_for(st, lab)[:, pos]
         return out
+
+
+def check_replicates(n_boot: int) -> int:
+    """``n_boot`` itself when it is 0 (no bootstrap) or at least ``MIN_BOOT``; else an error."""
+    if n_boot != 0 and not n_boot >= MIN_BOOT:
+        raise AnalysisError(
+            f"--bootstrap {n_boot}: an interval needs at least {MIN_BOOT} replicates (1000 is usual); 0 skips the bootstrap"
+        )
+    return n_boot
 
 
 def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

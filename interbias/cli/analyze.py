@@ -33,6 +33,20 @@ AdjustOpt = Annotated[
         "(family-wise error), bh (false discovery rate) or none."
     ),
 ]
+DesignOpt = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-design",
+        help="corrected: speaker bootstrap with its pair-variance correction (SE matches the sampling SD); "
+        "speaker: the plain speaker bootstrap (conservative, for comparison).",
+    ),
+]
+SimpleOpt = Annotated[
+    bool,
+    typer.Option(
+        "--simple", help="Also report simple effects (one factor within one setting of the others), outside the family."
+    ),
+]
 GroupOpt = Annotated[
     str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
 ]
@@ -70,12 +84,29 @@ def analyze(
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
     adjust: AdjustOpt = "holm",
+    bootstrap_design: DesignOpt = "corrected",
+    simple: SimpleOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
 ) -> None:
     """Contrasts (IE, NLI), summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
+    from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse, write_tables
 
-    opts = Options(metric, bootstrap, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust)
+    check_replicates(bootstrap)
+    opts = Options(
+        metric,
+        bootstrap,
+        seed,
+        unit,
+        ci_level,
+        permutations,
+        tolerance,
+        gap_floor,
+        group_factor,
+        adjust,
+        bootstrap_design,
+        simple,
+    )
     a = analyse(results, opts, Reporter(quiet=quiet))
     folder = out or (results if results.is_dir() else results.parent)
     paths = write_tables(a, folder) + _findings(a, folder)

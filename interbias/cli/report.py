@@ -8,7 +8,18 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import AdjustOpt, FloorOpt, GroupOpt, MetricOpt, PermOpt, SeedOpt, TolOpt, UnitOpt
+from interbias.cli.analyze import (
+    AdjustOpt,
+    DesignOpt,
+    FloorOpt,
+    GroupOpt,
+    MetricOpt,
+    PermOpt,
+    SeedOpt,
+    SimpleOpt,
+    TolOpt,
+    UnitOpt,
+)
 
 #: Replicates used when --bootstrap is not given and the run has per-trial scores.
 DEFAULT_BOOT = 1000
@@ -31,6 +42,8 @@ def report(
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
     adjust: AdjustOpt = "holm",
+    bootstrap_design: DesignOpt = "corrected",
+    simple: SimpleOpt = False,
     geometry: Annotated[
         Path | None,
         typer.Option(
@@ -47,6 +60,7 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
+    from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
     from interbias.analysis.scored_run import ScoredRun
@@ -56,7 +70,20 @@ def report(
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
     n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if ScoredRun.open(run_dir).has_scores else 0)
-    opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust)
+    opts = Options(
+        metric,
+        check_replicates(n_boot),
+        seed,
+        unit,
+        0.95,
+        permutations,
+        tolerance,
+        gap_floor,
+        group_factor,
+        adjust,
+        bootstrap_design,
+        simple,
+    )
     a = analyse(run_dir, opts)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
