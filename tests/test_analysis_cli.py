@@ -72,7 +72,7 @@ def test_bootstrap_without_scores_says_so(tiny_run: Path, tmp_path: Path) -> Non
     shutil.copy(tiny_run / "results.csv", tmp_path / "results.csv")
     res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--quiet"])
     assert res.exit_code == 0 and (tmp_path / "gaps.csv").is_file() and not (tmp_path / "cell_ci.csv").exists()
-    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--bootstrap", "10"])
+    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--bootstrap", "50"])
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: bootstrap CIs need per-trial scores: no trials.parquet and scores/ beside the results in {tmp_path} "
@@ -88,13 +88,13 @@ def test_scores_that_do_not_reproduce_results_are_refused(tiny_run: Path, tmp_pa
     scores = pd.read_parquet(path)
     scores["score"] = -scores["score"]
     scores.to_parquet(path)
-    res = runner.invoke(app, ["analyze", str(copy), "--bootstrap", "5", "--quiet"])
+    res = runner.invoke(app, ["analyze", str(copy), "--bootstrap", "50", "--quiet"])
     assert res.exit_code == 1
     assert re.match(rf"error: scores of mfcc-stats / {re.escape(row.cell)} give eer \S+, results.csv says", res.output)
 
 
 def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "40"])
+    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "50"])
     assert res.exit_code == 0, res.output
     assert "4 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap
     page = (tmp_path / "report.html").read_text()
@@ -103,7 +103,7 @@ def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path
     for _, data in figures:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing external
-    for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=40 speaker-level"):
+    for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=50 speaker-level"):
         assert needle in page
     md = (tmp_path / "report.md").read_text()
     for name in re.findall(r"\]\((report_figures/[^)]+\.png)\)", md):
@@ -174,3 +174,13 @@ def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> Non
     assert (
         res.output == f"error: --geometry {tmp_path}: no geometry.csv there (run interbias geometry --out {tmp_path})\n"
     )
+
+
+def test_a_bootstrap_below_the_minimum_is_refused(tiny_run: Path, tmp_path: Path) -> None:
+    """--bootstrap 1 used to print a '95 % interval' excluding its own estimate."""
+    for cmd in ("analyze", "report"):
+        res = runner.invoke(app, [cmd, str(tiny_run), "--bootstrap", "1", "--out", str(tmp_path)])
+        assert res.exit_code == 1
+        assert res.output.strip() == (
+            "error: --bootstrap 1: an interval needs at least 50 replicates (1000 is usual); 0 skips the bootstrap"
+        )

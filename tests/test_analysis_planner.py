@@ -59,7 +59,7 @@ def test_settings_and_needed_speakers_by_hand() -> None:
 
 def test_plan_of_a_pilot_run(tmp_path: Path) -> None:
     run = _pilot(tmp_path / "run", 12)
-    a = analyse(run, Options(n_boot=200))
+    a = analyse(run, Options(n_boot=200, design="speaker"))  # the plain speaker-bootstrap SE
     plan = planner.plan(a, planner.Settings(effect=0.05))
     assert len(plan) == 1
     row = plan.iloc[0]

@@ -6,7 +6,8 @@ Every effect is a linear combination Σ coefficient·M(cell) of one experiment �
 * ``main``: factor F at level l against its reference, **averaged with equal weight over every
   setting of all the other factors** of the grid (the group factor included):
   mean_s [M(F = l, s) − M(F = ref, s)]. For the group factor itself this is the averaged gap
-  (group level − reference group, averaged over every condition). Label:
+  (group level − reference group, averaged over every condition; a grid with the group factor
+  alone has no main effect, its one gap is that effect). Label:
   "main F=l − F=ref (averaged over G, …)";
 * ``simple``: F = l against F = ref at one setting s of the other factors (one term of the
   average above); not for the group factor (those are the gaps). Only with ``simple=True``;
@@ -127,6 +128,8 @@ def _one_factor(g: Grid, group: str | None, simple: bool) -> list[Effect]:
         settings = list(itertools.product(*[g.levels[g.slots[j]] for j in others]))
         ref = g.ref[slot]
         over = ", ".join(names[j] for j in others)
+        if names[i] == group and not others:
+            continue  # the group factor alone: its main effect is the gap
         for lv in [v for v in g.levels[slot] if v != ref]:
             pairs = [
                 (

@@ -162,7 +162,8 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
         [math.ceil(n * n_per) if np.isfinite(n) else math.nan for n in need], index=out.index, dtype=float
     )
     ok = np.isfinite(se.to_numpy()) & (se.to_numpy() > 0)
-    out["note"] = np.where(ok, "", "no bootstrap spread: cannot be planned")
+    why = out["note"].where(out["note"] != "", "no bootstrap spread")
+    out["note"] = np.where(ok, out["note"], why + ": cannot be planned")
     for k, v in a.replicates.stamp().items():
         out[k] = v
     return out
