@@ -167,7 +167,7 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     # only the reference level measured: no effect at all, still no crash
     single = pattern_run(tmp_path / "single", 6, {"A": {"clean": "third"}})
     for cmd in ("report", "analyze", "plan"):
-        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "20"])
+        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "50"])
         assert res.exit_code == 0, (cmd, res.output, res.exception)
     assert "no effect could be planned" in res.output and pd.read_csv(single / "plan.csv").empty
 
