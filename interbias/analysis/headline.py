@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.effects import KINDS, order
-from interbias.analysis.multiplicity import DESCRIPTION, P_VALUE_RULE
+from interbias.analysis.effects import KINDS, SKEWED, order
+from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
@@ -54,13 +54,13 @@ def sentence(r: object, metric: str, pct: str) -> str:
     """One effect as a sentence: what changed, from what to what, by how much, how sure."""
     g = r.__getattribute__
     m, est = g("model"), float(g("estimate"))
-    where = f" in {g('group')}" if g("kind") == "main" and g("group") else ""
+    where = f" at {g('group')}" if g("kind") in ("main", "simple") and g("group") else ""
     ci = f"{pct} CI {_span(g('lo'), g('hi'), metric)}; simultaneous {_span(g('lo_simultaneous'), g('hi_simultaneous'), metric)}"
     tail = f"({_diff(est, metric)}, {ci}; adjusted p {_p(float(g('p_adjusted')))})"
     a, b = _value(float(g("value_from")), metric), _value(float(g("value_to")), metric)
     verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
     name = metric.upper() if metric in PERCENT else metric
-    if g("kind") == "main":
+    if g("kind") in ("main", "simple"):
         return f"{g('condition')}{where} {verb} {m} {name} from {a} to {b} {tail}."
     if g("kind") == "gap":
         word = "higher" if est > 0 else "lower"
@@ -73,12 +73,21 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
     """The declared family per experiment, the p-value, the adjustment and what resolved means."""
     parts = []
     for exp, grp in frame.groupby("experiment", sort=False):
-        kinds = ", ".join(f"{int((grp['kind'] == k).sum())} {k}" for k in KINDS if (grp["kind"] == k).any())
-        parts.append(f"{exp}: {len(grp)} effects ({kinds}) over {grp['model'].nunique()} model(s)")
+        fam = grp[grp["test_family"] == "confirmatory"]
+        kinds = ", ".join(f"{int((fam['kind'] == k).sum())} {k}" for k in KINDS if (fam["kind"] == k).any())
+        extra = [
+            f"{int((grp['test_family'] == 'simple').sum())} simple effect(s) outside it, adjusted among themselves"
+        ]
+        out = grp[grp["test_family"] == "left out"]
+        extra.append(f"{len(out)} left out: {out['note'].iloc[0]}" if len(out) else "")
+        tail = "".join(f"; {e}" for e in extra if e and not e.startswith("0 "))
+        parts.append(f"{exp}: {len(fam)} effects ({kinds}) over {grp['model'].nunique()} model(s){tail}")
+    rule = P_VALUE_RULE if metric not in SKEWED else BC_RULE
     return (
-        f"Family: every effect of one experiment ({'; '.join(parts) or 'no effects'}). p-values: {P_VALUE_RULE}; "
+        f"Family: every effect of one experiment ({'; '.join(parts) or 'no effects'}); a main effect is averaged over "
+        f"the other factors' levels with equal weight per setting. p-values: {rule}; "
         f"adjustment: {DESCRIPTION[adjustment]} over the family; resolved: adjusted p < {alpha:g}. Effects in "
-        f"{metric}; {pct} speaker-bootstrap percentile intervals, with Bonferroni-level simultaneous intervals beside. "
+        f"{metric}; {pct} intervals, with Bonferroni-level simultaneous intervals beside. "
         f"MDE: the smallest effect this run detects with power {HEADLINE_POWER:g} at the per-effect level (see interbias plan)."
     )
 
@@ -107,6 +116,9 @@ def headline(a: Analysis) -> Headline:
         for r in grp[grp["resolved"]].itertuples(index=False):
             lines.append("  " + sentence(r, metric, pct))
         for r in grp[~grp["resolved"]].itertuples(index=False):
+            if not (r.se == r.se and r.lo == r.lo):  # NaN: no interval, never a number in its place
+                lines.append(f"  unresolved: {r.effect}: {_fmt(r.estimate)}, no interval ({r.note})")
+                continue
             lines.append(
                 f"  unresolved: {r.effect}: {_fmt(r.estimate)} [{_fmt(r.lo)}, {_fmt(r.hi)}], "
                 f"adjusted p {_p(r.p_adjusted)}, MDE {r.mde:.4f}"

@@ -43,7 +43,14 @@ DESCRIPTION = {
 }
 #: An SE below this (metric units) is rounding noise of replicates that do not move: 0.
 SE_FLOOR = 1e-12
-P_VALUE_RULE = "two-sided Wald test with the speaker-bootstrap SE: p = 2(1 - Phi(|estimate| / SE))"
+P_VALUE_RULE = (
+    "two-sided Wald test, p = 2(1 - Phi(|estimate| / SE)), interval estimate +/- z*SE, SE from the speaker bootstrap "
+    "(corrected for the non-target pairs' variance unless --bootstrap-design speaker)"
+)
+BC_RULE = (
+    "bias-corrected percentile interval of the speaker-bootstrap replicates (shrunk to the corrected SE unless "
+    "--bootstrap-design speaker) and the two-sided p-value that inverts it"
+)
 
 
 def check_method(method: str) -> str:
