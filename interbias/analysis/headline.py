@@ -141,7 +141,8 @@ def cell_pivot(a: Analysis) -> pd.DataFrame:
         text = f"{v:.4f}"
         if ci is not None:
             c = ci.loc[(r.experiment, r.model, r.cell)]
-            text += f" [{float(c['lo']):.4f}, {float(c['hi']):.4f}]"
+            lo, hi = float(c["lo"]), float(c["hi"])
+            text += f" [{lo:.4f}, {hi:.4f}]" if hi > lo else " (no interval: the replicates do not vary)"
         rows.setdefault((r.experiment, r.cell), {})[r.model] = text
     models = list(dict.fromkeys(frame["model"]))
     out = [{"experiment": e, "cell": c, **{m: vals.get(m, "missing") for m in models}} for (e, c), vals in rows.items()]

@@ -116,8 +116,9 @@ def bc_interval(estimate: float, replicates: np.ndarray, scale: float, levels: t
     ties counted half, kept within [0.5/B, 1 − 0.5/B]); the interval at level L is the quantiles
     of θ' at Φ(2z₀ ∓ z_{(1+L)/2}). p = 2·min(Φ(w − 2z₀), 1 − Φ(w − 2z₀)) with w = Φ⁻¹(G(0)) and G
     the replicates' CDF read the way the quantiles are (linear interpolation), so an interval
-    at level L excludes 0 exactly when p < 1 − L; 0 beyond every replicate gives p = 0 (below the
-    bootstrap's resolution; a replicate equal to 0 at either end reads as G(0) = 0.5/B or 1 − 0.5/B)."""
+    at level L excludes 0 exactly when p < 1 − L (replicates equal to 0: G(0) is the last of
+    their positions for the lower side, the first for the upper); 0 beyond every replicate
+    gives p = 0 (below the bootstrap's resolution)."""
     nd = NormalDist()
     r = np.asarray(replicates, dtype=np.float64)
     r = np.sort(estimate + scale * (r[np.isfinite(r)] - estimate))
@@ -133,9 +134,24 @@ def bc_interval(estimate: float, replicates: np.ndarray, scale: float, levels: t
         bounds.append((float(q[0]), float(q[1])))
     if r[0] > 0 or r[-1] < 0:
         return bounds, 0.0
-    g0 = min(max(float(np.interp(0.0, r, np.arange(n))) / (n - 1), 0.5 / n), 1 - 0.5 / n)
-    t = nd.cdf(nd.inv_cdf(g0) - 2 * z0)
-    return bounds, float(min(1.0, 2 * min(t, 1 - t)))
+    lo_pos, hi_pos = _positions(r)
+    t_low, t_up = (_shifted(nd, h / (n - 1), z0) for h in (hi_pos, lo_pos))
+    return bounds, float(min(1.0, 2 * min(t_low, 1 - t_up)))
+
+
+def _shifted(nd: NormalDist, g: float, z0: float) -> float:
+    """Φ(Φ⁻¹(g) − 2z₀), with g = 0 and g = 1 mapped to 0 and 1."""
+    return 0.0 if g <= 0 else (1.0 if g >= 1 else nd.cdf(nd.inv_cdf(g) - 2 * z0))
+
+
+def _positions(r: np.ndarray) -> tuple[float, float]:
+    """(first, last) position h at which the linear-interpolation quantile of sorted ``r`` at
+    q = h / (len − 1) equals 0 (one position unless replicates equal 0)."""
+    left, right = int(np.searchsorted(r, 0.0, "left")), int(np.searchsorted(r, 0.0, "right"))
+    if left < right:
+        return float(left), float(right - 1)
+    pos = left - 1 + (0.0 - r[left - 1]) / (r[left] - r[left - 1])
+    return pos, pos
 
 
 def simultaneous_halfwidth(se: np.ndarray, alpha: float, m: int) -> np.ndarray:

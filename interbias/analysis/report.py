@@ -294,7 +294,8 @@ def _findings(a: Analysis, rep: Report) -> None:
             res, unres = grp[grp["resolved"]], grp[~grp["resolved"]]
             line = next(x for x in h.lines if x.startswith(f"{model}: ") and "effect(s) resolved" in x)
             rep.para(line)
-            for kind, word in (("main", "Main effects"), ("interaction", "Interactions"), ("gap", "Subgroup gaps")):
+            kinds = (("main", "Main effects"), ("simple", "Simple effects (outside the family)"))
+            for kind, word in (*kinds, ("interaction", "Interactions"), ("gap", "Subgroup gaps")):
                 part = res[res["kind"] == kind]
                 if len(part):
                     rep.para(
@@ -307,7 +308,8 @@ def _findings(a: Analysis, rep: Report) -> None:
                     "the speakers per stratum a run would need to detect 0.01:"
                 )
                 need = unres["speakers_per_stratum_needed"].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
-                rep.table(unres.assign(speakers_per_stratum_needed=need), [*_EFFECT_COLS, "mde", need.name])
+                notes = ["note"] if (unres["note"].fillna("") != "").any() else []  # e.g. "no interval (why)"
+                rep.table(unres.assign(speakers_per_stratum_needed=need), [*_EFFECT_COLS, "mde", need.name, *notes])
     rep.heading("Results per cell")
     ci = f" [{a.replicates.pct} interval]" if a.replicates is not None else ""
     rep.para(f"{a.options.metric}{ci} per cell (rows) and model (columns).")
