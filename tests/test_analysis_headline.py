@@ -81,7 +81,7 @@ def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
 
 
 def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "50", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("findings:\nFamily: every effect of one experiment")  # progress lines go to stderr
     f = pd.read_csv(tmp_path / "findings.csv")
@@ -92,7 +92,7 @@ def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path
 
 
 def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path), "--bootstrap", "50"])
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     n_fig = int(res.output.split(" figure(s)")[0].split()[-1])
     page = Page()
@@ -143,7 +143,7 @@ def test_adjust_none_keeps_raw_p_and_unknown_method_is_one_line(run: Path, tmp_p
     bh = headline(analyse(run, Options(n_boot=100, adjust="bh"))).findings
     holm = headline(analyse(run, Options(n_boot=100))).findings
     assert (bh.p_adjusted <= holm.p_adjusted + 1e-12).all()  # BH is never stricter than Holm
-    bad = runner.invoke(app, ["analyze", str(run), "--bootstrap", "50", "--adjust", "bonf", "--out", str(tmp_path)])
+    bad = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--adjust", "bonf", "--out", str(tmp_path)])
     assert bad.exit_code == 1 and bad.output.strip() == "error: --adjust 'bonf': valid: holm, bh, none"
 
 
@@ -151,7 +151,7 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     """A one-factor experiment (no interaction, no group): report, analyze --bootstrap and plan
     used to crash in the planner (an empty effects column of object type)."""
     run = pattern_run(tmp_path / "run", 6, {"A": {"clean": "perfect", "n10": "third"}})
-    for cmd in (["report", str(run), "--bootstrap", "50"], ["analyze", str(run), "--bootstrap", "50", "-q"]):
+    for cmd in (["report", str(run), "--bootstrap", "200"], ["analyze", str(run), "--bootstrap", "200", "-q"]):
         res = runner.invoke(app, cmd)
         assert res.exit_code == 0, (cmd, res.output, res.exception)
     res = runner.invoke(app, ["plan", str(run), "--bootstrap", "20"])
@@ -167,7 +167,7 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     # only the reference level measured: no effect at all, still no crash
     single = pattern_run(tmp_path / "single", 6, {"A": {"clean": "third"}})
     for cmd in ("report", "analyze", "plan"):
-        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "50"])
+        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "200"])
         assert res.exit_code == 0, (cmd, res.output, res.exception)
     assert "no effect could be planned" in res.output and pd.read_csv(single / "plan.csv").empty
 

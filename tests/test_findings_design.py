@@ -156,7 +156,7 @@ def test_simple_effects_come_on_request_outside_the_family(run: Path) -> None:
 
 def test_zero_spread_shows_no_interval_on_the_console_and_in_the_report(tmp_path: Path) -> None:
     folder = pattern_run(tmp_path / "run", 6, {"A": {"clean": "perfect", "n10": "third"}})
-    res = CliRunner().invoke(app, ["analyze", str(folder), "--bootstrap", "50", "--out", str(tmp_path / "a")])
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--bootstrap", "200", "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     line = [x for x in res.output.splitlines() if "unresolved: main noise=n10" in x][0]
     assert line == (
@@ -164,7 +164,7 @@ def test_zero_spread_shows_no_interval_on_the_console_and_in_the_report(tmp_path
         "do not vary (too few speakers per stratum): cannot be planned)"
     )
     assert "MDE 0.0000" not in res.output and "+0.0000, +0.0000" not in res.output
-    res = CliRunner().invoke(app, ["report", str(folder), "--bootstrap", "50", "--out", str(tmp_path / "r")])
+    res = CliRunner().invoke(app, ["report", str(folder), "--bootstrap", "200", "--out", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r" / "report.md").read_text()
     found = md.split("## Findings", 1)[1].split("\n## ", 1)[0]

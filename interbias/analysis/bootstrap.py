@@ -41,6 +41,9 @@ Unit = Literal["speaker", "trial", "nontarget"]
 UNITS: tuple[str, ...] = ("speaker", "trial")
 #: Fewest replicates from which an interval, SE or p-value is computed (``--bootstrap``).
 MIN_BOOT = 50
+#: The same for the corrected design (:mod:`interbias.analysis.effects`): with fewer, the noise of
+#: its difference of variances makes p-values at Holm's levels too small.
+MIN_BOOT_CORRECTED = 200
 SPEAKER_RULE = (
     "speakers resampled with replacement within blocks of speakers sharing the same strata; "
     "trial multiplicity = product of its distinct speakers' counts (target: c_s; non-target: c_e*c_t)"
@@ -165,11 +168,14 @@ class Resampler:
         return out
 
 
-def check_replicates(n_boot: int) -> int:
-    """``n_boot`` itself when it is 0 (no bootstrap) or at least ``MIN_BOOT``; else an error."""
-    if n_boot != 0 and not n_boot >= MIN_BOOT:
+def check_replicates(n_boot: int, design: str = "speaker") -> int:
+    """``n_boot`` itself when it is 0 (no bootstrap) or at least ``MIN_BOOT`` (``MIN_BOOT_CORRECTED``
+    for the corrected design, whose SE is a difference of two bootstrap variances); else an error."""
+    need = MIN_BOOT_CORRECTED if design == "corrected" else MIN_BOOT
+    if n_boot != 0 and not n_boot >= need:
+        what = "the corrected design needs" if design == "corrected" else "an interval needs"
         raise AnalysisError(
-            f"--bootstrap {n_boot}: an interval needs at least {MIN_BOOT} replicates (1000 is usual); 0 skips the bootstrap"
+            f"--bootstrap {n_boot}: {what} at least {need} replicates (1000 is usual); 0 skips the bootstrap"
         )
     return n_boot
 

@@ -92,7 +92,7 @@ def analyze(
     from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse, write_tables
 
-    check_replicates(bootstrap)
+    check_replicates(bootstrap, bootstrap_design if unit == "speaker" else unit)
     opts = Options(
         metric,
         bootstrap,

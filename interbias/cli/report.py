@@ -72,7 +72,7 @@ def report(
     n_boot = bootstrap if bootstrap is not None else (DEFAULT_BOOT if ScoredRun.open(run_dir).has_scores else 0)
     opts = Options(
         metric,
-        check_replicates(n_boot),
+        check_replicates(n_boot, bootstrap_design if unit == "speaker" else unit),
         seed,
         unit,
         0.95,
