@@ -20,6 +20,7 @@ from interbias.analysis.contrasts import compute_contrasts
 from interbias.analysis.effects import Correction, collect, decide
 from interbias.analysis.gaps import compute_gaps
 from interbias.analysis.replicates import Replicates
+from interbias.analysis.suite import design_constants
 from interbias.metrics import verification as metrics
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.seeding import derive_rng
@@ -70,7 +71,10 @@ def simulate(r: int, *, n: int = 24, m: int = 12, n_boot: int = 100, rho: float 
                     }
                 )
     reps = Replicates("eer", "speaker", n_boot, r, 0.95, boot.rule, values)
-    correction = Correction(Replicates("eer", "nontarget", n_boot, r, 0.95, nt.rule, nt_values), float(n), float(m))
+    correction = Correction(
+        Replicates("eer", "nontarget", n_boot, r, 0.95, nt.rule, nt_values),
+        *design_constants(design, [np.flatnonzero(design.stratum == f"gender={g}") for g in GENDERS]),
+    )
     return pd.DataFrame(rows), reps, correction
 
 

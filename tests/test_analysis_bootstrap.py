@@ -214,8 +214,8 @@ def test_corrected_bootstrap_se_matches_the_sampling_sd_and_its_intervals_cover(
     design = TrialDesign.from_frame(trials)
     all_rows = np.arange(len(trials))
     weights = [Resampler(design, n_boot=BOOT, seed=1, unit=u).weights(all_rows) for u in ("speaker", "nontarget")]
-    n, k = design_constants(design, all_rows)
-    assert (n, k) == (24, 12)
+    n, k = design_constants(design, [np.flatnonzero(design.stratum == st) for st in STRATA])
+    assert (n, k) == (24, 11.5)  # 276 distinct pairs among 24 speakers: offsets 1..12, the 12th twice
     a, c = Correction(None, n, k).factors  # type: ignore[arg-type]
     truth = _truths()
     runs = [_one_run(derive_rng("test-bootstrap-corrected", i), trials, design, weights) for i in range(SIMS)]

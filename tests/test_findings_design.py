@@ -120,7 +120,7 @@ def test_main_effects_are_equal_weight_averages_with_the_corrected_se(run: Path)
 
     nt = bootstrap_cells(a.results, a.run, "eer", Resampler(a.run.design(), n_boot=200, seed=0, unit="nontarget"))
     v_s, v_n = np.var(combo(a.replicates.values), ddof=1), np.var(combo(nt.values), ddof=1)
-    n, k = 16, 8  # speakers per gender block; non-target trials per speaker
+    n, k = 16, 7.5  # speakers per gender block; distinct non-target pairs per speaker: (16·7 + 8) / 16
     se = math.sqrt(n / (n - 1) * v_s - (1 + (1 - 2 / k) / (1 - 1 / n)) * v_n)
     r = f.loc["main noise=n5 − noise=clean (averaged over gender)"]
     assert r.se == pytest.approx(se, rel=1e-9) and r.se_speaker == pytest.approx(math.sqrt(v_s), rel=1e-9)
@@ -129,14 +129,20 @@ def test_main_effects_are_equal_weight_averages_with_the_corrected_se(run: Path)
     assert plain.loc[r.name].se == pytest.approx(math.sqrt(v_s), rel=1e-9)
 
 
-def test_nontarget_weights_redraw_nontargets_within_strata_and_fix_targets(run: Path) -> None:
+def test_nontarget_weights_redraw_speaker_pairs_within_blocks_and_fix_targets(run: Path) -> None:
     a = analyse(run, Options())
     d = a.run.design()
     w = Resampler(d, n_boot=20, seed=3, unit="nontarget").weights(np.arange(len(d.trial_id)))
     assert (w[:, d.label] == 1).all()
-    for st in set(d.stratum.tolist()):
-        sel = (d.stratum == st) & ~d.label
-        assert (w[:, sel].sum(axis=1) == sel.sum()).all() and (w[:, sel] != 1).any()
+    pair = [frozenset(p) for p in zip(d.enrol.tolist(), d.test.tolist(), strict=True)]
+    for st in set(d.stratum.tolist()):  # one block per gender: pairs never cross strata here
+        first: dict[frozenset, int] = {}
+        for i in np.flatnonzero((d.stratum == st) & ~d.label):
+            if pair[i] in first:  # every trial of a pair carries the pair's count
+                assert (w[:, i] == w[:, first[pair[i]]]).all()
+            first.setdefault(pair[i], i)
+        counts = w[:, list(first.values())]
+        assert (counts.sum(axis=1) == len(first)).all() and (counts != 1).any()
 
 
 def test_simple_effects_come_on_request_outside_the_family(run: Path) -> None:

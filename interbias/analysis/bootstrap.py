@@ -15,8 +15,10 @@ every cell of that stratum uses the same redraw. It treats trials as independent
 are not when speakers repeat: it is there to show how much that understates uncertainty.
 
 Non-target unit (internal: the variance correction of :mod:`interbias.analysis.effects`). Target
-trials keep weight 1; within each stratum the non-target trials are redrawn with replacement,
-the same redraw for every cell. Its variance measures the pair-level (non-target residual) part
+trials keep weight 1; the distinct unordered speaker pairs {e, t} of the non-target trials are
+redrawn with replacement (within groups of pairs whose speakers come from the same two blocks,
+each group keeping its size), and every non-target trial of a pair takes its pair's count, the
+same in every cell and stratum. Its variance measures the pair-level (non-target residual) part
 of an effect's variance, which the speaker unit counts about three times (Owen 2007).
 
 Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial units also
@@ -48,7 +50,9 @@ SPEAKER_RULE = (
     "speakers resampled with replacement within blocks of speakers sharing the same strata; "
     "trial multiplicity = product of its distinct speakers' counts (target: c_s; non-target: c_e*c_t)"
 )
-NONTARGET_RULE = "non-target trials resampled with replacement within stratum; target trials fixed"
+NONTARGET_RULE = (
+    "distinct speaker pairs of the non-target trials resampled with replacement within block pairs; target trials fixed"
+)
 TRIAL_RULE = "trials resampled with replacement within stratum x label (ignores speaker clustering)"
 
 
@@ -116,6 +120,7 @@ class Resampler:
         self.design, self.n_boot, self.seed, self.unit = design, n_boot, seed, unit
         self._speaker_counts: np.ndarray | None = None
         self._trial_counts: dict[tuple[str, bool], np.ndarray] = {}
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def rule(self) -> str:
@@ -138,6 +143,29 @@ class Resampler:
             self._speaker_counts = counts
         return self._speaker_counts
 
+    def pair_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pair index of every design trial (−1 for targets), ``B × n_pairs`` resample counts)."""
+        if self._pairs is None:
+            d = self.design
+            block = np.zeros(len(d.speakers), dtype=np.int64)
+            for i, blk in enumerate(d.blocks()):
+                block[blk] = i
+            lo, hi = np.minimum(d.enrol, d.test), np.maximum(d.enrol, d.test)
+            non = ~d.label
+            keys, inv = np.unique(lo[non] * len(d.speakers) + hi[non], return_inverse=True)
+            pair = np.full(len(d.label), -1, dtype=np.int64)
+            pair[non] = inv
+            a, b = block[keys // len(d.speakers)], block[keys % len(d.speakers)]
+            group = np.minimum(a, b) * len(d.speakers) + np.maximum(a, b)
+            counts = np.zeros((self.n_boot, len(keys)), dtype=np.int64)
+            for g in np.unique(group):
+                idx = np.flatnonzero(group == g)
+                for r in range(self.n_boot):
+                    rng = derive_rng("bootstrap", self.unit, self.seed, r, int(g))
+                    counts[r, idx] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
+            self._pairs = (pair, counts)
+        return self._pairs
+
     def _trial_counts_for(self, stratum: str, label: bool) -> np.ndarray:
         key = (stratum, label)
         if key not in self._trial_counts:
@@ -156,9 +184,15 @@ class Resampler:
             c = self.speaker_counts()
             e, t = d.enrol[rows], d.test[rows]
             return np.where(e == t, c[:, e], c[:, e] * c[:, t]).astype(np.float64)
-        out = np.zeros((self.n_boot, len(rows))) if self.unit == "trial" else np.ones((self.n_boot, len(rows)))
+        if self.unit == "nontarget":
+            pair, counts = self.pair_counts()
+            out = np.ones((self.n_boot, len(rows)))
+            non = ~d.label[rows]
+            out[:, non] = counts[:, pair[rows[non]]]
+            return out
+        out = np.zeros((self.n_boot, len(rows)))
         for st in np.unique(d.stratum[rows]):
-            for lab in (False, True) if self.unit == "trial" else (False,):
+            for lab in (False, True):
                 pool = np.flatnonzero((d.stratum == st) & (d.label == lab))
                 sel = np.flatnonzero((d.stratum[rows] == st) & (d.label[rows] == lab))
                 if len(sel) == 0:

@@ -23,9 +23,10 @@ cells): shown, never tested. Resolved = adjusted p < α.
 
 Standard error (``se``). Design ``corrected`` (default, speaker unit): the speaker bootstrap
 counts the non-target pairs' own (residual) variance about three times; with V_S the speaker-
-bootstrap variance and V_N the variance under resampling non-target trials within strata,
+bootstrap variance and V_N the variance under resampling the non-target speaker pairs,
 SE² = n/(n − 1)·V_S − c·V_N, c = 1 + max(0, 1 − 2/k)/(1 − 1/n), n the harmonic mean of speakers per
-block and k non-target trials per speaker (docs/analysis.md derives and measures it). Design
+block and k the fewest distinct non-target pairs per speaker in a cell (docs/analysis.md derives
+and measures it). Design
 ``speaker``: SE² = V_S. A non-positive SE² (or replicates that do not move) gives no interval:
 NaN bounds, SE and p, and ``note`` says why. ``se_speaker`` = √V_S.
 
@@ -196,7 +197,7 @@ class Correction:
 
     replicates: Replicates
     n: float  # harmonic mean of speakers per block
-    k: float  # non-target trials per speaker
+    k: float  # distinct non-target speaker pairs per speaker (fewest over cells)
 
     @property
     def factors(self) -> tuple[float, float]:

@@ -149,13 +149,19 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     )
 
 
-def design_constants(design: TrialDesign, rows: np.ndarray) -> tuple[float, float]:
-    """(n, k) of the corrected SE: the harmonic mean of speakers per resampling block and the
-    non-target trials per speaker among the analysed trials (design positions ``rows``)."""
+def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float]:
+    """(n, k) of the corrected SE: the harmonic mean of speakers per resampling block, and the
+    fewest distinct non-target speaker pairs per speaker over the analysed cells (``cells``: each
+    cell's design positions; fewer pairs per speaker subtract less, the conservative side)."""
     sizes = [len(b) for b in design.blocks()]
     n = len(sizes) / sum(1.0 / s for s in sizes)
-    speakers = np.union1d(design.enrol[rows], design.test[rows])
-    return n, float((~design.label[rows]).sum()) / max(1, len(speakers))
+    per = []
+    for rows in cells:
+        non = rows[~design.label[rows]]
+        lo, hi = np.minimum(design.enrol[non], design.test[non]), np.maximum(design.enrol[non], design.test[non])
+        pairs = len(np.unique(lo * len(design.speakers) + hi))
+        per.append(pairs / max(1, len(np.union1d(lo, hi))))
+    return n, min(per, default=0.0)
 
 
 def _correction(results: pd.DataFrame, run: ScoredRun, options: Options, reporter: Reporter | None) -> Correction:
@@ -163,8 +169,8 @@ def _correction(results: pd.DataFrame, run: ScoredRun, options: Options, reporte
     nt = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit="nontarget")
     with (reporter or Reporter(quiet=True)).task("variance correction (non-target trials)", len(results)) as step:
         reps = bootstrap_cells(results, run, options.metric, nt, level=options.level, advance=step)
-    rows = np.unique(np.concatenate([run.cell(str(r.model), str(r.cell)).rows for r in results.itertuples()]))
-    return Correction(reps, *design_constants(run.design(), rows))
+    cells = [run.cell(str(r.model), str(r.cell)).rows for r in results.itertuples()]
+    return Correction(reps, *design_constants(run.design(), cells))
 
 
 def write_tables(a: Analysis, folder: Path) -> list[Path]:
