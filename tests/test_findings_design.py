@@ -15,10 +15,9 @@ from typer.testing import CliRunner
 
 from interbias.analysis import multiplicity as mt
 from interbias.analysis.bootstrap import Resampler
-from interbias.analysis.effects import findings
 from interbias.analysis.headline import headline
 from interbias.analysis.replicates import bootstrap_cells
-from interbias.analysis.suite import ANALYSIS_METRICS, Options, analyse
+from interbias.analysis.suite import ANALYSIS_METRICS, Options, analyse, findings
 from interbias.cli import app
 from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.utils.paths import slug

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,9 +51,6 @@ from interbias.analysis import multiplicity
 from interbias.analysis.contrasts import ContrastTables, Grid, grids, place
 from interbias.analysis.gaps import GapTables
 from interbias.analysis.replicates import Replicates
-
-if TYPE_CHECKING:
-    from interbias.analysis.suite import Analysis
 
 #: Order of kinds in the findings: the plain change a condition causes first.
 KINDS = ("main", "simple", "interaction", "gap")
@@ -336,34 +333,3 @@ def order(frame: pd.DataFrame) -> pd.DataFrame:
         index=frame.index,
     )
     return frame.loc[key.sort_values(["m", "k", "r", "e"], kind="stable").index].reset_index(drop=True)
-
-
-def support_of(a: Analysis) -> dict[tuple[str, str, str], float] | None:
-    """n_nontarget·p_target of every results cell for a DCF metric (p_target 0.01 for min_dcf,
-    the shared calibration's operating point otherwise); ``None`` for other metrics."""
-    metric = a.options.metric
-    if metric not in SKEWED:
-        return None
-    out = {}
-    for r in a.results.itertuples(index=False):
-        cs = a.run.cell(str(r.model), str(r.cell))
-        p = 0.01 if metric == "min_dcf" else a.run.calibration(str(r.model)).point.p_target
-        out[(str(r.experiment), str(r.model), str(r.cell))] = float((~cs.labels).sum()) * p
-    return out
-
-
-def findings(a: Analysis) -> pd.DataFrame:
-    """The decided findings of an analysis with bootstrap replicates (its options: metric,
-    adjustment, design, ``simple``)."""
-    alpha = round(1 - a.replicates.level, 12)
-    frame, matrix = collect(
-        a.results,
-        a.options.metric,
-        a.contrasts,
-        a.gaps,
-        a.replicates,
-        correction=a.correction,
-        simple=a.options.simple,
-        support=support_of(a),
-    )
-    return decide(frame, alpha, a.options.adjust, matrix)

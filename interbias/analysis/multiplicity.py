@@ -1,16 +1,17 @@
-"""p-values from the speaker bootstrap and their correction over a declared family of effects.
+"""p-values and intervals of the findings' effects and their correction over a declared family.
 
-p-value (two-sided, one effect): the Wald test with the bootstrap standard error,
-p = 2·(1 − Φ(|θ̂| / SE)), SE = standard deviation (ddof 1) of the effect's speaker-bootstrap
-replicates (NaN replicates ignored). The percentile p-value, min(1, 2·min(1 + #{θ* ≤ 0},
-1 + #{θ* ≥ 0}) / (B + 1)), cannot go below 2 / (B + 1): with B = 1000 and a family of 75 the
-smallest Holm-adjusted value would be 0.15 and nothing could be resolved, so it is not used.
-An effect whose replicates do not move (SE 0 or fewer than two valid replicates) has no p-value
-(NaN). The speaker bootstrap overstates the SD of non-target means and gaps (SE ≈ 1.2–1.4× the
-true SD in simulation), so these p-values err on the large side.
+p-value (two-sided, one effect) and interval, from one construction so that the interval at
+level L excludes 0 exactly when p < 1 − L: the Wald test and interval with the effect's SE
+(:func:`wald_p`, :func:`wald_interval`; EER-like metrics), or the bias-corrected percentile
+interval of the replicates and the p-value that inverts it (:func:`bc_interval`; DCF metrics).
+The SE is the findings' (:mod:`interbias.analysis.effects`: the corrected speaker bootstrap by
+default). The percentile p-value of the raw replicates, min(1, 2·min(1 + #{θ* ≤ 0},
+1 + #{θ* ≥ 0}) / (B + 1)), cannot go below 2 / (B + 1), so it is not used for EER: with B = 1000
+and a family of 60 nothing could be resolved. An effect whose replicates do not move (SE 0 or
+fewer than two valid replicates) has no p-value (NaN).
 
-Family: every effect of one experiment in one analysis (main effects, interactions, gaps, all
-models). Adjustments (``ADJUSTMENTS``), over the m effects of the family:
+Family: every main effect, interaction and gap of one experiment in one analysis (all models);
+simple effects form their own family. Adjustments (``ADJUSTMENTS``), over the m effects of the family:
 
 * ``holm``: sort p ascending; p_adj(i) = max_{j ≤ i} min(1, (m − j + 1)·p(j)) (controls the
   family-wise error rate);
@@ -19,9 +20,9 @@ models). Adjustments (``ADJUSTMENTS``), over the m effects of the family:
 * ``none``: p_adj = p.
 
 An effect without a p-value counts in m as p = 1 and gets no adjusted value (NaN). Resolved:
-p_adj < α. Simultaneous interval (shown beside the per-effect percentile interval, whatever the
-adjustment): Bonferroni-level Wald interval θ̂ ± z_{1 − α/(2m)}·SE, which excludes zero exactly
-when the Bonferroni-adjusted p is below α (Holm resolves at least those).
+p_adj < α. Simultaneous interval (beside the per-effect one, whatever the adjustment): the same
+construction at the Bonferroni level 1 − α/m (Wald: θ̂ ± z_{1 − α/(2m)}·SE), which excludes zero
+exactly when the Bonferroni-adjusted p is below α (Holm resolves at least those).
 """
 
 from __future__ import annotations

@@ -38,8 +38,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import TrialDesign
-from interbias.analysis.effects import findings
-from interbias.analysis.suite import Analysis
+from interbias.analysis.suite import Analysis, findings
 from interbias.utils.errors import AnalysisError
 
 MODEL = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.analysis import read_results
+from interbias.analysis import effects, read_results
 from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
 from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
@@ -198,3 +198,34 @@ def write_tables(a: Analysis, folder: Path) -> list[Path]:
         atomic.write_text(folder / "bootstrap.json", json.dumps(record, indent=1, sort_keys=True) + "\n")
         paths.append(folder / "bootstrap.json")
     return paths
+
+
+def support_of(a: Analysis) -> dict[tuple[str, str, str], float] | None:
+    """n_nontarget·p_target of every results cell for a DCF metric (p_target 0.01 for min_dcf,
+    the shared calibration's operating point otherwise); ``None`` for other metrics."""
+    metric = a.options.metric
+    if metric not in effects.SKEWED:
+        return None
+    out = {}
+    for r in a.results.itertuples(index=False):
+        cs = a.run.cell(str(r.model), str(r.cell))
+        p = 0.01 if metric == "min_dcf" else a.run.calibration(str(r.model)).point.p_target
+        out[(str(r.experiment), str(r.model), str(r.cell))] = float((~cs.labels).sum()) * p
+    return out
+
+
+def findings(a: Analysis) -> pd.DataFrame:
+    """The decided findings of an analysis with bootstrap replicates (its options: metric,
+    adjustment, design, ``simple``)."""
+    alpha = round(1 - a.replicates.level, 12)
+    frame, matrix = effects.collect(
+        a.results,
+        a.options.metric,
+        a.contrasts,
+        a.gaps,
+        a.replicates,
+        correction=a.correction,
+        simple=a.options.simple,
+        support=support_of(a),
+    )
+    return effects.decide(frame, alpha, a.options.adjust, matrix)
