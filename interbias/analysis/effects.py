@@ -30,7 +30,9 @@ and measures it). Design
 ``speaker``: SE² = V_S. A non-positive SE² (or replicates that do not move) gives no interval:
 NaN bounds, SE and p, and ``note`` says why. ``se_speaker`` = √V_S.
 
-Interval and p (``interval``): ``wald`` for EER-like metrics, estimate ± z·SE, p = 2(1 − Φ(|θ̂|/SE));
+Interval and p (``interval``): ``wald`` for EER-like metrics, estimate ± q·SE, p = 2(1 − F(|θ̂|/SE)),
+F Student's t with the corrected SE's Satterthwaite degrees of freedom (``df``; the normal for
+the plain design);
 ``bc`` for DCF metrics (skewed, biased low), the bias-corrected percentile interval of the
 replicates shrunk to the corrected SE and the p-value inverting it
 (:func:`interbias.analysis.multiplicity.bc_interval`). Either way the interval excludes 0 exactly
@@ -88,6 +90,7 @@ COLUMNS = [
     "test_family",
     "interval",
     "se_speaker",
+    "df",
     "note",
 ]
 
@@ -195,6 +198,8 @@ class Correction:
     replicates: Replicates
     n: float  # harmonic mean of speakers per block
     k: float  # distinct non-target speaker pairs per speaker (fewest over cells)
+    nu_speakers: float = np.inf  # Σ (speakers − 1) over blocks
+    nu_pairs: float = np.inf  # distinct non-target pairs − 1 (fewest over cells)
 
     @property
     def factors(self) -> tuple[float, float]:
@@ -202,6 +207,15 @@ class Correction:
         if self.n <= 1 or self.k <= 0:
             return np.nan, np.nan
         return self.n / (self.n - 1), 1 + max(0.0, 1 - 2 / self.k) / (1 - 1 / self.n)
+
+    def df(self, v_s: np.ndarray, v_n: np.ndarray, n_boot: int) -> np.ndarray:
+        """Satterthwaite degrees of freedom of SE² = a·V_S − c·V_N: SE⁴ / ((a·V_S)²/ν_S + (c·V_N)²/ν_N),
+        each ν combining its clusters (speakers, pairs) with the B − 1 of the replicates."""
+        a, c = self.factors
+        nu_s = 1 / (1 / self.nu_speakers + 1 / (n_boot - 1))
+        nu_n = 1 / (1 / self.nu_pairs + 1 / (n_boot - 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (a * v_s - c * v_n) ** 2 / ((a * v_s) ** 2 / nu_s + (c * v_n) ** 2 / nu_n)
 
 
 def _matrix(effects: list[Effect], reps: Replicates) -> np.ndarray:
@@ -216,12 +230,14 @@ def _spread(frame: pd.DataFrame, matrix: np.ndarray, correction: Correction | No
     """``se_speaker``, ``se`` (corrected when asked) and notes for effects without a spread."""
     se_s = multiplicity.bootstrap_se(matrix)
     frame["se_speaker"] = se_s
+    frame["df"] = np.nan
     se = se_s.copy()
     if correction is not None and len(effects):
         a, c = correction.factors
         v_n = np.nanvar(_matrix(effects, correction.replicates), axis=1, ddof=1)
         var = a * se_s**2 - c * v_n
         se = np.where(var > 0, np.sqrt(np.where(var > 0, var, 0.0)), np.nan)
+        frame["df"] = correction.df(se_s**2, v_n, correction.replicates.n_boot)
         bad = np.isfinite(se_s) & (se_s > 0) & ~(var > 0)
         frame.loc[bad, "note"] = "no interval: the corrected variance is not positive (too few speakers or trials)"
     flat = ~(np.isfinite(se_s) & (se_s > 0)) & frame["estimate"].notna().to_numpy()
@@ -285,8 +301,9 @@ def _intervals(frame: pd.DataFrame, matrix: np.ndarray, level: float, sizes: dic
             (b,), p[i] = multiplicity.bc_interval(est[i], matrix[i], se[i] / se_s[i], (levels[i],))
             lo[i], hi[i] = b
     else:
-        lo, hi = multiplicity.wald_interval(est, np.where(ok, se, np.nan), levels)
-        p = multiplicity.wald_p(est, np.where(ok, se, np.nan))
+        df = frame["df"].to_numpy(float)
+        lo, hi = multiplicity.wald_interval(est, np.where(ok, se, np.nan), levels, df)
+        p = multiplicity.wald_p(est, np.where(ok, se, np.nan), df)
     if sizes:
         frame["lo_simultaneous"], frame["hi_simultaneous"] = lo, hi
     else:

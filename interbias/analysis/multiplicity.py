@@ -31,6 +31,7 @@ import warnings
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats
 
 from interbias.utils.errors import AnalysisError
 
@@ -72,13 +73,17 @@ def bootstrap_se(replicates: np.ndarray) -> np.ndarray:
     return np.where(sd < SE_FLOOR, 0.0, sd)
 
 
-def wald_p(estimate: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """2·(1 − Φ(|estimate| / se)); NaN where se is 0 or not finite."""
+def wald_p(estimate: np.ndarray, se: np.ndarray, df: np.ndarray | None = None) -> np.ndarray:
+    """2·(1 − F(|estimate| / se)), F the normal CDF, or Student's t with ``df`` degrees of
+    freedom where ``df`` is given and finite; NaN where se is 0 or not finite."""
     est, s = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
     ok = np.isfinite(s) & (s > 0) & np.isfinite(est)
     z = np.abs(np.where(ok, est, 0.0)) / np.where(ok, s, 1.0)
-    cdf = np.vectorize(NormalDist().cdf, otypes=[float])(z) if z.size else z
-    return np.where(ok, np.minimum(1.0, 2 * (1 - cdf)), np.nan)
+    sf = stats.norm.sf(z)
+    if df is not None:
+        d = np.broadcast_to(np.asarray(df, dtype=np.float64), z.shape)
+        sf = np.where(np.isfinite(d), stats.t.sf(z, np.where(np.isfinite(d), d, 1.0)), sf)
+    return np.where(ok, np.minimum(1.0, 2 * sf), np.nan)
 
 
 def adjust(p: np.ndarray, method: str) -> np.ndarray:
@@ -100,12 +105,18 @@ def adjust(p: np.ndarray, method: str) -> np.ndarray:
     return np.where(np.isnan(raw), np.nan, out)
 
 
-def wald_interval(estimate: np.ndarray, se: np.ndarray, level: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """estimate ± z_{(1 + level)/2}·SE (``level`` per row or one for all): it excludes 0 exactly
-    when :func:`wald_p` < 1 − level."""
-    z = np.vectorize(lambda v: NormalDist().inv_cdf((1 + v) / 2), otypes=[float])(np.asarray(level, dtype=np.float64))
+def wald_interval(
+    estimate: np.ndarray, se: np.ndarray, level: np.ndarray | float, df: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """estimate ± q·SE, q the (1 + level)/2 quantile of the normal or of Student's t with ``df``
+    (where given and finite): it excludes 0 exactly when :func:`wald_p` < 1 − level."""
     est, s = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
-    return est - z * s, est + z * s
+    lv = np.broadcast_to(np.asarray(level, dtype=np.float64), est.shape)
+    q = stats.norm.ppf((1 + lv) / 2)
+    if df is not None:
+        d = np.broadcast_to(np.asarray(df, dtype=np.float64), est.shape)
+        q = np.where(np.isfinite(d), stats.t.ppf((1 + lv) / 2, np.where(np.isfinite(d), d, 1.0)), q)
+    return est - q * s, est + q * s
 
 
 def bc_interval(estimate: float, replicates: np.ndarray, scale: float, levels: tuple[float, ...]) -> tuple[list, float]:

@@ -149,19 +149,20 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     )
 
 
-def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float]:
-    """(n, k) of the corrected SE: the harmonic mean of speakers per resampling block, and the
-    fewest distinct non-target speaker pairs per speaker over the analysed cells (``cells``: each
-    cell's design positions; fewer pairs per speaker subtract less, the conservative side)."""
+def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float, float, float]:
+    """(n, k, ν_S, ν_N) of the corrected SE: the harmonic mean of speakers per resampling block,
+    the fewest distinct non-target speaker pairs per speaker over the analysed cells (``cells``:
+    each cell's design positions; fewer pairs subtract less, the conservative side), Σ (speakers −
+    1) over blocks, and the fewest distinct non-target pairs of a cell − 1."""
     sizes = [len(b) for b in design.blocks()]
     n = len(sizes) / sum(1.0 / s for s in sizes)
-    per = []
+    per, pairs = [], []
     for rows in cells:
         non = rows[~design.label[rows]]
         lo, hi = np.minimum(design.enrol[non], design.test[non]), np.maximum(design.enrol[non], design.test[non])
-        pairs = len(np.unique(lo * len(design.speakers) + hi))
-        per.append(pairs / max(1, len(np.union1d(lo, hi))))
-    return n, min(per, default=0.0)
+        pairs.append(len(np.unique(lo * len(design.speakers) + hi)))
+        per.append(pairs[-1] / max(1, len(np.union1d(lo, hi))))
+    return n, min(per, default=0.0), float(sum(s - 1 for s in sizes)), float(min(pairs, default=1) - 1)
 
 
 def _correction(results: pd.DataFrame, run: ScoredRun, options: Options, reporter: Reporter | None) -> Correction:
