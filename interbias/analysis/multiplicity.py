@@ -2,7 +2,7 @@
 
 p-value (two-sided, one effect) and interval, from one construction so that the interval at
 level L excludes 0 exactly when p < 1 − L: the Wald test and interval with the effect's SE
-(:func:`wald_p`, :func:`wald_interval`; EER-like metrics), or the bias-corrected percentile
+(:func:`wald_p`, :func:`wald_interval`, normal or Student's t; EER-like metrics), or the bias-corrected percentile
 interval of the replicates and the p-value that inverts it (:func:`bc_interval`; DCF metrics).
 The SE is the findings' (:mod:`interbias.analysis.effects`: the corrected speaker bootstrap by
 default). The percentile p-value of the raw replicates, min(1, 2·min(1 + #{θ* ≤ 0},
@@ -46,8 +46,9 @@ DESCRIPTION = {
 #: An SE below this (metric units) is rounding noise of replicates that do not move: 0.
 SE_FLOOR = 1e-12
 P_VALUE_RULE = (
-    "two-sided Wald test, p = 2(1 - Phi(|estimate| / SE)), interval estimate +/- z*SE, SE from the speaker bootstrap "
-    "(corrected for the non-target pairs' variance unless --bootstrap-design speaker)"
+    "two-sided Wald test, p = 2(1 - F(|estimate| / SE)), interval estimate +/- q*SE, SE from the speaker bootstrap "
+    "corrected for the non-target pairs' variance and F Student's t on its Satterthwaite df (--bootstrap-design "
+    "speaker: the plain SE and the normal)"
 )
 BC_RULE = (
     "bias-corrected percentile interval of the speaker-bootstrap replicates (shrunk to the corrected SE unless "
