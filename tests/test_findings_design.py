@@ -126,7 +126,7 @@ def test_main_effects_are_equal_weight_averages_with_the_corrected_se(run: Path)
     assert r.se == pytest.approx(se, rel=1e-9) and r.se_speaker == pytest.approx(math.sqrt(v_s), rel=1e-9)
     a_, c_ = n / (n - 1), 1 + (1 - 2 / k) / (1 - 1 / n)
     nu_s, nu_n = 1 / (1 / 30 + 1 / 199), 1 / (1 / 119 + 1 / 199)  # 2 x (16 - 1) speakers; 120 pairs - 1
-    df = se**4 / ((a_ * v_s) ** 2 / nu_s + (c_ * v_n) ** 2 / nu_n)  # Satterthwaite
+    df = se**4 / ((a_ * v_s - (c_ - 1) * v_n) ** 2 / nu_s + v_n**2 / nu_n)  # Satterthwaite, speaker + pair parts
     assert r.df == pytest.approx(df, rel=1e-9)
     assert r.lo == pytest.approx(r.estimate - stats.t.ppf(0.975, df) * se, rel=1e-6)
     assert r.p_value == pytest.approx(2 * stats.t.sf(abs(r.estimate) / se, df), rel=1e-6)

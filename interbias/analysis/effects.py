@@ -209,13 +209,15 @@ class Correction:
         return self.n / (self.n - 1), 1 + max(0.0, 1 - 2 / self.k) / (1 - 1 / self.n)
 
     def df(self, v_s: np.ndarray, v_n: np.ndarray, n_boot: int) -> np.ndarray:
-        """Satterthwaite degrees of freedom of SE² = a·V_S − c·V_N: SE⁴ / ((a·V_S)²/ν_S + (c·V_N)²/ν_N),
-        each ν combining its clusters (speakers, pairs) with the B − 1 of the replicates."""
+        """Satterthwaite degrees of freedom of SE² = a·V_S − c·V_N split by where its noise comes
+        from: the speaker part a·V_S − (c − 1)·V_N (speaker effects and the pair terms they carry,
+        ν_S) and the pair part V_N (ν_N): SE⁴ / ((a·V_S − (c − 1)·V_N)²/ν_S + V_N²/ν_N), each ν
+        combining its clusters with the B − 1 of the replicates."""
         a, c = self.factors
         nu_s = 1 / (1 / self.nu_speakers + 1 / (n_boot - 1))
         nu_n = 1 / (1 / self.nu_pairs + 1 / (n_boot - 1))
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (a * v_s - c * v_n) ** 2 / ((a * v_s) ** 2 / nu_s + (c * v_n) ** 2 / nu_n)
+            return (a * v_s - c * v_n) ** 2 / ((a * v_s - (c - 1) * v_n) ** 2 / nu_s + v_n**2 / nu_n)
 
 
 def _matrix(effects: list[Effect], reps: Replicates) -> np.ndarray:
