@@ -97,7 +97,7 @@ def test_planned_size_achieves_the_target_power(tmp_path: Path) -> None:
     achieved power of the analysis' own test (95 % speaker-bootstrap interval excludes zero)
     over DRAWS fresh runs of that size is within ±0.07 of 0.8."""
     true_gap = MODEL.population_eer(MU_M) - MODEL.population_eer(MU_F)
-    a = analyse(_pilot(tmp_path / "pilot", 60), Options(n_boot=1000))
+    a = analyse(_pilot(tmp_path / "pilot", 60), Options(n_boot=1000, design="speaker"))  # the plain test below
     row = planner.plan(a, planner.Settings(effect=true_gap, power=0.8)).iloc[0]
     need = int(row["speakers_per_stratum_needed"])
     assert 60 < need < 150  # the pilot alone is under-powered
