@@ -93,7 +93,10 @@ def test_operating_points_the_run_cannot_support_stay_out_of_the_family(run: Pat
         "left out of the family: n_nontarget x p_target = 1.28 < 10 in a cell "
         "(too few non-target trials for this operating point)"
     )
-    assert f"(S01: 0 effects () over 1 model(s); {len(f)} left out: left out of the family" in h.lines[0]
+    assert (
+        f"(S01: 0 effects () over 1 model(s); {len(f)} left out of it: n_nontarget x p_target < 10 in a cell"
+        in h.lines[0]
+    )
     act = findings(analyse(run, Options(metric="act_dcf", n_boot=100)))  # p_target 0.1: 12.8, supported
     assert (act.test_family == "confirmatory").all()
 

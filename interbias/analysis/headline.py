@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.effects import KINDS, SKEWED, order
+from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
 
@@ -79,7 +79,12 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
             f"{int((grp['test_family'] == 'simple').sum())} simple effect(s) outside it, adjusted among themselves"
         ]
         out = grp[grp["test_family"] == "left out"]
-        extra.append(f"{len(out)} left out: {out['note'].iloc[0]}" if len(out) else "")
+        extra.append(
+            f"{len(out)} left out of it: n_nontarget x p_target < {MIN_EVENTS} in a cell (too few non-target trials "
+            "for the operating point)"
+            if len(out)
+            else ""
+        )
         tail = "".join(f"; {e}" for e in extra if e and not e.startswith("0 "))
         parts.append(f"{exp}: {len(fam)} effects ({kinds}) over {grp['model'].nunique()} model(s){tail}")
     rule = P_VALUE_RULE if metric not in SKEWED else BC_RULE
