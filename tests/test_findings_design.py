@@ -198,3 +198,22 @@ def test_bc_p_value_with_replicates_equal_to_zero() -> None:
     for reps in (np.zeros(50), -np.abs(np.arange(50.0)), np.abs(np.arange(50.0))):
         (b,), p = mt.bc_interval(0.0, reps, 1.0, (0.95,))
         assert (b[0] > 0 or b[1] < 0) == (p < 0.05)
+
+
+def test_cli_design_and_simple_options(run: Path, tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        app,
+        ["analyze", str(run), "--bootstrap", "50", "--bootstrap-design", "speaker", "--out", str(tmp_path / "a"), "-q"],
+    )
+    assert res.exit_code == 0, res.output
+    f = pd.read_csv(tmp_path / "a" / "findings.csv")
+    assert (f.se == f.se_speaker).all() and f["df"].isna().all() and not (f.kind == "simple").any()
+    means = {"enc": {(g, nz): mu for g in ("female", "male") for nz, mu in NOISE.items()}}
+    plain = gender_noise_run(tmp_path / "plain", means, n=16, m=8)  # no calibration record
+    res = CliRunner().invoke(
+        app, ["report", str(plain), "--bootstrap", "200", "--simple", "--out", str(tmp_path / "r")]
+    )
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "4 simple effect(s) outside it, adjusted among themselves" in md
+    assert "Simple effects (outside the family), resolved: noise=n5 at gender=" in md
