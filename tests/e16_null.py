@@ -5,7 +5,8 @@ stratum, ``m`` target and ``m`` non-target trials per speaker (clustered_trials)
 come from one population and are assigned to the two strata by a random permutation, so no
 gender gap and no gender × noise interaction exists. Noise lowers the target mean (a real main
 effect). Scores of one model share speaker effects across noise levels and a per-trial term
-(correlation ``rho``), as the noise levels of E16 score the same trials.
+(correlation ``rho``), as the noise levels of E16 score the same trials. Each run comes with its
+speaker-bootstrap replicates and the non-target-trial replicates of the corrected design.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from synthetic_runs import clustered_trials
 
 from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import compute_contrasts
-from interbias.analysis.effects import collect, decide
+from interbias.analysis.effects import Correction, collect, decide
 from interbias.analysis.gaps import compute_gaps
 from interbias.analysis.replicates import Replicates
+from interbias.analysis.suite import design_constants
 from interbias.metrics import verification as metrics
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.seeding import derive_rng
@@ -39,9 +41,10 @@ def simulate(r: int, *, n: int = 24, m: int = 12, n_boot: int = 100, rho: float 
     trials["test_speaker"] = trials["test_speaker"].map(relabel)
     design = TrialDesign.from_frame(trials)
     boot = Resampler(design, n_boot=n_boot, seed=r)
+    nt = Resampler(design, n_boot=n_boot, seed=r, unit="nontarget")
     lab = trials["label"].to_numpy(bool)
     e_idx, t_idx = design.enrol, design.test
-    rows, values = [], {}
+    rows, values, nt_values = [], {}, {}
     for model in MODELS:
         u, v = rng.normal(0, 0.6, len(spk)), rng.normal(0, 0.2, len(spk))
         shared = rng.normal(0, 1, len(trials))
@@ -52,7 +55,9 @@ def simulate(r: int, *, n: int = 24, m: int = 12, n_boot: int = 100, rho: float 
                 sel = np.flatnonzero(design.stratum == f"gender={g}")
                 cell = f"gender={g},noise={noise}"
                 s, y = scores[sel], lab[sel]
-                values[("N16", model, cell)] = metric_batch("eer", sort_cell(s, y), boot.weights(sel))
+                srt = sort_cell(s, y)
+                values[("N16", model, cell)] = metric_batch("eer", srt, boot.weights(sel))
+                nt_values[("N16", model, cell)] = metric_batch("eer", srt, nt.weights(sel))
                 rows.append(
                     {
                         "experiment": "N16",
@@ -66,16 +71,23 @@ def simulate(r: int, *, n: int = 24, m: int = 12, n_boot: int = 100, rho: float 
                     }
                 )
     reps = Replicates("eer", "speaker", n_boot, r, 0.95, boot.rule, values)
-    return pd.DataFrame(rows), reps
+    correction = Correction(
+        Replicates("eer", "nontarget", n_boot, r, 0.95, nt.rule, nt_values),
+        *design_constants(design, [np.flatnonzero(design.stratum == f"gender={g}") for g in GENDERS]),
+    )
+    return pd.DataFrame(rows), reps, correction
 
 
-def effects(results: pd.DataFrame, reps: Replicates) -> pd.DataFrame:
-    """Every effect of one simulated run (before the test), by the analysis' own functions."""
+def effects(results: pd.DataFrame, reps: Replicates, correction: Correction | None = None) -> pd.DataFrame:
+    """Every effect of one simulated run (before the adjustment), by the analysis' own functions;
+    the corrected design with ``correction``, the plain speaker bootstrap without."""
     contrasts = compute_contrasts(results, "eer", reps)
     gaps = compute_gaps(results, "eer", resolved=RESOLVED, replicates=reps)
-    return collect(results, "eer", contrasts, gaps, reps)[0]
+    return collect(results, "eer", contrasts, gaps, reps, correction=correction)[0]
 
 
-def findings(results: pd.DataFrame, reps: Replicates, method: str) -> pd.DataFrame:
+def findings(
+    results: pd.DataFrame, reps: Replicates, method: str, correction: Correction | None = None
+) -> pd.DataFrame:
     """The findings' decisions of one simulated run at alpha 0.05."""
-    return decide(effects(results, reps), 0.05, method)
+    return decide(effects(results, reps, correction), 0.05, method)

@@ -39,17 +39,17 @@ def tiny_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
 
 
 def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Path) -> None:
-    args = ["analyze", str(tiny_run / "results.csv"), "--bootstrap", "60", "--permutations", "30", "--quiet"]
+    args = ["analyze", str(tiny_run / "results.csv"), "--bootstrap", "200", "--permutations", "30", "--quiet"]
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     out = tmp_path / "a"
     for name in ("contrasts", "summary", "per_model", "gaps", "additivity", "macro", "cell_ci", "gap_summary"):
         assert (out / f"{name}.csv").is_file(), name
     flat = " ".join(res.output.split())  # lines are wrapped to the terminal's width
-    assert "intervals: 95% percentile intervals from B=60 speaker-level bootstrap replicates (master seed 0;" in flat
+    assert "intervals: 95% percentile intervals from B=200 speaker-level bootstrap replicates (master seed 0;" in flat
     c = pd.read_csv(out / "contrasts.csv")
     assert len(c) == 1 and c.ie_lo.iloc[0] <= c.ie.iloc[0] <= c.ie_hi.iloc[0]
-    assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (60, "speaker")
+    assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (200, "speaker")
     g = pd.read_csv(out / "gaps.csv")
     assert list(g.condition) == ["noise=clean", "noise=n10"] and g.p_perm.between(1 / 31, 1).all()
     assert (g.perm_unit == "enrol speaker").all() and (g.n_perm_valid > 0).all()
@@ -58,7 +58,7 @@ def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Pat
     assert cells.value.tolist() == pytest.approx(results.eer.tolist())
     assert (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()
     record = json.loads((out / "bootstrap.json").read_text())
-    assert record["n_boot"] == 60 and record["unit"] == "speaker" and len(record["replicate_seeds"]) == 60
+    assert record["n_boot"] == 200 and record["unit"] == "speaker" and len(record["replicate_seeds"]) == 200
     assert [len(b) for b in record["speaker_blocks"]] == [6, 6]  # one block per gender
     # same seed, same intervals; another seed, other intervals
     runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
@@ -71,7 +71,7 @@ def test_bootstrap_without_scores_says_so(tiny_run: Path, tmp_path: Path) -> Non
     shutil.copy(tiny_run / "results.csv", tmp_path / "results.csv")
     res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--quiet"])
     assert res.exit_code == 0 and (tmp_path / "gaps.csv").is_file() and not (tmp_path / "cell_ci.csv").exists()
-    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--bootstrap", "10"])
+    res = runner.invoke(app, ["analyze", str(tmp_path / "results.csv"), "--bootstrap", "200"])
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: bootstrap CIs need per-trial scores: no trials.parquet and scores/ beside the results in {tmp_path} "
@@ -87,13 +87,13 @@ def test_scores_that_do_not_reproduce_results_are_refused(tiny_run: Path, tmp_pa
     scores = pd.read_parquet(path)
     scores["score"] = -scores["score"]
     scores.to_parquet(path)
-    res = runner.invoke(app, ["analyze", str(copy), "--bootstrap", "5", "--quiet"])
+    res = runner.invoke(app, ["analyze", str(copy), "--bootstrap", "200", "--quiet"])
     assert res.exit_code == 1
     assert re.match(rf"error: scores of mfcc-stats / {re.escape(row.cell)} give eer \S+, results.csv says", res.output)
 
 
 def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "40"])
+    res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     assert "5 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap; the forest plot
     page = (tmp_path / "report.html").read_text()
@@ -102,7 +102,7 @@ def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path
     for _, data in figures:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r'src="(?!data:)', page) and not re.search(r'href="(?!#)', page)  # nothing external
-    for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=40 speaker-level"):
+    for needle in ("Provenance", "Trial list sha256", "Failures: 0 failed", "Overlap warnings", "B=200 speaker-level"):
         assert needle in page
     md = (tmp_path / "report.md").read_text()
     for name in re.findall(r"\]\((report_figures/[^)]+\.png)\)", md):
@@ -173,3 +173,19 @@ def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> Non
     assert (
         res.output == f"error: --geometry {tmp_path}: no geometry.csv there (run interbias geometry --out {tmp_path})\n"
     )
+
+
+def test_a_bootstrap_below_the_minimum_is_refused(tiny_run: Path, tmp_path: Path) -> None:
+    """--bootstrap 1 used to print a '95 % interval' excluding its own estimate."""
+    for cmd in ("analyze", "report"):
+        res = runner.invoke(app, [cmd, str(tiny_run), "--bootstrap", "1", "--out", str(tmp_path)])
+        assert res.exit_code == 1
+        assert res.output.strip() == (
+            "error: --bootstrap 1: the corrected design needs at least 200 replicates (1000 is usual); "
+            "0 skips the bootstrap"
+        )
+        res = runner.invoke(app, [cmd, str(tiny_run), "--bootstrap", "49", "--bootstrap-design", "speaker"])
+        assert res.exit_code == 1
+        assert res.output.strip() == (
+            "error: --bootstrap 49: an interval needs at least 50 replicates (1000 is usual); 0 skips the bootstrap"
+        )

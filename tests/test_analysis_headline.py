@@ -81,7 +81,7 @@ def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
 
 
 def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "50", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("findings:\nquestion: ")  # progress lines go to stderr
     f = pd.read_csv(tmp_path / "findings.csv")
@@ -92,7 +92,7 @@ def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path
 
 
 def test_report_html_parses_with_findings_first_and_every_figure_embedded(run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path), "--bootstrap", "50"])
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     n_fig = int(res.output.split(" figure(s)")[0].split()[-1])
     page = Page()
@@ -121,15 +121,21 @@ def test_main_effects_lead_as_sentences(tmp_path: Path) -> None:
     run = gender_noise_run(tmp_path / "run", means, n=16)
     a = analyse(run, Options(n_boot=200))
     h = headline(a)
-    main = h.findings[h.findings.kind == "main"]
-    assert len(main) == 2 and main.resolved.all()
-    for r in main.itertuples(index=False):
-        g = r.group.split("=")[1]
-        cells = a.results.set_index(["level_a", "level_b"])["eer"]
-        assert (r.value_from, r.value_to) == pytest.approx((cells[(g, "clean")], cells[(g, "n10")]))
-        assert r.estimate == pytest.approx(r.value_to - r.value_from)
-    assert h.lines[1].startswith("enc: ") and "main 2 of 2" in h.lines[1]
-    assert h.lines[2].startswith(f"  noise=n10 in gender={main.iloc[0].group.split('=')[1]} raises enc EER from ")
+    main = h.findings[h.findings.kind == "main"].set_index("condition")
+    assert list(main.index) == ["noise=n10", "gender=male"] and list(main.resolved) == [True, False]
+    cells = a.results.set_index(["level_a", "level_b"])["eer"]
+    noise = main.loc["noise=n10"]  # averaged over gender, equal weight per gender
+    assert noise.effect == "main noise=n10 − noise=clean (averaged over gender)" and noise.group == ""
+    assert noise.value_from == pytest.approx((cells[("female", "clean")] + cells[("male", "clean")]) / 2)
+    assert noise.value_to == pytest.approx((cells[("female", "n10")] + cells[("male", "n10")]) / 2)
+    assert noise.estimate == pytest.approx(noise.value_to - noise.value_from)
+    gender = main.loc["gender=male"]  # the averaged gap: male − female over both noise levels
+    assert gender.estimate == pytest.approx(
+        (cells[("male", "clean")] + cells[("male", "n10")] - cells[("female", "clean")] - cells[("female", "n10")]) / 2
+    )
+    assert not (h.findings.kind == "simple").any()  # simple effects only on request
+    assert h.lines[1].startswith("enc: ") and "main 1 of 2" in h.lines[1]
+    assert h.lines[2].startswith("  noise=n10 raises enc EER from ")
     assert ", 95% CI [+" in h.lines[2] and "; adjusted p " in h.lines[2] and " points" not in h.lines[2]
 
 
@@ -139,7 +145,7 @@ def test_adjust_none_keeps_raw_p_and_unknown_method_is_one_line(run: Path, tmp_p
     bh = headline(analyse(run, Options(n_boot=100, adjust="bh"))).findings
     holm = headline(analyse(run, Options(n_boot=100))).findings
     assert (bh.p_adjusted <= holm.p_adjusted + 1e-12).all()  # BH is never stricter than Holm
-    bad = runner.invoke(app, ["analyze", str(run), "--bootstrap", "10", "--adjust", "bonf", "--out", str(tmp_path)])
+    bad = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--adjust", "bonf", "--out", str(tmp_path)])
     assert bad.exit_code == 1 and bad.output.strip() == "error: --adjust 'bonf': valid: holm, bh, none"
 
 
@@ -147,22 +153,28 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     """A one-factor experiment (no interaction, no group): report, analyze --bootstrap and plan
     used to crash in the planner (an empty effects column of object type)."""
     run = pattern_run(tmp_path / "run", 6, {"A": {"clean": "perfect", "n10": "third"}})
-    for cmd in (["report", str(run), "--bootstrap", "20"], ["analyze", str(run), "--bootstrap", "20", "-q"]):
+    for cmd in (["report", str(run), "--bootstrap", "200"], ["analyze", str(run), "--bootstrap", "200", "-q"]):
         res = runner.invoke(app, cmd)
         assert res.exit_code == 0, (cmd, res.output, res.exception)
-    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "20"])
+    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "200"])
     assert res.exit_code == 0, (res.output, res.exception)
     f = pd.read_csv(run / "findings.csv")
     assert list(f.kind) == ["main"] and f.effect[0] == "main noise=n10 − noise=clean"
-    assert f.estimate[0] == pytest.approx(1 / 3) and f.se[0] == 0 and pd.isna(f.p_value[0]) and not f.resolved[0]
+    assert f.estimate[0] == pytest.approx(1 / 3) and not f.resolved[0]
+    assert pd.isna(f.se[0]) and pd.isna(f.lo[0]) and pd.isna(f.hi[0]) and pd.isna(f.p_value[0])  # no interval
+    assert f.note[0].startswith("no interval: the bootstrap replicates do not vary")
     plan = pd.read_csv(run / "plan.csv")
-    assert plan.note[0] == "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
-    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
+    # findings.csv carries the planner's columns too (the headline plans every effect)
+    assert plan.note[0] == f.note[0]
+    assert f.note[0].endswith("; no plan (no bootstrap spread in the pilot: SE 0 or undefined)")
+    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in " ".join(
+        res.output.split()
+    )
     assert "## Findings" in (run / "report.md").read_text()
     # only the reference level measured: no effect at all, still no crash
     single = pattern_run(tmp_path / "single", 6, {"A": {"clean": "third"}})
     for cmd in ("report", "analyze", "plan"):
-        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "20"])
+        res = runner.invoke(app, [cmd, str(single), "--bootstrap", "200"])
         assert res.exit_code == 0, (cmd, res.output, res.exception)
     assert "follow-up: no plan (the run has no effect to plan)" in res.output
     assert pd.read_csv(single / "plan.csv").empty

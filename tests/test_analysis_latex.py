@@ -47,7 +47,7 @@ def test_booktabs_layout() -> None:
 
 
 def _report(run: Path, out: Path) -> str:
-    res = CliRunner().invoke(app, ["report", str(run), "--bootstrap", "30", "--out", str(out), "--latex"])
+    res = CliRunner().invoke(app, ["report", str(run), "--bootstrap", "200", "--out", str(out), "--latex"])
     assert res.exit_code == 0, res.output
     return res.output
 

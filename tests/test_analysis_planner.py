@@ -59,7 +59,7 @@ def test_settings_and_needed_speakers_by_hand() -> None:
 
 def test_plan_of_a_pilot_run(tmp_path: Path) -> None:
     run = _pilot(tmp_path / "run", 12)
-    a = analyse(run, Options(n_boot=200))
+    a = analyse(run, Options(n_boot=200, design="speaker"))  # the plain speaker-bootstrap SE
     plan = planner.plan(a, planner.Settings(effect=0.05))
     assert len(plan) == 1
     row = plan.iloc[0]
@@ -77,7 +77,7 @@ def test_plan_of_a_pilot_run(tmp_path: Path) -> None:
 
 def test_plan_cli_writes_plan_csv_and_states_the_model(tmp_path: Path) -> None:
     run = _pilot(tmp_path / "run", 12)
-    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "100"])
+    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     assert "SE(n) = SE_pilot * sqrt(n_pilot / n)" in res.output and "assumptions:" in res.output
     plan = pd.read_csv(run / "plan.csv")
@@ -97,7 +97,7 @@ def test_planned_size_achieves_the_target_power(tmp_path: Path) -> None:
     achieved power of the analysis' own test (95 % speaker-bootstrap interval excludes zero)
     over DRAWS fresh runs of that size is within ±0.07 of 0.8."""
     true_gap = MODEL.population_eer(MU_M) - MODEL.population_eer(MU_F)
-    a = analyse(_pilot(tmp_path / "pilot", 60), Options(n_boot=1000))
+    a = analyse(_pilot(tmp_path / "pilot", 60), Options(n_boot=1000, design="speaker"))  # the plain test below
     row = planner.plan(a, planner.Settings(effect=true_gap, power=0.8)).iloc[0]
     need = int(row["speakers_per_stratum_needed"])
     assert 60 < need < 150  # the pilot alone is under-powered
@@ -163,7 +163,7 @@ def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None
     folder = write_run(
         tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
     )
-    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "100"])
+    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
     assert "a follow-up of the planned size" not in res.output
@@ -171,11 +171,11 @@ def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None
 
 def test_plan_cli_plans_at_the_family_level_by_default(tmp_path: Path) -> None:
     run = _pilot(tmp_path / "run", 12)
-    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "100"])
+    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "200"])
     assert "level: family alpha 0.05; each effect planned at alpha/m (0.05/1 = 0.05)" in res.output
     plan = pd.read_csv(run / "plan.csv")
     assert plan.alpha_effect.tolist() == [0.05] and plan.family_size.tolist() == [1]
-    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "100", "--per-effect"])
+    res = CliRunner().invoke(app, ["plan", str(run), "--effect", "0.05", "--bootstrap", "200", "--per-effect"])
     assert "level: each effect alone at alpha 0.05" in res.output
 
 

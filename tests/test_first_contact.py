@@ -155,7 +155,7 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
 
     # analyze's tables (with intervals, so their interval columns are there too)
     res = CliRunner().invoke(
-        app, ["analyze", str(outcome.run_dir), "--bootstrap", "5", "-q", "--out", str(tmp_path / "a")]
+        app, ["analyze", str(outcome.run_dir), "--bootstrap", "200", "-q", "--out", str(tmp_path / "a")]
     )
     assert res.exit_code == 0, res.output
     files = sorted(p.name for p in (tmp_path / "a").iterdir())
@@ -170,7 +170,11 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     from interbias.analysis.suite import Options, analyse
 
     boot = io.StringIO()
-    analyse(outcome.run_dir, Options(n_boot=5), Reporter(stream=boot, clock=TickingClock(), interval_s=1.0))
+    analyse(
+        outcome.run_dir,
+        Options(n_boot=5, design="speaker"),
+        Reporter(stream=boot, clock=TickingClock(), interval_s=1.0),
+    )
     assert boot.getvalue().splitlines() == [
         "bootstrap (5 replicates): 4 to do",
         "bootstrap (5 replicates): 2/4 (50.0 %), 1/s, about 2 s left",

@@ -393,7 +393,7 @@ def test_bootstrap_intervals_on_a_dev_split_run(done, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert runner.invoke(app, run_args(exp, out, done["cache"])).exit_code == 0
     run_dir = only_run_dir(out)
-    args = ["analyze", str(run_dir), "--bootstrap", "30", "--permutations", "20", "--out", str(tmp_path / "a"), "-q"]
+    args = ["analyze", str(run_dir), "--bootstrap", "200", "--permutations", "20", "--out", str(tmp_path / "a"), "-q"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
@@ -424,7 +424,7 @@ def test_bootstrap_intervals_on_spoof_runs(experiment: str, tmp_path: Path) -> N
     )
     assert run.exit_code == 0, run.output
     run_dir = only_run_dir(out)
-    res = runner.invoke(app, ["analyze", str(run_dir), "--bootstrap", "30", "--out", str(tmp_path / "a"), "-q"])
+    res = runner.invoke(app, ["analyze", str(run_dir), "--bootstrap", "200", "--out", str(tmp_path / "a"), "-q"])
     assert res.exit_code == 0, res.output
     cells = pd.read_csv(tmp_path / "a" / "cell_ci.csv")
     assert len(cells) and (cells.lo <= cells.value + 1e-12).all() and (cells.value <= cells.hi + 1e-12).all()

@@ -24,7 +24,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     if browser is None:
         pytest.skip("chromium is not installed (make test-slow installs Debian's chromium package)")
     run = gender_noise_run(tmp_path / "run", MEANS, n=10)
-    res = CliRunner().invoke(app, ["report", str(run), "--bootstrap", "30"])
+    res = CliRunner().invoke(app, ["report", str(run), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     shot = tmp_path / "shot.png"
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]

@@ -71,24 +71,24 @@ def test_analyze_with_no_options_bootstraps_and_report_uses_the_same_findings(ru
 def test_analyze_changed_options_are_not_reused(run: Path, tmp_path: Path) -> None:
     a = tmp_path / "a"
     shutil.copytree(run, a)
-    assert runner.invoke(app, ["analyze", str(a), "--bootstrap", "30", "-q"], env=ENV).exit_code == 0
-    rep = runner.invoke(app, ["report", str(a), "--bootstrap", "40"], env=ENV)
+    assert runner.invoke(app, ["analyze", str(a), "--bootstrap", "200", "-q"], env=ENV).exit_code == 0
+    rep = runner.invoke(app, ["report", str(a), "--bootstrap", "250"], env=ENV)
     assert rep.exit_code == 0 and "findings: computed here" in rep.output
 
 
 def test_analyze_wide_and_json(run: Path, tmp_path: Path) -> None:
     import json
 
-    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "30", "--json", "--out", str(tmp_path)], env=ENV)
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--json", "--out", str(tmp_path)], env=ENV)
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert len(data["findings"]) == len(pd.read_csv(tmp_path / "findings.csv"))
-    wide = runner.invoke(app, ["analyze", str(run), "--bootstrap", "30", "--wide", "--out", str(tmp_path)], env=ENV)
+    wide = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--wide", "--out", str(tmp_path)], env=ENV)
     assert wide.exit_code == 0 and "contrasts (eer)" in wide.stdout
 
 
 def test_plan_fits_80_columns(run: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "40", "--out", str(tmp_path)], env=ENV)
+    res = runner.invoke(app, ["plan", str(run), "--bootstrap", "200", "--out", str(tmp_path)], env=ENV)
     assert res.exit_code == 0, res.output
     _fits(res.stdout)
     assert "per effect (largest need first)" in res.stdout and "plan.csv" in res.stdout

@@ -14,8 +14,16 @@ Trial unit. Within each stratum × label, trials are redrawn with replacement (s
 every cell of that stratum uses the same redraw. It treats trials as independent, which they
 are not when speakers repeat: it is there to show how much that understates uncertainty.
 
-Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial unit also
+Non-target unit (internal: the variance correction of :mod:`interbias.analysis.effects`). Target
+trials keep weight 1; the distinct unordered speaker pairs {e, t} of the non-target trials are
+redrawn with replacement (within groups of pairs whose speakers come from the same two blocks,
+each group keeping its size), and every non-target trial of a pair takes its pair's count, the
+same in every cell and stratum. Its variance measures the pair-level (non-target residual) part
+of an effect's variance, which the speaker unit counts about three times (Owen 2007).
+
+Replicate ``b`` draws from ``derive_rng("bootstrap", unit, seed, b)`` (for the trial units also
 the stratum and label), so each replicate is reproducible on its own and independent of order.
+An interval needs at least ``MIN_BOOT`` replicates (:func:`check_replicates`).
 """
 
 from __future__ import annotations
@@ -30,11 +38,20 @@ import pandas as pd
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng, derive_seed
 
-Unit = Literal["speaker", "trial"]
+Unit = Literal["speaker", "trial", "nontarget"]
+#: Units a user chooses (``--unit``); ``nontarget`` is the correction's own.
 UNITS: tuple[str, ...] = ("speaker", "trial")
+#: Fewest replicates from which an interval, SE or p-value is computed (``--bootstrap``).
+MIN_BOOT = 50
+#: The same for the corrected design (:mod:`interbias.analysis.effects`): with fewer, the noise of
+#: its difference of variances makes p-values at Holm's levels too small.
+MIN_BOOT_CORRECTED = 200
 SPEAKER_RULE = (
     "speakers resampled with replacement within blocks of speakers sharing the same strata; "
     "trial multiplicity = product of its distinct speakers' counts (target: c_s; non-target: c_e*c_t)"
+)
+NONTARGET_RULE = (
+    "distinct speaker pairs of the non-target trials resampled with replacement within block pairs; target trials fixed"
 )
 TRIAL_RULE = "trials resampled with replacement within stratum x label (ignores speaker clustering)"
 
@@ -96,17 +113,18 @@ class Resampler:
     """Bootstrap trial weights for a :class:`TrialDesign`, computed lazily per set of trials."""
 
     def __init__(self, design: TrialDesign, *, n_boot: int, seed: int = 0, unit: str = "speaker") -> None:
-        if unit not in UNITS:
+        if unit not in (*UNITS, "nontarget"):
             raise AnalysisError(f"bootstrap unit {unit!r}: valid: {', '.join(UNITS)}")
         if n_boot < 1:
             raise AnalysisError(f"--bootstrap must be a positive number of replicates, got {n_boot}")
         self.design, self.n_boot, self.seed, self.unit = design, n_boot, seed, unit
         self._speaker_counts: np.ndarray | None = None
         self._trial_counts: dict[tuple[str, bool], np.ndarray] = {}
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def rule(self) -> str:
-        return SPEAKER_RULE if self.unit == "speaker" else TRIAL_RULE
+        return {"speaker": SPEAKER_RULE, "trial": TRIAL_RULE}.get(self.unit, NONTARGET_RULE)
 
     def replicate_seeds(self) -> list[int]:
         """The seed of each replicate (speaker unit), derived from the master seed."""
@@ -124,6 +142,29 @@ class Resampler:
                     counts[b] += np.bincount(drawn, minlength=counts.shape[1])
             self._speaker_counts = counts
         return self._speaker_counts
+
+    def pair_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pair index of every design trial (−1 for targets), ``B × n_pairs`` resample counts)."""
+        if self._pairs is None:
+            d = self.design
+            block = np.zeros(len(d.speakers), dtype=np.int64)
+            for i, blk in enumerate(d.blocks()):
+                block[blk] = i
+            lo, hi = np.minimum(d.enrol, d.test), np.maximum(d.enrol, d.test)
+            non = ~d.label
+            keys, inv = np.unique(lo[non] * len(d.speakers) + hi[non], return_inverse=True)
+            pair = np.full(len(d.label), -1, dtype=np.int64)
+            pair[non] = inv
+            a, b = block[keys // len(d.speakers)], block[keys % len(d.speakers)]
+            group = np.minimum(a, b) * len(d.speakers) + np.maximum(a, b)
+            counts = np.zeros((self.n_boot, len(keys)), dtype=np.int64)
+            for g in np.unique(group):
+                idx = np.flatnonzero(group == g)
+                for r in range(self.n_boot):
+                    rng = derive_rng("bootstrap", self.unit, self.seed, r, int(g))
+                    counts[r, idx] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
+            self._pairs = (pair, counts)
+        return self._pairs
 
     def _trial_counts_for(self, stratum: str, label: bool) -> np.ndarray:
         key = (stratum, label)
@@ -143,6 +184,12 @@ class Resampler:
             c = self.speaker_counts()
             e, t = d.enrol[rows], d.test[rows]
             return np.where(e == t, c[:, e], c[:, e] * c[:, t]).astype(np.float64)
+        if self.unit == "nontarget":
+            pair, counts = self.pair_counts()
+            out = np.ones((self.n_boot, len(rows)))
+            non = ~d.label[rows]
+            out[:, non] = counts[:, pair[rows[non]]]
+            return out
         out = np.zeros((self.n_boot, len(rows)))
         for st in np.unique(d.stratum[rows]):
             for lab in (False, True):
@@ -153,6 +200,18 @@ class Resampler:
                 pos = np.searchsorted(pool, rows[sel])
                 out[:, sel] = self._trial_counts_for(st, lab)[:, pos]
         return out
+
+
+def check_replicates(n_boot: int, design: str = "speaker") -> int:
+    """``n_boot`` itself when it is 0 (no bootstrap) or at least ``MIN_BOOT`` (``MIN_BOOT_CORRECTED``
+    for the corrected design, whose SE is a difference of two bootstrap variances); else an error."""
+    need = MIN_BOOT_CORRECTED if design == "corrected" else MIN_BOOT
+    if n_boot != 0 and not n_boot >= need:
+        what = "the corrected design needs" if design == "corrected" else "an interval needs"
+        raise AnalysisError(
+            f"--bootstrap {n_boot}: {what} at least {need} replicates (1000 is usual); 0 skips the bootstrap"
+        )
+    return n_boot
 
 
 def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

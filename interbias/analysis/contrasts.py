@@ -40,6 +40,8 @@ class ContrastTables:
     missing: pd.DataFrame
     #: IE replicates aligned with ``contrasts`` rows (n_contrasts × B), when bootstrapped.
     ie_replicates: np.ndarray | None = None
+    #: Per ``contrasts`` row, the IE as Σ coefficient·M(cell): {cell: coefficient}.
+    coefficients: tuple[dict[str, float], ...] = ()
 
 
 def normalised(results: pd.DataFrame) -> pd.DataFrame:
@@ -176,7 +178,7 @@ def compute_contrasts(
     """
     cols = contrast_columns(metric)
     chance = CHANCE.get(metric)
-    rows, missing, ie_reps = [], [], []
+    rows, missing, ie_reps, coefs = [], [], [], []
     for g in grids(results, metric):
         if len(g.slots) < 2:
             continue
@@ -208,6 +210,11 @@ def compute_contrasts(
                 "flags": _flags(m, predicted, chance),
             }
             rows.append(row)
+            coef: dict[str, float] = {}
+            for t, k in terms.items():
+                c = 1.0 if t == "joint" else (len(marg) - 1.0 if t == "ref" else -1.0)
+                coef[g.cell[k]] = coef.get(g.cell[k], 0.0) + c
+            coefs.append(coef)
             if replicates is not None:
                 r = {t: replicates.of(g.info["experiment"], g.info["model"], g.cell[k]) for t, k in terms.items()}
                 if any(v is None for v in r.values()):
@@ -225,7 +232,7 @@ def compute_contrasts(
         for k, v in replicates.stamp().items():
             contrasts[k] = v
     miss_cols = cols[: cols.index("metric")] + ["missing_terms"]
-    return ContrastTables(contrasts, pd.DataFrame(missing, columns=miss_cols), reps)
+    return ContrastTables(contrasts, pd.DataFrame(missing, columns=miss_cols), reps, tuple(coefs))
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:

@@ -36,6 +36,8 @@ class GapTables:
     group_factor: dict[str, str]  # experiment -> group factor name
     #: signed gap replicates aligned with ``gaps`` rows (n × B), when bootstrapped.
     gap_replicates: np.ndarray | None = None
+    #: Per ``gaps`` row, the gap as {cell: coefficient} (group cell +1, reference-group cell −1).
+    coefficients: tuple[dict[str, float], ...] = ()
 
     @property
     def abs_gap_replicates(self) -> np.ndarray | None:
@@ -150,6 +152,7 @@ def compute_gaps(
     pops = population_factors(results, resolved)
     rows: list[dict[str, Any]] = []
     signed_reps: list[np.ndarray] = []
+    coefs: list[dict[str, float]] = []
     chosen: dict[str, str] = {}
     for g in grids(results, metric):
         exp = g.info["experiment"]
@@ -198,9 +201,11 @@ def compute_gaps(
                 }
                 _add_uncertainty(row, g.info, (g.cell[kr], g.cell[kg]), replicates, permutations, signed_reps)
                 rows.append(row)
+                coefs.append({g.cell[kg]: 1.0, g.cell[kr]: -1.0})
     gaps = pd.DataFrame(rows, columns=_gap_columns(replicates, permutations))
     reps = np.array(signed_reps).reshape(len(rows), replicates.n_boot) if replicates is not None else None
-    return GapTables(gaps, summarize_gaps(gaps, None if reps is None else np.abs(reps), replicates), chosen, reps)
+    summary = summarize_gaps(gaps, None if reps is None else np.abs(reps), replicates)
+    return GapTables(gaps, summary, chosen, reps, tuple(coefs))
 
 
 def summarize_gaps(

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.effects import KINDS, order
-from interbias.analysis.multiplicity import DESCRIPTION, P_VALUE_RULE
+from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
+from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
@@ -74,7 +74,7 @@ def sentence(r: object, metric: str, pct: str, *, short: bool = False) -> str:
     (``short``: the per-effect interval only)."""
     g = r.__getattribute__
     m, est = g("model"), float(g("estimate"))
-    where = f" in {g('group')}" if g("kind") != "gap" and g("group") else ""
+    where = f" at {g('group')}" if g("kind") in ("main", "simple") and g("group") else ""
     ci = f"{pct} CI {span(g('lo'), g('hi'))}"
     if not short:
         ci += f"; simultaneous {span(g('lo_simultaneous'), g('hi_simultaneous'))}; adjusted p {pval(float(g('p_adjusted')))}"
@@ -96,12 +96,27 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
     """The declared family per experiment, the p-value, the adjustment and what resolved means."""
     parts = []
     for exp, grp in frame.groupby("experiment", sort=False):
-        kinds = ", ".join(f"{int((grp['kind'] == k).sum())} {k}" for k in kinds_of(grp))
-        parts.append(f"{exp}: {len(grp)} effects ({kinds}) over {grp['model'].nunique()} model(s)")
+        fam = grp[grp["test_family"] == "confirmatory"] if "test_family" in grp else grp
+        kinds = ", ".join(f"{int((fam['kind'] == k).sum())} {k}" for k in kinds_of(fam))
+        extra = []
+        if "test_family" in grp:
+            extra.append(
+                f"{int((grp['test_family'] == 'simple').sum())} simple effect(s) outside it, adjusted among themselves"
+            )
+            out = grp[grp["test_family"] == "left out"]
+            if len(out):
+                extra.append(
+                    f"{len(out)} left out of it: n_nontarget x p_target < {MIN_EVENTS} in a cell (too few "
+                    "non-target trials for the operating point)"
+                )
+        tail = "".join(f"; {e}" for e in extra if not e.startswith("0 "))
+        parts.append(f"{exp}: {len(fam)} effects ({kinds}) over {grp['model'].nunique()} model(s){tail}")
+    rule = P_VALUE_RULE if metric not in SKEWED else BC_RULE
     return (
-        f"Family: every effect of one experiment ({'; '.join(parts) or 'no effects'}). p-values: {P_VALUE_RULE}; "
+        f"Family: every effect of one experiment ({'; '.join(parts) or 'no effects'}); a main effect is averaged over "
+        f"the other factors' levels with equal weight per setting. p-values: {rule}; "
         f"adjustment: {DESCRIPTION[adjustment]} over the family; resolved: adjusted p < {alpha:g}. Effects in "
-        f"{metric}; {pct} speaker-bootstrap percentile intervals, with Bonferroni-level simultaneous intervals beside. "
+        f"{metric}; {pct} intervals, with Bonferroni-level simultaneous intervals beside. "
         f"MDE: the smallest effect this run detects with power {HEADLINE_POWER:g} at the per-effect level (see interbias plan)."
     )
 
@@ -114,7 +129,7 @@ def resolved_mask(frame: pd.DataFrame) -> pd.Series:
 def kinds_of(frame: pd.DataFrame) -> list[str]:
     """The effect kinds present, known kinds first in :data:`KINDS` order (``simple`` after
     ``main``), then any other in first-seen order."""
-    known = [*KINDS[:1], "simple", *KINDS[1:]]
+    known = list(dict.fromkeys([*KINDS[:1], "simple", *KINDS[1:]]))
     present = list(dict.fromkeys(frame["kind"].astype(str)))
     return [k for k in known if k in present] + [k for k in present if k not in known]
 
@@ -143,6 +158,9 @@ def headline(a: Analysis) -> Headline:
         for r in grp[mask].itertuples(index=False):
             lines.append("  " + sentence(r, metric, pct))
         for r in grp[~mask].itertuples(index=False):
+            if not (r.se == r.se and r.lo == r.lo):  # NaN: no interval, never a number in its place
+                lines.append(f"  unresolved: {r.effect}: {num(r.estimate, sign=True)}, no interval ({r.note})")
+                continue
             lines.append(
                 f"  unresolved: {r.effect}: {num(r.estimate, sign=True)} {span(r.lo, r.hi)}, "
                 f"adjusted p {pval(r.p_adjusted)}, MDE {num(r.mde)}"
@@ -160,7 +178,8 @@ def cell_pivot(a: Analysis) -> pd.DataFrame:
         text = num(getattr(r, metric))
         if ci is not None:
             c = ci.loc[(r.experiment, r.model, r.cell)]
-            text += f" [{num(c['lo'])}, {num(c['hi'])}]"
+            lo, hi = float(c["lo"]), float(c["hi"])
+            text += f" [{num(lo)}, {num(hi)}]" if hi > lo else " (no interval: the replicates do not vary)"
         rows.setdefault((r.experiment, r.cell), {})[r.model] = text
     models = list(dict.fromkeys(frame["model"]))
     out = [{"experiment": e, "cell": c, **{m: vals.get(m, "missing") for m in models}} for (e, c), vals in rows.items()]

@@ -48,8 +48,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import TrialDesign
-from interbias.analysis.effects import collect, decide
-from interbias.analysis.suite import Analysis
+from interbias.analysis.suite import Analysis, findings
 from interbias.utils.errors import AnalysisError
 
 MODEL = (
@@ -156,8 +155,7 @@ def effects(a: Analysis) -> pd.DataFrame:
     (:mod:`interbias.analysis.effects`; needs bootstrap replicates)."""
     if a.replicates is None:
         raise AnalysisError("effects and plans need bootstrap replicates (--bootstrap > 0 on a run with scores)")
-    frame, _ = collect(a.results, a.options.metric, a.contrasts, a.gaps, a.replicates)
-    return decide(frame, round(1 - a.replicates.level, 12), a.options.adjust)
+    return findings(a)
 
 
 def plan(a: Analysis, settings: Settings) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.scored_run import ScoredRun
 from interbias.metrics.weighted import metric_batch
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS
+from interbias.utils.errors import AnalysisError
 
 Key = tuple[str, str, str]
 
@@ -35,6 +36,16 @@ class Replicates:
 
     def of(self, experiment: str, model: str, cell: str) -> np.ndarray | None:
         return self.values.get((str(experiment), str(model), str(cell)))
+
+    def combine(self, experiment: str, model: str, coef: dict[str, float]) -> np.ndarray:
+        """Replicates of Σ coef[cell]·M(cell) over cells of one experiment × model."""
+        out = np.zeros(self.n_boot)
+        for cell, c in coef.items():
+            r = self.of(experiment, model, cell)
+            if r is None:
+                raise AnalysisError(f"no bootstrap replicates for {experiment} / {model} / {cell}")
+            out = out + c * np.asarray(r, dtype=np.float64)
+        return out
 
     def ci(self, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return percentile_ci(reps, self.level)

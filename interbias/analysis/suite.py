@@ -6,12 +6,14 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from interbias.analysis import read_results
+from interbias.analysis import effects, read_results
 from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
-from interbias.analysis.bootstrap import Resampler
+from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
+from interbias.analysis.effects import DESIGNS, Correction
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
 from interbias.analysis.multiplicity import check_method
 from interbias.analysis.permutation import RunPermutations
@@ -63,6 +65,10 @@ class Options:
     group_factor: str | None = None
     #: Multiplicity adjustment of the findings' p-values over each experiment's effects.
     adjust: str = "holm"
+    #: ``corrected`` (speaker bootstrap with the pair-variance correction) or ``speaker`` (plain).
+    design: str = "corrected"
+    #: Add the simple effects (outside the confirmatory family) to the findings.
+    simple: bool = False
 
 
 @dataclass
@@ -80,6 +86,8 @@ class Analysis:
     replicates: Replicates | None
     resampler: Resampler | None
     cells: pd.DataFrame | None
+    #: The corrected design's non-target-trial replicates (None for the plain designs).
+    correction: Correction | None = None
 
 
 def analyse(results_path: Path, options: Options, reporter: Reporter | None = None) -> Analysis:
@@ -91,6 +99,8 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     check_method(options.adjust)
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")
+    if options.design not in DESIGNS:
+        raise AnalysisError(f"--bootstrap-design {options.design!r}: valid: {', '.join(DESIGNS)}")
     run = ScoredRun.open(results_path)
     if options.metric in CALIBRATED_METRICS:
         require_shared(run.calibration_record)
@@ -98,12 +108,14 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     if options.metric in CALIBRATED_METRICS:  # the columns must come from one shared calibration per model
         for model in dict.fromkeys(results["model"].astype(str)):
             run.calibration(model)
-    replicates = resampler = None
+    replicates = resampler = correction = None
     if options.n_boot:
         run.require_scores("bootstrap CIs")
         resampler = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit=options.unit)
         with (reporter or Reporter(quiet=True)).task(f"bootstrap ({options.n_boot} replicates)", len(results)) as step:
             replicates = bootstrap_cells(results, run, options.metric, resampler, level=options.level, advance=step)
+        if options.design == "corrected" and options.unit == "speaker":
+            correction = _correction(results, run, options, reporter)
     permutations = None
     if options.n_perm:
         run.require_scores("permutation tests")
@@ -133,7 +145,33 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
         replicates=replicates,
         resampler=resampler,
         cells=cell_intervals(results, replicates) if replicates is not None else None,
+        correction=correction,
     )
+
+
+def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float, float, float]:
+    """(n, k, ν_S, ν_N) of the corrected SE: the harmonic mean of speakers per resampling block,
+    the fewest distinct non-target speaker pairs per speaker over the analysed cells (``cells``:
+    each cell's design positions; fewer pairs subtract less, the conservative side), Σ (speakers −
+    1) over blocks, and the fewest distinct non-target pairs of a cell − 1."""
+    sizes = [len(b) for b in design.blocks()]
+    n = len(sizes) / sum(1.0 / s for s in sizes)
+    per, pairs = [], []
+    for rows in cells:
+        non = rows[~design.label[rows]]
+        lo, hi = np.minimum(design.enrol[non], design.test[non]), np.maximum(design.enrol[non], design.test[non])
+        pairs.append(len(np.unique(lo * len(design.speakers) + hi)))
+        per.append(pairs[-1] / max(1, len(np.union1d(lo, hi))))
+    return n, min(per, default=0.0), float(sum(s - 1 for s in sizes)), float(min(pairs, default=1) - 1)
+
+
+def _correction(results: pd.DataFrame, run: ScoredRun, options: Options, reporter: Reporter | None) -> Correction:
+    """Non-target-trial replicates of every cell (same B and seed) for the corrected SE."""
+    nt = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit="nontarget")
+    with (reporter or Reporter(quiet=True)).task("variance correction (non-target trials)", len(results)) as step:
+        reps = bootstrap_cells(results, run, options.metric, nt, level=options.level, advance=step)
+    cells = [run.cell(str(r.model), str(r.cell)).rows for r in results.itertuples()]
+    return Correction(reps, *design_constants(run.design(), cells))
 
 
 def write_tables(a: Analysis, folder: Path) -> list[Path]:
@@ -161,3 +199,34 @@ def write_tables(a: Analysis, folder: Path) -> list[Path]:
         atomic.write_text(folder / "bootstrap.json", json.dumps(record, indent=1, sort_keys=True) + "\n")
         paths.append(folder / "bootstrap.json")
     return paths
+
+
+def support_of(a: Analysis) -> dict[tuple[str, str, str], float] | None:
+    """n_nontarget·p_target of every results cell for a DCF metric (p_target 0.01 for min_dcf,
+    the shared calibration's operating point otherwise); ``None`` for other metrics."""
+    metric = a.options.metric
+    if metric not in effects.SKEWED:
+        return None
+    out = {}
+    for r in a.results.itertuples(index=False):
+        cs = a.run.cell(str(r.model), str(r.cell))
+        p = 0.01 if metric == "min_dcf" else a.run.calibration(str(r.model)).point.p_target
+        out[(str(r.experiment), str(r.model), str(r.cell))] = float((~cs.labels).sum()) * p
+    return out
+
+
+def findings(a: Analysis) -> pd.DataFrame:
+    """The decided findings of an analysis with bootstrap replicates (its options: metric,
+    adjustment, design, ``simple``)."""
+    alpha = round(1 - a.replicates.level, 12)
+    frame, matrix = effects.collect(
+        a.results,
+        a.options.metric,
+        a.contrasts,
+        a.gaps,
+        a.replicates,
+        correction=a.correction,
+        simple=a.options.simple,
+        support=support_of(a),
+    )
+    return effects.decide(frame, alpha, a.options.adjust, matrix)

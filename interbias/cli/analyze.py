@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,7 +12,7 @@ from interbias.cli.tables import print_frame
 from interbias.utils.progress import Reporter
 
 if TYPE_CHECKING:
-    from interbias.analysis.suite import Analysis
+    from interbias.analysis.suite import Analysis, Options
 
 #: Options shared by ``analyze`` and ``report``.
 MetricOpt = Annotated[
@@ -33,6 +33,20 @@ AdjustOpt = Annotated[
         "(family-wise error), bh (false discovery rate) or none."
     ),
 ]
+DesignOpt = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-design",
+        help="corrected: speaker bootstrap with its pair-variance correction (SE matches the sampling SD); "
+        "speaker: the plain speaker bootstrap (conservative, for comparison).",
+    ),
+]
+SimpleOpt = Annotated[
+    bool,
+    typer.Option(
+        "--simple", help="Also report simple effects (one factor within one setting of the others), outside the family."
+    ),
+]
 GroupOpt = Annotated[
     str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
 ]
@@ -41,7 +55,7 @@ GroupOpt = Annotated[
 #: Replicates when --bootstrap is not given and the run has per-trial scores (analyze and report).
 DEFAULT_BOOT = 1000
 #: Options that decide the findings: a saved analysis is reused only when all of them match.
-FINDINGS_KEYS = ("metric", "n_boot", "seed", "unit", "level", "group_factor", "adjust")
+FINDINGS_KEYS = ("metric", "n_boot", "seed", "unit", "level", "group_factor", "adjust", "design", "simple")
 WideOpt = Annotated[bool, typer.Option("--wide", help="Print every table in full, at whatever width it needs.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (nothing else on stdout).")]
 
@@ -53,6 +67,19 @@ def default_boot(path: Path, bootstrap: int | None) -> int:
     if bootstrap is not None:
         return bootstrap
     return DEFAULT_BOOT if ScoredRun.open(path).has_scores else 0
+
+
+def analysis_options(path: Path, bootstrap: int | None, *args: Any) -> Options:
+    """The analysis options of ``analyze`` and ``report`` (``args``: metric, seed, unit, level,
+    permutations, tolerance, gap floor, group factor, adjustment, bootstrap design, simple):
+    B from :func:`default_boot`, refused below the design's minimum."""
+    from interbias.analysis.bootstrap import check_replicates
+    from interbias.analysis.suite import Options
+
+    metric, seed, unit, *rest = args
+    design = rest[-2]
+    n_boot = check_replicates(default_boot(path, bootstrap), design if unit == "speaker" else unit)
+    return Options(metric, n_boot, seed, unit, *rest)
 
 
 def findings_stamp(a: Analysis) -> dict[str, object]:
@@ -142,6 +169,8 @@ def analyze(
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
     adjust: AdjustOpt = "holm",
+    bootstrap_design: DesignOpt = "corrected",
+    simple: SimpleOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
@@ -149,14 +178,16 @@ def analyze(
     """Findings (every main effect, interaction and gap with its interval), contrasts (IE, NLI),
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.headline import headline
-    from interbias.analysis.suite import Options, analyse, write_tables
+    from interbias.analysis.suite import analyse, write_tables
 
     if not results.exists():
         from interbias.utils.errors import AnalysisError
 
         raise AnalysisError(f"{results} does not exist")
-    n_boot = default_boot(results, bootstrap)
-    opts = Options(metric, n_boot, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust)
+    opts = analysis_options(
+        results, bootstrap, metric, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust,
+        bootstrap_design, simple,
+    )  # fmt: skip
     a = analyse(results, opts, Reporter(quiet=quiet or as_json))
     folder = out or (results if results.is_dir() else results.parent)
     found = headline(a)

@@ -44,14 +44,17 @@ def plan(
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
     from interbias.analysis import planner
+    from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
 
     settings = planner.Settings(effect, power, alpha, family=not per_effect)
-    if bootstrap < 2:
-        raise AnalysisError(f"--bootstrap must be at least 2 to estimate a standard error, got {bootstrap}")
-    opts = Options(metric, bootstrap, seed, "speaker", 1 - alpha, group_factor=group_factor)
+    if bootstrap == 0:
+        raise AnalysisError("--bootstrap 0: a plan needs the pilot's standard errors (1000 replicates is usual)")
+    opts = Options(
+        metric, check_replicates(bootstrap, "corrected"), seed, "speaker", 1 - alpha, group_factor=group_factor
+    )
     a = analyse(run_dir, opts)
     frame = planner.plan(a, settings)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)

@@ -11,14 +11,16 @@ from interbias.cli import app, guarded
 from interbias.cli.analyze import (
     DEFAULT_BOOT,
     AdjustOpt,
+    DesignOpt,
     FloorOpt,
     GroupOpt,
     MetricOpt,
     PermOpt,
     SeedOpt,
+    SimpleOpt,
     TolOpt,
     UnitOpt,
-    default_boot,
+    analysis_options,
     saved_findings,
     write_findings,
 )
@@ -41,6 +43,8 @@ def report(
     gap_floor: FloorOpt = 0.01,
     group_factor: GroupOpt = None,
     adjust: AdjustOpt = "holm",
+    bootstrap_design: DesignOpt = "corrected",
+    simple: SimpleOpt = False,
     geometry: Annotated[
         Path | None,
         typer.Option(
@@ -60,13 +64,15 @@ def report(
     from interbias.analysis.headline import headline
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
-    from interbias.analysis.suite import Options, analyse
+    from interbias.analysis.suite import analyse
     from interbias.utils.errors import AnalysisError
 
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
-    n_boot = default_boot(run_dir, bootstrap)
-    opts = Options(metric, n_boot, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust)
+    opts = analysis_options(
+        run_dir, bootstrap, metric, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust,
+        bootstrap_design, simple,
+    )  # fmt: skip
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
     if geometry is not None and not (geometry / "geometry.csv").is_file():
