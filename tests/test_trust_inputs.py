@@ -365,7 +365,7 @@ def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
 
     from interbias.audio import frontend
     from interbias.cm.scoring import degrade
-    from interbias.embedding import executors
+    from interbias.embedding import tasks
 
     manifest = _copy(data, tmp_path)
     table = pd.read_csv(manifest)
@@ -396,7 +396,7 @@ def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
     assert _verdicts(tmp_path / "warm") == verdict
     # a cache filled without the checks, its rows lacking the verdict (as stored before): not served
     with monkeypatch.context() as m:
-        m.setattr(executors, "check_chain_output", lambda *a, **k: None)
+        m.setattr(tasks, "check_chain_output", lambda *a, **k: None)
         m.setattr(frontend, "check_speech_floor", lambda *a, **k: None)
         unchecked = runner.invoke(app, [*run_args(exp, tmp_path / "unchecked", tmp_path / "c2"), *more])
     assert _verdicts(tmp_path / "unchecked") != verdict, unchecked.output  # without the checks: scored
