@@ -159,3 +159,57 @@ def test_e19_definition_parses_with_its_synthetic_variant():
     assert cm_spec(exp)["models"] == ["ResNet18-logspec", "ResNet18-cqt"]
     assert [c.id for c in exp.cells()][0] == "codec=clean,noise=clean"
     assert cm_spec(load_experiment(root))["models"][-1] == "AASIST"
+
+
+def _resampled_run(tmp: Path, name: str, frontend: str) -> Path:
+    """The E91 run with one model on a 22.05 kHz copy of the tiny manifest, with ``frontend``."""
+    import soundfile as sf
+    from cm_fixtures import SPEAKERS, clip
+
+    data = tmp / "data22k"
+    if not (data / "manifest.csv").exists():
+        m = cm_manifest(data, per_class=3, speakers={k: v for k, v in SPEAKERS.items() if v[1] != "train"})
+        for u in m:  # the same clips, written at 22.05 kHz
+            base = 200.0 if u.gender == "female" else 110.0
+            i = int(u.id[-1])
+            sf.write(str(data / u.path), clip(u.get("label") == "spoof", base + 7 * i, u.id, 0.5, 22050), 22050)
+    yaml = YAML.format(manifest=data / "manifest.csv").replace("name: E91", f"name: {name}") + frontend
+    (tmp / f"{name}.yaml").write_text(yaml)
+    out = run(
+        RunOptions(
+            experiment=str(tmp / f"{name}.yaml"),
+            encoders=["ResNet18-logspec"],
+            out=tmp / "results",
+            cache_dir=tmp / "cache",
+            quiet=True,
+        )
+    )
+    return out.run_dir
+
+
+def test_frontend_resampler_is_honoured_and_recorded(cm_run):
+    tmp, _ = cm_run
+    poly = _resampled_run(tmp, "E92", "")
+    sinc = _resampled_run(tmp, "E93", "frontend: {resampler: sinc}\n")
+    a, b = (pd.read_csv(d / "cm_scores.csv") for d in (poly, sinc))
+    assert list(a["id"]) == list(b["id"]) and len(a) == 24 + 3 * 12  # dev + eval, then eval
+    assert (a["score"] != b["score"]).any()
+    recs = [json.loads((d / "run.json").read_text()) for d in (poly, sinc)]
+    assert [r["frontend"]["resampler"]["name"] for r in recs] == ["polyphase", "sinc"]
+    assert recs[1]["frontend"]["sample_rate_hz"] == 16000 and recs[1]["frontend"]["max_duration_s"] is None
+    inp = recs[1]["models"]["ResNet18-logspec"]["input"]
+    assert inp["pad"] == "zero" and inp["n_samples"] == 8000 and inp["resampler"]["name"] == "sinc"
+
+
+@pytest.mark.parametrize(
+    ("frontend", "match"),
+    [
+        ("frontend: {max_duration_s: 3}\n", "frontend.max_duration_s: a countermeasure experiment cannot honour"),
+        ("frontend: {sample_rate_hz: 8000}\n", "the CMs take 16000 Hz audio, not 8000"),
+    ],
+)
+def test_frontend_keys_the_cm_path_cannot_honour_are_refused(cm_run, frontend, match):
+    tmp, _ = cm_run
+    (tmp / "E94.yaml").write_text(YAML.format(manifest=tmp / "data" / "manifest.csv") + frontend)
+    with pytest.raises(ConfigError, match=match):
+        run(RunOptions(experiment=str(tmp / "E94.yaml"), out=tmp / "r3", cache_dir=tmp / "cache", quiet=True))

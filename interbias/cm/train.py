@@ -1,6 +1,7 @@
 """``interbias cm train``: the deepfake gender-fairness study's CM training recipe.
 
-Recipe (:class:`TrainConfig` defaults): audio at 16 kHz, zero-padded or truncated to 4.0 s;
+Recipe (:class:`TrainConfig` defaults): audio at 16 kHz, zero-padded or truncated to 4.0 s
+(the ResNet-18 models' input policy);
 AdamW (lr 3e-5, weight decay 1e-4); cross-entropy with class weights w_c = n / (2·n_c) over
 the training set (c ∈ {spoof, bonafide}); at most 100 epochs, early stopping when the
 validation loss (the same weighted cross-entropy on the dev split, eval mode) has not improved
