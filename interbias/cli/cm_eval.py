@@ -13,7 +13,8 @@ from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
-    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's a-DCF, min t-DCF and t-EER.",
+    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's Track 1 set (min DCF, "
+    "actDCF, Cllr, EER; per attack or codec), a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
     epilog="Example: interbias cm-eval eer round1.csv round2.csv",
 )
@@ -46,6 +47,45 @@ def eer(
         )
     if "weer" in out:
         typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
+
+
+@cm_app.command("track1", epilog="Example: interbias cm-eval track1 cm_scores.csv --by attack --by codec")
+@guarded
+def track1(
+    scores: Annotated[
+        Path,
+        typer.Argument(help="CM score file: CSV with score,label (and any other columns) or 'ID SCORE LABEL'."),
+    ],
+    by: Annotated[
+        list[str] | None, typer.Option(help="Break the metrics down by this column (repeatable): attack, codec, ...")
+    ] = None,
+    score_column: Annotated[
+        str | None, typer.Option(help="Score with this column instead of score (e.g. log_odds of `cm score`).")
+    ] = None,
+    p_spoof: Annotated[float, typer.Option(help="Prior of a spoof.")] = 0.05,
+    c_miss: Annotated[float, typer.Option(help="Cost of rejecting a bona fide sample.")] = 1.0,
+    c_fa: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """ASVspoof 5 Track 1 metrics of a countermeasure (higher score = bona fide): min DCF
+    (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
+    C_llr read the scores as natural-log likelihood ratios (docs/countermeasures.md)."""
+    from interbias.analysis.cm_track1 import json_ready, track1_of_file
+    from interbias.metrics.spoof import Track1Cost
+
+    out = track1_of_file(scores, list(by or []), Track1Cost(p_spoof, c_miss, c_fa), score_column)
+    if as_json:
+        typer.echo(json.dumps(json_ready(out)))
+        return
+    p = out["pooled"]
+    typer.echo(
+        f"{scores}: min DCF {p['min_dcf']:.6f}  actDCF {p['act_dcf']:.6f}  Cllr {p['cllr']:.6f} bits  "
+        f"EER {p['eer']:.6f} ({p['n_bonafide']} bona fide, {p['n_spoof']} spoof)"
+    )
+    import pandas as pd
+
+    for col, rows in out["tables"].items():
+        print_frame(pd.DataFrame(rows).drop(columns="group"), f"by {col}")
 
 
 @cm_app.command("dsr", epilog="Example: interbias cm-eval dsr aasist.csv rawgat.csv --json")

@@ -21,7 +21,7 @@ from interbias.utils.errors import AudioError, OperatorError
 
 #: Columns of the score table.
 COLUMNS = (
-    "model", "file", "id", "label", "attack", "duration_s", "logit_spoof", "logit_bonafide", "score",
+    "model", "file", "id", "label", "attack", "duration_s", "logit_spoof", "logit_bonafide", "log_odds", "score",
 )  # fmt: skip
 
 
@@ -110,7 +110,7 @@ def score_files(cm: Any, job: ScoreJob, reporter: Any, *, batch_size: int = 16) 
                 {
                     "model": cm.card.label, "file": str(path), "id": uid, "label": label, "attack": attack,
                     "duration_s": len(w) / fe.sample_rate_hz, "logit_spoof": float(z[0]),
-                    "logit_bonafide": float(z[1]), "score": float(p),
+                    "logit_bonafide": float(z[1]), "log_odds": float(z[1] - z[0]), "score": float(p),
                 }
             )  # fmt: skip
         pending.clear()
