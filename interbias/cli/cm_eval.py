@@ -211,6 +211,13 @@ def adcf(
 def tdcf(
     asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
     cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    asv_threshold: Annotated[
+        str,
+        typer.Option(
+            help="The ASV's EER threshold: interpolated (the interpolated crossing, default) or package "
+            "(the ASVspoof 5 package's sorted score, to reproduce its numbers)."
+        ),
+    ] = "interpolated",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
@@ -219,12 +226,13 @@ def tdcf(
     from interbias.metrics.sasv import TDCFCost
 
     cost = TDCFCost()
-    out = min_t_dcf_of_files(asv, cm, cost)
+    out = min_t_dcf_of_files(asv, cm, cost, asv_threshold)
     if as_json:
         typer.echo(json.dumps({"cost": vars(cost), **out}))
         return
     typer.echo(
-        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
+        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} "
+        f"(ASV at {out['asv_threshold']:.6f}, {out['asv_threshold_rule']}: "
         f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
     )
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from interbias.metrics import verification as metrics
-from interbias.metrics.sasv import a_dcf
+from interbias.metrics.sasv import a_dcf, sorted_det
 from interbias.utils.errors import MetricError
 
 #: Extra trailing results.csv columns of spoofing experiments (absent otherwise).
@@ -92,21 +92,6 @@ class Track1Cost:
     def bayes_threshold(self) -> float:
         """−log β, β = C_miss·(1−P_spoof) / (C_fa·P_spoof): the threshold on a natural-log LLR."""
         return -float(np.log(self.c_miss * (1 - self.p_spoof) / (self.c_fa * self.p_spoof)))
-
-
-def sorted_det(bona: np.ndarray, spoof: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ASVspoof packages' DET points: scores sorted ascending (stable, bona fide before spoof
-    at equal scores); point i rejects the first i sorted scores. Returns (miss rate of bona
-    fide, false-accept rate of spoofs, threshold: the lowest score − 0.001, then each sorted score)."""
-    scores = np.concatenate([bona, spoof])
-    is_bona = np.concatenate([np.ones(len(bona)), np.zeros(len(spoof))])
-    order = np.argsort(scores, kind="mergesort")
-    rejected_bona = np.cumsum(is_bona[order])
-    rejected_spoof = np.arange(1, len(scores) + 1) - rejected_bona
-    miss = np.concatenate([[0.0], rejected_bona / len(bona)])
-    fa = np.concatenate([[1.0], (len(spoof) - rejected_spoof) / len(spoof)])
-    thresholds = np.concatenate([[scores[order[0]] - 0.001], scores[order]])
-    return miss, fa, thresholds
 
 
 def cllr(bona: np.ndarray, spoof: np.ndarray) -> float:
