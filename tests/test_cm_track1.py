@@ -138,3 +138,25 @@ def test_cli_tables_json_and_one_line_errors(tmp_path):
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and "missing column(s) score" in bad.output
     bad = run(app, ["cm-eval", "track1", str(tmp_path / "s.csv"), "--score-column", "log_odds"])
     assert bad.exit_code == 1 and "--score-column 'log_odds'" in bad.output
+
+
+def test_cm_eval_wdsr_from_numbers_and_dsr_json(tmp_path):
+    """ADD 2023 Table 5, first row (per cent → rates): WDSR 44.97 % from 37.91, 49.60, 49.80."""
+    run = CliRunner().invoke
+    (tmp_path / "r1.json").write_text(json.dumps({"dsr": 0.3791, "wrong": [1]}))
+    res = run(
+        app,
+        ["cm-eval", "wdsr", "--r1", str(tmp_path / "r1.json"), "--r2", "0.4960", "--r2-baseline", "0.4980", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["wdsr"] == pytest.approx(0.4 * 0.3791 + 0.6 * (0.4 * 0.4980 + 0.6 * 0.4960), abs=1e-15)
+    assert out["wdsr"] == pytest.approx(0.4497, abs=1e-4)
+    for args, match in (
+        (["--r1", "1.5"], "a DSR is a rate in [0, 1]"),
+        (["--r1", str(tmp_path / "nope.json")], "neither a number nor a file"),
+        (["--r1", str(tmp_path / "s.txt")], "not the JSON of `cm-eval dsr --json`"),
+    ):
+        (tmp_path / "s.txt").write_text("x")
+        bad = run(app, ["cm-eval", "wdsr", *args, "--r2", "0.5", "--r2-baseline", "0.5"])
+        assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and match in bad.output, bad.output

@@ -113,6 +113,32 @@ def dsr(
         )
 
 
+@cm_app.command("wdsr", epilog="Example: interbias cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
+@guarded
+def wdsr(
+    r1: Annotated[str, typer.Option(help="Round 1 DSR: a number, or the JSON of `cm-eval dsr --json`.")],
+    r2: Annotated[str, typer.Option(help="Round 2 DSR against the detectors.")],
+    r2_baseline: Annotated[str, typer.Option(help="Round 2 DSR against the baseline detectors.")],
+    gamma: Annotated[float, typer.Option(help="Weight of round 1.")] = 0.4,
+    delta: Annotated[float, typer.Option(help="Weight of round 2.")] = 0.6,
+    alpha: Annotated[float, typer.Option(help="Weight of the round 2 baseline DSR.")] = 0.4,
+    beta: Annotated[float, typer.Option(help="Weight of the round 2 DSR.")] = 0.6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
+    δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
+    from interbias.analysis.cm_eval import read_dsr
+    from interbias.analysis.spoofing import weighted_dsr
+
+    d1, d2, d2b = read_dsr(r1, "--r1"), read_dsr(r2, "--r2"), read_dsr(r2_baseline, "--r2-baseline")
+    value = weighted_dsr(d1, d2, d2b, gamma=gamma, delta=delta, alpha=alpha, beta=beta)
+    if as_json:
+        weights = {"gamma": gamma, "delta": delta, "alpha": alpha, "beta": beta}
+        typer.echo(json.dumps({"wdsr": value, "dsr_r1": d1, "dsr_r2": d2, "dsr_r2_baseline": d2b, "weights": weights}))
+    else:
+        typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
+
+
 @cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt")
 @guarded
 def location(
