@@ -45,6 +45,10 @@ class TrainConfig:
     batch_size: int = 32
     max_epochs: int = 100
     patience: int = 15
+    #: ReduceLROnPlateau on the validation loss: the learning rate × ``lr_factor`` after
+    #: ``lr_patience`` epochs without improvement (PyTorch's other defaults); 1.0 = off.
+    lr_factor: float = 0.5
+    lr_patience: int = 5
     sample_rate_hz: int = 16000
     duration_s: float = 4.0
     width: int = 64
@@ -76,6 +80,8 @@ class TrainConfig:
         cfg = replace(self, **kw)
         if cfg.lr <= 0 or cfg.batch_size < 1 or cfg.max_epochs < 1 or cfg.patience < 1 or cfg.width < 1:
             raise ConfigError("cm train: lr, batch_size, max_epochs, patience and width must be positive")
+        if not 0 < cfg.lr_factor <= 1 or cfg.lr_patience < 0:
+            raise ConfigError("cm train: lr_factor must lie in (0, 1] (1 = no scheduler) and lr_patience be >= 0")
         return cfg
 
 
