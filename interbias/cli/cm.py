@@ -25,7 +25,9 @@ app.add_typer(cm_app, name="cm")
 )
 @guarded
 def train(
-    model: Annotated[str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm or -wav2vec2.")],
+    model: Annotated[
+        str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm, -wav2vec2, AASIST or AASIST-L.")
+    ],
     corpus: Annotated[
         str | None, typer.Option(help="synthetic-cm: the offline proxy CM corpus (default when no --manifest).")
     ] = None,
@@ -40,7 +42,10 @@ def train(
         list[str] | None, typer.Option("--set", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50.")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default: the label's model folder, where runs find it).")
+        Path | None,
+        typer.Option(
+            help="Output folder (default: the label's model folder, where runs find it; AASIST: its trained/ subfolder)."
+        ),
     ] = None,
     frontend_path: Annotated[
         Path | None, typer.Option(help="Local Hugging Face folder of the WavLM / wav2vec 2.0 front end.")
@@ -51,8 +56,9 @@ def train(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
-    """Train a ResNet18-<frontend> CM: AdamW, class-weighted cross-entropy, early stopping on the
-    dev loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
+    """Train a CM (ResNet18-<frontend>, or AASIST / AASIST-L from a seeded start) with the study's
+    recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early stopping on the dev
+    loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     from interbias.cm.train import cm_manifest, parse_settings, train_model

@@ -61,13 +61,16 @@ def one_epoch(model: Any, opt: Any, data: Any, weights: Any, batch: int, seed: i
     model.train()
     order = torch.from_numpy(derive_rng("cm-train", seed, epoch).permutation(len(data.y)))
     losses = []
-    for i in range(0, len(order), batch):
-        idx = order[i : i + batch]
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(data.x[idx]), data.y[idx], weight=weights)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+    # dropout (AASIST) draws from torch's generator: a forked one, seeded from the derived seed
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(derive_rng("cm-dropout", seed, epoch).integers(2**31)))
+        for i in range(0, len(order), batch):
+            idx = order[i : i + batch]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(data.x[idx]), data.y[idx], weight=weights)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
     return float(np.mean(losses))
 
 

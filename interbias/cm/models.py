@@ -1,7 +1,7 @@
 """The countermeasure registry: labels, where their checkpoints live, and loading them.
 
 Labels: ``AASIST`` and ``AASIST-L`` (:mod:`interbias.cm.aasist`, the authors' published
-checkpoints, hash-pinned) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
+checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
 ``wav2vec2`` (:mod:`interbias.cm.resnet` over :mod:`interbias.cm.frontends`; checkpoints
 written by ``interbias cm train``).
 
@@ -231,17 +231,35 @@ def load_cm(
 
 
 def _load_aasist(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
+    """The published checkpoint (its sha256 pinned), or one written by ``interbias cm train``
+    (format-tagged, of this label); any other file is refused."""
     from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
 
     if sha != card.pinned_sha256:
+        data = read_checkpoint(ckpt, card.label)
+        if isinstance(data, dict) and data.get("format") == FORMAT:
+            return _load_trained_aasist(card, ckpt, sha, data)
         raise EncoderError(
             f"{card.label}: {ckpt} has sha256 {sha[:16]}…, not the published checkpoint's {card.pinned_sha256[:16]}… "
-            f"({card.how_to_get})"
+            f"nor an `interbias cm train` checkpoint ({card.how_to_get})"
         )
     model = AASIST(AASIST_L if card.label == "AASIST-L" else AASISTConfig())
     load_strict(model, read_checkpoint(ckpt, card.label), card.label, ckpt)
     model.eval()
     return LoadedCM(card, model, InputPolicy(model.cfg.n_samples, card.pad), ckpt, sha, {})
+
+
+def _load_trained_aasist(card: CMCard, ckpt: Path, sha: str, data: dict[str, Any]) -> LoadedCM:
+    from interbias.cm.network import aasist_network
+
+    if data.get("label") != card.label:
+        raise EncoderError(f"{card.label}: {ckpt} holds a {data.get('label')!r} model")
+    n_samples = int(data["config"]["n_samples"])
+    model = aasist_network(card.label, n_samples).classifier
+    load_strict(model, data["state_dict"], card.label, ckpt)
+    model.eval()
+    info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256", "epoch")}
+    return LoadedCM(card, model, InputPolicy(n_samples, card.pad), ckpt, sha, info)
 
 
 def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:

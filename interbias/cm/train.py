@@ -32,7 +32,7 @@ from interbias.cm.loop import train_epochs
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.corpora.manifest import Manifest
-from interbias.utils.errors import ConfigError, EncoderError
+from interbias.utils.errors import ConfigError
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
@@ -115,13 +115,15 @@ def select(manifest: Manifest, split: str, cfg: TrainConfig) -> list[Any]:
     return out
 
 
-def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig) -> np.ndarray:
-    """(N, n_samples) float32: each file at 16 kHz, zero-padded or truncated to the duration."""
+def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig, pad: str = "zero") -> np.ndarray:
+    """(N, n_samples) float32: each file at 16 kHz, fitted to the duration by the model's pad
+    rule (``zero``: the ResNet-18 models; ``tile``: AASIST)."""
     from interbias.audio.frontend import FrontEnd, load
-    from interbias.cm.frontends import fix_length
+    from interbias.cm.frontends import InputPolicy
 
+    policy = InputPolicy(cfg.n_samples, pad, cfg.sample_rate_hz)
     fe = FrontEnd(sample_rate_hz=cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
-    return np.stack([fix_length(load(manifest.resolve(u), fe).samples, cfg.n_samples) for u in utts])
+    return np.stack([policy.fit(load(manifest.resolve(u), fe).samples) for u in utts])
 
 
 def featurize(net: Any, waves: np.ndarray, batch: int = 16) -> Any:
@@ -150,19 +152,17 @@ class Trainer:
     log: Callable[[str], None] = print
 
     def network(self) -> Any:
-        from interbias.cm.network import build_network, seeded_init
+        from interbias.cm.network import aasist_network, build_network, seeded_init
 
-        net = build_network(self.label, {"width": self.cfg.width}, self.frontend_path)
+        if CM_MODELS.get(self.label).architecture == "aasist":
+            net = aasist_network(self.label, self.cfg.n_samples)
+        else:
+            net = build_network(self.label, {"width": self.cfg.width}, self.frontend_path)
         seeded_init(net.classifier, self.cfg.seed)
         return net
 
     def run(self, manifest: Manifest, *, stop_after: int | None = None, reporter: Any = None) -> dict[str, Any]:
         """Train (or resume) and return the summary written to ``training.json``."""
-        card = CM_MODELS.get(self.label)
-        if card.architecture != "resnet18":
-            raise EncoderError(
-                f"cm train trains the ResNet18-<frontend> labels; {self.label} loads its published checkpoint"
-            )
         check_cm_manifest(manifest)
         train_u, dev_u = select(manifest, "train", self.cfg), select(manifest, "dev", self.cfg)
         for name, us in (("train", train_u), ("dev", dev_u)):
@@ -180,7 +180,7 @@ class Trainer:
     def data(self, net: Any, manifest: Manifest, utts: list[Any]) -> Data:
         import torch
 
-        x = featurize(net, load_waves(manifest, utts, self.cfg))
+        x = featurize(net, load_waves(manifest, utts, self.cfg, CM_MODELS.get(self.label).pad))
         y = torch.tensor([1 if u.get("label") == "bonafide" else 0 for u in utts])
         return Data(x, y, [u.id for u in utts])
 
@@ -244,7 +244,8 @@ def train_model(
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
     cfg = PRESETS[preset].override(settings or {})
-    folder = Path(out) if out else CM_MODELS.get(label).folder()
+    card = CM_MODELS.get(label)
+    folder = Path(out) if out else card.folder() / ("trained" if card.architecture == "aasist" else "")
     trainer = Trainer(label, cfg, folder, Path(frontend_path) if frontend_path else None, log)
     with torch_threads():
         return folder, trainer.run(manifest, stop_after=stop_after, reporter=reporter or Reporter(quiet=True))
