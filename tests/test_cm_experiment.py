@@ -213,3 +213,26 @@ def test_frontend_keys_the_cm_path_cannot_honour_are_refused(cm_run, frontend, m
     (tmp / "E94.yaml").write_text(YAML.format(manifest=tmp / "data" / "manifest.csv") + frontend)
     with pytest.raises(ConfigError, match=match):
         run(RunOptions(experiment=str(tmp / "E94.yaml"), out=tmp / "r3", cache_dir=tmp / "cache", quiet=True))
+
+
+def test_track1_table_per_attack_equals_cm_eval_track1_on_the_score_file(cm_run):
+    """cm_track1.csv per model × cell equals `cm-eval track1 --score-column log_odds --by attack`
+    on that slice of cm_scores.csv; log_odds is the posterior's log odds."""
+    tmp, outcome = cm_run
+    scores = pd.read_csv(outcome.run_dir / "cm_scores.csv")
+    post = 1 / (1 + np.exp(-scores["log_odds"]))
+    assert np.allclose(post, scores["score"], atol=1e-12)
+    table = pd.read_csv(outcome.run_dir / "cm_track1.csv")
+    assert len(table) == 2 * 4 * 2 and set(table["group"]) == {"all", "attack"}  # pooled + A01, per model × cell
+    model, cell = "ResNet18-logspec", "codec=mulaw,noise=white"
+    sl = scores[(scores.model == model) & (scores.cell == cell) & (scores.split == "eval")]
+    sl.to_csv(tmp / "slice.csv", index=False)
+    res = CliRunner().invoke(
+        app, ["cm-eval", "track1", str(tmp / "slice.csv"), "--score-column", "log_odds", "--by", "attack", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    mine = table[(table.model == model) & (table.cell == cell)].set_index("group")
+    for k in ("min_dcf", "act_dcf", "cllr", "eer"):
+        assert mine.loc["all", k] == pytest.approx(doc["pooled"][k], abs=1e-12)
+        assert mine.loc["attack", k] == pytest.approx(doc["tables"]["attack"][0][k], abs=1e-12)

@@ -88,3 +88,24 @@ def json_ready(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return None
     return value
+
+
+def run_table(scores: pd.DataFrame, cost: Track1Cost = Track1Cost()) -> pd.DataFrame:
+    """A CM run's Track 1 table (``cm_track1.csv``): per model × cell of the eval split, the
+    pooled metrics (``group`` = ``all``) and one row per attack, on ``log_odds``."""
+    rows = []
+    ev = scores[scores["split"] == "eval"]
+    for (model, cell), g in ev.groupby(["model", "cell"], sort=False):
+        frame = pd.DataFrame(
+            {
+                "score": g["log_odds"].to_numpy(dtype=np.float64),
+                "label": (g["label"] == "bonafide").to_numpy().astype(int),
+                "attack": g["attack"].fillna("").astype(str).to_numpy(),
+            }
+        )
+        is_bona = frame["label"].to_numpy() == 1
+        s = frame["score"].to_numpy()
+        pooled = [_row("all", "", s[is_bona], s[~is_bona], cost)]
+        for r in pooled + breakdown(frame, "attack", cost):
+            rows.append({"model": model, "cell": cell, **r})
+    return pd.DataFrame(rows, columns=["model", "cell", "group", "value", "n_bonafide", "n_spoof", *METRICS])

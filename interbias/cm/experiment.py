@@ -11,7 +11,8 @@ form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec
 Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
 CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
 ``cm_`` + the fairness report's two files (comparisons, per-group values),
-``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_report.md``,
+``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_track1.csv``
+(ASVspoof 5 Track 1 metrics per model × cell, pooled and per attack), ``cm_report.md``,
 ``cm_gap.png``, ``run.json`` (docs/outputs.md).
 """
 

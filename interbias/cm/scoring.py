@@ -22,7 +22,7 @@ from interbias.utils.errors import AudioError, OperatorError
 
 #: Columns of ``cm_scores.csv``.
 SCORE_COLUMNS = (
-    "model", "cell", "split", "id", "speaker", "gender", "label", "attack", "score",
+    "model", "cell", "split", "id", "speaker", "gender", "label", "attack", "score", "log_odds",
 )  # fmt: skip
 
 
@@ -74,14 +74,18 @@ def score_cell(
     cw = degrade(manifest, utts, cell.test_chain, cache_dir, fe)
     by_id = manifest.by_id()
     rows = []
+    from interbias.cm.models import posterior
+
     for label, cm in models.items():
-        scores = cm.score(cw.waves) if cw.waves else np.zeros(0)
-        for uid, s in zip(cw.ids, scores, strict=True):
+        logits = cm.logits(cw.waves) if cw.waves else np.zeros((0, 2))
+        scores, log_odds = posterior(logits), logits[:, 1] - logits[:, 0]
+        for uid, s, lo in zip(cw.ids, scores, log_odds, strict=True):
             u = by_id[uid]
             rows.append(
                 {
                     "model": label, "cell": cell.id, "split": u.get("split"), "id": uid, "speaker": u.speaker,
                     "gender": u.gender, "label": u.get("label"), "attack": u.get("attack") or "", "score": float(s),
+                    "log_odds": float(lo),
                 }
             )  # fmt: skip
     return pd.DataFrame(rows, columns=list(SCORE_COLUMNS)), cw.failed
