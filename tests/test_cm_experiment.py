@@ -159,3 +159,80 @@ def test_e19_definition_parses_with_its_synthetic_variant():
     assert cm_spec(exp)["models"] == ["ResNet18-logspec", "ResNet18-cqt"]
     assert [c.id for c in exp.cells()][0] == "codec=clean,noise=clean"
     assert cm_spec(load_experiment(root))["models"][-1] == "AASIST"
+
+
+def _resampled_run(tmp: Path, name: str, frontend: str) -> Path:
+    """The E91 run with one model on a 22.05 kHz copy of the tiny manifest, with ``frontend``."""
+    import soundfile as sf
+    from cm_fixtures import SPEAKERS, clip
+
+    data = tmp / "data22k"
+    if not (data / "manifest.csv").exists():
+        m = cm_manifest(data, per_class=3, speakers={k: v for k, v in SPEAKERS.items() if v[1] != "train"})
+        for u in m:  # the same clips, written at 22.05 kHz
+            base = 200.0 if u.gender == "female" else 110.0
+            i = int(u.id[-1])
+            sf.write(str(data / u.path), clip(u.get("label") == "spoof", base + 7 * i, u.id, 0.5, 22050), 22050)
+    yaml = YAML.format(manifest=data / "manifest.csv").replace("name: E91", f"name: {name}") + frontend
+    (tmp / f"{name}.yaml").write_text(yaml)
+    out = run(
+        RunOptions(
+            experiment=str(tmp / f"{name}.yaml"),
+            encoders=["ResNet18-logspec"],
+            out=tmp / "results",
+            cache_dir=tmp / "cache",
+            quiet=True,
+        )
+    )
+    return out.run_dir
+
+
+def test_frontend_resampler_is_honoured_and_recorded(cm_run):
+    tmp, _ = cm_run
+    poly = _resampled_run(tmp, "E92", "")
+    sinc = _resampled_run(tmp, "E93", "frontend: {resampler: sinc}\n")
+    a, b = (pd.read_csv(d / "cm_scores.csv") for d in (poly, sinc))
+    assert list(a["id"]) == list(b["id"]) and len(a) == 24 + 3 * 12  # dev + eval, then eval
+    assert (a["score"] != b["score"]).any()
+    recs = [json.loads((d / "run.json").read_text()) for d in (poly, sinc)]
+    assert [r["frontend"]["resampler"]["name"] for r in recs] == ["polyphase", "sinc"]
+    assert recs[1]["frontend"]["sample_rate_hz"] == 16000 and recs[1]["frontend"]["max_duration_s"] is None
+    inp = recs[1]["models"]["ResNet18-logspec"]["input"]
+    assert inp["pad"] == "zero" and inp["n_samples"] == 8000 and inp["resampler"]["name"] == "sinc"
+
+
+@pytest.mark.parametrize(
+    ("frontend", "match"),
+    [
+        ("frontend: {max_duration_s: 3}\n", "frontend.max_duration_s: a countermeasure experiment cannot honour"),
+        ("frontend: {sample_rate_hz: 8000}\n", "the CMs take 16000 Hz audio, not 8000"),
+    ],
+)
+def test_frontend_keys_the_cm_path_cannot_honour_are_refused(cm_run, frontend, match):
+    tmp, _ = cm_run
+    (tmp / "E94.yaml").write_text(YAML.format(manifest=tmp / "data" / "manifest.csv") + frontend)
+    with pytest.raises(ConfigError, match=match):
+        run(RunOptions(experiment=str(tmp / "E94.yaml"), out=tmp / "r3", cache_dir=tmp / "cache", quiet=True))
+
+
+def test_track1_table_per_attack_equals_cm_eval_track1_on_the_score_file(cm_run):
+    """cm_track1.csv per model × cell equals `cm-eval track1 --score-column log_odds --by attack`
+    on that slice of cm_scores.csv; log_odds is the posterior's log odds."""
+    tmp, outcome = cm_run
+    scores = pd.read_csv(outcome.run_dir / "cm_scores.csv")
+    post = 1 / (1 + np.exp(-scores["log_odds"]))
+    assert np.allclose(post, scores["score"], atol=1e-12)
+    table = pd.read_csv(outcome.run_dir / "cm_track1.csv")
+    assert len(table) == 2 * 4 * 2 and set(table["group"]) == {"all", "attack"}  # pooled + A01, per model × cell
+    model, cell = "ResNet18-logspec", "codec=mulaw,noise=white"
+    sl = scores[(scores.model == model) & (scores.cell == cell) & (scores.split == "eval")]
+    sl.to_csv(tmp / "slice.csv", index=False)
+    res = CliRunner().invoke(
+        app, ["cm-eval", "track1", str(tmp / "slice.csv"), "--score-column", "log_odds", "--by", "attack", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    mine = table[(table.model == model) & (table.cell == cell)].set_index("group")
+    for k in ("min_dcf", "act_dcf", "cllr", "eer"):
+        assert mine.loc["all", k] == pytest.approx(doc["pooled"][k], abs=1e-12)
+        assert mine.loc["attack", k] == pytest.approx(doc["tables"]["attack"][0][k], abs=1e-12)

@@ -12,10 +12,11 @@ import torch
 
 from interbias.cm import models as cm_models
 from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
-from interbias.cm.frontends import CQT, LogSpec, cqt_kernels, fix_length
+from interbias.cm.frontends import CQT, InputPolicy, LogSpec, cqt_kernels, fix_length, tile_cut
 from interbias.cm.models import CM_MODELS, load_cm, load_strict
 from interbias.cm.network import build_network, seeded_init
-from interbias.utils.errors import EncoderError
+from interbias.utils.errors import AudioError, EncoderError
+from interbias.utils.seeding import derive_rng
 from tests.encoder_fixtures import make_transformers
 
 PUBLISHED = json.loads((Path(__file__).parent / "data" / "aasist_published_keys.json").read_text())
@@ -61,10 +62,12 @@ def test_aasist_checkpoint_loads_strictly_and_scores_the_same(tmp_path, monkeypa
         want = torch.softmax(model(torch.from_numpy(x)).double(), 1)[:, 1].numpy()
     got = cm.score(list(x))
     assert np.allclose(got, want, atol=1e-6) and ((got > 0) & (got < 1)).all()
-    # a shorter waveform is zero-padded to the input length, a longer one truncated
-    assert np.allclose(
-        cm.score([x[0][:30000]]), cm.score([np.concatenate([x[0][:30000], np.zeros(34600, np.float32)])])
-    )
+    # AASIST's input policy is the authors' tile/cut: a short waveform is repeated, a long one cut
+    assert cm.policy.pad == "tile" and cm.provenance()["input"]["pad"] == "tile"
+    short = x[0][:30000]
+    assert np.allclose(cm.score([short]), cm.score([np.concatenate([short, short, short[:4600]])]))
+    zero_padded = np.concatenate([short, np.zeros(34600, np.float32)])
+    assert not np.array_equal(cm.logits([short]), cm.logits([zero_padded]))
 
 
 def test_aasist_refuses_a_file_that_is_not_the_published_one(tmp_path):
@@ -126,6 +129,44 @@ def test_cqt_kernels_are_normalised_and_refuse_nyquist():
     assert k.shape[0] == 168 and k.shape[-1] % 2 == 1
     with pytest.raises(EncoderError, match="Nyquist"):
         cqt_kernels(16000, 4000.0, 24, 12)
+
+
+def authors_pad(x: np.ndarray, max_len: int = 64600) -> np.ndarray:
+    """A restatement of ``pad`` in the AASIST authors' data_utils.py (github.com/clovaai/aasist)."""
+    x_len = x.shape[0]
+    if x_len >= max_len:
+        return x[:max_len]
+    num_repeats = int(max_len / x_len) + 1
+    return np.tile(x, (1, num_repeats))[:, :max_len][0]
+
+
+@pytest.mark.parametrize("length", [1, 7, 600, 601, 1199, 1200, 1201, 5000])
+def test_tile_cut_is_the_aasist_authors_pad(length):
+    x = derive_rng("tile-cut", length).standard_normal(length).astype(np.float32)
+    assert np.array_equal(tile_cut(x, 1200), authors_pad(x, 1200))
+    assert np.array_equal(InputPolicy(1200, "tile").fit(x), authors_pad(x, 1200))
+
+
+def test_tile_cut_refuses_an_empty_waveform():
+    with pytest.raises(AudioError, match="empty waveform"):
+        tile_cut(np.zeros(0, np.float32), 10)
+
+
+def test_small_aasist_shaped_model_sees_the_authors_input(tmp_path):
+    """A small AASIST (input 8000 samples) fed through the CM's input policy equals the network
+    on the authors' padded input, for inputs shorter and longer than the input length."""
+    cfg = dataclasses.replace(AASIST_L, n_samples=8000)
+    model = AASIST(cfg)
+    _randomise(model, 3)
+    model.eval()
+    cm = cm_models.LoadedCM(CM_MODELS.get("AASIST-L"), model, InputPolicy(8000, "tile"), tmp_path, "x", {})
+    rng = derive_rng("small-aasist")
+    waves = [(0.1 * rng.standard_normal(n)).astype(np.float32) for n in (2500, 3999, 8000, 11000)]
+    with torch.no_grad():
+        want = model(torch.from_numpy(np.stack([authors_pad(w, 8000) for w in waves]))).double().numpy()
+    got = cm.logits(waves)
+    assert np.abs(got - want).max() < 1e-5
+    assert np.allclose(cm.score(waves), np.exp(want[:, 1]) / np.exp(want).sum(1), atol=1e-12)
 
 
 def test_fix_length_pads_and_truncates():

@@ -27,7 +27,10 @@ def test_paper_recipe_is_the_default():
     assert (cfg.lr, cfg.weight_decay, cfg.patience, cfg.sample_rate_hz, cfg.duration_s, cfg.n_samples) == (
         3e-5, 1e-4, 15, 16000, 4.0, 64000,
     )  # fmt: skip
+    assert (cfg.lr_factor, cfg.lr_patience) == (0.5, 5)  # ReduceLROnPlateau of the study's recipe
     assert cfg.override({"lr": "1e-4"}).lr == 1e-4
+    with pytest.raises(ConfigError, match="lr_factor must lie in"):
+        cfg.override({"lr_factor": "1.5"})
     with pytest.raises(ConfigError, match="unknown setting 'learning_rate'; valid: lr, weight_decay"):
         cfg.override({"learning_rate": "1"})
 
@@ -45,7 +48,7 @@ def test_same_seed_same_checkpoint_bytes_and_outputs(tmp_path):
     assert info["epochs_done"] == 2 and info["n_train"] == 24 and info["n_dev"] == 12
     assert info["class_weights"] == [1.0, 1.0] and info["stopped"] == "max_epochs"
     curve = pd.read_csv(tmp_path / "a" / "curve.csv")
-    assert list(curve.columns) == ["epoch", "train_loss", "val_loss", "val_eer", "best", "seconds"]
+    assert list(curve.columns) == ["epoch", "train_loss", "val_loss", "val_eer", "lr", "best", "seconds"]
     assert curve["epoch"].tolist() == [1, 2] and curve["val_loss"].min() == pytest.approx(info["best_val_loss"])
     saved = json.loads((tmp_path / "a" / "training.json").read_text())
     assert saved["manifest_sha256"] == info["manifest_sha256"] and len(saved["manifest_sha256"]) == 64
@@ -131,10 +134,10 @@ def test_cli_trains_from_a_manifest(tmp_path):
     assert (tmp_path / "o" / "checkpoint.pt").is_file()
     bad = CliRunner().invoke(app, [*args, "--set", "lr", "--out", str(tmp_path / "p")])
     assert bad.exit_code == 1 and "--set 'lr': expected KEY=VALUE" in bad.output
-    aasist = CliRunner().invoke(
-        app, ["cm", "train", "--model", "AASIST", "--manifest", str(tmp_path / "data" / "manifest.csv")]
+    unknown = CliRunner().invoke(
+        app, ["cm", "train", "--model", "AASIST-XL", "--manifest", str(tmp_path / "data" / "manifest.csv")]
     )
-    assert aasist.exit_code == 1 and "cm train trains the ResNet18-<frontend> labels" in aasist.output
+    assert unknown.exit_code == 1 and "AASIST-XL" in unknown.output and len(unknown.output.strip().splitlines()) == 1
     helptext = CliRunner().invoke(app, ["cm", "train", "--help"]).output
     assert "Example: interbias cm train --model ResNet18-logspec --config small" in helptext
 
@@ -159,3 +162,64 @@ def test_ssl_frontend_trains_and_its_folder_is_pinned(tmp_path):
     other = make_transformers(tmp_path / "other", "wavlm", layer_norm=True, hidden=16)
     with pytest.raises(EncoderError, match="is not the one the checkpoint was trained with"):
         load_cm("ResNet18-wavlm", path=folder, frontend_path=other)
+
+
+def plateau_lrs(val_losses: list[float], lr: float, factor: float, patience: int) -> list[float]:
+    """The learning rate of each epoch under ReduceLROnPlateau's rule restated (mode min,
+    relative threshold 1e-4, no cooldown): after more than ``patience`` epochs in a row whose
+    loss is not below best·(1 − 1e-4), the rate is multiplied by ``factor``."""
+    out, best, bad = [], float("inf"), 0
+    for v in val_losses:
+        out.append(lr)
+        if v < best * (1 - 1e-4):
+            best, bad = v, 0
+        else:
+            bad += 1
+        if bad > patience:
+            lr, bad = lr * factor, 0
+    return out
+
+
+def test_the_scheduler_steps_show_in_the_curve_and_survive_a_resume(tmp_path):
+    m = cm_manifest(tmp_path / "data")
+    settings = {**TINY, "max_epochs": "5", "lr": "0.05", "lr_patience": "0"}
+    train_model("ResNet18-logspec", m, settings=dict(settings), out=tmp_path / "a", log=lambda s: None)
+    curve = pd.read_csv(tmp_path / "a" / "curve.csv")
+    want = plateau_lrs(curve["val_loss"].tolist(), 0.05, 0.5, 0)
+    assert curve["lr"].tolist() == pytest.approx(want, rel=1e-12)
+    assert curve["lr"].nunique() > 1, curve  # the rate was halved at least once in these five epochs
+    train_model("ResNet18-logspec", m, settings=dict(settings), out=tmp_path / "b", log=lambda s: None, stop_after=2)
+    train_model("ResNet18-logspec", m, settings=dict(settings), out=tmp_path / "b", log=lambda s: None)
+    resumed = pd.read_csv(tmp_path / "b" / "curve.csv")
+    assert resumed.drop(columns="seconds").equals(curve.drop(columns="seconds"))
+    assert (tmp_path / "a" / "checkpoint.pt").read_bytes() == (tmp_path / "b" / "checkpoint.pt").read_bytes()
+
+
+def test_aasist_trains_byte_identically_resumes_and_scores(tmp_path, monkeypatch):
+    """cm train --model AASIST-L (0.5 s inputs, tile/cut): the same checkpoint bytes twice, the
+    same after a stop and resume, dropout seeded; the checkpoint loads as AASIST-L (not the
+    published one) and scores with the tile rule."""
+    import json
+
+    from interbias.cm.models import load_cm
+
+    m = cm_manifest(tmp_path / "data", per_class=2)
+    settings = {"duration_s": "0.5", "max_epochs": "2", "batch_size": "4", "lr": "0.001"}
+    run = lambda out, **kw: train_model(  # noqa: E731
+        "AASIST-L", m, settings=dict(settings), out=tmp_path / out, log=lambda s: None, **kw
+    )
+    _, info = run("a")
+    run("b")
+    run("c", stop_after=1)
+    run("c")
+    a = (tmp_path / "a" / "checkpoint.pt").read_bytes()
+    assert a == (tmp_path / "b" / "checkpoint.pt").read_bytes() == (tmp_path / "c" / "checkpoint.pt").read_bytes()
+    assert (
+        info["epochs_done"] == 2 and json.loads((tmp_path / "a" / "training.json").read_text())["label"] == "AASIST-L"
+    )
+    cm = load_cm("AASIST-L", path=tmp_path / "a")
+    assert cm.policy.pad == "tile" and cm.n_samples == 8000 and cm.provenance()["config_sha256"]
+    assert cm.score([np.ones(3000, np.float32) * 0.1]).shape == (1,)
+    monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path / "models"))
+    folder, _ = train_model("AASIST-L", m, settings={**settings, "max_epochs": "1"}, log=lambda s: None)
+    assert folder == tmp_path / "models" / "cm" / "AASIST-L" / "trained"  # never shadows the published file

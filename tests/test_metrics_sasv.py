@@ -139,3 +139,79 @@ def test_cm_eval_teer_from_asv_and_cm_files(tmp_path) -> None:
     cm.write_text("u0 1.0 bonafide\n")
     bad = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm)])
     assert bad.exit_code == 1 and "needs bona fide and spoof trials" in bad.output
+
+
+# ---- cm-eval tdcf --asv-threshold package: the ASVspoof 5 package's operating point -------------
+
+
+def _package_tdcf(tar, non, spf, bona_cm, spoof_cm):
+    """The ASVspoof 5 evaluation package's t-DCF path restated with plain loops: ``compute_eer``
+    of target vs non-target over the scores sorted ascending (target first at equal scores),
+    its threshold the last rejected score (lowest − 0.001 before any); ASV rates with accept ≥
+    threshold (``obtain_asv_error_rates``); then ``compute_tDCF`` (C0, C1, C2) over the sorted
+    CM points (bona fide first at equal scores), minimised."""
+    items = sorted([(float(x), 0) for x in tar] + [(float(x), 1) for x in non])
+    points, thresholds = [(0.0, 1.0)], [items[0][0] - 0.001]
+    rt = rn = 0
+    for score, cls in items:
+        rt, rn = rt + (cls == 0), rn + (cls == 1)
+        points.append((rt / len(tar), (len(non) - rn) / len(non)))
+        thresholds.append(score)
+    best = min(range(len(points)), key=lambda i: (abs(points[i][0] - points[i][1]), i))
+    thr = thresholds[best]
+    pfa = sum(x >= thr for x in non) / len(non)
+    pmiss = sum(x < thr for x in tar) / len(tar)
+    pfa_spf = sum(x >= thr for x in spf) / len(spf)
+    p_tar, p_non, p_spoof, c_miss, c_fa, c_fa_spoof = 0.95 * 0.99, 0.95 * 0.01, 0.05, 1.0, 10.0, 10.0
+    c0 = p_tar * c_miss * pmiss + p_non * c_fa * pfa
+    c1 = p_tar * c_miss - c0
+    c2 = p_spoof * c_fa_spoof * pfa_spf
+    cm_items = sorted([(float(x), 0) for x in bona_cm] + [(float(x), 1) for x in spoof_cm])
+    m = f = 0
+    curve = [(c0 + c2) / (c0 + min(c1, c2))]
+    for _, cls in cm_items:
+        m, f = m + (cls == 0), f + (cls == 1)
+        curve.append((c0 + c1 * m / len(bona_cm) + c2 * (len(spoof_cm) - f) / len(spoof_cm)) / (c0 + min(c1, c2)))
+    return thr, (pfa, pmiss, pfa_spf), min(curve)
+
+
+def _write_tdcf_files(tmp_path, seed):
+    rng = derive_rng("tdcf-package", seed)
+    grid = lambda lo, hi, n: rng.integers(lo, hi, int(n)) / 4.0  # noqa: E731 — quarter-unit grid: ties
+    tar, non, spf = (
+        grid(0, 16, rng.integers(5, 40)),
+        grid(-8, 8, rng.integers(5, 40)),
+        grid(-4, 12, rng.integers(3, 30)),
+    )
+    bona_cm, spoof_cm = grid(-2, 10, rng.integers(3, 40)), grid(-8, 4, rng.integers(3, 40))
+    asv, cm = tmp_path / f"asv{seed}.txt", tmp_path / f"cm{seed}.txt"
+    asv.write_text("".join(f"e t {float(s)!r} {k}\n" for k, xs in (("target", tar), ("nontarget", non), ("spoof", spf))
+                           for s in xs))  # fmt: skip
+    cm.write_text("".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate(
+        [(x, "bonafide") for x in bona_cm] + [(x, "spoof") for x in spoof_cm])))  # fmt: skip
+    return (tar, non, spf, bona_cm, spoof_cm), asv, cm
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_tdcf_with_the_package_threshold_equals_the_package_restated(tmp_path, seed):
+    sets, asv, cm = _write_tdcf_files(tmp_path, seed)
+    assert len(set(sets[0]) & set(sets[1])) and len(set(sets[3]) & set(sets[4]))  # ties in both systems
+    thr, rates, want = _package_tdcf(*sets)
+    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "package", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["asv_threshold"] == thr and out["asv_threshold_rule"] == "package"
+    assert (out["pfa_asv"], out["pmiss_asv"], out["pfa_spoof_asv"]) == pytest.approx(rates, abs=1e-15)
+    assert out["min_t_dcf"] == pytest.approx(want, abs=1e-12)
+
+
+def test_tdcf_default_is_the_interpolated_threshold_and_a_bad_rule_is_one_line(tmp_path):
+    from interbias.metrics import verification as M
+
+    (tar, non, *_), asv, cm = _write_tdcf_files(tmp_path, 0)
+    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--json"])
+    out = json.loads(res.stdout)
+    want = M.eer_from_sweep(M.threshold_sweep(np.r_[tar, non], np.r_[np.ones(len(tar)), np.zeros(len(non))]))[1]
+    assert out["asv_threshold_rule"] == "interpolated" and out["asv_threshold"] == want
+    bad = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "nearest"])
+    assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and "'nearest' is not one of" in bad.output

@@ -122,3 +122,23 @@ def recognition_record(res: OpenSetScores, classes: list[str]) -> dict[str, Any]
         "per_class": res.per_class.to_dict(orient="records"),
         "notes": list(res.notes),
     }
+
+
+def read_dsr(value: str, option: str) -> float:
+    """A DSR given on the command line: a number in [0, 1], or a JSON file with a ``dsr`` entry
+    (``cm-eval dsr --json`` output)."""
+    import json
+
+    try:
+        dsr = float(value)
+    except ValueError:
+        path = Path(value)
+        if not path.is_file():
+            raise MetricError(f"{option} {value!r}: neither a number nor a file") from None
+        try:
+            dsr = float(json.loads(path.read_text())["dsr"])
+        except (ValueError, KeyError, TypeError):
+            raise MetricError(f"{option} {path}: not the JSON of `cm-eval dsr --json` (no numeric 'dsr')") from None
+    if not 0.0 <= dsr <= 1.0:
+        raise MetricError(f"{option}: a DSR is a rate in [0, 1], got {dsr}")
+    return dsr

@@ -69,19 +69,38 @@ def a_dcf_of_file(path: Path, cost: ADCFCost) -> dict[str, float | int | str]:
     return {"file": str(path), "a_dcf": value, "threshold": thr, **counts}
 
 
-def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[str, float | int | str]:
-    """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
-    score file (target|nontarget|spoof): the ASV's error rates at its bona fide EER threshold
-    (interpolated crossing, :func:`interbias.metrics.verification.eer_from_sweep`; accept >= threshold)."""
-    from interbias.analysis.cm import read_cm_scores
+#: How ``cm-eval tdcf`` places the ASV's operating point; the first is the default.
+ASV_THRESHOLDS = ("interpolated", "package")
+
+
+def asv_threshold_of(tar: np.ndarray, non: np.ndarray, rule: str) -> float:
+    """The ASV's bona fide EER threshold: ``interpolated`` (the interpolated crossing,
+    :func:`interbias.metrics.verification.eer_from_sweep`) or ``package`` (the ASVspoof 5
+    package's sorted score, :func:`interbias.metrics.sasv.package_eer_threshold`)."""
     from interbias.metrics import verification as metrics
+    from interbias.metrics.sasv import package_eer_threshold
+
+    if rule == "package":
+        return package_eer_threshold(tar, non)
+    if rule != "interpolated":
+        raise MetricError(f"--asv-threshold: {rule!r} is not one of {', '.join(ASV_THRESHOLDS)}")
+    labels = np.r_[np.ones(len(tar)), np.zeros(len(non))]
+    return float(metrics.eer_from_sweep(metrics.threshold_sweep(np.r_[tar, non], labels))[1])
+
+
+def min_t_dcf_of_files(
+    asv_path: Path, cm_path: Path, cost: TDCFCost, asv_threshold: str = "interpolated"
+) -> dict[str, float | int | str]:
+    """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
+    score file (target|nontarget|spoof): the ASV's error rates (accept >= threshold) at its bona
+    fide EER threshold placed by ``asv_threshold`` (:func:`asv_threshold_of`)."""
+    from interbias.analysis.cm import read_cm_scores
 
     asv = read_sasv_scores(asv_path)
     tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)
     if not (len(tar) and len(non) and len(spf)):
         raise MetricError(f"{asv_path}: the ASV file needs target, nontarget and spoof trials")
-    bona = np.r_[tar, non]
-    _, thr = metrics.eer_from_sweep(metrics.threshold_sweep(bona, np.r_[np.ones(len(tar)), np.zeros(len(non))]))
+    thr = asv_threshold_of(tar, non, asv_threshold)
     rates = {"pfa_asv": float((non >= thr).mean()), "pmiss_asv": float((tar < thr).mean()),
              "pfa_spoof_asv": float((spf >= thr).mean())}  # fmt: skip
     cm_scores, cm_labels = read_cm_scores(cm_path)
@@ -89,7 +108,7 @@ def min_t_dcf_of_files(asv_path: Path, cm_path: Path, cost: TDCFCost) -> dict[st
         raise MetricError(f"{cm_path}: the CM file needs bona fide and spoof trials")
     value, cm_thr = min_t_dcf(cm_scores[cm_labels == 1], cm_scores[cm_labels == 0], **rates, cost=cost)
     return {"asv": str(asv_path), "cm": str(cm_path), "min_t_dcf": value, "cm_threshold": cm_thr,
-            "asv_threshold": thr, **rates}  # fmt: skip
+            "asv_threshold": thr, "asv_threshold_rule": asv_threshold, **rates}  # fmt: skip
 
 
 def t_eer_of_files(asv_path: Path, cm_path: Path) -> dict[str, float | int | str]:

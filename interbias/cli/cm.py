@@ -11,7 +11,7 @@ import typer
 from interbias.cli import app, guarded
 
 cm_app = typer.Typer(
-    help="Countermeasure (spoofing detector) models: list them and train them with the deepfake "
+    help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
     "gender-fairness study's recipe. Metrics of score files: `interbias cm-eval`.",
     epilog="Example: interbias cm models",
     no_args_is_help=True,
@@ -25,7 +25,9 @@ app.add_typer(cm_app, name="cm")
 )
 @guarded
 def train(
-    model: Annotated[str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm or -wav2vec2.")],
+    model: Annotated[
+        str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm, -wav2vec2, AASIST or AASIST-L.")
+    ],
     corpus: Annotated[
         str | None, typer.Option(help="synthetic-cm: the offline proxy CM corpus (default when no --manifest).")
     ] = None,
@@ -40,7 +42,10 @@ def train(
         list[str] | None, typer.Option("--set", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50.")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default: the label's model folder, where runs find it).")
+        Path | None,
+        typer.Option(
+            help="Output folder (default: the label's model folder, where runs find it; AASIST: its trained/ subfolder)."
+        ),
     ] = None,
     frontend_path: Annotated[
         Path | None, typer.Option(help="Local Hugging Face folder of the WavLM / wav2vec 2.0 front end.")
@@ -51,8 +56,9 @@ def train(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
-    """Train a ResNet18-<frontend> CM: AdamW, class-weighted cross-entropy, early stopping on the
-    dev loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
+    """Train a CM (ResNet18-<frontend>, or AASIST / AASIST-L from a seeded start) with the study's
+    recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early stopping on the dev
+    loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     from interbias.cm.train import cm_manifest, parse_settings, train_model
@@ -92,3 +98,68 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         return
     for s in states:
         typer.echo(f"{s['label']:18s} {s['state']:8s} {s['detail']}")
+
+
+@cm_app.command(
+    "score",
+    epilog="Example: interbias cm score AASIST a.flac b.wav --out scores.csv",
+)
+@guarded
+def score(
+    model: Annotated[str, typer.Argument(help="CM label (interbias cm models).")],
+    files: Annotated[list[Path] | None, typer.Argument(help="Audio files to score.")] = None,
+    manifest: Annotated[
+        Path | None, typer.Option(help="Score every utterance of this manifest (label, attack columns kept).")
+    ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="Checkpoint file or folder (default: the label's model folder).")
+    ] = None,
+    frontend_path: Annotated[
+        Path | None, typer.Option(help="Local Hugging Face folder of the WavLM / wav2vec 2.0 front end.")
+    ] = None,
+    resampler: Annotated[str, typer.Option(help="How audio at other rates is brought to 16 kHz.")] = "polyphase",
+    op: Annotated[
+        str | None, typer.Option(help="Score a degraded version: one operator (interbias operators).")
+    ] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Operator parameter KEY=VALUE (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the operator's draws.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (scores and what they mean).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+) -> None:
+    """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
+    model's own input policy (docs/countermeasures.md). A file that cannot be scored is one line
+    on stderr and the exit status is 1; the others are still written."""
+    from interbias.audio.resample import RESAMPLERS
+    from interbias.cm.models import SCORE_CONVENTION, load_cm
+    from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
+    from interbias.operators.degrade import parse_params
+    from interbias.utils import atomic
+    from interbias.utils.errors import ConfigError
+    from interbias.utils.progress import Reporter
+
+    if resampler not in RESAMPLERS:
+        raise ConfigError(f"--resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
+    if out is not None and out.suffix not in (".csv", ".json"):
+        raise ConfigError(f"--out {out}: give a .csv or .json file")
+    job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed)
+    chain_for(job.op, job.params)  # a bad operator is refused before the model loads
+    cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
+    table, failed = score_files(cm, job, Reporter(quiet=quiet))
+    doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
+    if out is not None and out.suffix == ".json":
+        atomic.write_text(out, json.dumps(doc, indent=2) + "\n")
+    elif out is not None:
+        atomic.write_csv(out, table)
+    elif as_json:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        typer.echo(table.to_csv(index=False), nl=False)
+    if out is not None or not as_json:
+        typer.echo(f"{model}: {len(table)} file(s) scored; score = {SCORE_CONVENTION}", err=True)
+    for line in failed:
+        typer.echo(line, err=True)
+    if failed:
+        raise typer.Exit(1)

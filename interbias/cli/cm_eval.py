@@ -13,7 +13,8 @@ from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
-    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's a-DCF, min t-DCF and t-EER.",
+    "manipulated-region location, open-set algorithm recognition; ASVspoof 5's Track 1 set (min DCF, "
+    "actDCF, Cllr, EER; per attack or codec), a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
     epilog="Example: interbias cm-eval eer round1.csv round2.csv",
 )
@@ -48,6 +49,45 @@ def eer(
         typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
 
 
+@cm_app.command("track1", epilog="Example: interbias cm-eval track1 cm_scores.csv --by attack --by codec")
+@guarded
+def track1(
+    scores: Annotated[
+        Path,
+        typer.Argument(help="CM score file: CSV with score,label (and any other columns) or 'ID SCORE LABEL'."),
+    ],
+    by: Annotated[
+        list[str] | None, typer.Option(help="Break the metrics down by this column (repeatable): attack, codec, ...")
+    ] = None,
+    score_column: Annotated[
+        str | None, typer.Option(help="Score with this column instead of score (e.g. log_odds of `cm score`).")
+    ] = None,
+    p_spoof: Annotated[float, typer.Option(help="Prior of a spoof.")] = 0.05,
+    c_miss: Annotated[float, typer.Option(help="Cost of rejecting a bona fide sample.")] = 1.0,
+    c_fa: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """ASVspoof 5 Track 1 metrics of a countermeasure (higher score = bona fide): min DCF
+    (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
+    C_llr read the scores as natural-log likelihood ratios (docs/countermeasures.md)."""
+    from interbias.analysis.cm_track1 import json_ready, track1_of_file
+    from interbias.metrics.spoof import Track1Cost
+
+    out = track1_of_file(scores, list(by or []), Track1Cost(p_spoof, c_miss, c_fa), score_column)
+    if as_json:
+        typer.echo(json.dumps(json_ready(out)))
+        return
+    p = out["pooled"]
+    typer.echo(
+        f"{scores}: min DCF {p['min_dcf']:.6f}  actDCF {p['act_dcf']:.6f}  Cllr {p['cllr']:.6f} bits  "
+        f"EER {p['eer']:.6f} ({p['n_bonafide']} bona fide, {p['n_spoof']} spoof)"
+    )
+    import pandas as pd
+
+    for col, rows in out["tables"].items():
+        print_frame(pd.DataFrame(rows).drop(columns="group"), f"by {col}")
+
+
 @cm_app.command("dsr", epilog="Example: interbias cm-eval dsr aasist.csv rawgat.csv --json")
 @guarded
 def dsr(
@@ -71,6 +111,32 @@ def dsr(
         typer.echo(
             f"dsr {res['dsr']:.6f} (W = {sum(res['wrong'])} of A = {res['n_samples']} attack samples × N = {res['n_models']} models)"
         )
+
+
+@cm_app.command("wdsr", epilog="Example: interbias cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
+@guarded
+def wdsr(
+    r1: Annotated[str, typer.Option(help="Round 1 DSR: a number, or the JSON of `cm-eval dsr --json`.")],
+    r2: Annotated[str, typer.Option(help="Round 2 DSR against the detectors.")],
+    r2_baseline: Annotated[str, typer.Option(help="Round 2 DSR against the baseline detectors.")],
+    gamma: Annotated[float, typer.Option(help="Weight of round 1.")] = 0.4,
+    delta: Annotated[float, typer.Option(help="Weight of round 2.")] = 0.6,
+    alpha: Annotated[float, typer.Option(help="Weight of the round 2 baseline DSR.")] = 0.4,
+    beta: Annotated[float, typer.Option(help="Weight of the round 2 DSR.")] = 0.6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
+    δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
+    from interbias.analysis.cm_eval import read_dsr
+    from interbias.analysis.spoofing import weighted_dsr
+
+    d1, d2, d2b = read_dsr(r1, "--r1"), read_dsr(r2, "--r2"), read_dsr(r2_baseline, "--r2-baseline")
+    value = weighted_dsr(d1, d2, d2b, gamma=gamma, delta=delta, alpha=alpha, beta=beta)
+    if as_json:
+        weights = {"gamma": gamma, "delta": delta, "alpha": alpha, "beta": beta}
+        typer.echo(json.dumps({"wdsr": value, "dsr_r1": d1, "dsr_r2": d2, "dsr_r2_baseline": d2b, "weights": weights}))
+    else:
+        typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
 
 
 @cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt")
@@ -171,6 +237,13 @@ def adcf(
 def tdcf(
     asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
     cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
+    asv_threshold: Annotated[
+        str,
+        typer.Option(
+            help="The ASV's EER threshold: interpolated (the interpolated crossing, default) or package "
+            "(the ASVspoof 5 package's sorted score, to reproduce its numbers)."
+        ),
+    ] = "interpolated",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
@@ -179,12 +252,13 @@ def tdcf(
     from interbias.metrics.sasv import TDCFCost
 
     cost = TDCFCost()
-    out = min_t_dcf_of_files(asv, cm, cost)
+    out = min_t_dcf_of_files(asv, cm, cost, asv_threshold)
     if as_json:
         typer.echo(json.dumps({"cost": vars(cost), **out}))
         return
     typer.echo(
-        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} (ASV at {out['asv_threshold']:.6f}: "
+        f"min t-DCF {out['min_t_dcf']:.6f} at CM threshold {out['cm_threshold']:.6f} "
+        f"(ASV at {out['asv_threshold']:.6f}, {out['asv_threshold_rule']}: "
         f"P_miss {out['pmiss_asv']:.4f}, P_fa {out['pfa_asv']:.4f}, P_fa,spoof {out['pfa_spoof_asv']:.4f})"
     )
 

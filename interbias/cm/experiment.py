@@ -11,7 +11,8 @@ form, ``synthetic-cm`` (:mod:`interbias.corpora.cm_corpus`, options are its spec
 Run directory ``<out>/<experiment>-cm-<hash>/`` (the hash covers the resolved experiment, the
 CM manifest and every checkpoint's sha256): ``results.csv``, ``cm_scores.csv``,
 ``cm_`` + the fairness report's two files (comparisons, per-group values),
-``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_report.md``,
+``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_track1.csv``
+(ASVspoof 5 Track 1 metrics per model × cell, pooled and per attack), ``cm_report.md``,
 ``cm_gap.png``, ``run.json`` (docs/outputs.md).
 """
 
@@ -48,11 +49,39 @@ def cm_spec(exp: Any) -> dict[str, Any] | None:
     acoustic = exp.acoustic_factors
     if len(exp.factors) != 2 or len(acoustic) != 2 or any(lv.enrol.effective for f in acoustic for lv in f.levels):
         raise ConfigError(f"{where}: a countermeasure experiment has two acoustic factors applied to the test side")
+    cm_frontend(exp)
     return {
         "models": [str(m) for m in raw["models"]],
         "bootstrap": int(raw.get("bootstrap", 200)),
         "threshold": str(raw.get("threshold", "eer")),
     }
+
+
+#: ``frontend:`` keys a CM run cannot honour: each CM's input policy sets the length.
+LENGTH_KEYS = ("min_duration_s", "max_duration_s")
+
+
+def cm_frontend(exp: Any) -> Any:
+    """The front end a CM experiment loads audio with: the CMs' 16 kHz, no duration limits (each
+    CM's input policy fits the length), the YAML's ``frontend.resampler``. A duration key, or a
+    rate other than 16 kHz, is refused: the CM path could not honour it."""
+    from interbias.audio.frontend import FrontEnd
+    from interbias.cm.frontends import SAMPLE_RATE_HZ
+
+    raw = exp.raw.get("frontend") or {}
+    where = exp.path.name if exp.path else exp.name
+    for key in LENGTH_KEYS:
+        if key in raw:
+            raise ConfigError(
+                f"{where}: frontend.{key}: a countermeasure experiment cannot honour it "
+                "(each CM's input policy sets the input length); remove it"
+            )
+    if exp.frontend.sample_rate_hz != SAMPLE_RATE_HZ:
+        raise ConfigError(
+            f"{where}: frontend.sample_rate_hz: the CMs take {SAMPLE_RATE_HZ} Hz audio, "
+            f"not {exp.frontend.sample_rate_hz}; remove it"
+        )
+    return FrontEnd(SAMPLE_RATE_HZ, 0.0, None, exp.frontend.resampler)
 
 
 def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str, ...]) -> list[str]:
@@ -104,7 +133,8 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     else:
         manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_cm_manifest(manifest)
-    models = load_models(labels)
+    frontend = cm_frontend(exp)
+    models = load_models(labels, resampler=frontend.resampler)
     run_id = (
         f"{exp.name}-cm-"
         + sha256_text(
@@ -113,12 +143,12 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     )
     folder = Path(options.out) / run_id
     folder.mkdir(parents=True, exist_ok=True)
-    scores, failed = score_all(exp, manifest, models, cache, reporter)
+    scores, failed = score_all(exp, manifest, models, cache, reporter, frontend)
     atomic.write_csv(folder / "cm_scores.csv", scores)
     ctx = {"exp": exp, "spec": spec, "models": models, "run_id": run_id, "failed": failed, "manifest": manifest}
     results = write_outputs(folder, scores, ctx)
     record = {
-        "run_id": run_id, "experiment": exp.resolved(), "command": options.command, "models": {k: m.provenance() for k, m in models.items()},
+        "run_id": run_id, "experiment": exp.resolved(), "command": options.command, "models": {k: m.provenance() for k, m in models.items()}, "frontend": frontend.record(),
         "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
         "failed_first": {k: v[:5] for k, v in failed.items() if v}, "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
@@ -126,14 +156,14 @@ def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], ou
     return outcome(folder, results, len(scores), 0, 0, [])
 
 
-def load_models(labels: list[str]) -> dict[str, Any]:
+def load_models(labels: list[str], *, resampler: str = "polyphase") -> dict[str, Any]:
     from interbias.cm.models import load_cm
 
-    return {label: load_cm(label) for label in labels}
+    return {label: load_cm(label, resampler=resampler) for label in labels}
 
 
 def score_all(
-    exp: Any, manifest: Any, models: dict, cache: Path, reporter: Any
+    exp: Any, manifest: Any, models: dict, cache: Path, reporter: Any, frontend: Any
 ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Scores of every cell (dev + eval in the reference cell, eval elsewhere) and failures per cell."""
     from interbias.cm.report import grid
@@ -147,7 +177,7 @@ def score_all(
     with reporter.task(f"{exp.name}: scoring {len(models)} CM(s)", len(cells)) as advance:
         for cell in cells:
             utts = dev + ev if cell.id == ref else ev
-            frame, bad = score_cell(models, manifest, utts, cell, cache)
+            frame, bad = score_cell(models, manifest, utts, cell, cache, frontend)
             frames.append(frame)
             failed[cell.id] = bad
             advance(1)

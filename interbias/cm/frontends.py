@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from interbias.utils.errors import EncoderError
+from interbias.utils.errors import AudioError, EncoderError
 
 FRONTENDS = ("logspec", "cqt", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")
@@ -140,11 +141,47 @@ def build_frontend(name: str, ssl_folder: Path | None = None) -> nn.Module:
 
 
 def fix_length(wave: np.ndarray, n: int) -> np.ndarray:
-    """Truncate to the first ``n`` samples, or zero-pad at the end to ``n`` (the paper's 4.0 s rule)."""
+    """Truncate to the first ``n`` samples, or zero-pad at the end to ``n`` (the ResNet-18 study's 4.0 s rule)."""
     wave = np.asarray(wave, dtype=np.float32)
     if wave.size >= n:
         return wave[:n]
     return np.concatenate([wave, np.zeros(n - wave.size, dtype=np.float32)])
+
+
+def tile_cut(wave: np.ndarray, n: int) -> np.ndarray:
+    """The AASIST authors' rule (``pad`` in their data_utils.py): the first ``n`` samples of a
+    long waveform; a shorter one repeated whole ⌊n / len⌋ + 1 times and cut to ``n``."""
+    wave = np.asarray(wave, dtype=np.float32)
+    if wave.size == 0:
+        raise AudioError("empty waveform: nothing to tile to the CM's input length")
+    if wave.size >= n:
+        return wave[:n]
+    return np.tile(wave, n // wave.size + 1)[:n]
+
+
+#: Pad rules by name: how a waveform is brought to a CM's fixed input length.
+PAD_RULES = {"tile": tile_cut, "zero": fix_length}
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """What a CM does to a waveform before its network sees it: audio at ``sample_rate_hz``
+    (other rates brought there by ``resampler``), then ``pad`` (a key of :data:`PAD_RULES`) to
+    ``n_samples``. Each model owns its policy; a run may choose only the resampler."""
+
+    n_samples: int
+    pad: str
+    sample_rate_hz: int = SAMPLE_RATE_HZ
+    resampler: str = "polyphase"
+
+    def fit(self, wave: np.ndarray) -> np.ndarray:
+        return PAD_RULES[self.pad](wave, self.n_samples)
+
+    def record(self) -> dict[str, Any]:
+        """As run.json records it: every field, the resampler with its method and parameters."""
+        from interbias.audio.resample import resampler_record
+
+        return {**asdict(self), "resampler": resampler_record(self.resampler)}
 
 
 def frames(n_samples: int, hop: int) -> int:

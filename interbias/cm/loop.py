@@ -1,5 +1,6 @@
-"""The epoch loop of ``interbias cm train``: weighted cross-entropy, AdamW, early stopping on
-the validation loss, a checkpoint of the best epoch and a resumable state after every epoch."""
+"""The epoch loop of ``interbias cm train``: weighted cross-entropy, AdamW with ReduceLROnPlateau
+on the validation loss, early stopping on the validation loss, a checkpoint of the best epoch and
+a resumable state (model, optimiser, scheduler, curve) after every epoch."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from interbias.utils.errors import RunError
 from interbias.utils.seeding import derive_rng
 
 CHECKPOINT, STATE, CURVE, INFO = "checkpoint.pt", "state.pt", "curve.csv", "training.json"
-CURVE_COLUMNS = ("epoch", "train_loss", "val_loss", "val_eer", "best", "seconds")
+CURVE_COLUMNS = ("epoch", "train_loss", "val_loss", "val_eer", "lr", "best", "seconds")
 
 
 def save(path: Path, obj: Any) -> None:
@@ -60,13 +61,16 @@ def one_epoch(model: Any, opt: Any, data: Any, weights: Any, batch: int, seed: i
     model.train()
     order = torch.from_numpy(derive_rng("cm-train", seed, epoch).permutation(len(data.y)))
     losses = []
-    for i in range(0, len(order), batch):
-        idx = order[i : i + batch]
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(data.x[idx]), data.y[idx], weight=weights)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+    # dropout (AASIST) draws from torch's generator: a forked one, seeded from the derived seed
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(derive_rng("cm-dropout", seed, epoch).integers(2**31)))
+        for i in range(0, len(order), batch):
+            idx = order[i : i + batch]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(data.x[idx]), data.y[idx], weight=weights)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
     return float(np.mean(losses))
 
 
@@ -94,19 +98,33 @@ class Progress:
     curve: list[dict[str, Any]] = field(default_factory=list)
     best: float = float("inf")
     best_epoch: int = 0
+    scheduler: Any = None
+
+
+def make_scheduler(opt: Any, cfg: Any) -> Any:
+    """ReduceLROnPlateau (mode min, ``lr_factor``, ``lr_patience``) or None when ``lr_factor`` is 1."""
+    import torch
+
+    if cfg.lr_factor >= 1.0:
+        return None
+    return torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=cfg.lr_factor, patience=cfg.lr_patience)
 
 
 def run_epoch(
     trainer: Any, model: Any, opt: Any, data: tuple[Any, Any, Any], header: dict, epoch: int, p: Progress
 ) -> None:
-    """Train one epoch, validate, keep the checkpoint when the validation loss improved, save the state."""
+    """Train one epoch at the current learning rate, validate, step the scheduler, keep the
+    checkpoint when the validation loss improved, save the state."""
     from interbias.metrics.verification import eer
 
     train, dev, weights = data
     cfg = trainer.cfg
     t = time.perf_counter()
+    lr = float(opt.param_groups[0]["lr"])
     tr = one_epoch(model, opt, train, weights, cfg.batch_size, cfg.seed, epoch)
     val, post = evaluate(model, dev, weights, cfg.batch_size)
+    if p.scheduler is not None:
+        p.scheduler.step(val)
     improved = val < p.best
     if improved:
         p.best, p.best_epoch = val, epoch
@@ -114,13 +132,16 @@ def run_epoch(
     val_eer = float(eer(post, dev.y.numpy()))
     seconds = round(time.perf_counter() - t, 3)
     p.curve.append(
-        {"epoch": epoch, "train_loss": tr, "val_loss": val, "val_eer": val_eer, "best": improved, "seconds": seconds}
-    )
+        {"epoch": epoch, "train_loss": tr, "val_loss": val, "val_eer": val_eer, "lr": lr, "best": improved,
+         "seconds": seconds}
+    )  # fmt: skip
     state = {"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(), "curve": p.curve}
+    if p.scheduler is not None:
+        state["scheduler"] = p.scheduler.state_dict()
     save(trainer.out / STATE, {**header, **state, "best_val_loss": p.best, "best_epoch": p.best_epoch})
     atomic.write_csv(trainer.out / CURVE, pd.DataFrame(p.curve, columns=list(CURVE_COLUMNS)))
     mark = " (best)" if improved else ""
-    trainer.log(f"epoch {epoch}: train loss {tr:.4f}, val loss {val:.4f}, val EER {val_eer:.4f}{mark}")
+    trainer.log(f"epoch {epoch}: lr {lr:.3g}, train loss {tr:.4f}, val loss {val:.4f}, val EER {val_eer:.4f}{mark}")
 
 
 def train_epochs(
@@ -140,11 +161,13 @@ def train_epochs(
     weights = class_weights(train.y)
     trainer.out.mkdir(parents=True, exist_ok=True)
     state = resume_state(trainer, header)
-    p = Progress()
+    p = Progress(scheduler=make_scheduler(opt, cfg))
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        p = Progress(list(state["curve"]), float(state["best_val_loss"]), int(state["best_epoch"]))
+        p = Progress(list(state["curve"]), float(state["best_val_loss"]), int(state["best_epoch"]), p.scheduler)
+        if p.scheduler is not None:
+            p.scheduler.load_state_dict(state["scheduler"])
         trainer.log(f"resuming after epoch {state['epoch']} (best so far: epoch {p.best_epoch}, val loss {p.best:.4f})")
     start = len(p.curve) + 1
     epochs = [e for e in range(start, cfg.max_epochs + 1)][: stop_after if stop_after is not None else None]

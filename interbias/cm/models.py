@@ -1,7 +1,7 @@
 """The countermeasure registry: labels, where their checkpoints live, and loading them.
 
 Labels: ``AASIST`` and ``AASIST-L`` (:mod:`interbias.cm.aasist`, the authors' published
-checkpoints, hash-pinned) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
+checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
 ``wav2vec2`` (:mod:`interbias.cm.resnet` over :mod:`interbias.cm.frontends`; checkpoints
 written by ``interbias cm train``).
 
@@ -11,20 +11,22 @@ encoders), else ``$INTERBIAS_MODELS/cm/<label>/``. It is read with
 shape that differs, a trained checkpoint of another label, or a published checkpoint whose
 sha256 is not the pinned one is an :class:`EncoderError`; nothing falls back to another file.
 
-Every CM scores with the softmax posterior of the bona fide class (logit index 1), on the
-waveform zero-padded or truncated to the model's input length (4.0 s for ResNet-18, the
-paper's rule; 64 600 samples for AASIST, the authors').
+Every CM scores with the softmax posterior of the bona fide class (logit index 1). Each model
+owns its input policy (:class:`~interbias.cm.frontends.InputPolicy`): 16 kHz, then AASIST and
+AASIST-L tile a short waveform and cut a long one to 64 600 samples (the authors' ``pad``);
+the ResNet-18 models zero-pad or truncate to 4.0 s (the study's rule).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from interbias.cm.frontends import FRONTENDS, SAMPLE_RATE_HZ, SSL_FRONTENDS, fix_length
+from interbias.cm.frontends import FRONTENDS, SAMPLE_RATE_HZ, SSL_FRONTENDS, InputPolicy
 from interbias.utils.errors import EncoderError
 from interbias.utils.registry import Registry
 from interbias.utils.seeding import sha256_file
@@ -48,6 +50,8 @@ class CMCard:
     pinned_sha256: str | None = None
     #: Published file names accepted beside ``checkpoint.pt``.
     published_names: tuple[str, ...] = ()
+    #: How the model brings a waveform to its input length: a key of ``PAD_RULES``.
+    pad: str = "zero"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -104,6 +108,7 @@ for _name, _sha, _desc in (
             f"(or set {'INTERBIAS_MODEL_' + _name.replace('-', '_')})",
             pinned_sha256=_sha,
             published_names=(f"{_name}.pth",),
+            pad="tile",
         )
     )
 for _fe in FRONTENDS:
@@ -123,19 +128,27 @@ for _fe in FRONTENDS:
 # ---- loading -------------------------------------------------------------------------------------
 
 
+#: What a CM's score is, as ``cm score`` and run.json state it.
+SCORE_CONVENTION = "P(bona fide | x) = softmax(logits)[1]; logits ordered (spoof, bona fide); higher = more bona fide"
+
+
 @dataclass
 class LoadedCM:
     """A CM ready to score: ``model`` maps (batch, n_samples) waveforms to two logits."""
 
     card: CMCard
     model: Any
-    n_samples: int
+    policy: InputPolicy
     checkpoint_path: Path
     checkpoint_sha256: str
     info: dict[str, Any]
 
-    def score(self, waves: list[np.ndarray], *, batch_size: int = 16) -> np.ndarray:
-        """Bona fide posteriors P(bona fide | x) = softmax(logits)[1], one per waveform (float64)."""
+    @property
+    def n_samples(self) -> int:
+        return self.policy.n_samples
+
+    def logits(self, waves: list[np.ndarray], *, batch_size: int = 16) -> np.ndarray:
+        """(N, 2) float64 logits (spoof, bona fide), each waveform fitted by the model's input policy."""
         import torch
 
         from interbias.cm.network import torch_threads
@@ -143,19 +156,32 @@ class LoadedCM:
         out = []
         with torch.inference_mode(), torch_threads():
             for i in range(0, len(waves), batch_size):
-                x = torch.from_numpy(np.stack([fix_length(w, self.n_samples) for w in waves[i : i + batch_size]]))
-                out.append(torch.softmax(self.model(x).double(), dim=1)[:, 1].numpy())
-        return np.concatenate(out) if out else np.zeros(0)
+                x = torch.from_numpy(np.stack([self.policy.fit(w) for w in waves[i : i + batch_size]]))
+                out.append(self.model(x).double().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 2))
+
+    def score(self, waves: list[np.ndarray], *, batch_size: int = 16) -> np.ndarray:
+        """Bona fide posteriors P(bona fide | x) = softmax(logits)[1], one per waveform (float64)."""
+        return posterior(self.logits(waves, batch_size=batch_size))
 
     def provenance(self) -> dict[str, Any]:
         return {
             "model": self.card.label,
             "architecture": self.card.architecture,
             "frontend": self.card.frontend,
+            "input": self.policy.record(),
             "checkpoint": str(self.checkpoint_path),
             "checkpoint_sha256": self.checkpoint_sha256,
             **{k: v for k, v in self.info.items() if k in ("manifest_sha256", "frontend_sha256", "config_sha256")},
         }
+
+
+def posterior(logits: np.ndarray) -> np.ndarray:
+    """softmax(logits)[:, 1] in float64 (``torch.softmax``)."""
+    import torch
+
+    z = torch.from_numpy(np.asarray(logits, dtype=np.float64).reshape(-1, 2))
+    return torch.softmax(z, dim=1)[:, 1].numpy()
 
 
 def read_checkpoint(path: Path, label: str) -> Any:
@@ -189,28 +215,51 @@ def load_strict(module: Any, state: dict[str, Any], label: str, path: Path) -> N
     module.load_state_dict(state, strict=True)
 
 
-def load_cm(label: str, *, path: str | Path | None = None, frontend_path: str | Path | None = None) -> LoadedCM:
-    """Build ``label``'s model from its checkpoint (module docstring)."""
+def load_cm(
+    label: str, *, path: str | Path | None = None, frontend_path: str | Path | None = None, resampler: str = "polyphase"
+) -> LoadedCM:
+    """Build ``label``'s model from its checkpoint (module docstring); ``resampler`` brings
+    audio at other rates to the model's (the one part of the input policy a run may choose)."""
     card = CM_MODELS.get(label)
     ckpt = card.checkpoint(path)
     sha = sha256_file(ckpt)
-    if card.architecture == "aasist":
-        return _load_aasist(card, ckpt, sha)
-    return _load_resnet(card, ckpt, sha, frontend_path)
+    cm = (
+        _load_aasist(card, ckpt, sha) if card.architecture == "aasist" else _load_resnet(card, ckpt, sha, frontend_path)
+    )
+    cm.policy = dataclasses.replace(cm.policy, resampler=resampler)
+    return cm
 
 
 def _load_aasist(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
+    """The published checkpoint (its sha256 pinned), or one written by ``interbias cm train``
+    (format-tagged, of this label); any other file is refused."""
     from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
 
     if sha != card.pinned_sha256:
+        data = read_checkpoint(ckpt, card.label)
+        if isinstance(data, dict) and data.get("format") == FORMAT:
+            return _load_trained_aasist(card, ckpt, sha, data)
         raise EncoderError(
             f"{card.label}: {ckpt} has sha256 {sha[:16]}…, not the published checkpoint's {card.pinned_sha256[:16]}… "
-            f"({card.how_to_get})"
+            f"nor an `interbias cm train` checkpoint ({card.how_to_get})"
         )
     model = AASIST(AASIST_L if card.label == "AASIST-L" else AASISTConfig())
     load_strict(model, read_checkpoint(ckpt, card.label), card.label, ckpt)
     model.eval()
-    return LoadedCM(card, model, model.cfg.n_samples, ckpt, sha, {})
+    return LoadedCM(card, model, InputPolicy(model.cfg.n_samples, card.pad), ckpt, sha, {})
+
+
+def _load_trained_aasist(card: CMCard, ckpt: Path, sha: str, data: dict[str, Any]) -> LoadedCM:
+    from interbias.cm.network import aasist_network
+
+    if data.get("label") != card.label:
+        raise EncoderError(f"{card.label}: {ckpt} holds a {data.get('label')!r} model")
+    n_samples = int(data["config"]["n_samples"])
+    model = aasist_network(card.label, n_samples).classifier
+    load_strict(model, data["state_dict"], card.label, ckpt)
+    model.eval()
+    info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256", "epoch")}
+    return LoadedCM(card, model, InputPolicy(n_samples, card.pad), ckpt, sha, info)
 
 
 def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:
@@ -227,7 +276,7 @@ def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path |
     load_strict(net.classifier, data["state_dict"], card.label, ckpt)
     net.eval()
     info = {k: data.get(k) for k in ("manifest_sha256", "frontend_sha256", "config_sha256", "epoch")}
-    return LoadedCM(card, net, int(cfg["n_samples"]), ckpt, sha, info)
+    return LoadedCM(card, net, InputPolicy(int(cfg["n_samples"]), card.pad), ckpt, sha, info)
 
 
 def sample_rate_hz() -> int:

@@ -59,9 +59,21 @@ def build_network(
     return CMNetwork(build_frontend(fe_name, folder), ResNet18(width=int(cfg.get("width", 64))))
 
 
+def aasist_network(label: str, n_samples: int) -> CMNetwork:
+    """AASIST or AASIST-L (:mod:`interbias.cm.aasist`) for training: the waveform is its own
+    feature (the sinc filters are fixed), every parameter is trained."""
+    import dataclasses
+
+    from interbias.cm.aasist import AASIST, AASIST_L, AASISTConfig
+
+    cfg = AASIST_L if label == "AASIST-L" else AASISTConfig()
+    return CMNetwork(nn.Identity(), AASIST(dataclasses.replace(cfg, n_samples=int(n_samples))))
+
+
 def seeded_init(module: nn.Module, seed: int) -> None:
     """He-normal (fan-out) convolutions, U(±1/√fan_in) linear layers, unit batch-norm scales,
-    zero biases; each tensor from ``derive_rng("cm-init", seed, name)``."""
+    zero biases, standard-normal 3-D tensors (AASIST's positional and master nodes); each
+    tensor from ``derive_rng("cm-init", seed, name)``."""
     for name, p in module.named_parameters():
         rng = derive_rng("cm-init", seed, name)
         shape = tuple(p.shape)
@@ -73,6 +85,8 @@ def seeded_init(module: nn.Module, seed: int) -> None:
         elif p.dim() == 2:  # linear
             bound = 1.0 / np.sqrt(shape[1])
             value = rng.uniform(-bound, bound, shape)
+        elif p.dim() == 3:  # AASIST's positional embedding and master nodes
+            value = rng.standard_normal(shape)
         else:  # batch-norm scale
             value = np.ones(shape)
         with torch.no_grad():

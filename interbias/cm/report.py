@@ -36,6 +36,7 @@ def grid(exp: Any) -> tuple[tuple[str, str], str, list]:
 def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd.DataFrame:
     """Write every analysis file of a CM run into ``folder``; returns the results frame."""
     from interbias.analysis import cm_fairness as cf
+    from interbias.analysis.cm_track1 import run_table
 
     exp, spec = ctx["exp"], ctx["spec"]
     factors, ref, rows = grid(exp)
@@ -55,6 +56,7 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
     atomic.write_csv(folder / "cm_interaction.csv", inter)
     results = results_frame(ev, thresholds, boots, ctx)
     atomic.write_csv(RunDir(folder).file(RESULTS), results)
+    atomic.write_csv(folder / "cm_track1.csv", run_table(scores))
     figure = gap_figure(folder / "cm_gap.png", tables)
     atomic.write_text(folder / "cm_report.md", report_section(exp, results, tables, inter, figure))
     return results

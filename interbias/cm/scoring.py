@@ -22,7 +22,7 @@ from interbias.utils.errors import AudioError, OperatorError
 
 #: Columns of ``cm_scores.csv``.
 SCORE_COLUMNS = (
-    "model", "cell", "split", "id", "speaker", "gender", "label", "attack", "score",
+    "model", "cell", "split", "id", "speaker", "gender", "label", "attack", "score", "log_odds",
 )  # fmt: skip
 
 
@@ -35,13 +35,14 @@ class CellWaves:
     failed: list[str] = field(default_factory=list)
 
 
-def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> CellWaves:
-    """Load each utterance at 16 kHz (no duration limits), apply ``chain`` (derived seeds) and
-    check its output as the SV path does; failures are counted, one line each."""
+def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any, fe: Any = None) -> CellWaves:
+    """Load each utterance with the front end ``fe`` (the CMs' rate, no duration limits, the
+    run's resampler), apply ``chain`` (derived seeds) and check its output as the SV path does;
+    failures are counted, one line each. ``fe`` None: 16 kHz, polyphase, no duration limits."""
     from interbias.audio.frontend import FrontEnd, load
     from interbias.operators import OpContext
 
-    fe = FrontEnd(min_duration_s=0.0, max_duration_s=None)
+    fe = fe or FrontEnd(min_duration_s=0.0, max_duration_s=None)
     out = CellWaves()
     key = chain.key()
     for u in utts:
@@ -52,12 +53,12 @@ def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> 
                 utterance_sha256=u.sha256 or u.id,
                 key=key,
                 make_ctx=lambda rng, u=u: OpContext(
-                    sample_rate_hz=16000, utterance_id=u.id, speaker=u.speaker, rng=rng, corpus=manifest,
+                    sample_rate_hz=fe.sample_rate_hz, utterance_id=u.id, speaker=u.speaker, rng=rng, corpus=manifest,
                     exclude_speakers=frozenset({u.speaker}), frontend=fe, cache_dir=cache_dir,
                 ),
             )  # fmt: skip
             if chain.effective:
-                check_chain_output(x, y, 16000)
+                check_chain_output(x, y, fe.sample_rate_hz)
         except (AudioError, OperatorError) as exc:
             out.failed.append(f"{u.id}: {exc}")
             continue
@@ -67,20 +68,24 @@ def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any) -> 
 
 
 def score_cell(
-    models: dict[str, Any], manifest: Manifest, utts: list[Any], cell: Any, cache_dir: Any
+    models: dict[str, Any], manifest: Manifest, utts: list[Any], cell: Any, cache_dir: Any, fe: Any
 ) -> tuple[pd.DataFrame, list[str]]:
     """Scores of ``utts`` under ``cell``'s test chain for every model, and the failures."""
-    cw = degrade(manifest, utts, cell.test_chain, cache_dir)
+    cw = degrade(manifest, utts, cell.test_chain, cache_dir, fe)
     by_id = manifest.by_id()
     rows = []
+    from interbias.cm.models import posterior
+
     for label, cm in models.items():
-        scores = cm.score(cw.waves) if cw.waves else np.zeros(0)
-        for uid, s in zip(cw.ids, scores, strict=True):
+        logits = cm.logits(cw.waves) if cw.waves else np.zeros((0, 2))
+        scores, log_odds = posterior(logits), logits[:, 1] - logits[:, 0]
+        for uid, s, lo in zip(cw.ids, scores, log_odds, strict=True):
             u = by_id[uid]
             rows.append(
                 {
                     "model": label, "cell": cell.id, "split": u.get("split"), "id": uid, "speaker": u.speaker,
                     "gender": u.gender, "label": u.get("label"), "attack": u.get("attack") or "", "score": float(s),
+                    "log_odds": float(lo),
                 }
             )  # fmt: skip
     return pd.DataFrame(rows, columns=list(SCORE_COLUMNS)), cw.failed

@@ -1,6 +1,7 @@
 """``interbias cm train``: the deepfake gender-fairness study's CM training recipe.
 
-Recipe (:class:`TrainConfig` defaults): audio at 16 kHz, zero-padded or truncated to 4.0 s;
+Recipe (:class:`TrainConfig` defaults): audio at 16 kHz, zero-padded or truncated to 4.0 s
+(the ResNet-18 models' input policy);
 AdamW (lr 3e-5, weight decay 1e-4); cross-entropy with class weights w_c = n / (2·n_c) over
 the training set (c ∈ {spoof, bonafide}); at most 100 epochs, early stopping when the
 validation loss (the same weighted cross-entropy on the dev split, eval mode) has not improved
@@ -31,7 +32,7 @@ from interbias.cm.loop import train_epochs
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.corpora.manifest import Manifest
-from interbias.utils.errors import ConfigError, EncoderError
+from interbias.utils.errors import ConfigError
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
@@ -44,6 +45,10 @@ class TrainConfig:
     batch_size: int = 32
     max_epochs: int = 100
     patience: int = 15
+    #: ReduceLROnPlateau on the validation loss: the learning rate × ``lr_factor`` after
+    #: ``lr_patience`` epochs without improvement (PyTorch's other defaults); 1.0 = off.
+    lr_factor: float = 0.5
+    lr_patience: int = 5
     sample_rate_hz: int = 16000
     duration_s: float = 4.0
     width: int = 64
@@ -75,6 +80,8 @@ class TrainConfig:
         cfg = replace(self, **kw)
         if cfg.lr <= 0 or cfg.batch_size < 1 or cfg.max_epochs < 1 or cfg.patience < 1 or cfg.width < 1:
             raise ConfigError("cm train: lr, batch_size, max_epochs, patience and width must be positive")
+        if not 0 < cfg.lr_factor <= 1 or cfg.lr_patience < 0:
+            raise ConfigError("cm train: lr_factor must lie in (0, 1] (1 = no scheduler) and lr_patience be >= 0")
         return cfg
 
 
@@ -108,13 +115,15 @@ def select(manifest: Manifest, split: str, cfg: TrainConfig) -> list[Any]:
     return out
 
 
-def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig) -> np.ndarray:
-    """(N, n_samples) float32: each file at 16 kHz, zero-padded or truncated to the duration."""
+def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig, pad: str = "zero") -> np.ndarray:
+    """(N, n_samples) float32: each file at 16 kHz, fitted to the duration by the model's pad
+    rule (``zero``: the ResNet-18 models; ``tile``: AASIST)."""
     from interbias.audio.frontend import FrontEnd, load
-    from interbias.cm.frontends import fix_length
+    from interbias.cm.frontends import InputPolicy
 
+    policy = InputPolicy(cfg.n_samples, pad, cfg.sample_rate_hz)
     fe = FrontEnd(sample_rate_hz=cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
-    return np.stack([fix_length(load(manifest.resolve(u), fe).samples, cfg.n_samples) for u in utts])
+    return np.stack([policy.fit(load(manifest.resolve(u), fe).samples) for u in utts])
 
 
 def featurize(net: Any, waves: np.ndarray, batch: int = 16) -> Any:
@@ -143,19 +152,17 @@ class Trainer:
     log: Callable[[str], None] = print
 
     def network(self) -> Any:
-        from interbias.cm.network import build_network, seeded_init
+        from interbias.cm.network import aasist_network, build_network, seeded_init
 
-        net = build_network(self.label, {"width": self.cfg.width}, self.frontend_path)
+        if CM_MODELS.get(self.label).architecture == "aasist":
+            net = aasist_network(self.label, self.cfg.n_samples)
+        else:
+            net = build_network(self.label, {"width": self.cfg.width}, self.frontend_path)
         seeded_init(net.classifier, self.cfg.seed)
         return net
 
     def run(self, manifest: Manifest, *, stop_after: int | None = None, reporter: Any = None) -> dict[str, Any]:
         """Train (or resume) and return the summary written to ``training.json``."""
-        card = CM_MODELS.get(self.label)
-        if card.architecture != "resnet18":
-            raise EncoderError(
-                f"cm train trains the ResNet18-<frontend> labels; {self.label} loads its published checkpoint"
-            )
         check_cm_manifest(manifest)
         train_u, dev_u = select(manifest, "train", self.cfg), select(manifest, "dev", self.cfg)
         for name, us in (("train", train_u), ("dev", dev_u)):
@@ -173,7 +180,7 @@ class Trainer:
     def data(self, net: Any, manifest: Manifest, utts: list[Any]) -> Data:
         import torch
 
-        x = featurize(net, load_waves(manifest, utts, self.cfg))
+        x = featurize(net, load_waves(manifest, utts, self.cfg, CM_MODELS.get(self.label).pad))
         y = torch.tensor([1 if u.get("label") == "bonafide" else 0 for u in utts])
         return Data(x, y, [u.id for u in utts])
 
@@ -237,7 +244,8 @@ def train_model(
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
     cfg = PRESETS[preset].override(settings or {})
-    folder = Path(out) if out else CM_MODELS.get(label).folder()
+    card = CM_MODELS.get(label)
+    folder = Path(out) if out else card.folder() / ("trained" if card.architecture == "aasist" else "")
     trainer = Trainer(label, cfg, folder, Path(frontend_path) if frontend_path else None, log)
     with torch_threads():
         return folder, trainer.run(manifest, stop_after=stop_after, reporter=reporter or Reporter(quiet=True))

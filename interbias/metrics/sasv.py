@@ -221,3 +221,33 @@ def t_eer(
         pfa_nontarget=float((1 - pmiss_cm[jk]) * b[i]),
         pfa_spoof=float(pfa_cm[jk] * c[i]),
     )
+
+
+# ---- the ASVspoof packages' sorted-score operating points ----------------------------------------
+
+
+def sorted_det(bona: np.ndarray, spoof: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ASVspoof packages' DET points: scores sorted ascending (stable, bona fide before spoof
+    at equal scores); point i rejects the first i sorted scores. Returns (miss rate of bona
+    fide, false-accept rate of spoofs, threshold: the lowest score − 0.001, then each sorted score)."""
+    scores = np.concatenate([bona, spoof])
+    is_bona = np.concatenate([np.ones(len(bona)), np.zeros(len(spoof))])
+    order = np.argsort(scores, kind="mergesort")
+    rejected_bona = np.cumsum(is_bona[order])
+    rejected_spoof = np.arange(1, len(scores) + 1) - rejected_bona
+    miss = np.concatenate([[0.0], rejected_bona / len(bona)])
+    fa = np.concatenate([[1.0], (len(spoof) - rejected_spoof) / len(spoof)])
+    thresholds = np.concatenate([[scores[order[0]] - 0.001], scores[order]])
+    return miss, fa, thresholds
+
+
+def package_eer_threshold(target: object, nontarget: object) -> float:
+    """The ASV threshold of the ASVspoof 5 package (``compute_eer``): the :func:`sorted_det`
+    point of target against non-target scores where |P_miss − P_fa| is least (the first such
+    point), and that point's threshold — the last score it rejects (the lowest score − 0.001 at
+    the first point). Rates at it are then counted with accept ≥ threshold, so trials scoring
+    exactly the threshold count as accepted although the point rejected them."""
+    tar = metrics.finite_scores(target, "ASV target")
+    non = metrics.finite_scores(nontarget, "ASV non-target")
+    miss, fa, thr = sorted_det(tar, non)
+    return float(thr[int(np.argmin(np.abs(miss - fa)))])

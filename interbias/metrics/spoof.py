@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from interbias.metrics import verification as metrics
-from interbias.metrics.sasv import a_dcf
+from interbias.metrics.sasv import a_dcf, sorted_det
 from interbias.utils.errors import MetricError
 
 #: Extra trailing results.csv columns of spoofing experiments (absent otherwise).
@@ -65,3 +65,68 @@ def spoof_summary(scores: object, trial_types: object) -> SpoofSummary:
         eer_spoof=metrics.eer(s[keep], tgt[keep]),
         a_dcf=a_dcf(s[tgt], s[non], s[spf])[0],
     )
+
+
+# ---- ASVspoof 5 Track 1: a countermeasure's own metrics ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Track1Cost:
+    """ASVspoof 5 Track 1's DCF cost model: spoof prior, cost of rejecting bona fide, cost of
+    accepting a spoof."""
+
+    p_spoof: float = 0.05
+    c_miss: float = 1.0
+    c_fa: float = 10.0
+
+    def check(self) -> None:
+        if not 0.0 < self.p_spoof < 1.0 or self.c_miss <= 0 or self.c_fa <= 0:
+            raise MetricError(f"DCF cost model: need 0 < p_spoof < 1 and positive costs, got {self}")
+
+    @property
+    def norm(self) -> float:
+        """The default cost min(C_miss·(1−P_spoof), C_fa·P_spoof), the normaliser of every DCF."""
+        return min(self.c_miss * (1 - self.p_spoof), self.c_fa * self.p_spoof)
+
+    @property
+    def bayes_threshold(self) -> float:
+        """−log β, β = C_miss·(1−P_spoof) / (C_fa·P_spoof): the threshold on a natural-log LLR."""
+        return -float(np.log(self.c_miss * (1 - self.p_spoof) / (self.c_fa * self.p_spoof)))
+
+
+def cllr(bona: np.ndarray, spoof: np.ndarray) -> float:
+    """C_llr in bits of scores read as natural-log likelihood ratios (bona fide over spoof):
+    ½·(mean log(1 + e^−s_bona) + mean log(1 + e^s_spoof)) / log 2."""
+    return float(0.5 * (np.logaddexp(0.0, -bona).mean() + np.logaddexp(0.0, spoof).mean()) / np.log(2.0))
+
+
+def track1_metrics(bona: object, spoof: object, cost: Track1Cost = Track1Cost()) -> dict[str, float | int]:
+    """ASVspoof 5 Track 1 metrics of CM scores (higher = bona fide), as its evaluation package
+    computes them: ``min_dcf`` (normalised, minimum over the :func:`sorted_det` points — ties
+    cannot lower it), ``act_dcf`` (normalised, at :attr:`Track1Cost.bayes_threshold`: a bona
+    fide score below it is a miss, a spoof score at or above it a false accept), ``cllr``
+    (:func:`cllr`), ``eer`` (the mean of the two rates at the first point where they are
+    closest) with their thresholds. ``act_dcf`` and ``cllr`` read scores as LLRs."""
+    cost.check()
+    n_b, n_s = np.asarray(bona).size, np.asarray(spoof).size
+    if not n_b or not n_s:
+        raise MetricError(f"{n_b} bona fide and {n_s} spoof scores: Track 1 metrics need both classes")
+    b = metrics.finite_scores(bona, "bona fide scores")
+    s = metrics.finite_scores(spoof, "spoof scores")
+    miss, fa, thr = sorted_det(b, s)
+    dcf = (cost.c_miss * (1 - cost.p_spoof) * miss + cost.c_fa * cost.p_spoof * fa) / cost.norm
+    i_dcf = int(np.argmin(dcf))
+    i_eer = int(np.argmin(np.abs(miss - fa)))
+    t = cost.bayes_threshold
+    act = cost.c_miss * (1 - cost.p_spoof) * np.mean(b < t) + cost.c_fa * cost.p_spoof * np.mean(s >= t)
+    return {
+        "n_bonafide": len(b),
+        "n_spoof": len(s),
+        "min_dcf": float(dcf[i_dcf]),
+        "min_dcf_threshold": float(thr[i_dcf]),
+        "act_dcf": float(act / cost.norm),
+        "act_dcf_threshold": t,
+        "cllr": cllr(b, s),
+        "eer": float((miss[i_eer] + fa[i_eer]) / 2),
+        "eer_threshold": float(thr[i_eer]),
+    }

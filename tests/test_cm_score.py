@@ -1,0 +1,148 @@
+"""``interbias cm score``: per-file logits and posterior through the model's own input policy,
+a degraded version with --op, and one line for each bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+import torch
+from cm_fixtures import cm_manifest
+from scipy.signal import resample_poly
+from test_cm_models import PUBLISHED, _randomise, authors_pad
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.cm import models as cm_models
+from interbias.cm.aasist import AASIST, AASIST_L
+from interbias.cm.models import CM_MODELS
+from interbias.utils.seeding import derive_rng
+
+
+@pytest.fixture(scope="module")
+def aasist_l(tmp_path_factory):
+    """A published-layout AASIST-L checkpoint (random weights), its sha256 pinned for the test."""
+    tmp = tmp_path_factory.mktemp("aasist-l")
+    model = AASIST(AASIST_L)
+    _randomise(model, 11)
+    model.eval()
+    torch.save({k: model.state_dict()[k] for k in PUBLISHED["AASIST-L"]}, tmp / "AASIST-L.pth")
+    sha = cm_models.sha256_file(tmp / "AASIST-L.pth")
+    mp = pytest.MonkeyPatch()
+    mp.setitem(CM_MODELS._entries, "AASIST-L", dataclasses.replace(CM_MODELS.get("AASIST-L"), pinned_sha256=sha))
+    yield tmp, model
+    mp.undo()
+
+
+def _wav(path: Path, seconds: float, rate: int, key: str) -> np.ndarray:
+    x = (0.1 * derive_rng("cm-score", key).standard_normal(int(seconds * rate))).astype(np.float32)
+    sf.write(str(path), x, rate, subtype="FLOAT")
+    return x
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(app, ["cm", "score", *args])
+
+
+def test_logits_and_posterior_match_the_network_on_the_authors_input(aasist_l, tmp_path):
+    folder, model = aasist_l
+    a = _wav(tmp_path / "a.wav", 1.0, 16000, "a")  # shorter than 64 600 samples: tiled
+    b = _wav(tmp_path / "b.wav", 5.0, 16000, "b")  # longer: cut
+    res = _cli("AASIST-L", str(tmp_path / "a.wav"), str(tmp_path / "b.wav"), "--checkpoint", str(folder), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["model"]["input"]["pad"] == "tile" and doc["model"]["input"]["n_samples"] == 64600
+    assert "softmax(logits)[1]" in doc["score_convention"] and doc["failed"] == []
+    with torch.no_grad():
+        want = model(torch.from_numpy(np.stack([authors_pad(a), authors_pad(b)]))).double().numpy()
+    got = np.array([[r["logit_spoof"], r["logit_bonafide"]] for r in doc["scores"]])
+    assert np.abs(got - want).max() < 1e-5
+    post = np.exp(want[:, 1]) / np.exp(want).sum(1)
+    assert np.allclose([r["score"] for r in doc["scores"]], post, atol=1e-9)
+    assert [r["id"] for r in doc["scores"]] == ["a", "b"] and doc["scores"][0]["duration_s"] == 1.0
+
+
+def test_other_rates_are_resampled_and_op_scores_a_degraded_version(aasist_l, tmp_path):
+    folder, model = aasist_l
+    x = _wav(tmp_path / "c.wav", 1.0, 32000, "c")
+    base = ["AASIST-L", str(tmp_path / "c.wav"), "--checkpoint", str(folder), "--json"]
+    clean = json.loads(_cli(*base).stdout)["scores"][0]
+    with torch.no_grad():
+        want = model(torch.from_numpy(authors_pad(resample_poly(x, 1, 2).astype(np.float32))[None])).numpy()[0]
+    assert abs(clean["logit_bonafide"] - want[1]) < 1e-3  # polyphase filters differ slightly from scipy's default
+    noisy = ["--op", "noise", "--param", "kind=gaussian", "--param", "snr_db=0"]
+    r1, r2 = (json.loads(_cli(*base, *noisy).stdout) for _ in range(2))
+    assert r1["scores"] == r2["scores"]  # seeded: the same degraded file twice
+    assert r1["operator"] == {"op": "noise", "params": {"kind": "gaussian", "snr_db": "0"}, "seed": 0}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_op_degrades_each_file_as_interbias_degrade_does(tmp_path, seed):
+    """At 16 kHz, the audio ``cm score --op`` scores is what ``interbias degrade`` writes (to 16-bit PCM)."""
+    from interbias.audio.frontend import FrontEnd
+    from interbias.cm.score_files import chain_for, load_one
+    from interbias.operators.degrade import degrade_file
+
+    x = _wav(tmp_path / "d.wav", 1.0, 16000, "d")
+    params = {"kind": "gaussian", "snr_db": "0"}
+    fe = FrontEnd(16000, 0.0, None)
+    got = load_one(tmp_path / "d.wav", fe, chain_for("noise", params), seed)
+    degrade_file(tmp_path / "d.wav", tmp_path / "out.wav", "noise", params, seed=seed)
+    want, rate = sf.read(str(tmp_path / "out.wav"), dtype="float32")
+    assert rate == 16000 and np.abs(got - want).max() <= 1.0 / 32768 + 1e-7
+    assert np.abs(got - x).max() > 0.05  # the noise is there
+    other = load_one(tmp_path / "d.wav", fe, chain_for("noise", params), seed + 7)
+    assert np.abs(got - other).max() > 0.05  # and drawn from the seed
+
+
+def test_bad_files_get_one_line_each_and_the_rest_are_written(aasist_l, tmp_path):
+    folder, _ = aasist_l
+    _wav(tmp_path / "ok.wav", 0.5, 16000, "ok")
+    (tmp_path / "empty.wav").write_bytes(b"")
+    (tmp_path / "text.wav").write_text("not audio\n")
+    files = [str(tmp_path / n) for n in ("ok.wav", "empty.wav", "text.wav")]
+    res = _cli("AASIST-L", *files, "--checkpoint", str(folder), "--out", str(tmp_path / "s.csv"), "-q")
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    lines = res.stderr.strip().splitlines()
+    assert lines[1] == f"{tmp_path / 'empty.wav'}: file is empty (0 bytes)"
+    assert lines[2].startswith(f"{tmp_path / 'text.wav'}: cannot decode audio") and len(lines) == 3
+    table = pd.read_csv(tmp_path / "s.csv")
+    assert list(table["id"]) == ["ok"]
+
+
+def test_a_checkpoint_that_is_not_the_pinned_one_is_one_line(tmp_path):
+    _wav(tmp_path / "ok.wav", 0.5, 16000, "ok")
+    model = AASIST(AASIST_L)
+    torch.save(model.state_dict(), tmp_path / "AASIST-L.pth")
+    res = _cli("AASIST-L", str(tmp_path / "ok.wav"), "--checkpoint", str(tmp_path))
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert "has sha256" in res.output and "not the published checkpoint's" in res.output
+
+
+def test_manifest_keeps_label_and_attack(aasist_l, tmp_path):
+    folder, _ = aasist_l
+    m = cm_manifest(tmp_path / "data", per_class=1, speakers={"f1": ("female", "eval"), "m1": ("male", "eval")})
+    res = _cli("AASIST-L", "--manifest", str(tmp_path / "data" / "manifest.csv"), "--checkpoint", str(folder), "-q")
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(__import__("io").StringIO(res.stdout))
+    assert list(table["id"]) == [u.id for u in m]
+    assert list(table["label"]) == ["bonafide", "spoof"] * 2 and list(table["attack"]) == ["bonafide", "A01"] * 2
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ([], "give audio FILES or --manifest M"),
+        (["x.wav", "--param", "snr_db=3"], "--param needs --op"),
+        (["x.wav", "--resampler", "cubic"], "'cubic' is not one of"),
+    ],
+)
+def test_usage_errors_are_one_line(args, match):
+    res = _cli("AASIST-L", *args)
+    assert res.exit_code == 1 and match in res.output and len(res.output.strip().splitlines()) == 1
