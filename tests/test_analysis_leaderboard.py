@@ -158,7 +158,7 @@ def test_a_single_encoder_run_has_no_pairs_and_says_so(tmp_path: Path) -> None:
     assert board.notes == ["a single encoder (A): no pair of encoders to compare, no rank"]
     res = CliRunner().invoke(app, ["leaderboard", str(run), "--bootstrap", "20"])
     assert res.exit_code == 0 and "note: a single encoder (A): no pair of encoders to compare, no rank" in res.output
-    res = CliRunner().invoke(app, ["report", str(run), "--latex", "--bootstrap", "20"])
+    res = CliRunner().invoke(app, ["report", str(run), "--latex", "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
     found = list(run.rglob("leaderboard.tex"))
     assert len(found) == 1, res.output

@@ -241,17 +241,27 @@ def _print_json(a: Analysis, found: object, paths: list[Path]) -> None:
 def _print_tables(a: Analysis, metric: str, tolerance: float, wide: bool) -> None:
     """The macro metric per model; with ``wide`` also contrasts, their summary, subgroup gaps and
     additivity in full (else named with their files)."""
+    import pandas as pd
+
     from interbias.analysis.contrasts import R_NOTE
     from interbias.cli.tables import echo_wrapped
 
     mlohi = ["lo", "hi"] if a.replicates is not None else []
+    macro = a.macro[a.macro["scope"] == "macro"].copy()
+    flat = (macro["hi"] <= macro["lo"]) if mlohi else pd.Series(False, index=macro.index)
+    if flat.any():  # replicates that do not vary: no interval, never a zero-width one
+        macro.loc[flat, ["lo", "hi"]] = float("nan")
     print_frame(
-        a.macro[a.macro["scope"] == "macro"],
+        macro,
         f"macro {metric} per model",
         ["model", "value", *mlohi, "n_cells", "n_experiments", "family"],
         wide=wide,
         full="macro.csv",
     )
+    if flat.any():
+        echo_wrapped(
+            f"no interval for {', '.join(macro.loc[flat, 'model'].astype(str))}: the bootstrap replicates do not vary"
+        )
     if not wide:
         echo_wrapped(
             "contrasts: contrasts.csv, summary.csv; subgroup gaps: gaps.csv, gap_summary.csv; additivity: "
