@@ -23,7 +23,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,8 +68,23 @@ def figures(run: Path) -> dict:
         "top": None
         if top is None
         else {
-            k: (round(float(top[k]), 6) if isinstance(top[k], (float, np.floating)) else str(top[k]))
-            for k in ("model", "condition", "group", "value_from", "value_to", "estimate", "lo", "hi", "p_adjusted")
+            k: (
+                ("" if pd.isna(top[k]) else str(top[k]))
+                if k in ("model", "condition", "group", "effect")
+                else round(float(top[k]), 6)
+            )
+            for k in (
+                "model",
+                "effect",
+                "condition",
+                "group",
+                "value_from",
+                "value_to",
+                "estimate",
+                "lo",
+                "hi",
+                "p_adjusted",
+            )
         },
         "cam_clean_gap_mde": round(float(gap["mde"].iloc[0]), 6) if len(gap) else None,
         "cam_clean_gap_need": int(gap["speakers_per_stratum_needed"].iloc[0]) if len(gap) else None,
@@ -82,7 +96,8 @@ def _top_sentence(d: dict) -> str:
     t = d["top"]
     if t is None:
         return "no main effect is resolved"
-    where = f" in {t['group']}" if t["group"] and t["group"] != "nan" else ""
+    averaged = re.search(r"\((averaged over [^)]*)\)$", t.get("effect", ""))
+    where = f" in {t['group']}" if t["group"] else (f" ({averaged.group(1)})" if averaged else "")
     return (
         f"the largest resolved harm: {t['condition']}{where} raises {t['model']}'s EER from {f3(t['value_from'])} to "
         f"{f3(t['value_to'])} ({f3(t['estimate'], True)}, 95 % CI [{f3(t['lo'], True)}, {f3(t['hi'], True)}])"
