@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from interbias.audio import frontend as audio
 from interbias.cli import app
 from interbias.run.scoring import cosine_scores
-from interbias.utils.paths import slug
+from interbias.utils.paths import readable_slug, slug
 
 cli = CliRunner()
 RATES = (8000, 22050, 44100, 16000)
@@ -99,7 +99,7 @@ def own(tmp_path_factory, tiny_corpus):
     ]
     res = cli.invoke(app, args)
     assert res.exit_code == 0, res.output
-    run_dir = Path(res.output.split("results: ")[1].strip()).parent
+    run_dir = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     return {"tmp": tmp, "root": root, "manifest": manifest, "list": trial_list, "counts": counts, "args": args} | {
         "run_dir": run_dir,
         "exp": exp,
@@ -143,13 +143,13 @@ def test_exported_scores_reproduce_each_row_exactly(own, fmt: str) -> None:
     results = pd.read_csv(own["run_dir"] / "results.csv")
     suffix = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}[fmt]
     for row in results.itertuples():
-        path = out / slug(row.model) / f"{slug(row.cell)}{suffix}"
+        path = out / readable_slug(row.model) / f"{readable_slug(row.cell)}{suffix}"
         got = cli.invoke(app, ["metrics", str(path), "--json"])
         assert got.exit_code == 0, got.output
         m = json.loads(got.output)
         assert (m["eer"], m["min_dcf"], m["eer_legacy"], m["auc"]) == (row.eer, row.min_dcf, row.eer_legacy, row.auc)
         assert (m["n_target"], m["n_nontarget"]) == (row.n_target, row.n_nontarget)
-    sample = out / slug("mfcc-stats") / f"{slug('gender=female,noise=clean')}{suffix}"
+    sample = out / readable_slug("mfcc-stats") / f"{readable_slug('gender=female,noise=clean')}{suffix}"
     first = sample.read_text().splitlines()[1 if fmt == "csv" else 0]
     enrol_test = first.split(",")[2:4] if fmt == "csv" else first.split()[:2]
     # names as the user's list wrote them: the first trial of the list
@@ -202,7 +202,7 @@ def test_run_id_follows_the_list_and_the_manifest(own) -> None:
     args[args.index("--trials") + 1] = str(shorter)
     res = cli.invoke(app, args)
     assert res.exit_code == 0, res.output
-    other = Path(res.output.split("results: ")[1].strip()).parent
+    other = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     assert other != own["run_dir"] and "embedded 0," in res.output
     rows = pd.read_csv(other / "results.csv")
     assert rows[rows.level_a == "female"].n_target.unique().tolist() == [own["counts"]["female"][0] - 1]
@@ -212,7 +212,7 @@ def test_run_id_follows_the_list_and_the_manifest(own) -> None:
     args[args.index("--manifest") + 1] = str(edited)
     res = cli.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert Path(res.output.split("results: ")[1].strip()).parent not in (own["run_dir"], other)
+    assert Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent not in (own["run_dir"], other)
 
 
 def test_yaml_equivalent_scores_the_same_trials(own) -> None:
@@ -228,7 +228,7 @@ def test_yaml_equivalent_scores_the_same_trials(own) -> None:
         app, ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(own["tmp"] / "yaml-results"), "--quiet"]
     )
     assert res.exit_code == 0, res.output
-    run_dir = Path(res.output.split("results: ")[1].strip()).parent
+    run_dir = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     a = pd.read_csv(run_dir / "results.csv")
     b = pd.read_csv(own["run_dir"] / "results.csv")
     assert a.trials_sha256.tolist() == b.trials_sha256.tolist()
@@ -251,7 +251,7 @@ def test_dropped_trials_are_left_out_of_exports_and_counted(own) -> None:
     args[args.index("--trials") + 1] = str(trial_list)
     res = cli.invoke(app, [*args, "--max-failure-share", "0.5"])
     assert res.exit_code == 0, res.output
-    run_dir = Path(res.output.split("results: ")[1].strip()).parent
+    run_dir = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     rows = pd.read_csv(run_dir / "results.csv")
     fem = rows[rows.level_a == "female"]
     assert fem.n_failed.tolist() == [1, 1] and fem.n_dropped_trials.tolist() == [1, 1]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from interbias.run.export import export_scores
+from interbias.run.rundir import RunDir
 from interbias.trials.sampler import StratumStats, TrialList
 from interbias.utils import atomic
 from interbias.utils.errors import RunError, TrialError
@@ -29,7 +30,7 @@ def fake_run(tmp_path: Path, enrol: list[str] | None = None) -> Path:
             "test_speaker": ["a", "b", "b", "a"],
         }
     )
-    TrialList(frame, {"all": StratumStats("all", 2, 3, 3, 2, 2, 2, 2, 0)}).write(run_dir)
+    RunDir(run_dir).write_trials(TrialList(frame, {"all": StratumStats("all", 2, 3, 3, 2, 2, 2, 2, 0)}))
     scores = pd.DataFrame(
         {
             "trial_id": np.arange(4, dtype=np.int64),
@@ -104,5 +105,5 @@ def test_missing_score_file_and_tampered_trials(tmp_path: Path) -> None:
     meta = json.loads((run_dir / "trials.json").read_text())
     meta["sha256"] = "0" * 64
     (run_dir / "trials.json").write_text(json.dumps(meta))
-    with pytest.raises(TrialError, match=r"does not match the sha256 in trials\.json"):
+    with pytest.raises(TrialError, match="do not match the sha256 recorded beside them"):
         export_scores(run_dir, "csv", tmp_path / "out")

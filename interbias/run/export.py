@@ -221,7 +221,7 @@ def _cohort(info: dict[str, Any], exp: Any, manifest: Any) -> tuple[list[str], d
 
 def _add_speakers(path: Path, speakers: dict[str, str], pool: str) -> dict[str, Any]:
     """Add each row's speaker and the pool to an exported cohort ``.npz``."""
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
     arrays["speakers"] = np.array([speakers[str(u)] for u in arrays["ids"]], dtype=str)
     arrays["pool"] = np.array(pool)
