@@ -18,12 +18,12 @@ from interbias.utils.errors import ConfigError, OperatorError
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws",
+    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
 SAMPLING_KEYS = (
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "speakers_per_stratum",
+    "speakers_per_stratum", "enrol_utterances",
 )  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
 #: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
@@ -107,6 +107,10 @@ class TrialSpec:
     #: Realisations of every chain with a random operator (noise segment, loss pattern, room,
     #: crop position), each scored; results give their mean and between-draw SD.
     operator_draws: int = 1
+    #: Enrolment utterances per trial model (K): the model of a trial is K utterances of its
+    #: enrolment speaker (distinct sessions and texts where the manifest has them), scored as
+    #: ``scoring.enrol`` says; K is 1 unless set.
+    enrol_utterances: int = 1
 
     @property
     def n_nontargets(self) -> int:
@@ -322,7 +326,21 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         spoofs=_int_field(spec, "spoofs", None, where, 1),
         speakers_per_stratum=_int_field(spec, "speakers_per_stratum", None, where, 2),
         operator_draws=_int_field(spec, "operator_draws", 1, where, 1),
+        enrol_utterances=_enrol_utterances(spec, where),
     )
+
+
+def _enrol_utterances(spec: dict[str, Any], where: str) -> int:
+    """``trials.enrol_utterances`` (K >= 1); refused when ``utterances_per_speaker`` leaves no
+    speaker the K + 1 utterances a target trial needs."""
+    k = int(_int_field(spec, "enrol_utterances", 1, where, 1))
+    cap = spec.get("utterances_per_speaker")
+    if k > 1 and isinstance(cap, int) and cap < k + 1:
+        raise ConfigError(
+            f"{where}: trials.enrol_utterances: {k} enrolment utterances and one test utterance need {k + 1} "
+            f"utterances per speaker, but trials.utterances_per_speaker is {cap}"
+        )
+    return k
 
 
 def parse_spoofing(spec: Any, where: str) -> SpoofingSpec | None:

@@ -184,7 +184,15 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
         for cell, enc in work.pending:
             sub = ctx.trials.for_stratum(cell.stratum)
             try:
-                scored = score_cell(cell, enc, sub, emb, ctx.options.max_failure_share, ctx.exp.frontend.sample_rate_hz)
+                scored = score_cell(
+                    cell,
+                    enc,
+                    sub,
+                    emb,
+                    ctx.options.max_failure_share,
+                    ctx.exp.frontend.sample_rate_hz,
+                    enrol=ctx.exp.scoring.enrol,
+                )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
                 kept = key in work.previous
