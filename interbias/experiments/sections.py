@@ -18,14 +18,16 @@ from interbias.utils.errors import ConfigError, OperatorError
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances",
+    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances", "text",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
 SAMPLING_KEYS = (
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "speakers_per_stratum", "enrol_utterances",
+    "speakers_per_stratum", "enrol_utterances", "text",
 )  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
+#: ``trials.text`` (:mod:`interbias.trials.text_pairs`).
+TEXT_MODES = ("any", "same", "different", "balanced")
 #: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
 MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
@@ -111,6 +113,10 @@ class TrialSpec:
     #: enrolment speaker (distinct sessions and texts where the manifest has them), scored as
     #: ``scoring.enrol`` says; K is 1 unless set.
     enrol_utterances: int = 1
+    #: Same-text versus different-text non-target pairs (``any``, ``same``, ``different``,
+    #: ``balanced``; :mod:`interbias.trials.text_pairs`); set, the run also writes
+    #: text_pairs.csv. ``None``: not set (no table; the draw as ``any``).
+    text: str | None = None
 
     @property
     def n_nontargets(self) -> int:
@@ -327,7 +333,15 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         speakers_per_stratum=_int_field(spec, "speakers_per_stratum", None, where, 2),
         operator_draws=_int_field(spec, "operator_draws", 1, where, 1),
         enrol_utterances=_enrol_utterances(spec, where),
+        text=_text_mode(spec, where),
     )
+
+
+def _text_mode(spec: dict[str, Any], where: str) -> str | None:
+    value = spec.get("text")
+    if value is not None and value not in TEXT_MODES:
+        raise ConfigError(f"{where}: trials.text: {value!r} is not one of {', '.join(TEXT_MODES)}")
+    return value
 
 
 def _enrol_utterances(spec: dict[str, Any], where: str) -> int:

@@ -298,7 +298,10 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
         "calibration": calibration.to_json(),
-        "scoring": scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
+        "scoring": {
+            **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
+            **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
+        },
         **({"analyses": analyses} if analyses else {}),
     }
     ctx.run.write_run_json(

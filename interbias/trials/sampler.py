@@ -37,7 +37,9 @@ from interbias.trials.enrolment import (
     extra_enrolment,
     with_models,
 )
+from interbias.trials.impostors import draw_nontargets, nontarget_pools, nontargets_available
 from interbias.trials.speaker_budget import keep_speakers, split_speakers_per_stratum
+from interbias.trials.text_pairs import text_mode
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import derive_rng, derive_seed
 
@@ -49,8 +51,6 @@ COLUMNS = ["trial_id", "stratum", "enrol", "test", "label", "enrol_speaker", "te
 #: (target|nontarget|spoof) when the experiment has spoofing. Absent otherwise.
 SPLITS = ("dev", "eval")
 TRIAL_TYPES = ("target", "nontarget", "spoof")
-#: Above this many candidate pairs, impostor pairs are drawn by rejection instead of listed.
-_ENUMERATE_LIMIT = 2_000_000
 
 
 @dataclass
@@ -211,54 +211,6 @@ def _count_targets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str
     return total
 
 
-def _count_nontargets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]]) -> int:
-    ne = sum(len(v) for v in enrol.values())
-    nt = sum(len(v) for v in test.values())
-    same = sum(len(enrol[s]) * len(test.get(s, [])) for s in enrol)
-    total = ne * nt - same
-    return total // 2 if stratum.symmetric else total
-
-
-def _nontarget_pairs(
-    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int, rng: np.random.Generator
-) -> list[tuple[str, str]]:
-    if k == 0:
-        return []
-    e_ids = [u for s in sorted(enrol) for u in enrol[s]]
-    e_spk = np.array([s for s in sorted(enrol) for _ in enrol[s]])
-    t_ids = [u for s in sorted(test) for u in test[s]]
-    t_spk = np.array([s for s in sorted(test) for _ in test[s]])
-    if len(e_ids) * len(t_ids) <= _ENUMERATE_LIMIT:
-        ei, ti = np.meshgrid(np.arange(len(e_ids)), np.arange(len(t_ids)), indexing="ij")
-        ei, ti = ei.ravel(), ti.ravel()
-        keep = e_spk[ei] != t_spk[ti]
-        if stratum.symmetric:
-            keep &= ei < ti
-        ei, ti = ei[keep], ti[keep]
-        pick = np.sort(rng.choice(len(ei), size=k, replace=False))
-        ei, ti = ei[pick], ti[pick]
-    else:
-        chosen: dict[tuple[int, int], None] = {}
-        while len(chosen) < k:
-            m = 2 * (k - len(chosen)) + 16
-            a = rng.integers(0, len(e_ids), size=m)
-            b = rng.integers(0, len(t_ids), size=m)
-            for x, y in zip(a.tolist(), b.tolist(), strict=True):
-                if e_spk[x] == t_spk[y]:
-                    continue
-                key = (min(x, y), max(x, y)) if stratum.symmetric else (x, y)
-                if key not in chosen:
-                    chosen[key] = None
-                    if len(chosen) == k:
-                        break
-        pairs = np.array(list(chosen), dtype=np.int64)
-        ei, ti = pairs[:, 0], pairs[:, 1]
-    if stratum.symmetric:
-        swap = rng.random(len(ei)) < 0.5
-        ei, ti = np.where(swap, ti, ei), np.where(swap, ei, ti)
-    return [(e_ids[a], t_ids[b]) for a, b in zip(ei.tolist(), ti.tolist(), strict=True)]
-
-
 def _pools(
     stratum: Stratum, utts: list[Utterance], per_speaker: int | None, rng_parts: tuple[Any, ...]
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -363,6 +315,8 @@ def draw_trials(
     }
     if spec.speakers_per_stratum is not None:  # only when set: other trial lists keep their hashes
         spec_key["speakers_per_stratum"] = spec.speakers_per_stratum
+    if spec.text not in (None, "any"):  # likewise: "any" draws as without the key
+        spec_key["text"] = spec.text
     if spec.enrol_utterances > 1:  # likewise
         spec_key["enrol_utterances"] = spec.enrol_utterances
         check_enrolment(exp.name, spec.enrol_utterances, utts)
@@ -406,6 +360,7 @@ def draw_trials(
         "population": pop_info,
         "matched": main_matched,
         **({"split": split_info} if split_info else {}),
+        **({"text_pairs": spec.text} if spec.text is not None else {}),
         **info,
     }
     return TrialList(frame, stats, "sampled", info)
@@ -419,6 +374,7 @@ def _draw_block(
     where = "" if split is None else f" ({split} split)"
     pools = {}
     stats: dict[str, StratumStats] = {}
+    texts, mode = text_mode(exp.name, spec.text, utts)
     for st in exp.strata():
         parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
@@ -439,7 +395,9 @@ def _draw_block(
             n_enrol_utterances=sum(map(len, enrol.values())),
             n_test_utterances=sum(map(len, test.values())),
             targets_available=_count_targets(st, enrol, test, spec.enrol_utterances),
-            nontargets_available=_count_nontargets(st, *_nontarget_pools(st, enrol, test, spec.enrol_utterances)),
+            nontargets_available=nontargets_available(
+                st, *nontarget_pools(st, enrol, test, spec.enrol_utterances), texts, mode
+            ),
             seed=derive_seed(*parts),
         )
     n_t = min(cap_t, *(s.targets_available for s in stats.values()))
@@ -460,7 +418,7 @@ def _draw_block(
         rng = derive_rng(*parts)
         spk_of = {u: s for pool in (enrol, test) for s, ids in pool.items() for u in ids}
         tg = _target_pairs(st, enrol, test, n_t, rng, k)
-        nt = _nontarget_pairs(st, *_nontarget_pools(st, enrol, test, k), n_n, rng)
+        nt = draw_nontargets(st, *nontarget_pools(st, enrol, test, k), n_n, rng, texts, mode)
         more = derive_rng(*parts, "enrol", k) if k > 1 else rng
         for label, kind, pairs in ((1, "target", tg), (0, "nontarget", nt)):
             for e, t in pairs:
@@ -468,17 +426,6 @@ def _draw_block(
                 rows.append((st_name, e, t, label, spk_of[e], spk_of[t], split, kind, extra))
         stats[st_name].n_target, stats[st_name].n_nontarget = len(tg), len(nt)
     return rows, stats, pools, {"n_target_per_stratum": n_t, "n_nontarget_per_stratum": n_n}
-
-
-def _nontarget_pools(
-    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The pools non-target pairs are drawn from: enrolment speakers with ``k`` utterances (in a
-    symmetric stratum either side may enrol, so both sides keep only those speakers)."""
-    if k <= 1:
-        return enrol, test
-    models = with_models(enrol, k)
-    return models, (models if stratum.symmetric else test)
 
 
 def _draw_spoofs(
