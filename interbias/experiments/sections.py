@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
+from interbias.audio.vad import check_vad
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
 
@@ -31,7 +32,7 @@ TEXT_MODES = ("any", "same", "different", "balanced")
 #: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
 MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
-FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
+FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler", "vad"}
 SIDES = ("test", "enrol", "both")
 ANY = "*"
 
@@ -422,7 +423,9 @@ def parse_frontend(spec: Any, where: str) -> FrontEnd:
     resampler = spec.get("resampler", base.resampler)
     if resampler not in RESAMPLERS:
         raise ConfigError(f"{where}: frontend.resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
-    return FrontEnd(raw_rate, min_d, max_d, resampler)
+    vad = spec.get("vad", base.vad)
+    check_vad(vad, raw_rate, where)
+    return FrontEnd(raw_rate, min_d, max_d, resampler, vad)
 
 
 def _finite(value: Any) -> float:
