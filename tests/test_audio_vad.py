@@ -148,3 +148,25 @@ def test_a_run_with_a_vad_records_the_share_in_every_cell(tmp_path: Path, sessio
         assert 0 < share <= 1
         shares.setdefault(row.utterance, set()).add(share)
     assert all(len(v) == 1 for v in shares.values())  # one share per input, whatever the chain
+
+
+@pytest.mark.parametrize("vad", ["energy", "webrtc", "silero"])
+def test_every_vad_finds_synthetic_speech_between_stretches_of_dither(vad: str, tiny_corpus) -> None:
+    """Two copies of a corpus utterance with dither around them: each VAD keeps most of both
+    and nothing more than 250 ms away from them (silero-vad restores torch's thread count)."""
+    pytest.importorskip({"energy": "numpy", "webrtc": "webrtcvad", "silero": "silero_vad"}[vad])
+    y = load(tiny_corpus.resolve(next(iter(tiny_corpus))), FrontEnd(max_duration_s=None)).samples
+    rng = derive_rng("vad-speech")
+    gap = [(rng.standard_normal(n) * 10 ** (-96 / 20)).astype(np.float32) for n in (RATE, 24000, RATE)]
+    x = np.concatenate([gap[0], y, gap[1], y, gap[2]])
+    spans = [(RATE, RATE + len(y)), (RATE + len(y) + 24000, RATE + 2 * len(y) + 24000)]
+    import torch
+
+    threads = torch.get_num_threads()
+    mask = speech_mask(x, RATE, vad, SPEECH_FLOOR_DBFS)
+    assert torch.get_num_threads() == threads
+    allowed = np.zeros(len(x), bool)
+    for a, b in spans:
+        assert mask[a:b].mean() > 0.8
+        allowed[a - RATE // 4 : b + RATE // 4] = True
+    assert not mask[~allowed].any()
