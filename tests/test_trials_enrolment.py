@@ -195,3 +195,11 @@ def test_a_run_embeds_and_scores_every_enrolment_utterance(tmp_path: Path, sessi
         sub = tl.for_stratum(row.stratum)
         ids = set(sub[["enrol", "enrol_2", "enrol_3", "test"]].to_numpy().ravel())
         assert row.n_utterances == len(ids)  # every one of the K enrolment utterances was embedded
+    # export names each trial model by its K ids joined with "+"
+    from interbias.run.export import export_scores
+
+    export_scores(out.run_dir, "wespeaker", tmp_path / "export")
+    files = sorted((tmp_path / "export").rglob("*.score"))
+    assert files
+    first = files[0].read_text().splitlines()[0].split()
+    assert len(first[0].split("+")) == 3 and set(first[0].split("+")) <= set(tl.utterance_ids())
