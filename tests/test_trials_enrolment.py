@@ -203,3 +203,54 @@ def test_a_run_embeds_and_scores_every_enrolment_utterance(tmp_path: Path, sessi
     assert files
     first = files[0].read_text().splitlines()[0].split()
     assert len(first[0].split("+")) == 3 and set(first[0].split("+")) <= set(tl.utterance_ids())
+
+
+def _model_list(tmp_path: Path, corpus) -> tuple[Path, Path, dict[str, list[str]]]:
+    """A Kaldi trial list over enrolment models of 3 utterances (two speakers per gender)."""
+    by_spk: dict[str, list[str]] = {}
+    for u in corpus:
+        by_spk.setdefault(u.speaker, []).append(u.id)
+    gender = {u.speaker: u.gender for u in corpus}
+    models, lines = {}, []
+    for g in ("female", "male"):
+        a, b = sorted(s for s in by_spk if gender[s] == g)[:2]
+        for spk, other in ((a, b), (b, a)):
+            ids = sorted(by_spk[spk])
+            models[f"m-{spk}"] = ids[:3]
+            lines += [f"m-{spk} {ids[3]} target", f"m-{spk} {sorted(by_spk[other])[4]} nontarget"]
+    mfile = tmp_path / "models.txt"
+    mfile.write_text("".join(f"{m} {' '.join(ids)}\n" for m, ids in models.items()))
+    tfile = tmp_path / "trials.txt"
+    tfile.write_text("\n".join(lines) + "\n")
+    return tfile, mfile, models
+
+
+def test_an_external_list_with_several_enrolment_files_per_model_round_trips(tmp_path: Path, tiny_corpus) -> None:
+    from interbias.trials.external import read_trial_list
+
+    tfile, mfile, models = _model_list(tmp_path, tiny_corpus)
+    exp = load_experiment(tiny_experiment(tmp_path, trials={"list": str(tfile), "models": str(mfile)}))
+    assert exp.trials.models_file == str(mfile)
+    tl = read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
+    f = tl.frame
+    assert enrol_columns(f) == ["enrol", "enrol_2", "enrol_3"] and len(f) == 8
+    for row in f.itertuples(index=False):
+        assert [row.enrol, row.enrol_2, row.enrol_3] == models[row.enrol_name]
+    assert tl.info["models_sha256"] and set(f.groupby("stratum").size()) == {4}
+    (tmp_path / "run").mkdir()
+    run = RunDir(tmp_path / "run")
+    run.write_trials(tl)
+    back = run.read_trials()
+    assert back.sha256 == tl.sha256 and back.frame.equals(f)
+    # bad inputs: one line each
+    mfile.write_text(mfile.read_text().replace(models[f["enrol_name"][0]][2], "no-such-file", 1))
+    with pytest.raises(TrialError, match=r"1 of \d+ utterance name\(s\) match no entry of manifest .*'no-such-file'"):
+        read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
+    mfile.write_text("m-x a b\nm-y c\n")
+    with pytest.raises(TrialError, match=r"models have 1, 2 utterances; every model needs the same number"):
+        read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
+    mfile.write_text("m-x " + " ".join(models[f["enrol_name"][0]]) + "\n")
+    with pytest.raises(TrialError, match=r"name an enrolment model the models file lacks; first: '"):
+        read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
+    with pytest.raises(ConfigError, match="models applies to an external list"):
+        load_experiment(tiny_experiment(tmp_path, trials={"targets": 4, "models": str(mfile)}))

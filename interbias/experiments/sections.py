@@ -19,7 +19,7 @@ from interbias.utils.errors import ConfigError, OperatorError
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances", "text",
+    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances", "text", "models",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
 SAMPLING_KEYS = (
@@ -97,6 +97,8 @@ class TrialSpec:
     #: stratum (``error``, or ``exclude``: dropped and counted in trials.json).
     list_file: str | None = None
     list_format: str = "auto"
+    #: Enrolment models of the external list (``model utt1 utt2 …`` per line; :mod:`interbias.trials.models`).
+    models_file: str | None = None
     unassigned: str = "error"
     #: Share of speakers (0 < s < 1) drawn into a speaker-disjoint development split; the
     #: rest form the evaluation split. ``None``: no split (every trial is evaluation).
@@ -300,6 +302,8 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
             raise ConfigError(f"{where}: trials.list: a path to a trial list file, got {spec['list']!r}")
     elif "format" in spec or "unassigned" in spec:
         raise ConfigError(f"{where}: trials: format and unassigned apply to an external list (trials.list)")
+    elif "models" in spec:
+        raise ConfigError(f"{where}: trials: models applies to an external list (trials.list)")
     fmt = spec.get("format", "auto")
     if fmt not in TRIAL_LIST_FORMATS:
         raise ConfigError(f"{where}: trials.format: {fmt!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
@@ -322,6 +326,7 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         split_by = attribute_values(split_by, f"{where}: trials.split_by")
     return TrialSpec(
         list_file=resolve_path(spec.get("list"), base),
+        models_file=resolve_path(spec.get("models"), base),
         list_format=fmt,
         unassigned=unassigned,
         targets=_int_field(spec, "targets", 2000, where, 1),
