@@ -40,6 +40,9 @@ SPEECH_FLOOR_DBFS = -90.0
 #: Frame length of :func:`loudest_frame_db` (the framing of interbias.audio.level).
 SPEECH_FRAME_S = 0.02
 
+#: FrontEnd fields the fingerprint records only when not at their defaults.
+_CHOICES = ("resampler", "vad", "long_audio", "window_s", "hop_s")
+
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
 
@@ -60,17 +63,24 @@ class FrontEnd:
     #: Voice activity detection applied to every input before any chain
     #: (:mod:`interbias.audio.vad`): ``none``, ``energy``, ``webrtc`` or ``silero``.
     vad: str = "none"
+    #: Files longer than the limit: ``truncate`` at ``max_duration_s``, or embed by ``window``s
+    #: of ``window_s`` every ``hop_s`` (:mod:`interbias.audio.windows`).
+    long_audio: str = "truncate"
+    window_s: float = 3.0
+    hop_s: float = 1.5
 
     def fingerprint(self) -> dict[str, Any]:
         """What the embedding cache key and run.json record of these rules: the rate, the
         duration limits and, for any resampler but the default, its method and parameters (so
         the default's fingerprint, and every cache key made before resamplers were a choice,
         stays as it was); a VAD other than ``none`` likewise."""
-        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("resampler", "vad")}
+        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k not in _CHOICES}
         if self.resampler != "polyphase":
             out["resampler"] = resampler_record(self.resampler)
         if self.vad != "none":
             out["vad"] = self.vad
+        if self.long_audio != "truncate":
+            out.update(long_audio=self.long_audio, window_s=self.window_s, hop_s=self.hop_s)
         return out
 
     def record(self) -> dict[str, Any]:
@@ -78,6 +88,9 @@ class FrontEnd:
         out = {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
         if self.vad == "none":  # as run.json recorded front ends before the VAD was a choice
             del out["vad"]
+        if self.long_audio == "truncate":  # likewise for long recordings
+            for k in ("long_audio", "window_s", "hop_s"):
+                del out[k]
         return out
 
 
@@ -232,7 +245,7 @@ def prepare(
             x, frontend.sample_rate_hz, frontend.vad, frontend.min_duration_s, where, SPEECH_FLOOR_DBFS
         )
     truncated = False
-    if frontend.max_duration_s is not None:
+    if frontend.max_duration_s is not None and frontend.long_audio == "truncate":
         limit = int(round(frontend.max_duration_s * frontend.sample_rate_hz))
         if len(x) > limit:
             x = x[:limit]

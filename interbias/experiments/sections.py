@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.audio.vad import check_vad
+from interbias.audio.windows import LONG_AUDIO
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
 
@@ -32,7 +33,16 @@ TEXT_MODES = ("any", "same", "different", "balanced")
 #: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
 MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
-FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler", "vad"}
+FRONTEND_KEYS = {
+    "sample_rate_hz",
+    "min_duration_s",
+    "max_duration_s",
+    "resampler",
+    "vad",
+    "long_audio",
+    "window_s",
+    "hop_s",
+}
 SIDES = ("test", "enrol", "both")
 ANY = "*"
 
@@ -430,7 +440,23 @@ def parse_frontend(spec: Any, where: str) -> FrontEnd:
         raise ConfigError(f"{where}: frontend.resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
     vad = spec.get("vad", base.vad)
     check_vad(vad, raw_rate, where)
-    return FrontEnd(raw_rate, min_d, max_d, resampler, vad)
+    return FrontEnd(raw_rate, min_d, max_d, resampler, vad, *_long_audio(spec, base, where))
+
+
+def _long_audio(spec: dict[str, Any], base: FrontEnd, where: str) -> tuple[str, float, float]:
+    """``long_audio``, ``window_s``, ``hop_s``; windows only with ``long_audio: window``, both > 0."""
+    mode = spec.get("long_audio", base.long_audio)
+    if mode not in LONG_AUDIO:
+        raise ConfigError(f"{where}: frontend.long_audio: {mode!r} is not one of {', '.join(LONG_AUDIO)}")
+    if mode != "window" and ("window_s" in spec or "hop_s" in spec):
+        raise ConfigError(f"{where}: frontend: window_s and hop_s apply with long_audio: window")
+    out = []
+    for key in ("window_s", "hop_s"):
+        value = spec.get(key, getattr(base, key))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < float("inf"):
+            raise ConfigError(f"{where}: frontend.{key}: must be a number of seconds above 0, got {value!r}")
+        out.append(float(value))
+    return mode, out[0], out[1]
 
 
 def _finite(value: Any) -> float:

@@ -93,15 +93,19 @@ def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz:
     """What the front end did to the cell's utterances, counted per (utterance, chain) side:
     truncated, downmixed, and resampled (up and down separately, with the source rates; see
     :func:`interbias.audio.frontend.rate_changes`)."""
-    truncated = downmixed = 0
+    truncated = downmixed = windowed = 0
     rates: list[int] = []
     for uid, fp in sides:
         front = emb.frontend_record(uid, fp)
         truncated += bool(front.get("truncated"))
+        windowed += front.get("windows", 1) > 1
         rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
         downmixed += front.get("channels", 1) > 1
     changes = rate_changes(rates, sample_rate_hz)
-    return {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
+    out = {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
+    if any("windows" in emb.frontend_record(uid, fp) for uid, fp in sides):  # long_audio: window only
+        out["n_windowed"] = int(windowed)
+    return out
 
 
 def score_cell(

@@ -268,6 +268,7 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
     ordered = [work.rows[k] for k in keys if k in work.rows]
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
+    columns += ["n_windowed"] if ctx.exp.frontend.long_audio == "window" else []
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
     _write_operations(ctx, work, emb)
