@@ -70,6 +70,8 @@ def test_text_any_keeps_the_draw_and_bad_values_are_one_line(tmp_path: Path, tin
     plain = draw_trials(load_experiment(tiny_experiment(tmp_path)), tiny_corpus)
     anyt = draw_trials(load_experiment(tiny_experiment(tmp_path, trials={"targets": 40, "text": "any"})), tiny_corpus)
     assert plain.sha256 == anyt.sha256 and "text_pairs" not in plain.info
+    with pytest.raises(ConfigError, match=r"only text: any \(the text_pairs.csv table\) is defined"):
+        load_experiment(tiny_experiment(tmp_path, trials={"targets": 4, "text": "same", "enrol_utterances": 2}))
     with pytest.raises(ConfigError, match=r"trials.text: 'often' is not one of any, same, different, balanced"):
         load_experiment(tiny_experiment(tmp_path, trials={"targets": 4, "text": "often"}))
     import dataclasses

@@ -357,6 +357,12 @@ def _text_mode(spec: dict[str, Any], where: str) -> str | None:
     value = spec.get("text")
     if value is not None and value not in TEXT_MODES:
         raise ConfigError(f"{where}: trials.text: {value!r} is not one of {', '.join(TEXT_MODES)}")
+    k = spec.get("enrol_utterances", 1)
+    if value not in (None, "any") and k != 1:
+        raise ConfigError(
+            f"{where}: trials.text: {value} draws pairs by one enrolment utterance's text; with "
+            f"trials.enrol_utterances {k} only text: any (the text_pairs.csv table) is defined"
+        )
     return value
 
 
