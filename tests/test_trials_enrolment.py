@@ -254,3 +254,23 @@ def test_an_external_list_with_several_enrolment_files_per_model_round_trips(tmp
         read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
     with pytest.raises(ConfigError, match="models applies to an external list"):
         load_experiment(tiny_experiment(tmp_path, trials={"targets": 4, "models": str(mfile)}))
+
+
+def test_spoof_trials_get_k_enrolment_utterances_of_the_attacked_speaker(tmp_path: Path, tiny_corpus) -> None:
+    from test_analysis_spoofing import _hand_attacks
+
+    from interbias.corpora.attacks import read_attacks
+
+    att = read_attacks(_hand_attacks(tmp_path, tiny_corpus, tiny_corpus.speakers(), per=2), tiny_corpus)
+    exp = load_experiment(
+        tiny_experiment(
+            tmp_path, trials={"targets": 10, "spoofs": 15, "enrol_utterances": 3}, spoofing={"attacks": "x"}
+        )
+    )
+    tl = draw_trials(exp, tiny_corpus, attacks=att)
+    sp = tl.frame[tl.frame["trial_type"] == "spoof"]
+    assert len(sp) == 30
+    man = tiny_corpus.by_id()
+    for row in sp.itertuples(index=False):
+        model = (row.enrol, row.enrol_2, row.enrol_3)
+        assert len(set(model)) == 3 and {man[u].speaker for u in model} == {row.enrol_speaker}
