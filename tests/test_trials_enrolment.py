@@ -262,11 +262,7 @@ def test_spoof_trials_get_k_enrolment_utterances_of_the_attacked_speaker(tmp_pat
     from interbias.corpora.attacks import read_attacks
 
     att = read_attacks(_hand_attacks(tmp_path, tiny_corpus, tiny_corpus.speakers(), per=2), tiny_corpus)
-    exp = load_experiment(
-        tiny_experiment(
-            tmp_path, trials={"targets": 10, "spoofs": 15, "enrol_utterances": 3}, spoofing={"attacks": "x"}
-        )
-    )
+    exp = load_experiment(tiny_experiment(tmp_path, trials={"targets": 10, "spoofs": 15, "enrol_utterances": 3}))
     tl = draw_trials(exp, tiny_corpus, attacks=att)
     sp = tl.frame[tl.frame["trial_type"] == "spoof"]
     assert len(sp) == 30
