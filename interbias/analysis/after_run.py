@@ -1,5 +1,6 @@
 """The analyses a run writes beside its results (:mod:`interbias.run.rundir` names the files):
-the spoofing table (DSR over encoders per cell) for spoofing experiments; attributes.parquet and the fairness report when the run has dev trials."""
+the spoofing table (DSR over encoders per cell) for spoofing experiments; text_pairs.csv
+(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pandas as pd
 
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.spoofing import dsr_by_cell
+from interbias.analysis.text_pairs import text_pairs_table
 from interbias.corpora.manifest import Manifest
-from interbias.run.rundir import ATTRIBUTES, RunDir
+from interbias.run.rundir import ATTRIBUTES, TEXT_PAIRS, RunDir
 from interbias.trials.sampler import TrialList
 from interbias.utils import atomic
 from interbias.utils.errors import InterbiasError
@@ -26,6 +28,9 @@ def run_analyses(
     try:
         if spoofing and len(results):
             out["spoofing"] = run.write_spoofing(dsr_by_cell(results))
+        if "text_pairs" in trials.info and len(results):
+            atomic.write_csv(run.file(TEXT_PAIRS), text_pairs_table(run, results, trials, scored))
+            out["text_pairs"] = TEXT_PAIRS
         if "split" in trials.frame.columns:
             by_id = scored.by_id()
             ids = sorted(trials.utterance_ids())

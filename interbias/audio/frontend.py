@@ -18,6 +18,7 @@ import numpy as np
 # the resamplers live in interbias.audio.resample; their names stay importable from here
 from interbias.audio.resample import RESAMPLERS as RESAMPLERS
 from interbias.audio.resample import resample, resampler_record
+from interbias.audio.vad import keep_speech
 from interbias.utils.errors import AudioError
 from interbias.utils.paths import not_a_file
 from interbias.utils.seeding import sha256_file
@@ -39,6 +40,9 @@ SPEECH_FLOOR_DBFS = -90.0
 #: Frame length of :func:`loudest_frame_db` (the framing of interbias.audio.level).
 SPEECH_FRAME_S = 0.02
 
+#: FrontEnd fields the fingerprint records only when not at their defaults.
+_CHOICES = ("resampler", "vad", "long_audio", "window_s", "hop_s")
+
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
 
@@ -56,20 +60,38 @@ class FrontEnd:
     max_duration_s: float | None = 10.0
     #: How audio at another rate is brought to ``sample_rate_hz``: a key of :data:`RESAMPLERS`.
     resampler: str = "polyphase"
+    #: Voice activity detection applied to every input before any chain
+    #: (:mod:`interbias.audio.vad`): ``none``, ``energy``, ``webrtc`` or ``silero``.
+    vad: str = "none"
+    #: Files longer than the limit: ``truncate`` at ``max_duration_s``, or embed by ``window``s
+    #: of ``window_s`` every ``hop_s`` (:mod:`interbias.audio.windows`).
+    long_audio: str = "truncate"
+    window_s: float = 3.0
+    hop_s: float = 1.5
 
     def fingerprint(self) -> dict[str, Any]:
         """What the embedding cache key and run.json record of these rules: the rate, the
         duration limits and, for any resampler but the default, its method and parameters (so
         the default's fingerprint, and every cache key made before resamplers were a choice,
-        stays as it was)."""
-        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k != "resampler"}
+        stays as it was); a VAD other than ``none`` likewise."""
+        out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k not in _CHOICES}
         if self.resampler != "polyphase":
             out["resampler"] = resampler_record(self.resampler)
+        if self.vad != "none":
+            out["vad"] = self.vad
+        if self.long_audio != "truncate":
+            out.update(long_audio=self.long_audio, window_s=self.window_s, hop_s=self.hop_s)
         return out
 
     def record(self) -> dict[str, Any]:
         """The rules as run.json records them: every field, the resampler with its method and parameters."""
-        return {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
+        out = {**dataclasses.asdict(self), "resampler": resampler_record(self.resampler)}
+        if self.vad == "none":  # as run.json recorded front ends before the VAD was a choice
+            del out["vad"]
+        if self.long_audio == "truncate":  # likewise for long recordings
+            for k in ("long_audio", "window_s", "hop_s"):
+                del out[k]
+        return out
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,8 @@ class LoadedAudio:
     source_rate_hz: int
     source_channels: int
     truncated: bool
+    #: Kept-speech share of the front end's VAD (``None`` without one).
+    speech_share: float | None = None
 
     @property
     def duration_s(self) -> float:
@@ -161,8 +185,10 @@ def _short(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
-    """Decode, downmix to mono (channel mean), resample, check and truncate one file."""
+def load(path: Path, frontend: FrontEnd = FrontEnd(), *, vad: bool = False) -> LoadedAudio:
+    """Decode, downmix to mono (channel mean), resample, check and truncate one file; with
+    ``vad``, keep only the speech the front end's VAD finds, before truncating (utterances to
+    embed; noise and other talkers' audio are loaded without)."""
     data, source_rate_hz = decode(path)
     channels = data.shape[1]
     if data.shape[0] == 0:
@@ -174,7 +200,7 @@ def load(path: Path, frontend: FrontEnd = FrontEnd()) -> LoadedAudio:
             f"{path}: its {channels} channels cancel when averaged to mono (one is the other inverted): "
             "the downmix is silence; keep one channel"
         )
-    return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels)
+    return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels, vad=vad)
 
 
 def check_range(data: np.ndarray, path: Path) -> None:
@@ -199,9 +225,11 @@ def prepare(
     where: str,
     channels: int = 1,
     require_signal: bool = True,
+    vad: bool = False,
 ) -> LoadedAudio:
     """Apply the front end's rate, minimum and maximum to mono samples at ``source_rate_hz``; with
-    ``require_signal``, audio without any signal (:func:`check_signal`) is refused."""
+    ``require_signal``, audio without any signal (:func:`check_signal`) is refused; with ``vad``,
+    the front end's VAD (:mod:`interbias.audio.vad`) keeps the speech before truncation."""
     if not np.isfinite(mono).all():
         raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
     duration = len(mono) / source_rate_hz
@@ -211,8 +239,13 @@ def prepare(
         check_signal(mono, where=where)
         check_speech_floor(mono, source_rate_hz, where=where)
     x = resample(mono, source_rate_hz, frontend.sample_rate_hz, frontend.resampler)
+    share = None
+    if vad and frontend.vad != "none":
+        x, share = keep_speech(
+            x, frontend.sample_rate_hz, frontend.vad, frontend.min_duration_s, where, SPEECH_FLOOR_DBFS
+        )
     truncated = False
-    if frontend.max_duration_s is not None:
+    if frontend.max_duration_s is not None and frontend.long_audio == "truncate":
         limit = int(round(frontend.max_duration_s * frontend.sample_rate_hz))
         if len(x) > limit:
             x = x[:limit]
@@ -223,6 +256,7 @@ def prepare(
         source_rate_hz=int(source_rate_hz),
         source_channels=int(channels),
         truncated=truncated,
+        speech_share=share,
     )
 
 

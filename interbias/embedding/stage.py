@@ -27,6 +27,7 @@ from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.cache import EmbeddingCache, Key, cache_chain_key
 from interbias.embedding.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.operators import Chain
+from interbias.trials.enrolment import enrol_columns
 from interbias.utils import crashpoints
 from interbias.utils.errors import AudioError, ExecutorError, InterbiasError
 from interbias.utils.progress import Reporter, embeddings_ahead
@@ -65,13 +66,14 @@ def utterance_sha256(u: Utterance, manifest: Manifest) -> str:
 
 def chains_for_cells(cells: Iterable[Cell], trials_by_stratum: Any) -> ChainItems:
     """Every (chain, utterance) item that scoring ``cells`` needs, deduplicated across cells:
-    each cell's enrolment chain over its stratum's enrolment ids, its test chain over the test
-    ids. ``trials_by_stratum(name)`` gives a stratum's trials (``TrialList.for_stratum``)."""
+    each cell's enrolment chain over its stratum's enrolment ids (every one of a trial's K), its
+    test chain over the test ids. ``trials_by_stratum(name)`` gives a stratum's trials (``TrialList.for_stratum``)."""
     items: ChainItems = {}
     for cell in {c.id: c for c in cells}.values():
         sub: pd.DataFrame = trials_by_stratum(cell.stratum)
         for enrol_chain, test_chain in cell.draws():
-            for chain, ids in ((enrol_chain, sub["enrol"]), (test_chain, sub["test"])):
+            enrol_ids = sub[enrol_columns(sub)].to_numpy().ravel()
+            for chain, ids in ((enrol_chain, enrol_ids), (test_chain, sub["test"])):
                 items.setdefault(chain.fingerprint, (chain, set()))[1].update(ids)
     return items
 
@@ -244,6 +246,6 @@ def audio_digests(trials: TrialList, manifest: Manifest) -> tuple[dict[str, str]
     digests = {}
     for name in trials.strata:
         sub = trials.for_stratum(name)
-        ids = sorted(set(sub["enrol"]) | set(sub["test"]))
+        ids = sorted(set(sub[enrol_columns(sub)].to_numpy().ravel()) | set(sub["test"]))
         digests[name] = sha256_text(canonical_json([[u, shas[u]] for u in ids]))
     return shas, digests

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from interbias.audio import frontend as audio
+from interbias.audio.windows import pool, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.encoders import Encoder
 from interbias.operators import Chain, OpContext
@@ -102,6 +103,8 @@ class Prepared:
     wave: np.ndarray
     realised: list[dict[str, Any]]
     encoders: tuple[str, ...]
+    #: Sample spans embedded and mean-pooled (``frontend.long_audio: window``); ``None``: the whole wave.
+    windows: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass
@@ -129,13 +132,15 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
     """Decode the utterance once and apply each chain: waveforms, or counted failures."""
     u = ctx.utterance(task.uid)
     try:
-        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend)
+        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend, vad=True)
     except AudioError as exc:
         return [], [
             EmbedResult(task.uid, c.fingerprint, c.key(task.exclude), error=str(exc), n_items=len(encs))
             for c, encs in task.chains
         ]
     front = {"source_rate_hz": loaded.source_rate_hz, "channels": loaded.source_channels, "truncated": loaded.truncated}
+    if loaded.speech_share is not None:
+        front["speech_share"] = loaded.speech_share
     ready: list[Prepared] = []
     failed: list[EmbedResult] = []
     for chain, encs in task.chains:
@@ -161,7 +166,12 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
         except OperatorError as exc:
             failed.append(EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {exc}", n_items=len(encs)))
             continue
-        ready.append(Prepared(task.uid, chain.fingerprint, ckey, wave, [{"frontend": front}, *ops], encs))
+        spans = None
+        if ctx.frontend.long_audio == "window":
+            fe = ctx.frontend
+            spans = tuple(window_spans(len(wave), loaded.sample_rate_hz, fe.window_s, fe.hop_s))
+            front = {**front, "windows": len(spans)}
+        ready.append(Prepared(task.uid, chain.fingerprint, ckey, wave, [{"frontend": front}, *ops], encs, spans))
     return ready, failed
 
 
@@ -170,7 +180,7 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
     fp = enc.fingerprint  # a hash: computed once per batch
     t, c = time.perf_counter(), time.thread_time()
     try:
-        vecs = enc.embed([p.wave for p in items])
+        vecs = windowed_embed(enc, items)
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
         return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised) for i, p in enumerate(items)]
@@ -182,6 +192,24 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
         p = items[0]
         msg = str(exc) if isinstance(exc, EncoderError) else f"{enc.label} failed ({type(exc).__name__}: {exc})"
         return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, None, p.realised, f"{p.uid}: {msg}")]
+
+
+def windowed_embed(enc: Encoder, items: Sequence[Prepared]) -> list[np.ndarray]:
+    """``enc``'s vector of each item: of its whole wave, or the mean pool of its windows'
+    vectors (:func:`interbias.audio.windows.pool`), all windows embedded in one call."""
+    if all(p.windows is None for p in items):
+        return list(enc.embed([p.wave for p in items]))
+    waves, owner = [], []
+    for i, p in enumerate(items):
+        for a, b in p.windows or ((0, len(p.wave)),):
+            waves.append(p.wave[a:b])
+            owner.append(i)
+    flat = enc.embed(waves)
+    out = []
+    for i, p in enumerate(items):
+        mine = [flat[j] for j, o in enumerate(owner) if o == i]
+        out.append(pool(mine) if p.windows is not None and len(p.windows) > 1 else mine[0])
+    return out
 
 
 def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]:

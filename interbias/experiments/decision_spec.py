@@ -4,7 +4,7 @@ and :mod:`interbias.metrics.score_norm`; every problem is one :class:`ConfigErro
 
     operating_points: [{name: sre, p_target: 0.01, c_miss: 1, c_fa: 1}, ...]
     calibration: {fit_on: reference | each, split: dev}
-    scoring: {norm: none | s-norm | as-norm, top_k: 100,
+    scoring: {enrol: embedding-mean | score-mean, norm: none | s-norm | as-norm, top_k: 100,
               cohort: {speakers: 40, utterances_per_speaker: 2, pool: speaker | utterance},
               cohort_chain: clean | matched}
 """
@@ -26,6 +26,10 @@ NORMS = ("none", "s-norm", "as-norm")
 COHORT_CHAINS = ("clean", "matched")
 #: A cohort entry: one mean embedding per cohort speaker (WeSpeaker's recipe), or one per utterance.
 POOLS = ("speaker", "utterance")
+#: How a trial model of K enrolment utterances is scored (``trials.enrol_utterances``): the
+#: cosine of the test embedding with the mean of the K L2-normalised enrolment embeddings
+#: (rescaled to unit length), or the mean of the K cosine scores.
+ENROL_MODES = ("embedding-mean", "score-mean")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 
@@ -80,6 +84,8 @@ class ScoreNormSpec:
     top_k: int = 100
     cohort: CohortSpec = field(default_factory=CohortSpec)
     cohort_chain: str = "clean"
+    #: How K > 1 enrolment utterances become one score (:data:`ENROL_MODES`).
+    enrol: str = "embedding-mean"
 
 
 def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
@@ -164,8 +170,8 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
     if spec is None:
         return ScoreNormSpec()
     if not isinstance(spec, dict):
-        raise ConfigError(f"{where}: scoring: a mapping {{norm, top_k, cohort, cohort_chain}}")
-    check_keys(spec, {"norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
+        raise ConfigError(f"{where}: scoring: a mapping {{enrol, norm, top_k, cohort, cohort_chain}}")
+    check_keys(spec, {"enrol", "norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
     here = f"{where}: scoring"
     cohort_raw = spec.get("cohort") or {}
     if not isinstance(cohort_raw, dict):
@@ -185,6 +191,7 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
         _top_k(spec.get("top_k", ScoreNormSpec.top_k), f"{here}.top_k"),
         cohort,
         _choice(spec, "cohort_chain", COHORT_CHAINS, "clean", here),
+        _choice(spec, "enrol", ENROL_MODES, "embedding-mean", here),
     )
     if out.norm == "as-norm" and out.top_k > cohort.entries:
         raise ConfigError(

@@ -68,7 +68,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "score normalisation: {norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched}",
+    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched}",
 }
 USES = ("contrast", "gap", "descriptive")
 
@@ -268,8 +268,20 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         utterance_level=_names(raw.get("utterance_attributes"), where, "utterance_attributes"),
         operating_points=parse_operating_points(raw.get("operating_points"), where),
         calibration=parse_calibration(raw.get("calibration"), where),
-        scoring=parse_scoring(raw.get("scoring"), where),
+        scoring=_scoring(raw.get("scoring"), trials, where),
     )
+
+
+def _scoring(raw: Any, trials: TrialSpec, where: str) -> ScoreNormSpec:
+    """``scoring``, refused when it normalises scores of multi-utterance trial models (the
+    cohort statistics are per enrolment utterance)."""
+    spec = parse_scoring(raw, where)
+    if spec.norm != "none" and trials.enrol_utterances > 1:
+        raise ConfigError(
+            f"{where}: scoring.norm: {spec.norm} is not defined for trials.enrol_utterances "
+            f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
+        )
+    return spec
 
 
 def _question(value: Any, where: str) -> str:

@@ -12,24 +12,37 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
+from interbias.audio.vad import check_vad
+from interbias.audio.windows import LONG_AUDIO
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
 
 FACTOR_KEYS = {"name", "type", "attribute", "reference", "levels", "apply_to", "description"}
 TRIAL_KEYS = {
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws",
+    "list", "format", "unassigned", "speakers_per_stratum", "operator_draws", "enrol_utterances", "text", "models",
 }  # fmt: skip
 #: Trial-spec keys that only apply to sampled trial lists.
 SAMPLING_KEYS = (
     "targets", "nontargets", "min_speakers", "utterances_per_speaker", "dev_share", "split_by", "spoofs",
-    "speakers_per_stratum",
+    "speakers_per_stratum", "enrol_utterances", "text",
 )  # fmt: skip
 TRIAL_LIST_FORMATS = ("auto", "voxceleb", "kaldi")
+#: ``trials.text`` (:mod:`interbias.trials.text_pairs`).
+TEXT_MODES = ("any", "same", "different", "balanced")
 #: Upper bound of ``trials.operator_draws`` (SRB repeats each random perturbation 30 times).
 MAX_OPERATOR_DRAWS = 100
 UNASSIGNED = ("error", "exclude")
-FRONTEND_KEYS = {"sample_rate_hz", "min_duration_s", "max_duration_s", "resampler"}
+FRONTEND_KEYS = {
+    "sample_rate_hz",
+    "min_duration_s",
+    "max_duration_s",
+    "resampler",
+    "vad",
+    "long_audio",
+    "window_s",
+    "hop_s",
+}
 SIDES = ("test", "enrol", "both")
 ANY = "*"
 
@@ -94,6 +107,8 @@ class TrialSpec:
     #: stratum (``error``, or ``exclude``: dropped and counted in trials.json).
     list_file: str | None = None
     list_format: str = "auto"
+    #: Enrolment models of the external list (``model utt1 utt2 …`` per line; :mod:`interbias.trials.models`).
+    models_file: str | None = None
     unassigned: str = "error"
     #: Share of speakers (0 < s < 1) drawn into a speaker-disjoint development split; the
     #: rest form the evaluation split. ``None``: no split (every trial is evaluation).
@@ -107,6 +122,14 @@ class TrialSpec:
     #: Realisations of every chain with a random operator (noise segment, loss pattern, room,
     #: crop position), each scored; results give their mean and between-draw SD.
     operator_draws: int = 1
+    #: Enrolment utterances per trial model (K): the model of a trial is K utterances of its
+    #: enrolment speaker (distinct sessions and texts where the manifest has them), scored as
+    #: ``scoring.enrol`` says; K is 1 unless set.
+    enrol_utterances: int = 1
+    #: Same-text versus different-text non-target pairs (``any``, ``same``, ``different``,
+    #: ``balanced``; :mod:`interbias.trials.text_pairs`); set, the run also writes
+    #: text_pairs.csv. ``None``: not set (no table; the draw as ``any``).
+    text: str | None = None
 
     @property
     def n_nontargets(self) -> int:
@@ -289,6 +312,8 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
             raise ConfigError(f"{where}: trials.list: a path to a trial list file, got {spec['list']!r}")
     elif "format" in spec or "unassigned" in spec:
         raise ConfigError(f"{where}: trials: format and unassigned apply to an external list (trials.list)")
+    elif "models" in spec:
+        raise ConfigError(f"{where}: trials: models applies to an external list (trials.list)")
     fmt = spec.get("format", "auto")
     if fmt not in TRIAL_LIST_FORMATS:
         raise ConfigError(f"{where}: trials.format: {fmt!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
@@ -311,6 +336,7 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         split_by = attribute_values(split_by, f"{where}: trials.split_by")
     return TrialSpec(
         list_file=resolve_path(spec.get("list"), base),
+        models_file=resolve_path(spec.get("models"), base),
         list_format=fmt,
         unassigned=unassigned,
         targets=_int_field(spec, "targets", 2000, where, 1),
@@ -322,7 +348,35 @@ def parse_trials(spec: Any, where: str, base: Path | None = None) -> TrialSpec:
         spoofs=_int_field(spec, "spoofs", None, where, 1),
         speakers_per_stratum=_int_field(spec, "speakers_per_stratum", None, where, 2),
         operator_draws=_int_field(spec, "operator_draws", 1, where, 1),
+        enrol_utterances=_enrol_utterances(spec, where),
+        text=_text_mode(spec, where),
     )
+
+
+def _text_mode(spec: dict[str, Any], where: str) -> str | None:
+    value = spec.get("text")
+    if value is not None and value not in TEXT_MODES:
+        raise ConfigError(f"{where}: trials.text: {value!r} is not one of {', '.join(TEXT_MODES)}")
+    k = spec.get("enrol_utterances", 1)
+    if value not in (None, "any") and k != 1:
+        raise ConfigError(
+            f"{where}: trials.text: {value} draws pairs by one enrolment utterance's text; with "
+            f"trials.enrol_utterances {k} only text: any (the text_pairs.csv table) is defined"
+        )
+    return value
+
+
+def _enrol_utterances(spec: dict[str, Any], where: str) -> int:
+    """``trials.enrol_utterances`` (K >= 1); refused when ``utterances_per_speaker`` leaves no
+    speaker the K + 1 utterances a target trial needs."""
+    k = int(_int_field(spec, "enrol_utterances", 1, where, 1))
+    cap = spec.get("utterances_per_speaker")
+    if k > 1 and isinstance(cap, int) and cap < k + 1:
+        raise ConfigError(
+            f"{where}: trials.enrol_utterances: {k} enrolment utterances and one test utterance need {k + 1} "
+            f"utterances per speaker, but trials.utterances_per_speaker is {cap}"
+        )
+    return k
 
 
 def parse_spoofing(spec: Any, where: str) -> SpoofingSpec | None:
@@ -390,7 +444,25 @@ def parse_frontend(spec: Any, where: str) -> FrontEnd:
     resampler = spec.get("resampler", base.resampler)
     if resampler not in RESAMPLERS:
         raise ConfigError(f"{where}: frontend.resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
-    return FrontEnd(raw_rate, min_d, max_d, resampler)
+    vad = spec.get("vad", base.vad)
+    check_vad(vad, raw_rate, where)
+    return FrontEnd(raw_rate, min_d, max_d, resampler, vad, *_long_audio(spec, base, where))
+
+
+def _long_audio(spec: dict[str, Any], base: FrontEnd, where: str) -> tuple[str, float, float]:
+    """``long_audio``, ``window_s``, ``hop_s``; windows only with ``long_audio: window``, both > 0."""
+    mode = spec.get("long_audio", base.long_audio)
+    if mode not in LONG_AUDIO:
+        raise ConfigError(f"{where}: frontend.long_audio: {mode!r} is not one of {', '.join(LONG_AUDIO)}")
+    if mode != "window" and ("window_s" in spec or "hop_s" in spec):
+        raise ConfigError(f"{where}: frontend: window_s and hop_s apply with long_audio: window")
+    out = []
+    for key in ("window_s", "hop_s"):
+        value = spec.get(key, getattr(base, key))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < float("inf"):
+            raise ConfigError(f"{where}: frontend.{key}: must be a number of seconds above 0, got {value!r}")
+        out.append(float(value))
+    return mode, out[0], out[1]
 
 
 def _finite(value: Any) -> float:

@@ -9,6 +9,12 @@ With ``trials: {operator_draws: K}`` a cell whose chains hold a random operator 
 per draw (each draw's chains realised from their own derived seeds); its metrics are the mean
 over draws, with the between-draw SD (ddof 1) beside them, and its scores file holds draw 0's
 ``score`` plus ``score_d1`` … ``score_d{K-1}``.
+
+With ``trials: {enrol_utterances: K}`` (K > 1) a trial's model is its K enrolment utterances
+(``enrol``, ``enrol_2`` …): scored by the cosine of the test embedding with the mean of the K
+L2-normalised enrolment embeddings rescaled to unit length (``scoring: {enrol:
+embedding-mean}``, the default), or by the mean of the K cosine scores (``score-mean``). A trial
+is dropped when any of its K enrolment utterances has no embedding.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
+from interbias.trials.enrolment import enrol_columns
 from interbias.utils.errors import CellError, InterbiasError, MetricError
 
 #: results columns of runs with ``operator_draws`` > 1 (see the module docs).
@@ -48,7 +55,8 @@ def failed_items(cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder) 
     out: dict[tuple[str, str], str] = {}
     sides = (("enrol", cell.enrol_chain.fingerprint), ("test", cell.test_chain.fingerprint))
     for side, fp in sides:
-        for uid in np.unique(trials[side].to_numpy()):
+        cols = enrol_columns(trials) if side == "enrol" else ["test"]
+        for uid in np.unique(trials[cols].to_numpy().ravel()):
             msg = emb.failed(uid, fp)
             if msg is None and (uid, fp, enc.fingerprint) not in emb.vectors:
                 msg = f"{uid}: no embedding was produced"
@@ -63,23 +71,52 @@ def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.nd
     return np.stack([emb.vectors[(u, chain_fp, enc.fingerprint)] for u in ids])
 
 
+def model_scores(
+    enrol: np.ndarray, test: np.ndarray, enrol_idx: np.ndarray, test_idx: np.ndarray, mode: str
+) -> np.ndarray:
+    """Scores of trials whose models are rows of ``enrol_idx`` (n trials × K enrolment rows of
+    ``enrol``) against ``test[test_idx]``, as the module docs say (``mode``: embedding-mean or
+    score-mean); with K = 1 the plain cosine scores."""
+    if enrol_idx.shape[1] == 1:
+        return cosine_scores(enrol, test, enrol_idx[:, 0], test_idx)
+    if mode == "score-mean":
+        parts = [cosine_scores(enrol, test, enrol_idx[:, j], test_idx) for j in range(enrol_idx.shape[1])]
+        return np.mean(parts, axis=0)
+    unit = enrol.astype(np.float64) / np.linalg.norm(enrol.astype(np.float64), axis=1, keepdims=True)
+    members, model = np.unique(np.sort(enrol_idx, axis=1), axis=0, return_inverse=True)
+    mean = unit[members].mean(axis=1)
+    mean /= np.linalg.norm(mean, axis=1, keepdims=True)
+    return cosine_scores(mean.astype(np.float32), test, model.ravel(), test_idx)
+
+
 def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, Any]:
     """What the front end did to the cell's utterances, counted per (utterance, chain) side:
     truncated, downmixed, and resampled (up and down separately, with the source rates; see
     :func:`interbias.audio.frontend.rate_changes`)."""
-    truncated = downmixed = 0
+    truncated = downmixed = windowed = 0
     rates: list[int] = []
     for uid, fp in sides:
         front = emb.frontend_record(uid, fp)
         truncated += bool(front.get("truncated"))
+        windowed += front.get("windows", 1) > 1
         rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
         downmixed += front.get("channels", 1) > 1
     changes = rate_changes(rates, sample_rate_hz)
-    return {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
+    out = {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
+    if any("windows" in emb.frontend_record(uid, fp) for uid, fp in sides):  # long_audio: window only
+        out["n_windowed"] = int(windowed)
+    return out
 
 
 def score_cell(
-    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+    cell: Cell,
+    enc: Encoder,
+    trials: pd.DataFrame,
+    emb: Embedder,
+    max_failure_share: float,
+    sample_rate_hz: int,
+    *,
+    enrol: str = "embedding-mean",
 ) -> CellScore:
     """Score ``trials`` (the cell's stratum) with ``enc``'s vectors, once per draw of its random
     operators (see the module docs); raise :class:`CellError` (with the failed utterances) when
@@ -95,6 +132,7 @@ def score_cell(
                 emb,
                 max_failure_share,
                 sample_rate_hz,
+                enrol=enrol,
             )
             for e, t in draws
         ]
@@ -127,13 +165,21 @@ def combine_draws(parts: list[CellScore]) -> CellScore:
 
 
 def score_draw(
-    cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder, max_failure_share: float, sample_rate_hz: int
+    cell: Cell,
+    enc: Encoder,
+    trials: pd.DataFrame,
+    emb: Embedder,
+    max_failure_share: float,
+    sample_rate_hz: int,
+    *,
+    enrol: str = "embedding-mean",
 ) -> CellScore:
     """Score ``trials`` under the cell's two chains (one draw)."""
     efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
-    enrol_ids, test_ids = trials["enrol"].to_numpy(), trials["test"].to_numpy()
+    cols = enrol_columns(trials)
+    enrol_ids, test_ids = trials[cols].to_numpy(), trials["test"].to_numpy()
     failed = failed_items(cell, enc, trials, emb)
-    bad_enrol = np.array([(u, "enrol") in failed for u in enrol_ids], dtype=bool)
+    bad_enrol = np.array([any((u, "enrol") in failed for u in row) for row in enrol_ids], dtype=bool)
     bad_test = np.array([(u, "test") in failed for u in test_ids], dtype=bool)
     dropped = bad_enrol | bad_test
     n_dropped = int(dropped.sum())
@@ -149,13 +195,14 @@ def score_draw(
             failures,
         )
     keep = ~dropped
-    uniq_e, uniq_t = np.unique(enrol_ids[keep]), np.unique(test_ids[keep])
+    uniq_e, uniq_t = np.unique(enrol_ids[keep].ravel()), np.unique(test_ids[keep])
     scores = np.full(len(trials), np.nan)
-    scores[keep] = cosine_scores(
+    scores[keep] = model_scores(
         _stack(emb, uniq_e, efp, enc),
         _stack(emb, uniq_t, tfp, enc),
         np.searchsorted(uniq_e, enrol_ids[keep]),
         np.searchsorted(uniq_t, test_ids[keep]),
+        enrol,
     )
     labels = trials["label"].to_numpy()
     use = keep & in_split(trials, "eval")

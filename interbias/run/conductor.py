@@ -184,7 +184,15 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
         for cell, enc in work.pending:
             sub = ctx.trials.for_stratum(cell.stratum)
             try:
-                scored = score_cell(cell, enc, sub, emb, ctx.options.max_failure_share, ctx.exp.frontend.sample_rate_hz)
+                scored = score_cell(
+                    cell,
+                    enc,
+                    sub,
+                    emb,
+                    ctx.options.max_failure_share,
+                    ctx.exp.frontend.sample_rate_hz,
+                    enrol=ctx.exp.scoring.enrol,
+                )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
                 kept = key in work.previous
@@ -260,6 +268,7 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
     ordered = [work.rows[k] for k in keys if k in work.rows]
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
+    columns += ["n_windowed"] if ctx.exp.frontend.long_audio == "window" else []
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
     _write_operations(ctx, work, emb)
@@ -290,7 +299,10 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
         "calibration": calibration.to_json(),
-        "scoring": scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
+        "scoring": {
+            **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
+            **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
+        },
         **({"analyses": analyses} if analyses else {}),
     }
     ctx.run.write_run_json(

@@ -13,7 +13,9 @@ full float64 precision so ``interbias metrics FILE`` reproduces the row's EER an
 - ``csv``: ``<model>/<cell>.csv`` with ``trial_id, stratum, enrol, test, enrol_speaker,
   test_speaker, score, label`` (label 1/0).
 
-Utterance names are the trial list's own names for an external list, else manifest ids.
+Utterance names are the trial list's own names for an external list, else manifest ids; a
+trial model of K > 1 enrolment utterances (``trials.enrol_utterances``) is named by its K ids
+joined with ``+``.
 
 Embeddings (``embeddings/<model>/<chain fingerprint>.npz``, arrays ``ids``, ``vectors``
 (N × D float32, L2-normalised), ``chain``, ``chain_fingerprint``, ``encoder``,
@@ -39,6 +41,7 @@ import pandas as pd
 from interbias.run.measured import SV_WORDS, bona_fide, format_scores, in_split, measured
 from interbias.run.measured import kept as not_dropped
 from interbias.run.rundir import EXPERIMENT, RESULTS, RUN_JSON, TRIALS, TRIALS_META, RunDir
+from interbias.trials.enrolment import enrol_columns
 from interbias.trials.sampler import partners
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, RunError
@@ -73,6 +76,9 @@ def _require(run: RunDir, *names: str) -> None:
 
 def _names(trials: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     enrol = trials["enrol_name"] if "enrol_name" in trials else trials["enrol"]
+    cols = enrol_columns(trials)
+    if len(cols) > 1:
+        enrol = trials[cols].astype(str).agg("+".join, axis=1)
     test = trials["test_name"] if "test_name" in trials else trials["test"]
     return enrol.astype(str), test.astype(str)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from interbias.trials.enrolment import enrol_columns
 from interbias.utils.seeding import canonical_json
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ def sides(
     for cell in {c.id: c for c in cells}.values():
         sub = trials_for_stratum(cell.stratum)
         for enrol_chain, test_chain in cell.draws():
-            for side, chain, ids in (("enrol", enrol_chain, sub["enrol"]), ("test", test_chain, sub["test"])):
+            enrol_ids = sub[enrol_columns(sub)].to_numpy().ravel()
+            for side, chain, ids in (("enrol", enrol_chain, enrol_ids), ("test", test_chain, sub["test"])):
                 for uid in set(ids):
                     out[(str(uid), side, chain.fingerprint)] = chain
     return out

@@ -49,6 +49,7 @@ CALIBRATION = "calibration.json"
 SPOOFING = "spoofing.csv"
 FAIRNESS = "fairness.csv"
 FAIRNESS_GROUPS = "fairness_groups.csv"
+TEXT_PAIRS = "text_pairs.csv"
 
 
 @dataclass(frozen=True)

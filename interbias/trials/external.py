@@ -20,6 +20,7 @@ import pandas as pd
 
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import Experiment
+from interbias.trials.models import check_models, model_columns, model_names, parse_models
 from interbias.trials.sampler import COLUMNS, StratumStats, TrialList, format_selectors, matches_selectors
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import sha256_file
@@ -324,6 +325,7 @@ def read_trial_list(
     *,
     fmt: str = "auto",
     unassigned: str = "error",
+    models_file: Path | None = None,
 ) -> TrialList:
     """An external trial list as a :class:`TrialList`, in file order within each stratum.
 
@@ -333,12 +335,21 @@ def read_trial_list(
     utterances meet (``all`` without population factors); a trial outside the population
     filter or in no stratum is an error, or with ``unassigned="exclude"`` dropped and counted
     in ``info``. A pair of one utterance, a repeated pair, a label that disagrees with the
-    manifest's speakers, and a stratum without both targets and non-targets are errors.
+    manifest's speakers, and a stratum without both targets and non-targets are errors. With
+    ``models_file`` the list's enrolment names are models of several utterances
+    (:mod:`interbias.trials.models`).
     """
     path = Path(path)
     fmt, listed = parse_trial_file(path, fmt)
     where = f"trial list {path}"
-    resolved, matched_by = match_names(listed, manifest, where)
+    models = parse_models(Path(models_file)) if models_file is not None else None
+    if models is None:
+        resolved, matched_by = match_names(listed, manifest, where)
+    else:
+        stand_ins = [ListedTrial(t.line, t.test, t.test, 0) for t in listed]
+        stand_ins += [ListedTrial(line, name, name, 0) for line, name in model_names(listed, models, where)]
+        resolved, matched_by = match_names(stand_ins, manifest, where)
+        resolved = check_models(listed, models, resolved, where)
     check_pairs(listed, resolved, where)
     got = assign_strata(listed, resolved, exp, where)
     if got.n_excluded and unassigned != "exclude":
@@ -346,6 +357,9 @@ def read_trial_list(
     stats, rows = _strata_rows(got, resolved, exp, where)
     frame = pd.DataFrame(rows, columns=[*COLUMNS[1:], "enrol_name", "test_name"])
     frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
+    if models is not None:
+        for j, (col, ids) in enumerate(model_columns(frame["enrol_name"].tolist(), models, resolved).items()):
+            frame.insert(4 + j, col, ids)
     frame["label"] = frame["label"].astype(np.int8)
     info: dict[str, Any] = {
         "experiment": exp.name if exp is not None else None,
@@ -353,6 +367,11 @@ def read_trial_list(
         "file": str(path.resolve()),
         "file_sha256": sha256_file(path),
         "format": fmt,
+        **(
+            {"models_file": str(Path(models_file).resolve()), "models_sha256": sha256_file(Path(models_file))}
+            if models_file is not None
+            else {}
+        ),
         "n_listed": len(listed),
         "matched_by": matched_by,
         "unassigned": unassigned,
@@ -370,4 +389,7 @@ def external_trials(exp: Experiment, manifest: Manifest, *, max_trials: int | No
         return None
     if max_trials is not None:
         raise TrialError("--max-trials cannot be combined with an external trial list (the list is scored whole)")
-    return read_trial_list(Path(spec.list_file), manifest, exp, fmt=spec.list_format, unassigned=spec.unassigned)
+    models = None if spec.models_file is None else Path(spec.models_file)
+    return read_trial_list(
+        Path(spec.list_file), manifest, exp, fmt=spec.list_format, unassigned=spec.unassigned, models_file=models
+    )

@@ -7,6 +7,12 @@ non-target trials (the smallest stratum's supply, capped by the spec), each from
 generator ``derive_rng("trials", experiment, seed, stratum, spec)`` so no stratum's draw
 depends on another's.
 
+With ``trials.enrol_utterances`` K > 1 each trial model holds K enrolment utterances
+(:mod:`interbias.trials.enrolment`): a speaker gives target trials when it has K + 1 utterances
+(K enrolment utterances and a test utterance, all different) and enrols non-target and spoof
+trials when it has K; the extra enrolment utterances are drawn after the pairs, from
+``derive_rng(*stratum parts, "enrol", K)``, so the matched counts hold as for K = 1.
+
 An external trial list (``trials: {list: FILE}`` or ``interbias run --trials FILE``) is read
 instead by :func:`interbias.trials.external.read_trial_list`: VoxCeleb or Kaldi/WeSpeaker format, names matched to
 manifest entries, each trial assigned to the stratum its two utterances' attributes select.
@@ -23,7 +29,17 @@ import pandas as pd
 
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import Experiment, Stratum
+from interbias.trials.enrolment import (
+    check_enrolment,
+    enrol_columns,
+    enrolment_ids,
+    expand,
+    extra_enrolment,
+    with_models,
+)
+from interbias.trials.impostors import draw_nontargets, nontarget_pools, nontargets_available
 from interbias.trials.speaker_budget import keep_speakers, split_speakers_per_stratum
+from interbias.trials.text_pairs import text_mode
 from interbias.utils.errors import TrialError
 from interbias.utils.seeding import derive_rng, derive_seed
 
@@ -35,8 +51,6 @@ COLUMNS = ["trial_id", "stratum", "enrol", "test", "label", "enrol_speaker", "te
 #: (target|nontarget|spoof) when the experiment has spoofing. Absent otherwise.
 SPLITS = ("dev", "eval")
 TRIAL_TYPES = ("target", "nontarget", "spoof")
-#: Above this many candidate pairs, impostor pairs are drawn by rejection instead of listed.
-_ENUMERATE_LIMIT = 2_000_000
 
 
 @dataclass
@@ -62,7 +76,8 @@ class TrialList:
     @property
     def sha256(self) -> str:
         """sha256 of the canonical rows ``stratum\\tenrol\\ttest\\tlabel\\n`` in trial order
-        (``\\tsplit`` and ``\\ttrial_type`` before the newline when those columns exist)."""
+        (``\\tsplit``, ``\\ttrial_type`` and ``\\tenrol_2`` … ``\\tenrol_K`` before the newline when
+        those columns exist)."""
         f = self.frame
         body = (
             f["stratum"].astype(str)
@@ -73,7 +88,7 @@ class TrialList:
             + "\t"
             + f["label"].astype(int).astype(str)
         )
-        for col in ("split", "trial_type"):
+        for col in ("split", "trial_type", *enrol_columns(f)[1:]):
             if col in f.columns:
                 body = body + "\t" + f[col].astype(str)
         body = body + "\n"
@@ -83,7 +98,7 @@ class TrialList:
         return self.frame[self.frame["stratum"] == name]
 
     def utterance_ids(self) -> set[str]:
-        return set(self.frame["enrol"]) | set(self.frame["test"])
+        return enrolment_ids(self.frame) | set(self.frame["test"])
 
     def meta(self) -> dict[str, Any]:
         """What the run directory stores beside the frame: the sha256, source, counts, strata and info."""
@@ -142,12 +157,17 @@ def _triangular(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _target_pairs(
-    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int, rng: np.random.Generator
+    stratum: Stratum,
+    enrol: dict[str, list[str]],
+    test: dict[str, list[str]],
+    k: int,
+    rng: np.random.Generator,
+    n_enrol: int = 1,
 ) -> list[tuple[str, str]]:
     speakers = sorted(set(enrol) & set(test))
     if stratum.symmetric:
         sizes = np.array([len(enrol[s]) for s in speakers], dtype=np.int64)
-        counts = sizes * (sizes - 1) // 2
+        counts = np.where(sizes >= n_enrol + 1, sizes * (sizes - 1) // 2, 0)
         total = int(counts.sum())
         if k == 0 or total == 0:
             return []
@@ -163,71 +183,32 @@ def _target_pairs(
             e, t = (utts[b], utts[a]) if sw else (utts[a], utts[b])
             out.append((e, t))
         return out
-    cands = [(e, t) for s in speakers for e in enrol[s] for t in test[s] if e != t]
+    cands = []
+    for s in speakers:
+        usable = _usable_tests(enrol[s], test[s], n_enrol)
+        cands += [(e, t) for e in enrol[s] for t in usable if e != t]
     if k == 0:
         return []
     pick = np.sort(rng.choice(len(cands), size=k, replace=False))
     return [cands[p] for p in pick]
 
 
-def _count_targets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]]) -> int:
+def _usable_tests(enrol: list[str], test: list[str], n_enrol: int) -> list[str]:
+    """A speaker's test utterances that leave ``n_enrol`` enrolment utterances besides themselves."""
+    inside = set(enrol)
+    return [t for t in test if len(enrol) - (t in inside) >= n_enrol]
+
+
+def _count_targets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], n_enrol: int = 1) -> int:
     total = 0
     for s in set(enrol) & set(test):
         if stratum.symmetric:
             n = len(enrol[s])
-            total += n * (n - 1) // 2
+            total += n * (n - 1) // 2 if n >= n_enrol + 1 else 0
         else:
-            overlap = len(set(enrol[s]) & set(test[s]))
-            total += len(enrol[s]) * len(test[s]) - overlap
+            inside = set(enrol[s])
+            total += sum(len(enrol[s]) - (t in inside) for t in _usable_tests(enrol[s], test[s], n_enrol))
     return total
-
-
-def _count_nontargets(stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]]) -> int:
-    ne = sum(len(v) for v in enrol.values())
-    nt = sum(len(v) for v in test.values())
-    same = sum(len(enrol[s]) * len(test.get(s, [])) for s in enrol)
-    total = ne * nt - same
-    return total // 2 if stratum.symmetric else total
-
-
-def _nontarget_pairs(
-    stratum: Stratum, enrol: dict[str, list[str]], test: dict[str, list[str]], k: int, rng: np.random.Generator
-) -> list[tuple[str, str]]:
-    if k == 0:
-        return []
-    e_ids = [u for s in sorted(enrol) for u in enrol[s]]
-    e_spk = np.array([s for s in sorted(enrol) for _ in enrol[s]])
-    t_ids = [u for s in sorted(test) for u in test[s]]
-    t_spk = np.array([s for s in sorted(test) for _ in test[s]])
-    if len(e_ids) * len(t_ids) <= _ENUMERATE_LIMIT:
-        ei, ti = np.meshgrid(np.arange(len(e_ids)), np.arange(len(t_ids)), indexing="ij")
-        ei, ti = ei.ravel(), ti.ravel()
-        keep = e_spk[ei] != t_spk[ti]
-        if stratum.symmetric:
-            keep &= ei < ti
-        ei, ti = ei[keep], ti[keep]
-        pick = np.sort(rng.choice(len(ei), size=k, replace=False))
-        ei, ti = ei[pick], ti[pick]
-    else:
-        chosen: dict[tuple[int, int], None] = {}
-        while len(chosen) < k:
-            m = 2 * (k - len(chosen)) + 16
-            a = rng.integers(0, len(e_ids), size=m)
-            b = rng.integers(0, len(t_ids), size=m)
-            for x, y in zip(a.tolist(), b.tolist(), strict=True):
-                if e_spk[x] == t_spk[y]:
-                    continue
-                key = (min(x, y), max(x, y)) if stratum.symmetric else (x, y)
-                if key not in chosen:
-                    chosen[key] = None
-                    if len(chosen) == k:
-                        break
-        pairs = np.array(list(chosen), dtype=np.int64)
-        ei, ti = pairs[:, 0], pairs[:, 1]
-    if stratum.symmetric:
-        swap = rng.random(len(ei)) < 0.5
-        ei, ti = np.where(swap, ti, ei), np.where(swap, ei, ti)
-    return [(e_ids[a], t_ids[b]) for a, b in zip(ei.tolist(), ti.tolist(), strict=True)]
 
 
 def _pools(
@@ -334,6 +315,11 @@ def draw_trials(
     }
     if spec.speakers_per_stratum is not None:  # only when set: other trial lists keep their hashes
         spec_key["speakers_per_stratum"] = spec.speakers_per_stratum
+    if spec.text not in (None, "any"):  # likewise: "any" draws as without the key
+        spec_key["text"] = spec.text
+    if spec.enrol_utterances > 1:  # likewise
+        spec_key["enrol_utterances"] = spec.enrol_utterances
+        check_enrolment(exp.name, spec.enrol_utterances, utts)
     split_info: dict[str, Any] | None = None
     blocks: list[tuple[str | None, list[Utterance]]] = [(None, utts)]
     if spec.dev_share is not None:
@@ -354,17 +340,17 @@ def draw_trials(
         else:
             stats, main_matched = b_stats, matched
             if attacks is not None:
-                s_rows, info["spoof"] = _draw_spoofs(exp, pools, attacks, cap_s, split)
+                s_rows, info["spoof"] = _draw_spoofs(exp, pools, attacks, cap_s, split, {u.id: u for u in part})
                 rows += s_rows
     order = {s.name: i for i, s in enumerate(exp.strata())}
     extra = (["split"] if split_info else []) + (["trial_type"] if attacks is not None else [])
-    frame = pd.DataFrame(rows, columns=[*COLUMNS[1:], "split", "trial_type"])
+    frame = pd.DataFrame(rows, columns=[*COLUMNS[1:], "split", "trial_type", "_extra"])
     frame["_o"] = frame["stratum"].map(order)
     frame["_s"] = [SPLITS.index(v) if v else -1 for v in frame["split"]]
     frame["_t"] = [TRIAL_TYPES.index(v) for v in frame["trial_type"]]
     frame = frame.sort_values(["_o", "_s", "_t", "enrol", "test"], kind="stable")
     frame = frame.drop(columns=["_o", "_s", "_t", *(c for c in ("split", "trial_type") if c not in extra)])
-    frame = frame.reset_index(drop=True)
+    frame = expand(frame.reset_index(drop=True), spec.enrol_utterances)
     frame.insert(0, "trial_id", np.arange(len(frame), dtype=np.int64))
     frame["label"] = frame["label"].astype(np.int8)
     info = {
@@ -374,6 +360,7 @@ def draw_trials(
         "population": pop_info,
         "matched": main_matched,
         **({"split": split_info} if split_info else {}),
+        **({"text_pairs": spec.text} if spec.text is not None else {}),
         **info,
     }
     return TrialList(frame, stats, "sampled", info)
@@ -387,6 +374,7 @@ def _draw_block(
     where = "" if split is None else f" ({split} split)"
     pools = {}
     stats: dict[str, StratumStats] = {}
+    texts, mode = text_mode(exp.name, spec.text, utts)
     for st in exp.strata():
         parts = ("trials", exp.name, exp.seed, st.name, spec_key, *(() if split is None else (split,)))
         enrol, test = _pools(st, utts, spec.utterances_per_speaker, parts)
@@ -406,34 +394,47 @@ def _draw_block(
             n_speakers=len(speakers),
             n_enrol_utterances=sum(map(len, enrol.values())),
             n_test_utterances=sum(map(len, test.values())),
-            targets_available=_count_targets(st, enrol, test),
-            nontargets_available=_count_nontargets(st, enrol, test),
+            targets_available=_count_targets(st, enrol, test, spec.enrol_utterances),
+            nontargets_available=nontargets_available(
+                st, *nontarget_pools(st, enrol, test, spec.enrol_utterances), texts, mode
+            ),
             seed=derive_seed(*parts),
         )
     n_t = min(cap_t, *(s.targets_available for s in stats.values()))
     n_n = min(cap_n, *(s.nontargets_available for s in stats.values()))
     if n_t == 0:
         worst = min(stats.values(), key=lambda s: s.targets_available)
+        need = spec.enrol_utterances + 1
         raise TrialError(
-            f"{exp.name}: stratum {worst.name}{where} has no genuine pairs (each speaker needs two utterances)"
+            f"{exp.name}: stratum {worst.name}{where} has no genuine pairs (each speaker needs {need} utterances"
+            + (f": {need - 1} to enrol, one to test)" if need > 2 else ")")
         )
     if n_n == 0:
         raise TrialError(f"{exp.name}: a stratum{where} has no impostor pairs")
     rows = []
+    k = spec.enrol_utterances
+    by_id = {u.id: u for u in utts}
     for st_name, (st, enrol, test, parts) in pools.items():
         rng = derive_rng(*parts)
         spk_of = {u: s for pool in (enrol, test) for s, ids in pool.items() for u in ids}
-        tg = _target_pairs(st, enrol, test, n_t, rng)
-        nt = _nontarget_pairs(st, enrol, test, n_n, rng)
+        tg = _target_pairs(st, enrol, test, n_t, rng, k)
+        nt = draw_nontargets(st, *nontarget_pools(st, enrol, test, k), n_n, rng, texts, mode)
+        more = derive_rng(*parts, "enrol", k) if k > 1 else rng
         for label, kind, pairs in ((1, "target", tg), (0, "nontarget", nt)):
             for e, t in pairs:
-                rows.append((st_name, e, t, label, spk_of[e], spk_of[t], split, kind))
+                extra = extra_enrolment(enrol[spk_of[e]], (e, t), k, by_id, more)
+                rows.append((st_name, e, t, label, spk_of[e], spk_of[t], split, kind, extra))
         stats[st_name].n_target, stats[st_name].n_nontarget = len(tg), len(nt)
     return rows, stats, pools, {"n_target_per_stratum": n_t, "n_nontarget_per_stratum": n_n}
 
 
 def _draw_spoofs(
-    exp: Experiment, pools: dict[str, Any], attacks: AttackSet, cap_s: int, split: str | None
+    exp: Experiment,
+    pools: dict[str, Any],
+    attacks: AttackSet,
+    cap_s: int,
+    split: str | None,
+    by_id: dict[str, Utterance],
 ) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
     """Spoof trials: (genuine enrolment of speaker S, an attack imitating S), matched across
     strata, drawn from ``derive_rng(*stratum parts, "spoof", cap)`` — the bona fide draw does
@@ -442,7 +443,12 @@ def _draw_spoofs(
     by_target = attacks.by_target()
     cands: dict[str, list[tuple[str, str, str]]] = {}
     for st_name, (_st, enrol, _test, _parts) in pools.items():
-        cands[st_name] = [(e, a, spk) for spk in sorted(enrol) for e in enrol[spk] for a in by_target.get(spk, [])]
+        cands[st_name] = [
+            (e, a, spk)
+            for spk in sorted(with_models(enrol, exp.trials.enrol_utterances))
+            for e in enrol[spk]
+            for a in by_target.get(spk, [])
+        ]
     n_s = min(cap_s, *(len(c) for c in cands.values()))
     if n_s == 0:
         worst = min(cands, key=lambda k: len(cands[k]))
@@ -452,12 +458,14 @@ def _draw_spoofs(
         )
     rows = []
     per_stratum = {}
-    for st_name, (_st, _enrol, _test, parts) in pools.items():
+    k = exp.trials.enrol_utterances
+    for st_name, (_st, enrol, _test, parts) in pools.items():
         rng = derive_rng(*parts, "spoof", cap_s)
         pick = np.sort(rng.choice(len(cands[st_name]), size=n_s, replace=False))
+        more = derive_rng(*parts, "spoof-enrol", k) if k > 1 else rng
         for p in pick.tolist():
             e, a, spk = cands[st_name][p]
-            rows.append((st_name, e, a, 0, spk, spk, split, "spoof"))
+            rows.append((st_name, e, a, 0, spk, spk, split, "spoof", extra_enrolment(enrol[spk], (e,), k, by_id, more)))
         per_stratum[st_name] = {
             "spoofs_available": len(cands[st_name]),
             "n_spoof": n_s,
@@ -482,9 +490,10 @@ def partners(frame: pd.DataFrame) -> dict[str, frozenset[str]]:
     """Per utterance id: its own speaker and every speaker it is paired with in ``frame``
     (operators that mix in other talkers must avoid all of them)."""
     out: dict[str, set[str]] = {}
-    for e_id, t_id, e_spk, t_spk in frame[["enrol", "test", "enrol_speaker", "test_speaker"]].itertuples(index=False):
-        out.setdefault(e_id, {e_spk}).add(t_spk)
-        out.setdefault(t_id, {t_spk}).add(e_spk)
+    for col in enrol_columns(frame):
+        for e_id, t_id, e_spk, t_spk in frame[[col, "test", "enrol_speaker", "test_speaker"]].itertuples(index=False):
+            out.setdefault(e_id, {e_spk}).add(t_spk)
+            out.setdefault(t_id, {t_spk}).add(e_spk)
     return {k: frozenset(v) for k, v in out.items()}
 
 
