@@ -1,5 +1,5 @@
 """``interbias cm score``: per-file logits and posterior through the model's own input policy,
-a degraded version with --op, and one line for each bad input."""
+a degraded version with --op or --chain, and one line for each bad input."""
 
 from __future__ import annotations
 
@@ -81,6 +81,53 @@ def test_other_rates_are_resampled_and_op_scores_a_degraded_version(aasist_l, tm
     assert r1["operator"] == {"op": "noise", "params": {"kind": "gaussian", "snr_db": "0"}, "seed": 0}
 
 
+def test_a_chain_of_one_operator_scores_as_op_and_two_operators_differ_from_each_alone(aasist_l, tmp_path):
+    folder, _ = aasist_l
+    _wav(tmp_path / "e.wav", 1.0, 16000, "e")
+    _wav(tmp_path / "f.wav", 2.0, 16000, "f")
+    base = ["AASIST-L", str(tmp_path / "e.wav"), str(tmp_path / "f.wav"), "--checkpoint", str(folder), "--json"]
+
+    def run(*extra: str) -> dict:
+        res = _cli(*base, *extra)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    logits = lambda doc: np.array([[r["logit_spoof"], r["logit_bonafide"]] for r in doc["scores"]])  # noqa: E731
+    op = run("--op", "noise", "--param", "kind=gaussian", "--param", "snr_db=0")
+    noise = run("--chain", "noise:kind=gaussian,snr_db=0")
+    assert noise["scores"] == op["scores"]  # same operator, same fingerprint, same draws
+    assert noise["operator"] is None and op["chain"] is None
+    assert noise["chain"] == {"specs": ["noise:kind=gaussian,snr_db=0"], "label": noise["chain"]["label"], "seed": 0}
+    assert noise["chain"]["label"].startswith("noise(") and "snr_db=0" in noise["chain"]["label"]
+    clip = run("--chain", "clip:threshold=0.3")
+    both = run("--chain", "noise:kind=gaussian,snr_db=0", "--chain", "clip:threshold=0.3")
+    assert both["chain"]["label"].startswith("noise(") and "+clip(" in both["chain"]["label"]
+    for alone in (noise, clip, run()):  # the random-weight model moves little; the audio test below measures it
+        assert (logits(both) != logits(alone)).all(), alone.get("chain")
+    assert both["scores"] == run("--chain", "noise:kind=gaussian,snr_db=0", "--chain", "clip:threshold=0.3")["scores"]
+
+
+def test_a_chain_degrades_in_the_order_given(tmp_path):
+    """Noise then clip differs from each alone; clip then noise leaves no flat top; noise then clip
+    ends on the clip's ceiling."""
+    from interbias.audio.frontend import FrontEnd
+    from interbias.cm.score_files import chain_for, load_one
+
+    _wav(tmp_path / "g.wav", 1.0, 16000, "g")
+    fe = FrontEnd(16000, 0.0, None)
+    last = load_one(
+        tmp_path / "g.wav", fe, chain_for(None, {}, ["noise:kind=gaussian,snr_db=0", "clip:threshold=0.3"]), 0
+    )
+    first = load_one(
+        tmp_path / "g.wav", fe, chain_for(None, {}, ["clip:threshold=0.3", "noise:kind=gaussian,snr_db=0"]), 0
+    )
+    assert np.sum(np.abs(last) >= np.abs(last).max() - 1e-7) > 50  # many samples at the ceiling
+    assert np.sum(np.abs(first) >= np.abs(first).max() - 1e-7) < 3
+    for spec in ("noise:kind=gaussian,snr_db=0", "clip:threshold=0.3"):
+        alone = load_one(tmp_path / "g.wav", fe, chain_for(None, {}, [spec]), 0)
+        assert np.abs(last - alone).max() > 0.05, spec
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_op_degrades_each_file_as_interbias_degrade_does(tmp_path, seed):
     """At 16 kHz, the audio ``cm score --op`` scores is what ``interbias degrade`` writes (to 16-bit PCM)."""
@@ -141,6 +188,14 @@ def test_manifest_keeps_label_and_attack(aasist_l, tmp_path):
         ([], "give audio FILES or --manifest M"),
         (["x.wav", "--param", "snr_db=3"], "--param needs --op"),
         (["x.wav", "--resampler", "cubic"], "'cubic' is not one of"),
+        (["x.wav", "--chain", ":snr_db=3"], "--chain ':snr_db=3': expected NAME or NAME:KEY=VALUE"),
+        (["x.wav", "--chain", "noise:snr_db"], "--chain 'noise:snr_db': parameter 'snr_db': expected KEY=VALUE"),
+        (["x.wav", "--chain", "nois:snr_db=3"], "--chain 'nois:snr_db=3': unknown operator 'nois'"),
+        (
+            ["x.wav", "--chain", "noise:kind=gaussian,snr_db=3", "--chain", "clip:thresh=1"],
+            "--chain 'clip:thresh=1': unknown parameter 'thresh'",
+        ),
+        (["x.wav", "--op", "noise", "--chain", "clip:threshold=0.3"], "give --op/--param or --chain, not both"),
     ],
 )
 def test_usage_errors_are_one_line(args, match):

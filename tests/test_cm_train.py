@@ -76,17 +76,29 @@ def test_resume_after_a_stop_at_an_epoch_boundary_gives_the_same_checkpoint(tmp_
         train_model("ResNet18-logspec", m, settings={**TINY, "lr": "0.02"}, out=tmp_path / "split", log=lambda s: None)
 
 
-def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_checkpoint(tmp_path):
+#: ``cm train`` arguments of the kill test per model: the ResNet at TINY; AASIST (the authors'
+#: full architecture) under ``--config small`` cut to 0.5 s clips and two epochs, on a
+#: manifest of two utterances per speaker and label, to keep its three processes short.
+KILL_ARGS = {
+    "ResNet18-logspec": [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")],
+    "AASIST": ["--config", "small"]
+    + [
+        x for k, v in {"duration_s": "0.5", "max_epochs": "2", "batch_size": "4"}.items() for x in ("--set", f"{k}={v}")
+    ],
+}
+
+
+@pytest.mark.parametrize("model", list(KILL_ARGS))
+def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_checkpoint(tmp_path, model):
     """A real SIGKILL (crashpoints) while epoch 2's state.pt is being written: the rerun resumes
     from epoch 1's state and ends with the uninterrupted run's checkpoint bytes."""
     import signal
 
     from run_helpers import run_child
 
-    cm_manifest(tmp_path / "data")
-    sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
-    args = ["cm", "train", "--model", "ResNet18-logspec", "--manifest", str(tmp_path / "data" / "manifest.csv")]
-    args += [*sets, "--quiet"]
+    cm_manifest(tmp_path / "data", **({"per_class": 2} if model == "AASIST" else {}))
+    args = ["cm", "train", "--model", model, "--manifest", str(tmp_path / "data" / "manifest.csv")]
+    args += [*KILL_ARGS[model], "--quiet"]
     full = run_child([*args, "--out", str(tmp_path / "full")], timeout=600)
     assert full.returncode == 0, full.stderr
     killed = run_child(
@@ -97,6 +109,8 @@ def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_check
     again = run_child([*args, "--out", str(tmp_path / "k")], timeout=600)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "k" / "checkpoint.pt").read_bytes() == (tmp_path / "full" / "checkpoint.pt").read_bytes()
+    assert json.loads((tmp_path / "k" / "training.json").read_text())["label"] == model
+    assert pd.read_csv(tmp_path / "k" / "curve.csv").epoch.tolist() == [1, 2]
 
 
 def test_refuses_speaker_overlap_between_splits(tmp_path):

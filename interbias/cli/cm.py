@@ -122,7 +122,15 @@ def score(
         str | None, typer.Option(help="Score a degraded version: one operator (interbias operators).")
     ] = None,
     param: Annotated[list[str] | None, typer.Option(help="Operator parameter KEY=VALUE (repeatable).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the operator's draws.")] = 0,
+    chain: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Score a version degraded by several operators in the order given: one NAME or "
+            "NAME:KEY=VALUE[,KEY=VALUE...] per --chain, e.g. --chain codec:codec=gsm --chain noise:snr_db=5,kind=gaussian "
+            "(instead of --op)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the operators' draws.")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
     ] = None,
@@ -144,8 +152,8 @@ def score(
         raise ConfigError(f"--resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
     if out is not None and out.suffix not in (".csv", ".json"):
         raise ConfigError(f"--out {out}: give a .csv or .json file")
-    job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed)
-    chain_for(job.op, job.params)  # a bad operator is refused before the model loads
+    job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed, list(chain or []))
+    chain_for(job.op, job.params, job.chain)  # a bad operator or chain is refused before the model loads
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}

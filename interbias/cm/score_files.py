@@ -1,9 +1,10 @@
 """``interbias cm score``: one CM's logits and bona fide posterior for audio files or a manifest's
-utterances, optionally through one operator (the degraded version of each file).
+utterances, optionally through one operator or a chain of them (the degraded version of each file).
 
 Each file is loaded at the CM's 16 kHz with the chosen resampler and no duration limits, then
-(with ``--op``) degraded by one operator at 16 kHz with a seed derived from the file's sha256,
-the operator's fingerprint and ``seed`` (as ``interbias degrade``), then fitted by the model's
+(with ``--op`` or ``--chain``) degraded by the operators in order at 16 kHz with seeds derived
+from the file's sha256, the chain's fingerprint and ``seed`` (as ``interbias degrade``), then
+fitted by the model's
 input policy and scored. A file that cannot be scored (not audio, empty, no signal, the
 operator failed) is one line in ``failed`` and has no row; nothing is replaced.
 """
@@ -27,12 +28,14 @@ COLUMNS = (
 
 @dataclass
 class ScoreJob:
-    """What to score: ``items`` are (file, id, label, attack) tuples."""
+    """What to score: ``items`` are (file, id, label, attack) tuples; ``op``/``params`` one
+    operator, or ``chain`` the ``--chain`` specs (``NAME[:KEY=VALUE,...]``) in order."""
 
     items: list[tuple[Path, str, str, str]]
     op: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     seed: int = 0
+    chain: list[str] = field(default_factory=list)
 
 
 def jobs_from(files: list[Path], manifest: Path | None) -> list[tuple[Path, str, str, str]]:
@@ -49,21 +52,43 @@ def jobs_from(files: list[Path], manifest: Path | None) -> list[tuple[Path, str,
     return [(m.resolve(u), u.id, str(u.get("label") or ""), str(u.get("attack") or "")) for u in m]
 
 
-def chain_for(op: str | None, params: dict[str, str]) -> Any:
-    """The one-operator chain of ``--op``/``--param`` (None: no operator); an operator that mixes
-    in other talkers is refused (``cm score`` has no corpus to draw them from)."""
+def chain_op(spec: str) -> Any:
+    """The operator of one ``--chain`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``; every
+    error names the spec."""
+    from interbias.operators import make_operator
+    from interbias.utils.keyvalue import parse_key_values
+
+    where = f"--chain {spec!r}"
+    name, sep, rest = spec.partition(":")
+    try:
+        if not name.strip():
+            raise OperatorError("expected NAME or NAME:KEY=VALUE[,KEY=VALUE...]")
+        params = parse_key_values(rest.split(",") if sep else [], option="parameter", error=OperatorError)
+        return make_operator(name.strip(), params, where=where)
+    except OperatorError as exc:
+        msg = str(exc)
+        raise OperatorError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
+def chain_for(op: str | None, params: dict[str, str], chain: list[str] | tuple[str, ...] = ()) -> Any:
+    """The chain of ``--op``/``--param`` (one operator) or of the ``--chain`` specs in order
+    (None: no operator); an operator that mixes in other talkers is refused (``cm score`` has no
+    corpus to draw them from)."""
     from interbias.operators import Chain, make_operator
 
-    if op is None:
-        if params:
-            raise OperatorError("cm score: --param needs --op")
+    if op is not None and chain:
+        raise OperatorError("cm score: give --op/--param or --chain, not both")
+    if op is None and params:
+        raise OperatorError("cm score: --param needs --op")
+    if chain:
+        built, where = Chain(tuple(chain_op(s) for s in chain)), "--chain"
+    elif op is not None:
+        built, where = Chain((make_operator(op, params, where="--op"),)), f"--op {op}"
+    else:
         return None
-    chain = Chain((make_operator(op, params, where="--op"),))
-    if chain.draws_talkers:
-        raise OperatorError(
-            f"--op {op}: this operator mixes in other talkers; cm score has no corpus to draw them from"
-        )
-    return chain
+    if built.draws_talkers:
+        raise OperatorError(f"{where}: an operator mixes in other talkers; cm score has no corpus to draw them from")
+    return built
 
 
 def load_one(path: Path, fe: Any, chain: Any, seed: int) -> np.ndarray:
@@ -97,7 +122,7 @@ def score_files(cm: Any, job: ScoreJob, reporter: Any, *, batch_size: int = 16) 
     from interbias.cm.models import posterior
 
     fe = FrontEnd(cm.policy.sample_rate_hz, 0.0, None, cm.policy.resampler)
-    chain = chain_for(job.op, job.params)
+    chain = chain_for(job.op, job.params, job.chain)
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
     pending: list[tuple[tuple[Path, str, str, str], np.ndarray]] = []
@@ -134,8 +159,10 @@ def header(cm: Any, job: ScoreJob) -> dict[str, Any]:
     """What the scores mean and where they came from (the JSON output's head)."""
     from interbias.cm.models import SCORE_CONVENTION
 
+    chain = chain_for(None, {}, job.chain)
     return {
         "model": cm.provenance(),
         "score_convention": SCORE_CONVENTION,
         "operator": None if job.op is None else {"op": job.op, "params": job.params, "seed": job.seed},
+        "chain": None if not job.chain else {"specs": job.chain, "label": chain.label, "seed": job.seed},
     }
