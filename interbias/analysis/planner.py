@@ -263,7 +263,7 @@ def recommendation(frame: pd.DataFrame) -> pd.DataFrame:
                 "n_effects": len(grp),
                 "n_resolved": int(grp["resolved"].sum()),
                 "speakers_per_stratum": int(grp["speakers_per_stratum"].iloc[0]),
-                "median_mde": float(np.nanmedian(grp["mde"])) if len(grp) else math.nan,
+                "median_mde": float(np.nanmedian(grp["mde"])) if grp["mde"].notna().any() else math.nan,
                 "median_speakers_needed": float(np.median(ok)) if len(ok) else math.nan,
                 "max_speakers_needed": float(ok.max()) if len(ok) else math.nan,
             }

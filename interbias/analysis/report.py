@@ -398,7 +398,9 @@ def _findings(a: Analysis, rep: Report, h: Headline) -> None:
             f"detectable effect (mde) and the speakers per stratum needed to detect {num(HEADLINE_EFFECT)}; the rest "
             "are in All effects (collapsed) and findings.csv:"
         )
-        notes = ["note"] if "note" in top and (top["note"].fillna("") != "").any() else []  # "no interval (why)"
+        notes = (
+            ["note"] if "note" in top and (top["note"].astype("string").fillna("") != "").any() else []
+        )  # "no interval (why)"
         rep.table(top.head(UNRESOLVED_ROWS), [*_EFFECT_COLS, *notes])
 
 
