@@ -1,11 +1,11 @@
 """The planner's power to be *resolved* in the findings, end to end at the default settings:
-a pilot run of a small E16-like design (gender × noise at two levels, one model) → ``plan`` on
-the pilot's findings at the family level (each effect at α/m, Holm's worst case; corrected
-bootstrap design) → the plan of one effect applied as ``run --plan`` applies it → SIMS fresh
-follow-up runs (the real sampler, fresh speakers and scores, ``analyse`` with the corrected
-design at B = 200) → the fraction in which the planned effect is resolved after Holm over the
-whole family (m = 5: main noise and main gender averaged over the other factor, the IE, the
-gap at each noise level). Asserted 0.8 ± 0.07 (Monte Carlo SE ≈ 0.028 at SIMS = 200).
+SIMS passes of: a pilot run (60 speakers per stratum) of a small E16-like design (gender ×
+noise at two levels, one model) → ``plan`` on the pilot's findings at the family level (each
+effect at α/m, Holm's worst case; corrected bootstrap design) → the plan of one effect applied
+as ``run --plan`` applies it → a follow-up run of that size (the real sampler, fresh speakers
+and scores, ``analyse`` with the corrected design at B = 200); the power is the fraction of
+passes in which the planned effect is resolved after Holm over the whole family (m = 5: main
+noise and main gender averaged over the other factor, the IE, the gap at each noise level). Asserted 0.8 ± 0.07 (Monte Carlo SE ≈ 0.028 at SIMS = 200).
 
 Scores (no audio): every noise level scores the stratum's trials, so a trial's cells share its
 speakers' effects and trial noise; each cell adds its own noise. Target score
@@ -15,6 +15,7 @@ mu(gender, noise) + u_s + sigma·e + sigma_c·d, non-target v_e + v_t + sigma·e
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from synthetic_runs import ScoreModel, write_run
 from interbias.analysis import planner
 from interbias.analysis.suite import Options, analyse
 from interbias.corpora.manifest import Manifest, Utterance
-from interbias.experiments.schema import load_experiment
+from interbias.experiments.schema import Experiment, load_experiment
 from interbias.trials.sampler import draw_trials
 from interbias.trials.speaker_budget import apply_plan, check_drawn
 from interbias.utils.seeding import derive_rng
@@ -36,7 +37,7 @@ SIGMA_C = 0.5  # each cell's own noise
 TRUE = ScoreModel(sigma=math.hypot(SHARED.sigma, SIGMA_C))  # a cell's score distribution
 GENDERS, NOISE = ("female", "male"), ("clean", "gaussian_5")
 FACTORS = [("gender", "population", "female"), ("noise", "acoustic", "clean")]
-#: Follow-up runs simulated per scenario, bootstrap replicates per follow-up (the corrected
+#: Passes per scenario, bootstrap replicates per follow-up (the corrected
 #: design's minimum), replicates of the pilot (``interbias plan``'s default).
 SIMS, BOOT, PILOT_BOOT = 200, 200, 1000
 
@@ -113,40 +114,53 @@ DELTA = {"noise": 0.03, "gender": 0.05}
 
 
 def _one_effect_plan(plan: pd.DataFrame, scenario: str, path: Path) -> pd.Series:
-    """plan.csv holding the planned effect's row only (a plan for that effect)."""
+    """plan.csv holding the planned effect's row only (a plan for that effect: ``run --plan``
+    draws the largest need of the rows it reads)."""
     row = plan[plan.effect.str.startswith(PLANNED[scenario])]
     assert len(row) == 1
     row.to_csv(path, index=False)
     return row.iloc[0]
 
 
+def _pilot_plan_follow_up(folder: Path, exp: Experiment, manifest: Manifest, scenario: str, r: int) -> tuple[bool, int]:
+    """One pass of pilot → plan (family level, corrected design) → ``run --plan`` → findings:
+    (the planned effect resolved after Holm over the family, the planned speakers per stratum)."""
+    mu = SCENARIOS[scenario](DELTA[scenario])
+    pilot = draw_trials(replace(exp, seed=r), manifest)  # a pilot of other speakers each time
+    scores = _cells(pilot.frame, mu, derive_rng("test-planner-family", scenario, "pilot", r))
+    a = _analyse(folder / "pilot", pilot.frame, scores, PILOT_BOOT, seed=r)
+    plan = planner.plan(a, planner.Settings(effect=DELTA[scenario], power=0.8, family=True))
+    assert set(plan.family_size) == {5}
+    row = _one_effect_plan(plan, scenario, folder / "plan.csv")
+    assert row.alpha_effect == pytest.approx(0.05 / 5)
+    follow, request = apply_plan(exp, folder / "plan.csv")
+    trials = draw_trials(replace(follow, seed=100_000 + r), manifest)  # fresh speakers and scores
+    check_drawn(request, trials.strata)
+    cells = _cells(trials.frame, mu, derive_rng("test-planner-family", scenario, "follow-up", r))
+    found = planner.effects(_analyse(folder / "follow-up", trials.frame, cells, BOOT, seed=r))
+    assert len(found) == 5 and set(found.family_size) == {5} and set(found.adjustment) == {"holm"}
+    return bool(
+        found.loc[found.effect.str.startswith(PLANNED[scenario]), "resolved"].iloc[0]
+    ), request.speakers_per_stratum
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_planned_power_is_the_power_to_be_resolved(tmp_path: Path, scenario: str) -> None:
+    """Each of SIMS passes plans from its own pilot (so the power measured is the procedure's,
+    averaged over what one pilot's SE gets wrong) and runs one follow-up of the planned size."""
     exp = load_experiment(_experiment(tmp_path))
     manifest = _manifest()
-    mu = SCENARIOS[scenario](DELTA[scenario])
-    pilot = draw_trials(exp, manifest)
-    rng = derive_rng("test-planner-family", scenario, "pilot")
-    a = _analyse(tmp_path / "pilot", pilot.frame, _cells(pilot.frame, mu, rng), PILOT_BOOT)
-    plan = planner.plan(a, planner.Settings(effect=DELTA[scenario], power=0.8, family=True))
-    assert set(plan.family_size) == {5}
-    row = _one_effect_plan(plan, scenario, tmp_path / "plan.csv")
-    assert row.alpha_effect == pytest.approx(0.05 / 5)
-    follow, request = apply_plan(exp, tmp_path / "plan.csv")
-    assert 60 < request.speakers_per_stratum < 400
-    hits = 0
+    hits, sizes = 0, []
     for r in range(SIMS):
-        trials = draw_trials(follow.__class__(**{**follow.__dict__, "seed": 1000 + r}), manifest)
-        check_drawn(request, trials.strata)
-        cells = _cells(trials.frame, mu, derive_rng("test-planner-family", scenario, "sim", r))
-        found = planner.effects(_analyse(tmp_path / f"sim{r}", trials.frame, cells, BOOT, seed=r))
-        assert len(found) == 5
-        hits += bool(found.loc[found.effect.str.startswith(PLANNED[scenario]), "resolved"].iloc[0])
+        hit, n = _pilot_plan_follow_up(tmp_path / f"pass{r}", exp, manifest, scenario, r)
+        hits, sizes = hits + hit, [*sizes, n]
     power = hits / SIMS
     mc = math.sqrt(power * (1 - power) / SIMS)
+    q = np.percentile(sizes, [10, 50, 90])
     print(
-        f"{scenario}: effect {DELTA[scenario]}, pilot SE {row.se:.4f}, plan {request.speakers_per_stratum} speakers "
-        f"/ {request.target_trials} target trials per stratum; power {power:.3f} ± {mc:.3f} (SIMS {SIMS}, B {BOOT})"
+        f"{scenario}: effect {DELTA[scenario]}, planned speakers per stratum median {q[1]:.0f} (10-90 %: {q[0]:.0f}-{q[2]:.0f}); "
+        f"power to be resolved {power:.3f} ± {mc:.3f} (SIMS {SIMS}, pilot B {PILOT_BOOT}, follow-up B {BOOT})"
     )
+    assert 60 < q[1] < 400
     assert abs(power - 0.8) <= 0.07
