@@ -1,7 +1,9 @@
 """The planner end to end through ``run --plan``: a pilot run → ``interbias plan`` → the plan
 applied to the experiment exactly as ``run --plan`` applies it (speaker_budget.apply_plan, the
 real trial sampler on a fresh draw of speakers and scores) → the analysis' own findings. Over
-SIMS follow-up runs the gap is resolved with the planned power (0.8 ± 0.07).
+SIMS follow-up runs the gap is resolved with the planned power (0.8 ± 0.07). One effect (a
+family of one) and the plain speaker-bootstrap design; tests/test_planner_family_power.py
+checks the defaults (a family, the corrected design).
 
 No audio or encoder: a manifest of utterance records and a score generator per trial (speaker
 effects plus trial noise, ScoreModel) stand in for the corpus and the encoder; everything from
@@ -125,7 +127,9 @@ def test_run_plan_reaches_the_planned_power(tmp_path: Path) -> None:
         experiment="P01",
     )
     true_gap = MODEL.population_eer(MU["male"]) - MODEL.population_eer(MU["female"])
-    plan = planner.plan(analyse(run, Options(n_boot=1000)), planner.Settings(effect=true_gap, power=0.8))
+    # the plain speaker design, as the follow-ups below are tested (no correction, the normal)
+    pilot_a = analyse(run, Options(n_boot=1000, design="speaker"))
+    plan = planner.plan(pilot_a, planner.Settings(effect=true_gap, power=0.8))
     plan.to_csv(tmp_path / "plan.csv", index=False)
     follow, request = apply_plan(exp, tmp_path / "plan.csv")
     assert 60 < request.speakers_per_stratum < 250  # the pilot alone is under-powered

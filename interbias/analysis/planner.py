@@ -10,11 +10,15 @@ its terms. The planner then assumes
   number once each speaker contributes enough trials (trials per speaker held at the pilot's
   level; adding trials per speaker at a fixed number of speakers does not shrink the
   between-speaker part of the variance);
-* the estimate is approximately normal with that SE, and the effect is declared when a
-  two-sided interval at level 1 − α excludes zero.
+* the estimate over its SE follows the findings' test: Student's t with the effect's
+  Satterthwaite degrees of freedom ν (the findings' ``df``; the corrected design's) where the
+  findings give one, else the normal, and the effect is declared when a two-sided interval at
+  level 1 − α excludes zero. ν is the pilot's: it grows with speakers, so the follow-up's is
+  about as large or larger (on the E16-like check ≈ 45 at 60 and at 105 speakers).
 
-Minimum detectable effect: MDE(n) = (z_{1−α/2} + z_power) · SE(n); speakers per stratum needed
-for an effect δ: n = ceil(n_pilot · ((z_{1−α/2} + z_power) · SE_pilot / δ)²) (at least 2), with
+Minimum detectable effect: MDE(n) = (q_{1−α/2} + q_power) · SE(n), q the quantiles of t_ν
+(of the normal without ν: z); speakers per stratum needed for an effect δ:
+n = ceil(n_pilot · ((q_{1−α/2} + q_power) · SE_pilot / δ)²) (at least 2), with
 n_pilot the pilot's LARGEST stratum. The plan states equal strata: the follow-up run
 (``run --plan``) draws n speakers in every stratum, so no stratum has fewer speakers than the
 scaling assumed (an effect's variance is a sum of per-stratum terms, each ∝ 1/speakers: with
@@ -46,6 +50,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from interbias.analysis.bootstrap import TrialDesign
 from interbias.analysis.suite import Analysis, findings
@@ -53,8 +58,9 @@ from interbias.utils.errors import AnalysisError
 
 MODEL = (
     "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers in every stratum, n_pilot the pilot's largest stratum "
-    "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = (z_{1-alpha/2} + z_power) * SE; "
-    "speakers needed = ceil(n_pilot * ((z_{1-alpha/2} + z_power) * SE_pilot / effect)^2), at least the "
+    "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = (q_{1-alpha/2} + q_power) * SE, "
+    "q the quantiles of Student's t with the effect's df (the findings' test; the normal without df); "
+    "speakers needed = ceil(n_pilot * ((q_{1-alpha/2} + q_power) * SE_pilot / effect)^2), at least the "
     "experiment's min_speakers; alpha per effect = alpha / m (Holm's worst case over a family of m) unless "
     "--per-effect"
 )
@@ -62,8 +68,8 @@ ASSUMPTIONS = (
     "Speakers are the independent units and the variance of an effect scales as 1/speakers once trials per "
     "speaker saturate; the follow-up run keeps the pilot's design (same conditions, same trials per speaker, "
     "speakers from the same population) with equal strata (run --plan draws n speakers and n x trials-per-speaker "
-    "trials in every stratum); the estimate is roughly "
-    "normal; each effect is tested two-sided at alpha/m, the level the first Holm step needs in a family "
+    "trials in every stratum); the estimate over its SE follows the findings' test (Student's t with the "
+    "pilot's Satterthwaite df, which grows with speakers); each effect is tested two-sided at alpha/m, the level the first Holm step needs in a family "
     "of m, so the planned power is a lower bound on the power to be resolved in the findings. Effects whose "
     "terms do not move under resampling (SE 0) cannot be planned."
 )
@@ -90,8 +96,11 @@ class Settings:
         """z_{1−α/2} + z_power."""
         return self.z_at(self.alpha)
 
-    def z_at(self, alpha: float) -> float:
-        """z_{1−alpha/2} + z_power at a per-effect level ``alpha``."""
+    def z_at(self, alpha: float, df: float = math.inf) -> float:
+        """q_{1−alpha/2} + q_power at a per-effect level ``alpha``: quantiles of Student's t with
+        ``df`` degrees of freedom (the findings' test), of the normal where ``df`` is not finite."""
+        if np.isfinite(df) and df > 0:
+            return float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(self.power, df))
         nd = NormalDist()
         return nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(self.power)
 
@@ -142,7 +151,7 @@ def pilot_of(design: TrialDesign) -> Pilot:
 
 def speakers_needed(se: float, n_pilot: int, settings: Settings, *, z: float | None = None, floor: int = 2) -> float:
     """Speakers per stratum (scaled from ``n_pilot``) to detect ``settings.effect`` (``z``:
-    z_{1−α/2} + z_power, default ``settings.z``), at least ``floor``; NaN when SE is 0/NaN."""
+    q_{1−α/2} + q_power (:meth:`Settings.z_at`), default ``settings.z``), at least ``floor``; NaN when SE is 0/NaN."""
     if not np.isfinite(se) or se <= 0:
         return math.nan
     z = settings.z if z is None else z
@@ -178,7 +187,8 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     sizes = out["family_size"] if "family_size" in out.columns else pd.Series(1, index=out.index)
     in_family = family_members(out)
     alphas = pd.Series([settings.effect_alpha(int(m)) for m in sizes], index=out.index, dtype=float)
-    z = alphas.map(settings.z_at)
+    df = findings_df(out)
+    z = pd.Series([settings.z_at(al, d) for al, d in zip(alphas, df, strict=True)], index=out.index, dtype=float)
     out["speakers_per_stratum"] = n0
     out["mde"] = z * se
     out["target_effect"] = settings.effect
@@ -212,6 +222,14 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     for k, v in a.replicates.stamp().items():  # type: ignore[union-attr]
         out[k] = v
     return out
+
+
+def findings_df(frame: pd.DataFrame) -> pd.Series:
+    """Degrees of freedom of each effect's test in the findings: ``df`` where its p-value is
+    Student's t (``interval`` wald), else infinite (the normal; the bias-corrected interval)."""
+    df = frame["df"].astype(float) if "df" in frame.columns else pd.Series(np.inf, index=frame.index)
+    wald = frame["interval"].astype(str) == "wald" if "interval" in frame.columns else True
+    return df.where(wald & np.isfinite(df) & (df > 0), np.inf)
 
 
 def family_members(frame: pd.DataFrame) -> pd.Series:
