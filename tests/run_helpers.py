@@ -72,3 +72,14 @@ def only_run_dir(out: Path) -> Path:
     dirs = [p for p in out.iterdir() if p.is_dir()]
     assert len(dirs) == 1, dirs
     return dirs[0]
+
+
+def isolated_cache(tmp: Path, session_cache: Path) -> Path:
+    """A cache sharing the session's built corpora and attack sets but with its own embedding
+    cache, so these runs leave the session's embeddings as other tests expect them."""
+    cache = tmp / "cache"
+    cache.mkdir(parents=True)
+    for sub in ("corpora", "attacks"):
+        (session_cache / sub).mkdir(exist_ok=True)
+        (cache / sub).symlink_to(session_cache / sub)
+    return cache

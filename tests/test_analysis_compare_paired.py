@@ -123,7 +123,7 @@ def test_null_pairs_pass_the_gate_in_at_least_95_percent() -> None:
 
 def _run(tmp_path: Path, session_cache, name: str, snr_db: float, draws: int = 1) -> Path:
     from conftest import tiny_experiment
-    from test_fairness_run import isolated_cache
+    from run_helpers import isolated_cache
 
     from interbias.run.conductor import RunOptions, run
 

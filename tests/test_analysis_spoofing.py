@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import TINY, tiny_experiment
+from run_helpers import isolated_cache
 from scipy.signal import lfilter
-from test_fairness_run import isolated_cache
 from typer.testing import CliRunner
 
 from interbias.analysis.spoofing import (

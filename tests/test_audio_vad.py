@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from run_helpers import isolated_cache
 
 from interbias.audio.frontend import SPEECH_FLOOR_DBFS, FrontEnd, load
 from interbias.audio.vad import ENERGY_FRAME_S, keep_speech, speech_mask
@@ -127,9 +128,7 @@ def test_a_run_with_a_vad_records_the_share_in_every_cell(tmp_path: Path, sessio
     from interbias.run.conductor import RunOptions, run
     from interbias.run.rundir import RunDir
 
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
+    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4}, frontend={"vad": "energy"})
     opts = RunOptions(
         experiment=str(exp),

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from run_helpers import isolated_cache
 
 from interbias.audio.frontend import FrontEnd
 from interbias.audio.windows import window_spans
@@ -79,9 +80,7 @@ def test_a_windowed_run_counts_its_windowed_utterances(tmp_path: Path, session_c
 
     from interbias.run.conductor import RunOptions, run
 
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
+    cache = isolated_cache(tmp_path, session_cache)
     fe = {"long_audio": "window", "window_s": 1.0, "hop_s": 0.5}
     exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4}, frontend=fe)
     opts = RunOptions(

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
+from run_helpers import isolated_cache
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
@@ -27,17 +28,6 @@ from interbias.utils.errors import ConfigError, TrialError
 from interbias.utils.paths import slug
 
 SPLIT = {"targets": 30, "min_speakers": 3, "dev_share": 0.5}
-
-
-def isolated_cache(tmp: Path, session_cache: Path) -> Path:
-    """A cache sharing the session's built corpora and attack sets but with its own embedding
-    cache, so these runs leave the session's embeddings as other tests expect them."""
-    cache = tmp / "cache"
-    cache.mkdir(parents=True)
-    for sub in ("corpora", "attacks"):
-        (session_cache / sub).mkdir(exist_ok=True)
-        (cache / sub).symlink_to(session_cache / sub)
-    return cache
 
 
 def test_split_is_speaker_disjoint_stratified_recorded_and_deterministic(tmp_path: Path, tiny_corpus) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
-from test_fairness_run import isolated_cache
+from run_helpers import isolated_cache
 
 from interbias.experiments.schema import load_experiment
 from interbias.metrics import verification as metrics

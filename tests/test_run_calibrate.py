@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import gender_factor, tiny_experiment
-from test_fairness_run import SPLIT, isolated_cache
+from run_helpers import isolated_cache
+from test_fairness_run import SPLIT
 
 from interbias.analysis.after_run import run_analyses
 from interbias.experiments.schema import load_experiment

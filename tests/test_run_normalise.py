@@ -9,8 +9,7 @@ from pathlib import Path
 import pandas as pd
 import soundfile as sf
 from conftest import tiny_experiment
-from run_helpers import manifest_file
-from test_fairness_run import isolated_cache
+from run_helpers import isolated_cache, manifest_file
 
 from interbias.run.conductor import RunOptions, run
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
+from run_helpers import isolated_cache
 from test_run_cells import CELL, FakeEmbedder, FakeEncoder, _unit
 
 from interbias.experiments.schema import load_experiment
@@ -174,9 +175,7 @@ def test_a_failed_enrolment_utterance_drops_its_trials() -> None:
 def test_a_run_embeds_and_scores_every_enrolment_utterance(tmp_path: Path, session_cache: Path, tiny_corpus) -> None:
     from interbias.run.conductor import RunOptions, run
 
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
+    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 12, "min_speakers": 4, "enrol_utterances": 3})
     opts = RunOptions(
         experiment=str(exp),

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
+from run_helpers import isolated_cache
 
 from interbias.experiments.schema import load_experiment
 from interbias.metrics import verification as metrics
@@ -100,9 +101,7 @@ def test_run_writes_text_pairs_whose_counts_match_the_trial_list(
     from interbias.analysis.after_run import run_analyses
     from interbias.run.conductor import RunOptions, run
 
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "corpora").symlink_to(session_cache / "corpora", target_is_directory=True)
+    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 12, "nontargets": 40, "min_speakers": 4, "text": "balanced"})
     opts = RunOptions(
         experiment=str(exp),
