@@ -69,17 +69,16 @@ def default_boot(path: Path, bootstrap: int | None) -> int:
     return DEFAULT_BOOT if ScoredRun.open(path).has_scores else 0
 
 
-def analysis_options(path: Path, bootstrap: int | None, *args: Any) -> Options:
-    """The analysis options of ``analyze`` and ``report`` (``args``: metric, seed, unit, level,
-    permutations, tolerance, gap floor, group factor, adjustment, bootstrap design, simple):
-    B from :func:`default_boot`, refused below the design's minimum."""
+def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Options:
+    """The analysis options of ``analyze`` and ``report`` (``fields``: the other
+    :class:`~interbias.analysis.suite.Options` fields by name): B from :func:`default_boot`,
+    refused below the minimum of the bootstrap design the options name."""
     from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.suite import Options
 
-    metric, seed, unit, *rest = args
-    design = rest[-2]
+    unit, design = fields.get("unit", "speaker"), fields.get("design", "corrected")
     n_boot = check_replicates(default_boot(path, bootstrap), design if unit == "speaker" else unit)
-    return Options(metric, n_boot, seed, unit, *rest)
+    return Options(n_boot=n_boot, **fields)
 
 
 def findings_stamp(a: Analysis) -> dict[str, object]:
@@ -185,8 +184,9 @@ def analyze(
 
         raise AnalysisError(f"{results} does not exist")
     opts = analysis_options(
-        results, bootstrap, metric, seed, unit, ci_level, permutations, tolerance, gap_floor, group_factor, adjust,
-        bootstrap_design, simple,
+        results, bootstrap, metric=metric, seed=seed, unit=unit, level=ci_level, n_perm=permutations,
+        tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
+        design=bootstrap_design, simple=simple,
     )  # fmt: skip
     a = analyse(results, opts, Reporter(quiet=quiet or as_json))
     folder = out or (results if results.is_dir() else results.parent)

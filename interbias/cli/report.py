@@ -70,8 +70,9 @@ def report(
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
     opts = analysis_options(
-        run_dir, bootstrap, metric, seed, unit, 0.95, permutations, tolerance, gap_floor, group_factor, adjust,
-        bootstrap_design, simple,
+        run_dir, bootstrap, metric=metric, seed=seed, unit=unit, level=0.95, n_perm=permutations,
+        tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
+        design=bootstrap_design, simple=simple,
     )  # fmt: skip
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent

@@ -159,12 +159,9 @@ def run(
 
 def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
     """What a finished run tells: rows, cells, models, failures, time, where and what next."""
-    import json
-
     from interbias.run.rundir import RESULTS, RUN_JSON, RunDir
 
-    rj_path = RunDir(outcome.run_dir).file(RUN_JSON)
-    rj = json.loads(rj_path.read_text()) if rj_path.is_file() else {}
+    rj = RunDir(outcome.run_dir).read_json(RUN_JSON) or {}
     frame = outcome.results
     return {
         "run_dir": str(outcome.run_dir),
