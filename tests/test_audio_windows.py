@@ -75,6 +75,36 @@ def test_long_audio_config_is_checked_and_truncate_keeps_the_fingerprint() -> No
         parse_frontend({"long_audio": "chunk"}, "x.yaml")
 
 
+def test_a_file_shorter_than_the_window_is_refused_under_every_chain(tmp_path: Path) -> None:
+    """2.5 s of audio under a 3 s window: one counted failure per chain (the same reason clean and
+    noisy, before any chain), where truncate mode embeds it; exactly one window long is kept."""
+    from interbias.operators import parse_chain
+
+    rng = derive_rng("windows-short")
+    for name, seconds in (("short", 2.5), ("exact", 3.0)):
+        t = np.arange(int(seconds * RATE)) / RATE
+        x = (0.2 * np.sin(2 * np.pi * 180 * t) + 0.01 * rng.standard_normal(len(t))).astype(np.float32)
+        sf.write(str(tmp_path / f"{name}.wav"), x, RATE, subtype="FLOAT")
+    man = Manifest(
+        "t",
+        tmp_path,
+        tuple(Utterance(id=n, path=f"{n}.wav", speaker="s") for n in ("short", "exact")),
+    )
+    fe = FrontEnd(long_audio="window", window_s=3.0, hop_s=1.5)
+    noisy = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": 5}], where="t")
+    chains = ((Chain(), ("e",)), (noisy, ("e",)))
+    ready, failed = prepare(EmbedContext(fe, man, tmp_path), EmbedTask("short", "0" * 64, frozenset(), chains))
+    assert ready == [] and len(failed) == 2
+    assert {f.chain_fp for f in failed} == {Chain().fingerprint, noisy.fingerprint}
+    assert {f.error for f in failed} == {
+        f"{tmp_path / 'short.wav'}: 2.500 s is shorter than the 3 s window (frontend.long_audio: window); nothing to embed"
+    }
+    ready, failed = prepare(EmbedContext(fe, man, tmp_path), EmbedTask("exact", "0" * 64, frozenset(), chains))
+    assert failed == [] and [p.windows for p in ready] == [((0, 3 * RATE),)] * 2
+    ready, failed = prepare(EmbedContext(FrontEnd(), man, tmp_path), EmbedTask("short", "0" * 64, frozenset(), chains))
+    assert failed == [] and len(ready) == 2
+
+
 def test_a_windowed_run_counts_its_windowed_utterances(tmp_path: Path, session_cache: Path, tiny_corpus) -> None:
     from conftest import tiny_experiment
 

@@ -228,8 +228,9 @@ def prepare(
     vad: bool = False,
 ) -> LoadedAudio:
     """Apply the front end's rate, minimum and maximum to mono samples at ``source_rate_hz``; with
-    ``require_signal``, audio without any signal (:func:`check_signal`) is refused; with ``vad``,
-    the front end's VAD (:mod:`interbias.audio.vad`) keeps the speech before truncation."""
+    ``require_signal``, audio without any signal (:func:`check_signal`) is refused; with ``vad``
+    (an input to embed), the front end's VAD (:mod:`interbias.audio.vad`) keeps the speech before
+    truncation, and under ``long_audio: window`` audio shorter than one window is refused."""
     if not np.isfinite(mono).all():
         raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
     duration = len(mono) / source_rate_hz
@@ -243,6 +244,11 @@ def prepare(
     if vad and frontend.vad != "none":
         x, share = keep_speech(
             x, frontend.sample_rate_hz, frontend.vad, frontend.min_duration_s, where, SPEECH_FLOOR_DBFS
+        )
+    if vad and frontend.long_audio == "window" and len(x) < round(frontend.window_s * frontend.sample_rate_hz):
+        raise AudioError(
+            f"{where}: {len(x) / frontend.sample_rate_hz:.3f} s{' of speech' if share is not None else ''} is shorter "
+            f"than the {frontend.window_s:g} s window (frontend.long_audio: window); nothing to embed"
         )
     truncated = False
     if frontend.max_duration_s is not None and frontend.long_audio == "truncate":

@@ -2,8 +2,10 @@
 
 A waveform longer than ``window_s`` is cut into windows of ``window_s`` starting every
 ``hop_s`` (the last one ending at the waveform's end, so every sample is covered); its
-embedding is the mean of the windows' embeddings, rescaled to unit length (mean pooling). A
-waveform of at most ``window_s`` is one window: itself. The front end does not truncate at
+embedding is the mean of the windows' embeddings, rescaled to unit length (mean pooling). An input shorter
+than ``window_s`` is refused by the front end (:func:`interbias.audio.frontend.prepare`: one
+counted failure per utterance, the same in every cell); a chain output of at most ``window_s``
+(after a crop, say) is one window: itself. The front end does not truncate at
 ``max_duration_s`` in this mode.
 """
 

@@ -27,7 +27,7 @@ from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.cache import EmbeddingCache, Key, cache_chain_key
 from interbias.embedding.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.operators import Chain
-from interbias.trials.enrolment import enrol_columns
+from interbias.trials.enrolment import enrol_columns, first_enrolment
 from interbias.utils import crashpoints
 from interbias.utils.errors import AudioError, ExecutorError, InterbiasError
 from interbias.utils.progress import Reporter, embeddings_ahead
@@ -67,10 +67,11 @@ def utterance_sha256(u: Utterance, manifest: Manifest) -> str:
 def chains_for_cells(cells: Iterable[Cell], trials_by_stratum: Any) -> ChainItems:
     """Every (chain, utterance) item that scoring ``cells`` needs, deduplicated across cells:
     each cell's enrolment chain over its stratum's enrolment ids (every one of a trial's K), its
-    test chain over the test ids. ``trials_by_stratum(name)`` gives a stratum's trials (``TrialList.for_stratum``)."""
+    test chain over the test ids (a protocol level's K: the first K enrolment ids). ``trials_by_stratum(name)``
+    gives a stratum's trials (``TrialList.for_stratum``)."""
     items: ChainItems = {}
     for cell in {c.id: c for c in cells}.values():
-        sub: pd.DataFrame = trials_by_stratum(cell.stratum)
+        sub: pd.DataFrame = first_enrolment(trials_by_stratum(cell.stratum), cell.enrol_utterances)
         for enrol_chain, test_chain in cell.draws():
             enrol_ids = sub[enrol_columns(sub)].to_numpy().ravel()
             for chain, ids in ((enrol_chain, enrol_ids), (test_chain, sub["test"])):

@@ -1,8 +1,9 @@
 """Experiment definitions: the typed schema of ``conditions/*.yaml``.
 
 An experiment names a corpus, a population filter, up to three factors (each a population
-factor that selects speakers/utterances by a manifest attribute, or an acoustic factor whose
-levels are operator chains per side), a trial spec and a seed. Every problem is reported as
+factor that selects speakers/utterances by a manifest attribute, an acoustic factor whose
+levels are operator chains per side, or a protocol factor whose levels set the cell's
+enrolment K or VAD: :mod:`interbias.experiments.protocol`), a trial spec and a seed. Every problem is reported as
 one :class:`ConfigError` naming the file, the key and the valid choices.
 """
 
@@ -24,6 +25,13 @@ from interbias.experiments.decision_spec import (
     parse_operating_points,
     parse_scoring,
     resolved_scoring,
+)
+from interbias.experiments.protocol import (
+    ProtocolLevel,
+    check_protocol_vads,
+    largest_enrolment,
+    varies_frontend,
+    with_protocol_k,
 )
 from interbias.experiments.sections import (
     TRIAL_LIST_FORMATS,
@@ -95,6 +103,11 @@ class Cell:
     test_chain: Chain
     #: ``trials.operator_draws``: realisations of the cell's random operators to score.
     n_draws: int = 1
+    #: A protocol factor's overrides (:mod:`interbias.experiments.protocol`): score the first K
+    #: enrolment utterances of each trial, and apply this VAD in the front end (``None``: the
+    #: trial list's K, the experiment's front end).
+    enrol_utterances: int | None = None
+    vad: str | None = None
 
     def draws(self) -> list[tuple[Chain, Chain]]:
         """(enrolment chain, test chain) of each draw; one when neither chain is random."""
@@ -152,6 +165,14 @@ class Experiment:
     def acoustic_factors(self) -> list[Factor]:
         return [f for f in self.factors if f.type == "acoustic"]
 
+    @property
+    def protocol_factors(self) -> list[Factor]:
+        return [f for f in self.factors if f.type == "protocol"]
+
+    def frontend_for(self, cell: Cell) -> FrontEnd:
+        """The cell's front end: the experiment's, with a protocol level's VAD."""
+        return self.frontend if cell.vad is None else replace(self.frontend, vad=cell.vad)
+
     def strata(self) -> list[Stratum]:
         pops = self.population_factors
         out = []
@@ -174,10 +195,14 @@ class Experiment:
                 or "all"
             )
             enrol, test = Chain(), Chain()
+            k = vad = None
             for lv in combo:
                 if isinstance(lv, AcousticLevel):
                     enrol, test = enrol + lv.enrol, test + lv.test
-            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws))
+                elif isinstance(lv, ProtocolLevel):
+                    k = lv.enrol_utterances if lv.enrol_utterances is not None else k
+                    vad = lv.vad if lv.vad is not None else vad
+            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws, k, vad))
         return out
 
 
@@ -236,13 +261,14 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     names = [f.name for f in factors]
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: factors: factor names must be unique, got {', '.join(names)}")
-    trials = parse_trials(raw.get("trials") or {}, where, base)
+    trials = parse_trials(with_protocol_k(factors, raw.get("trials") or {}, where), where, base)
     # the resolved definition names the files it read by their full paths
     if isinstance(raw.get("corpus"), dict) and corpus_spec.manifest:
         raw["corpus"]["manifest"] = corpus_spec.manifest
     if trials.list_file:
         raw["trials"]["list"] = trials.list_file
     frontend = parse_frontend(raw.get("frontend") or {}, where)
+    check_protocol_vads(factors, frontend.sample_rate_hz, where)
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
@@ -268,14 +294,19 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         utterance_level=_names(raw.get("utterance_attributes"), where, "utterance_attributes"),
         operating_points=parse_operating_points(raw.get("operating_points"), where),
         calibration=parse_calibration(raw.get("calibration"), where),
-        scoring=_scoring(raw.get("scoring"), trials, where),
+        scoring=_scoring(raw.get("scoring"), trials, where, varies_frontend(factors)),
     )
 
 
-def _scoring(raw: Any, trials: TrialSpec, where: str) -> ScoreNormSpec:
+def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = False) -> ScoreNormSpec:
     """``scoring``, refused when it normalises scores of multi-utterance trial models (the
-    cohort statistics are per enrolment utterance)."""
+    cohort statistics are per enrolment utterance) or of cells with their own front ends."""
     spec = parse_scoring(raw, where)
+    if spec.norm != "none" and per_cell_frontend:
+        raise ConfigError(
+            f"{where}: scoring.norm: {spec.norm} is not defined when a protocol factor sets the VAD per cell "
+            "(the cohort is embedded under one front end)"
+        )
     if spec.norm != "none" and trials.enrol_utterances > 1:
         raise ConfigError(
             f"{where}: scoring.norm: {spec.norm} is not defined for trials.enrol_utterances "
@@ -325,6 +356,11 @@ def with_data(
     if trials_format is not None and trials_format not in TRIAL_LIST_FORMATS:
         raise ConfigError(f"--trials-format: {trials_format!r} is not one of {', '.join(TRIAL_LIST_FORMATS)}")
     if trials is not None or trials_format is not None:
+        if largest_enrolment(exp.factors, {}, exp.name) is not None:
+            raise ConfigError(
+                f"{exp.name}: a protocol factor sets enrol_utterances, which applies to sampled trials, "
+                "not to an external trial list (--trials)"
+            )
         if trials is None and spec.list_file is None:
             raise ConfigError("--trials-format applies to an external trial list (--trials FILE or trials.list)")
         lpath = str(Path(trials).expanduser().resolve()) if trials is not None else spec.list_file

@@ -1,6 +1,7 @@
 """The sections of an experiment YAML below the top level, each a frozen record and its parser:
 ``corpus``, ``population``, ``factors`` (population and acoustic levels), ``trials``,
-``spoofing``, ``fairness`` and ``frontend``. Every problem is one :class:`ConfigError` naming
+``spoofing``, ``fairness`` and ``frontend``. Protocol factors' levels are parsed by
+:mod:`interbias.experiments.protocol`. Every problem is one :class:`ConfigError` naming
 the file, the key and the valid choices; :mod:`interbias.experiments.schema` assembles them.
 """
 
@@ -14,6 +15,7 @@ from typing import Any, Literal
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.audio.vad import check_vad
 from interbias.audio.windows import LONG_AUDIO
+from interbias.experiments.protocol import ProtocolLevel, parse_protocol_levels
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
 
@@ -44,6 +46,7 @@ FRONTEND_KEYS = {
     "hop_s",
 }
 SIDES = ("test", "enrol", "both")
+FACTOR_TYPES = ("population", "acoustic", "protocol")
 ANY = "*"
 
 
@@ -74,12 +77,12 @@ class AcousticLevel:
 @dataclass(frozen=True)
 class Factor:
     name: str
-    type: Literal["population", "acoustic"]
+    type: Literal["population", "acoustic", "protocol"]
     reference: str
-    levels: tuple[PopulationLevel | AcousticLevel, ...]
+    levels: tuple[PopulationLevel | AcousticLevel | ProtocolLevel, ...]
     attribute: str | None = None
 
-    def level(self, name: str) -> PopulationLevel | AcousticLevel:
+    def level(self, name: str) -> PopulationLevel | AcousticLevel | ProtocolLevel:
         for lv in self.levels:
             if lv.name == name:
                 return lv
@@ -225,14 +228,19 @@ def parse_factor(spec: Any, where: str, i: int) -> Factor:
         raise ConfigError(f"{where}: {here}.name: required string")
     here = f"factors[{i}] ({name})"
     ftype = spec.get("type")
-    if ftype not in ("population", "acoustic"):
-        raise ConfigError(f"{where}: {here}.type: {ftype!r} is not one of population, acoustic")
+    if ftype not in FACTOR_TYPES:
+        raise ConfigError(f"{where}: {here}.type: {ftype!r} is not one of {', '.join(FACTOR_TYPES)}")
     levels_raw = spec.get("levels")
     if not isinstance(levels_raw, dict) or not levels_raw:
         raise ConfigError(f"{where}: {here}.levels: a non-empty mapping of level name to definition")
-    levels: list[PopulationLevel | AcousticLevel] = []
+    levels: list[PopulationLevel | AcousticLevel | ProtocolLevel] = []
     attribute = None
-    if ftype == "population":
+    if ftype == "protocol":
+        extra = [k for k in ("attribute", "apply_to") if k in spec]
+        if extra:
+            raise ConfigError(f"{where}: {here}: {', '.join(extra)} do not apply to a protocol factor")
+        levels.extend(parse_protocol_levels(levels_raw, where, here))
+    elif ftype == "population":
         attribute = spec.get("attribute")
         if not isinstance(attribute, str) or not attribute:
             raise ConfigError(f"{where}: {here}.attribute: required for a population factor")

@@ -35,6 +35,7 @@ from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
+from interbias.run.frontends import CellEmbedders
 from interbias.run.inputs import RunContext, RunOptions, load_inputs, with_plan
 from interbias.run.lock import RunLock
 from interbias.run.normalise import (
@@ -45,7 +46,7 @@ from interbias.run.normalise import (
     reuse_normalised,
     scoring_record,
 )
-from interbias.run.operations import merge_operations, operation_notices, operations_frame
+from interbias.run.operations import merge_operations, operation_notices
 from interbias.run.preflight import experiment_for_run
 from interbias.run.results import (
     COLUMNS,
@@ -56,6 +57,7 @@ from interbias.run.results import (
 )
 from interbias.run.rundir import TRIALS_META
 from interbias.run.work import RunWork, find_work
+from interbias.trials.enrolment import first_enrolment
 from interbias.trials.sampler import partners
 from interbias.utils import atomic, crashpoints
 from interbias.utils.errors import InterbiasError, RunError
@@ -149,22 +151,28 @@ def _find_work(ctx: RunContext) -> RunWork:
     return work
 
 
-def _embed(ctx: RunContext, work: RunWork) -> Embedder:
-    """Vectors of every pending item, for the encoders that still have cells to score."""
+def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
+    """Vectors of every pending item, for the encoders that still have cells to score (one
+    embedder per front end: :mod:`interbias.run.frontends`)."""
     t = time.perf_counter()
     db = EmbeddingCache(ctx.cache / "embeddings.sqlite")
     # Operators that draw other talkers must avoid every speaker an utterance is paired with.
-    emb = Embedder(
-        ctx.scored,
-        [e for e in ctx.encoders if any(e is pe for _, pe in work.pending)],
-        db,
-        ctx.exp.frontend,
-        ctx.reporter,
-        exclude=partners(ctx.trials.frame),
-        known_sha=work.shas,
+    exclude = partners(ctx.trials.frame)
+    emb = CellEmbedders(
+        ctx.exp,
+        [c for c, _ in work.pending],
+        lambda fe, cells: Embedder(
+            ctx.scored,
+            [e for e in ctx.encoders if any(e is pe and c in cells for c, pe in work.pending)],
+            db,
+            fe,
+            ctx.reporter,
+            exclude=exclude,
+            known_sha=work.shas,
+        ),
     )
     if work.pending:
-        emb.run(work.items, ctx.executor, ahead=work.ahead)
+        emb.run(work.items, ctx.trials.for_stratum, lambda e, items: e.run(items, ctx.executor, ahead=work.ahead))
     else:
         ctx.reporter.info(f"{work.ahead}; nothing to embed")
     db.close()
@@ -174,7 +182,7 @@ def _embed(ctx: RunContext, work: RunWork) -> Embedder:
     return emb
 
 
-def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
+def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
     """Score each pending cell × encoder and write its scores file and completion record; a
     cell that fails is counted in ``work.errored``."""
     t = time.perf_counter()
@@ -182,13 +190,13 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     rows = RowContext(ctx.exp, ctx.manifest.name, ctx.run_id, ctx.rev, ctx.trials.sha256, seeds)
     with ctx.reporter.task("scoring", len(work.pending)) as advance:
         for cell, enc in work.pending:
-            sub = ctx.trials.for_stratum(cell.stratum)
             try:
+                sub = first_enrolment(ctx.trials.for_stratum(cell.stratum), cell.enrol_utterances)
                 scored = score_cell(
                     cell,
                     enc,
                     sub,
-                    emb,
+                    emb.for_cell(cell),
                     ctx.options.max_failure_share,
                     ctx.exp.frontend.sample_rate_hz,
                     enrol=ctx.exp.scoring.enrol,
@@ -213,7 +221,7 @@ def _score(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
             ctx.run.write_cell(enc.label, cell.id, scored.frame, record)
             work.rows[(enc.label, cell.id)] = row
             if ctx.cohort is not None:
-                _normalise(ctx, work, cell, enc, sub, emb, scored, record)
+                _normalise(ctx, work, cell, enc, sub, emb.for_cell(cell), scored, record)
             work.failures.extend({"model": enc.label, "cell": cell.id, **f} for f in scored.failures)
             advance(1)
             crashpoints.reached("cell-done")
@@ -248,10 +256,10 @@ def _normalise(
     ctx.cohort_missing[label] = max(ctx.cohort_missing.get(label, 0), missing)
 
 
-def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
+def _write_operations(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
     """The operations record: this invocation's realised records, plus an earlier invocation's rows."""
     speakers = {u.id: u.speaker for u in ctx.scored.utterances}
-    new = operations_frame([c for c, _ in work.pending], ctx.trials.for_stratum, emb.realised, speakers)
+    new = emb.operations(ctx.trials.for_stratum, speakers)
     for line in operation_notices(new, [c for c, _ in work.pending]):  # an operator that did less than asked
         ctx.reporter.notice(line)
     earlier = ctx.run.read_operations()
@@ -260,7 +268,7 @@ def _write_operations(ctx: RunContext, work: RunWork, emb: Embedder) -> None:
     ctx.run.write_operations(merge_operations(earlier, new))
 
 
-def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
+def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(m, c.id) for m in ctx.models() for c in work.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
@@ -284,7 +292,7 @@ def _write(ctx: RunContext, work: RunWork, emb: Embedder) -> RunOutcome:
         "from_cache": emb.n_cached,
         "forward_calls": {e.label: e.forward_calls + stats.remote_calls[e.label] for e in ctx.encoders},
         "forward_s": dict(stats.forward_s),
-        "failed_items": len(emb.failures),
+        "failed_items": emb.n_failures,
     }
     header = {
         "run_id": ctx.run_id,

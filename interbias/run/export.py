@@ -41,7 +41,7 @@ import pandas as pd
 from interbias.run.measured import SV_WORDS, bona_fide, format_scores, in_split, measured
 from interbias.run.measured import kept as not_dropped
 from interbias.run.rundir import EXPERIMENT, RESULTS, RUN_JSON, TRIALS, TRIALS_META, RunDir
-from interbias.trials.enrolment import enrol_columns
+from interbias.trials.enrolment import enrol_columns, first_enrolment
 from interbias.trials.sampler import partners
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, RunError
@@ -101,7 +101,7 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportSummary:
     _require(run, RESULTS, TRIALS, TRIALS_META)
     results = run.read_results(dtype={"model": str, "cell": str})
     trials = run.read_trials().frame.set_index("trial_id", drop=False)
-    enrol_names, test_names = _names(trials)
+    base_names = enrol_names, test_names = _names(trials)
     if fmt != "csv":
         spaced = sorted({n for n in (*enrol_names, *test_names) if any(c.isspace() for c in n)})
         if spaced:
@@ -110,7 +110,11 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportSummary:
                 f"first: {', '.join(repr(n) for n in spaced[:5])} (use --format csv)"
             )
     summary = ExportSummary(out)
+    exp = run.experiment()  # a protocol level's K names a cell's models by its first K ids
+    k_of = {c.id: c.enrol_utterances for c in exp.cells()} if exp is not None else {}
     for row in results.itertuples(index=False):
+        k = k_of.get(row.cell)
+        enrol_names, test_names = base_names if k is None else _names(first_enrolment(trials, k))
         src = run.scores_path(row.model, row.cell)
         if not src.is_file():
             raise RunError(f"{src} is missing: results row {row.model} / {row.cell} has no score file")
@@ -174,6 +178,11 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     info = run.read_json(RUN_JSON) or {}
     exp = run.experiment()
     assert exp is not None  # required above
+    if len({exp.frontend_for(c) for c in exp.cells()}) > 1:
+        raise RunError(
+            f"{run.path}: its cells embed under different front ends (a protocol factor sets the VAD); "
+            "the export names embeddings by chain alone and is not defined for such a run"
+        )
     cache = Path(cache_dir) if cache_dir else Path(info["cache"])
     db_path = cache / "embeddings.sqlite"
     if not db_path.is_file():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from interbias.trials.enrolment import enrol_columns
+from interbias.trials.enrolment import enrol_columns, first_enrolment
 from interbias.utils.seeding import canonical_json
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def sides(
     """(utterance, side, chain fp) -> chain for every item the cells score."""
     out: dict[tuple[str, str, str], Chain] = {}
     for cell in {c.id: c for c in cells}.values():
-        sub = trials_for_stratum(cell.stratum)
+        sub = first_enrolment(trials_for_stratum(cell.stratum), cell.enrol_utterances)
         for enrol_chain, test_chain in cell.draws():
             enrol_ids = sub[enrol_columns(sub)].to_numpy().ravel()
             for side, chain, ids in (("enrol", enrol_chain, enrol_ids), ("test", test_chain, sub["test"])):
@@ -126,13 +126,15 @@ def operations_frame(
 
 
 def merge_operations(earlier: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
-    """A resumed run's rows: this invocation's, plus the earlier file's rows it did not redo."""
+    """A resumed run's rows: this invocation's, plus the earlier file's rows it did not redo
+    (a ``vad`` column, where cells have their own front ends, is part of the key)."""
     if earlier is None or earlier.empty:
         return new
-    key = ["utterance", "side", "chain_fp", "draw"]
-    both = pd.concat([new, earlier[[c for c in COLUMNS if c in earlier.columns]]], ignore_index=True)
+    vad = ["vad"] if "vad" in new.columns else []
+    key = vad + ["utterance", "side", "chain_fp", "draw"]
+    both = pd.concat([new, earlier[[c for c in COLUMNS + vad if c in earlier.columns]]], ignore_index=True)
     both = both.drop_duplicates(key, keep="first")
-    return both.sort_values(["side", "chain_fp", "draw", "utterance"], kind="stable").reset_index(drop=True)
+    return both.sort_values(vad + ["side", "chain_fp", "draw", "utterance"], kind="stable").reset_index(drop=True)
 
 
 def snr_summary(ops: pd.DataFrame) -> pd.DataFrame:

@@ -31,6 +31,20 @@ def enrol_columns(frame: pd.DataFrame) -> list[str]:
     return ["enrol", *extra]
 
 
+def first_enrolment(frame: pd.DataFrame, k: int | None) -> pd.DataFrame:
+    """``frame`` with trial models of its first ``k`` enrolment utterances (a protocol level's
+    ``enrol_utterances``: the columns past ``enrol_k`` dropped; ``None``: ``frame`` itself). A
+    :class:`TrialError` when the trials hold fewer than ``k``."""
+    if k is None:
+        return frame
+    cols = enrol_columns(frame)
+    if len(cols) < k:
+        raise TrialError(
+            f"a cell scores {k} enrolment utterances per trial model, but the trial list holds {len(cols)}"
+        )
+    return frame.drop(columns=cols[k:]) if len(cols) > k else frame
+
+
 def enrolment_ids(frame: pd.DataFrame) -> set[str]:
     """Every enrolment utterance id of ``frame`` (all K columns)."""
     out: set[str] = set()
