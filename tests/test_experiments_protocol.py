@@ -246,3 +246,68 @@ def test_k1_and_k3_cells_score_the_same_trials_under_their_own_front_ends(
         ]
         np.testing.assert_allclose(scores["score"].to_numpy(), want, rtol=0, atol=2e-5)
         assert row.n_utterances == len(set(sub[cols].to_numpy().ravel()) | set(sub["test"]))
+
+
+def _findings(run_dir: Path, out: Path, boot: int) -> pd.DataFrame:
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    res = CliRunner().invoke(app, ["analyze", str(run_dir), "--bootstrap", str(boot), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    return pd.read_csv(out / "findings.csv")
+
+
+def test_a_protocol_factor_gets_main_effects_and_interactions_like_any_factor(
+    tmp_path: Path, session_cache: Path, tiny_corpus
+) -> None:
+    from interbias.run.conductor import RunOptions, run
+
+    cache = isolated_cache(tmp_path, session_cache)
+    exp = tiny_experiment(tmp_path, factors=[ENROL, NOISE], trials={"targets": 8, "min_speakers": 4})
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", cache_dir=cache, quiet=True, command=["t"]
+    )
+    out = run(opts)
+    f = _findings(out.run_dir, tmp_path / "a", 200)
+    effects = set(f["effect"])
+    assert "main enrolment=k3 − enrolment=k1 (averaged over noise)" in effects
+    ie = f[f["effect"] == "IE enrolment×noise at k3, n5"]
+    assert len(ie) == 1 and ie["kind"].iloc[0] == "interaction"
+    res = out.results.set_index("cell")["eer"]
+    want = (
+        res["enrolment=k3,noise=n5"]
+        - res["enrolment=k3,noise=clean"]
+        - res["enrolment=k1,noise=n5"]
+        + res["enrolment=k1,noise=clean"]
+    )
+    assert ie["estimate"].iloc[0] == pytest.approx(want, abs=1e-12)
+    assert ie["lo"].iloc[0] <= ie["estimate"].iloc[0] <= ie["hi"].iloc[0]
+
+
+@pytest.mark.slow
+def test_e22_synthetic_runs_end_to_end_with_its_two_interactions(tmp_path: Path, session_cache: Path) -> None:
+    """The catalogue's E22 on the synthetic corpus with CAM++ (about 2.5 min on two cores): eight
+    paired cells, and the findings' enrolment × noise and vad × noise interactions with intervals."""
+    from interbias.run.conductor import RunOptions, run
+    from interbias.run.rundir import RunDir
+
+    root = Path(__file__).resolve().parents[1] / "conditions" / "E22.yaml"
+    opts = RunOptions(
+        experiment=str(root),
+        corpus="synthetic",
+        encoders=["CAM++"],
+        out=tmp_path / "r",
+        cache_dir=session_cache,
+        quiet=True,
+        command=["t"],
+    )
+    out = run(opts)
+    assert len(out.results) == 8 and (out.results["n_dropped_trials"] == 0).all()
+    rd = RunDir(out.run_dir)
+    ids = {c: tuple(rd.read_scores("CAM++", c)["trial_id"]) for c in out.results["cell"]}
+    assert len(set(ids.values())) == 1  # every cell scores the same trials
+    f = _findings(out.run_dir, tmp_path / "a", 200)
+    for effect in ("IE enrolment×noise at k3, none, gaussian_5", "IE vad×noise at k1, on, gaussian_5"):
+        row = f[(f["effect"] == effect) & (f["model"] == "CAM++")]
+        assert len(row) == 1 and np.isfinite(row[["lo", "hi"]].to_numpy()).all(), effect

@@ -9,7 +9,8 @@ data, operator resources), and estimate its size and cost:
   results rows; trials per stratum = targets + non-targets (+ spoofs);
 - embeddings: per stratum, the utterances that pass its enrol and test filters (at most
   ``utterances_per_speaker`` per speaker and side, in id order), each under every distinct chain
-  its cells apply to that side; the distinct (utterance, chain) items over strata, × encoders.
+  its cells apply to that side (and under each front end a protocol factor's VAD gives a cell);
+  the distinct (utterance, chain) items over strata, × encoders.
   The utterances come from the corpus's manifest when it is here (a ``manifest:`` file, or the
   synthetic corpus already built in the cache), from the synthetic spec when not built (every
   voice × style × sentence), else they are unknown;
@@ -228,7 +229,8 @@ def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
             side = pool[_matching(pool, selectors)].sort_values("id")
             if cap:
                 side = side.groupby("speaker", sort=False).head(cap)
-            items.update((uid, chain.fingerprint) for uid in side["id"])
+            fe = exp.frontend_for(cell).vad  # a protocol VAD embeds the same chain again
+            items.update((uid, chain.fingerprint + ("" if fe == exp.frontend.vad else f"@{fe}")) for uid in side["id"])
     ids = {uid for uid, _ in items}
     seconds = 0.0
     if "duration_s" in table.columns:
