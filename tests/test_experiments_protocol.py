@@ -246,6 +246,13 @@ def test_k1_and_k3_cells_score_the_same_trials_under_their_own_front_ends(
         ]
         np.testing.assert_allclose(scores["score"].to_numpy(), want, rtol=0, atol=2e-5)
         assert row.n_utterances == len(set(sub[cols].to_numpy().ravel()) | set(sub["test"]))
+    # a resumed run that scores only the VAD cells again keeps every row of the operations record
+    for cell in res["cell"]:
+        if "vad=on" in cell:
+            rd.cell_record_path("mfcc-stats", cell).unlink()
+    again = run(opts)
+    assert again.cells_done_before == 4 and again.n_embedded == 0
+    pd.testing.assert_frame_equal(rd.read_operations(), ops)
 
 
 def _findings(run_dir: Path, out: Path, boot: int) -> pd.DataFrame:

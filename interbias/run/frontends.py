@@ -5,7 +5,8 @@ different front ends. :class:`CellEmbedders` runs one :class:`~interbias.embeddi
 per front end (cells grouped by :meth:`Experiment.frontend_for`), each keying the embedding cache
 by its own front end's fingerprint, and hands each cell the embedder of its front end. A run whose
 cells share one front end has exactly one group, and embeds as it always did. The operations
-record of a run with several groups has a ``vad`` column (the group's VAD), part of its row key.
+record of an experiment whose cells differ in front end has a ``vad`` column (the rows' VAD),
+part of its row key, whichever of its cells an invocation scores.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class CellEmbedders:
         self, exp: Experiment, cells: Sequence[Cell], make: Callable[[FrontEnd, list[Cell]], Embedder]
     ) -> None:
         self.exp = exp
+        #: whether the experiment's cells (not only these) differ in front end
+        self.per_cell = len({exp.frontend_for(c) for c in exp.cells()}) > 1
         self.groups = {fe: (group, make(fe, group)) for fe, group in frontend_groups(exp, cells).items()}
 
     def run(self, items: ChainItems, trials_by_stratum: Any, run: Callable[[Embedder, ChainItems], None]) -> None:
@@ -66,7 +69,7 @@ class CellEmbedders:
         frames = []
         for fe, (group, emb) in self.groups.items():
             frame = operations_frame(group, trials_by_stratum, emb.realised, speakers)
-            frames.append(frame.assign(vad=fe.vad) if len(self.groups) > 1 else frame)
+            frames.append(frame.assign(vad=fe.vad) if self.per_cell else frame)
         if len(frames) == 1:
             return frames[0]
         keys = ["vad", "side", "chain_fp", "draw", "utterance"]

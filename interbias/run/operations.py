@@ -130,7 +130,7 @@ def merge_operations(earlier: pd.DataFrame | None, new: pd.DataFrame) -> pd.Data
     (a ``vad`` column, where cells have their own front ends, is part of the key)."""
     if earlier is None or earlier.empty:
         return new
-    vad = ["vad"] if "vad" in new.columns else []
+    vad = ["vad"] if "vad" in new.columns or "vad" in earlier.columns else []
     key = vad + ["utterance", "side", "chain_fp", "draw"]
     both = pd.concat([new, earlier[[c for c in COLUMNS + vad if c in earlier.columns]]], ignore_index=True)
     both = both.drop_duplicates(key, keep="first")
