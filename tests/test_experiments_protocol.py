@@ -294,7 +294,7 @@ def test_a_protocol_factor_gets_main_effects_and_interactions_like_any_factor(
 
 @pytest.mark.slow
 def test_e22_synthetic_runs_end_to_end_with_its_two_interactions(tmp_path: Path, session_cache: Path) -> None:
-    """The catalogue's E22 on the synthetic corpus with CAM++ (about 2.5 min on two cores): eight
+    """The catalogue's E22 on the synthetic corpus with CAM++ (2.5 min on a built corpus, 8 from empty): eight
     paired cells, and the findings' enrolment × noise and vad × noise interactions with intervals."""
     from interbias.run.conductor import RunOptions, run
     from interbias.run.rundir import RunDir
