@@ -1,9 +1,10 @@
 """The countermeasure registry: labels, where their checkpoints live, and loading them.
 
 Labels: ``AASIST`` and ``AASIST-L`` (:mod:`interbias.cm.aasist`, the authors' published
-checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
+checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``lfcc``, ``wavlm`` and
 ``wav2vec2`` (:mod:`interbias.cm.resnet` over :mod:`interbias.cm.frontends`; checkpoints
-written by ``interbias cm train``).
+written by ``interbias cm train``); the ADD 2023 detection baselines ``LCNN-lfcc``,
+``LCNN-wav2vec2`` (:mod:`interbias.cm.lcnn`) and ``GMM-lfcc`` (:mod:`interbias.cm.gmm`).
 
 A label's checkpoint is ``checkpoint.pt`` in ``$INTERBIAS_MODEL_<KEY>`` (same key rule as the
 encoders), else ``$INTERBIAS_MODELS/cm/<label>/``. It is read with
@@ -125,6 +126,27 @@ for _fe in FRONTENDS:
     )
 
 
+for _fe, _desc in (("lfcc", "LFCC (20 ms / 10 ms), ADD 2023 baseline S02"), ("wav2vec2", "wav2vec 2.0 features, ADD 2023 baseline S03")):
+    _register(
+        CMCard(
+            f"LCNN-{_fe}",
+            "lcnn",
+            _fe,
+            f"LCNN (Wu et al. 2020) over {_desc}",
+            f"train it: interbias cm train --model LCNN-{_fe}" + (" --frontend-path HF_FOLDER" if _fe in SSL_FRONTENDS else ""),
+        )
+    )
+_register(
+    CMCard(
+        "GMM-lfcc",
+        "gmm",
+        "lfcc",
+        "two diagonal GMMs (bona fide, spoof) over LFCC frames (30 ms / 15 ms), log-likelihood ratio; ADD 2023 baseline S01",
+        "train it: interbias cm train --model GMM-lfcc",
+    )
+)
+
+
 # ---- loading -------------------------------------------------------------------------------------
 
 
@@ -223,9 +245,14 @@ def load_cm(
     card = CM_MODELS.get(label)
     ckpt = card.checkpoint(path)
     sha = sha256_file(ckpt)
-    cm = (
-        _load_aasist(card, ckpt, sha) if card.architecture == "aasist" else _load_resnet(card, ckpt, sha, frontend_path)
-    )
+    if card.architecture == "gmm":
+        from interbias.cm.gmm import load_gmm
+
+        cm = load_gmm(card, ckpt, sha)
+    elif card.architecture == "aasist":
+        cm = _load_aasist(card, ckpt, sha)
+    else:
+        cm = _load_resnet(card, ckpt, sha, frontend_path)
     cm.policy = dataclasses.replace(cm.policy, resampler=resampler)
     return cm
 
@@ -270,6 +297,8 @@ def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path |
         raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train` checkpoint (format {FORMAT})")
     if data.get("label") != card.label:
         raise EncoderError(f"{card.label}: {ckpt} holds a {data.get('label')!r} model")
+    if data.get("task", "detection") != "detection":
+        raise EncoderError(f"{card.label}: {ckpt} is a {data.get('task')} checkpoint, not a bona fide/spoof detector")
     cfg = dict(data["config"])
     folder = frontend_path or cfg.get("frontend_path")
     net = build_network(card.label, cfg, folder, expect_frontend_sha256=data.get("frontend_sha256"))

@@ -37,13 +37,14 @@ DISTANCES = ("euclidean", "eucos")
 
 
 def check_open_set(train_labels: Sequence[str], known: Sequence[str], unknown: Sequence[str]) -> None:
-    """Refuse fewer than two known classes, or an unknown class present in the training labels."""
+    """Refuse fewer than two known classes, or an unknown class among the classes trained on
+    (``known``) or in the training labels."""
     known = list(known)
     if len(set(known)) < 2:
         raise ConfigError(
             f"open-set recognition needs at least two known classes; got {len(set(known))} ({', '.join(known) or 'none'})"
         )
-    seen = [u for u in unknown if u in set(train_labels)]
+    seen = [u for u in unknown if u in set(train_labels) | set(known)]
     if seen:
         n = sum(1 for t in train_labels if t == seen[0])
         raise ConfigError(
