@@ -26,7 +26,10 @@ app.add_typer(cm_app, name="cm")
 @guarded
 def train(
     model: Annotated[
-        str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm, -wav2vec2, AASIST or AASIST-L.")
+        str,
+        typer.Option(
+            help="CM label: ResNet18-logspec, -cqt, -lfcc, -wavlm, -wav2vec2, AASIST, AASIST-L, LCNN-lfcc, LCNN-wav2vec2 or GMM-lfcc."
+        ),
     ],
     corpus: Annotated[
         str | None, typer.Option(help="synthetic-cm: the offline proxy CM corpus (default when no --manifest).")
@@ -55,6 +58,12 @@ def train(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    task: Annotated[
+        str, typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm).")
+    ] = "detection",
+    unknown: Annotated[
+        list[str] | None, typer.Option(help="recognition: an algorithm held out of training (repeatable).")
+    ] = None,
 ) -> None:
     """Train a CM (ResNet18-<frontend>, or AASIST / AASIST-L from a seeded start) with the study's
     recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early stopping on the dev
@@ -67,6 +76,9 @@ def train(
 
     reporter = Reporter(quiet=quiet)
     data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
+    if task != "detection":
+        train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet)
+        return
     folder, info = train_model(
         model,
         data,
@@ -78,10 +90,41 @@ def train(
         reporter=reporter,
         log=(lambda m: None) if quiet else (lambda m: typer.echo(m, err=True)),
     )
+    if "iterations" in info:  # GMM-lfcc: EM iterations, no epochs
+        eer = f"{info['dev_eer']:.4f}" if "dev_eer" in info else "- (not finished)"
+        typer.echo(f"{model}: {info['iterations']} EM iteration(s) ({info['stopped']}); dev EER {eer}")
+        typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
+        return
     typer.echo(
         f"{model}: {info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']} "
         f"(val loss {info['best_val_loss']:.4f}); features {info['feature_seconds']:.1f} s, "
         f"training {info['train_seconds']:.1f} s"
+    )
+    typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
+
+
+def train_recognition(
+    model: str, data: object, task: str, unknown: list[str], config: str, sets: list[str], out: Path | None,
+    stop_after: int | None, quiet: bool,
+) -> None:  # fmt: skip
+    """``cm train --task recognition``: :func:`interbias.cm.recognition.train_recogniser`."""
+    from interbias.cm.models import CM_MODELS
+    from interbias.cm.recognition import train_recogniser
+    from interbias.cm.train import parse_settings
+    from interbias.utils.errors import ConfigError
+
+    if task != "recognition":
+        raise ConfigError(f"--task {task!r}; valid: detection, recognition")
+    if not unknown:
+        raise ConfigError("--task recognition: give the held-out algorithm with --unknown ATTACK")
+    folder = out or CM_MODELS.get(model).folder() / "recognition"
+    log = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    info = train_recogniser(
+        data, unknown, folder, label=model, preset=config, settings=parse_settings(sets), stop_after=stop_after, log=log
+    )  # type: ignore[arg-type]
+    typer.echo(
+        f"{model} recognition: known {', '.join(info['classes'])}; unknown {', '.join(unknown)}; "
+        f"{info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']}"
     )
     typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
 
