@@ -13,8 +13,9 @@ from cm_fixtures import cm_manifest
 from scipy.stats import multivariate_normal
 
 from interbias.cm.gmm import em_step, init_mixture, log_gauss
+from interbias.cm.gmm_train import train_gmm as train_model
 from interbias.cm.models import load_cm
-from interbias.cm.train import train_model
+from interbias.cm.train import train_model as train_loop
 from interbias.utils.errors import ConfigError
 
 SMALL = {"duration_s": "0.5", "n_components": "3", "max_iter": "4"}
@@ -57,7 +58,9 @@ def test_same_seed_same_mixtures_and_resume_after_a_stop(tmp_path):
     other = train_model("GMM-lfcc", m, preset="small", settings={**SMALL, "seed": "1"}, out=tmp_path / "d", log=print)
     assert other[1]["config_sha256"] != info["config_sha256"]
     ck = torch.load(tmp_path / "d" / "checkpoint.pt", weights_only=True)
-    assert not torch.equal(ck["mixtures"]["spoof"]["means"], torch.load(tmp_path / "a" / "checkpoint.pt")["mixtures"]["spoof"]["means"])
+    assert not torch.equal(
+        ck["mixtures"]["spoof"]["means"], torch.load(tmp_path / "a" / "checkpoint.pt")["mixtures"]["spoof"]["means"]
+    )
 
 
 @pytest.mark.slow
@@ -67,11 +70,22 @@ def test_resume_after_a_kill_gives_the_same_checkpoint(tmp_path):
     from run_helpers import run_child
 
     cm_manifest(tmp_path / "data")
-    args = ["cm", "train", "--model", "GMM-lfcc", "--config", "small", "--manifest", str(tmp_path / "data" / "manifest.csv")]
+    args = [
+        "cm",
+        "train",
+        "--model",
+        "GMM-lfcc",
+        "--config",
+        "small",
+        "--manifest",
+        str(tmp_path / "data" / "manifest.csv"),
+    ]
     args += [x for k, v in SMALL.items() for x in ("--set", f"{k}={v}")] + ["--quiet"]
     full = run_child([*args, "--out", str(tmp_path / "full")], timeout=600)
     assert full.returncode == 0, full.stderr
-    killed = run_child([*args, "--out", str(tmp_path / "k")], env={"INTERBIAS_CRASH_AT": "write:state.pt@3"}, timeout=600)
+    killed = run_child(
+        [*args, "--out", str(tmp_path / "k")], env={"INTERBIAS_CRASH_AT": "write:state.pt@3"}, timeout=600
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     again = run_child([*args, "--out", str(tmp_path / "k")], timeout=600)
     assert again.returncode == 0, again.stderr
@@ -90,9 +104,13 @@ def test_scores_are_the_mean_frame_llr_and_bad_settings_are_refused(tmp_path):
     tiled = np.tile(wave, 8000 // 3000 + 1)[:8000]  # the tile rule
     x = frontend()(torch.from_numpy(tiled)[None])[0].numpy().T.astype(np.float64)
     mix = cm.model.mixtures
-    assert logits[0, 0] == 0 and logits[0, 1] == pytest.approx((mixture_llk(x, mix["bonafide"]) - mixture_llk(x, mix["spoof"])).mean(), rel=1e-6)
+    assert logits[0, 0] == 0 and logits[0, 1] == pytest.approx(
+        (mixture_llk(x, mix["bonafide"]) - mixture_llk(x, mix["spoof"])).mean(), rel=1e-6
+    )
     assert cm.score([wave])[0] == pytest.approx(1 / (1 + np.exp(-logits[0, 1])), rel=1e-12)
     with pytest.raises(ConfigError, match="unknown setting 'width'"):
         train_model("GMM-lfcc", m, settings={"width": "3"}, out=tmp_path / "x")
+    with pytest.raises(ConfigError, match="GMM-lfcc is trained by EM, not this loop"):
+        train_loop("GMM-lfcc", m)
     with pytest.raises(ConfigError, match="fewer than n_components"):
         train_model("GMM-lfcc", m, settings={"duration_s": "0.5", "n_components": "100000"}, out=tmp_path / "y")

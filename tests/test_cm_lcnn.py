@@ -44,7 +44,9 @@ def test_lfcc_matches_a_numpy_restatement():
     assert got.shape == (60, 51)
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
     fb = linear_filterbank(20, 512, 16000)
-    assert fb.max() == pytest.approx(1.0, abs=0.05) and np.allclose(fb.sum(axis=0)[13:-13], 1.0)  # triangles tile the band between the outer peaks
+    assert fb.max() == pytest.approx(1.0, abs=0.05) and np.allclose(
+        fb.sum(axis=0)[13:-13], 1.0
+    )  # triangles tile the band between the outer peaks
 
 
 def test_lcnn_shapes():
@@ -54,7 +56,9 @@ def test_lcnn_shapes():
 
 def test_lcnn_lfcc_trains_byte_identically_and_resumes(tmp_path):
     m = cm_manifest(tmp_path / "data")
-    run = lambda out, **kw: train_model("LCNN-lfcc", m, settings=dict(TINY), out=tmp_path / out, log=lambda s: None, **kw)  # noqa: E731
+    run = lambda out, **kw: train_model(
+        "LCNN-lfcc", m, settings=dict(TINY), out=tmp_path / out, log=lambda s: None, **kw
+    )  # noqa: E731
     _, info = run("a")
     run("b", stop_after=1)
     run("b")
@@ -66,8 +70,12 @@ def test_lcnn_lfcc_trains_byte_identically_and_resumes(tmp_path):
 
 def test_lcnn_ssl_needs_a_local_frontend_folder(tmp_path):
     m = cm_manifest(tmp_path / "data", per_class=1)
-    with pytest.raises(EncoderError, match=r"^LCNN-wav2vec2: give the front end's Hugging Face folder \(--frontend-path\)$"):
+    with pytest.raises(
+        EncoderError, match=r"^LCNN-wav2vec2: give the front end's Hugging Face folder \(--frontend-path\)$"
+    ):
         train_model("LCNN-wav2vec2", m, settings=dict(TINY), out=tmp_path / "w", log=lambda s: None)
     with pytest.raises(EncoderError, match=r"^LCNN-wav2vec2: front-end folder .* has no config.json"):
-        train_model("LCNN-wav2vec2", m, settings=dict(TINY), out=tmp_path / "w", frontend_path=tmp_path, log=lambda s: None)
+        train_model(
+            "LCNN-wav2vec2", m, settings=dict(TINY), out=tmp_path / "w", frontend_path=tmp_path, log=lambda s: None
+        )
     assert {"LCNN-lfcc", "LCNN-wav2vec2", "GMM-lfcc", "ResNet18-lfcc"} <= set(CM_MODELS.names())

@@ -41,7 +41,9 @@ def test_training_is_deterministic_and_resumes(corpus, tmp_path):
 
 
 def test_run_track3_writes_cm_eval_files_that_score_as_reported(corpus, tmp_path):
-    s = run_track3(corpus, ["A02"], tmp_path / "t3", settings=dict(TINY), tail_size=5, threshold=0.9, log=lambda m: None)
+    s = run_track3(
+        corpus, ["A02"], tmp_path / "t3", settings=dict(TINY), tail_size=5, threshold=0.9, log=lambda m: None
+    )
     out = tmp_path / "t3"
     ref = dict(line.split() for line in (out / "reference.txt").read_text().splitlines())
     assert sum(v == UNKNOWN for v in ref.values()) == 6 and len(ref) == 18  # eval: 2 speakers × 3 × 3 algorithms
@@ -57,15 +59,26 @@ def test_run_track3_writes_cm_eval_files_that_score_as_reported(corpus, tmp_path
 
 
 def test_bad_input_one_line_each(corpus, tmp_path):
-    with pytest.raises(ConfigError, match=r"^open-set recognition: the unknown class 'A02' has 12 utterance\(s\) in the training data"):
+    with pytest.raises(
+        ConfigError, match=r"^open-set recognition: the unknown class 'A02' has 12 utterance\(s\) in the training data"
+    ):
         known_classes(corpus, ["A02"], ["A01", "A02", "bonafide"])
     with pytest.raises(ConfigError, match=r"needs at least two known classes; got 1 \(bonafide\)"):
         known_classes(corpus, ["A01", "A02"])
     with pytest.raises(ConfigError, match="class 'A09' is not in the manifest"):
         known_classes(corpus, ["A09"])
-    with pytest.raises(EncoderError, match="no train_activations.npz"):
+    with pytest.raises(EncoderError, match=r"no train_activations\.npz"):
         load_recogniser(tmp_path)
-    args = ["cm", "train", "--model", "ResNet18-lfcc", "--manifest", str(corpus.root / "manifest.csv"), "--task", "recognition"]
+    args = [
+        "cm",
+        "train",
+        "--model",
+        "ResNet18-lfcc",
+        "--manifest",
+        str(corpus.root / "manifest.csv"),
+        "--task",
+        "recognition",
+    ]
     for extra, msg in (
         ([], "give the held-out algorithm with --unknown"),
         (["--unknown", "A01", "--unknown", "A02"], "needs at least two known classes"),
@@ -77,7 +90,9 @@ def test_bad_input_one_line_each(corpus, tmp_path):
 def test_cli_trains_a_recogniser(corpus, tmp_path):
     sets = [x for k, v in {**TINY, "max_epochs": "1"}.items() for x in ("--set", f"{k}={v}")]
     args = ["cm", "train", "--model", "ResNet18-lfcc", "--manifest", str(corpus.root / "manifest.csv")]
-    res = CliRunner().invoke(app, [*args, "--task", "recognition", "--unknown", "A01", *sets, "--out", str(tmp_path / "o"), "-q"])
+    res = CliRunner().invoke(
+        app, [*args, "--task", "recognition", "--unknown", "A01", *sets, "--out", str(tmp_path / "o"), "-q"]
+    )
     assert res.exit_code == 0, res.output
     assert "ResNet18-lfcc recognition: known A02, bonafide; unknown A01; 1 epoch(s)" in res.output
     from interbias.cm.models import load_cm

@@ -59,7 +59,8 @@ def train(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     task: Annotated[
-        str, typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm).")
+        str,
+        typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm)."),
     ] = "detection",
     unknown: Annotated[
         list[str] | None, typer.Option(help="recognition: an algorithm held out of training (repeatable).")
@@ -70,6 +71,7 @@ def train(
     loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
+    from interbias.cm.models import CM_MODELS
     from interbias.cm.train import cm_manifest, parse_settings, train_model
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
@@ -78,6 +80,9 @@ def train(
     data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
     if task != "detection":
         train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet)
+        return
+    if CM_MODELS.get(model).architecture == "gmm":
+        train_em(model, data, config, set_ or [], out, stop_after, quiet)
         return
     folder, info = train_model(
         model,
@@ -90,16 +95,27 @@ def train(
         reporter=reporter,
         log=(lambda m: None) if quiet else (lambda m: typer.echo(m, err=True)),
     )
-    if "iterations" in info:  # GMM-lfcc: EM iterations, no epochs
-        eer = f"{info['dev_eer']:.4f}" if "dev_eer" in info else "- (not finished)"
-        typer.echo(f"{model}: {info['iterations']} EM iteration(s) ({info['stopped']}); dev EER {eer}")
-        typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
-        return
     typer.echo(
         f"{model}: {info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']} "
         f"(val loss {info['best_val_loss']:.4f}); features {info['feature_seconds']:.1f} s, "
         f"training {info['train_seconds']:.1f} s"
     )
+    typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
+
+
+def train_em(
+    model: str, data: object, config: str, sets: list[str], out: Path | None, stop_after: int | None, quiet: bool
+) -> None:
+    """``cm train --model GMM-lfcc``: :func:`interbias.cm.gmm_train.train_gmm` (EM, no epochs)."""
+    from interbias.cm.gmm_train import train_gmm
+    from interbias.cm.train import parse_settings
+
+    log = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    folder, info = train_gmm(
+        model, data, preset=config, settings=parse_settings(sets), out=out, stop_after=stop_after, log=log
+    )
+    eer = f"{info['dev_eer']:.4f}" if "dev_eer" in info else "- (not finished)"
+    typer.echo(f"{model}: {info['iterations']} EM iteration(s) ({info['stopped']}); dev EER {eer}")
     typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
 
 

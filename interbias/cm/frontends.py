@@ -86,7 +86,9 @@ class LFCC(nn.Module):
         self.register_buffer("window", torch.hamming_window(win, dtype=torch.float32), persistent=False)
         fb = linear_filterbank(n_filters, n_fft, SAMPLE_RATE_HZ)
         self.register_buffer("fbank", torch.from_numpy(fb.astype(np.float32)), persistent=False)
-        self.register_buffer("dct", torch.from_numpy(dct_matrix(n_ceps, n_filters).astype(np.float32)), persistent=False)
+        self.register_buffer(
+            "dct", torch.from_numpy(dct_matrix(n_ceps, n_filters).astype(np.float32)), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)

@@ -126,14 +126,18 @@ for _fe in FRONTENDS:
     )
 
 
-for _fe, _desc in (("lfcc", "LFCC (20 ms / 10 ms), ADD 2023 baseline S02"), ("wav2vec2", "wav2vec 2.0 features, ADD 2023 baseline S03")):
+for _fe, _desc in (
+    ("lfcc", "LFCC (20 ms / 10 ms), ADD 2023 baseline S02"),
+    ("wav2vec2", "wav2vec 2.0 features, ADD 2023 baseline S03"),
+):
     _register(
         CMCard(
             f"LCNN-{_fe}",
             "lcnn",
             _fe,
             f"LCNN (Wu et al. 2020) over {_desc}",
-            f"train it: interbias cm train --model LCNN-{_fe}" + (" --frontend-path HF_FOLDER" if _fe in SSL_FRONTENDS else ""),
+            f"train it: interbias cm train --model LCNN-{_fe}"
+            + (" --frontend-path HF_FOLDER" if _fe in SSL_FRONTENDS else ""),
         )
     )
 _register(
@@ -246,9 +250,7 @@ def load_cm(
     ckpt = card.checkpoint(path)
     sha = sha256_file(ckpt)
     if card.architecture == "gmm":
-        from interbias.cm.gmm import load_gmm
-
-        cm = load_gmm(card, ckpt, sha)
+        cm = _load_gmm(card, ckpt, sha)
     elif card.architecture == "aasist":
         cm = _load_aasist(card, ckpt, sha)
     else:
@@ -287,6 +289,18 @@ def _load_trained_aasist(card: CMCard, ckpt: Path, sha: str, data: dict[str, Any
     model.eval()
     info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256", "epoch")}
     return LoadedCM(card, model, InputPolicy(n_samples, card.pad), ckpt, sha, info)
+
+
+def _load_gmm(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
+    """A ``GMM-lfcc`` checkpoint (:mod:`interbias.cm.gmm_train`) as a scorer of (0, LLR) logits."""
+    from interbias.cm.gmm import CLASSES, GMMScorer, to_numpy
+
+    data = read_checkpoint(ckpt, card.label)
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("label") != card.label:
+        raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train --model {card.label}` checkpoint")
+    model = GMMScorer({c: to_numpy(data["mixtures"][c]) for c in CLASSES})
+    info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256")}
+    return LoadedCM(card, model, InputPolicy(int(data["config"]["n_samples"]), "tile"), ckpt, sha, info)
 
 
 def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:

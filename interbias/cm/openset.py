@@ -87,7 +87,9 @@ def fit_weibull(x: Sequence[float]) -> WeibullTail:
 
     lo, hi = 1e-3, 1e4
     if g(hi) < 0:
-        raise MetricError(f"Weibull fit: the values are too close to each other (shape > {hi:g}); spread {np.ptp(x):.3g}")
+        raise MetricError(
+            f"Weibull fit: the values are too close to each other (shape > {hi:g}); spread {np.ptp(x):.3g}"
+        )
     k = brentq(g, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=500)
     scale = top * float(np.mean(np.exp(k * ly))) ** (1.0 / k)
     return WeibullTail(float(k), float(scale), int(x.size))
@@ -197,7 +199,9 @@ def fit_openmax(
     for j, c in enumerate(classes):
         mine = av[(labels == c) & (pred == j)]
         if len(mine) < 2:
-            raise MetricError(f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2")
+            raise MetricError(
+                f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2"
+            )
         mu = mine.mean(axis=0)
         d = np.sort(distances(mine, mu, distance))[::-1][:tail_size]
         means.append(mu)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.cm.openset import UNKNOWN, OpenMax, SoftmaxThreshold, check_open_set, fit_openmax
-from interbias.cm.train import Data, Trainer, TrainConfig, featurize, load_waves
+from interbias.cm.train import Data, TrainConfig, Trainer, featurize, load_waves
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.corpora.manifest import Manifest
 from interbias.utils import atomic
@@ -53,7 +53,9 @@ def known_classes(manifest: Manifest, unknown: Sequence[str], known: Sequence[st
     every = {algorithm(u) for u in manifest}
     missing = [x for x in (*unknown, *(known or ())) if x not in every]
     if missing:
-        raise ConfigError(f"recognition: class {missing[0]!r} is not in the manifest (algorithms: {', '.join(sorted(every))})")
+        raise ConfigError(
+            f"recognition: class {missing[0]!r} is not in the manifest (algorithms: {', '.join(sorted(every))})"
+        )
     classes = sorted(known) if known is not None else sorted(set(train) - set(unknown))
     check_open_set([t for t in train if t in classes], classes, unknown)
     return tuple(classes)
@@ -235,7 +237,9 @@ def load_recogniser(
     classes = tuple(info.get("classes") or ())
     acts = np.load(folder / ACTIVATIONS)
     names = [classes[i] for i in acts["y"]]
-    om = fit_openmax(acts["av"], names, classes, tail_size=tail_size, alpha=alpha, threshold=threshold, distance=distance)
+    om = fit_openmax(
+        acts["av"], names, classes, tail_size=tail_size, alpha=alpha, threshold=threshold, distance=distance
+    )
     net = classifier_from(label, info)
     return Recogniser(label, net, int(info["config"]["n_samples"]), SoftmaxThreshold(classes, threshold), om)
 

@@ -243,9 +243,9 @@ def train_model(
 
     card = CM_MODELS.get(label)
     if card.architecture == "gmm":
-        from interbias.cm.gmm import train_gmm
-
-        return train_gmm(label, manifest, preset=preset, settings=settings, out=out, stop_after=stop_after, log=log)
+        raise ConfigError(
+            f"{label} is trained by EM, not this loop: interbias.cm.gmm_train.train_gmm (cm train calls it)"
+        )
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
     cfg = PRESETS[preset].override(settings or {})
