@@ -50,8 +50,10 @@ def test_lfcc_matches_a_numpy_restatement():
 
 
 def test_lcnn_shapes():
-    net = LCNN(60, width=8, n_classes=3)
-    assert net(torch.zeros(2, 60, 51)).shape == (2, 3) and net.dim == 8 * 3
+    net = LCNN(60, width=8, n_classes=3)  # MFM channels w = 4; 60 rows → 3 after four 2×2 poolings
+    assert net(torch.zeros(2, 60, 51)).shape == (2, 3) and net.dim == 4 * 3
+    baseline = LCNN(60)  # the recipe's width 64: the baseline's 64-channel first convolution, 32 after MFM
+    assert baseline.trunk[0].conv.out_channels == 64 and baseline.dim == 32 * 3
 
 
 def test_lcnn_lfcc_trains_byte_identically_and_resumes(tmp_path):

@@ -2,8 +2,9 @@
 back end (S02 on LFCC, S03 on wav2vec 2.0 features), utterance level, interbias's own definition.
 
 Layout (the LCNN of Wu et al. 2020 as in the ASVspoof 2021 LFCC-LCNN baseline, channel counts
-scaled by ``width`` w; 32 in the baseline): max-feature-map (MFM) convolutions — a convolution
-to 2c channels whose two halves are combined by an element-wise maximum —
+scaled by ``width``, the first convolution's output channels: 64 in the baseline, the recipe's
+``width``; w = width/2 below): max-feature-map (MFM) convolutions — a convolution to 2c
+channels whose two halves are combined by an element-wise maximum —
 5×5 MFM(w), 2×2 max pooling; 1×1 MFM(w), BN, 3×3 MFM(1.5w), 2×2 max pooling, BN;
 1×1 MFM(1.5w), BN, 3×3 MFM(2w), 2×2 max pooling; 1×1 MFM(2w), BN, 3×3 MFM(w), BN,
 1×1 MFM(w), BN, 3×3 MFM(w), 2×2 max pooling. The map (w, F/16, T/16) is read as a sequence over
@@ -45,12 +46,13 @@ def trunk(w: int) -> nn.Sequential:
 class LCNN(nn.Module):
     """``forward(x)`` with x of shape (batch, F, T), F and T ≥ 16 → logits (batch, n_classes)."""
 
-    def __init__(self, n_freq: int, width: int = 32, n_classes: int = 2) -> None:
+    def __init__(self, n_freq: int, width: int = 64, n_classes: int = 2) -> None:
         super().__init__()
-        if n_freq < 16:
-            raise ValueError(f"LCNN: needs at least 16 feature rows, got {n_freq}")
-        self.trunk = trunk(width)
-        dim = width * (n_freq // 16)
+        if n_freq < 16 or width < 2:
+            raise ValueError(f"LCNN: needs at least 16 feature rows and width >= 2, got {n_freq} and {width}")
+        w = width // 2
+        self.trunk = trunk(w)
+        dim = w * (n_freq // 16)
         self.lstm1 = nn.LSTM(dim, dim // 2, batch_first=True, bidirectional=True)
         self.lstm2 = nn.LSTM(dim, dim // 2, batch_first=True, bidirectional=True)
         self.fc = nn.Linear(2 * (dim // 2), n_classes)

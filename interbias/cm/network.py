@@ -67,7 +67,7 @@ def build_network(
 
         with torch.no_grad():
             n_freq = int(frontend(torch.zeros(1, 16000)).shape[1])
-        return CMNetwork(frontend, LCNN(n_freq, width=int(cfg.get("width", 32)), n_classes=n_classes))
+        return CMNetwork(frontend, LCNN(n_freq, width=int(cfg.get("width", 64)), n_classes=n_classes))
     return CMNetwork(frontend, ResNet18(width=int(cfg.get("width", 64)), n_classes=n_classes))
 
 
