@@ -58,9 +58,9 @@ def test_lcnn_shapes():
 
 def test_lcnn_lfcc_trains_byte_identically_and_resumes(tmp_path):
     m = cm_manifest(tmp_path / "data")
-    run = lambda out, **kw: train_model(
-        "LCNN-lfcc", m, settings=dict(TINY), out=tmp_path / out, log=lambda s: None, **kw
-    )  # noqa: E731
+    def run(out, **kw):
+        return train_model("LCNN-lfcc", m, settings=dict(TINY), out=tmp_path / out, log=lambda s: None, **kw)
+
     _, info = run("a")
     run("b", stop_after=1)
     run("b")

@@ -79,7 +79,7 @@ def train(
     reporter = Reporter(quiet=quiet)
     data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
     if task != "detection":
-        train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet)
+        train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet, frontend_path)
         return
     if CM_MODELS.get(model).architecture == "gmm":
         train_em(model, data, config, set_ or [], out, stop_after, quiet)
@@ -121,7 +121,7 @@ def train_em(
 
 def train_recognition(
     model: str, data: object, task: str, unknown: list[str], config: str, sets: list[str], out: Path | None,
-    stop_after: int | None, quiet: bool,
+    stop_after: int | None, quiet: bool, frontend_path: Path | None = None,
 ) -> None:  # fmt: skip
     """``cm train --task recognition``: :func:`interbias.cm.recognition.train_recogniser`."""
     from interbias.cm.models import CM_MODELS
@@ -136,7 +136,15 @@ def train_recognition(
     folder = out or CM_MODELS.get(model).folder() / "recognition"
     log = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
     info = train_recogniser(
-        data, unknown, folder, label=model, preset=config, settings=parse_settings(sets), stop_after=stop_after, log=log
+        data,
+        unknown,
+        folder,
+        label=model,
+        preset=config,
+        settings=parse_settings(sets),
+        stop_after=stop_after,
+        log=log,
+        frontend_path=frontend_path,
     )  # type: ignore[arg-type]
     typer.echo(
         f"{model} recognition: known {', '.join(info['classes'])}; unknown {', '.join(unknown)}; "
