@@ -58,6 +58,7 @@ def test_lcnn_shapes():
 
 def test_lcnn_lfcc_trains_byte_identically_and_resumes(tmp_path):
     m = cm_manifest(tmp_path / "data")
+
     def run(out, **kw):
         return train_model("LCNN-lfcc", m, settings=dict(TINY), out=tmp_path / out, log=lambda s: None, **kw)
 
