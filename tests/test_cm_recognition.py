@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from interbias.analysis.cm_eval import recognition_of_files
 from interbias.cli import app
 from interbias.cm.openset import UNKNOWN
-from interbias.cm.recognition import known_classes, load_recogniser, run_track3, train_recogniser
+from interbias.cm.recognition import known_classes, load_recogniser, run_track3, train_recogniser, with_algorithms
 from interbias.utils.errors import ConfigError, EncoderError
 
 TINY = {"duration_s": "0.5", "width": "8", "max_epochs": "3", "batch_size": "4", "lr": "0.003"}
@@ -67,6 +67,13 @@ def test_bad_input_one_line_each(corpus, tmp_path):
         known_classes(corpus, ["A01", "A02"])
     with pytest.raises(ConfigError, match="class 'A09' is not in the manifest"):
         known_classes(corpus, ["A09"])
+    ids = [u.id for u in corpus][:4]  # f1/bonafide0-2, f1/A010
+    sub = with_algorithms(corpus, [(ids[0], "bonafide"), (ids[3], "B07")])
+    assert [u.get("attack") for u in sub] == ["bonafide", "B07"] and len(sub) == 2
+    with pytest.raises(ConfigError, match=r"utterance 'f1/bonafide0' is bonafide but labelled 'A01'"):
+        with_algorithms(corpus, [(ids[0], "A01")])
+    with pytest.raises(ConfigError, match=r"utterance 'f1/bonafide0' is listed twice"):
+        with_algorithms(corpus, [(ids[0], "bonafide"), (ids[0], "bonafide")])
     with pytest.raises(EncoderError, match=r"no train_activations\.npz"):
         load_recogniser(tmp_path)
     args = [

@@ -29,7 +29,7 @@ import pandas as pd
 from interbias.cm.openset import UNKNOWN, OpenMax, SoftmaxThreshold, check_open_set, fit_openmax
 from interbias.cm.train import Data, TrainConfig, Trainer, featurize, load_waves
 from interbias.corpora.cm_corpus import check_cm_manifest
-from interbias.corpora.manifest import Manifest
+from interbias.corpora.manifest import Manifest, Utterance
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError, EncoderError
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
@@ -43,6 +43,26 @@ LABEL_FILES = {"reference": "reference.txt", "softmax": "softmax.txt", "openmax"
 def algorithm(u: Any) -> str:
     """``bonafide`` for bona fide speech, else the utterance's ``attack``."""
     return "bonafide" if u.get("label") == "bonafide" else str(u.get("attack") or "")
+
+
+def with_algorithms(manifest: Manifest, items: Sequence[tuple[str, str]]) -> Manifest:
+    """The utterances named by ``items`` (utterance id, algorithm), in that order, with ``attack``
+    set to the algorithm: the way to run Track 3 on a chosen list. An unknown or repeated id, a
+    bona fide utterance given another algorithm than ``bonafide`` or a spoof given ``bonafide``,
+    is refused."""
+    by_id = manifest.by_id()
+    utts, seen = [], set()
+    for uid, alg in items:
+        if uid not in by_id or uid in seen:
+            raise ConfigError(
+                f"recognition: utterance {uid!r} is {'listed twice' if uid in seen else 'not in the manifest'}"
+            )
+        seen.add(uid)
+        u = by_id[uid]
+        if (u.get("label") == "bonafide") != (alg == "bonafide"):
+            raise ConfigError(f"recognition: utterance {uid!r} is {u.get('label')} but labelled {alg!r}")
+        utts.append(Utterance.from_dict({**u.to_dict(), "attack": alg}))
+    return Manifest(manifest.name, manifest.root, tuple(utts))
 
 
 def known_classes(manifest: Manifest, unknown: Sequence[str], known: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -234,13 +254,13 @@ def load_recogniser(
         raise EncoderError(f"{folder}: no {ACTIVATIONS}; finish the training first (run the same command again)")
     info = read_checkpoint(folder / "checkpoint.pt", "recognition")
     label = str(info.get("label"))
+    net = classifier_from(label, info)
     classes = tuple(info.get("classes") or ())
     acts = np.load(folder / ACTIVATIONS)
     names = [classes[i] for i in acts["y"]]
     om = fit_openmax(
         acts["av"], names, classes, tail_size=tail_size, alpha=alpha, threshold=threshold, distance=distance
     )
-    net = classifier_from(label, info)
     return Recogniser(label, net, int(info["config"]["n_samples"]), SoftmaxThreshold(classes, threshold), om)
 
 
@@ -292,16 +312,21 @@ def run_track3(
     tail_size: int = 20,
     alpha: int | None = None,
     known: Sequence[str] | None = None,
+    items: Sequence[tuple[str, str]] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Track 3 on a CM manifest: train (or resume) in ``out/model``, fit the recognisers,
-    recognise every eval utterance (known and held-out), write the label files in ``out``
-    and ``out/track3.json`` (macro precision, recall, F1 per recogniser over the known classes)."""
+    """Track 3 on a CM manifest (or on the (utterance id, algorithm) ``items`` of it, see
+    :func:`with_algorithms`): train (or resume) in ``out/model`` without the ``unknown``
+    algorithms, fit the recognisers, recognise every eval utterance (known and held-out),
+    write the label files in ``out`` and ``out/track3.json`` (macro precision, recall, F1 per
+    recogniser over the known classes); returns that summary."""
     from interbias.analysis.cm import open_set_f1
     from interbias.analysis.cm_eval import recognition_record
     from interbias.audio.frontend import FrontEnd, load
 
     out = Path(out)
+    if items is not None:
+        manifest = with_algorithms(manifest, items)
     info = train_recogniser(
         manifest, unknown, out / "model", label=label, preset=preset, settings=settings, log=log, known=known
     )
