@@ -66,9 +66,11 @@ def train(
         list[str] | None, typer.Option(help="recognition: an algorithm held out of training (repeatable).")
     ] = None,
 ) -> None:
-    """Train a CM (ResNet18-<frontend>, or AASIST / AASIST-L from a seeded start) with the study's
-    recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early stopping on the dev
-    loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
+    """Train a CM (ResNet18-<frontend>, LCNN-<frontend>, or AASIST / AASIST-L from a seeded start)
+    with the study's recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early
+    stopping on the dev loss, the best epoch's checkpoint; resumes from the last finished epoch of
+    the same run. GMM-lfcc trains by EM instead; --task recognition trains one output per
+    algorithm with the --unknown ones held out (ADD 2023 Track 3).
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     from interbias.cm.models import CM_MODELS
