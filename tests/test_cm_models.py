@@ -109,7 +109,16 @@ def test_missing_weights_say_how_to_get_them(tmp_path, monkeypatch, label):
 
 def test_registry_lists_every_label():
     assert CM_MODELS.names() == sorted(
-        ["AASIST", "AASIST-L", "ResNet18-logspec", "ResNet18-cqt", "ResNet18-wavlm", "ResNet18-wav2vec2"]
+        [
+            "AASIST",
+            "AASIST-L",
+            "ResNet18-logspec",
+            "ResNet18-cqt",
+            "ResNet18-lfcc",
+            "ResNet18-wavlm",
+            "ResNet18-wav2vec2",
+        ]
+        + ["LCNN-lfcc", "LCNN-wav2vec2", "GMM-lfcc"]
     )
 
 

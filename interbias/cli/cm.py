@@ -26,7 +26,10 @@ app.add_typer(cm_app, name="cm")
 @guarded
 def train(
     model: Annotated[
-        str, typer.Option(help="CM label: ResNet18-logspec, -cqt, -wavlm, -wav2vec2, AASIST or AASIST-L.")
+        str,
+        typer.Option(
+            help="CM label: ResNet18-logspec, -cqt, -lfcc, -wavlm, -wav2vec2, AASIST, AASIST-L, LCNN-lfcc, LCNN-wav2vec2 or GMM-lfcc."
+        ),
     ],
     corpus: Annotated[
         str | None, typer.Option(help="synthetic-cm: the offline proxy CM corpus (default when no --manifest).")
@@ -55,18 +58,34 @@ def train(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    task: Annotated[
+        str,
+        typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm)."),
+    ] = "detection",
+    unknown: Annotated[
+        list[str] | None, typer.Option(help="recognition: an algorithm held out of training (repeatable).")
+    ] = None,
 ) -> None:
-    """Train a CM (ResNet18-<frontend>, or AASIST / AASIST-L from a seeded start) with the study's
-    recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early stopping on the dev
-    loss, the best epoch's checkpoint; resumes from the last finished epoch of the same run.
+    """Train a CM (ResNet18-<frontend>, LCNN-<frontend>, or AASIST / AASIST-L from a seeded start)
+    with the study's recipe: AdamW, class-weighted cross-entropy, ReduceLROnPlateau and early
+    stopping on the dev loss, the best epoch's checkpoint; resumes from the last finished epoch of
+    the same run. GMM-lfcc trains by EM instead; --task recognition trains one output per
+    algorithm with the --unknown ones held out (ADD 2023 Track 3).
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
+    from interbias.cm.models import CM_MODELS
     from interbias.cm.train import cm_manifest, parse_settings, train_model
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
 
     reporter = Reporter(quiet=quiet)
     data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
+    if task != "detection":
+        train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet, frontend_path)
+        return
+    if CM_MODELS.get(model).architecture == "gmm":
+        train_em(model, data, config, set_ or [], out, stop_after, quiet)
+        return
     folder, info = train_model(
         model,
         data,
@@ -82,6 +101,56 @@ def train(
         f"{model}: {info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']} "
         f"(val loss {info['best_val_loss']:.4f}); features {info['feature_seconds']:.1f} s, "
         f"training {info['train_seconds']:.1f} s"
+    )
+    typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
+
+
+def train_em(
+    model: str, data: object, config: str, sets: list[str], out: Path | None, stop_after: int | None, quiet: bool
+) -> None:
+    """``cm train --model GMM-lfcc``: :func:`interbias.cm.gmm_train.train_gmm` (EM, no epochs)."""
+    from interbias.cm.gmm_train import train_gmm
+    from interbias.cm.train import parse_settings
+
+    log = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    folder, info = train_gmm(
+        model, data, preset=config, settings=parse_settings(sets), out=out, stop_after=stop_after, log=log
+    )
+    eer = f"{info['dev_eer']:.4f}" if "dev_eer" in info else "- (not finished)"
+    typer.echo(f"{model}: {info['iterations']} EM iteration(s) ({info['stopped']}); dev EER {eer}")
+    typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
+
+
+def train_recognition(
+    model: str, data: object, task: str, unknown: list[str], config: str, sets: list[str], out: Path | None,
+    stop_after: int | None, quiet: bool, frontend_path: Path | None = None,
+) -> None:  # fmt: skip
+    """``cm train --task recognition``: :func:`interbias.cm.recognition.train_recogniser`."""
+    from interbias.cm.models import CM_MODELS
+    from interbias.cm.recognition import train_recogniser
+    from interbias.cm.train import parse_settings
+    from interbias.utils.errors import ConfigError
+
+    if task != "recognition":
+        raise ConfigError(f"--task {task!r}; valid: detection, recognition")
+    if not unknown:
+        raise ConfigError("--task recognition: give the held-out algorithm with --unknown ATTACK")
+    folder = out or CM_MODELS.get(model).folder() / "recognition"
+    log = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    info = train_recogniser(
+        data,
+        unknown,
+        folder,
+        label=model,
+        preset=config,
+        settings=parse_settings(sets),
+        stop_after=stop_after,
+        log=log,
+        frontend_path=frontend_path,
+    )  # type: ignore[arg-type]
+    typer.echo(
+        f"{model} recognition: known {', '.join(info['classes'])}; unknown {', '.join(unknown)}; "
+        f"{info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']}"
     )
     typer.echo(f"checkpoint: {folder / 'checkpoint.pt'}")
 

@@ -7,6 +7,12 @@
   inner product of the signal with a Hann-windowed complex exponential at f_k = f_min·2^(k/12)
   of length N_k = ⌈Q·sr / f_k⌉, normalised by N_k (Brown 1991, time-domain kernels,
   evaluated as one strided convolution).
+- ``lfcc``: linear-frequency cepstral coefficients (Sahidullah et al. 2015; the ASVspoof 2021
+  baselines' layout): a 512-point FFT of Hamming windows (``win``, ``hop``; 20 ms / 10 ms by
+  default, ``torch.stft`` centred, reflect-padded), power |X|², 20 triangular filters with
+  edges equally spaced over 0–8 kHz, log(E + 1e-10), the orthonormal DCT-II, 20 coefficients,
+  then deltas d_t = (c_{t+1} − c_{t−1})/2 (edge frames repeated) and deltas of the deltas:
+  60 rows.
 - ``wavlm`` / ``wav2vec2``: the final hidden layer (``last_hidden_state``, D × T frames at
   50 Hz) of a frozen self-supervised model read from a local Hugging Face folder
   (``from_pretrained(folder, local_files_only=True)``); the waveform is standardised per
@@ -30,7 +36,7 @@ from torch import nn
 
 from interbias.utils.errors import AudioError, EncoderError
 
-FRONTENDS = ("logspec", "cqt", "wavlm", "wav2vec2")
+FRONTENDS = ("logspec", "cqt", "lfcc", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")
 SAMPLE_RATE_HZ = 16000
 LOG_FLOOR = 1e-10
@@ -47,6 +53,49 @@ class LogSpec(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)
         return torch.log(spec.real**2 + spec.imag**2 + LOG_FLOOR)
+
+
+def linear_filterbank(n_filters: int, n_fft: int, sr: int) -> np.ndarray:
+    """(n_filters, n_fft//2 + 1) triangles with edges linspace(0, sr/2, n_filters + 2) Hz."""
+    edges = np.linspace(0.0, sr / 2, n_filters + 2)
+    f = np.arange(n_fft // 2 + 1) * sr / n_fft
+    lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    return np.maximum(0.0, np.minimum((f - lo) / (mid - lo), (hi - f) / (hi - mid)))
+
+
+def dct_matrix(n_out: int, n_in: int) -> np.ndarray:
+    """The orthonormal DCT-II, first ``n_out`` rows (``scipy.fft.dct(norm="ortho")``)."""
+    n = np.arange(n_in)
+    m = np.cos(np.pi * np.arange(n_out)[:, None] * (2 * n + 1) / (2 * n_in)) * np.sqrt(2.0 / n_in)
+    m[0] /= np.sqrt(2.0)
+    return m
+
+
+def deltas(c: torch.Tensor) -> torch.Tensor:
+    """(c_{t+1} − c_{t−1})/2 along the last axis, edge frames repeated."""
+    p = torch.cat([c[..., :1], c, c[..., -1:]], dim=-1)
+    return (p[..., 2:] - p[..., :-2]) / 2
+
+
+class LFCC(nn.Module):
+    name = "lfcc"
+
+    def __init__(self, win: int = 320, hop: int = 160, n_fft: int = 512, n_filters: int = 20, n_ceps: int = 20) -> None:
+        super().__init__()
+        self.n_fft, self.win, self.hop = n_fft, win, hop
+        self.register_buffer("window", torch.hamming_window(win, dtype=torch.float32), persistent=False)
+        fb = linear_filterbank(n_filters, n_fft, SAMPLE_RATE_HZ)
+        self.register_buffer("fbank", torch.from_numpy(fb.astype(np.float32)), persistent=False)
+        self.register_buffer(
+            "dct", torch.from_numpy(dct_matrix(n_ceps, n_filters).astype(np.float32)), persistent=False
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)
+        energy = torch.matmul(self.fbank, spec.real**2 + spec.imag**2)
+        c = torch.matmul(self.dct, torch.log(energy + LOG_FLOOR))
+        d = deltas(c)
+        return torch.cat([c, d, deltas(d)], dim=-2)
 
 
 def cqt_kernels(sr: int, fmin: float, n_bins: int, bins_per_octave: int) -> np.ndarray:
@@ -133,6 +182,8 @@ def build_frontend(name: str, ssl_folder: Path | None = None) -> nn.Module:
         return LogSpec()
     if name == "cqt":
         return CQT()
+    if name == "lfcc":
+        return LFCC()
     if name in SSL_FRONTENDS:
         if ssl_folder is None:
             raise EncoderError(f"ResNet18-{name}: give the front end's Hugging Face folder (--frontend-path)")

@@ -1,6 +1,7 @@
 """The epoch loop of ``interbias cm train``: weighted cross-entropy, AdamW with ReduceLROnPlateau
 on the validation loss, early stopping on the validation loss, a checkpoint of the best epoch and
-a resumable state (model, optimiser, scheduler, curve) after every epoch."""
+a resumable state (model, optimiser, scheduler, curve) after every epoch. A trainer with
+``n_classes`` K > 2 (algorithm recognition) gets weights n/(K·n_c) and no validation EER (NaN)."""
 
 from __future__ import annotations
 
@@ -31,17 +32,17 @@ def save(path: Path, obj: Any) -> None:
     atomic.write_bytes(path, buf.getvalue())
 
 
-def class_weights(y: Any) -> Any:
-    """w_c = n / (2·n_c) for c in (0 = spoof, 1 = bona fide)."""
+def class_weights(y: Any, n_classes: int = 2) -> Any:
+    """w_c = n / (K·n_c) for the K classes (detection: K = 2, c in 0 = spoof, 1 = bona fide)."""
     import torch
 
     n = len(y)
-    counts = torch.bincount(y, minlength=2).double()
-    return (n / (2 * counts)).float()
+    counts = torch.bincount(y, minlength=n_classes).double()
+    return (n / (n_classes * counts)).float()
 
 
 def evaluate(model: Any, data: Any, weights: Any, batch: int) -> tuple[float, np.ndarray]:
-    """(weighted cross-entropy, bona fide posteriors) of ``data`` in eval mode."""
+    """(weighted cross-entropy, class-1 posteriors) of ``data`` in eval mode."""
     import torch
 
     model.eval()
@@ -129,7 +130,7 @@ def run_epoch(
     if improved:
         p.best, p.best_epoch = val, epoch
         save(trainer.out / CHECKPOINT, {**header, "epoch": epoch, "val_loss": val, "state_dict": model.state_dict()})
-    val_eer = float(eer(post, dev.y.numpy()))
+    val_eer = float(eer(post, dev.y.numpy())) if int(dev.y.max()) <= 1 else float("nan")  # K > 2: no EER
     seconds = round(time.perf_counter() - t, 3)
     p.curve.append(
         {"epoch": epoch, "train_loss": tr, "val_loss": val, "val_eer": val_eer, "lr": lr, "best": improved,
@@ -158,7 +159,7 @@ def train_epochs(
     header = trainer.header(data_sha, fe_sha)
     model = net.classifier
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    weights = class_weights(train.y)
+    weights = class_weights(train.y, getattr(trainer, "n_classes", 2))
     trainer.out.mkdir(parents=True, exist_ok=True)
     state = resume_state(trainer, header)
     p = Progress(scheduler=make_scheduler(opt, cfg))

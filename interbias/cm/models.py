@@ -1,9 +1,10 @@
 """The countermeasure registry: labels, where their checkpoints live, and loading them.
 
 Labels: ``AASIST`` and ``AASIST-L`` (:mod:`interbias.cm.aasist`, the authors' published
-checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``wavlm`` and
+checkpoints, hash-pinned, or checkpoints written by ``interbias cm train --model AASIST``) and ``ResNet18-<frontend>`` for ``logspec``, ``cqt``, ``lfcc``, ``wavlm`` and
 ``wav2vec2`` (:mod:`interbias.cm.resnet` over :mod:`interbias.cm.frontends`; checkpoints
-written by ``interbias cm train``).
+written by ``interbias cm train``); the ADD 2023 detection baselines ``LCNN-lfcc``,
+``LCNN-wav2vec2`` (:mod:`interbias.cm.lcnn`) and ``GMM-lfcc`` (:mod:`interbias.cm.gmm`).
 
 A label's checkpoint is ``checkpoint.pt`` in ``$INTERBIAS_MODEL_<KEY>`` (same key rule as the
 encoders), else ``$INTERBIAS_MODELS/cm/<label>/``. It is read with
@@ -125,6 +126,31 @@ for _fe in FRONTENDS:
     )
 
 
+for _fe, _desc in (
+    ("lfcc", "LFCC (20 ms / 10 ms), ADD 2023 baseline S02"),
+    ("wav2vec2", "wav2vec 2.0 features, ADD 2023 baseline S03"),
+):
+    _register(
+        CMCard(
+            f"LCNN-{_fe}",
+            "lcnn",
+            _fe,
+            f"LCNN (Wu et al. 2020) over {_desc}",
+            f"train it: interbias cm train --model LCNN-{_fe}"
+            + (" --frontend-path HF_FOLDER" if _fe in SSL_FRONTENDS else ""),
+        )
+    )
+_register(
+    CMCard(
+        "GMM-lfcc",
+        "gmm",
+        "lfcc",
+        "two diagonal GMMs (bona fide, spoof) over LFCC frames (30 ms / 15 ms), log-likelihood ratio; ADD 2023 baseline S01",
+        "train it: interbias cm train --model GMM-lfcc",
+    )
+)
+
+
 # ---- loading -------------------------------------------------------------------------------------
 
 
@@ -223,9 +249,12 @@ def load_cm(
     card = CM_MODELS.get(label)
     ckpt = card.checkpoint(path)
     sha = sha256_file(ckpt)
-    cm = (
-        _load_aasist(card, ckpt, sha) if card.architecture == "aasist" else _load_resnet(card, ckpt, sha, frontend_path)
-    )
+    if card.architecture == "gmm":
+        cm = _load_gmm(card, ckpt, sha)
+    elif card.architecture == "aasist":
+        cm = _load_aasist(card, ckpt, sha)
+    else:
+        cm = _load_resnet(card, ckpt, sha, frontend_path)
     cm.policy = dataclasses.replace(cm.policy, resampler=resampler)
     return cm
 
@@ -262,6 +291,18 @@ def _load_trained_aasist(card: CMCard, ckpt: Path, sha: str, data: dict[str, Any
     return LoadedCM(card, model, InputPolicy(n_samples, card.pad), ckpt, sha, info)
 
 
+def _load_gmm(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
+    """A ``GMM-lfcc`` checkpoint (:mod:`interbias.cm.gmm_train`) as a scorer of (0, LLR) logits."""
+    from interbias.cm.gmm import CLASSES, GMMScorer, to_numpy
+
+    data = read_checkpoint(ckpt, card.label)
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("label") != card.label:
+        raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train --model {card.label}` checkpoint")
+    model = GMMScorer({c: to_numpy(data["mixtures"][c]) for c in CLASSES})
+    info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256")}
+    return LoadedCM(card, model, InputPolicy(int(data["config"]["n_samples"]), "tile"), ckpt, sha, info)
+
+
 def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:
     from interbias.cm.network import build_network
 
@@ -270,6 +311,8 @@ def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path |
         raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train` checkpoint (format {FORMAT})")
     if data.get("label") != card.label:
         raise EncoderError(f"{card.label}: {ckpt} holds a {data.get('label')!r} model")
+    if data.get("task", "detection") != "detection":
+        raise EncoderError(f"{card.label}: {ckpt} is a {data.get('task')} checkpoint, not a bona fide/spoof detector")
     cfg = dict(data["config"])
     folder = frontend_path or cfg.get("frontend_path")
     net = build_network(card.label, cfg, folder, expect_frontend_sha256=data.get("frontend_sha256"))

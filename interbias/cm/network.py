@@ -46,7 +46,8 @@ def frontend_sha256(folder: Path) -> str:
 def build_network(
     label: str, cfg: dict[str, Any], frontend_folder: Any, *, expect_frontend_sha256: str | None = None
 ) -> CMNetwork:
-    """The network of ``label`` (``ResNet18-<frontend>``) with config ``cfg`` (``width``)."""
+    """The network of ``label`` (``ResNet18-<frontend>`` or ``LCNN-<frontend>``) with config
+    ``cfg`` (``width``; ``n_classes``, default 2)."""
     fe_name = label.split("-", 1)[1]
     folder = Path(frontend_folder).expanduser() if frontend_folder else None
     if fe_name in SSL_FRONTENDS and folder is not None and expect_frontend_sha256:
@@ -56,7 +57,18 @@ def build_network(
                 f"{label}: front-end folder {folder} (sha256 {got[:16]}) is not the one the checkpoint was "
                 f"trained with ({expect_frontend_sha256[:16]}); give it with --frontend-path"
             )
-    return CMNetwork(build_frontend(fe_name, folder), ResNet18(width=int(cfg.get("width", 64))))
+    try:
+        frontend = build_frontend(fe_name, folder)
+    except EncoderError as exc:  # the front end's messages name the ResNet label
+        raise EncoderError(str(exc).replace(f"ResNet18-{fe_name}", label)) from None
+    n_classes = int(cfg.get("n_classes", 2))
+    if label.startswith("LCNN-"):
+        from interbias.cm.lcnn import LCNN
+
+        with torch.no_grad():
+            n_freq = int(frontend(torch.zeros(1, 16000)).shape[1])
+        return CMNetwork(frontend, LCNN(n_freq, width=int(cfg.get("width", 64)), n_classes=n_classes))
+    return CMNetwork(frontend, ResNet18(width=int(cfg.get("width", 64)), n_classes=n_classes))
 
 
 def aasist_network(label: str, n_samples: int) -> CMNetwork:

@@ -241,10 +241,14 @@ def train_model(
     from interbias.cm.network import torch_threads
     from interbias.utils.progress import Reporter
 
+    card = CM_MODELS.get(label)
+    if card.architecture == "gmm":
+        raise ConfigError(
+            f"{label} is trained by EM, not this loop: interbias.cm.gmm_train.train_gmm (cm train calls it)"
+        )
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
     cfg = PRESETS[preset].override(settings or {})
-    card = CM_MODELS.get(label)
     folder = Path(out) if out else card.folder() / ("trained" if card.architecture == "aasist" else "")
     trainer = Trainer(label, cfg, folder, Path(frontend_path) if frontend_path else None, log)
     with torch_threads():
