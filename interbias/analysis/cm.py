@@ -286,9 +286,7 @@ def location_scores(
     a, b = weights
     res = "seconds" if r is None else f"{r:g}"
     s_tp, s_fp, s_fn = s_tp * unit, s_fp * unit, s_fn * unit
-    return LocationScores(
-        n, tp, tn, fp, fn, acc, s_tp, s_fp, s_fn, prec, rec, f1, a * acc + b * f1, res, tuple(notes)
-    )
+    return LocationScores(n, tp, tn, fp, fn, acc, s_tp, s_fp, s_fn, prec, rec, f1, a * acc + b * f1, res, tuple(notes))
 
 
 # ---- open-set algorithm recognition ----------------------------------------------------------

@@ -139,9 +139,7 @@ def wdsr(
         typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
 
 
-@cm_app.command(
-    "location", epilog="Example: interbias cm-eval location reference.txt prediction.txt --resolution 10ms"
-)
+@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt --resolution 10ms")
 @guarded
 def location(
     reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],

@@ -90,7 +90,9 @@ class LFCC(nn.Module):
         super().__init__()
         self.register_buffer("window", torch.hann_window(WIN, dtype=torch.float32), persistent=False)
         self.register_buffer("fb", torch.from_numpy(linear_filterbank().astype(np.float32)), persistent=False)
-        self.register_buffer("dct", torch.from_numpy(dct_matrix(N_CEPS, N_FILTERS).astype(np.float32)), persistent=False)
+        self.register_buffer(
+            "dct", torch.from_numpy(dct_matrix(N_CEPS, N_FILTERS).astype(np.float32)), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = n_frames(x.shape[-1])
@@ -167,7 +169,9 @@ class FrameTrainer(Trainer):
         fe = FrontEnd(sample_rate_hz=self.cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
         x = featurize(net, load_waves(manifest, utts, self.cfg, "zero"))
         lengths = [len(load(manifest.resolve(u), fe).samples) for u in utts]
-        y = np.stack([frame_labels(u, min(n, self.cfg.n_samples), x.shape[-1]) for u, n in zip(utts, lengths, strict=True)])
+        y = np.stack(
+            [frame_labels(u, min(n, self.cfg.n_samples), x.shape[-1]) for u, n in zip(utts, lengths, strict=True)]
+        )
         return Data(x, torch.from_numpy(y), [u.id for u in utts])
 
 
@@ -217,7 +221,9 @@ def load_frame_detector(path: Path | None = None) -> FrameDetector:
     p = Path(path) if path else models_dir() / "cm" / LABEL
     ckpt = p / "checkpoint.pt" if p.is_dir() else p
     if not ckpt.is_file():
-        raise EncoderError(f"{LABEL}: no checkpoint at {ckpt}; train it: interbias cm train --model {LABEL} --corpus synthetic-had")
+        raise EncoderError(
+            f"{LABEL}: no checkpoint at {ckpt}; train it: interbias cm train --model {LABEL} --corpus synthetic-had"
+        )
     data = read_checkpoint(ckpt, LABEL)
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("label") != LABEL:
         raise EncoderError(f"{LABEL}: {ckpt} is not an `interbias cm train --model {LABEL}` checkpoint")
@@ -245,7 +251,9 @@ class RegionRule:
         return self
 
 
-def regions_from_posteriors(p_fake: np.ndarray, n_samples: int, rule: RegionRule = RegionRule()) -> list[tuple[int, int]]:
+def regions_from_posteriors(
+    p_fake: np.ndarray, n_samples: int, rule: RegionRule = RegionRule()
+) -> list[tuple[int, int]]:
     """Fake regions ``(start, end)`` in samples (module docstring)."""
     fake = np.asarray(p_fake) > rule.threshold
     out, t, n = [], 0, len(fake)
@@ -260,3 +268,26 @@ def regions_from_posteriors(p_fake: np.ndarray, n_samples: int, rule: RegionRule
             out.append((t * HOP, min((t1 + 1) * HOP, n_samples)))
         t = t1 + 1
     return [(a, b) for a, b in out if b > a]
+
+
+def train_frames_cli(
+    model: str, corpus: str | None, manifest: Path | None, cache: Path, preset: str, settings: dict[str, str],
+    out: Path | None, stop_after: int | None, reporter: Any, log: Callable[[str], None],
+) -> tuple[Path, dict[str, Any]]:  # fmt: skip
+    """``cm train`` for the frame detector: ``--corpus synthetic-had`` (the default) or a manifest
+    with ``fake_regions``; another label with ``synthetic-had`` is refused."""
+    from interbias.corpora import read_manifest
+    from interbias.corpora.had import build_had_corpus
+
+    if model != LABEL:
+        raise ConfigError(f"cm train: --corpus synthetic-had trains the frame detector {LABEL}, not {model}")
+    if manifest is not None and corpus is not None:
+        raise ConfigError("give --corpus or --manifest, not both")
+    if corpus not in (None, "synthetic-had"):
+        raise ConfigError(
+            f"{LABEL}: corpus {corpus!r}: valid: synthetic-had; else give --manifest FILE with fake_regions"
+        )
+    data = read_manifest(Path(manifest)) if manifest is not None else build_had_corpus(cache, reporter=reporter)
+    return train_frames(
+        data, preset=preset, settings=settings, out=out, stop_after=stop_after, reporter=reporter, log=log
+    )

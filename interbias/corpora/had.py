@@ -66,9 +66,7 @@ class HADSpec:
             raise CorpusError("synthetic-had: need 0 < min_segment_s <= max_segment_s and crossfade_ms >= 0")
 
 
-def draw_regions(
-    spec: HADSpec, host_id: str, n_host: int, donors: list[tuple[str, np.ndarray]]
-) -> list[Region]:
+def draw_regions(spec: HADSpec, host_id: str, n_host: int, donors: list[tuple[str, np.ndarray]]) -> list[Region]:
     """The regions of one partially fake host (module docstring); donors are (id, waveform)."""
     rng = derive_rng("had-regions", spec.seed, host_id)
     n_seg = int(rng.integers(1, spec.max_segments + 1))
@@ -95,14 +93,19 @@ def _load(manifest: Manifest, u: Utterance) -> np.ndarray:
 
 def build_had_corpus(cache: Path, spec: HADSpec = HADSpec(), reporter: Any = None) -> Manifest:
     """Build (or reuse) the HAD-style corpus under ``cache`` (module docstring)."""
-    from interbias.audio.frontend import write_flac16
-
     spec.check()
     cache = Path(cache).resolve()
     final = cache / "cm-corpora" / f"synthetic-had-v{VERSION}-{spec.key()}"
     if (final / "manifest.jsonl").is_file():
         return Manifest.read(final / "manifest.jsonl", name="synthetic-had")
-    base = build_cm_corpus(cache, spec.cm_spec(), reporter=reporter)
+    return write_had(build_cm_corpus(cache, spec.cm_spec(), reporter=reporter), final, spec)
+
+
+def write_had(base: Manifest, final: Path, spec: HADSpec) -> Manifest:
+    """Splice the bona fide utterances of the CM manifest ``base`` into ``final`` (module docstring)."""
+    from interbias.audio.frontend import write_flac16
+
+    check_cm_manifest(base)
     work = final.with_name(final.name + ".partial")
     (work / "audio").mkdir(parents=True, exist_ok=True)
     spoofs: dict[str, list[Utterance]] = {}

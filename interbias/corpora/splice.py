@@ -56,15 +56,21 @@ def check_regions(regions: Sequence[Region], n_samples: int, *, crossfade: int =
                 f"{where}: region {i} [{r.start}, {r.end}) runs outside the utterance's {n_samples} samples"
             )
         if i and r.start < regions[i - 1].start:
-            raise CorpusError(f"{where}: region {i} starts at {r.start}, before region {i - 1} ({regions[i - 1].start})")
+            raise CorpusError(
+                f"{where}: region {i} starts at {r.start}, before region {i - 1} ({regions[i - 1].start})"
+            )
         if r.start < last_end:
             raise CorpusError(f"{where}: region {i} [{r.start}, {r.end}) overlaps region {i - 1} (ends at {last_end})")
         if 2 * crossfade > r.length:
-            raise CorpusError(f"{where}: region {i} ({r.length} samples) is shorter than twice the cross-fade ({crossfade})")
+            raise CorpusError(
+                f"{where}: region {i} ({r.length} samples) is shorter than twice the cross-fade ({crossfade})"
+            )
         last_end = r.end
 
 
-def splice(host: np.ndarray, regions: Sequence[Region], donors: Sequence[np.ndarray], *, crossfade: int = 0) -> np.ndarray:
+def splice(
+    host: np.ndarray, regions: Sequence[Region], donors: Sequence[np.ndarray], *, crossfade: int = 0
+) -> np.ndarray:
     """The host with each region replaced by its donor's samples (module docstring)."""
     host = np.asarray(host, dtype=np.float32)
     check_regions(regions, len(host), crossfade=crossfade)
@@ -101,7 +107,9 @@ def segment_line(utt: str, fake: Sequence[tuple[int, int]], n_samples: int, samp
     parts, pos = [], 0
     for a, b in fake:
         if a < pos or b <= a or b > n_samples:
-            raise CorpusError(f"segment file: {utt}: fake region [{a}, {b}) is empty, unsorted, overlapping or past the end")
+            raise CorpusError(
+                f"segment file: {utt}: fake region [{a}, {b}) is empty, unsorted, overlapping or past the end"
+            )
         if a > pos:
             parts.append(f"{seconds(pos, sample_rate_hz)}-{seconds(a, sample_rate_hz)}-T")
         parts.append(f"{seconds(a, sample_rate_hz)}-{seconds(b, sample_rate_hz)}-F")
