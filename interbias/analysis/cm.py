@@ -247,7 +247,7 @@ def location_scores(
     frames of ``resolution_s``) and the weighted score of ADD 2023 Track 2 (module docstring)."""
     _match(ref, pred, "location")
     r = resolution_s
-    regions = (lambda x: x) if r is None else (lambda x: to_frames(x, r))  # noqa: E731
+    regions = (lambda x: x) if r is None else (lambda x: to_frames(x, r))
     unit = 1.0 if r is None else r
     tp = tn = fp = fn = 0
     s_tp = s_fp = s_fn = 0.0

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from interbias.cm.train import PRESETS, Data, Trainer, featurize, load_waves, select
+from interbias.cm.train import PRESETS, Data, Trainer, featurize, load_waves
 from interbias.corpora.splice import parse_region_attr
 from interbias.utils.errors import ConfigError, EncoderError
 
