@@ -185,6 +185,7 @@ def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
     return speaker_level_attributes(manifest, selected=selected, declared=exp.speaker_level, exempt=exp.utterance_level)
 
 
+from interbias.corpora import add2023 as _add2023  # noqa: E402,F401
 from interbias.corpora import asvspoof5 as _asvspoof5  # noqa: E402,F401
 from interbias.corpora import cm_corpus as _cm_corpus  # noqa: E402,F401
 from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401
