@@ -122,7 +122,8 @@ def write_had(base: Manifest, final: Path, spec: HADSpec) -> Manifest:
         if fake and not cands:
             no_donor += 1
         d = u.to_dict()
-        d.update(id=f"had:{u.id}", path=str(base.resolve(u)), label="bonafide", attack="bonafide", fake_regions="")
+        d.update(id=f"had:{u.id}", path=str(base.resolve(u)), label="bonafide", attack="bonafide", fake_regions="",
+                 duration_s=len(host) / SAMPLE_RATE_HZ, sample_rate_hz=SAMPLE_RATE_HZ)  # fmt: skip
         regions: list[Region] = []
         if fake and cands:
             donors = [(s.id, _load(base, s)) for s in cands]
