@@ -115,6 +115,18 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         typer.echo(f"{s['label']:18s} {s['state']:8s} {s['detail']}")
 
 
+RegionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="LCNN-LFCC-frames: write the located fake regions to this segment file (cm-eval location's layout)."
+    ),
+]
+ThresholdOption = Annotated[float, typer.Option(help="--regions: a frame is fake when P(fake) exceeds this.")]
+MinRegionOption = Annotated[
+    float, typer.Option(help="--regions: runs of fake frames shorter than this (seconds) are dropped.")
+]
+
+
 @cm_app.command(
     "score",
     epilog="Example: interbias cm score AASIST a.flac b.wav --out scores.csv",
@@ -150,16 +162,9 @@ def score(
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (scores and what they mean).")] = False,
-    regions: Annotated[
-        Path | None,
-        typer.Option(
-            help="LCNN-LFCC-frames: write the located fake regions to this segment file (cm-eval location's layout)."
-        ),
-    ] = None,
-    threshold: Annotated[float, typer.Option(help="--regions: a frame is fake when P(fake) exceeds this.")] = 0.5,
-    min_region_s: Annotated[
-        float, typer.Option(help="--regions: runs of fake frames shorter than this (seconds) are dropped.")
-    ] = 0.05,
+    regions: RegionsOption = None,
+    threshold: ThresholdOption = 0.5,
+    min_region_s: MinRegionOption = 0.05,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
