@@ -3,6 +3,7 @@ group recomputed from the written segment files), the Track 3 hook refused in on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -70,9 +71,19 @@ def test_track2_end_to_end_scores_match_the_segment_files(tmp_path):
             row = res[(res["cell"] == cell) & (res["group"] == group)].iloc[0]
             assert row["score"] == pytest.approx(want.score) and row["n_utterances"] == len(ids)
     assert "## Track 2" in (out.run_dir / "tracks_report.md").read_text()
-    # the detector was trained once, into the cache; a second run reuses it and writes the same scores
+    assert out.n_embedded == 4 * len(evals) and json.loads((out.run_dir / "run.json").read_text())["n_failures"] == 0
+
+
+@pytest.mark.slow
+def test_a_second_run_reuses_the_detector_and_writes_the_same_scores(tmp_path):
+    write_had(cm_manifest(tmp_path / "data"), tmp_path / "had", HADSpec(min_segment_s=0.05, max_segment_s=0.15))
+    exp = _exp(tmp_path, tmp_path / "had" / "manifest.jsonl")
+    first = pd.read_csv(run_tracks_experiment(_options(tmp_path), exp=exp).run_dir / "results.csv")
+    (ckpt,) = (tmp_path / "cache" / "cm-tracks").glob("*/checkpoint.pt")
+    stamp = ckpt.stat().st_mtime_ns
     again = run_tracks_experiment(_options(tmp_path), exp=exp)
-    pd.testing.assert_frame_equal(pd.read_csv(again.run_dir / "results.csv"), res)
+    pd.testing.assert_frame_equal(pd.read_csv(again.run_dir / "results.csv"), first)
+    assert ckpt.stat().st_mtime_ns == stamp  # trained once: the second run resumed past the last epoch
 
 
 def test_track3_hook_and_bad_settings_are_one_line(tmp_path):

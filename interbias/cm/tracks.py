@@ -64,6 +64,9 @@ class TrackResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     report: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
+    #: (utterance, cell) items scored, and those a cell's chain or decoding failed on.
+    n_scored: int = 0
+    n_failed: int = 0
 
 
 TRACK_RUNNERS: dict[int, Callable[[TrackContext, dict[str, Any]], TrackResult]] = {}
@@ -138,10 +141,10 @@ def run_tracks_experiment(options: Any, reporter: Any = None, *, exp: Any = None
     record = {
         "run_id": run_id, "experiment": exp.resolved(), "command": options.command,
         "manifest_sha256": manifest.sha256(), "tracks": {str(s["track"]): r.record for s, r in zip(specs, results, strict=True)},
-        "seconds": round(time.perf_counter() - t0, 2),
+        "n_failures": sum(r.n_failed for r in results), "seconds": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     RunDir(folder).write_run_json(record)
-    return RunOutcome(folder, frame, len(frame), 0, 0, [])
+    return RunOutcome(folder, frame, sum(r.n_scored for r in results), 0, 0, [])
 
 
 # ---- Track 2 ---------------------------------------------------------------------------------
@@ -229,7 +232,8 @@ def run_track2(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     record = {"model": LABEL, "checkpoint": str(det.checkpoint), **det.info, "rule": vars(rule),
               "resolution_s": resolution, "n_failed": {k: len(v) for k, v in failed.items()},
               "failed_first": {k: v[:5] for k, v in failed.items() if v}}  # fmt: skip
-    return TrackResult(rows, report, record)
+    n_failed = sum(len(v) for v in failed.values())
+    return TrackResult(rows, report, record, len(ev) * len(cells) - n_failed, n_failed)
 
 
 def safe(cell_id: str) -> str:
