@@ -72,6 +72,10 @@ def test_track2_end_to_end_scores_match_the_segment_files(tmp_path):
             assert row["score"] == pytest.approx(want.score) and row["n_utterances"] == len(ids)
     assert "## Track 2" in (out.run_dir / "tracks_report.md").read_text()
     assert out.n_embedded == 4 * len(evals) and json.loads((out.run_dir / "run.json").read_text())["n_failures"] == 0
+    from interbias.cli.run import closing
+
+    info = closing(out, 1.0)
+    assert info["failed_utterances"] == 0 and info["next"] == f"read {out.run_dir / 'tracks_report.md'}"
 
 
 @pytest.mark.slow

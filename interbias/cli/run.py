@@ -180,7 +180,9 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
-        "next": f"interbias report {outcome.run_dir}",
+        "next": f"interbias report {outcome.run_dir}"
+        if not (outcome.run_dir / "tracks_report.md").is_file()  # a tracks run writes its own report
+        else f"read {outcome.run_dir / 'tracks_report.md'}",
     }
 
 
