@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +92,8 @@ def test_location_zero_guards_are_reported() -> None:
         ("a 0-1-T", "f:1: expected 'UTT_ID START-END-T/START-END-F/... LABEL', got 'a 0-1-T'"),
         ("a 0-1-X 1", "f:1: segment '0-1-X' is not START-END-T or START-END-F (seconds)"),
         ("a 1-0.5-T 1", "f:1: segment '1-0.5-T' ends before it starts"),
-        ("a 0-1-T/0.5-2-F 0", "f:1: segment '0.5-2-F' overlaps or precedes the previous one"),
+        ("a 0-1-T/0.5-2-F 0", "f:1: segment '0.5-2-F' overlaps the previous one (which ends at 1 s)"),
+        ("a 1-2-T/0-0.5-F 0", "f:1: segment '0-0.5-F' is out of order (starts before the previous segment)"),
         ("a 0-1-T/1-2-F 1", "f:1: label 1 disagrees with the segments (0 = fake exactly when a segment is F)"),
         ("a 0-1-T 2", "f:1: label '2' is not 1 (genuine) or 0 (fake)"),
     ],
@@ -182,3 +184,55 @@ def test_cli_cm_eval(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["n_models"] == 2 and out["n_samples"] == 3
+
+
+#: ADD 2023 Track 2 at two resolutions. u1 fake [0.5, 1.0) predicted [0.73, 1.234); u2 genuine with a
+#: false alarm [0.2, 0.6) (a sentence FP only: segments are counted on reference-fake utterances);
+#: u3 genuine, correct; u4 fake [0, 0.3) missed.
+RES_REF = "u1 0-0.5-T/0.5-1.0-F/1.0-2.0-T 0\nu2 0-1-T 1\nu3 0-1-T 1\nu4 0-0.3-F/0.3-1-T 0\n"
+RES_PRED = "u1 0-0.73-T/0.73-1.234-F/1.234-2-T 0\nu2 0-0.2-T/0.2-0.6-F/0.6-1-T 0\nu3 0-1-T 1\nu4 0-1-T 1\n"
+
+
+@pytest.mark.parametrize(
+    ("resolution", "tp", "fp", "fn"),
+    [
+        # continuous: u1 TP [.73, 1) FP [1, 1.234) FN [.5, .73); u4 FN .3
+        ("seconds", 0.27, 0.234, 0.23 + 0.3),
+        # 0.1 s frames, fake when the centre (k + .5)/10 is inside: u1 ref frames 5..9, pred 7..11; u4 frames 0..2
+        ("0.1", 0.3, 0.2, 0.2 + 0.3),
+        # 10 ms: u1 ref frames 50..99, pred 73..122 (centre 1.225 < 1.234); u4 frames 0..29
+        ("10ms", 0.27, 0.23, 0.23 + 0.3),
+    ],
+)
+def test_location_at_two_resolutions_hand_computed(tmp_path: Path, resolution: str, tp, fp, fn) -> None:
+    from interbias.analysis.cm import parse_resolution
+
+    (tmp_path / "ref.txt").write_text(RES_REF)
+    (tmp_path / "pred.txt").write_text(RES_PRED)
+    ref = read_segment_labels(tmp_path / "ref.txt", reference=True)
+    pred = read_segment_labels(tmp_path / "pred.txt", reference=False)
+    res = location_scores(ref, pred, resolution_s=parse_resolution(resolution))
+    assert (res.sentence_tp, res.sentence_tn, res.sentence_fp, res.sentence_fn) == (1, 1, 1, 1)
+    assert res.sentence_accuracy == 0.5
+    assert (res.segment_tp_s, res.segment_fp_s, res.segment_fn_s) == pytest.approx((tp, fp, fn), abs=1e-12)
+    p, r = tp / (tp + fp), tp / (tp + fn)
+    assert res.segment_precision == pytest.approx(p) and res.segment_recall == pytest.approx(r)
+    assert res.score == pytest.approx(0.3 * 0.5 + 0.7 * 2 * p * r / (p + r))
+    assert res.resolution == ("seconds" if resolution == "seconds" else f"{parse_resolution(resolution):g}")
+    out = CliRunner().invoke(
+        app, ["cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--resolution",
+              resolution, "--json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["segment_tp_s"] == pytest.approx(tp)
+
+
+def test_frame_rule_at_a_centre_and_bad_resolutions() -> None:
+    from interbias.analysis.cm import parse_resolution, to_frames
+
+    # [0.05, 0.15) holds the centre 0.05 of frame 0 but not the centre 0.15 of frame 1
+    assert to_frames([(0.05, 0.15), (0.0, 0.3)], 0.1) == [(0, 1), (0, 3)]
+    assert parse_resolution("seconds") is None and parse_resolution("20ms") == pytest.approx(0.02)
+    for bad, msg in (("fast", "give 'seconds' or a frame length"), ("0", "must lie in (0, 10]")):
+        with pytest.raises(MetricError, match=re.escape(msg)):
+            parse_resolution(bad)

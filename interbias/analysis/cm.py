@@ -17,9 +17,14 @@ reference file the label must agree with the segments (0 exactly when some segme
 in a prediction the label is the sentence decision and the ``F`` segments the located regions.
 
 - Sentence accuracy A = (TP + TN) / N over all utterances, fake as the positive class (Eq. 5).
-- Segment precision, recall and F1 (Eqs. 6–8) over the reference-fake utterances, counted in
-  seconds: TP = duration fake in both, FP = predicted fake but genuine, FN = fake but predicted
-  genuine (a frame-level count at infinitely fine resolution).
+- Segment precision, recall and F1 (Eqs. 6–8) over the reference-fake utterances only (a
+  genuine utterance's predicted regions are false alarms that enter the sentence accuracy):
+  TP = time fake in both, FP = predicted fake but genuine, FN = fake but predicted genuine.
+  The resolution is stated and selectable: ``seconds`` counts continuous time (a frame count at
+  infinitely fine resolution); a frame length ``r`` (the challenge's labels are frame-based, e.g.
+  r = 0.01 s) cuts time into frames ``[k·r, (k+1)·r)`` and counts a frame as fake when its
+  centre ``(k + ½)·r`` lies in a fake segment ``[start, end)``; TP/FP/FN are then frame counts
+  × r (still seconds).
 - Score = 0.3 · A + 0.7 · F1 (Eq. 9).
 
 **Algorithm recognition (Track 3, open set).** Over the C known classes, P = (1/C) Σ TP_i /
@@ -31,6 +36,7 @@ with no predictions (or no samples) has a 0/0 term: it counts as 0 and is report
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -136,8 +142,10 @@ def parse_segment_line(line: str, *, where: str, reference: bool) -> SegmentLabe
         a, b, flag = float(m.group(1)), float(m.group(2)), m.group(3) == "F"
         if b <= a:
             raise MetricError(f"{where}: segment {seg!r} ends before it starts")
+        if out and a < out[-1][0]:
+            raise MetricError(f"{where}: segment {seg!r} is out of order (starts before the previous segment)")
         if a < last_end - 1e-9:
-            raise MetricError(f"{where}: segment {seg!r} overlaps or precedes the previous one")
+            raise MetricError(f"{where}: segment {seg!r} overlaps the previous one (which ends at {last_end:g} s)")
         last_end = b
         out.append((a, b, flag))
     fake = label == "0"
@@ -163,11 +171,11 @@ def read_segment_labels(path: Path, *, reference: bool) -> dict[str, SegmentLabe
     return out
 
 
-def _length(regions: list[tuple[float, float]]) -> float:
+def _length(regions: list[tuple[float, float]] | list[tuple[int, int]]) -> float:
     return float(sum(b - a for a, b in regions))
 
 
-def _overlap(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
+def _overlap(x: list, y: list) -> float:
     return float(sum(max(0.0, min(b, d) - max(a, c)) for a, b in x for c, d in y))
 
 
@@ -186,6 +194,8 @@ class LocationScores:
     segment_recall: float
     segment_f1: float
     score: float
+    #: ``seconds`` (continuous) or the frame length in seconds, as text (e.g. ``0.01``).
+    resolution: str = "seconds"
     notes: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
@@ -206,33 +216,61 @@ def _match(ref: dict, pred: dict, what: str) -> None:
         raise MetricError(f"{what}: " + "; ".join(parts))
 
 
+def parse_resolution(text: str | float | None) -> float | None:
+    """``seconds`` (or None) → None; a frame length: ``0.01``, ``10ms`` or ``0.01s`` → seconds."""
+    if text is None or str(text).strip().lower() in ("seconds", "continuous", ""):
+        return None
+    raw = str(text).strip().lower()
+    try:
+        value = float(raw[:-2]) / 1000 if raw.endswith("ms") else float(raw.removesuffix("s"))
+    except ValueError:
+        raise MetricError(f"--resolution {text!r}: give 'seconds' or a frame length such as 0.01 or 10ms") from None
+    if not 0 < value <= 10:
+        raise MetricError(f"--resolution {text!r}: a frame length must lie in (0, 10] seconds")
+    return value
+
+
+def to_frames(regions: list[tuple[float, float]], r: float) -> list[tuple[int, int]]:
+    """Frames ``[k0, k1)`` whose centres (k + ½)·r lie in each region ``[a, b)``."""
+    first = lambda t: math.ceil(round(t / r - 0.5, 6))  # noqa: E731 - the first frame whose centre is >= t
+    return [(first(a), first(b)) for a, b in regions]
+
+
 def location_scores(
-    ref: dict[str, SegmentLabel], pred: dict[str, SegmentLabel], *, weights: tuple[float, float] = LOCATION_WEIGHTS
+    ref: dict[str, SegmentLabel],
+    pred: dict[str, SegmentLabel],
+    *,
+    weights: tuple[float, float] = LOCATION_WEIGHTS,
+    resolution_s: float | None = None,
 ) -> LocationScores:
-    """Sentence accuracy, segment P/R/F1 (seconds, over reference-fake utterances) and the
-    weighted score of ADD 2023 Track 2."""
+    """Sentence accuracy, segment P/R/F1 (over reference-fake utterances, continuous seconds or
+    frames of ``resolution_s``) and the weighted score of ADD 2023 Track 2 (module docstring)."""
     _match(ref, pred, "location")
+    r = resolution_s
+    regions = (lambda x: x) if r is None else (lambda x: to_frames(x, r))
+    unit = 1.0 if r is None else r
     tp = tn = fp = fn = 0
     s_tp = s_fp = s_fn = 0.0
     notes = []
-    for utt, r in ref.items():
+    for utt, rl in ref.items():
         p = pred[utt]
-        if r.fake and p.fake:
+        if rl.fake and p.fake:
             tp += 1
-        elif r.fake:
+        elif rl.fake:
             fn += 1
         elif p.fake:
             fp += 1
         else:
             tn += 1
-        if r.fake:
-            both = _overlap(r.fake_regions, p.fake_regions)
+        if rl.fake:
+            rf, pf = regions(rl.fake_regions), regions(p.fake_regions)
+            both = _overlap(rf, pf)
             s_tp += both
-            s_fp += _length(p.fake_regions) - both
-            s_fn += _length(r.fake_regions) - both
+            s_fp += _length(pf) - both
+            s_fn += _length(rf) - both
     n = tp + tn + fp + fn
     acc = (tp + tn) / n
-    if s_tp + s_fp > 0:
+    if s_tp + s_fp > 0:  # counts in seconds, or in frames until the end
         prec = s_tp / (s_tp + s_fp)
     else:
         prec = 0.0
@@ -246,7 +284,9 @@ def location_scores(
     if prec + rec == 0:
         notes.append("segment precision and recall are 0: F1 set to 0")
     a, b = weights
-    return LocationScores(n, tp, tn, fp, fn, acc, s_tp, s_fp, s_fn, prec, rec, f1, a * acc + b * f1, tuple(notes))
+    res = "seconds" if r is None else f"{r:g}"
+    s_tp, s_fp, s_fn = s_tp * unit, s_fp * unit, s_fn * unit
+    return LocationScores(n, tp, tn, fp, fn, acc, s_tp, s_fp, s_fn, prec, rec, f1, a * acc + b * f1, res, tuple(notes))
 
 
 # ---- open-set algorithm recognition ----------------------------------------------------------

@@ -28,11 +28,16 @@ def train(
     model: Annotated[
         str,
         typer.Option(
-            help="CM label: ResNet18-logspec, -cqt, -lfcc, -wavlm, -wav2vec2, AASIST, AASIST-L, LCNN-lfcc, LCNN-wav2vec2 or GMM-lfcc."
+            help="CM label: ResNet18-logspec, -cqt, -lfcc, -wavlm, -wav2vec2, AASIST, AASIST-L, LCNN-lfcc, "
+            "LCNN-wav2vec2, GMM-lfcc, or LCNN-LFCC-frames (the frame-level region detector of ADD 2023 Track 2)."
         ),
     ],
     corpus: Annotated[
-        str | None, typer.Option(help="synthetic-cm: the offline proxy CM corpus (default when no --manifest).")
+        str | None,
+        typer.Option(
+            help="synthetic-cm: the offline proxy CM corpus (default when no --manifest); synthetic-had: its "
+            "partially fake (spliced) form, for LCNN-LFCC-frames."
+        ),
     ] = None,
     manifest: Annotated[
         Path | None,
@@ -78,25 +83,29 @@ def train(
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
 
-    reporter = Reporter(quiet=quiet)
-    data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
-    if task != "detection":
-        train_recognition(model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet, frontend_path)
-        return
-    if CM_MODELS.get(model).architecture == "gmm":
-        train_em(model, data, config, set_ or [], out, stop_after, quiet)
-        return
-    folder, info = train_model(
-        model,
-        data,
-        preset=config,
-        settings=parse_settings(set_ or []),
-        out=out,
-        frontend_path=frontend_path,
-        stop_after=stop_after,
-        reporter=reporter,
-        log=(lambda m: None) if quiet else (lambda m: typer.echo(m, err=True)),
-    )
+    reporter, log = Reporter(quiet=quiet), (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    if corpus == "synthetic-had" or model == "LCNN-LFCC-frames":  # Track 2: the frame-level detector
+        from interbias.cm.lcnn_frames import train_frames_cli
+
+        folder, info = train_frames_cli(model, corpus, manifest, cache_dir or default_cache(), config,
+                                        parse_settings(set_ or []), out, stop_after, reporter, log)  # fmt: skip
+    else:
+        data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
+        if task != "detection":
+            train_recognition(
+                model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet, frontend_path
+            )
+            return
+        if CM_MODELS.get(model).architecture == "gmm":
+            train_em(model, data, config, set_ or [], out, stop_after, quiet)
+            return
+        folder, info = train_model(model, data, preset=config, settings=parse_settings(set_ or []), out=out,
+                                   frontend_path=frontend_path, stop_after=stop_after, reporter=reporter, log=log)  # fmt: skip
+    _trained(model, folder, info)
+
+
+def _trained(model: str, folder: Path, info: dict) -> None:
+    """The closing lines of ``cm train``: epochs, best epoch, timings and the checkpoint path."""
     typer.echo(
         f"{model}: {info['epochs_done']} epoch(s) ({info['stopped']}), best epoch {info['best_epoch']} "
         f"(val loss {info['best_val_loss']:.4f}); features {info['feature_seconds']:.1f} s, "
@@ -169,6 +178,18 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         typer.echo(f"{s['label']:18s} {s['state']:8s} {s['detail']}")
 
 
+RegionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="LCNN-LFCC-frames: write the located fake regions to this segment file (cm-eval location's layout)."
+    ),
+]
+ThresholdOption = Annotated[float, typer.Option(help="--regions: a frame is fake when P(fake) exceeds this.")]
+MinRegionOption = Annotated[
+    float, typer.Option(help="--regions: runs of fake frames shorter than this (seconds) are dropped.")
+]
+
+
 @cm_app.command(
     "score",
     epilog="Example: interbias cm score AASIST a.flac b.wav --out scores.csv",
@@ -204,10 +225,14 @@ def score(
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (scores and what they mean).")] = False,
+    regions: RegionsOption = None,
+    threshold: ThresholdOption = 0.5,
+    min_region_s: MinRegionOption = 0.05,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
-    model's own input policy (docs/countermeasures.md). A file that cannot be scored is one line
+    model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,
+    with --regions, its located fake regions instead. A file that cannot be scored is one line
     on stderr and the exit status is 1; the others are still written."""
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
@@ -223,6 +248,11 @@ def score(
         raise ConfigError(f"--out {out}: give a .csv or .json file")
     job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed, list(chain or []))
     chain_for(job.op, job.params, job.chain)  # a bad operator or chain is refused before the model loads
+    if regions is not None or model == "LCNN-LFCC-frames":
+        from interbias.cm.regions import score_regions_cli
+
+        score_regions_cli(model, job, checkpoint, regions, threshold, min_region_s)
+        return
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}

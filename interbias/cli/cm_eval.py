@@ -139,19 +139,29 @@ def wdsr(
         typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
 
 
-@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt")
+@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt --resolution 10ms")
 @guarded
 def location(
     reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],
     prediction: Annotated[Path, typer.Argument(help="Predicted segment labels, same layout.")],
+    resolution: Annotated[
+        str,
+        typer.Option(
+            help="seconds (continuous time) or a frame length, e.g. 10ms or 0.01: a frame counts as fake "
+            "when its centre lies in a fake segment."
+        ),
+    ] = "seconds",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Manipulated-region location: sentence accuracy, segment precision/recall/F1 (seconds, over
-    reference-fake utterances) and score = 0.3·accuracy + 0.7·F1."""
-    from interbias.analysis.cm import location_scores, read_segment_labels
+    """Manipulated-region location: sentence accuracy over all utterances, segment
+    precision/recall/F1 over reference-fake utterances (at the stated resolution) and score =
+    0.3·accuracy + 0.7·F1."""
+    from interbias.analysis.cm import location_scores, parse_resolution, read_segment_labels
 
     res = location_scores(
-        read_segment_labels(reference, reference=True), read_segment_labels(prediction, reference=False)
+        read_segment_labels(reference, reference=True),
+        read_segment_labels(prediction, reference=False),
+        resolution_s=parse_resolution(resolution),
     )
     d = res.as_dict()
     if as_json:

@@ -28,11 +28,16 @@ def encoder_labels(text: str) -> list[str]:
 
 def conductor(exp: Any) -> Any:
     """The function that runs the loaded experiment ``exp``: the SV runner, or the countermeasure
-    conductor (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block."""
+    conductor (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block,
+    the ADD 2023 tracks conductor (:mod:`interbias.cm.tracks`) for one with a ``tracks`` block."""
     from interbias.cm.experiment import run_cm_experiment
     from interbias.run.conductor import run
     from interbias.run.preflight import is_countermeasure
 
+    if "tracks" in exp.raw:
+        from interbias.cm.tracks import run_tracks_experiment
+
+        return run_tracks_experiment
     return run_cm_experiment if is_countermeasure(exp) else run
 
 
@@ -175,7 +180,9 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
-        "next": f"interbias report {outcome.run_dir}",
+        "next": f"interbias report {outcome.run_dir}"
+        if not (outcome.run_dir / "tracks_report.md").is_file()  # a tracks run writes its own report
+        else f"read {outcome.run_dir / 'tracks_report.md'}",
     }
 
 

@@ -33,9 +33,12 @@ def save(path: Path, obj: Any) -> None:
 
 
 def class_weights(y: Any, n_classes: int = 2) -> Any:
-    """w_c = n / (K·n_c) for the K classes (detection: K = 2, c in 0 = spoof, 1 = bona fide)."""
+    """w_c = n / (K·n_c) for the K classes (detection: K = 2, c in 0 = spoof, 1 = bona fide);
+    labels < 0 (padding frames of a frame-level detector, cross-entropy's ``ignore_index``) are
+    not counted."""
     import torch
 
+    y = y[y >= 0]
     n = len(y)
     counts = torch.bincount(y, minlength=n_classes).double()
     return (n / (n_classes * counts)).float()
@@ -130,7 +133,9 @@ def run_epoch(
     if improved:
         p.best, p.best_epoch = val, epoch
         save(trainer.out / CHECKPOINT, {**header, "epoch": epoch, "val_loss": val, "state_dict": model.state_dict()})
-    val_eer = float(eer(post, dev.y.numpy())) if int(dev.y.max()) <= 1 else float("nan")  # K > 2: no EER
+    lab = dev.y.numpy().reshape(-1)  # frame-level detectors: every labelled frame is a trial
+    kept = lab >= 0
+    val_eer = float(eer(post.reshape(-1)[kept], lab[kept])) if int(lab[kept].max()) <= 1 else float("nan")  # K > 2
     seconds = round(time.perf_counter() - t, 3)
     p.curve.append(
         {"epoch": epoch, "train_loss": tr, "val_loss": val, "val_eer": val_eer, "lr": lr, "best": improved,
@@ -187,13 +192,18 @@ def train_epochs(
     info = {
         **{k: v for k, v in header.items() if k != "format"},
         "n_train": len(train.y), "n_dev": len(dev.y),
-        "n_train_bonafide": int(train.y.sum()), "n_dev_bonafide": int(dev.y.sum()),
+        "n_train_bonafide": n_bonafide(train.y), "n_dev_bonafide": n_bonafide(dev.y),
         "class_weights": [float(w) for w in weights], "epochs_done": done,
         "best_epoch": p.best_epoch, "best_val_loss": p.best, "stopped": stopped,
         "feature_seconds": round(feat_s, 3), "train_seconds": round(sum(r["seconds"] for r in p.curve), 3),
     }  # fmt: skip
     write_info(trainer.out, info)
     return info
+
+
+def n_bonafide(y: Any) -> int:
+    """Bona fide utterances: labels 1 (one label per utterance), or rows without a fake (0) frame."""
+    return int((~(y.reshape(len(y), -1) == 0).any(1)).sum())
 
 
 def write_info(out: Path, info: dict[str, Any]) -> None:

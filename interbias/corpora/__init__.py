@@ -185,10 +185,12 @@ def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
     return speaker_level_attributes(manifest, selected=selected, declared=exp.speaker_level, exempt=exp.utterance_level)
 
 
+from interbias.corpora import add2023 as _add2023  # noqa: E402,F401
 from interbias.corpora import asvspoof5 as _asvspoof5  # noqa: E402,F401
 from interbias.corpora import cm_corpus as _cm_corpus  # noqa: E402,F401
 from interbias.corpora import commonvoice as _commonvoice  # noqa: E402,F401
 from interbias.corpora import ears as _ears  # noqa: E402,F401
+from interbias.corpora import had as _had  # noqa: E402,F401
 from interbias.corpora import l2arctic as _l2arctic  # noqa: E402,F401
 from interbias.corpora import ravdess as _ravdess  # noqa: E402,F401
 from interbias.corpora import synthetic as _synthetic  # noqa: E402,F401
