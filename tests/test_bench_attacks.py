@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_attacks  # noqa: E402
+import bench_attacks
 
 
 def test_rows_time_each_method_per_encoder() -> None:

@@ -133,10 +133,11 @@ def _check(spec: AttackSpec, where: str) -> None:
                 raise ConfigError(f"{where}: attacks.{key}: {exc}") from None
 
 
-def check_attack_experiment(spec: AttackSpec | None, exp: Any, where: str) -> None:
-    """What the attack stage cannot serve in this experiment, as one :class:`ConfigError` line."""
+def check_attack_experiment(exp: Any, where: str) -> Any:
+    """``exp`` itself; what its attack stage cannot serve is one :class:`ConfigError` line."""
+    spec = exp.attacks
     if spec is None:
-        return
+        return exp
     if exp.spoofing is not None:
         raise ConfigError(
             f"{where}: attacks: adversarial attacks perturb bona fide test utterances against the verification "
@@ -153,3 +154,4 @@ def check_attack_experiment(spec: AttackSpec | None, exp: Any, where: str) -> No
     ):
         if not ok:
             raise ConfigError(f"{where}: attacks: not available with {problem}")
+    return exp

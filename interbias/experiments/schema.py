@@ -250,7 +250,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
-    exp = Experiment(
+    experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
         question=_question(raw.get("question", ""), where),
@@ -275,8 +275,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         scoring=_scoring(raw.get("scoring"), trials, where),
         attacks=parse_attacks(raw.get("attacks"), where),
     )
-    check_attack_experiment(exp.attacks, exp, where)
-    return exp
+    return check_attack_experiment(experiment, where)
 
 
 def _scoring(raw: Any, trials: TrialSpec, where: str) -> ScoreNormSpec:
