@@ -171,3 +171,35 @@ def attack_analysis(run_path: Path, resolved: dict[str, Any], *, n_boot: int = N
     atomic.write_csv(Path(run_path) / GAPS, gap_table(summary, reps, factors))
     atomic.write_bytes(Path(run_path) / CURVES, curves_figure(summary, list(factors)))
     return [SUMMARY, GAPS, CURVES]
+
+
+def attack_section(folder: Path, rep: Any) -> None:
+    """The report's section on the attack tables and curves, when the run wrote them."""
+    from interbias.analysis.report_document import Figure
+
+    folder = Path(folder)
+    if not (folder / SUMMARY).is_file():
+        return
+    def budgets(frame: pd.DataFrame) -> pd.DataFrame:  # as written (the report's number format rounds to 0.001)
+        return frame.assign(budget=frame["budget"].map(lambda b: f"{float(b):g}")) if len(frame) else frame
+
+    summary = budgets(pd.read_csv(folder / SUMMARY))
+    gaps = budgets(pd.read_csv(folder / GAPS, keep_default_na=False) if (folder / GAPS).is_file() else pd.DataFrame())
+    rep.heading("Adversarial attacks")
+    rep.para(
+        "Success rate of the attacks by group at each model's dev threshold (impostor: attacked non-targets "
+        "accepted; lockout: attacked targets rejected); budget 0 is the clean trials rescored. Intervals: 95 % "
+        f"speaker bootstrap ({N_BOOT} replicates) over the attacked trials ({SUMMARY})."
+    )
+    rep.table(summary, [*KEYS, "n", "success_rate", "ci_low", "ci_high", "mean_linf", "mean_snr_db", "mean_queries"])
+    if len(gaps):
+        n_res = int(gaps["resolved"].astype(str).str.lower().eq("true").sum())
+        rep.para(
+            f"Group gaps in success rate and their change under each acoustic level ({GAPS}): {n_res} of {len(gaps)} "
+            "intervals exclude 0 (per-comparison intervals, not adjusted for multiplicity)."
+        )
+        rep.table(gaps, ["model", "cell", "kind", "method", "budget", "term", "versus", "estimate", "ci_low",
+                         "ci_high", "resolved"])  # fmt: skip
+    if (folder / CURVES).is_file():
+        caption = "Success rate against budget per group and acoustic level, with speaker-bootstrap intervals."
+        rep.figure(Figure("attack_curves", "Attack success against budget", caption, (folder / CURVES).read_bytes()))
