@@ -180,6 +180,7 @@ def attack_section(folder: Path, rep: Any) -> None:
     folder = Path(folder)
     if not (folder / SUMMARY).is_file():
         return
+
     def budgets(frame: pd.DataFrame) -> pd.DataFrame:  # as written (the report's number format rounds to 0.001)
         return frame.assign(budget=frame["budget"].map(lambda b: f"{float(b):g}")) if len(frame) else frame
 

@@ -9,7 +9,8 @@ method and budget, before any operator, against its trial's enrolment vector und
 reference cell's enrolment chain (every acoustic factor at its reference level); the attacked
 audio then passes through each cell's test chain (a codec after the attack) and is embedded by
 the encoder's run-time path and cosine-scored against that cell's enrolment vector. A clean
-budget (ε = 0, SNR = inf) leaves the audio as it is, so its rows rescore the cell's own trials.
+budget (ε = 0, SNR = inf) leaves the audio as it is: its vector is checked to equal the run's bit
+for bit, and its rows carry the cell's own scores (``clean_score``, from the scores file).
 
 The threshold is one per encoder: ``attacks.threshold`` (default the EER threshold) chosen on
 the dev trials of the reference cells, pooled over strata. Attacked waveforms are cached under
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def dev_threshold(rule: ThresholdRule, emb: Embedder, cells: list[Cell], frame: 
         dev = frame[frame["stratum"] == cell.stratum]
         dev = dev[dev["split"] == "dev"] if "split" in dev.columns else dev.iloc[:0]
         if dev.empty:
-            raise RunError(f"attacks: threshold {rule.label} needs dev trials; stratum {cell.stratum} has none")
+            raise RunError(f"threshold {rule.label} needs dev trials; stratum {cell.stratum} has none")
         enrol = np.stack([emb.vectors[(u, cell.enrol_chain.fingerprint, enc.fingerprint)] for u in dev["enrol"]])
         test = np.stack([emb.vectors[(u, cell.test_chain.fingerprint, enc.fingerprint)] for u in dev["test"]])
         idx = np.arange(len(dev))
@@ -92,7 +93,7 @@ def dev_threshold(rule: ThresholdRule, emb: Embedder, cells: list[Cell], frame: 
     try:
         return rule.choose(np.concatenate(scores), np.concatenate(labels))
     except (AnalysisError, ValueError) as exc:
-        raise RunError(f"attacks: {enc.label}: no {rule.label} dev threshold ({exc})") from None
+        raise RunError(f"{enc.label}: no {rule.label} dev threshold ({exc})") from None
 
 
 @dataclass
@@ -133,6 +134,15 @@ class Stage:
     cache: AttackCache
     exclude: dict[str, frozenset[str]]
     reference: dict[str, Cell]
+    scores: dict[tuple[str, str], dict[int, float]] = field(default_factory=dict)
+
+    def cell_score(self, model: str, cell: str, trial_id: int) -> float:
+        """The trial's score in the cell's scores file (what the cell measured)."""
+        key = (model, cell)
+        if key not in self.scores:
+            frame = self.ctx.run.read_scores(model, cell)
+            self.scores[key] = dict(zip(frame["trial_id"].astype(int), frame["score"].astype(float), strict=True))
+        return self.scores[key][trial_id]
 
     def degrade(self, cell: Cell, wave: np.ndarray, uid: str, rate: int) -> np.ndarray:
         """``wave`` through the cell's test chain, realised as the embedding stage realises it."""
@@ -197,7 +207,7 @@ def _vectors(ctx: RunContext, picked: pd.DataFrame, cells: list[Cell], refs: lis
     db.close()
     failed = sorted({m for m in emb.failures.values()})
     if failed:
-        raise RunError(f"attacks: {len(failed)} utterance(s) have no embedding, e.g. {failed[0]}")
+        raise RunError(f"{len(failed)} utterance(s) have no embedding, e.g. {failed[0]}")
     return emb
 
 
@@ -210,6 +220,14 @@ def run_attacks(ctx: RunContext) -> str | None:
     picked = pd.concat(
         [attacked_trials(ctx.exp, frame, s, k).assign(kind=k) for s in ctx.trials.strata for k in spec.kinds]
     )
+    short = [
+        f"{s} {k}"
+        for s in ctx.trials.strata
+        for k in spec.kinds
+        if not len(picked[(picked["stratum"] == s) & (picked["kind"] == k)])
+    ]
+    if short:
+        raise RunError(f"no eval trials to attack for {', '.join(short)}")
     emb = _vectors(ctx, picked, cells, refs)
     rule = ThresholdRule.parse(spec.threshold)
     stage = Stage(
@@ -242,8 +260,14 @@ def _attack_trial(stage: Stage, trial: Any, params: list[AttackParams], cells: l
                 enrol = emb.vectors[(trial.enrol, cell.enrol_chain.fingerprint, enc.fingerprint)]
                 clean = emb.vectors[(trial.test, cell.test_chain.fingerprint, enc.fingerprint)]
                 attacked = enc.embed([stage.degrade(cell, hit.wave, trial.test, rate)])[0]
-                tests = np.stack([clean, attacked])
-                scores = cosine_scores(enrol[None, :], tests, np.zeros(2, np.int64), np.arange(2))
+                scores = [stage.cell_score(enc.label, cell.id, int(trial.trial_id)), 0.0]
+                if p.is_clean:  # the clean trial itself: its vector must be the run's, its score the cell's
+                    if attacked.tobytes() != clean.tobytes():
+                        raise RunError(f"{enc.label}: {trial.test} in {cell.id} embeds differently from the run")
+                    scores[1] = scores[0]
+                else:
+                    scores[1] = float(cosine_scores(enrol[None, :], attacked[None, :], np.zeros(1, np.int64),
+                                                    np.zeros(1, np.int64))[0])  # fmt: skip
                 accepted = bool(scores[1] >= thr)
                 rows.append(
                     {

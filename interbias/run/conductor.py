@@ -95,7 +95,10 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
             work = _find_work(ctx)
             emb = _embed(ctx, work)
             _score(ctx, work, emb)
-            run_attacks(ctx)
+            try:
+                run_attacks(ctx)
+            except InterbiasError as exc:  # reported like an errored cell; the scored cells are written
+                work.errored.append(f"attacks: {exc}")
             return _write(ctx, work, emb)
         except atomic.WriteError as exc:
             raise RunError(
