@@ -28,13 +28,13 @@ CHANNEL = {
 }
 
 
-def attack_experiment(tmp: Path, **overrides) -> Path:
+def attack_experiment(tmp: Path, attacks: dict | None = None, **overrides) -> Path:
     return tiny_experiment(
         tmp,
         "T24",
         factors=[gender_factor(), CHANNEL],
         trials={"targets": 40, "min_speakers": 2, "dev_share": 0.4},
-        attacks=dict(ATTACKS),
+        attacks=dict(attacks or ATTACKS),
         **overrides,
     )
 
@@ -150,3 +150,18 @@ def test_a_spoofing_section_is_refused_in_one_line(tmp_path):
         load_experiment(exp)
     assert "attacks: adversarial attacks perturb bona fide test utterances" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_nes_through_a_run_counts_its_queries(tmp_path, session_cache, tiny_corpus):
+    nes = {"samples": 4, "queries": 20}
+    exp = attack_experiment(
+        tmp_path, {"methods": ["nes"], "budgets": [0.003], "steps": 3, "trials": 2, "kinds": ["impostor"], "nes": nes}
+    )
+    done = run_child(run_args(exp, tmp_path / "out", isolated_cache(tmp_path, session_cache)))
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(only_run_dir(tmp_path / "out") / "attacks.csv")
+    assert set(table["method"]) == {"nes"}
+    # one query checks the clean input; each step costs 2·4 + 1 and must fit in 20
+    assert table["queries"].isin([1, 10, 19]).all() and (table["steps"] <= 2).all()
+    assert ((table["queries"] - 1) == 9 * table["steps"]).all()
