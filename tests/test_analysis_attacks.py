@@ -83,7 +83,16 @@ def test_written_tables_give_gaps_and_their_change_under_the_channel(tmp_path):
     clean = gaps[(gaps["term"] == "gap") & (gaps["cell"] == "gender=male,channel=clean")].iloc[0]
     assert clean["estimate"] == pytest.approx(rate[("male", "clean")] - rate[("female", "clean")])
     assert clean["ci_low"] <= clean["estimate"] <= clean["ci_high"]
-    assert clean["resolved"] == (clean["ci_low"] > 0 or clean["ci_high"] < 0)
+    reps = replicates(t, 200, 3)
+    key = ("M", "gender=male,channel=clean", "impostor", "pgd", "linf", 0.002)
+    ref = ("M", "gender=female,channel=clean", "impostor", "pgd", "linf", 0.002)
+    diff = reps[key][1] - reps[ref][1]
+    assert clean["p_boot"] == pytest.approx(min(1, 2 * min((diff <= 0).mean(), (diff >= 0).mean())))
+    m = len(gaps)
+    ordered = np.sort(gaps["p_boot"].to_numpy())
+    holm = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * ordered))
+    np.testing.assert_allclose(np.sort(gaps["p_holm"].to_numpy()), holm)
+    assert (gaps["resolved"].astype(str) == (gaps["p_holm"] < 0.05).astype(str)).all()
     change = gaps[gaps["term"] == "gap_change"].iloc[0]
     assert change["versus"] == "channel=amr_nb"
     want = (rate[("male", "amr_nb")] - rate[("female", "amr_nb")]) - (

@@ -8,7 +8,8 @@
 - ``attack_gaps.csv``: per population factor, each level's success rate minus the reference
   level's (term ``gap``), and, per acoustic factor, how that gap changes from the reference
   level to each other level (term ``gap_change``, a difference of differences); both from the
-  same replicates, ``resolved`` when the interval excludes 0.
+  same replicates, with a two-sided bootstrap p-value (``p_boot``) Holm-adjusted over every row
+  of the table (``p_holm``; the family is the run's attack gaps), ``resolved`` when ``p_holm`` < 0.05.
 - ``attack_curves.png``: success rate against budget, one panel per model × kind, one line per
   group and acoustic level, with the intervals.
 """
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.multiplicity import adjust
 from interbias.analysis.plots import legend_outside, new_figure, palette, png
 from interbias.utils import atomic
 
@@ -31,6 +33,7 @@ CURVES = "attack_curves.png"
 KEYS = ["model", "cell", "kind", "method", "norm", "budget"]
 N_BOOT = 1000
 LEVEL = 0.95
+ALPHA = 0.05
 
 
 def replicates(table: pd.DataFrame, n_boot: int, seed: int) -> dict[tuple, tuple[float, np.ndarray]]:
@@ -102,7 +105,11 @@ def gap_table(summary: pd.DataFrame, reps: dict, factors: dict[str, dict[str, An
                     continue
                 est0, r0 = gap({**levels, a: factors[a]["reference"]})
                 rows.append(_gap_row(rec, g, levels[g], ref, "gap_change", f"{a}={levels[a]}", est - est0, r - r0))
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p_holm"] = adjust(out["p_boot"].to_numpy(), "holm")
+        out["resolved"] = out["p_holm"] < ALPHA
+    return out
 
 
 def _gap_row(rec: Any, factor: str, level: str, ref: str, term: str, under: str, est: float, reps: np.ndarray) -> dict:
@@ -122,8 +129,17 @@ def _gap_row(rec: Any, factor: str, level: str, ref: str, term: str, under: str,
         "estimate": est,
         "ci_low": float(lo[0]),
         "ci_high": float(hi[0]),
-        "resolved": bool(lo[0] > 0 or hi[0] < 0),
+        "p_boot": bootstrap_p(reps),
     }
+
+
+def bootstrap_p(reps: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of a difference: 2·min(P(r ≤ 0), P(r ≥ 0)) over the finite
+    replicates, at most 1 (NaN without any)."""
+    r = reps[np.isfinite(reps)]
+    if not len(r):
+        return float("nan")
+    return float(min(1.0, 2 * min(np.mean(r <= 0), np.mean(r >= 0))))
 
 
 def curves_figure(summary: pd.DataFrame, factors: list[str]) -> bytes:
@@ -197,10 +213,10 @@ def attack_section(folder: Path, rep: Any) -> None:
         n_res = int(gaps["resolved"].astype(str).str.lower().eq("true").sum())
         rep.para(
             f"Group gaps in success rate and their change under each acoustic level ({GAPS}): {n_res} of {len(gaps)} "
-            "intervals exclude 0 (per-comparison intervals, not adjusted for multiplicity)."
+            "resolved (bootstrap p-value Holm-adjusted over all of them below 0.05; the intervals are per comparison)."
         )
         rep.table(gaps, ["model", "cell", "kind", "method", "budget", "term", "versus", "estimate", "ci_low",
-                         "ci_high", "resolved"])  # fmt: skip
+                         "ci_high", "p_holm", "resolved"])  # fmt: skip
     if (folder / CURVES).is_file():
         caption = "Success rate against budget per group and acoustic level, with speaker-bootstrap intervals."
         rep.figure(Figure("attack_curves", "Attack success against budget", caption, (folder / CURVES).read_bytes()))
