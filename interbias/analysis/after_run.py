@@ -1,6 +1,6 @@
 """The analyses a run writes beside its results (:mod:`interbias.run.rundir` names the files):
 the spoofing table (DSR over encoders per cell) for spoofing experiments; text_pairs.csv
-(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials."""
+(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials; the attack tables and curves (:mod:`interbias.analysis.attacks`) when it has attacks.csv."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 import pandas as pd
 
+from interbias.analysis.attacks import attack_analysis
 from interbias.analysis.fairness import fairness_for_run
 from interbias.analysis.spoofing import dsr_by_cell
 from interbias.analysis.text_pairs import text_pairs_table
 from interbias.corpora.manifest import Manifest
-from interbias.run.rundir import ATTRIBUTES, TEXT_PAIRS, RunDir
+from interbias.run.rundir import ATTACKS, ATTRIBUTES, EXPERIMENT, TEXT_PAIRS, RunDir
 from interbias.trials.sampler import TrialList
 from interbias.utils import atomic
 from interbias.utils.errors import InterbiasError
@@ -39,6 +40,8 @@ def run_analyses(
             report = fairness_for_run(run.path) if len(results) else None
             if report is not None:
                 out["fairness"] = [p.name for p in report.write(run.path)]
+        if run.file(ATTACKS).is_file():
+            out["attacks"] = attack_analysis(run.path, run.read_json(EXPERIMENT) or {})
     except InterbiasError as exc:
         errored.append(f"analysis: {exc}")
     return out

@@ -23,6 +23,7 @@ import pandas as pd
 
 from interbias.analysis import plots
 from interbias.analysis.answer import answer, question
+from interbias.analysis.attacks import attack_section
 from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
@@ -528,6 +529,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     _long_cells(a, rep)
     calibration_section(a, rep)
     deployment_section(a.run.path, rep)
+    attack_section(a.run.path, rep)
     if geometry_dir is not None:
         geometry_section(Path(geometry_dir), rep)
     all_effects(rep, h)

@@ -74,6 +74,12 @@ class CamPlusPlus(Encoder):
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         return self.net(self.features(wave))[0].float().cpu().numpy()
 
+    def torch_embed(self, wave: torch.Tensor) -> torch.Tensor:
+        """The (192,) embedding of a (T,) waveform tensor through the eager module, differentiable
+        in the waveform (white-box attacks, :mod:`interbias.encoders.attacks`)."""
+        feats = fbank(wave.to(self.device), num_mel_bins=80)
+        return self.model((feats - feats.mean(dim=0, keepdim=True)).unsqueeze(0))[0]
+
     def frame_count(self, n_samples: int) -> int:
         return num_frames(n_samples)
 

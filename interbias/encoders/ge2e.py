@@ -49,6 +49,9 @@ def resemblyzer_dir() -> Path:
 
 
 class GE2E(Encoder):
+    #: Why white-box attacks are refused (:func:`interbias.encoders.attacks.white_box`).
+    no_gradient_reason = "resemblyzer's volume normalisation and webrtcvad silence trimming run outside torch"
+
     def __init__(self, card: EncoderCard, model: torch.nn.Module, audio: Any, **kw: Any) -> None:
         super().__init__(card, **kw)
         self.model = model

@@ -21,8 +21,12 @@ class MfccStats(Encoder):
     code_version = 2
 
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
-        c = mfcc(torch.from_numpy(wave), num_ceps=N_CEPS + 1, num_mel_bins=40)[:, 1:].to(torch.float64)
-        return torch.cat([c.mean(0), c.std(0, unbiased=False)]).numpy()
+        return self.torch_embed(torch.from_numpy(wave)).numpy()
+
+    def torch_embed(self, wave: torch.Tensor) -> torch.Tensor:
+        """The (40,) float64 embedding of a (T,) waveform tensor, differentiable in the waveform."""
+        c = mfcc(wave, num_ceps=N_CEPS + 1, num_mel_bins=40)[:, 1:].to(torch.float64)
+        return torch.cat([c.mean(0), c.std(0, unbiased=False)])
 
 
 def _build(card: EncoderCard, *, device: str = "cpu") -> MfccStats:

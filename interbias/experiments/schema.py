@@ -17,6 +17,7 @@ from typing import Any
 
 from interbias.audio.frontend import FrontEnd
 from interbias.experiments import yamlfile
+from interbias.experiments.attack_spec import AttackSpec, check_attack_experiment, parse_attacks
 from interbias.experiments.decision_spec import (
     CalibrationSpec,
     OperatingPoint,
@@ -69,6 +70,7 @@ TOP_KEYS = {
     "requires": "what data a run needs, shown when it cannot run",
     "variants": "per-corpus overrides of top-level keys (e.g. synthetic)",
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
+    "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
     "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.cm.experiment)",
     "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, ...] (interbias.cm.tracks)",
@@ -149,6 +151,8 @@ class Experiment:
     scoring: ScoreNormSpec = field(default_factory=ScoreNormSpec)
     #: ``question``: what the experiment asks, one line ("" when the YAML has none).
     question: str = ""
+    #: ``attacks``: the adversarial attack stage (:mod:`interbias.experiments.attack_spec`).
+    attacks: AttackSpec | None = None
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -273,7 +277,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
-    return Experiment(
+    experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
         question=_question(raw.get("question", ""), where),
@@ -296,7 +300,9 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         operating_points=parse_operating_points(raw.get("operating_points"), where),
         calibration=parse_calibration(raw.get("calibration"), where),
         scoring=_scoring(raw.get("scoring"), trials, where, varies_frontend(factors)),
+        attacks=parse_attacks(raw.get("attacks"), where),
     )
+    return check_attack_experiment(experiment, where)
 
 
 def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = False) -> ScoreNormSpec:

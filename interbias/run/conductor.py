@@ -33,6 +33,7 @@ from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder, load_encoders
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
+from interbias.run.attack_stage import check_attack_encoders, run_attacks
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.run.frontends import CellEmbedders
@@ -83,6 +84,7 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
     exp, request = with_plan(options, exp if exp is not None else experiment_for_run(options), reporter)
     executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
     encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
+    check_attack_encoders(exp, encoders)
     ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0)
     with RunLock(ctx.run.path) as lock:
         if lock.previous_pid:
@@ -95,6 +97,10 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
             work = _find_work(ctx)
             emb = _embed(ctx, work)
             _score(ctx, work, emb)
+            try:
+                run_attacks(ctx)
+            except InterbiasError as exc:  # reported like an errored cell; the scored cells are written
+                work.errored.append(f"attacks: {exc}")
             return _write(ctx, work, emb)
         except atomic.WriteError as exc:
             raise RunError(

@@ -50,6 +50,7 @@ SPOOFING = "spoofing.csv"
 FAIRNESS = "fairness.csv"
 FAIRNESS_GROUPS = "fairness_groups.csv"
 TEXT_PAIRS = "text_pairs.csv"
+ATTACKS = "attacks.csv"
 
 
 @dataclass(frozen=True)
