@@ -1,5 +1,5 @@
 """The ADD 2023 tracks conductor: Track 2 end to end on a tiny HAD-style manifest (scores per cell ×
-group recomputed from the written segment files), the Track 3 hook refused in one line, dispatch."""
+group recomputed from the written segment files), an unregistered track refused in one line, dispatch."""
 
 from __future__ import annotations
 
@@ -90,10 +90,10 @@ def test_a_second_run_reuses_the_detector_and_writes_the_same_scores(tmp_path):
     assert ckpt.stat().st_mtime_ns == stamp  # trained once: the second run resumed past the last epoch
 
 
-def test_track3_hook_and_bad_settings_are_one_line(tmp_path):
-    assert 2 in TRACK_RUNNERS and 3 not in TRACK_RUNNERS
-    exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="  - track: 3\n")
-    with pytest.raises(ConfigError, match=r"track 3 has no runner here \(registered: 2\); see interbias.cm.tracks"):
+def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
+    assert set(TRACK_RUNNERS) == {2, 3}  # Track 3 registers itself (interbias.cm.track3, test_cm_track3.py)
+    exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="  - track: 4\n")
+    with pytest.raises(ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.cm.tracks"):
         run_tracks_experiment(_options(tmp_path), exp=exp)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="    window: 3\n")
     with pytest.raises(ConfigError, match="track 2: unknown key 'window'; valid: track, model"):

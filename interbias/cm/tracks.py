@@ -5,10 +5,10 @@ gender.
 
 The YAML's ``tracks`` entry is a list; each item names ``track`` and that track's settings.
 A track runs through :data:`TRACK_RUNNERS` (``track number → runner(ctx, settings)``); a track
-with no runner registered is refused in one line. **Hook for Track 3**: the open-set algorithm
-recogniser registers its runner with :func:`register_track` (``register_track(3, run_track3)``);
-the runner takes the :class:`TrackContext` and its settings and returns a
-:class:`TrackResult` (rows for ``results.csv`` and lines for the report section).
+with no runner registered is refused in one line. A runner takes the :class:`TrackContext`
+and its settings and returns a :class:`TrackResult` (rows for ``results.csv`` and lines for the
+report section); Track 2 and Track 3 (:mod:`interbias.cm.track3`, open-set algorithm
+recognition) are registered here, another track with :func:`register_track`.
 
 **Track 2** (:func:`run_track2`; settings ``model`` = ``LCNN-LFCC-frames``, ``train`` =
 ``{config, set}`` as ``cm train``, ``threshold`` and ``min_region_s`` of
@@ -22,19 +22,21 @@ rerun resumes or reuses it), each cell's eval utterances are located
 
 Run directory ``<out>/<experiment>-tracks-<hash>/``: ``results.csv`` (one row per track ×
 cell × group), ``track2/reference_eval.txt`` and ``track2/<cell>.txt`` (the segment files),
-``track2/training.json``, ``tracks_report.md``, ``run.json``.
+``track2/training.json``, ``track3/<cell>/`` (the label files of ``cm-eval recognition``),
+``track3/training.json``, ``tracks_report.md``, ``run.json``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from interbias.cm.track3 import check_track3, run_track3_cells
+from interbias.cm.track_base import TrackContext, TrackResult, safe
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
 from interbias.utils.seeding import canonical_json, sha256_text
@@ -45,28 +47,6 @@ RESULT_COLUMNS = (
     "segment_recall", "segment_f1", "score", "resolution",
 )  # fmt: skip
 TRACK2_KEYS = ("track", "model", "train", "threshold", "min_region_s", "resolution")
-
-
-@dataclass
-class TrackContext:
-    """What a track runner gets: the experiment, its CM manifest, cache, run folder, reporter."""
-
-    exp: Any
-    manifest: Any
-    cache: Path
-    folder: Path
-    reporter: Any
-    log: Callable[[str], None] = print
-
-
-@dataclass
-class TrackResult:
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    report: list[str] = field(default_factory=list)
-    record: dict[str, Any] = field(default_factory=dict)
-    #: (utterance, cell) items scored, and those a cell's chain or decoding failed on.
-    n_scored: int = 0
-    n_failed: int = 0
 
 
 TRACK_RUNNERS: dict[int, Callable[[TrackContext, dict[str, Any]], TrackResult]] = {}
@@ -94,6 +74,8 @@ def tracks_spec(exp: Any) -> list[dict[str, Any]]:
                 raise ConfigError(
                     f"{where}: tracks: track 2: unknown key {unknown[0]!r}; valid: {', '.join(TRACK2_KEYS)}"
                 )
+        if int(t["track"]) == 3:
+            check_track3(t, where)
     if len(exp.factors) != 2 or len(exp.acoustic_factors) != 2:
         raise ConfigError(f"{where}: a tracks experiment has two acoustic factors applied to the test side")
     return [dict(t) for t in raw]
@@ -236,10 +218,6 @@ def run_track2(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     return TrackResult(rows, report, record, len(ev) * len(cells) - n_failed, n_failed)
 
 
-def safe(cell_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in cell_id)
-
-
 def track2_section(rows: list[dict[str, Any]], rule: Any, resolution: float | None, info: dict[str, Any]) -> list[str]:
     """The report section: score per cell, pooled and by gender."""
     frame = pd.DataFrame(rows)
@@ -261,3 +239,4 @@ def track2_section(rows: list[dict[str, Any]], rule: Any, resolution: float | No
 
 
 register_track(2, run_track2)
+register_track(3, run_track3_cells)

@@ -167,8 +167,8 @@ def write_truth(folder: Path, truth: list[dict[str, Any]]) -> None:
         (folder / f"reference_{split}.txt").write_text("".join(r + "\n" for r in rows), encoding="utf-8")
 
 
-def prepare_synthetic_had(root: Path | None, cache: Path, options: dict[str, Any], reporter: Any = None) -> Manifest:
-    """The ``synthetic-had`` corpus adapter: options are the fields of :class:`HADSpec`."""
+def had_spec(options: dict[str, Any]) -> HADSpec:
+    """The :class:`HADSpec` of the ``synthetic-had`` options (its field names, numbers)."""
     fields = HADSpec.__dataclass_fields__
     unknown = sorted(set(options) - set(fields))
     if unknown:
@@ -179,7 +179,12 @@ def prepare_synthetic_had(root: Path | None, cache: Path, options: dict[str, Any
             kw[k] = float(v) if fields[k].type == "float" else int(v)
         except (TypeError, ValueError):
             raise CorpusError(f"synthetic-had: {k}={v!r} is not a number") from None
-    return build_had_corpus(cache, HADSpec(**kw), reporter=reporter)
+    return HADSpec(**kw)
+
+
+def prepare_synthetic_had(root: Path | None, cache: Path, options: dict[str, Any], reporter: Any = None) -> Manifest:
+    """The ``synthetic-had`` corpus adapter: options are the fields of :class:`HADSpec`."""
+    return build_had_corpus(cache, had_spec(options), reporter=reporter)
 
 
 register(

@@ -73,7 +73,7 @@ TOP_KEYS = {
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
     "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.cm.experiment)",
-    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, ...] (interbias.cm.tracks)",
+    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.cm.tracks)",
     "notes": "free text",
     "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
