@@ -55,7 +55,7 @@ def test_track3_tree_and_cli(tmp_path):
     [
         ("a 0-1-T", "expected 'UTT_ID START-END-T/START-END-F/... LABEL', got 'a 0-1-T'"),
         ("a 0-1-Q 1", "segment '0-1-Q' is not START-END-T or START-END-F (seconds)"),
-        ("a 0-0.5-T/0.4-1-F 0", "segment '0.4-1-F' overlaps the previous one"),
+        ("a 0-0.5-T/0.4-1-F 0", "segment '0.4-1-F' overlaps the previous one (which ends at 0.5 s)"),
         ("a 0.5-1-T/0-0.5-F 0", "segment '0-0.5-F' is out of order (starts before the previous segment)"),
         ("a 0-1-T/1-2-F 1", "label 1 disagrees with the segments (0 = fake exactly when a segment is F)"),
         ("a 0-1-T 7", "label '7' is not 1 (genuine) or 0 (fake)"),

@@ -37,7 +37,6 @@ with no predictions (or no samples) has a 0/0 term: it counts as 0 and is report
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from interbias.corpora.splice import SegmentLabel, read_segment_line
 from interbias.metrics import verification as metrics
 from interbias.run.measured import CM_LINE, read_score_file
 from interbias.utils.errors import MetricError
@@ -111,47 +111,10 @@ def dsr_at_eer(score_sets: Sequence[tuple[np.ndarray, np.ndarray]], attack: Sequ
 
 # ---- manipulated-region location -----------------------------------------------------------------
 
-_SEGMENT = re.compile(r"^(\d+(?:\.\d*)?)-(\d+(?:\.\d*)?)-([TF])$")
-
-
-@dataclass(frozen=True)
-class SegmentLabel:
-    utterance: str
-    segments: tuple[tuple[float, float, bool], ...]  # (start_s, end_s, fake)
-    fake: bool
-
-    @property
-    def fake_regions(self) -> list[tuple[float, float]]:
-        return [(a, b) for a, b, f in self.segments if f]
-
 
 def parse_segment_line(line: str, *, where: str, reference: bool) -> SegmentLabel:
-    """One line of a segment label file (module docstring)."""
-    parts = line.split()
-    if len(parts) != 3:
-        raise MetricError(f"{where}: expected 'UTT_ID START-END-T/START-END-F/... LABEL', got {line.strip()!r}")
-    utt, segs, label = parts
-    if label not in ("0", "1"):
-        raise MetricError(f"{where}: label {label!r} is not 1 (genuine) or 0 (fake)")
-    out = []
-    last_end = 0.0
-    for seg in segs.split("/"):
-        m = _SEGMENT.match(seg)
-        if not m:
-            raise MetricError(f"{where}: segment {seg!r} is not START-END-T or START-END-F (seconds)")
-        a, b, flag = float(m.group(1)), float(m.group(2)), m.group(3) == "F"
-        if b <= a:
-            raise MetricError(f"{where}: segment {seg!r} ends before it starts")
-        if out and a < out[-1][0]:
-            raise MetricError(f"{where}: segment {seg!r} is out of order (starts before the previous segment)")
-        if a < last_end - 1e-9:
-            raise MetricError(f"{where}: segment {seg!r} overlaps the previous one (which ends at {last_end:g} s)")
-        last_end = b
-        out.append((a, b, flag))
-    fake = label == "0"
-    if reference and fake != any(f for _, _, f in out):
-        raise MetricError(f"{where}: label {label} disagrees with the segments (0 = fake exactly when a segment is F)")
-    return SegmentLabel(utt, tuple(out), fake)
+    """One line of a segment label file (module docstring); bad input is a :class:`MetricError`."""
+    return read_segment_line(line, where=where, reference=reference, error=MetricError)
 
 
 def read_segment_labels(path: Path, *, reference: bool) -> dict[str, SegmentLabel]:

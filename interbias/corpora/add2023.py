@@ -23,46 +23,24 @@ naming ``file:line``.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.manifest import Manifest, Utterance
+from interbias.corpora.splice import read_segment_line
 from interbias.utils.errors import CorpusError
 
 SPLIT_DIRS = {"train": "train", "dev": "dev", "eval": "eval", "test": "eval"}
-_SEG = re.compile(r"^(\d+(?:\.\d*)?)-(\d+(?:\.\d*)?)-([TF])$")
 #: Slack for a last segment ending after the audio (seconds).
 END_SLACK_S = 0.01
 
 
 def parse_track2_line(line: str, where: str) -> tuple[str, list[tuple[float, float]], bool]:
-    """(id, fake regions in seconds, fake) of one Track 2 label line."""
-    parts = line.split()
-    if len(parts) != 3:
-        raise CorpusError(f"{where}: expected 'UTT_ID START-END-T/START-END-F/... LABEL', got {line.strip()!r}")
-    utt, segs, label = parts
-    if label not in ("0", "1"):
-        raise CorpusError(f"{where}: label {label!r} is not 1 (genuine) or 0 (fake)")
-    fake, last = [], (0.0, 0.0)
-    for seg in segs.split("/"):
-        m = _SEG.match(seg)
-        if not m:
-            raise CorpusError(f"{where}: segment {seg!r} is not START-END-T or START-END-F (seconds)")
-        a, b = float(m.group(1)), float(m.group(2))
-        if b <= a:
-            raise CorpusError(f"{where}: segment {seg!r} ends before it starts")
-        if a < last[0]:
-            raise CorpusError(f"{where}: segment {seg!r} is out of order (starts before the previous segment)")
-        if a < last[1] - 1e-9:
-            raise CorpusError(f"{where}: segment {seg!r} overlaps the previous one")
-        last = (a, b)
-        if m.group(3) == "F":
-            fake.append((a, b))
-    if (label == "0") != bool(fake):
-        raise CorpusError(f"{where}: label {label} disagrees with the segments (0 = fake exactly when a segment is F)")
-    return utt.removesuffix(".wav"), fake, bool(fake)
+    """(id, fake regions in seconds, fake) of one Track 2 label line (the segment-file layout,
+    :func:`interbias.corpora.splice.read_segment_line`; ``.wav`` dropped from the id)."""
+    lab = read_segment_line(line, where=where, reference=True, error=CorpusError)
+    return lab.utterance.removesuffix(".wav"), lab.fake_regions, lab.fake
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
