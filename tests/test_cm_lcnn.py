@@ -14,6 +14,7 @@ from interbias.cm.lcnn import LCNN
 from interbias.cm.models import CM_MODELS, load_cm
 from interbias.cm.train import train_model
 from interbias.utils.errors import EncoderError
+from interbias.utils.seeding import derive_rng
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "2", "batch_size": "4", "lr": "0.01"}
 
@@ -35,6 +36,20 @@ def lfcc_restated(x: np.ndarray, win: int, hop: int) -> np.ndarray:
         return (p[2:] - p[:-2]) / 2
 
     return np.concatenate([c, delta(c), delta(delta(c))], axis=1).T
+
+
+@pytest.mark.parametrize("n", [321, 12345, 16000])
+def test_lfcc_stft_framing_keeps_its_bytes(n):
+    """The stft framing of the shared LFCC class against its torch code before the frame
+    detector's LFCC joined it (torch.stft, fbank @ power, dct @ log)."""
+    x = torch.from_numpy(0.1 * derive_rng("lfcc-check", n).standard_normal((2, n)).astype(np.float32))
+    fe = LFCC()
+    spec = torch.stft(x, 512, 160, 320, torch.hamming_window(320), center=True, return_complex=True)
+    c = torch.matmul(fe.dct, torch.log(torch.matmul(fe.fbank, spec.real**2 + spec.imag**2) + 1e-10))
+    p = torch.cat([c[..., :1], c, c[..., -1:]], dim=-1)
+    d = (p[..., 2:] - p[..., :-2]) / 2
+    q = torch.cat([d[..., :1], d, d[..., -1:]], dim=-1)
+    assert torch.equal(fe(x), torch.cat([c, d, (q[..., 2:] - q[..., :-2]) / 2], dim=-2))
 
 
 def test_lfcc_matches_a_numpy_restatement():

@@ -15,9 +15,9 @@ from interbias.cli import app
 from interbias.cm.lcnn_frames import (
     HOP,
     IGNORE,
-    LFCC,
     RegionRule,
     frame_labels,
+    frame_lfcc,
     frame_network,
     load_frame_detector,
     regions_from_posteriors,
@@ -26,13 +26,42 @@ from interbias.cm.lcnn_frames import (
 from interbias.corpora.had import HADSpec, write_had
 from interbias.corpora.manifest import Utterance
 from interbias.utils.errors import ConfigError
+from interbias.utils.seeding import derive_rng
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "2", "batch_size": "4", "lr": "0.01"}
 
 
+def _old_frame_lfcc(x: torch.Tensor) -> torch.Tensor:
+    """The detector's LFCC as it was written before it joined cm.frontends.LFCC (own filterbank over
+    FFT bins, DCT and deltas), kept to pin the shared class to the same bytes."""
+    n_bins, t = 257, -(-x.shape[-1] // 160)
+    edges, k = np.linspace(0, n_bins - 1, 22), np.arange(n_bins)
+    fb = np.stack([np.clip(np.minimum((k - edges[i]) / (edges[i + 1] - edges[i]),
+                                      (edges[i + 2] - k) / (edges[i + 2] - edges[i + 1])), 0, None) for i in range(20)])  # fmt: skip
+    n = np.arange(20)
+    dct = np.cos(np.pi / 20 * (n + 0.5)[None, :] * np.arange(20)[:, None]) * np.sqrt(2.0 / 20)
+    dct[0] /= np.sqrt(2.0)
+    fb_t, dct_t = torch.from_numpy(fb.astype(np.float32)), torch.from_numpy(dct.astype(np.float32))
+    xp = torch.nn.functional.pad(x, (80, (t - 1) * 160 + 320 - x.shape[-1] - 80))
+    power = torch.fft.rfft(xp.unfold(-1, 320, 160) * torch.hann_window(320), n=512).abs() ** 2
+    c = (torch.log(power @ fb_t.T + 1e-10) @ dct_t.T).transpose(1, 2)
+
+    def delta(v: torch.Tensor) -> torch.Tensor:
+        p = torch.cat([v[..., :1], v, v[..., -1:]], dim=-1)
+        return (p[..., 2:] - p[..., :-2]) / 2
+
+    return torch.cat([c, delta(c), delta(delta(c))], dim=1)
+
+
+@pytest.mark.parametrize("n", [321, 12345, 16000])
+def test_shared_lfcc_gives_the_detectors_features_unchanged(n):
+    x = torch.from_numpy(0.1 * derive_rng("lfcc-check", n).standard_normal((2, n)).astype(np.float32))
+    assert torch.equal(frame_lfcc()(x), _old_frame_lfcc(x))
+
+
 def test_lfcc_against_a_numpy_restatement():
     x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
-    got = LFCC()(torch.from_numpy(x)[None])[0].numpy()
+    got = frame_lfcc()(torch.from_numpy(x)[None])[0].numpy()
     assert got.shape == (60, 7)  # ⌈1000 / 160⌉ frames
     # frame 2 covers samples [320, 480): its 320-sample window starts 80 samples earlier
     w = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(320) / 320)

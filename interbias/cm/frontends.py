@@ -12,7 +12,8 @@
   default, ``torch.stft`` centred, reflect-padded), power |X|², 20 triangular filters with
   edges equally spaced over 0–8 kHz, log(E + 1e-10), the orthonormal DCT-II, 20 coefficients,
   then deltas d_t = (c_{t+1} − c_{t−1})/2 (edge frames repeated) and deltas of the deltas:
-  60 rows.
+  60 rows. The frame-level LCNN's LFCC is the same computation over Hann windows centred on
+  10 ms cells (:class:`LFCC` ``framing="cells"``, :mod:`interbias.cm.lcnn_frames`).
 - ``wavlm`` / ``wav2vec2``: the final hidden layer (``last_hidden_state``, D × T frames at
   50 Hz) of a frozen self-supervised model read from a local Hugging Face folder
   (``from_pretrained(folder, local_files_only=True)``); the waveform is standardised per
@@ -78,22 +79,43 @@ def deltas(c: torch.Tensor) -> torch.Tensor:
 
 
 class LFCC(nn.Module):
+    """(batch, n) waveform → (batch, 60, T) LFCC + Δ + ΔΔ (module docstring). ``framing``:
+    ``stft`` (``torch.stft`` centred, reflect-padded: T = n // hop + 1; ResNet18-lfcc, LCNN-lfcc,
+    GMM-lfcc) or ``cells`` (frame t covers samples [t·hop, (t+1)·hop), its window centred on
+    that cell, zero-padded: T = ⌈n / hop⌉; LCNN-LFCC-frames); ``window``: ``hamming`` | ``hann``."""
+
     name = "lfcc"
 
-    def __init__(self, win: int = 320, hop: int = 160, n_fft: int = 512, n_filters: int = 20, n_ceps: int = 20) -> None:
+    def __init__(
+        self, win: int = 320, hop: int = 160, n_fft: int = 512, n_filters: int = 20, n_ceps: int = 20,
+        window: str = "hamming", framing: str = "stft",
+    ) -> None:  # fmt: skip
         super().__init__()
-        self.n_fft, self.win, self.hop = n_fft, win, hop
-        self.register_buffer("window", torch.hamming_window(win, dtype=torch.float32), persistent=False)
+        if window not in ("hamming", "hann") or framing not in ("stft", "cells"):
+            raise ValueError(f"LFCC: window {window!r} / framing {framing!r}: hamming|hann, stft|cells")
+        self.n_fft, self.win, self.hop, self.framing = n_fft, win, hop, framing
+        make = torch.hamming_window if window == "hamming" else torch.hann_window
+        self.register_buffer("window", make(win, dtype=torch.float32), persistent=False)
         fb = linear_filterbank(n_filters, n_fft, SAMPLE_RATE_HZ)
         self.register_buffer("fbank", torch.from_numpy(fb.astype(np.float32)), persistent=False)
         self.register_buffer(
             "dct", torch.from_numpy(dct_matrix(n_ceps, n_filters).astype(np.float32)), persistent=False
         )
 
+    def cepstra(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, n_ceps, T) cepstra before the deltas."""
+        if self.framing == "stft":
+            spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)
+            energy = torch.matmul(self.fbank, spec.real**2 + spec.imag**2)
+            return torch.matmul(self.dct, torch.log(energy + LOG_FLOOR))
+        t = -(-x.shape[-1] // self.hop)
+        left = (self.win - self.hop) // 2
+        xp = nn.functional.pad(x, (left, (t - 1) * self.hop + self.win - x.shape[-1] - left))
+        power = torch.fft.rfft(xp.unfold(-1, self.win, self.hop) * self.window, n=self.n_fft).abs() ** 2
+        return (torch.log(power @ self.fbank.T + LOG_FLOOR) @ self.dct.T).transpose(1, 2)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        spec = torch.stft(x, self.n_fft, self.hop, self.win, self.window, center=True, return_complex=True)
-        energy = torch.matmul(self.fbank, spec.real**2 + spec.imag**2)
-        c = torch.matmul(self.dct, torch.log(energy + LOG_FLOOR))
+        c = self.cepstra(x)
         d = deltas(c)
         return torch.cat([c, d, deltas(d)], dim=-2)
 

@@ -20,16 +20,29 @@ import torch
 from torch import nn
 
 
+def max_feature_map(x: torch.Tensor) -> torch.Tensor:
+    """The element-wise max of the two channel halves of ``x`` (batch, 2c, ...)."""
+    a, b = x.chunk(2, dim=1)
+    return torch.maximum(a, b)
+
+
+class MFM(nn.Module):
+    """:func:`max_feature_map` as a layer (no weights)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return max_feature_map(x)
+
+
 class MFMConv(nn.Module):
-    """A convolution to 2·cout channels, then the element-wise max of its two halves."""
+    """A convolution to 2·cout channels, then :func:`max_feature_map` (a function, not a
+    submodule, so the state dict's layout stays that of the baseline checkpoints)."""
 
     def __init__(self, cin: int, cout: int, k: int) -> None:
         super().__init__()
         self.conv = nn.Conv2d(cin, 2 * cout, k, 1, k // 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a, b = self.conv(x).chunk(2, dim=1)
-        return torch.maximum(a, b)
+        return max_feature_map(self.conv(x))
 
 
 def trunk(w: int) -> nn.Sequential:

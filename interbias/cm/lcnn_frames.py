@@ -7,8 +7,9 @@ window (320 samples) is centred on that cell's centre (the signal is zero-padded
 A frame's training label is *fake* when its centre sample ``t·hop + hop/2`` lies in a fake
 region — the rule ``cm-eval location --resolution`` uses for its frames.
 
-**LFCC** (:class:`LFCC`): |FFT|² (512 points, Hann window of 320 samples) through 20 linear
-triangular filters over 0–8 kHz, log(· + 1e-10), DCT-II (orthonormal) to 20 coefficients,
+**LFCC** (:func:`frame_lfcc`: :class:`~interbias.cm.frontends.LFCC` with ``framing="cells"``):
+|FFT|² (512 points, Hann window of 320 samples) through 20 linear triangular filters over
+0–8 kHz, log(· + 1e-10), DCT-II (orthonormal) to 20 coefficients,
 plus deltas and delta-deltas (first differences, edge-padded): 60 × T.
 
 **Network** (:class:`FrameLCNN`): the LCNN's convolution + max-feature-map (MFM) blocks with
@@ -40,6 +41,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from interbias.cm.frontends import LFCC
+from interbias.cm.lcnn import MFM
 from interbias.cm.train import PRESETS, Data, Trainer, featurize, load_waves
 from interbias.corpora.splice import parse_region_attr
 from interbias.utils.errors import ConfigError, EncoderError
@@ -51,68 +54,14 @@ HOP, WIN, N_FFT, N_FILTERS, N_CEPS = 160, 320, 512, 20, 20
 IGNORE = -100
 
 
-def linear_filterbank(n_filters: int = N_FILTERS, n_fft: int = N_FFT) -> np.ndarray:
-    """(n_filters, n_fft/2 + 1) triangular filters with edges evenly spaced over the FFT bins."""
-    n_bins = n_fft // 2 + 1
-    edges = np.linspace(0, n_bins - 1, n_filters + 2)
-    k = np.arange(n_bins)
-    fb = np.zeros((n_filters, n_bins))
-    for i in range(n_filters):
-        lo, mid, hi = edges[i], edges[i + 1], edges[i + 2]
-        fb[i] = np.clip(np.minimum((k - lo) / (mid - lo), (hi - k) / (hi - mid)), 0, None)
-    return fb
-
-
-def dct_matrix(n_out: int, n_in: int) -> np.ndarray:
-    """Orthonormal DCT-II: (n_out, n_in)."""
-    n = np.arange(n_in)
-    m = np.cos(np.pi / n_in * (n + 0.5)[None, :] * np.arange(n_out)[:, None]) * math.sqrt(2.0 / n_in)
-    m[0] /= math.sqrt(2.0)
-    return m
-
-
 def n_frames(n_samples: int) -> int:
     return -(-int(n_samples) // HOP)
 
 
-def delta(x: torch.Tensor) -> torch.Tensor:
-    """First difference along time, (x[t+1] − x[t−1]) / 2 with edge padding."""
-    p = torch.cat([x[..., :1], x, x[..., -1:]], dim=-1)
-    return (p[..., 2:] - p[..., :-2]) / 2
-
-
-class LFCC(nn.Module):
-    """(batch, n) waveform → (batch, 60, ⌈n / hop⌉) LFCC + Δ + ΔΔ (module docstring)."""
-
-    name = "lfcc"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("window", torch.hann_window(WIN, dtype=torch.float32), persistent=False)
-        self.register_buffer("fb", torch.from_numpy(linear_filterbank().astype(np.float32)), persistent=False)
-        self.register_buffer(
-            "dct", torch.from_numpy(dct_matrix(N_CEPS, N_FILTERS).astype(np.float32)), persistent=False
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        t = n_frames(x.shape[-1])
-        left = (WIN - HOP) // 2
-        right = (t - 1) * HOP + WIN - x.shape[-1] - left
-        xp = nn.functional.pad(x, (left, right))
-        frames = xp.unfold(-1, WIN, HOP) * self.window  # (B, T, WIN)
-        power = torch.fft.rfft(frames, n=N_FFT).abs() ** 2  # (B, T, 257)
-        ceps = torch.log(power @ self.fb.T + 1e-10) @ self.dct.T  # (B, T, 20)
-        c = ceps.transpose(1, 2)
-        d = delta(c)
-        return torch.cat([c, d, delta(d)], dim=1)
-
-
-class MFM(nn.Module):
-    """Max-feature-map: the channel-wise max of the two halves."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a, b = x.chunk(2, dim=1)
-        return torch.maximum(a, b)
+def frame_lfcc() -> LFCC:
+    """The detector's LFCC (module docstring): :class:`~interbias.cm.frontends.LFCC` over Hann
+    windows centred on 10 ms cells."""
+    return LFCC(WIN, HOP, N_FFT, N_FILTERS, N_CEPS, window="hann", framing="cells")
 
 
 class FrameLCNN(nn.Module):
@@ -135,7 +84,7 @@ class FrameLCNN(nn.Module):
 def frame_network(width: int) -> Any:
     from interbias.cm.network import CMNetwork
 
-    return CMNetwork(LFCC(), FrameLCNN(width))
+    return CMNetwork(frame_lfcc(), FrameLCNN(width))
 
 
 def frame_labels(utt: Any, n_samples: int, total_frames: int) -> np.ndarray:
