@@ -12,7 +12,7 @@ import torch
 from cm_fixtures import cm_manifest
 from scipy.stats import multivariate_normal
 
-from interbias.cm.gmm import em_step, init_mixture, log_gauss
+from interbias.cm.gmm import GMMConfig, em_step, init_mixture, log_gauss
 from interbias.cm.gmm_train import train_gmm as train_model
 from interbias.cm.models import load_cm
 from interbias.cm.train import train_model as train_loop
@@ -108,6 +108,8 @@ def test_scores_are_the_mean_frame_llr_and_bad_settings_are_refused(tmp_path):
         (mixture_llk(x, mix["bonafide"]) - mixture_llk(x, mix["spoof"])).mean(), rel=1e-6
     )
     assert cm.score([wave])[0] == pytest.approx(1 / (1 + np.exp(-logits[0, 1])), rel=1e-12)
+    with pytest.raises(ConfigError, match=r"^cm train GMM-lfcc: tol='x' is not a number$"):
+        GMMConfig().override({"tol": "x"})
     with pytest.raises(ConfigError, match="unknown setting 'width'"):
         train_model("GMM-lfcc", m, settings={"width": "3"}, out=tmp_path / "x")
     with pytest.raises(ConfigError, match="GMM-lfcc is trained by EM, not this loop"):

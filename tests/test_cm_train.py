@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,10 @@ def test_paper_recipe_is_the_default():
         cfg.override({"lr_factor": "1.5"})
     with pytest.raises(ConfigError, match="unknown setting 'learning_rate'; valid: lr, weight_decay"):
         cfg.override({"learning_rate": "1"})
+    assert cfg.override({"max_per_class": "all", "width": "8"}) == replace(cfg, max_per_class=None, width=8)
+    assert cfg.override({"max_per_class": "7"}).max_per_class == 7
+    with pytest.raises(ConfigError, match=r"^cm train: width='8.5' is not a number$"):
+        cfg.override({"width": "8.5"})
 
 
 def _train(m, out: Path, **kw):

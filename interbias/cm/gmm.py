@@ -21,7 +21,7 @@ checkpoint into a :class:`GMMScorer`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from torch import nn
 
 from interbias.cm.frontends import LFCC
 from interbias.utils.errors import ConfigError
+from interbias.utils.keyvalue import typed_overrides
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 CLASSES = ("bonafide", "spoof")
@@ -57,18 +58,7 @@ class GMMConfig:
         return sha256_text(canonical_json(asdict(self)))
 
     def override(self, pairs: dict[str, str]) -> GMMConfig:
-        kinds = {f.name: f.type for f in fields(self)}
-        kw: dict[str, Any] = {}
-        for k, v in pairs.items():
-            if k not in kinds:
-                raise ConfigError(f"cm train GMM-lfcc: unknown setting {k!r}; valid: {', '.join(kinds)}")
-            try:
-                if k == "max_per_class":
-                    kw[k] = None if v.lower() in ("", "none", "all") else int(v)
-                else:
-                    kw[k] = (float if "float" in str(kinds[k]) else int)(v)
-            except ValueError:
-                raise ConfigError(f"cm train GMM-lfcc: {k}={v!r} is not a number") from None
+        kw = typed_overrides(self, pairs, "cm train GMM-lfcc")
         cfg = replace(self, **kw)
         if cfg.n_components < 1 or cfg.max_iter < 1 or cfg.tol < 0 or cfg.var_floor <= 0:
             raise ConfigError("cm train GMM-lfcc: n_components and max_iter must be >= 1, tol >= 0, var_floor > 0")

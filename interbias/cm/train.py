@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.corpora.manifest import Manifest
 from interbias.utils.errors import ConfigError
+from interbias.utils.keyvalue import typed_overrides
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
@@ -65,18 +66,7 @@ class TrainConfig:
 
     def override(self, pairs: dict[str, str]) -> TrainConfig:
         """This config with KEY=VALUE overrides (types follow the field)."""
-        types = {f.name: f.type for f in fields(self)}
-        kw: dict[str, Any] = {}
-        for k, v in pairs.items():
-            if k not in types:
-                raise ConfigError(f"cm train: unknown setting {k!r}; valid: {', '.join(types)}")
-            try:
-                if k == "max_per_class":
-                    kw[k] = None if v.lower() in ("", "none", "all") else int(v)
-                else:
-                    kw[k] = (float if "float" in str(types[k]) else int)(v)
-            except ValueError:
-                raise ConfigError(f"cm train: {k}={v!r} is not a number") from None
+        kw = typed_overrides(self, pairs, "cm train")
         cfg = replace(self, **kw)
         if cfg.lr <= 0 or cfg.batch_size < 1 or cfg.max_epochs < 1 or cfg.patience < 1 or cfg.width < 1:
             raise ConfigError("cm train: lr, batch_size, max_epochs, patience and width must be positive")

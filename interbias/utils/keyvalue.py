@@ -1,13 +1,15 @@
 """The one ``KEY=VALUE`` parser of the command line (``degrade --param``, ``corpus --set``,
 ``cm dsr --attack``): keys and values stripped, a malformed item or a repeated key is one
-error naming the option."""
+error naming the option; :func:`typed_overrides` reads such values into a dataclass's fields
+(``cm train --set``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
 
-from interbias.utils.errors import InterbiasError
+from interbias.utils.errors import ConfigError, InterbiasError
 
 
 def parse_key_values(
@@ -31,3 +33,22 @@ def parse_key_values(
             raise error(f"{option} {key}: given twice")
         out[key] = [v.strip() for v in value.split(",")] if lists and "," in value else value.strip()
     return out
+
+
+def typed_overrides(config: Any, pairs: dict[str, str], where: str) -> dict[str, Any]:
+    """``pairs`` as values of the dataclass ``config``'s fields: int or float after the field's
+    type, ``max_per_class`` also ``none``/``all``/empty (None). An unknown key or a value that is
+    not a number is one :class:`~interbias.utils.errors.ConfigError` line starting ``where``."""
+    kinds = {f.name: f.type for f in fields(config)}
+    kw: dict[str, Any] = {}
+    for k, v in pairs.items():
+        if k not in kinds:
+            raise ConfigError(f"{where}: unknown setting {k!r}; valid: {', '.join(kinds)}")
+        try:
+            if k == "max_per_class":
+                kw[k] = None if v.lower() in ("", "none", "all") else int(v)
+            else:
+                kw[k] = (float if "float" in str(kinds[k]) else int)(v)
+        except ValueError:
+            raise ConfigError(f"{where}: {k}={v!r} is not a number") from None
+    return kw
