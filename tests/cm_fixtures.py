@@ -10,6 +10,20 @@ import soundfile as sf
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.utils.seeding import derive_rng
 
+#: The 2 × 2 test-side grid of the tracks tests (codec: clean, mu-law; noise: clean, 20 dB).
+TRACK_FACTORS = """factors:
+  - name: codec
+    type: acoustic
+    apply_to: test
+    reference: clean
+    levels: {clean: [], mulaw: [{op: codec, codec: pcm_mulaw}]}
+  - name: noise
+    type: acoustic
+    apply_to: test
+    reference: clean
+    levels: {clean: [], g20: [{op: noise, kind: gaussian, snr_db: 20}]}
+"""
+
 #: speaker -> (gender, split)
 SPEAKERS = {
     "f1": ("female", "train"), "m1": ("male", "train"), "f2": ("female", "train"), "m2": ("male", "train"),

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from cm_fixtures import TRACK_FACTORS
 from recognition_fixtures import three_class_manifest
 from typer.testing import CliRunner
 
@@ -27,18 +28,7 @@ use: descriptive
 corpus: {{name: tiny-cm3, manifest: {manifest}}}
 tracks:
   - track: 3
-{item}factors:
-  - name: codec
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels: {{clean: [], mulaw: [{{op: codec, codec: pcm_mulaw}}]}}
-  - name: noise
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels: {{clean: [], g20: [{{op: noise, kind: gaussian, snr_db: 20}}]}}
-"""
+{item}{factors}"""
 ITEM = """    unknown: [A02]
     train: {config: small, set: {duration_s: 0.5, width: 8, max_epochs: 3, batch_size: 4, lr: 0.003}}
     threshold: 0.9
@@ -48,7 +38,7 @@ ITEM = """    unknown: [A02]
 
 def _run(tmp_path: Path, manifest: Path, item: str = ITEM):
     path = tmp_path / "E98.yaml"
-    path.write_text(YAML.format(manifest=manifest, item=item))
+    path.write_text(YAML.format(manifest=manifest, item=item, factors=TRACK_FACTORS))
     options = SimpleNamespace(experiment="E98", corpus=None, corpus_root=None, cache_dir=str(tmp_path / "cache"),
                               out=str(tmp_path / "runs"), quiet=True, command=["interbias", "run"])  # fmt: skip
     return run_tracks_experiment(options, exp=load_experiment(path))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from cm_fixtures import cm_manifest
+from cm_fixtures import TRACK_FACTORS, cm_manifest
 
 from interbias.analysis.cm import location_scores, read_segment_labels
 from interbias.cm.tracks import TRACK_RUNNERS, run_tracks_experiment, safe
@@ -28,23 +28,12 @@ tracks:
     threshold: 0.5
     min_region_s: 0.02
     resolution: {resolution}
-{extra}factors:
-  - name: codec
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels: {{clean: [], mulaw: [{{op: codec, codec: pcm_mulaw}}]}}
-  - name: noise
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels: {{clean: [], g20: [{{op: noise, kind: gaussian, snr_db: 20}}]}}
-"""
+{extra}{factors}"""
 
 
 def _exp(tmp_path: Path, manifest: Path, resolution: str = "0.01", extra: str = ""):
     path = tmp_path / "E99.yaml"
-    path.write_text(YAML.format(manifest=manifest, resolution=resolution, extra=extra))
+    path.write_text(YAML.format(manifest=manifest, resolution=resolution, extra=extra, factors=TRACK_FACTORS))
     return load_experiment(path)
 
 
