@@ -78,17 +78,23 @@ class OrcaConfig:
             raise AnalysisError(f"ORCA: m must be >= 1; got {self.m}")
         for name in ("lr", "temperature", "tau_rel"):
             if not (getattr(self, name) > 0 and math.isfinite(getattr(self, name))):
-                raise AnalysisError(f"ORCA: --{name.replace('_', '-')} must be a finite number > 0; got {getattr(self, name)}")
+                raise AnalysisError(
+                    f"ORCA: --{name.replace('_', '-')} must be a finite number > 0; got {getattr(self, name)}"
+                )
         if not 0 < self.voice_share <= 1:
             raise AnalysisError(f"ORCA: --voice-share must be in (0, 1]; got {self.voice_share}")
         for name in ("w_sem", "w_voice", "w_expr", "w_orth", "w_keep"):
             if not (getattr(self, name) >= 0 and math.isfinite(getattr(self, name))):
-                raise AnalysisError(f"ORCA: --{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}")
+                raise AnalysisError(
+                    f"ORCA: --{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}"
+                )
         bad = [a for a in self.axes if a not in AXES]
         if bad or not self.axes or len(set(self.axes)) != len(self.axes):
             raise AnalysisError(f"ORCA: axes must be distinct names from {', '.join(AXES)}; got {self.axes}")
         if not any(self.weights().values()) and not self.penalised_pairs():
-            raise AnalysisError("ORCA: every loss term that changes the geometry is off (all weights 0): nothing to train")
+            raise AnalysisError(
+                "ORCA: every loss term that changes the geometry is off (all weights 0): nothing to train"
+            )
 
     def weights(self) -> dict[str, float]:
         """The SupCon weight of each axis (0 for an axis outside ``axes``)."""
@@ -209,9 +215,7 @@ def whitened_between(z: Any, labels: Mapping[str, Any], tau_rel: float) -> dict[
     return out
 
 
-def leakage_penalty(
-    z: Any, labels: Mapping[str, Any], tau_rel: float, m: int, pairs: Sequence[tuple[str, str]]
-) -> Any:
+def leakage_penalty(z: Any, labels: Mapping[str, Any], tau_rel: float, m: int, pairs: Sequence[tuple[str, str]]) -> Any:
     """Mean over ``pairs`` of ``‖U_aᵀU_b‖²_F / m``, ``U_a`` the top-``m`` left singular vectors of
     ``W_a`` (:func:`whitened_between`): the audit's aggregate leakage Λ, differentiable."""
     import torch
