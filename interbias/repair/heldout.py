@@ -49,7 +49,7 @@ def clean_eer(grid: geo.EmbeddingGrid, x: np.ndarray) -> float:
     i, j = np.triu_indices(len(unit), k=1)
     keep = grid.text[i] != grid.text[j]
     i, j = i[keep], j[keep]
-    scores = np.einsum("ij,ij->i", unit[i], unit[j])
+    scores = (unit @ unit.T)[i, j]  # n × n floats, not a pair × d copy of the rows
     return eer(scores, (grid.voice[i] == grid.voice[j]).astype(int))
 
 
