@@ -24,8 +24,9 @@ Objective per step (adapted embeddings ``z' = adapt(z)``, unit length):
 the other axes are off and only pairs with a listed axis enter ``Λ̂``.
 
 Everything random (initial weights, batches, voice subsets, pairs) comes from
-``torch.Generator`` seeded with ``derive_seed("orca", seed, part)``: the same data, seed, options
-and thread count give the same bytes.
+``torch.Generator`` seeded with ``derive_seed("orca", seed, part)``: in one process the same
+data, seed, options and thread count give the same bytes; across processes the linear algebra's
+rounding may differ in the last bits (docs/repair.md).
 """
 
 from __future__ import annotations
