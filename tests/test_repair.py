@@ -13,7 +13,7 @@ from interbias.analysis import geometry as geo
 from interbias.analysis.geometry.pipeline import grid_to_table
 from interbias.cli import app
 from interbias.encoders.adapter import TENSORS, AdapterWeights, load_adapter, save_adapter
-from interbias.repair.orca import OrcaConfig, orthogonality_penalty, split_voices, train
+from interbias.repair.orca import OrcaConfig, keep_scores, leakage_penalty, split_voices, train
 from interbias.utils.errors import AnalysisError, EncoderError
 from interbias.utils.seeding import derive_rng
 
@@ -51,22 +51,64 @@ def fit(grid: geo.EmbeddingGrid, cfg: OrcaConfig, seed: int = 3) -> AdapterWeigh
     return AdapterWeights(train(grid.x, labels, groups, cfg, seed=seed).tensors, {})
 
 
-SMALL = OrcaConfig(steps=250, batch=256, hidden=64, head_dim=8, lr=3e-3, w_orth=20.0)
+SMALL = OrcaConfig(steps=150, batch=256, hidden=64, head_dim=8, keep_pairs=512)
 
 
-def test_orthogonality_penalty_lowers_leakage_on_held_out_voices() -> None:
+def test_leakage_penalty_lowers_held_out_leakage_on_a_planted_grid() -> None:
+    """Texts and voices share a planted direction; the full objective lowers the held-out
+    leakage well below the raw grid's and below the run without the penalty."""
+    from interbias.repair.heldout import mean_leakage
+
     grid = planted_grid()
     split = split_voices(voices_of(grid), heldout_share=0.5, seed=1)
     train_grid = grid.subset(np.isin(grid.voice, split.train))
     held = grid.subset(np.isin(grid.voice, split.heldout))
     raw = sem_voice_leakage(held, held.x)
-    with_pen = sem_voice_leakage(held, fit(train_grid, SMALL).apply(held.x))
-    without = sem_voice_leakage(
-        held, fit(train_grid, OrcaConfig(**{**SMALL.as_dict(), "orthogonality": False})).apply(held.x)
-    )
+    with_pen = fit(train_grid, SMALL).apply(held.x)
+    without = fit(train_grid, OrcaConfig(**{**SMALL.as_dict(), "orthogonality": False})).apply(held.x)
     assert raw > 0.25  # the planted direction: far above chance m/d = 2/16
-    assert with_pen < without - 0.02
-    assert with_pen < raw - 0.1
+    assert sem_voice_leakage(held, with_pen) < raw - 0.1
+    assert sem_voice_leakage(held, with_pen) < sem_voice_leakage(held, without) - 0.03
+    m = geo.default_m(held)
+    assert mean_leakage(held, with_pen, m) < mean_leakage(held, without, m) - 0.02
+
+
+def whitened_leakage_by_hand(z: np.ndarray, labels: dict[str, np.ndarray], tau_rel: float, m: int) -> float:
+    """Λ̄ by an independent route: symmetric whitening Σ^{-1/2} (not a Cholesky factor), class
+    means by loops, subspaces from an eigendecomposition of the whitened between-class scatter."""
+    n, d = z.shape
+    zc = z - z.mean(0)
+    total = zc.T @ zc / n
+    vals, vecs = np.linalg.eigh(total + tau_rel * np.trace(total) / d * np.eye(d))
+    inv_half = vecs @ np.diag(vals**-0.5) @ vecs.T
+    bases = {}
+    for axis, lab in labels.items():
+        s_b = np.zeros((d, d))
+        for c in sorted(set(lab.tolist())):
+            mu = zc[lab == c].mean(0)
+            s_b += (lab == c).mean() * np.outer(mu, mu)
+        w_vals, w_vecs = np.linalg.eigh(inv_half @ s_b @ inv_half)
+        bases[axis] = w_vecs[:, np.argsort(w_vals)[::-1][:m]]
+    pairs = [("sem", "voice"), ("sem", "expr"), ("voice", "expr")]
+    return float(np.mean([np.sum((bases[a].T @ bases[b]) ** 2) / m for a, b in pairs]))
+
+
+def test_leakage_penalty_matches_a_hand_computation_and_the_audit() -> None:
+    import torch
+
+    grid = planted_grid(n_text=4, n_voice=8, n_style=4)
+    labels = {a: grid.labels(a) for a in geo.AXES}
+    codes = {a: torch.tensor(np.unique(v, return_inverse=True)[1]) for a, v in labels.items()}
+    z = torch.tensor(grid.x, dtype=torch.float64)
+    pen = float(leakage_penalty(z, codes, 1e-3, 2, [("sem", "voice"), ("sem", "expr"), ("voice", "expr")]))
+    ints = {a: c.numpy() for a, c in codes.items()}
+    assert pen == pytest.approx(whitened_leakage_by_hand(grid.x, ints, 1e-3, 2), abs=1e-9)
+    bases = geo.axis_subspaces(grid.x, labels, 2)
+    audit = np.mean([geo.leakage(bases[a], bases[b]).aggregate for a, b in geo.PAIRS])
+    assert pen == pytest.approx(audit, abs=1e-9)
+    assert pen > 0.05
+    one = float(leakage_penalty(z, codes, 1e-3, 2, [("sem", "voice")]))  # one pair: that pair's Λ
+    assert one == pytest.approx(geo.leakage(bases["sem"], bases["voice"]).aggregate, abs=1e-9)
 
 
 def test_penalty_is_zero_for_orthogonal_axes_and_one_for_shared() -> None:
@@ -79,14 +121,54 @@ def test_penalty_is_zero_for_orthogonal_axes_and_one_for_shared() -> None:
     z[:, 0], z[:, 1] = t, v
     z[:, 2] = 2.0 * ((t + v) % 2) - 1.0  # balanced: uncorrelated with both class labels
     labels = {"sem": torch.tensor(t), "voice": torch.tensor(v)}
-    assert float(orthogonality_penalty(torch.tensor(z), labels, 1e-3)) == pytest.approx(0.0, abs=1e-10)
+    pair = [("sem", "voice")]
+    assert float(leakage_penalty(torch.tensor(z), labels, 1e-3, 1, pair)) == pytest.approx(0.0, abs=1e-10)
     same = {"sem": torch.tensor(t), "voice": torch.tensor(t)}
-    assert float(orthogonality_penalty(torch.tensor(z), same, 1e-3)) == pytest.approx(1.0, abs=1e-9)
+    assert float(leakage_penalty(torch.tensor(z), same, 1e-3, 1, pair)) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_verification_term_by_hand() -> None:
+    """Two pairs: base cosines 1 and 0; adapted cosines 0 and 0.6 → mean((0−1)², (0.6−0)²) = 0.68."""
+    import torch
+
+    base_i = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    base_j = torch.tensor([[2.0, 0.0], [0.0, 3.0]])  # cos 1, cos 0 (rows need not be unit)
+    ad_i = torch.tensor([[1.0, 0.0], [0.6, 0.8]])
+    ad_j = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # cos 0, cos 0.6
+    assert float(keep_scores(ad_i, ad_j, base_i, base_j)) == pytest.approx(0.68, abs=1e-6)
+    assert float(keep_scores(base_i, base_j, base_i, base_j)) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        (["--steps", "0"], "error: ORCA: --steps must be >= 1; got 0"),
+        (["--voice-share", "0"], "error: ORCA: --voice-share must be in (0, 1]; got 0.0"),
+        (["--w-keep", "-1"], "error: ORCA: --w-keep must be a finite number >= 0; got -1.0"),
+        (["--lr", "0"], "error: ORCA: --lr must be a finite number > 0; got 0.0"),
+    ],
+)
+def test_bad_training_options_are_refused_in_one_line(tmp_path: Path, option: list[str], line: str) -> None:
+    """Refused before the grid is read (the table named does not exist)."""
+    res = runner.invoke(app, ["repair", "--embeddings", str(tmp_path / "none.csv"), "--out", str(tmp_path), *option])
+    assert res.exit_code == 1 and res.output.splitlines() == [line], res.output
+
+
+def test_single_axis_configs_penalise_the_pairs_of_their_axis() -> None:
+    assert OrcaConfig().penalised_pairs() == [("sem", "voice"), ("sem", "expr"), ("voice", "expr")]
+    only = OrcaConfig(axes=("expr",))
+    assert only.penalised_pairs() == [("sem", "expr"), ("voice", "expr")]
+    assert only.weights() == {"sem": 0.0, "voice": 0.0, "expr": 1.0}
+    assert OrcaConfig(orthogonality=False).penalised_pairs() == []
+    with pytest.raises(AnalysisError, match="axes must be distinct"):
+        OrcaConfig(axes=("noise",)).check()
+    with pytest.raises(AnalysisError, match="nothing to train"):
+        OrcaConfig(w_sem=0, w_voice=0, w_expr=0, orthogonality=False).check()
 
 
 def test_training_is_deterministic_per_seed() -> None:
     grid = planted_grid(n_text=4, n_voice=8)
-    cfg = OrcaConfig(steps=15, batch=64, hidden=16, head_dim=4)
+    cfg = OrcaConfig(steps=15, batch=64, hidden=16, head_dim=4, keep_pairs=64)
     labels = {"sem": grid.text, "voice": grid.voice, "expr": grid.style}
     groups = [voices_of(grid)[v] for v in grid.voice]
     a = train(grid.x, labels, groups, cfg, seed=7).tensors
@@ -144,10 +226,14 @@ def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> 
     train_v, held_v = set(info["split"]["train"]), set(info["split"]["heldout"])
     assert not train_v & held_v and len(train_v) == len(held_v) == 4
     table = __import__("pandas").read_csv(out / "repair.csv")
-    assert set(table["variant"]) == {"raw", "orca", "no-orthogonality", "no-balanced-sampling"}
+    variants = ["raw", "orca", "no-orthogonality", "no-balanced-sampling", "no-verification-term"]
+    variants += ["only-sem", "only-voice", "only-expr"]
+    assert set(table["variant"]) == set(variants)
     assert set(table["n_voices"]) == {4} and set(table["subset"]) == {"heldout"}
     summary = __import__("pandas").read_csv(out / "repair-summary.csv")
-    assert list(summary["variant"]) == ["raw", "orca", "no-orthogonality", "no-balanced-sampling"]
+    assert list(summary["variant"]) == variants
+    assert summary["dLambda_mean"].iloc[0] == 0 and summary["Lambda_mean"].notna().all()
+    assert summary["eer_clean"].between(0, 0.5).all()
     adapter = load_adapter(out / info["adapter"])
     assert set(adapter.manifest["heldout_voices"]) == held_v
     assert adapter.manifest["config"]["steps"] == 20 and adapter.manifest["seed"] == 0

@@ -25,7 +25,9 @@ TemperatureOpt = Annotated[float, typer.Option(help="Temperature of the contrast
 WSemOpt = Annotated[float, typer.Option(help="Weight of the text (sem) contrastive head.")]
 WVoiceOpt = Annotated[float, typer.Option(help="Weight of the voice contrastive head.")]
 WExprOpt = Annotated[float, typer.Option(help="Weight of the style (expr) contrastive head.")]
-WOrthOpt = Annotated[float, typer.Option(help="Weight of the orthogonality penalty.")]
+WOrthOpt = Annotated[float, typer.Option(help="Weight of the leakage (orthogonality) penalty.")]
+WKeepOpt = Annotated[float, typer.Option(help="Weight of the verification term (keeps the base encoder's scores).")]
+VoiceShareOpt = Annotated[float, typer.Option(help="Share of training voices in each step's leakage penalty.")]
 NoOrthogonalityOpt = Annotated[
     bool, typer.Option("--no-orthogonality", help="Ablation: train without the orthogonality penalty.")
 ]
@@ -33,7 +35,8 @@ NoBalancedSamplingOpt = Annotated[
     bool, typer.Option("--no-balanced-sampling", help="Ablation: uniform instead of group-balanced batches.")
 ]
 AblationsOpt = Annotated[
-    bool, typer.Option("--ablations", help="Also train and audit both ablations (rows no-orthogonality, ...).")
+    bool,
+    typer.Option("--ablations", help="Also train and audit the ablations (no-orthogonality, ..., only-sem, ...)."),
 ]
 EmbeddingsOpt = Annotated[
     Path | None,
@@ -68,7 +71,9 @@ def repair(
     w_sem: WSemOpt = 1.0,
     w_voice: WVoiceOpt = 1.0,
     w_expr: WExprOpt = 1.0,
-    w_orth: WOrthOpt = 10.0,
+    w_orth: WOrthOpt = 30.0,
+    w_keep: WKeepOpt = 100.0,
+    voice_share: VoiceShareOpt = 0.5,
     no_orthogonality: NoOrthogonalityOpt = False,
     no_balanced_sampling: NoBalancedSamplingOpt = False,
     ablations: AblationsOpt = False,
@@ -97,6 +102,8 @@ def repair(
         w_voice=w_voice,
         w_expr=w_expr,
         w_orth=w_orth,
+        w_keep=w_keep,
+        voice_share=voice_share,
         orthogonality=not no_orthogonality,
         balanced=not no_balanced_sampling,
     )
@@ -127,8 +134,8 @@ def repair(
 
 def _print(outcome: RepairOutcome, quiet: bool) -> None:
     if not quiet:
-        cols = ["variant", "F_sem", "F_voice", "F_expr", "Lambda_sem_voice", "Lambda_voice_expr"]
-        cols += ["ell_sem_voice", "Gamma_acc", "Gamma_acc_p", "Gamma_gen", "Gamma_gen_p"]
+        cols = ["variant", "Lambda_mean", "dLambda_mean", "dLambda_mean_hw", "eer_clean", "F_sem", "F_voice"]
+        cols += ["F_expr", "Lambda_sem_voice", "ell_sem_voice", "Gamma_acc", "Gamma_acc_p", "Gamma_gen", "Gamma_gen_p"]
         print_frame(outcome.summary, f"ORCA on held-out voices ({len(outcome.split.heldout)} voices)", cols)
     for note in outcome.notes:
         typer.echo(f"note: {note}")

@@ -1,25 +1,32 @@
 """ORCA training on a grid of cached embeddings (TRIAD/ORCA, Section V).
 
-Objective per minibatch of ``B`` rows (adapted embeddings ``z' = adapt(z)``, unit length):
+Objective per step (adapted embeddings ``z' = adapt(z)``, unit length):
 
-``L = w_sem·SupCon(P_sem z', text) + w_voice·SupCon(P_voice z', voice) + w_expr·SupCon(P_expr z', style)
-+ w_orth·O(z')``
+``L = Σ_a w_a·SupCon(P_a z', labels_a) + w_orth·Λ̂(z') + w_keep·K(z')``
 
-- ``SupCon(p, y)`` (Khosla et al. 2020) on unit head outputs ``p_i``: mean over anchors with a
-  positive of ``−1/|P(i)| Σ_{j∈P(i)} log(exp(p_i·p_j/T) / Σ_{k≠i} exp(p_i·p_k/T))``, ``P(i)`` the
-  other rows with the anchor's label, temperature ``T``.
-- Orthogonality penalty ``O``: the batch's centred ``z'`` whitened by the Cholesky factor ``L`` of
-  ``Σ_T + τI`` (``τ = tau_rel·tr(Σ_T)/d``), per axis ``W_a = L⁻¹ D_a`` with ``D_a`` the columns
-  ``√π_c (μ_c − μ)`` (so ``W_a W_aᵀ`` is the whitened between-class scatter ``S_a``); ``O`` is the
-  mean over the three axis pairs of ``tr(S_a S_b) / (‖S_a‖_F ‖S_b‖_F) ∈ [0, 1]``, zero exactly when
-  the whitened between-class subspaces are orthogonal: an energy-weighted, differentiable form
-  of the aggregate leakage Λ that the audit measures on the top-``m`` subspaces.
-- Group-balanced sampling: each batch draws ``B // G`` rows (with replacement) from each of the
-  ``G`` groups (joint values of the group attributes); without it, ``B`` rows uniformly.
+- ``SupCon(p, y)`` (Khosla et al. 2020) on unit head outputs ``p_i`` of a minibatch of ``B``
+  rows: mean over anchors with a positive of ``−1/|P(i)| Σ_{j∈P(i)} log(exp(p_i·p_j/T) /
+  Σ_{k≠i} exp(p_i·p_k/T))``, ``P(i)`` the other rows with the anchor's label, temperature ``T``;
+  ``a`` over sem (text), voice and expr (style), ``w_a`` = ``w_sem, w_voice, w_expr``.
+- Leakage penalty ``Λ̂``: the audit's aggregate leakage, differentiably. Rows ``z'`` centred and
+  whitened by the Cholesky factor ``L`` of ``Σ_T + τI`` (``τ = tau_rel·tr(Σ_T)/d``), per axis
+  ``W_a = L⁻¹ D_a`` with ``D_a`` the columns ``√π_c (μ_c − μ)``; ``U_a`` the top-``m`` left
+  singular vectors of ``W_a``; ``Λ̂`` the mean over the penalised axis pairs of ``‖U_aᵀU_b‖²_F / m``
+  (mean squared cosine of the principal angles). Computed on every row of a random
+  ``voice_share`` of the training voices, drawn afresh each step, so that the adapter cannot
+  fit the training voices' own means (the held-out audit sees other voices).
+- Verification term ``K``: the mean over ``keep_pairs`` random row pairs ``(i, j)`` of
+  ``(cos(z'_i, z'_j) − cos(z_i, z_j))²``: the base encoder's scores are kept.
+- Group-balanced sampling: each SupCon batch draws ``B // G`` rows (with replacement) from each
+  of the ``G`` groups (joint values of the group attributes); without it, ``B`` rows uniformly.
 
-Everything random (initial weights, batches) comes from ``torch.Generator`` seeded with
-``derive_seed("orca", seed, part)``: the same data, seed, options and thread count give the
-same bytes.
+``axes`` restricts the objective to single axes (the single-axis ablations): SupCon heads of
+the other axes are off and only pairs with a listed axis enter ``Λ̂``.
+
+Everything random (initial weights, batches, voice subsets, pairs) comes from
+``torch.Generator`` seeded with ``derive_seed("orca", seed, part)``: in one process the same
+data, seed, options and thread count give the same bytes; across processes the linear algebra's
+rounding may differ in the last bits (docs/repair.md).
 """
 
 from __future__ import annotations
@@ -38,37 +45,73 @@ from interbias.utils.seeding import derive_rng, derive_seed
 
 @dataclass(frozen=True)
 class OrcaConfig:
-    """Hyper-parameters (all recorded in the adapter manifest)."""
+    """Hyper-parameters (all recorded in the adapter manifest); the defaults are the settings
+    docs/repair.md measures."""
 
     hidden: int = 256
     head_dim: int = 32
     steps: int = 400
     batch: int = 512
-    lr: float = 1e-3
+    lr: float = 3e-3
     temperature: float = 0.1
     w_sem: float = 1.0
     w_voice: float = 1.0
     w_expr: float = 1.0
-    w_orth: float = 4.0
+    w_orth: float = 30.0
+    w_keep: float = 100.0
     orthogonality: bool = True
     balanced: bool = True
-    tau_rel: float = 1e-2
+    tau_rel: float = 1e-3
+    #: Share of the training voices whose rows enter the leakage penalty at each step.
+    voice_share: float = 0.5
+    #: Row pairs per step in the verification term.
+    keep_pairs: int = 2048
+    #: Subspace dimension of the penalty; ``None``: the audit's default on the training grid.
+    m: int | None = None
+    #: The axes the objective covers (single-axis ablations list one).
+    axes: tuple[str, ...] = AXES
 
     def check(self) -> None:
-        for name in ("hidden", "head_dim", "steps", "batch"):
+        for name in ("hidden", "head_dim", "steps", "batch", "keep_pairs"):
             if getattr(self, name) < 1:
-                raise AnalysisError(f"ORCA: {name} must be >= 1; got {getattr(self, name)}")
+                raise AnalysisError(f"ORCA: --{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
+        if self.m is not None and self.m < 1:
+            raise AnalysisError(f"ORCA: m must be >= 1; got {self.m}")
         for name in ("lr", "temperature", "tau_rel"):
-            if not getattr(self, name) > 0:
-                raise AnalysisError(f"ORCA: {name} must be > 0; got {getattr(self, name)}")
-        for name in ("w_sem", "w_voice", "w_expr", "w_orth"):
+            if not (getattr(self, name) > 0 and math.isfinite(getattr(self, name))):
+                raise AnalysisError(
+                    f"ORCA: --{name.replace('_', '-')} must be a finite number > 0; got {getattr(self, name)}"
+                )
+        if not 0 < self.voice_share <= 1:
+            raise AnalysisError(f"ORCA: --voice-share must be in (0, 1]; got {self.voice_share}")
+        for name in ("w_sem", "w_voice", "w_expr", "w_orth", "w_keep"):
             if not (getattr(self, name) >= 0 and math.isfinite(getattr(self, name))):
-                raise AnalysisError(f"ORCA: loss weight {name} must be a finite number >= 0; got {getattr(self, name)}")
-        if self.w_sem == self.w_voice == self.w_expr == 0 and not (self.orthogonality and self.w_orth > 0):
-            raise AnalysisError("ORCA: every loss term is off (all weights 0): nothing to train")
+                raise AnalysisError(
+                    f"ORCA: --{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}"
+                )
+        bad = [a for a in self.axes if a not in AXES]
+        if bad or not self.axes or len(set(self.axes)) != len(self.axes):
+            raise AnalysisError(f"ORCA: axes must be distinct names from {', '.join(AXES)}; got {self.axes}")
+        if not any(self.weights().values()) and not self.penalised_pairs():
+            raise AnalysisError(
+                "ORCA: every loss term that changes the geometry is off (all weights 0): nothing to train"
+            )
+
+    def weights(self) -> dict[str, float]:
+        """The SupCon weight of each axis (0 for an axis outside ``axes``)."""
+        given = {"sem": self.w_sem, "voice": self.w_voice, "expr": self.w_expr}
+        return {a: given[a] if a in self.axes else 0.0 for a in AXES}
+
+    def penalised_pairs(self) -> list[tuple[str, str]]:
+        """Axis pairs in the leakage penalty: those with an axis in ``axes`` (none when it is off)."""
+        if not (self.orthogonality and self.w_orth > 0):
+            return []
+        return [(a, b) for i, a in enumerate(AXES) for b in AXES[i + 1 :] if a in self.axes or b in self.axes]
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["axes"] = list(self.axes)
+        return out
 
 
 @dataclass(frozen=True)
@@ -77,6 +120,8 @@ class TrainedAdapter:
 
     tensors: dict[str, np.ndarray]
     losses: list[dict[str, float]]
+    #: The penalty's subspace dimension (0: no penalty).
+    m: int = 0
 
 
 # ---- the voice-disjoint split -----------------------------------------------------------------
@@ -171,18 +216,25 @@ def whitened_between(z: Any, labels: Mapping[str, Any], tau_rel: float) -> dict[
     return out
 
 
-def orthogonality_penalty(z: Any, labels: Mapping[str, Any], tau_rel: float) -> Any:
-    """Mean over axis pairs of ``tr(S_a S_b)/(‖S_a‖_F‖S_b‖_F)``, ``S_a = W_a W_aᵀ``."""
-    w = whitened_between(z, labels, tau_rel)
-    names = list(w)
-    terms = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            cross = (w[a].T @ w[b]).pow(2).sum()
-            norm_a = (w[a].T @ w[a]).pow(2).sum().sqrt()
-            norm_b = (w[b].T @ w[b]).pow(2).sum().sqrt()
-            terms.append(cross / (norm_a * norm_b + 1e-12))
+def leakage_penalty(z: Any, labels: Mapping[str, Any], tau_rel: float, m: int, pairs: Sequence[tuple[str, str]]) -> Any:
+    """Mean over ``pairs`` of ``‖U_aᵀU_b‖²_F / m``, ``U_a`` the top-``m`` left singular vectors of
+    ``W_a`` (:func:`whitened_between`): the audit's aggregate leakage Λ, differentiable."""
+    import torch
+
+    w = whitened_between(z, {a: labels[a] for a in {x for p in pairs for x in p}}, tau_rel)
+    bases = {a: torch.linalg.svd(wa, full_matrices=False)[0][:, :m] for a, wa in w.items()}
+    terms = [(bases[a].T @ bases[b]).pow(2).sum() / m for a, b in pairs]
     return sum(terms) / len(terms)
+
+
+def keep_scores(adapted_i: Any, adapted_j: Any, base_i: Any, base_j: Any) -> Any:
+    """Mean of ``(cos(a_i, a_j) − cos(z_i, z_j))²`` over row pairs (the verification term)."""
+    import torch
+
+    def cos(u: Any, v: Any) -> Any:
+        return (torch.nn.functional.normalize(u, dim=1) * torch.nn.functional.normalize(v, dim=1)).sum(1)
+
+    return (cos(adapted_i, adapted_j) - cos(base_i, base_j)).pow(2).mean()
 
 
 # ---- the network --------------------------------------------------------------------------------
@@ -295,6 +347,20 @@ def train(
         torch.set_num_threads(threads)
 
 
+def penalty_m(cfg: OrcaConfig, n_classes: Mapping[str, int], n_subset_voices: int, d: int) -> int:
+    """The penalty's ``m``: ``cfg.m``, or the audit's default ``min_a (C_a − 1)`` capped at
+    ``⌊d/2⌋``, with the voice count of one step's voice subset; refused when above that bound."""
+    counts = {**n_classes, "voice": n_subset_voices}
+    bound = min(min(counts[a] for a in AXES) - 1, d // 2)
+    m = bound if cfg.m is None else cfg.m
+    if not 1 <= m <= bound:
+        raise AnalysisError(
+            f"ORCA: penalty subspace m={m} must be in 1..{bound} (classes per axis {counts}, "
+            f"{n_subset_voices} voices per step, d={d})"
+        )
+    return m
+
+
 def _train(
     z_all: Any,
     labels: Mapping[str, Sequence[str]],
@@ -306,22 +372,20 @@ def _train(
     import torch
 
     codes = {a: _codes(list(labels[a])) for a in AXES}
-    weights = {"sem": cfg.w_sem, "voice": cfg.w_voice, "expr": cfg.w_expr}
+    n_voices = int(codes["voice"].max()) + 1
+    per_step = min(n_voices, max(2, round(cfg.voice_share * n_voices)))
+    pairs = cfg.penalised_pairs()
+    m = penalty_m(cfg, {a: int(codes[a].max()) + 1 for a in AXES}, per_step, z_all.shape[1]) if pairs else 0
+    weights = cfg.weights()
     t = init_tensors(z_all.shape[1], cfg, seed)
     opt = Adam(list(t.values()), lr=cfg.lr)
     draw = batch_sampler(list(groups), cfg, seed)
+    g_pen = torch.Generator().manual_seed(derive_seed("orca", seed, "voices"))
+    g_keep = torch.Generator().manual_seed(derive_seed("orca", seed, "pairs"))
     losses: list[dict[str, float]] = []
     for step in range(cfg.steps):
-        idx = draw()
-        z = forward(t, z_all[idx])
-        parts = {}
-        for a in AXES:
-            if weights[a] > 0:
-                p = torch.nn.functional.normalize(z @ t[f"head.{a}"].T, dim=1)
-                parts[a] = supcon(p, codes[a][idx], cfg.temperature)
-        if cfg.orthogonality and cfg.w_orth > 0:
-            parts["orth"] = orthogonality_penalty(z, {a: codes[a][idx] for a in AXES}, cfg.tau_rel)
-        loss = sum(weights.get(k, cfg.w_orth) * v for k, v in parts.items())
+        parts = _step_losses(t, z_all, codes, cfg, draw(), weights, pairs, m, per_step, (g_pen, g_keep))
+        loss = sum({**weights, "orth": cfg.w_orth, "keep": cfg.w_keep}[k] * v for k, v in parts.items())
         loss.backward()
         opt.step()
         if step % 50 == 0 or step == cfg.steps - 1:
@@ -331,4 +395,38 @@ def _train(
         if advance:
             advance(1)
     tensors = {k: t[k].detach().numpy().astype(np.float32).copy() for k in TENSORS}
-    return TrainedAdapter(tensors, losses)
+    return TrainedAdapter(tensors, losses, m)
+
+
+def _step_losses(
+    t: Mapping[str, Any],
+    z_all: Any,
+    codes: Mapping[str, Any],
+    cfg: OrcaConfig,
+    idx: Any,
+    weights: Mapping[str, float],
+    pairs: Sequence[tuple[str, str]],
+    m: int,
+    per_step: int,
+    gens: tuple[Any, Any],
+) -> dict[str, Any]:
+    """The terms of one step's objective (see the module docstring), unweighted."""
+    import torch
+
+    parts = {}
+    z = forward(t, z_all[idx])
+    for a in AXES:
+        if weights[a] > 0:
+            p = torch.nn.functional.normalize(z @ t[f"head.{a}"].T, dim=1)
+            parts[a] = supcon(p, codes[a][idx], cfg.temperature)
+    if pairs:
+        n_voices = int(codes["voice"].max()) + 1
+        chosen = torch.randperm(n_voices, generator=gens[0])[:per_step]
+        rows = torch.isin(codes["voice"], chosen)
+        parts["orth"] = leakage_penalty(
+            forward(t, z_all[rows]), {a: codes[a][rows] for a in AXES}, cfg.tau_rel, m, pairs
+        )
+    if cfg.w_keep > 0:
+        i, j = (torch.randint(0, len(z_all), (cfg.keep_pairs,), generator=gens[1]) for _ in range(2))
+        parts["keep"] = keep_scores(forward(t, z_all[i]), forward(t, z_all[j]), z_all[i], z_all[j])
+    return parts

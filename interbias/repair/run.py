@@ -2,9 +2,10 @@
 
 Steps: the geometry audit's grid (``interbias geometry``'s corpus/manifest/table sources and its
 embedding cache) → a voice-disjoint split (:func:`interbias.repair.orca.split_voices`) → ORCA
-trained on the training voices (plus, with ``--ablations``, the no-orthogonality and
-no-balanced-sampling variants) → the geometry audit (F, Λ, ℓ, Γ with jackknife half-widths and
-permutation p-values) on the held-out voices, raw and through each adapter.
+trained on the training voices (plus, with ``--ablations``, the variants of :data:`ABLATIONS`)
+→ the geometry audit (F, Λ, ℓ, Γ with jackknife half-widths and permutation p-values) on the
+held-out voices, raw and through each adapter, with the mean leakage's paired change and the
+clean-pair EER (:mod:`interbias.repair.heldout`).
 
 Outputs in ``--out`` (default ``results/repair``):
 
@@ -25,6 +26,7 @@ import json
 import math
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ import pandas as pd
 
 from interbias.analysis import geometry as geo
 from interbias.encoders.adapter import load_adapter, save_adapter
+from interbias.repair.heldout import HeldoutFigures, heldout_figures
 from interbias.repair.orca import OrcaConfig, VoiceSplit, split_voices, train
 from interbias.utils import atomic
 from interbias.utils.errors import AnalysisError
@@ -41,11 +44,23 @@ from interbias.utils.progress import Reporter
 from interbias.utils.seeding import derive_seed, sha256_file
 
 #: Variants trained with ``--ablations`` besides the full objective: (name, config change).
-ABLATIONS = (("no-orthogonality", {"orthogonality": False}), ("no-balanced-sampling", {"balanced": False}))
+ABLATIONS = (
+    ("no-orthogonality", {"orthogonality": False}),
+    ("no-balanced-sampling", {"balanced": False}),
+    ("no-verification-term", {"w_keep": 0.0}),
+    ("only-sem", {"axes": ("sem",)}),
+    ("only-voice", {"axes": ("voice",)}),
+    ("only-expr", {"axes": ("expr",)}),
+)
 SUMMARY_COLUMNS = (
     "variant",
     "encoder",
     "adapter_sha256",
+    "Lambda_mean",
+    "Lambda_mean_hw",
+    "dLambda_mean",
+    "dLambda_mean_hw",
+    "eer_clean",
     "F_sem",
     "F_sem_hw",
     "F_voice",
@@ -292,11 +307,11 @@ def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> Repa
         adapters[name], losses[name] = _train_variant(name, cfg, col, trained, options, base_manifest, out, reporter)
         timings[f"train_{name}_s"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
-    frames = _audit_all(held, adapters, col, options, reporter)
+    frames, heldout = _audit_all(held, adapters, col, options, reporter)
     timings["audit_s"] = round(time.perf_counter() - t, 3)
     table = pd.concat(frames, ignore_index=True)
     atomic.write_csv(out / "repair.csv", table)
-    summary = summarise(table)
+    summary = summarise(table, heldout)
     atomic.write_csv(out / "repair-summary.csv", summary)
     main_path, main_sha = adapters["orca"]
     label = f"{col.encoder}+orca:{main_sha[:12]}"
@@ -340,7 +355,8 @@ def _train_variant(
     strata = [by_voice[v] for v in trained.voice]
     with reporter.task(f"ORCA {name}: training", cfg.steps) as advance:
         result = train(trained.x, labels, strata, cfg, seed=options.seed, advance=advance)
-    manifest = {**base_manifest, "variant": name, "config": cfg.as_dict(), "final_loss": result.losses[-1]}
+    manifest = {**base_manifest, "variant": name, "config": cfg.as_dict(), "penalty_m": result.m}
+    manifest["final_loss"] = result.losses[-1]
     data = save_adapter(out / "adapter.tmp.safetensors", result.tensors, manifest)
     sha = hashlib.sha256(data).hexdigest()
     path = out / f"orca-{readable_slug(col.encoder)}-{name}-{sha[:12]}.safetensors"
@@ -356,8 +372,9 @@ def _audit_all(
     col: Collected,
     options: RepairOptions,
     reporter: Reporter,
-) -> list[pd.DataFrame]:
-    """The geometry audit of the held-out grid raw and through each adapter (one seed for all)."""
+) -> tuple[list[pd.DataFrame], dict[str, HeldoutFigures]]:
+    """The geometry audit of the held-out grid raw and through each adapter (one seed for all),
+    and each variant's :class:`HeldoutFigures`."""
     seed = derive_seed("repair-audit", col.encoder, col.fingerprint, col.source, options.seed)
     grids = [("raw", "", held)]
     for name, (path, sha) in adapters.items():
@@ -380,11 +397,15 @@ def _audit_all(
         frame.insert(0, "variant", name)
         frame.insert(1, "adapter_sha256", sha)
         frames.append(frame)
-    return frames
+    with reporter.task("held-out mean leakage (paired jackknife) and clean-pair EER", 1) as advance:
+        figures = heldout_figures(held, {name: grid.x for name, _, grid in grids})
+        advance(1)
+    return frames, figures
 
 
-def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant (:data:`SUMMARY_COLUMNS`); ``*_hw`` are 95 % jackknife half-widths."""
+def summarise(table: pd.DataFrame, heldout: Mapping[str, HeldoutFigures] | None = None) -> pd.DataFrame:
+    """One row per variant (:data:`SUMMARY_COLUMNS`); ``*_hw`` are 95 % jackknife half-widths;
+    the ``Lambda_mean``/``dLambda_mean``/``eer_clean`` columns from ``heldout`` (nan without)."""
 
     def pick(sub: pd.DataFrame, metric: str, col: str = "value", **match: str) -> float:
         sel = sub[sub["metric"] == metric]
@@ -396,6 +417,12 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     for variant, sub in table.groupby("variant", sort=False):
         row: dict[str, Any] = {"variant": variant, "encoder": sub["encoder"].iloc[0]}
         row["adapter_sha256"] = sub["adapter_sha256"].iloc[0]
+        fig = (heldout or {}).get(str(variant))
+        row["Lambda_mean"] = fig.lambda_mean if fig else math.nan
+        row["Lambda_mean_hw"] = fig.lambda_mean_hw if fig else math.nan
+        row["dLambda_mean"] = fig.delta if fig else math.nan
+        row["dLambda_mean_hw"] = fig.delta_hw if fig else math.nan
+        row["eer_clean"] = fig.eer_clean if fig else math.nan
         for a in geo.AXES:
             row[f"F_{a}"] = pick(sub, "F", axis=a)
             row[f"F_{a}_hw"] = pick(sub, "F", "ci_half_width", axis=a)
