@@ -78,6 +78,11 @@ def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None
         "Gamma",
         "decomposition_residual",
         "variance_share",
+        "delta",
+        "Dbar",
+        "Dbar_model",
+        "floor",
+        "active_margin",
     }
     assert frame.loc[frame["metric"] == "decomposition_residual", "value"].iloc[0] < 1e-8
     assert frame.loc[frame["metric"] == "F", "value"].between(0, 1).all()
