@@ -79,6 +79,9 @@ class GeometryOutcome:
     n_cached: int
     n_failed: int
     decomposition_note: str
+    #: The audited grid and the audit's subspace rank (for the across-encoder bootstrap).
+    grid: geo.EmbeddingGrid | None = None
+    m: int = 0
 
 
 # ---- grids from a manifest or a table --------------------------------------------------------
@@ -281,7 +284,7 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
         name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
         atomic.write_parquet(out / f"embeddings-{name}.parquet", grid_to_table(grid))
     return GeometryOutcome(
-        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note
+        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note, grid, result.m
     )
 
 
