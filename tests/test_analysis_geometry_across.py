@@ -84,7 +84,9 @@ def test_encoders_table_r_and_interval(tmp_path: Path, monkeypatch: pytest.Monke
     enc = across[across["metric"] == "encoder"].set_index("encoder")
     geometry = geo.read_geometry(out)
     for name in tables:
-        rows = geometry[(geometry["encoder"] == name) & (geometry["attribute"] == "accent") & (geometry["axis"] == "sem")]
+        rows = geometry[
+            (geometry["encoder"] == name) & (geometry["attribute"] == "accent") & (geometry["axis"] == "sem")
+        ]
         assert enc.loc[name, "Dbar"] == pytest.approx(rows[rows["metric"] == "Dbar"]["value"].iloc[0])
     assert enc.loc["low", "Lambda"] < enc.loc["high", "Lambda"]
     r = across[across["metric"] == "pearson_r"].iloc[0]

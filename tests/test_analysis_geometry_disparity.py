@@ -25,7 +25,9 @@ def _grid(n_groups: int = 2, d: int = 6, shift: float = 1.5, whiten: bool = True
         for v in range(8):
             for s in range(3):
                 rows.append((t, v, s))
-                x.append(texts[t] + voices[v] + styles[s] + shift * (v % n_groups) * direction + 0.2 * rng.normal(size=d))
+                x.append(
+                    texts[t] + voices[v] + styles[s] + shift * (v % n_groups) * direction + 0.2 * rng.normal(size=d)
+                )
     x = np.asarray(x)
     if whiten:
         x = x - x.mean(axis=0)

@@ -63,7 +63,12 @@ def test_voice_variants_change_only_the_voice_within_and_across_groups(protocol:
     for _, row in voice.iterrows():
         ref = base.loc[row["family"]]
         kind, spk = row["level"].split(":")
-        assert (row["text"], row["style"], row["label"], row["test_speaker"]) == (ref["text"], ref["style"], ref["label"], spk)
+        assert (row["text"], row["style"], row["label"], row["test_speaker"]) == (
+            ref["text"],
+            ref["style"],
+            ref["label"],
+            spk,
+        )
         assert spk not in {ref["enrol_speaker"], ref["test_speaker"]}
         assert (gender[spk] == gender[ref["test_speaker"]]) == (kind == "within")
         if row["label"] == "target":  # both sides re-spoken by the new voice, same enrolment text

@@ -15,6 +15,17 @@ if TYPE_CHECKING:
     from interbias.analysis.geometry.pipeline import GeometryOptions, GeometryOutcome
 
 
+EncodersOpt = Annotated[
+    str | None, typer.Option(help="Comma-separated encoders (at least 3): an audit each, then r(Λ, D̄) across them.")
+]
+LayersOpt = Annotated[str | None, typer.Option(help="Sweep the layers a:b of an SSL --encoder (one audit each).")]
+AttributeOpt = Annotated[str, typer.Option(help="The group attribute of D̄ in the --encoders table.")]
+BootstrapOpt = Annotated[int, typer.Option(help="Voice-bootstrap draws of the interval of r (--encoders).")]
+NoiseOpt = Annotated[
+    bool, typer.Option("--noise-floor", help="Also audit the synthetic corpus's replicate cells (rendering noise).")
+]
+
+
 @app.command(epilog="Example: interbias geometry --encoder CAM++ --sentences 8")
 @guarded
 def geometry(
@@ -56,15 +67,11 @@ def geometry(
     ] = False,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
-    encoders: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated encoders (at least 3): an audit each, then r(Λ, D̄) across them."),
-    ] = None,
-    layers: Annotated[str | None, typer.Option(help="Sweep the layers a:b of an SSL --encoder (one audit each).")] = None,
-    across_attribute: Annotated[
-        str, typer.Option(help="The group attribute of D̄ in the --encoders table.")
-    ] = "accent",
-    bootstrap: Annotated[int, typer.Option(help="Voice-bootstrap draws of the interval of r (--encoders).")] = 200,
+    encoders: EncodersOpt = None,
+    layers: LayersOpt = None,
+    across_attribute: AttributeOpt = "accent",
+    bootstrap: BootstrapOpt = 200,
+    noise_floor: NoiseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
@@ -88,18 +95,23 @@ def geometry(
         tau_rel=tau_rel,
         label=label,
         save_embeddings=save_embeddings,
+        noise_floor=noise_floor,
         quiet=quiet,
         command=["interbias", *sys.argv[1:]],
     )
     if encoders is not None or layers is not None:
         _several(options, encoders, layers, across_attribute, bootstrap)
         return
-    outcome = run_geometry(options)
+    _report(run_geometry(options), encoder is not None, quiet)
+
+
+def _report(outcome: GeometryOutcome, embedded: bool, quiet: bool) -> None:
+    """The table (unless quiet), failures, embedding counts and what was written."""
     if not quiet:
         _print_table(outcome)
     if outcome.n_failed:
         typer.echo(f"warning: {outcome.n_failed} utterance(s) failed and were left out (see geometry.json)", err=True)
-    if encoder is not None:
+    if embedded:
         typer.echo(f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}")
     typer.echo(f"wrote {outcome.out_dir / 'geometry.csv'}, geometry.json, geometry.png")
 
@@ -107,7 +119,8 @@ def geometry(
 def _print_table(outcome: GeometryOutcome) -> None:
     """The headline statistics (F, Λ, ℓ, Γ) with their intervals, and the decomposition note."""
     frame = outcome.frame
-    head = frame[frame["metric"].isin(["F", "Lambda", "ell", "Gamma", "Dbar", "floor"])].copy()
+    shown = ["F", "Lambda", "ell", "Gamma", "Dbar", "floor", "F_noise", "Lambda_noise"]
+    head = frame[frame["metric"].isin(shown)].copy()
     head["statistic"] = [
         " ".join(str(x) for x in (r.metric, r.attribute, r.axis, r.axis_b) if str(x) != "") for r in head.itertuples()
     ]

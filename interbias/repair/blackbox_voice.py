@@ -103,7 +103,8 @@ def _flips(frame: pd.DataFrame) -> pd.DataFrame:
     var["flip"] = var["decision"].to_numpy() != ref["decision"].to_numpy()
     var["base_speaker"] = ref["enrol_speaker"].to_numpy()
     var["kind"] = [
-        f"voice:{lv.split(':', 1)[0]}" if ax == "voice" else ax for ax, lv in zip(var["axis"], var["level"], strict=True)
+        f"voice:{lv.split(':', 1)[0]}" if ax == "voice" else ax
+        for ax, lv in zip(var["axis"], var["level"], strict=True)
     ]
     return var
 
@@ -120,7 +121,9 @@ def voice_rows_overall(frame: pd.DataFrame, has_scores: bool) -> list[dict[str, 
     base_score = frame[frame["axis"] == "base"].set_index("family")["score"] if has_scores else None
     for kind in (f"voice:{k}" for k in KINDS):
         sel = var[var["kind"] == kind]
-        rows.append(_row("invariance_violation", axis=kind, value=sel["flip"].mean() if len(sel) else math.nan, n=len(sel)))
+        rows.append(
+            _row("invariance_violation", axis=kind, value=sel["flip"].mean() if len(sel) else math.nan, n=len(sel))
+        )
         if base_score is not None:
             shift = np.abs(sel["score"].to_numpy() - base_score.loc[sel["family"]].to_numpy())
             rows.append(_row("mean_abs_shift", axis=kind, value=shift.mean() if len(sel) else math.nan, n=len(sel)))

@@ -57,7 +57,9 @@ def resample_voices(grid: EmbeddingGrid, voices: Sequence[str]) -> EmbeddingGrid
     parts = [np.flatnonzero(grid.voice == v) for v in voices]
     rows = np.concatenate(parts)
     out = grid.subset(rows)
-    labels = np.concatenate([np.full(len(p), f"{v}#{j}", dtype=object) for j, (v, p) in enumerate(zip(voices, parts, strict=True))])
+    labels = np.concatenate(
+        [np.full(len(p), f"{v}#{j}", dtype=object) for j, (v, p) in enumerate(zip(voices, parts, strict=True))]
+    )
     return EmbeddingGrid(out.x, out.text, labels, out.style, out.groups)
 
 
@@ -132,8 +134,12 @@ def across_figure(result: Across) -> Figure:
     fig = new_figure(6, 4.6)
     ax = fig.subplots()
     ax.errorbar(
-        t["Lambda"], t["Dbar"], xerr=np.nan_to_num(t["Lambda_hw"].astype(float)),
-        yerr=np.nan_to_num(t["Dbar_hw"].astype(float)), fmt="o", capsize=3,
+        t["Lambda"],
+        t["Dbar"],
+        xerr=np.nan_to_num(t["Lambda_hw"].astype(float)),
+        yerr=np.nan_to_num(t["Dbar_hw"].astype(float)),
+        fmt="o",
+        capsize=3,
     )
     for _, row in t.iterrows():
         name = f"{row['encoder']} L{row['layer']}" if str(row["layer"]) else str(row["encoder"])

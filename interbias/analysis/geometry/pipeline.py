@@ -34,6 +34,7 @@ import pandas as pd
 
 from interbias.analysis import geometry as geo
 from interbias.analysis.geometry.figure import geometry_figure
+from interbias.analysis.geometry.noise import collect_noise, noise_frame, text_label
 from interbias.analysis.plots import png, vectors
 from interbias.audio.frontend import FrontEnd
 from interbias.corpora.manifest import Manifest
@@ -66,6 +67,8 @@ class GeometryOptions:
     tau_rel: float = geo.TAU_REL
     label: str | None = None
     save_embeddings: bool = False
+    #: Also audit the replicate cells' rendering noise (:mod:`interbias.analysis.geometry.noise`).
+    noise_floor: bool = False
     quiet: bool = False
     command: list[str] = field(default_factory=list)
 
@@ -85,11 +88,6 @@ class GeometryOutcome:
 
 
 # ---- grids from a manifest or a table --------------------------------------------------------
-
-
-def text_label(u: Any) -> str | None:
-    """The sem-axis class of an utterance: ``attrs['sentence']`` when present, else its text."""
-    return u.get("sentence") or u.text
 
 
 def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
@@ -232,9 +230,14 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     provenance: dict[str, Any] = {"command": options.command, "groups": list(options.groups)}
     n_embedded = n_cached = 0
     failures: dict[str, str] = {}
+    noise = None
+    if options.noise_floor and (
+        options.encoder is None or options.manifest is not None or options.corpus != "synthetic"
+    ):
+        raise AnalysisError("--noise-floor needs --encoder on the synthetic corpus (its replicate cells)")
     if options.encoder is not None:
         got = _collect(options.encoder, options, reporter)
-        grid, meta, failures = got.grid, dict(got.meta), got.failures
+        grid, meta, failures, noise = got.grid, dict(got.meta), got.failures, got.noise
         n_embedded, n_cached = got.n_embedded, got.n_cached
         provenance.update(got.provenance)
     elif options.embeddings is not None:
@@ -269,6 +272,8 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
         )
     provenance["timings"]["audit_s"] = round(time.perf_counter() - t, 3)
     frame = geo.to_frame(result, meta)
+    if noise is not None:
+        frame = pd.concat([frame, noise_frame(noise, result.m, frame, options.tau_rel)], ignore_index=True)
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "geometry.csv"
@@ -299,6 +304,7 @@ class Collected:
     n_cached: int
     failures: dict[str, str]
     provenance: dict[str, Any]
+    noise: geo.EmbeddingGrid | None = None
 
 
 def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collected:
@@ -327,6 +333,11 @@ def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collec
     if failures:
         reporter.info(f"{len(failures)} utterance(s) failed and are left out; first: {next(iter(failures.values()))}")
     grid = grid_from_manifest(manifest, vectors, options.groups)
+    noise = None
+    if options.noise_floor:
+        noise = collect_noise(
+            vectors, lambda m: embed_clean(m, encoder, cache, reporter), cache, options.groups, reporter
+        )
     provenance = {
         "encoder": encoder.provenance(),
         "corpus": options.corpus,
@@ -343,7 +354,7 @@ def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collec
         "subset": subset,
         "layer": "" if options.layer is None else str(options.layer),
     }
-    return Collected(grid, meta, n_embedded, n_cached, failures, provenance)
+    return Collected(grid, meta, n_embedded, n_cached, failures, provenance, noise)
 
 
 def _write_provenance(

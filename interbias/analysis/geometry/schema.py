@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.analysis.geometry.linalg import AXES, PAIRS
 from interbias.analysis.geometry.disparity import RHO
+from interbias.analysis.geometry.linalg import AXES, PAIRS
 from interbias.analysis.geometry.stats import CI_METHOD, Audit, Key, disparity_keys
 from interbias.utils.errors import AnalysisError
 
@@ -98,7 +98,17 @@ def to_frame(result: Audit, meta: Mapping[str, Any]) -> pd.DataFrame:
         n_groups = len({k[2] for k in v if k[0] == "F_group" and k[1] == attr})
         axis_b = "" if a == "voice" else "voice"
         note = disparity_note(metric, v[key])
-        add(metric, key, v[key], axis=a, axis_b=axis_b, attribute=attr, group=f"{n_groups} groups", m=result.m, note=note)
+        add(
+            metric,
+            key,
+            v[key],
+            axis=a,
+            axis_b=axis_b,
+            attribute=attr,
+            group=f"{n_groups} groups",
+            m=result.m,
+            note=note,
+        )
     dec = result.decomposition
     add("decomposition_residual", None, dec.residual if dec else math.nan, note=result.decomposition_note)
     if dec:
@@ -169,7 +179,8 @@ def _pick(sub: pd.DataFrame, metric: str, **match: str) -> pd.Series | None:
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per audit: F_sem/voice/expr, Λ and ℓ (sem–voice) with m and chance m/d, Γ_acc
     (accent spread of F_sem|g), Γ_gen (gender spread of F_expr|g) with p-values, the accent
-    disparities of the sem probe (:data:`DISPARITY_SUMMARY`), half-widths
+    disparities of the sem probe (:data:`DISPARITY_SUMMARY`), the noise floors (``*_noise``, empty
+    without ``--noise-floor``), half-widths
     (``*_hw``) and the decomposition residual. A statistic absent from the table stays empty."""
     rows = []
     for key, sub in frame.groupby(list(AUDIT_KEY), sort=True):
@@ -182,6 +193,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
             ("Gamma_acc", "Gamma", {"attribute": "accent", "axis": "sem"}, {"p_value": "p"}),
             ("Gamma_gen", "Gamma", {"attribute": "gender", "axis": "expr"}, {"p_value": "p"}),
             *((name, name, {"attribute": "accent", "axis": "sem"}, {}) for name in DISPARITY_SUMMARY),
+            *((f"F_{a}_noise", "F_noise", {"axis": a}, {}) for a in AXES),
+            ("Lambda_noise", "Lambda_noise", {"axis": "sem", "axis_b": "voice"}, {}),
         ]
         for name, metric, match, extra in wanted:
             r = _pick(sub, metric, **match)

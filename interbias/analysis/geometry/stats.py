@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.analysis.geometry.disparity import PROBE_AXES, disparity_statistics
 from interbias.analysis.geometry.linalg import (
     AXES,
     PAIRS,
@@ -25,7 +26,6 @@ from interbias.analysis.geometry.linalg import (
     leakage,
     spreads,
 )
-from interbias.analysis.geometry.disparity import PROBE_AXES, disparity_statistics
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
