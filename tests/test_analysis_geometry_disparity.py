@@ -4,6 +4,7 @@ constructed embedding sets whose group displacement is known."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -109,3 +110,18 @@ def test_disparity_rows_in_geometry_csv_and_summary() -> None:
     assert ("inactive" in margin["note"]) == (margin["value"] <= 0)
     summary = geo.summary(frame).iloc[0]
     assert summary["Dbar"] == pytest.approx(result.values[("Dbar", "accent", "sem")])
+
+
+def test_report_section_shows_the_disparity_table(tmp_path: Path) -> None:
+    grid = _grid(whiten=False)
+    result = geo.audit(grid, attributes=["accent"], n_perm=3, jackknife=False, seed=2)
+    frame = geo.to_frame(result, {"encoder": "toy"})
+    frame.to_csv(tmp_path / "geometry.csv", index=False)
+    section = geo.report_section(tmp_path)
+    assert section is not None
+    rows = [ln for ln in section.markdown.splitlines() if ln.startswith("| toy |") and "| accent |" in ln]
+    assert [r.split(" | ")[4] for r in rows] == ["sem", "expr"]
+    dbar = result.values[("Dbar", "accent", "sem")]
+    assert f" {dbar:.3f} " in rows[0] and ("inactive" in rows[0]) == (
+        result.values[("active_margin", "accent", "sem")] <= 0
+    )

@@ -79,7 +79,8 @@ def noise_frame(noise: EmbeddingGrid, m: int, base: pd.DataFrame, tau_rel: float
     defined = m <= min(shape["n_texts"], shape["n_voices"], shape["n_styles"]) - 1
     values, _ = statistics(noise, attrs, m if defined else 1, tau_rel=tau_rel)
     note = NOTE.format(n=shape["n_rows"]) if defined else f"m={m} exceeds the replicate grid's classes"
-    template = {c: base[c].iloc[0] for c in ("encoder", "encoder_fingerprint", "source", "subset", "layer")}
+    template: dict[str, Any] = dict.fromkeys(base.columns, "")
+    template.update({c: base[c].iloc[0] for c in ("encoder", "encoder_fingerprint", "source", "subset", "layer")})
     template.update(
         n_rows=shape["n_rows"], n_texts=shape["n_texts"], n_voices=shape["n_voices"], n_styles=shape["n_styles"]
     )
@@ -95,4 +96,4 @@ def noise_frame(noise: EmbeddingGrid, m: int, base: pd.DataFrame, tau_rel: float
         rows.append(
             dict(template, metric="Dbar_noise", axis="sem", axis_b="voice", attribute=attr, value=value, m=m, note=note)
         )
-    return pd.DataFrame(rows, columns=list(base.columns)).fillna({"note": ""})
+    return pd.DataFrame(rows, columns=list(base.columns))
