@@ -102,9 +102,9 @@ def _flips(frame: pd.DataFrame) -> pd.DataFrame:
     ref = base.loc[var["family"]]
     var["flip"] = var["decision"].to_numpy() != ref["decision"].to_numpy()
     var["base_speaker"] = ref["enrol_speaker"].to_numpy()
+    levels = var["level"].astype(str) if "level" in var.columns else pd.Series([""] * len(var), index=var.index)
     var["kind"] = [
-        f"voice:{lv.split(':', 1)[0]}" if ax == "voice" else ax
-        for ax, lv in zip(var["axis"], var["level"], strict=True)
+        f"voice:{lv.split(':', 1)[0]}" if ax == "voice" else ax for ax, lv in zip(var["axis"], levels, strict=True)
     ]
     return var
 
