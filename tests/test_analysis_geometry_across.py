@@ -114,3 +114,62 @@ def test_layer_sweep_runs_one_audit_per_layer(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(sweep, "run_geometry", lambda options, reporter=None: seen.append(options.layer) or options)
     got = sweep.run_layers(GeometryOptions(encoder="WavLM-Base", out=tmp_path), sweep.parse_layers("2:4"))
     assert seen == [2, 3, 4] and [o.encoder for o in got] == ["WavLM-Base"] * 3
+
+
+@pytest.mark.slow
+def test_layer_sweep_on_a_tiny_ssl_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--layers 1:2 audits a tiny WavLM snapshot (the real loader) at both hidden layers."""
+    pytest.importorskip("transformers")
+    import json
+
+    import soundfile as sf
+    from encoder_fixtures import make_transformers
+
+    from interbias.encoders import ENCODERS
+
+    folder = make_transformers(tmp_path / "wavlm", "wavlm")
+    card = dataclasses.replace(
+        ENCODERS.get("WavLM-Base"), embedding_dim=32, expect={**ENCODERS.get("WavLM-Base").expect, "layers": 2}
+    )
+    real_get = ENCODERS.get
+    monkeypatch.setattr(ENCODERS, "get", lambda label: card if label == "WavLM-Base" else real_get(label))
+    monkeypatch.setenv("INTERBIAS_MODEL_WAVLM_BASE", str(folder))
+    rows, tt = [], np.arange(20000) / 16000
+    for v, (gender, f0) in enumerate((("female", 210), ("female", 240), ("male", 100), ("male", 125))):
+        for style, vib in (("neutral", 0.0), ("sad", 0.04)):
+            for si in range(1, 4):
+                phase = 2 * np.pi * f0 * (tt + vib * np.sin(2 * np.pi * 5 * tt) / (2 * np.pi * 5))
+                rel = f"v{v}/{style}/s{si}.flac"
+                (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+                wave = sum(np.sin(k * phase) / k ** (0.4 * si) for k in range(1, 8))
+                sf.write(tmp_path / rel, (0.1 * wave).astype(np.float32), 16000, subtype="PCM_16")
+                rows.append(
+                    {
+                        "id": rel[:-5],
+                        "path": rel,
+                        "speaker": f"v{v}",
+                        "gender": gender,
+                        "style": style,
+                        "text": f"s{si}",
+                    }
+                )
+    (tmp_path / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "geo"
+    args = ["geometry", "--encoder", "WavLM-Base", "--manifest", str(tmp_path / "manifest.jsonl"), "--groups", "gender"]
+    args += [
+        "--layers",
+        "1:2",
+        "--permutations",
+        "2",
+        "--no-jackknife",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    res = runner.invoke(app, [*args, "-q"])
+    assert res.exit_code == 0, res.output
+    frame = geo.read_geometry(out)
+    assert sorted(set(frame["layer"])) == ["1", "2"]
+    f_voice = frame[(frame["metric"] == "F") & (frame["axis"] == "voice")].set_index("layer")["value"]
+    assert f_voice["1"] != f_voice["2"]  # another layer, another embedding

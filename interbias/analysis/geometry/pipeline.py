@@ -180,13 +180,17 @@ def grid_to_table(grid: geo.EmbeddingGrid) -> pd.DataFrame:
 
 
 def encoder_options(label: str, layer: int | None) -> dict[str, Any]:
-    """``{"layer": N}`` for encoders whose loader takes a layer; an error for the others."""
+    """``{"layer": N}`` for encoders whose loader (factory or file layout) takes a layer; an error
+    for the others."""
     if layer is None:
         return {}
     from interbias.encoders import ENCODERS
 
     card = ENCODERS.get(label)
-    params = inspect.signature(card.factory).parameters if card.factory else {}
+    if card.factory:
+        params = set(inspect.signature(card.factory).parameters)
+    else:  # loaded through its file layouts (hf_ssl): the layouts' options
+        params = {o for layout in card.layouts for o in layout.options}
     if "layer" not in params:
         raise EncoderError(f"{label}: takes no --layer option (only encoders with selectable layers do)")
     return {"layer": int(layer)}
