@@ -6,7 +6,8 @@ covariance that of one rendering), labelled with its cell's text, voice, style a
 audit's statistics on these rows at the audit's ``m`` — ``F_noise`` per axis, ``Lambda_noise`` and
 ``ell_noise`` per axis pair, ``Dbar_noise`` per attribute (sem probe) — are the values the
 replicates alone give: what rendering noise with this grid's labels produces. An ``F`` or ``Λ``
-near its noise value cannot be told from rendering noise. ``nan`` (with a note) where the
+near its noise value cannot be told from rendering noise. F is scale-invariant: on pure noise
+it is the chance level of the replicate grid's size and dimension, not the noise's loudness. ``nan`` (with a note) where the
 replicate grid holds too few classes (``m`` above ``C_a − 1``) or an attribute has one group there.
 """
 
