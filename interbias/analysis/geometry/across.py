@@ -120,7 +120,7 @@ def across_frame(result: Across) -> pd.DataFrame:
         "ci_high": result.ci_high,
         "n_boot": result.n_boot,
         "n_defined": result.n_defined,
-        "seed": result.seed,
+        "seed": str(result.seed),  # a string: a 63-bit seed does not survive a float column
         "attribute": result.attribute,
     }
     return pd.concat([rows, pd.DataFrame([r_row])], ignore_index=True)
