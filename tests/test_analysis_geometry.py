@@ -371,8 +371,14 @@ def test_audit_rows_are_complete_deterministic_and_refuse_unbalanced_decompositi
     assert frame.equals(again)
     assert list(frame.columns) == list(geo.COLUMNS)
     counts = frame["metric"].value_counts().to_dict()
-    # F: 3; Λ, ℓ: 3 pairs; F_group: 2 attributes × 2 groups × 3 axes; Γ: 2 × 3; residual; 5 shares
+    # F: 3; Λ, ℓ: 3 pairs; F_group: 2 attributes × 2 groups × 3 axes; Γ: 2 × 3; residual; 5 shares;
+    # disparities: δ per attribute, D̄, D̄_model, floor, active margin per attribute × probe axis (sem, expr)
     assert counts == {
+        "delta": 2,
+        "Dbar": 4,
+        "Dbar_model": 4,
+        "floor": 4,
+        "active_margin": 4,
         "F": 3,
         "Lambda": 3,
         "ell": 3,

@@ -78,6 +78,11 @@ def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None
         "Gamma",
         "decomposition_residual",
         "variance_share",
+        "delta",
+        "Dbar",
+        "Dbar_model",
+        "floor",
+        "active_margin",
     }
     assert frame.loc[frame["metric"] == "decomposition_residual", "value"].iloc[0] < 1e-8
     assert frame.loc[frame["metric"] == "F", "value"].between(0, 1).all()
@@ -108,7 +113,8 @@ def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None
     assert len(geo.summary(merged)) == 2
     section = geo.report_section(out)
     assert section is not None and section.figure == out / "geometry.png"
-    body = [ln for ln in section.markdown.splitlines() if ln.startswith("| B |") or ln.startswith("| emb |")]
+    main = [ln for ln in section.markdown.splitlines() if " (p " in ln]  # the summary table (Γ has p)
+    body = [ln for ln in main if ln.startswith("| B |") or ln.startswith("| emb |")]
     assert len(body) == 2
     f_sem = merged[(merged["encoder"] == "emb") & (merged["metric"] == "F") & (merged["axis"] == "sem")].iloc[0]
     assert f"{f_sem['value']:.3f} ± {f_sem['ci_half_width']:.3f}" in body[1]

@@ -44,10 +44,15 @@ def prepare_cmd(
     noise_snr: Annotated[
         str, typer.Option(help="Comma-separated SNRs (dB) of the Gaussian-noise variants ('' for none).")
     ] = "15",
+    voice_variants: Annotated[
+        int,
+        typer.Option(help="Voice variants per family within and across groups (the voice axis; 0: none)."),
+    ] = 0,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
 ) -> None:
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
-    the test's style, only its text, or only its noise condition (columns: docs/outputs.md)."""
+    the test's style, only its text, only its noise condition, or only the voice (columns:
+    docs/outputs.md)."""
     from interbias.repair.blackbox import ProtocolOptions, load_manifest, prepare, with_paths
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
@@ -57,7 +62,9 @@ def prepare_cmd(
     except ValueError:
         raise AnalysisError(f"--noise-snr {noise_snr!r}: comma-separated numbers (dB)") from None
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
-    opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs)
+    if voice_variants < 0:
+        raise AnalysisError(f"--voice-variants must be >= 0; got {voice_variants}")
+    opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs, voice_variants)
     frame = with_paths(prepare(m, _groups(groups), opts), m, out.parent / "audio")
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_csv(out, frame)

@@ -12,7 +12,18 @@ from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
 
 if TYPE_CHECKING:
-    from interbias.analysis.geometry.pipeline import GeometryOutcome
+    from interbias.analysis.geometry.pipeline import GeometryOptions, GeometryOutcome
+
+
+EncodersOpt = Annotated[
+    str | None, typer.Option(help="Comma-separated encoders (at least 3): an audit each, then r(Λ, D̄) across them.")
+]
+LayersOpt = Annotated[str | None, typer.Option(help="Sweep the layers a:b of an SSL --encoder (one audit each).")]
+AttributeOpt = Annotated[str, typer.Option(help="The group attribute of D̄ in the --encoders table.")]
+BootstrapOpt = Annotated[int, typer.Option(help="Voice-bootstrap draws of the interval of r (--encoders).")]
+NoiseOpt = Annotated[
+    bool, typer.Option("--noise-floor", help="Also audit the synthetic corpus's replicate cells (rendering noise).")
+]
 
 
 @app.command(epilog="Example: interbias geometry --encoder CAM++ --sentences 8")
@@ -56,39 +67,51 @@ def geometry(
     ] = False,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
+    encoders: EncodersOpt = None,
+    layers: LayersOpt = None,
+    across_attribute: AttributeOpt = "accent",
+    bootstrap: BootstrapOpt = 200,
+    noise_floor: NoiseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
     from interbias.analysis.geometry.pipeline import GeometryOptions, run_geometry
 
-    outcome = run_geometry(
-        GeometryOptions(
-            encoder=encoder,
-            embeddings=embeddings,
-            corpus=corpus,
-            corpus_root=corpus_root,
-            manifest=manifest,
-            layer=layer,
-            sentences=sentences,
-            groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
-            out=out,
-            cache_dir=cache_dir,
-            device=device,
-            n_perm=permutations,
-            jackknife=not no_jackknife,
-            m=m,
-            tau_rel=tau_rel,
-            label=label,
-            save_embeddings=save_embeddings,
-            quiet=quiet,
-            command=["interbias", *sys.argv[1:]],
-        )
+    options = GeometryOptions(
+        encoder=encoder,
+        embeddings=embeddings,
+        corpus=corpus,
+        corpus_root=corpus_root,
+        manifest=manifest,
+        layer=layer,
+        sentences=sentences,
+        groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+        out=out,
+        cache_dir=cache_dir,
+        device=device,
+        n_perm=permutations,
+        jackknife=not no_jackknife,
+        m=m,
+        tau_rel=tau_rel,
+        label=label,
+        save_embeddings=save_embeddings,
+        noise_floor=noise_floor,
+        quiet=quiet,
+        command=["interbias", *sys.argv[1:]],
     )
+    if encoders is not None or layers is not None:
+        _several(options, encoders, layers, across_attribute, bootstrap)
+        return
+    _report(run_geometry(options), encoder is not None, quiet)
+
+
+def _report(outcome: GeometryOutcome, embedded: bool, quiet: bool) -> None:
+    """The table (unless quiet), failures, embedding counts and what was written."""
     if not quiet:
         _print_table(outcome)
     if outcome.n_failed:
         typer.echo(f"warning: {outcome.n_failed} utterance(s) failed and were left out (see geometry.json)", err=True)
-    if encoder is not None:
+    if embedded:
         typer.echo(f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}")
     typer.echo(f"wrote {outcome.out_dir / 'geometry.csv'}, geometry.json, geometry.png")
 
@@ -96,7 +119,8 @@ def geometry(
 def _print_table(outcome: GeometryOutcome) -> None:
     """The headline statistics (F, Λ, ℓ, Γ) with their intervals, and the decomposition note."""
     frame = outcome.frame
-    head = frame[frame["metric"].isin(["F", "Lambda", "ell", "Gamma"])].copy()
+    shown = ["F", "Lambda", "ell", "Gamma", "Dbar", "floor", "F_noise", "Lambda_noise"]
+    head = frame[frame["metric"].isin(shown)].copy()
     head["statistic"] = [
         " ".join(str(x) for x in (r.metric, r.attribute, r.axis, r.axis_b) if str(x) != "") for r in head.itertuples()
     ]
@@ -104,3 +128,28 @@ def _print_table(outcome: GeometryOutcome) -> None:
     title = f"{row['encoder']} {row['source']} {row['subset']}: geometry (± 95 %, text/voice jackknife)"
     print_frame(head, title, ["statistic", "value", "ci_half_width", "p_value", "m", "chance", "note"])
     typer.echo(f"decomposition: {outcome.decomposition_note}")
+
+
+def _several(options: GeometryOptions, encoders: str | None, layers: str | None, attribute: str, n_boot: int) -> None:
+    """``--encoders`` (the across-encoder table and r) or ``--layers`` (one audit per layer)."""
+    from interbias.analysis.geometry.sweep import parse_layers, run_across, run_layers
+    from interbias.utils.errors import AnalysisError
+
+    if encoders is not None and layers is not None:
+        raise AnalysisError("give --encoders or --layers, not both")
+    if layers is not None:
+        outcomes = run_layers(options, parse_layers(layers))
+        for o in outcomes:
+            if not options.quiet:
+                _print_table(o)
+        typer.echo(f"wrote {options.out / 'geometry.csv'} ({len(outcomes)} layers), geometry.json, geometry.png")
+        return
+    labels = [e.strip() for e in (encoders or "").split(",") if e.strip()]
+    _, result = run_across(options, labels, attribute=attribute, n_boot=n_boot)
+    if not options.quiet:
+        print_frame(result.table, f"across encoders: Λ sem–voice and D̄ (sem probe, {attribute})", list(result.table))
+    typer.echo(
+        f"r(Λ, D̄) = {result.r:.3f} [{result.ci_low:.3f}, {result.ci_high:.3f}] (95 % voice bootstrap, "
+        f"{result.n_defined}/{result.n_boot} draws defined)"
+    )
+    typer.echo(f"wrote {options.out / 'across.csv'}, across.png, geometry.csv")

@@ -432,7 +432,7 @@ def _sessions(spec: SyntheticSpec, voice: Voice, style_name: str, n_rooms: int) 
     return {si: drawn[name] for si, name in names.items()}
 
 
-def _voice_jobs(
+def voice_jobs(
     spec: SyntheticSpec, v: Voice, data_dir: Path, work: Path, n_rooms: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One voice's render jobs and manifest rows (voice files written into ``data_dir``)."""
@@ -531,7 +531,7 @@ def build(
     chunks: list[list[dict[str, Any]]] = []
     rows: list[dict[str, Any]] = []
     for i, v in enumerate(voices):
-        jobs, voice_rows = _voice_jobs(spec, v, data_dir, work, len(rooms))
+        jobs, voice_rows = voice_jobs(spec, v, data_dir, work, len(rooms))
         if i % VOICES_PER_PROCESS == 0:
             chunks.append([])
         chunks[-1].extend(jobs)

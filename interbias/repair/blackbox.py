@@ -6,9 +6,10 @@ first text in the reference style; test: one utterance in the reference style of
 the same speaker for a target, another speaker for a non-target) and its *variants*, each
 changing exactly one attribute of the test utterance: ``style`` (same speaker and text, each
 other style), ``text`` (same speaker and style, ``--text-variants`` other texts) or ``noise``
-(the base test itself with Gaussian noise at each ``--noise-snr`` dB, rendered to FLAC). Enrolment and
-label never change within a family, so a system invariant to style and text gives every
-variant the decision of its base. Draws come from ``derive_rng("blackbox", seed, ...)``.
+(the base test itself with Gaussian noise at each ``--noise-snr`` dB, rendered to FLAC), and with
+``--voice-variants N`` ``voice`` (only the speaker changes: :mod:`interbias.repair.blackbox_voice`).
+The label never changes within a family, nor the enrolment except in a target family's voice
+variant, so a system invariant to an attribute gives its variants the decision of their base. Draws come from ``derive_rng("blackbox", seed, ...)``.
 
 ``analyze``: the system's scores (or accept/reject decisions) per ``trial_id``:
 
@@ -19,7 +20,9 @@ variant the decision of its base. Draws come from ``derive_rng("blackbox", seed,
 - per group of each attribute (the enrolled speaker's): accuracy (share of correct decisions)
   and EER (scores only) on the base trials; gap = max − min over groups, with a speaker-level
   permutation p-value: the attribute's values shuffled across speakers (group sizes kept),
-  ``p = (1 + #{gap_perm ≥ gap}) / (1 + n_perm)``.
+  ``p = (1 + #{gap_perm ≥ gap}) / (1 + n_perm)``;
+- per group and axis, the ratio with a speaker-bootstrap interval and the worst-to-best ratio
+  (:func:`interbias.repair.blackbox_voice.group_invariance_rows`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.repair.blackbox_voice import (
+    check_voice_axis,
+    group_invariance_rows,
+    joint_groups,
+    voice_rows,
+    voice_rows_overall,
+)
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
@@ -52,7 +62,20 @@ PROTOCOL_COLUMNS = (
     "text",
     "style",
 )
-RESULT_COLUMNS = ("metric", "axis", "attribute", "group", "value", "n", "p_value", "n_perm", "threshold", "note")
+RESULT_COLUMNS = (
+    "metric",
+    "axis",
+    "attribute",
+    "group",
+    "value",
+    "n",
+    "p_value",
+    "n_perm",
+    "threshold",
+    "note",
+    "ci_low",
+    "ci_high",
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,8 @@ class ProtocolOptions:
     seed: int = 0
     #: Gaussian-noise variants of the base test (SNR in dB on active speech), rendered to FLAC.
     noise_snr_db: tuple[float, ...] = (15.0,)
+    #: Voice variants per family within and across groups (:mod:`interbias.repair.blackbox_voice`).
+    voice_variants: int = 0
 
 
 def _index(manifest: Any) -> tuple[dict[tuple[str, str, str], Any], list[str], list[str], list[str]]:
@@ -94,6 +119,9 @@ def prepare(manifest: Any, groups: Sequence[str], options: ProtocolOptions) -> p
         if any(v is None for v in vals.values()):
             raise AnalysisError(f"blackbox prepare: group attribute {attr!r} is missing for some speakers")
         group_of[attr] = vals
+    joint = joint_groups(manifest, groups) if options.voice_variants > 0 else {}
+    if joint:
+        check_voice_axis(joint, groups)
     rows: list[dict[str, Any]] = []
     for spk in speakers:
         enrol = index.get((spk, texts[0], ref))
@@ -103,7 +131,10 @@ def prepare(manifest: Any, groups: Sequence[str], options: ProtocolOptions) -> p
         others = [s for s in speakers if s != spk]
         picks = [others[i] for i in rng.permutation(len(others))[: options.nontargets]]
         for test_spk in [spk, *picks]:
+            before = len(rows)
             _family(rows, index, enrol, test_spk, texts, styles, options, rng)
+            if joint and len(rows) > before:  # rows[before] is the family's base trial
+                rows += voice_rows(rows[before], index, joint, texts[0], options.voice_variants, rng)
     if not rows:
         raise AnalysisError(f"blackbox prepare: no speaker has an utterance of {texts[0]!r} in style {ref!r}")
     frame = pd.DataFrame(rows)
@@ -283,11 +314,14 @@ def analyze(
         threshold = math.nan
     frame = answers.assign(decision=decision, correct=decision == target)
     rows = _invariance_rows(frame, has_scores)
+    if (frame["axis"] == "voice").any():
+        rows += voice_rows_overall(frame, has_scores)
     base = frame[frame["axis"] == "base"]
     for attr in groups:
         if attr not in base.columns:
             raise AnalysisError(f"blackbox analyze: group attribute {attr!r} is not a protocol column")
         rows += _group_rows(base, attr, has_scores, n_perm, derive_rng("blackbox-permutation", seed, attr))
+    rows += group_invariance_rows(frame, groups, seed=seed)
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     table["threshold"] = threshold
     return BlackboxResult(table, float(threshold))
@@ -296,7 +330,7 @@ def analyze(
 def _invariance_rows(frame: pd.DataFrame, has_scores: bool) -> list[dict[str, Any]]:
     base = frame[frame["axis"] == "base"].set_index("family")
     rows = []
-    for axis in AXES:
+    for axis in AXES + (("voice",) if (frame["axis"] == "voice").any() else ()):
         var = frame[frame["axis"] == axis]
         ref = base.loc[var["family"]]
         flips = var["decision"].to_numpy() != ref["decision"].to_numpy()

@@ -34,6 +34,7 @@ import pandas as pd
 
 from interbias.analysis import geometry as geo
 from interbias.analysis.geometry.figure import geometry_figure
+from interbias.analysis.geometry.noise import collect_noise, noise_frame, text_label
 from interbias.analysis.plots import png, vectors
 from interbias.audio.frontend import FrontEnd
 from interbias.corpora.manifest import Manifest
@@ -66,6 +67,8 @@ class GeometryOptions:
     tau_rel: float = geo.TAU_REL
     label: str | None = None
     save_embeddings: bool = False
+    #: Also audit the replicate cells' rendering noise (:mod:`interbias.analysis.geometry.noise`).
+    noise_floor: bool = False
     quiet: bool = False
     command: list[str] = field(default_factory=list)
 
@@ -79,14 +82,12 @@ class GeometryOutcome:
     n_cached: int
     n_failed: int
     decomposition_note: str
+    #: The audited grid and the audit's subspace rank (for the across-encoder bootstrap).
+    grid: geo.EmbeddingGrid | None = None
+    m: int = 0
 
 
 # ---- grids from a manifest or a table --------------------------------------------------------
-
-
-def text_label(u: Any) -> str | None:
-    """The sem-axis class of an utterance: ``attrs['sentence']`` when present, else its text."""
-    return u.get("sentence") or u.text
 
 
 def select_sentences(manifest: Manifest, n: int | None) -> tuple[Manifest, str]:
@@ -179,13 +180,17 @@ def grid_to_table(grid: geo.EmbeddingGrid) -> pd.DataFrame:
 
 
 def encoder_options(label: str, layer: int | None) -> dict[str, Any]:
-    """``{"layer": N}`` for encoders whose loader takes a layer; an error for the others."""
+    """``{"layer": N}`` for encoders whose loader (factory or file layout) takes a layer; an error
+    for the others."""
     if layer is None:
         return {}
     from interbias.encoders import ENCODERS
 
     card = ENCODERS.get(label)
-    params = inspect.signature(card.factory).parameters if card.factory else {}
+    if card.factory:
+        params = set(inspect.signature(card.factory).parameters)
+    else:  # loaded through its file layouts (hf_ssl): the layouts' options
+        params = {o for layout in card.layouts for o in layout.options}
     if "layer" not in params:
         raise EncoderError(f"{label}: takes no --layer option (only encoders with selectable layers do)")
     return {"layer": int(layer)}
@@ -229,9 +234,14 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
     provenance: dict[str, Any] = {"command": options.command, "groups": list(options.groups)}
     n_embedded = n_cached = 0
     failures: dict[str, str] = {}
+    noise = None
+    if options.noise_floor and (
+        options.encoder is None or options.manifest is not None or options.corpus != "synthetic"
+    ):
+        raise AnalysisError("--noise-floor needs --encoder on the synthetic corpus (its replicate cells)")
     if options.encoder is not None:
         got = _collect(options.encoder, options, reporter)
-        grid, meta, failures = got.grid, dict(got.meta), got.failures
+        grid, meta, failures, noise = got.grid, dict(got.meta), got.failures, got.noise
         n_embedded, n_cached = got.n_embedded, got.n_cached
         provenance.update(got.provenance)
     elif options.embeddings is not None:
@@ -266,6 +276,8 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
         )
     provenance["timings"]["audit_s"] = round(time.perf_counter() - t, 3)
     frame = geo.to_frame(result, meta)
+    if noise is not None:
+        frame = pd.concat([frame, noise_frame(noise, result.m, frame, options.tau_rel)], ignore_index=True)
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "geometry.csv"
@@ -281,7 +293,7 @@ def run_geometry(options: GeometryOptions, reporter: Reporter | None = None) -> 
         name = slug(f"{meta['encoder']}{layer}-{meta['subset']}")
         atomic.write_parquet(out / f"embeddings-{name}.parquet", grid_to_table(grid))
     return GeometryOutcome(
-        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note
+        out, frame, geo.summary(frame), n_embedded, n_cached, len(failures), result.decomposition_note, grid, result.m
     )
 
 
@@ -296,6 +308,7 @@ class Collected:
     n_cached: int
     failures: dict[str, str]
     provenance: dict[str, Any]
+    noise: geo.EmbeddingGrid | None = None
 
 
 def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collected:
@@ -324,6 +337,11 @@ def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collec
     if failures:
         reporter.info(f"{len(failures)} utterance(s) failed and are left out; first: {next(iter(failures.values()))}")
     grid = grid_from_manifest(manifest, vectors, options.groups)
+    noise = None
+    if options.noise_floor:
+        noise = collect_noise(
+            vectors, lambda m: embed_clean(m, encoder, cache, reporter), cache, options.groups, reporter
+        )
     provenance = {
         "encoder": encoder.provenance(),
         "corpus": options.corpus,
@@ -340,7 +358,7 @@ def _collect(label: str, options: GeometryOptions, reporter: Reporter) -> Collec
         "subset": subset,
         "layer": "" if options.layer is None else str(options.layer),
     }
-    return Collected(grid, meta, n_embedded, n_cached, failures, provenance)
+    return Collected(grid, meta, n_embedded, n_cached, failures, provenance, noise)
 
 
 def _write_provenance(

@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from interbias.analysis.geometry.disparity import RHO
 from interbias.analysis.geometry.linalg import AXES, PAIRS
-from interbias.analysis.geometry.stats import CI_METHOD, Audit, Key
+from interbias.analysis.geometry.stats import CI_METHOD, Audit, Key, disparity_keys
 from interbias.utils.errors import AnalysisError
 
 #: Columns of geometry.csv, in order.
@@ -92,6 +93,22 @@ def to_frame(result: Audit, meta: Mapping[str, Any]) -> pd.DataFrame:
                 p_method=perm.method,
                 n_perm=perm.n_perm,
             )
+    for metric, attr, a in disparity_keys(result.attributes):
+        key = (metric, attr, a)
+        n_groups = len({k[2] for k in v if k[0] == "F_group" and k[1] == attr})
+        axis_b = "" if a == "voice" else "voice"
+        note = disparity_note(metric, v[key])
+        add(
+            metric,
+            key,
+            v[key],
+            axis=a,
+            axis_b=axis_b,
+            attribute=attr,
+            group=f"{n_groups} groups",
+            m=result.m,
+            note=note,
+        )
     dec = result.decomposition
     add("decomposition_residual", None, dec.residual if dec else math.nan, note=result.decomposition_note)
     if dec:
@@ -100,7 +117,25 @@ def to_frame(result: Audit, meta: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def disparity_note(metric: str, value: float) -> str:
+    """The note of a disparity row: the floor's ρ and the active-region verdict."""
+    if metric == "active_margin":
+        if math.isnan(value):
+            return ""
+        verdict = "active" if value > 0 else "inactive (floor 0)"
+        return f"ρ²+ℓ²−1 at ρ={RHO:g}: {verdict}"
+    return {
+        "Dbar": "mean-square probe disparity, measured (Proposition 2)",
+        "Dbar_model": "δ·√(Λ/m): Proposition 2 under an isotropic voice displacement",
+        "delta": "RMS whitened group displacement in the voice subspace",
+        "floor": f"worst-case floor δ·max(0, t₋) at ρ={RHO:g} (Corollary 1)",
+    }[metric]
+
+
 # ---- geometry.csv for other stages (the report) -----------------------------------------------
+
+#: The sem-probe accent disparities in :func:`summary`.
+DISPARITY_SUMMARY = ("Dbar", "Dbar_model", "floor", "active_margin")
 
 #: Rows that identify one audit in geometry.csv.
 AUDIT_KEY = ("encoder", "layer", "source", "subset")
@@ -143,7 +178,9 @@ def _pick(sub: pd.DataFrame, metric: str, **match: str) -> pd.Series | None:
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per audit: F_sem/voice/expr, Λ and ℓ (sem–voice) with m and chance m/d, Γ_acc
-    (accent spread of F_sem|g), Γ_gen (gender spread of F_expr|g) with p-values, half-widths
+    (accent spread of F_sem|g), Γ_gen (gender spread of F_expr|g) with p-values, the accent
+    disparities of the sem probe (:data:`DISPARITY_SUMMARY`), the noise floors (``*_noise``, empty
+    without ``--noise-floor``), half-widths
     (``*_hw``) and the decomposition residual. A statistic absent from the table stays empty."""
     rows = []
     for key, sub in frame.groupby(list(AUDIT_KEY), sort=True):
@@ -155,6 +192,9 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
             ("ell", "ell", {"axis": "sem", "axis_b": "voice"}, {}),
             ("Gamma_acc", "Gamma", {"attribute": "accent", "axis": "sem"}, {"p_value": "p"}),
             ("Gamma_gen", "Gamma", {"attribute": "gender", "axis": "expr"}, {"p_value": "p"}),
+            *((name, name, {"attribute": "accent", "axis": "sem"}, {}) for name in DISPARITY_SUMMARY),
+            *((f"F_{a}_noise", "F_noise", {"axis": a}, {}) for a in AXES),
+            ("Lambda_noise", "Lambda_noise", {"axis": "sem", "axis_b": "voice"}, {}),
         ]
         for name, metric, match, extra in wanted:
             r = _pick(sub, metric, **match)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.analysis.geometry.disparity import PROBE_AXES, disparity_statistics
 from interbias.analysis.geometry.linalg import (
     AXES,
     PAIRS,
@@ -119,6 +120,17 @@ def permutation_test(
 # ---- the audit ---------------------------------------------------------------------------------
 
 Key = tuple[str, ...]
+#: The leakage pair of each probe axis with the voice axis (keys of ``("Lambda", a, b)``).
+VOICE_PAIR = {"sem": ("sem", "voice"), "expr": ("voice", "expr")}
+
+
+def disparity_keys(attributes: Sequence[str]) -> list[Key]:
+    """The ``(metric, attribute, axis)`` keys :func:`disparity_statistics` fills."""
+    keys: list[Key] = []
+    for attr in attributes:
+        keys.append(("delta", attr, "voice"))
+        keys += [(k, attr, a) for a in PROBE_AXES for k in ("Dbar", "Dbar_model", "floor", "active_margin")]
+    return keys
 
 
 def default_m(grid: EmbeddingGrid) -> int:
@@ -132,7 +144,8 @@ def statistics(
     grid: EmbeddingGrid, attributes: Sequence[str], m: int, *, tau: float | None = None, tau_rel: float = TAU_REL
 ) -> tuple[dict[Key, float], dict[str, Fidelity]]:
     """Every point statistic, keyed ``("F", a)``, ``("F_group", attr, g, a)``, ``("Gamma", attr,
-    a)``, ``("Lambda", a, b)``, ``("ell", a, b)``. ``F_a`` is ``nan`` when the rows hold one class
+    a)``, ``("Lambda", a, b)``, ``("ell", a, b)`` and the disparities of
+    :mod:`interbias.analysis.geometry.disparity` (:func:`disparity_keys`). ``F_a`` is ``nan`` when the rows hold one class
     of ``a`` (a jackknife replicate of a 2-text grid); Λ and ℓ are ``nan`` when ``m`` exceeds some
     axis's ``C_a − 1``. Also returns the :class:`Fidelity` records of the defined axes."""
     n_cls = {a: len(set(grid.labels(a))) for a in AXES}
@@ -149,9 +162,12 @@ def statistics(
         for a, b in PAIRS:
             lk = leakage(bases[a], bases[b])
             out[("Lambda", a, b)], out[("ell", a, b)] = lk.aggregate, lk.peak
+        leak = {(a, "voice"): (out[("Lambda", *pair)], out[("ell", *pair)]) for a, pair in VOICE_PAIR.items()}
+        out.update(disparity_statistics(grid, bases, leak, attributes, tau=tau, tau_rel=tau_rel))
     else:
         for a, b in PAIRS:
             out[("Lambda", a, b)] = out[("ell", a, b)] = math.nan
+        out.update({(k, attr, a): math.nan for k, attr, a in disparity_keys(attributes)})
     return out, fid
 
 
