@@ -65,3 +65,13 @@ def test_rows_rejects_unknown_trial_id() -> None:
     assert design.rows(np.array([8, 3])).tolist() == [1, 0]
     with pytest.raises(AnalysisError, match="trial_id 4"):
         design.rows(np.array([3, 4]))
+
+
+def test_full_chunks_equal_dense() -> None:
+    """Classes large enough for 256-trial chunks (the VoxCeleb-size path)."""
+    design, scores = _design(40_000, 300, "large")
+    rows = np.arange(40_000)
+    cell = sort_cell(scores, design.label)
+    res = Resampler(design, n_boot=60, seed=2)
+    want = metric_batch("eer", cell, res.weights(rows))
+    assert np.array_equal(replicates.blocked_replicates("eer", cell, rows, res), want, equal_nan=True)

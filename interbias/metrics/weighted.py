@@ -163,7 +163,7 @@ def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss
     return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
 
 
-#: Trials per chunk of :class:`_ClassSums` (a cumulative sum is a chunk total plus at most this many).
+#: Most trials per chunk of :class:`_ClassSums` (a running sum is a chunk total plus at most this many).
 _CHUNK = 256
 
 
@@ -174,20 +174,23 @@ class _ClassSums:
 
     def __init__(self, w: np.ndarray, cols: np.ndarray) -> None:
         n, b = w.shape
-        full = n // _CHUNK
+        self.chunk = size = max(1, min(_CHUNK, n // 64))  # a small class: (nearly) the whole running sum
+        full = n // size
         totals = np.zeros((full + 1, b), dtype=np.int64)
-        totals[:full] = w[: full * _CHUNK].reshape(full, _CHUNK, b).sum(axis=1, dtype=np.int64)
-        totals[full] = w[full * _CHUNK :].sum(axis=0, dtype=np.int64)
+        totals[:full] = w[: full * size].reshape(full, size, b).sum(axis=1, dtype=np.int64)
+        totals[full] = w[full * size :].sum(axis=0, dtype=np.int64)
         self.base = np.zeros((full + 2, b), dtype=np.int64)
         np.cumsum(totals, axis=0, out=self.base[1:])
         self.w, self.cols, self.n = w, cols, n
         self.total = self.base[-1]
-        self.offsets = np.arange(_CHUNK)
+        self.offsets = np.arange(size)
 
     def at(self, pos: np.ndarray) -> np.ndarray:
         """Per replicate ``cols[j]``, the sum of its first ``pos[j]`` weights (int64)."""
-        chunk, within = pos // _CHUNK, pos % _CHUNK
-        idx = np.minimum(chunk[:, None] * _CHUNK + self.offsets, max(0, self.n - 1))
+        chunk, within = pos // self.chunk, pos % self.chunk
+        if self.chunk == 1:
+            return self.base[chunk, self.cols]
+        idx = np.minimum(chunk[:, None] * self.chunk + self.offsets, max(0, self.n - 1))
         part = self.w[idx, self.cols[:, None]] if self.n else np.zeros(idx.shape, dtype=np.int64)
         part = np.where(self.offsets < within[:, None], part, 0).sum(axis=1, dtype=np.int64)
         return self.base[chunk, self.cols] + part
