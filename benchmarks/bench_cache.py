@@ -87,7 +87,9 @@ def growth(folder: Path, steps: list[int]) -> str:
     for n in steps:
         ins = fill(path, done, n)
         look = lookup(path, n)
-        rows.append([f"{n:,}", f"{(n - done) / ins:,.0f}/s", f"{min(n, 20_000) / look:,.0f}/s", f"{size_of(path) / n:,.0f}"])
+        rows.append(
+            [f"{n:,}", f"{(n - done) / ins:,.0f}/s", f"{min(n, 20_000) / look:,.0f}/s", f"{size_of(path) / n:,.0f}"]
+        )
         print(f"  {n:,} vectors: insert {(n - done) / ins:,.0f}/s", file=sys.stderr, flush=True)
         done = n
     return table(

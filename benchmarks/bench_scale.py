@@ -15,9 +15,12 @@ then the commands ``interbias analyze`` (bootstrap B replicates, corrected desig
 
 Each stage group runs in a fresh interpreter; its time is wall seconds of the stage alone and its
 memory the process's peak resident set (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, which
-includes the interpreter and imports, ~the "baseline" row, and is a running maximum over the
-group's stages). The growth exponent of a stage is the least-squares slope of log(time) on
-log(trials) over the sizes (speakers grow with trials).
+includes the interpreter and its imports and is a running maximum over the group's stages).
+Times are wall and CPU seconds (user + system of the stage's process: robust on a shared
+machine). The growth exponent of a stage is the least-squares slope of log(CPU seconds) on
+log(eval trials) over the geometric sizes (speakers grow with trials; VoxCeleb1-H's point is
+left out of the fit). "trials" counts eval trials; the dev split (a fifth of the speakers, for
+calibration) holds as many again.
 
 Usage: ``python benchmarks/bench_scale.py [--quick] [--sizes S:N ...] [--boot B] [--workdir DIR] [--keep]``.
 """
@@ -35,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,7 +51,8 @@ from _common import ROOT, machine, table  # noqa: E402
 
 #: (speakers, trials asked) of ``make bench`` and of ``--quick``; VoxCeleb1-H is 1,190 speakers and
 #: 550,894 trials (the last full size).
-FULL = [(100, 1_000), (1_000, 10_000), (10_000, 100_000), (1_190, 550_894)]
+VOXCELEB1_H = (1_190, 550_894)
+FULL = [(100, 1_000), (1_000, 10_000), (10_000, 100_000), VOXCELEB1_H]
 QUICK = [(100, 1_000), (300, 3_000), (1_000, 10_000)]
 STRATA = ("neutral", "calm", "happy", "sad", "angry", "fearful")
 DIM = 192
@@ -100,21 +105,26 @@ class FakeEncoder:
 
 
 class FakeVectors(dict):
-    """``(utterance, chain, encoder) -> unit vector`` made on first use: the speaker's direction
-    plus noise seeded from the key (the chain's fingerprint shifts it a little)."""
+    """``(utterance, chain, encoder) -> unit vector``, made on each read and not kept (a real
+    run's :class:`Embedder` keeps every vector: ~1 kB each, see the scaling guide): the
+    speaker's direction plus one of 4096 fixed noise rows picked by a CRC of the key."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        super().__init__()
+        self.noise = 0.9 * np.random.default_rng(1).standard_normal((4096, DIM))
+        self.speakers: dict[tuple[str, str], Any] = {}
 
     def __missing__(self, key: tuple[str, str, str]) -> Any:
         import numpy as np
 
-        from interbias.utils.seeding import derive_rng
-
-        uid, chain, enc = key
-        spk = uid.split("/", 1)[0]
-        v = derive_rng("bench", "speaker", spk, enc).standard_normal(DIM)
-        v = v + 0.9 * derive_rng("bench", "utt", uid, chain, enc).standard_normal(DIM)
-        v = (v / np.linalg.norm(v)).astype(np.float32)
-        self[key] = v
-        return v
+        uid, _chain, enc = key
+        spk = (uid.split("/", 1)[0], enc)
+        if spk not in self.speakers:
+            self.speakers[spk] = np.random.default_rng(zlib.crc32("/".join(spk).encode())).standard_normal(DIM)
+        v = self.speakers[spk] + self.noise[zlib.crc32("|".join(key).encode()) % len(self.noise)]
+        return (v / np.linalg.norm(v)).astype(np.float32)
 
     def __contains__(self, key: object) -> bool:
         return True
@@ -361,7 +371,9 @@ def preflight(work: Path, sizes: list[tuple[int, int]]) -> None:
         print(f"  {s} speakers, {n} trials: needs ~{disk:.2f} GB disk, ~{mem:.1f} GB memory (estimates)")
     disk, mem = max(needs(s, n)[0] for s, n in sizes), max(needs(s, n)[1] for s, n in sizes)
     if disk > 0.9 * free_gb or mem > mem_gb:
-        raise SystemExit(f"bench_scale: the largest size needs ~{disk:.1f} GB disk and ~{mem:.1f} GB memory: not started")
+        raise SystemExit(
+            f"bench_scale: the largest size needs ~{disk:.1f} GB disk and ~{mem:.1f} GB memory: not started"
+        )
     print(flush=True)
 
 
@@ -405,27 +417,32 @@ def exponent(points: list[tuple[float, float]]) -> float | None:
 
 def tables(results: list[dict[str, Any]], boot: int, fit_sizes: int) -> str:
     stages = [n for names in GROUPS.values() for n in names]
-    sizes = [f"{r['speakers']} spk / {r.get('n_trials', r['trials_asked'])} trials" for r in results]
+    sizes = [f"{r['speakers']} spk, {r.get('n_trials', r['trials_asked'])} trials" for r in results]
     rows = []
     for name in stages:
         cells = []
         for r in results:
             st = r["stages"].get(name)
-            cells.append(f"{st['s']:.2f} s, {st['rss_mb']:.0f} MB" if st else "failed")
-        fit = [(r.get("n_trials", 0), r["stages"][name]["s"]) for r in results[:fit_sizes] if name in r["stages"]]
+            cells.append(f"{st['s']:.1f} / {st['cpu']:.1f} s, {st['rss_mb']:.0f} MB" if st else "failed")
+        fit = [(r.get("n_trials", 0), r["stages"][name]["cpu"]) for r in results[:fit_sizes] if name in r["stages"]]
         exp = exponent(fit)
         rows.append([name, *cells, "" if exp is None else f"{exp:.2f}"])
-    head = ["stage", *sizes, f"exponent (first {fit_sizes} sizes)"]
+    total = [
+        f"{sum(st['s'] for st in r['stages'].values()):.0f} / {sum(st['cpu'] for st in r['stages'].values()):.0f} s"
+        for r in results
+    ]
+    rows.append(["all stages", *total, ""])
+    head = ["stage", *sizes, f"exponent (CPU s, first {fit_sizes} sizes)"]
     title = (
-        f"Stage cost by size: wall seconds and peak RSS of the stage's process (B = {boot}; E14 shape: "
-        f"6 strata × 7 conditions × 3 fake encoders, dev share 0.2)"
+        f"Stage cost by size: wall / CPU seconds and peak RSS of the stage's process (B = {boot}; E14 shape: "
+        f"6 strata × 7 conditions × 3 fake encoders; trials: eval trials, as many dev trials again)"
     )
     out = table(title, head, rows)
     base = ", ".join(f"{r.get('baseline_mb', 0):.0f}" for r in results)
-    out += f"\ninterpreter and imports before any stage (MB, per size): {base}\n"
+    out += f"\ninterpreter before any import (MB, per size): {base}\n"
     for r in results:
         c = r.get("cache")
-        if c and c["vectors"]:
+        if c and c["vectors"] and "cache_insert" in r["stages"]:
             ins, look = r["stages"]["cache_insert"]["s"], r["stages"]["cache_lookup"]["s"]
             out += (
                 f"cache at {r.get('n_trials')} trials: {c['vectors']} vectors ({DIM} float32), insert "
@@ -443,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--boot", type=int, default=1000, help="bootstrap replicates of analyze, report, leaderboard")
     ap.add_argument("--workdir", type=Path, help="where the runs are written (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep each size's run directory")
+    ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--trials", type=int, help=argparse.SUPPRESS)
@@ -459,8 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         results.append(run_size(work, s, n, args.boot, args.keep))
         print(f"  {s} speakers, {n} trials: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
-    geometric = sum(1 for s, n in sizes if (s, n) != (1_190, 550_894))
-    print(tables(results, args.boot, max(2, geometric)))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
+    print(tables(results, args.boot, max(2, sum(1 for size in sizes if size != VOXCELEB1_H))))
     if not args.workdir and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if any(r["failed"] for r in results) else 0
