@@ -352,9 +352,9 @@ def child(group: str, d: Path, trials: int, boot: int) -> dict[str, Any]:
 
 def preflight(work: Path, sizes: list[tuple[int, int]]) -> None:
     """Refuse to start where the benchmark cannot write or the largest size would not fit."""
-    work.mkdir(parents=True, exist_ok=True)
     probe = work / ".write-probe"
     try:
+        work.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"x" * 4096)
         probe.unlink()
     except OSError as exc:
