@@ -377,7 +377,9 @@ def preflight(work: Path, sizes: list[tuple[int, int]]) -> None:
     print(flush=True)
 
 
-def run_size(work: Path, speakers: int, trials: int, boot: int, keep: bool) -> dict[str, Any]:
+def run_size(
+    work: Path, speakers: int, trials: int, boot: int, keep: bool, skip: tuple[str, ...] = ()
+) -> dict[str, Any]:
     d = work / f"s{speakers}-n{trials}"
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
@@ -386,6 +388,8 @@ def run_size(work: Path, speakers: int, trials: int, boot: int, keep: bool) -> d
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(":")}
     env["INTERBIAS_CACHE"] = str(d / "cache")
     for group, names in GROUPS.items():
+        if group in skip:
+            continue
         cmd = [sys.executable, str(Path(__file__)), "--stage", group, "--dir", str(d), "--trials", str(trials)]
         proc = subprocess.run([*cmd, "--boot", str(boot)], env=env, capture_output=True, text=True, cwd=d)
         if proc.returncode != 0:
@@ -461,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the runs are written (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep each size's run directory")
     ap.add_argument("--json", type=Path, help="also write the measurements here")
+    ap.add_argument("--skip", nargs="+", default=[], choices=list(GROUPS), help="stage groups left out")
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--trials", type=int, help=argparse.SUPPRESS)
@@ -475,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for s, n in sizes:
         t = time.perf_counter()
-        results.append(run_size(work, s, n, args.boot, args.keep))
+        results.append(run_size(work, s, n, args.boot, args.keep, tuple(args.skip)))
         print(f"  {s} speakers, {n} trials: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
