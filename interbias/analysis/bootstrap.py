@@ -29,7 +29,7 @@ An interval needs at least ``MIN_BOOT`` replicates (:func:`check_replicates`).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -66,7 +66,6 @@ class TrialDesign:
     enrol: np.ndarray
     test: np.ndarray
     speakers: tuple[str, ...]
-    _row: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_frame(cls, trials: pd.DataFrame) -> TrialDesign:
@@ -74,9 +73,8 @@ class TrialDesign:
         missing = [c for c in need if c not in trials.columns]
         if missing:
             raise AnalysisError(f"trial list lacks column(s) {', '.join(missing)}")
-        spk = pd.concat([trials["enrol_speaker"], trials["test_speaker"]]).astype(str)
-        speakers = tuple(sorted(set(spk)))
-        index = {s: i for i, s in enumerate(speakers)}
+        spk = pd.concat([trials["enrol_speaker"], trials["test_speaker"]]).astype(str).to_numpy(object)
+        names, index = np.unique(spk, return_inverse=True)  # sorted as Python sorts str
         ids = trials["trial_id"].to_numpy(np.int64)
         if len(np.unique(ids)) != len(ids):
             raise AnalysisError("trial list has repeated trial_id values")
@@ -84,25 +82,29 @@ class TrialDesign:
             trial_id=ids,
             stratum=trials["stratum"].astype(str).to_numpy(),
             label=trials["label"].to_numpy().astype(bool),
-            enrol=np.array([index[s] for s in trials["enrol_speaker"].astype(str)], dtype=np.int64),
-            test=np.array([index[s] for s in trials["test_speaker"].astype(str)], dtype=np.int64),
-            speakers=speakers,
-            _row={int(t): i for i, t in enumerate(ids)},
+            enrol=index[: len(ids)].astype(np.int64),
+            test=index[len(ids) :].astype(np.int64),
+            speakers=tuple(str(x) for x in names),
         )
 
     def rows(self, trial_ids: np.ndarray) -> np.ndarray:
         """Positions of ``trial_ids`` in this design (an unknown id is an error)."""
-        try:
-            return np.array([self._row[int(t)] for t in trial_ids], dtype=np.int64)
-        except KeyError as exc:
-            raise AnalysisError(f"scores name trial_id {exc.args[0]}, which is not in the trial list") from None
+        ids = np.asarray(trial_ids, dtype=np.int64)
+        order = np.argsort(self.trial_id, kind="stable")
+        pos = np.searchsorted(self.trial_id, ids, sorter=order)
+        found = order[np.minimum(pos, max(0, len(order) - 1))] if len(order) else pos
+        bad = np.flatnonzero((pos >= len(order)) | (self.trial_id[found] != ids) if len(order) else pos == 0)
+        if len(bad):
+            raise AnalysisError(f"scores name trial_id {int(ids[bad[0]])}, which is not in the trial list")
+        return found.astype(np.int64)
 
     def blocks(self) -> list[np.ndarray]:
         """Speaker indices grouped by the set of strata they occur in (sorted, deterministic)."""
+        names, code = np.unique(self.stratum, return_inverse=True)
+        both = np.unique(np.r_[self.enrol, self.test] * len(names) + np.r_[code, code])
         member: dict[int, set[str]] = {}
-        for side in (self.enrol, self.test):
-            for s, st in zip(side.tolist(), self.stratum.tolist(), strict=True):
-                member.setdefault(s, set()).add(st)
+        for s, st in zip((both // max(1, len(names))).tolist(), (both % max(1, len(names))).tolist(), strict=True):
+            member.setdefault(s, set()).add(str(names[st]))
         groups: dict[tuple[str, ...], list[int]] = {}
         for s in sorted(member):
             groups.setdefault(tuple(sorted(member[s])), []).append(s)
@@ -144,7 +146,8 @@ class Resampler:
         return self._speaker_counts
 
     def pair_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(pair index of every design trial (−1 for targets), ``B × n_pairs`` resample counts)."""
+        """(pair index of every design trial (−1 for targets), ``B × n_pairs`` resample counts, held
+        in the narrowest integer type)."""
         if self._pairs is None:
             d = self.design
             block = np.zeros(len(d.speakers), dtype=np.int64)
@@ -157,13 +160,13 @@ class Resampler:
             pair[non] = inv
             a, b = block[keys // len(d.speakers)], block[keys % len(d.speakers)]
             group = np.minimum(a, b) * len(d.speakers) + np.maximum(a, b)
-            counts = np.zeros((self.n_boot, len(keys)), dtype=np.int64)
+            counts = np.zeros((self.n_boot, len(keys)), dtype=np.int32)  # a count <= its group's size
             for g in np.unique(group):
                 idx = np.flatnonzero(group == g)
                 for r in range(self.n_boot):
                     rng = derive_rng("bootstrap", self.unit, self.seed, r, int(g))
                     counts[r, idx] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
-            self._pairs = (pair, counts)
+            self._pairs = (pair, _narrow(counts))
         return self._pairs
 
     def _trial_counts_for(self, stratum: str, label: bool) -> np.ndarray:
@@ -190,7 +193,34 @@ class Resampler:
             non = ~d.label[rows]
             out[:, non] = counts[:, pair[rows[non]]]
             return out
-        out = np.zeros((self.n_boot, len(rows)))
+        return self._trial_unit(rows)
+
+    def weights_by_trial(self, rows: np.ndarray, reps: slice) -> np.ndarray:
+        """The multiplicities of :meth:`weights` for the replicates ``reps`` only, trial major
+        (``len(rows) × replicates``, equal to ``weights(rows)[reps].T``) in the narrowest integer
+        type that holds them: a block of replicates at a time, never the whole ``B × len(rows)``
+        matrix, each trial's counts read as one contiguous row."""
+        d = self.design
+        if self.unit == "speaker":
+            c = _narrow(self.speaker_counts()[reps].T, square=True)
+            e, t = d.enrol[rows], d.test[rows]
+            out = c[e]
+            non = np.flatnonzero(e != t)
+            if len(non):
+                out[non] *= c[t[non]]
+            return out
+        if self.unit == "nontarget":
+            pair, counts = self.pair_counts()
+            c = _narrow(counts[reps].T)
+            out = np.ones((len(rows), c.shape[1]), dtype=c.dtype)
+            non = ~d.label[rows]
+            out[non] = c[pair[rows[non]]]
+            return out
+        return _narrow(self._trial_unit(rows, reps).T.astype(np.int64))
+
+    def _trial_unit(self, rows: np.ndarray, reps: slice = slice(None)) -> np.ndarray:
+        d = self.design
+        out = np.zeros((len(range(self.n_boot)[reps]), len(rows)))
         for st in np.unique(d.stratum[rows]):
             for lab in (False, True):
                 pool = np.flatnonzero((d.stratum == st) & (d.label == lab))
@@ -198,8 +228,16 @@ class Resampler:
                 if len(sel) == 0:
                     continue
                 pos = np.searchsorted(pool, rows[sel])
-                out[:, sel] = self._trial_counts_for(st, lab)[:, pos]
+                out[:, sel] = self._trial_counts_for(st, lab)[reps][:, pos]
         return out
+
+
+def _narrow(counts: np.ndarray, *, square: bool = False) -> np.ndarray:
+    """``counts`` (non-negative integers) as a contiguous int16, int32 or int64 array, the
+    narrowest in which every count (``square``: every product of two counts) fits."""
+    top = int(counts.max(initial=0)) ** (2 if square else 1)
+    kind = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
+    return np.ascontiguousarray(counts, dtype=kind)
 
 
 def check_replicates(n_boot: int, design: str = "speaker") -> int:

@@ -17,11 +17,13 @@ import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.scored_run import ScoredRun
-from interbias.metrics.weighted import metric_batch
+from interbias.metrics.weighted import SortedCell, metric_by_class
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS
 from interbias.utils.errors import AnalysisError
 
 Key = tuple[str, str, str]
+#: Weights held at once per cell (trials × replicates of one block): 8 M int64, 64 MB.
+BLOCK_WEIGHTS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,20 @@ class Replicates:
         return out
 
 
+def blocked_replicates(metric: str, cell: SortedCell, rows: np.ndarray, resampler: Resampler) -> np.ndarray:
+    """``metric_batch(metric, cell, resampler.weights(rows))`` with the same values, computed
+    a block of replicates at a time, each class's weights drawn in score order, so that no
+    block holds more than :data:`BLOCK_WEIGHTS` weights (memory O(len(rows)), not O(B · len(rows)))."""
+    step = max(1, BLOCK_WEIGHTS // max(1, len(rows)))
+    t_rows, n_rows = rows[cell.target_order], rows[cell.nontarget_order]
+    parts = []
+    for lo in range(0, resampler.n_boot, step):
+        reps = slice(lo, lo + step)
+        w_t, w_n = resampler.weights_by_trial(t_rows, reps), resampler.weights_by_trial(n_rows, reps)
+        parts.append(metric_by_class(metric, cell, w_t, w_n))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 def bootstrap_cells(
     results: pd.DataFrame,
     run: ScoredRun,
@@ -100,11 +116,11 @@ def bootstrap_cells(
     values: dict[Key, np.ndarray] = {}
     for row in results.itertuples(index=False):
         cs = run.cell(str(row.model), str(row.cell))
-        w = resampler.weights(cs.rows)
         if metric in CALIBRATED_METRICS:
+            w = resampler.weights(cs.rows)
             reps = run.calibration(str(row.model)).batch(metric, cs.scores, cs.labels, w, cs.sorted)
         else:
-            reps = metric_batch(metric, cs.sorted, w)
+            reps = blocked_replicates(metric, cs.sorted, cs.rows, resampler)
         values[(str(row.experiment), str(row.model), str(row.cell))] = reps
         if advance is not None:
             advance(1)

