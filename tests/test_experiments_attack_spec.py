@@ -85,3 +85,14 @@ def test_eer_threshold_needs_a_dev_split():
     )
     data["attacks"]["threshold"] = "fixed:0.5"
     assert parse_experiment(data, where="T24.yaml").attacks is not None
+
+
+def test_a_protocol_factor_is_refused():
+    vad = {"name": "vad", "type": "protocol", "reference": "none",
+           "levels": {"none": {"vad": "none"}, "on": {"vad": "energy"}}}  # fmt: skip
+    data = experiment({"budgets": [0.01], "trials": 2})
+    data["factors"].append(vad)
+    assert error(data) == (
+        "T24.yaml: attacks: not available with a protocol factor "
+        "(the attack stage attacks one front end and one enrolment utterance)"
+    )

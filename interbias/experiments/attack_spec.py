@@ -151,6 +151,10 @@ def check_attack_experiment(exp: Any, where: str) -> Any:
         ("trials.enrol_utterances > 1 (an attack targets one enrolment utterance)", exp.trials.enrol_utterances == 1),
         ("trials.operator_draws > 1", exp.trials.operator_draws == 1),
         ("frontend.long_audio: window", exp.frontend.long_audio != "window"),
+        (
+            "a protocol factor (the attack stage attacks one front end and one enrolment utterance)",
+            not any(f.type == "protocol" for f in exp.factors),
+        ),
     ):
         if not ok:
             raise ConfigError(f"{where}: attacks: not available with {problem}")
