@@ -38,6 +38,23 @@ def gender_factor() -> dict:
     }
 
 
+#: A protocol factor: no VAD (reference) or the energy VAD on every input of the cell.
+VAD = {
+    "name": "vad",
+    "type": "protocol",
+    "reference": "none",
+    "levels": {"none": {"vad": "none"}, "on": {"vad": "energy"}},
+}
+#: Test-side Gaussian noise at 5 dB SNR against a clean reference.
+NOISE = {
+    "name": "noise",
+    "type": "acoustic",
+    "apply_to": "test",
+    "reference": "clean",
+    "levels": {"clean": [], "n5": [{"op": "noise", "kind": "gaussian", "snr_db": 5}]},
+}
+
+
 def tiny_experiment(tmp_path: Path, name: str = "T01", **overrides) -> Path:
     """Write a gender × noise experiment on the tiny corpus; returns its path."""
     data = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import gender_factor
+from conftest import VAD, gender_factor
 
 from interbias.experiments.schema import parse_experiment
 from interbias.utils.errors import ConfigError
@@ -88,10 +88,8 @@ def test_eer_threshold_needs_a_dev_split():
 
 
 def test_a_protocol_factor_is_refused():
-    vad = {"name": "vad", "type": "protocol", "reference": "none",
-           "levels": {"none": {"vad": "none"}, "on": {"vad": "energy"}}}  # fmt: skip
     data = experiment({"budgets": [0.01], "trials": 2})
-    data["factors"].append(vad)
+    data["factors"].append(VAD)
     assert error(data) == (
         "T24.yaml: attacks: not available with a protocol factor "
         "(the attack stage attacks one front end and one enrolment utterance)"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import gender_factor, tiny_experiment
+from conftest import NOISE, VAD, gender_factor, tiny_experiment
 from run_helpers import isolated_cache
 
 from interbias.embedding.cache import cache_chain_key
@@ -23,19 +23,6 @@ ENROL = {
     "type": "protocol",
     "reference": "k1",
     "levels": {"k1": {"enrol_utterances": 1}, "k3": {"enrol_utterances": 3}},
-}
-VAD = {
-    "name": "vad",
-    "type": "protocol",
-    "reference": "none",
-    "levels": {"none": {"vad": "none"}, "on": {"vad": "energy"}},
-}
-NOISE = {
-    "name": "noise",
-    "type": "acoustic",
-    "apply_to": "test",
-    "reference": "clean",
-    "levels": {"clean": [], "n5": [{"op": "noise", "kind": "gaussian", "snr_db": 5}]},
 }
 
 

@@ -4,22 +4,10 @@ the embedder of its own front end."""
 
 from __future__ import annotations
 
+from conftest import NOISE, VAD
+
 from interbias.experiments.schema import parse_experiment
 from interbias.run.frontends import CellEmbedders, frontend_groups
-
-VAD = {
-    "name": "vad",
-    "type": "protocol",
-    "reference": "none",
-    "levels": {"none": {"vad": "none"}, "on": {"vad": "energy"}},
-}
-NOISE = {
-    "name": "noise",
-    "type": "acoustic",
-    "apply_to": "test",
-    "reference": "clean",
-    "levels": {"clean": [], "n5": [{"op": "noise", "kind": "gaussian", "snr_db": 5}]},
-}
 
 
 def _exp(factors: list):
