@@ -9,7 +9,10 @@ import pytest
 
 from interbias.analysis import replicates
 from interbias.analysis.bootstrap import Resampler, TrialDesign
+from interbias.analysis.scored_run import CellScores
+from interbias.metrics.llr import CostPoint
 from interbias.metrics.weighted import METRICS, metric_batch, metric_by_class, sort_cell
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
@@ -75,3 +78,30 @@ def test_full_chunks_equal_dense() -> None:
     res = Resampler(design, n_boot=60, seed=2)
     want = metric_batch("eer", cell, res.weights(rows))
     assert np.array_equal(replicates.blocked_replicates("eer", cell, rows, res), want, equal_nan=True)
+
+
+@pytest.mark.parametrize("unit", ["speaker", "nontarget", "trial"])
+def test_calibrated_blocked_equals_dense(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cllr, act_dcf and calibration_loss a block of replicates at a time equal the dense
+    ``SharedCalibration.batch(weights(rows))``, for blocks of 1, 3, 7 and 64 replicates and one
+    block holding all of them."""
+    design, scores = _design(3001, 40, f"cal{unit}")
+    rows = np.sort(derive_rng("test", "calrows", unit).choice(3001, size=2500, replace=False))
+    labels = design.label[rows]
+    cs = CellScores(rows, scores[rows], labels, sort_cell(scores[rows], labels), 0)
+    cal = SharedCalibration("m", 1.7, -2.1, CostPoint(0.05, 1.0, 1.0))
+    res = Resampler(design, n_boot=130, seed=5, unit=unit)
+    dense = res.weights(rows)
+    for per_block in (1, 3, 7, 64, 130):
+        monkeypatch.setattr(replicates, "CALIBRATED_BLOCK_WEIGHTS", per_block * len(rows))
+        for metric in CALIBRATED_METRICS:
+            want = cal.batch(metric, cs.scores, labels, dense, cs.sorted)
+            got = replicates.calibrated_replicates(metric, cs, cal, res)
+            assert np.isfinite(want).all() and np.array_equal(got, want), (unit, per_block, metric)
+
+
+def test_replicate_blocks_cover_every_replicate_once() -> None:
+    blocks = list(replicates.replicate_blocks(1000, 23, 5000))
+    assert [(b.start, b.stop) for b in blocks] == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+    assert [(b.start, b.stop) for b in replicates.replicate_blocks(10**7, 3, 5000)] == [(0, 1), (1, 2), (2, 3)]
+    assert list(replicates.replicate_blocks(10, 0, 100)) == []

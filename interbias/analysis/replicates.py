@@ -8,7 +8,7 @@ the cells' replicates, and its percentile interval from those.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,14 +16,17 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, percentile_ci
-from interbias.analysis.scored_run import ScoredRun
+from interbias.analysis.scored_run import CellScores, ScoredRun
 from interbias.metrics.weighted import SortedCell, metric_by_class
-from interbias.metrics.weighted_llr import CALIBRATED_METRICS
+from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.utils.errors import AnalysisError
 
 Key = tuple[str, str, str]
 #: Weights held at once per cell (trials × replicates of one block): 8 M int64, 64 MB.
 BLOCK_WEIGHTS = 8_000_000
+#: Weights per block of a calibration metric, held as float64 twice (the block and its per-class
+#: copies) beside the narrow integer block: 2 M weights, about 40 MB.
+CALIBRATED_BLOCK_WEIGHTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -86,15 +89,35 @@ class Replicates:
         return out
 
 
+def replicate_blocks(n_trials: int, n_boot: int, budget: int) -> Iterator[slice]:
+    """Consecutive slices of the replicates ``0 .. n_boot − 1``, each of at most ``budget``
+    weights of ``n_trials`` trials (at least one replicate per slice)."""
+    step = max(1, budget // max(1, n_trials))
+    for lo in range(0, n_boot, step):
+        yield slice(lo, min(lo + step, n_boot))
+
+
+def calibrated_replicates(
+    metric: str, cell: CellScores, calibration: SharedCalibration, resampler: Resampler
+) -> np.ndarray:
+    """``calibration.batch(metric, …, resampler.weights(cell.rows), …)`` with the same values,
+    computed a block of replicates at a time (:func:`replicate_blocks`, at most
+    :data:`CALIBRATED_BLOCK_WEIGHTS` weights a block), so memory is O(block), not O(B · trials).
+    ``cell``: one cell of a :class:`ScoredRun` (:meth:`ScoredRun.cell`)."""
+    parts = []
+    for reps in replicate_blocks(len(cell.rows), resampler.n_boot, CALIBRATED_BLOCK_WEIGHTS):
+        w = np.ascontiguousarray(resampler.weights_by_trial(cell.rows, reps).T, dtype=np.float64)
+        parts.append(calibration.batch(metric, cell.scores, cell.labels, w, cell.sorted))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 def blocked_replicates(metric: str, cell: SortedCell, rows: np.ndarray, resampler: Resampler) -> np.ndarray:
     """``metric_batch(metric, cell, resampler.weights(rows))`` with the same values, computed
     a block of replicates at a time, each class's weights drawn in score order, so that no
     block holds more than :data:`BLOCK_WEIGHTS` weights (memory O(len(rows)), not O(B · len(rows)))."""
-    step = max(1, BLOCK_WEIGHTS // max(1, len(rows)))
     t_rows, n_rows = rows[cell.target_order], rows[cell.nontarget_order]
     parts = []
-    for lo in range(0, resampler.n_boot, step):
-        reps = slice(lo, lo + step)
+    for reps in replicate_blocks(len(rows), resampler.n_boot, BLOCK_WEIGHTS):
         w_t, w_n = resampler.weights_by_trial(t_rows, reps), resampler.weights_by_trial(n_rows, reps)
         parts.append(metric_by_class(metric, cell, w_t, w_n))
     return np.concatenate(parts) if parts else np.zeros(0)
@@ -117,8 +140,7 @@ def bootstrap_cells(
     for row in results.itertuples(index=False):
         cs = run.cell(str(row.model), str(row.cell))
         if metric in CALIBRATED_METRICS:
-            w = resampler.weights(cs.rows)
-            reps = run.calibration(str(row.model)).batch(metric, cs.scores, cs.labels, w, cs.sorted)
+            reps = calibrated_replicates(metric, cs, run.calibration(str(row.model)), resampler)
         else:
             reps = blocked_replicates(metric, cs.sorted, cs.rows, resampler)
         values[(str(row.experiment), str(row.model), str(row.cell))] = reps

@@ -99,11 +99,11 @@ class SharedCalibration:
         wt, wn, n_t, n_n = wt[valid], wn[valid], n_t[valid], n_n[valid]
         llr = self.llr(s)
         if metric == "cllr":
-            tar = wt @ np.logaddexp(0.0, -llr[lab]) / n_t
-            non = wn @ np.logaddexp(0.0, llr[~lab]) / n_n
+            tar = _row_dots(wt, np.logaddexp(0.0, -llr[lab])) / n_t
+            non = _row_dots(wn, np.logaddexp(0.0, llr[~lab])) / n_n
             out[valid] = 0.5 * (tar + non) / math.log(2)
             return out
-        c, eta = self.point, self.point.bayes_threshold
+        c, eta = self.point, self.point.bayes_threshold  # sums of integer weights: exact in any order
         p_miss = wt @ (llr[lab] < eta).astype(float) / n_t
         p_fa = wn @ (llr[~lab] >= eta).astype(float) / n_n
         act = (c.c_miss * c.p_target * p_miss + c.c_fa * (1 - c.p_target) * p_fa) / c.norm
@@ -113,6 +113,13 @@ class SharedCalibration:
         low = min_dcf_batch(cell or sort_cell(s, lab), w[valid], c.p_target, c.c_miss, c.c_fa)
         out[valid] = act - low
         return out
+
+
+def _row_dots(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``w @ v`` summed in an order fixed per row (numpy's pairwise sum of each row), so a
+    replicate's value does not depend on which replicates share the call: a BLAS matrix-vector
+    product's last bits do (its kernel for groups of rows and its thread split differ)."""
+    return np.multiply(w, v).sum(axis=1)
 
 
 def require_shared(record: Any) -> None:
