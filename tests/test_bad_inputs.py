@@ -94,9 +94,9 @@ def yaml_syntax(env: Env, tmp: Path) -> tuple[list[str], str]:
 def yaml_unknown_key(env: Env, tmp: Path) -> tuple[list[str], str]:
     path = env.yaml_with("B03", lambda d: d.update(sede=7))
     return [path], (
-        "B03.yaml: unknown key 'sede' at top level; valid: calibration, corpus, countermeasures, description, "
-        "factors, fairness, frontend, name, notes, operating_points, population, question, requires, scoring, seed, "
-        "speaker_attributes, spoofing, title, trials, use, utterance_attributes, variants"
+        "B03.yaml: unknown key 'sede' at top level; valid: attacks, calibration, corpus, countermeasures, "
+        "description, factors, fairness, frontend, name, notes, operating_points, population, question, requires, "
+        "scoring, seed, speaker_attributes, spoofing, title, tracks, trials, use, utterance_attributes, variants"
     )
 
 

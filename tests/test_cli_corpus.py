@@ -43,7 +43,7 @@ def test_prepare_voxceleb1_names_trial_lists_and_errors_are_one_line(tmp_path: P
     assert res.output.startswith(f"error: ears: {root} does not look like ears: expected speaker_statistics.json")
     res = runner.invoke(app, ["corpus", "prepare", "nope", "--root", str(root)])
     assert res.output.strip().startswith(
-        "error: unknown corpus 'nope'; valid: asvspoof5, commonvoice, ears, l2arctic, ravdess"
+        "error: unknown corpus 'nope'; valid: add2023, asvspoof5, commonvoice, ears, l2arctic, ravdess"
     )
     res = runner.invoke(app, ["corpus", "prepare", "synthetic", "--root", str(root)])
     assert res.output.strip() == "error: 'synthetic' is built, not prepared: interbias corpus build synthetic"

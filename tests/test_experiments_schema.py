@@ -59,7 +59,7 @@ def test_valid_experiment_cells_and_strata(tmp_path: Path) -> None:
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     msg = err(tmp_path, {**BASE, "fators": []})
     assert msg.startswith(
-        "X1.yaml: unknown key 'fators' at top level; valid: calibration, corpus, countermeasures, description,"
+        "X1.yaml: unknown key 'fators' at top level; valid: attacks, calibration, corpus, countermeasures, description,"
     )
 
 
