@@ -256,7 +256,7 @@ def load_recogniser(
     label = str(info.get("label"))
     net = classifier_from(label, info)
     classes = tuple(info.get("classes") or ())
-    acts = np.load(folder / ACTIVATIONS)
+    acts = np.load(folder / ACTIVATIONS, allow_pickle=False)
     names = [classes[i] for i in acts["y"]]
     om = fit_openmax(
         acts["av"], names, classes, tail_size=tail_size, alpha=alpha, threshold=threshold, distance=distance

@@ -106,7 +106,7 @@ class AttackCache:
         path = self.root / key[:2] / f"{key}.npz"
         if not path.is_file():
             return None
-        with np.load(path) as data:
+        with np.load(path, allow_pickle=False) as data:
             linf, snr, steps, queries = data["meta"].tolist()
             return Attacked(data["wave"].astype(np.float32), linf, snr, int(steps), int(queries))
 
