@@ -22,11 +22,13 @@ from interbias.analysis.fairness import (
     fairness_report,
     holm,
     pair_groups,
+    single_groups,
     two_proportion_ztest,
 )
 from interbias.cli import app
 from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import AnalysisError
+from interbias.utils.seeding import derive_rng
 
 # Hand-made table, threshold 0.5, accept when score >= 0.5.
 # female: targets 0.9 0.8 0.6 0.4 -> TP 3, FN 1; non-targets 0.7 0.55 0.3 0.2 0.1 -> FP 2, TN 3
@@ -338,3 +340,24 @@ def test_score_file_errors(tmp_path: Path) -> None:
         res.stderr.strip()
         == f"error: {bad}: line 2: label 'maybe' is not one of 1/0, true/false, target/nontarget, bonafide/spoof (also genuine/real, fake)"
     )
+
+
+def test_group_labels_match_the_value_by_value_rule() -> None:
+    """pair_groups/single_groups map each distinct value once; the result equals the rule applied
+    to every trial: None, NaN and "" are missing, other values compared as text (1 == "1")."""
+    values = ["f", "m", None, float("nan"), "", 1, "1", "m", "f", 2.5]
+    rng = derive_rng("test", "group-labels")
+    enrol = [values[i] for i in rng.integers(0, len(values), size=400)]
+    test = [values[i] for i in rng.integers(0, len(values), size=400)]
+
+    def gone(v: object) -> bool:
+        return v is None or (isinstance(v, float) and v != v) or v == ""
+
+    want = [
+        "missing" if gone(a) or gone(b) else ("mixed" if str(a) != str(b) else str(a))
+        for a, b in zip(enrol, test, strict=True)
+    ]
+    assert pair_groups(enrol, test).tolist() == want
+    assert single_groups(enrol).tolist() == ["missing" if gone(v) else str(v) for v in enrol]
+    with pytest.raises(ValueError):
+        pair_groups(["f"], ["f", "m"])

@@ -12,7 +12,7 @@ import pytest
 from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
 from interbias.operators import Chain, parse_chain
-from interbias.run.cells import failed_items, score_cell
+from interbias.run.cells import failed_items, score_cell, trial_ids
 from interbias.utils.errors import RunError
 from interbias.utils.seeding import derive_rng
 
@@ -109,3 +109,18 @@ def test_more_drops_than_the_limit_is_a_run_error() -> None:
         "cell noise=n10 / enc: 1 utterance(s) failed, dropping 2 of 4 trials (50.0% > the 25.0% limit); "
         "first: t2: decode failed"
     )
+
+
+def test_trial_ids_index_like_a_sorted_unique() -> None:
+    """trial_ids (hashing) gives the ids and positions np.unique + searchsorted give, for one
+    and for K enrolment columns, with object and Arrow-backed string columns."""
+    rng = derive_rng("test", "trial-ids")
+    names = np.array([f"s{i % 37:02d}/u{i:04d}" for i in rng.permutation(500)], dtype=object)
+    frame = pd.DataFrame({c: names[rng.integers(0, 500, size=300)] for c in ("enrol", "enrol_2", "test")})
+    for f in (frame, frame.astype("string[pyarrow]")):
+        for cols in (["test"], ["enrol", "enrol_2"]):
+            ids, codes = trial_ids(f, cols)
+            raw = frame[cols].to_numpy()
+            want = np.unique(raw.ravel())
+            assert ids.tolist() == want.tolist()
+            assert np.array_equal(codes, np.searchsorted(want, raw))

@@ -123,6 +123,7 @@ class Resampler:
         self._speaker_counts: np.ndarray | None = None
         self._trial_counts: dict[tuple[str, bool], np.ndarray] = {}
         self._pairs: tuple[np.ndarray, np.ndarray] | None = None
+        self._speaker_major: np.ndarray | None = None
 
     @property
     def rule(self) -> str:
@@ -147,7 +148,12 @@ class Resampler:
 
     def pair_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(pair index of every design trial (−1 for targets), ``B × n_pairs`` resample counts, held
-        in the narrowest integer type)."""
+        in the narrowest integer type; a view of :meth:`_pairs_by_trial`'s matrix)."""
+        pair, counts = self._pairs_by_trial()
+        return pair, counts.T
+
+    def _pairs_by_trial(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pair index of every design trial, ``n_pairs × B`` counts: each pair's counts one row)."""
         if self._pairs is None:
             d = self.design
             block = np.zeros(len(d.speakers), dtype=np.int64)
@@ -160,14 +166,20 @@ class Resampler:
             pair[non] = inv
             a, b = block[keys // len(d.speakers)], block[keys % len(d.speakers)]
             group = np.minimum(a, b) * len(d.speakers) + np.maximum(a, b)
-            counts = np.zeros((self.n_boot, len(keys)), dtype=np.int32)  # a count <= its group's size
+            counts = np.zeros((len(keys), self.n_boot), dtype=np.int32)  # a count <= its group's size
             for g in np.unique(group):
                 idx = np.flatnonzero(group == g)
                 for r in range(self.n_boot):
                     rng = derive_rng("bootstrap", self.unit, self.seed, r, int(g))
-                    counts[r, idx] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
+                    counts[idx, r] = np.bincount(rng.integers(0, len(idx), size=len(idx)), minlength=len(idx))
             self._pairs = (pair, _narrow(counts))
         return self._pairs
+
+    def _speakers_by_trial(self) -> np.ndarray:
+        """``n_speakers × B`` resample counts (speaker major, narrowed so that a product of two fits)."""
+        if self._speaker_major is None:
+            self._speaker_major = _narrow(self.speaker_counts().T, square=True)
+        return self._speaker_major
 
     def _trial_counts_for(self, stratum: str, label: bool) -> np.ndarray:
         key = (stratum, label)
@@ -202,19 +214,18 @@ class Resampler:
         matrix, each trial's counts read as one contiguous row."""
         d = self.design
         if self.unit == "speaker":
-            c = _narrow(self.speaker_counts()[reps].T, square=True)
+            c = self._speakers_by_trial()
             e, t = d.enrol[rows], d.test[rows]
-            out = c[e]
+            out = c[e, reps]
             non = np.flatnonzero(e != t)
             if len(non):
-                out[non] *= c[t[non]]
+                out[non] *= c[t[non], reps]
             return out
         if self.unit == "nontarget":
-            pair, counts = self.pair_counts()
-            c = _narrow(counts[reps].T)
-            out = np.ones((len(rows), c.shape[1]), dtype=c.dtype)
+            pair, c = self._pairs_by_trial()
+            out = np.ones((len(rows), len(range(self.n_boot)[reps])), dtype=c.dtype)
             non = ~d.label[rows]
-            out[non] = c[pair[rows[non]]]
+            out[non] = c[pair[rows[non]], reps]
             return out
         return _narrow(self._trial_unit(rows, reps).T.astype(np.int64))
 

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 from interbias.utils.errors import AnalysisError
@@ -72,16 +73,18 @@ class SpeakerBootstrap:
         """Resample the speakers of ``enrol``/``test`` (one value per trial) ``n_boot`` times,
         stratified by the set of ``groups`` each speaker occurs in."""
         enrol, test = np.asarray(enrol).astype(str), np.asarray(test).astype(str)
-        speakers, codes = np.unique(np.concatenate([enrol, test]), return_inverse=True)
+        codes, speakers = pd.factorize(np.concatenate([enrol, test]), sort=True)
         e, t = codes[: len(enrol)], codes[len(enrol) :]
-        pairs, pair = np.unique(np.stack([e, t], axis=1), axis=0, return_inverse=True)
-        member: list[set[str]] = [set() for _ in speakers]
-        for s_e, s_t, g in zip(e, t, np.asarray(groups).astype(str), strict=True):
-            member[s_e].add(g)
-            member[s_t].add(g)
+        keys, pair = np.unique(e.astype(np.int64) * len(speakers) + t, return_inverse=True)
+        pairs = np.stack([keys // len(speakers), keys % len(speakers)], axis=1)
+        names, g = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+        seen = np.unique(np.concatenate([e, t]).astype(np.int64) * len(names) + np.concatenate([g, g]))
+        member: list[list[str]] = [[] for _ in speakers]
+        for s_g in seen.tolist():  # speaker-major, groups in name order
+            member[s_g // len(names)].append(str(names[s_g % len(names)]))
         blocks: dict[tuple[str, ...], list[int]] = {}
         for s, gs in enumerate(member):
-            blocks.setdefault(tuple(sorted(gs)), []).append(s)
+            blocks.setdefault(tuple(gs), []).append(s)
         counts = np.zeros((n_boot, len(speakers)), dtype=np.float64)
         for key in sorted(blocks):
             block = np.asarray(blocks[key])

@@ -217,23 +217,29 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and v == "")
 
 
+def _labels(values: Sequence[Any]) -> np.ndarray:
+    """Each value as ``str``, or ``None`` where :func:`_missing` (mapped once per distinct value)."""
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    names = np.array([None if _missing(u) else str(u) for u in uniq] + [None], dtype=object)
+    return names[codes]  # the NA sentinel −1 picks the trailing None
+
+
 def pair_groups(enrol: Sequence[Any], test: Sequence[Any]) -> np.ndarray:
     """Group of each trial: the value both sides share, ``mixed`` when they differ, ``missing``
     when a side lacks it."""
-    out = []
-    for a, b in zip(enrol, test, strict=True):
-        if _missing(a) or _missing(b):
-            out.append(MISSING)
-        elif str(a) != str(b):
-            out.append(MIXED)
-        else:
-            out.append(str(a))
-    return np.array(out, dtype=object)
+    if len(enrol) != len(test):
+        raise ValueError(f"pair_groups: {len(enrol)} enrolment values but {len(test)} test values")
+    a, b = _labels(enrol), _labels(test)
+    out = np.where(a == b, a, MIXED).astype(object)
+    out[pd.isna(a) | pd.isna(b)] = MISSING
+    return out
 
 
 def single_groups(values: Sequence[Any]) -> np.ndarray:
     """Group of each trial from one value per trial (``missing`` when absent)."""
-    return np.array([MISSING if _missing(v) else str(v) for v in values], dtype=object)
+    out = _labels(values)
+    out[pd.isna(out)] = MISSING
+    return out
 
 
 # ---- the report ------------------------------------------------------------------------------

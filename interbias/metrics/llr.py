@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.metrics.verification import P_TARGET, min_dcf, validate_scores
+from interbias.metrics.verification import P_TARGET, min_dcf_from_sweep, threshold_sweep, validate_scores
 from interbias.utils.errors import MetricError
 
 _LOG2 = math.log(2.0)
@@ -126,8 +126,9 @@ def bayes_error_curve(
     The Bayes error-rate plot of BOSARIS: actual uses ``llrs`` at threshold −θ, minimum the
     best threshold on ``scores``; both divided by min(p, 1 − p)."""
     act, mins = [], []
+    sweep = threshold_sweep(scores, labels)  # one sort of the scores for every prior
     for theta in np.asarray(prior_log_odds, dtype=np.float64):
         point = CostPoint(p_target=float(1.0 / (1.0 + math.exp(-theta))))
         act.append(act_dcf(llrs, labels, point))
-        mins.append(min_dcf(scores, labels, p_target=point.p_target))
+        mins.append(min_dcf_from_sweep(sweep, p_target=point.p_target))
     return np.array(act), np.array(mins)

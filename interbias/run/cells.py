@@ -34,7 +34,7 @@ from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
 from interbias.trials.enrolment import enrol_columns
-from interbias.utils.errors import CellError, InterbiasError, MetricError
+from interbias.utils.errors import CellError, InterbiasError, MetricError, TrialError
 
 #: results columns of runs with ``operator_draws`` > 1 (see the module docs).
 DRAW_COLUMNS = ["operator_draws", "eer_draw_sd", "min_dcf_draw_sd"]
@@ -53,16 +53,47 @@ class CellScore:
 def failed_items(cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder) -> dict[tuple[str, str], str]:
     """(utterance id, side) -> why it has no embedding under the side's chain."""
     out: dict[tuple[str, str], str] = {}
-    sides = (("enrol", cell.enrol_chain.fingerprint), ("test", cell.test_chain.fingerprint))
-    for side, fp in sides:
-        cols = enrol_columns(trials) if side == "enrol" else ["test"]
-        for uid in np.unique(trials[cols].to_numpy().ravel()):
-            msg = emb.failed(uid, fp)
-            if msg is None and (uid, fp, enc.fingerprint) not in emb.vectors:
-                msg = f"{uid}: no embedding was produced"
-            if msg is not None:
-                out[(uid, side)] = msg
+    for side, cols in (("enrol", enrol_columns(trials)), ("test", ["test"])):
+        chain = cell.enrol_chain if side == "enrol" else cell.test_chain
+        ids, _ = trial_ids(trials, cols)
+        out.update({(u, side): m for u, m in missing_ids(emb, ids, chain.fingerprint, enc).items()})
     return out
+
+
+def missing_ids(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> dict[str, str]:
+    """utterance id -> why it has no embedding under ``chain_fp`` (``ids`` without one)."""
+    out: dict[str, str] = {}
+    for uid in ids:
+        msg = emb.failed(uid, chain_fp)
+        if msg is None and (uid, chain_fp, enc.fingerprint) not in emb.vectors:
+            msg = f"{uid}: no embedding was produced"
+        if msg is not None:
+            out[uid] = msg
+    return out
+
+
+def trial_ids(trials: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the sorted distinct utterance ids of ``trials[cols]``, each trial's position of its ids
+    in them: ``len(trials) × len(cols)``), by hashing (one pass, the distinct ids sorted)."""
+    values = trials[cols[0]] if len(cols) == 1 else pd.concat([trials[c] for c in cols], ignore_index=True)
+    codes, ids = pd.factorize(values, sort=True)
+    if (codes < 0).any():
+        raise TrialError(f"a trial has no utterance id in column(s) {', '.join(cols)}")
+    return np.asarray(ids, dtype=object), codes.reshape(len(cols), len(trials)).T
+
+
+def _marked(ids: np.ndarray, marked: dict[str, str]) -> np.ndarray:
+    """Which of ``ids`` are keys of ``marked``."""
+    if not marked:
+        return np.zeros(len(ids), dtype=bool)
+    return np.fromiter((u in marked for u in ids), dtype=bool, count=len(ids))
+
+
+def _used(ids: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the ids ``codes`` use, in order; ``codes`` renumbered into them)."""
+    used = np.zeros(len(ids), dtype=bool)
+    used[codes.ravel()] = True
+    return ids[used], (np.cumsum(used) - 1)[codes]
 
 
 def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.ndarray:
@@ -89,21 +120,28 @@ def model_scores(
     return cosine_scores(mean.astype(np.float32), test, model.ravel(), test_idx)
 
 
-def frontend_counts(emb: Embedder, sides: list[tuple[str, str]], sample_rate_hz: int) -> dict[str, Any]:
-    """What the front end did to the cell's utterances, counted per (utterance, chain) side:
-    truncated, downmixed, and resampled (up and down separately, with the source rates; see
+def frontend_counts(emb: Embedder, sides: list[tuple[np.ndarray, str]], sample_rate_hz: int) -> dict[str, Any]:
+    """What the front end did to the cell's utterances, counted per (utterance, chain) side
+    (``sides``: the utterance ids scored under each chain fingerprint): truncated, downmixed,
+    and resampled (up and down separately, with the source rates; see
     :func:`interbias.audio.frontend.rate_changes`)."""
     truncated = downmixed = windowed = 0
+    any_windows = False
     rates: list[int] = []
-    for uid, fp in sides:
-        front = emb.frontend_record(uid, fp)
-        truncated += bool(front.get("truncated"))
-        windowed += front.get("windows", 1) > 1
-        rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
-        downmixed += front.get("channels", 1) > 1
+    for ids, fp in sides:
+        for uid in ids:
+            front = emb.frontend_record(uid, fp)
+            if not front:
+                rates.append(sample_rate_hz)
+                continue
+            truncated += bool(front.get("truncated"))
+            any_windows = any_windows or "windows" in front
+            windowed += front.get("windows", 1) > 1
+            rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
+            downmixed += front.get("channels", 1) > 1
     changes = rate_changes(rates, sample_rate_hz)
     out = {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
-    if any("windows" in emb.frontend_record(uid, fp) for uid, fp in sides):  # long_audio: window only
+    if any_windows:  # long_audio: window only
         out["n_windowed"] = int(windowed)
     return out
 
@@ -176,11 +214,12 @@ def score_draw(
 ) -> CellScore:
     """Score ``trials`` under the cell's two chains (one draw)."""
     efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
-    cols = enrol_columns(trials)
-    enrol_ids, test_ids = trials[cols].to_numpy(), trials["test"].to_numpy()
-    failed = failed_items(cell, enc, trials, emb)
-    bad_enrol = np.array([any((u, "enrol") in failed for u in row) for row in enrol_ids], dtype=bool)
-    bad_test = np.array([(u, "test") in failed for u in test_ids], dtype=bool)
+    ids_e, codes_e = trial_ids(trials, enrol_columns(trials))
+    ids_t, codes_t = trial_ids(trials, ["test"])
+    miss_e, miss_t = missing_ids(emb, ids_e, efp, enc), missing_ids(emb, ids_t, tfp, enc)
+    failed = {**{(u, "enrol"): m for u, m in miss_e.items()}, **{(u, "test"): m for u, m in miss_t.items()}}
+    bad_enrol = _marked(ids_e, miss_e)[codes_e].any(axis=1)
+    bad_test = _marked(ids_t, miss_t)[codes_t[:, 0]]
     dropped = bad_enrol | bad_test
     n_dropped = int(dropped.sum())
     share = n_dropped / max(1, len(trials))
@@ -195,14 +234,11 @@ def score_draw(
             failures,
         )
     keep = ~dropped
-    uniq_e, uniq_t = np.unique(enrol_ids[keep].ravel()), np.unique(test_ids[keep])
+    uniq_e, enrol_idx = _used(ids_e, codes_e[keep])
+    uniq_t, test_idx = _used(ids_t, codes_t[keep, 0])
     scores = np.full(len(trials), np.nan)
     scores[keep] = model_scores(
-        _stack(emb, uniq_e, efp, enc),
-        _stack(emb, uniq_t, tfp, enc),
-        np.searchsorted(uniq_e, enrol_ids[keep]),
-        np.searchsorted(uniq_t, test_ids[keep]),
-        enrol,
+        _stack(emb, uniq_e, efp, enc), _stack(emb, uniq_t, tfp, enc), enrol_idx, test_idx, enrol
     )
     labels = trials["label"].to_numpy()
     use = keep & in_split(trials, "eval")
@@ -216,11 +252,11 @@ def score_draw(
         raise CellError(f"{where}: {exc}{why}", failures) from None
     row = {
         **summary,
-        "n_speakers": len(set(kept["enrol_speaker"]) | set(kept["test_speaker"])),
+        "n_speakers": len(pd.unique(pd.concat([kept["enrol_speaker"], kept["test_speaker"]], ignore_index=True))),
         "n_failed": len(failed),
         "n_utterances": len(set(uniq_e) | set(uniq_t)),
         "n_dropped_trials": n_dropped,
-        **frontend_counts(emb, [(u, efp) for u in uniq_e] + [(u, tfp) for u in uniq_t], sample_rate_hz),
+        **frontend_counts(emb, [(uniq_e, efp), (uniq_t, tfp)], sample_rate_hz),
     }
     if types is not None:
         row.update(spoof_summary(scores[use], types[use]).as_dict())

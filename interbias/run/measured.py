@@ -50,22 +50,23 @@ SV_LINE = ("enrol", "test", "score", "label")
 CM_LINE = ("id", "score", "label")
 
 
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
-    return frame[name].astype(str).to_numpy() if name in frame.columns else None
+def _equals(frame: pd.DataFrame, name: str, value: str) -> np.ndarray | None:
+    """Per row, whether column ``name`` (as text) is ``value``; None without that column."""
+    if name not in frame.columns:
+        return None
+    return (frame[name].astype(str) == value).to_numpy(dtype=bool, na_value=False)
 
 
 def in_split(frame: pd.DataFrame, split: str) -> np.ndarray:
     """Trials of ``split`` (``eval`` or ``dev``); every trial counts as eval without a split column."""
-    col = _column(frame, "split")
-    if col is None:
-        return np.full(len(frame), split == "eval")
-    return col == split
+    hit = _equals(frame, "split", split)
+    return np.full(len(frame), split == "eval") if hit is None else hit
 
 
 def bona_fide(frame: pd.DataFrame) -> np.ndarray:
     """Trials that are not spoof trials (every trial without a ``trial_type`` column)."""
-    col = _column(frame, "trial_type")
-    return np.ones(len(frame), bool) if col is None else col != "spoof"
+    spoof = _equals(frame, "trial_type", "spoof")
+    return np.ones(len(frame), bool) if spoof is None else ~spoof
 
 
 def kept(frame: pd.DataFrame) -> np.ndarray:
