@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from interbias.analysis.fairness import Threshold, Unit, fairness_report
+from interbias.analysis.fairness_cluster import SpeakerBootstrap
+from interbias.utils.seeding import derive_rng
 
 
 def design(rng: np.random.Generator, *, n_speakers: int = 40, per: int = 8, sd_speaker: float = 1.0, shift=0.0):
@@ -109,3 +111,17 @@ def test_permuted_group_nulls_rarely_hold_a_holm_significant_difference() -> Non
     print(f"designs with any Holm-significant difference: {hits} of {n}")
     assert hits["speaker"] / n <= 0.05, hits
     assert hits["trial-z"] > hits["speaker"], hits
+
+
+def test_totals_equal_the_dense_weights_product_exactly() -> None:
+    """SpeakerBootstrap.totals (a sparse quadratic form over speakers) equals the dense
+    ``weights @ per-pair sums`` bit for bit on integer indicators, same-speaker pairs included."""
+    rng = derive_rng("test", "totals")
+    spk = np.array([f"s{i:02d}" for i in range(30)])
+    enrol, test = spk[rng.integers(0, 30, size=2000)], spk[rng.integers(0, 30, size=2000)]
+    test[:50] = enrol[:50]  # same-speaker trials
+    groups = np.where(rng.random(2000) < 0.5, "f", "m")
+    boot = SpeakerBootstrap.draw(enrol, test, groups, n_boot=200, rng=derive_rng("test", "totals", "draw"))
+    for values in (rng.random(2000) < 0.3, rng.integers(0, 3, size=2000)):
+        per_pair = np.bincount(boot.pair, weights=values.astype(np.float64), minlength=len(boot.pairs))
+        assert np.array_equal(boot.totals(values), boot.weights @ per_pair)

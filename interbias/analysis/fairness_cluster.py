@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from scipy.stats import norm
 
 from interbias.utils.errors import AnalysisError
@@ -64,7 +65,8 @@ class SpeakerBootstrap:
     """Speaker-resampled totals of per-trial indicators for one unit × group attribute."""
 
     pair: np.ndarray  #: per trial, the index of its (enrol, test) speaker pair
-    weights: np.ndarray  #: B × n_pairs multiplicities
+    pairs: np.ndarray  #: n_pairs × 2 speaker indices (enrol, test)
+    counts: np.ndarray  #: B × n_speakers resample counts
 
     @classmethod
     def draw(
@@ -91,14 +93,28 @@ class SpeakerBootstrap:
             n = len(block)
             draws = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
             counts[:, block] = np.bincount(draws.ravel(), minlength=n * n_boot).reshape(n_boot, n)
-        pe, pt = pairs[:, 0], pairs[:, 1]
-        weights = np.where(pe == pt, counts[:, pe], counts[:, pe] * counts[:, pt])
-        return cls(pair=np.asarray(pair).ravel(), weights=weights)
+        return cls(pair=np.asarray(pair).ravel(), pairs=pairs, counts=counts)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``B × n_pairs`` multiplicities: c_e·c_t for a pair of two speakers, c_s for a speaker
+        with itself (made on each read: ``B × n_pairs`` float64)."""
+        pe, pt = self.pairs[:, 0], self.pairs[:, 1]
+        return np.where(pe == pt, self.counts[:, pe], self.counts[:, pe] * self.counts[:, pt])
 
     def totals(self, values: np.ndarray) -> np.ndarray:
-        """Per replicate, the resampled total of a per-trial value."""
-        per_pair = np.bincount(self.pair, weights=np.asarray(values, np.float64), minlength=self.weights.shape[1])
-        return self.weights @ per_pair
+        """Per replicate, the resampled total of a per-trial value, ``weights @ per-pair sums``,
+        computed as the quadratic form Σ_e,t c_e·M_et·c_t (+ Σ_s c_s·D_s for same-speaker pairs)
+        with M the sparse speaker × speaker matrix of per-pair sums: O(B · (pairs + speakers))
+        time, no ``B × n_pairs`` matrix. Exact (order-free) for integer values such as indicators."""
+        n_spk = self.counts.shape[1]
+        per_pair = np.bincount(self.pair, weights=np.asarray(values, np.float64), minlength=len(self.pairs))
+        pe, pt = self.pairs[:, 0], self.pairs[:, 1]
+        same = pe == pt
+        m = sparse.csr_matrix((per_pair[~same], (pe[~same], pt[~same])), shape=(n_spk, n_spk))
+        diag = np.bincount(pe[same], weights=per_pair[same], minlength=n_spk)
+        c = self.counts
+        return np.einsum("be,eb->b", c, m @ c.T) + c @ diag
 
 
 def clustered_z(
