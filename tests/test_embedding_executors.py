@@ -178,6 +178,9 @@ def test_ray_run_equals_serial_byte_for_byte(tmp_path: Path, tiny_corpus, sessio
     assert info_r["executor"]["torch_threads"] == info_s["executor"]["torch_threads"] == 1
     assert info_r["counts"]["forward_calls"] == info_s["counts"]["forward_calls"]
     assert info_r["timings"]["forward_s"] > 0
+    # the driver, the only cache writer, timed its writes: a part of the embedding wall time
+    for info in (info_s, info_r):
+        assert 0 < info["timings"]["cache_write_s"] < info["timings"]["embed_s"]
 
 
 def test_cli_rejects_unknown_executor_and_stray_address(tmp_path: Path) -> None:

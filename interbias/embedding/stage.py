@@ -18,6 +18,7 @@ Contracts kept here:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +107,8 @@ class Embedder:
         self.realised: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.n_embedded = 0
         self.n_cached = 0
+        #: Wall seconds this driver spent writing vectors into the cache (the one writer).
+        self.cache_write_s = 0.0
         #: (utt id, chain fp) -> the cache's chain component (:func:`cache_chain_key`).
         self.cache_keys: dict[tuple[str, str], str] = {}
 
@@ -136,11 +139,16 @@ class Embedder:
                 answered.add((result.uid, result.chain_fp, result.encoder_fp))
                 advance(result.n_items)
                 if len(pending) >= CACHE_BATCH:
-                    self.cache.put_many(pending)
+                    self._store(pending)
                     pending = []
         if pending:
-            self.cache.put_many(pending)
+            self._store(pending)
         check_answered(tasks, answered)
+
+    def _store(self, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
+        t = time.perf_counter()
+        self.cache.put_many(pending)
+        self.cache_write_s += time.perf_counter() - t
 
     def _wanted(self, items: ChainItems) -> tuple[list[tuple[str, Chain, Encoder]], list[Key]]:
         """Every (utterance, chain, encoder) item with a readable file, and its cache key."""

@@ -183,6 +183,7 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
         ctx.reporter.info(f"{work.ahead}; nothing to embed")
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
+    ctx.timings["cache_write_s"] = emb.cache_write_s  # the driver's share of embed_s spent writing the cache
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())
     ctx.timings["forward_cpu_s"] = sum(ctx.executor.stats.forward_cpu_s.values())
     return emb
