@@ -20,7 +20,7 @@ from interbias.analysis.cm import (
 )
 from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import MetricError
-from interbias.utils.keyvalue import parse_key_values
+from interbias.utils.keyvalue import comma_list, parse_key_values
 
 
 def parse_floats(text: str, what: str) -> list[float]:
@@ -102,9 +102,9 @@ def recognition_of_files(
     if (known is None) == (unknown is None):
         raise MetricError("give exactly one of --known or --unknown")
     if known is not None:
-        classes = [k.strip() for k in known.split(",") if k.strip()]
+        classes = comma_list(known)
     else:
-        unk = {u.strip() for u in (unknown or "").split(",") if u.strip()}
+        unk = set(comma_list(unknown or ""))
         classes = sorted(set(ref.values()) - unk)
     ids = sorted(ref)
     return open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes), classes

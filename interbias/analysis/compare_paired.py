@@ -113,7 +113,7 @@ def paired_test(
     )
     out = []
     for row in rows:
-        weights = boot.weights[:, boot.pair[row.trial_rows]]
+        weights = boot.pair_weights(boot.pair[row.trial_rows])
         cells = sort_cell(row.base, row.labels), sort_cell(row.new, row.labels)
         for metric in metrics:
             one = np.ones((1, len(row.labels)))

@@ -97,9 +97,13 @@ class SpeakerBootstrap:
 
     @property
     def weights(self) -> np.ndarray:
-        """``B × n_pairs`` multiplicities: c_e·c_t for a pair of two speakers, c_s for a speaker
-        with itself (made on each read: ``B × n_pairs`` float64)."""
-        pe, pt = self.pairs[:, 0], self.pairs[:, 1]
+        """``B × n_pairs`` multiplicities (:meth:`pair_weights` of every pair; made on each read)."""
+        return self.pair_weights(np.arange(len(self.pairs)))
+
+    def pair_weights(self, idx: np.ndarray) -> np.ndarray:
+        """``B × len(idx)`` multiplicities of the pairs ``idx``: c_e·c_t for a pair of two
+        speakers, c_s for a speaker with itself."""
+        pe, pt = self.pairs[idx, 0], self.pairs[idx, 1]
         return np.where(pe == pt, self.counts[:, pe], self.counts[:, pe] * self.counts[:, pt])
 
     def totals(self, values: np.ndarray) -> np.ndarray:

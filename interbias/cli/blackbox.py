@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.utils.keyvalue import comma_list
 
 blackbox_app = typer.Typer(
     help="Black-box audit (TRIAD/ORCA IV): matched trial families differing in one attribute, "
@@ -19,10 +20,6 @@ blackbox_app = typer.Typer(
 app.add_typer(blackbox_app, name="blackbox")
 
 GroupsOpt = Annotated[str, typer.Option(help="Comma-separated speaker-level group attributes.")]
-
-
-def _groups(text: str) -> list[str]:
-    return [g.strip() for g in text.split(",") if g.strip()]
 
 
 @blackbox_app.command(
@@ -58,14 +55,14 @@ def prepare_cmd(
     from interbias.utils.errors import AnalysisError
 
     try:
-        snrs = tuple(float(x) for x in _groups(noise_snr))
+        snrs = tuple(float(x) for x in comma_list(noise_snr))
     except ValueError:
         raise AnalysisError(f"--noise-snr {noise_snr!r}: comma-separated numbers (dB)") from None
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
     if voice_variants < 0:
         raise AnalysisError(f"--voice-variants must be >= 0; got {voice_variants}")
     opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs, voice_variants)
-    frame = with_paths(prepare(m, _groups(groups), opts), m, out.parent / "audio")
+    frame = with_paths(prepare(m, comma_list(groups), opts), m, out.parent / "audio")
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_csv(out, frame)
     counts = frame.groupby(["axis", "label"]).size()
@@ -117,7 +114,7 @@ def analyze_cmd(
     from interbias.utils import atomic
 
     answers = read_answers(scores, read_protocol(protocol))
-    result = analyze(answers, _groups(groups), threshold=threshold, n_perm=permutations, seed=seed)
+    result = analyze(answers, comma_list(groups), threshold=threshold, n_perm=permutations, seed=seed)
     path = out or scores.parent / "blackbox.csv"
     atomic.write_csv(path, result.table)
     if not quiet:

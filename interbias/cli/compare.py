@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.utils.keyvalue import comma_list
 
 
 @app.command(epilog="Example: interbias compare base/results.csv new/results.csv --tolerance 0.005")
@@ -47,7 +48,7 @@ def compare(
     resolved, or with --equivalence only when some row is not shown within the margin."""
     from interbias.analysis.compare import compare_results
 
-    names = tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics else None
+    names = tuple(comma_list(metrics)) if metrics else None
     if paired:
         _paired(base, new, names, margin, equivalence, alpha, bootstrap, show_all)
         return

@@ -10,6 +10,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.utils.keyvalue import comma_list
 
 if TYPE_CHECKING:
     from interbias.analysis.geometry.pipeline import GeometryOptions, GeometryOutcome
@@ -85,7 +86,7 @@ def geometry(
         manifest=manifest,
         layer=layer,
         sentences=sentences,
-        groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+        groups=tuple(comma_list(groups)),
         out=out,
         cache_dir=cache_dir,
         device=device,
@@ -144,7 +145,7 @@ def _several(options: GeometryOptions, encoders: str | None, layers: str | None,
                 _print_table(o)
         typer.echo(f"wrote {options.out / 'geometry.csv'} ({len(outcomes)} layers), geometry.json, geometry.png")
         return
-    labels = [e.strip() for e in (encoders or "").split(",") if e.strip()]
+    labels = comma_list(encoders or "")
     _, result = run_across(options, labels, attribute=attribute, n_boot=n_boot)
     if not options.quiet:
         print_frame(result.table, f"across encoders: Λ sem–voice and D̄ (sem probe, {attribute})", list(result.table))

@@ -10,6 +10,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.utils.keyvalue import comma_list
 
 if TYPE_CHECKING:
     from interbias.repair.run import RepairOutcome
@@ -115,7 +116,7 @@ def repair(
             corpus_root=corpus_root,
             manifest=manifest,
             sentences=sentences,
-            groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+            groups=tuple(comma_list(groups)),
             out=out,
             cache_dir=cache_dir,
             device=device,

@@ -16,11 +16,12 @@ from interbias.run.results import SUMMARY_COLUMNS
 if TYPE_CHECKING:
     from interbias.run.conductor import RunOutcome
 from interbias.utils.errors import EncoderError
+from interbias.utils.keyvalue import comma_list
 
 
 def encoder_labels(text: str) -> list[str]:
     """The labels of ``--encoders``; "" or only commas (nothing to embed, an empty results.csv) is an error."""
-    labels = [e.strip() for e in text.split(",") if e.strip()]
+    labels = comma_list(text)
     if not labels:
         raise EncoderError(f"--encoders names no encoder ({text!r}); give comma-separated labels, e.g. CAM++,GE2E")
     return labels

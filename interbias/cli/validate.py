@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.utils.keyvalue import comma_list
 
 EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,GE2E"
 
@@ -35,7 +36,7 @@ def validate(
     when any file has an error."""
     from interbias.run.validate import validate_file
 
-    labels = [x.strip() for x in encoders.split(",") if x.strip()]
+    labels = comma_list(encoders)
     if not labels:
         typer.echo(f"error: --encoders names no encoder ({encoders!r})", err=True)
         raise typer.Exit(1)

@@ -52,12 +52,17 @@ class CellScore:
 
 def failed_items(cell: Cell, enc: Encoder, trials: pd.DataFrame, emb: Embedder) -> dict[tuple[str, str], str]:
     """(utterance id, side) -> why it has no embedding under the side's chain."""
-    out: dict[tuple[str, str], str] = {}
-    for side, cols in (("enrol", enrol_columns(trials)), ("test", ["test"])):
-        chain = cell.enrol_chain if side == "enrol" else cell.test_chain
-        ids, _ = trial_ids(trials, cols)
-        out.update({(u, side): m for u, m in missing_ids(emb, ids, chain.fingerprint, enc).items()})
-    return out
+    enrol_ids, _ = trial_ids(trials, enrol_columns(trials))
+    test_ids, _ = trial_ids(trials, ["test"])
+    return _by_side(
+        missing_ids(emb, enrol_ids, cell.enrol_chain.fingerprint, enc),
+        missing_ids(emb, test_ids, cell.test_chain.fingerprint, enc),
+    )
+
+
+def _by_side(enrol: dict[str, str], test: dict[str, str]) -> dict[tuple[str, str], str]:
+    """The enrolment and test sides' missing ids as one (utterance id, side) -> why mapping."""
+    return {**{(u, "enrol"): m for u, m in enrol.items()}, **{(u, "test"): m for u, m in test.items()}}
 
 
 def missing_ids(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> dict[str, str]:
@@ -217,7 +222,7 @@ def score_draw(
     ids_e, codes_e = trial_ids(trials, enrol_columns(trials))
     ids_t, codes_t = trial_ids(trials, ["test"])
     miss_e, miss_t = missing_ids(emb, ids_e, efp, enc), missing_ids(emb, ids_t, tfp, enc)
-    failed = {**{(u, "enrol"): m for u, m in miss_e.items()}, **{(u, "test"): m for u, m in miss_t.items()}}
+    failed = _by_side(miss_e, miss_t)
     bad_enrol = _marked(ids_e, miss_e)[codes_e].any(axis=1)
     bad_test = _marked(ids_t, miss_t)[codes_t[:, 0]]
     dropped = bad_enrol | bad_test

@@ -1,7 +1,7 @@
 """The one ``KEY=VALUE`` parser of the command line (``degrade --param``, ``corpus --set``,
 ``cm dsr --attack``): keys and values stripped, a malformed item or a repeated key is one
 error naming the option; :func:`typed_overrides` reads such values into a dataclass's fields
-(``cm train --set``)."""
+(``cm train --set``); :func:`comma_list` splits a comma-separated option."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from dataclasses import fields
 from typing import Any
 
 from interbias.utils.errors import ConfigError, InterbiasError
+
+
+def comma_list(text: str) -> list[str]:
+    """The items of a comma-separated option, stripped; empty items dropped ("a, ,b" -> [a, b])."""
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def parse_key_values(
