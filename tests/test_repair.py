@@ -231,14 +231,19 @@ def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> 
     assert set(table["variant"]) == set(variants)
     assert set(table["n_voices"]) == {4} and set(table["subset"]) == {"heldout"}
     summary = __import__("pandas").read_csv(out / "repair-summary.csv")
-    assert list(summary["variant"]) == variants
+    assert list(summary["variant"]) == [*variants, "class-mean-reference"]
     assert summary["dLambda_mean"].iloc[0] == 0 and summary["Lambda_mean"].notna().all()
     assert summary["eer_clean"].between(0, 0.5).all()
+    reference = summary.iloc[-1]  # held-out figures only: no adapter, no geometry audit
+    assert reference["adapter_sha256"] != reference["adapter_sha256"] and reference["F_sem"] != reference["F_sem"]
+    assert reference["n_rows"] == summary["n_rows"].iloc[0]
+    assert len(info["notes"]) == 1 and info["notes"][0].startswith("class-mean reference (the 4 training voices'")
+    assert f"note: {info['notes'][0]}" in res.output.splitlines()
     adapter = load_adapter(out / info["adapter"])
     assert set(adapter.manifest["heldout_voices"]) == held_v
     assert adapter.manifest["config"]["steps"] == 20 and adapter.manifest["seed"] == 0
     assert len(adapter.manifest["train_embeddings_sha256"]) == 64
-    assert info["notes"] == [] and len(info["options_sha256"]) == 64
+    assert len(info["options_sha256"]) == 64
 
 
 def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_split(tmp_path: Path) -> None:
@@ -258,7 +263,7 @@ def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_sp
     )
     assert f"note: {note}" in res.output.splitlines()
     info = json.loads((out / "repair.json").read_text())
-    assert info["notes"] == [note]
+    assert info["notes"][0] == note and info["notes"][1].startswith("class-mean reference")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     res = runner.invoke(app, [*args, "--heldout-share", "0.5"])
     assert res.exit_code == 1 and len(res.output.splitlines()) == 1, res.output

@@ -38,6 +38,7 @@ from interbias.analysis import geometry as geo
 from interbias.encoders.adapter import load_adapter, save_adapter
 from interbias.repair.heldout import HeldoutFigures, heldout_figures
 from interbias.repair.orca import OrcaConfig, VoiceSplit, split_voices, train
+from interbias.repair.reference import class_mean_reference
 from interbias.utils import atomic
 from interbias.utils.errors import AnalysisError
 from interbias.utils.progress import Reporter
@@ -52,6 +53,8 @@ ABLATIONS = (
     ("only-voice", {"axes": ("voice",)}),
     ("only-expr", {"axes": ("expr",)}),
 )
+#: The summary row of :func:`interbias.repair.reference.class_mean_reference` (a yardstick, no adapter).
+REFERENCE = "class-mean-reference"
 SUMMARY_COLUMNS = (
     "variant",
     "encoder",
@@ -307,7 +310,8 @@ def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> Repa
         adapters[name], losses[name] = _train_variant(name, cfg, col, trained, options, base_manifest, out, reporter)
         timings[f"train_{name}_s"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
-    frames, heldout = _audit_all(held, adapters, col, options, reporter)
+    reference, why_not = class_mean_reference(trained, held)
+    frames, heldout = _audit_all(held, adapters, col, options, reporter, reference)
     timings["audit_s"] = round(time.perf_counter() - t, 3)
     table = pd.concat(frames, ignore_index=True)
     atomic.write_csv(out / "repair.csv", table)
@@ -331,7 +335,7 @@ def run_repair(options: RepairOptions, reporter: Reporter | None = None) -> Repa
         "data": {**base_manifest, "encoder_provenance": col.data.get("encoder_provenance", {})},
         "timings": timings,
         "options_sha256": digest,
-        "notes": split_notes(split, options.heldout_share),
+        "notes": [*split_notes(split, options.heldout_share), reference_note(heldout, len(split.train), why_not)],
     }
     atomic.write_text(out / "repair.json", json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n")
     return RepairOutcome(out, summary, main_path, label, split, held_manifest, provenance["notes"])
@@ -372,9 +376,11 @@ def _audit_all(
     col: Collected,
     options: RepairOptions,
     reporter: Reporter,
+    reference: np.ndarray | None = None,
 ) -> tuple[list[pd.DataFrame], dict[str, HeldoutFigures]]:
     """The geometry audit of the held-out grid raw and through each adapter (one seed for all),
-    and each variant's :class:`HeldoutFigures`."""
+    and each variant's :class:`HeldoutFigures` (with the class-mean ``reference`` rows, when
+    given, under :data:`REFERENCE`; they get no geometry audit)."""
     seed = derive_seed("repair-audit", col.encoder, col.fingerprint, col.source, options.seed)
     grids = [("raw", "", held)]
     for name, (path, sha) in adapters.items():
@@ -398,7 +404,8 @@ def _audit_all(
         frame.insert(1, "adapter_sha256", sha)
         frames.append(frame)
     with reporter.task("held-out mean leakage (paired jackknife) and clean-pair EER", 1) as advance:
-        figures = heldout_figures(held, {name: grid.x for name, _, grid in grids})
+        rows = {name: grid.x for name, _, grid in grids}
+        figures = heldout_figures(held, rows if reference is None else {**rows, REFERENCE: reference})
         advance(1)
     return frames, figures
 
@@ -439,7 +446,37 @@ def summarise(table: pd.DataFrame, heldout: Mapping[str, HeldoutFigures] | None 
         row["n_voices"] = int(sub["n_voices"].iloc[0])
         row["n_rows"] = int(sub["n_rows"].iloc[0])
         rows.append(row)
+    if heldout is not None and rows:  # the class-mean reference: held-out figures only
+        fig = heldout.get(REFERENCE)
+        rows.append(
+            {
+                **{k: rows[0][k] for k in ("encoder", "m", "chance", "n_voices", "n_rows")},
+                "variant": REFERENCE,
+                "adapter_sha256": "",
+                "Lambda_mean": fig.lambda_mean if fig else math.nan,
+                "Lambda_mean_hw": fig.lambda_mean_hw if fig else math.nan,
+                "dLambda_mean": fig.delta if fig else math.nan,
+                "dLambda_mean_hw": fig.delta_hw if fig else math.nan,
+                "eer_clean": fig.eer_clean if fig else math.nan,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def reference_note(heldout: Mapping[str, HeldoutFigures], n_train: int, why_not: str) -> str:
+    """One line reading the class-mean reference's held-out change against its half-width."""
+    fig = heldout.get(REFERENCE)
+    if fig is None:
+        return f"class-mean reference not formed: {why_not}"
+    head = (
+        f"class-mean reference (the {n_train} training voices' text and style means made orthogonal, "
+        f"applied to the held-out rows): held-out mean leakage {fig.delta:+.4f} ± {fig.delta_hw:.4f}"
+    )
+    if not math.isfinite(fig.delta_hw):
+        return f"{head.replace(' ± nan', '')} (no half-width: too few texts or voices for the jackknife)"
+    if abs(fig.delta) <= fig.delta_hw:
+        return head + "; the held-out leakage these class means explain is within resampling noise on this grid"
+    return head + "; read the orca row's change against it"
 
 
 def _store(path: Path, sha: str, options: RepairOptions) -> Path:
