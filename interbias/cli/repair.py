@@ -137,7 +137,7 @@ def _print(outcome: RepairOutcome, quiet: bool) -> None:
     if not quiet:
         cols = ["variant", "Lambda_mean", "dLambda_mean", "dLambda_mean_hw", "eer_clean", "F_sem", "F_voice"]
         cols += ["F_expr", "Lambda_sem_voice", "ell_sem_voice", "Gamma_acc", "Gamma_acc_p", "Gamma_gen", "Gamma_gen_p"]
-        print_frame(outcome.summary, f"ORCA on held-out voices ({len(outcome.split.heldout)} voices)", cols)
+        print_frame(outcome.summary, f"ORCA on held-out voices ({len(outcome.split.heldout)} voices)", cols, digits=4)
     for note in outcome.notes:
         typer.echo(f"note: {note}")
     typer.echo(f"adapter: {outcome.adapter}")
