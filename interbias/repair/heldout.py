@@ -43,14 +43,37 @@ def mean_leakage(grid: geo.EmbeddingGrid, x: np.ndarray, m: int) -> float:
     return float(np.mean([geo.leakage(bases[a], bases[b]).aggregate for a, b in geo.PAIRS]))
 
 
+#: Rows per block of the pair scores in :func:`clean_eer` (a block × n float64 matrix at a time).
+PAIR_BLOCK = 1024
+
+
 def clean_eer(grid: geo.EmbeddingGrid, x: np.ndarray) -> float:
-    """EER of cosine scores over all row pairs with different texts (target: same voice)."""
+    """EER of cosine scores over all row pairs with different texts (target: same voice).
+
+    The scores are gathered ``PAIR_BLOCK`` rows at a time into one float64 array (8 bytes per
+    pair, in ``i < j`` row-major order), never as an n × n matrix or pair-index arrays, so
+    26,880 held-out rows (192 voices) take ~3 GB for the scores rather than ~20 GB."""
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
-    i, j = np.triu_indices(len(unit), k=1)
-    keep = grid.text[i] != grid.text[j]
-    i, j = i[keep], j[keep]
-    scores = (unit @ unit.T)[i, j]  # n × n floats, not a pair × d copy of the rows
-    return eer(scores, (grid.voice[i] == grid.voice[j]).astype(int))
+    text = np.unique(grid.text, return_inverse=True)[1]
+    voice = np.unique(grid.voice, return_inverse=True)[1]
+    n = len(unit)
+
+    def block(start: int) -> tuple[slice, np.ndarray]:
+        rows = slice(start, min(n, start + PAIR_BLOCK))
+        upper = np.arange(start, n)[None, :] > np.arange(rows.start, rows.stop)[:, None]
+        return rows, upper & (text[rows, None] != text[None, start:])
+
+    total = sum(int(block(s)[1].sum()) for s in range(0, n, PAIR_BLOCK))
+    scores = np.empty(total)
+    labels = np.empty(total, dtype=np.int8)
+    filled = 0
+    for start in range(0, n, PAIR_BLOCK):
+        rows, keep = block(start)
+        k = int(keep.sum())
+        scores[filled : filled + k] = (unit[rows] @ unit[start:].T)[keep]
+        labels[filled : filled + k] = (voice[rows, None] == voice[None, start:])[keep]
+        filled += k
+    return eer(scores, labels)
 
 
 def heldout_figures(grid: geo.EmbeddingGrid, variants: Mapping[str, np.ndarray]) -> dict[str, HeldoutFigures]:
