@@ -35,7 +35,7 @@ import numpy as np
 
 from interbias.analysis import geometry as geo
 from interbias.analysis.geometry import TAU_REL
-from interbias.analysis.geometry.linalg import ridge
+from interbias.analysis.geometry.disparity import whitening
 
 
 def _effects(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
@@ -57,11 +57,7 @@ def orthogonal_step(train: geo.EmbeddingGrid, tau_rel: float = TAU_REL) -> dict[
     the shift ``E'_a − E_a`` in embedding units; ``None`` when the spans do not fit in ``d``."""
     x = np.asarray(train.x, dtype=float)
     d = x.shape[1]
-    xc = x - x.mean(axis=0)
-    total = (xc.T @ xc + (xc.T @ xc).T) / (2 * len(x))
-    vals, vecs = np.linalg.eigh(total + ridge(total, None, tau_rel) * np.eye(d))
-    w_minus = (vecs / np.sqrt(vals)) @ vecs.T
-    w_plus = (vecs * np.sqrt(vals)) @ vecs.T
+    w_minus = whitening(x, tau_rel=tau_rel)
     effects, bases, index = {}, {}, {}
     for axis in geo.AXES:
         effects[axis], index[axis] = _effects(x, train.labels(axis))
@@ -80,7 +76,7 @@ def orthogonal_step(train: geo.EmbeddingGrid, tau_rel: float = TAU_REL) -> dict[
     blocks = {"sem": lowdin[:, : ranks["sem"]], "expr": lowdin[:, ranks["sem"] :]}
     out: dict[str, dict[str, np.ndarray]] = {}
     for axis, block in blocks.items():
-        moved = (effects[axis] @ w_minus) @ bases[axis] @ block.T @ w_plus
+        moved = np.linalg.solve(w_minus, ((effects[axis] @ w_minus) @ bases[axis] @ block.T).T).T  # W symmetric
         out[axis] = {c: moved[i] - effects[axis][i] for c, i in index[axis].items()}
     return out
 

@@ -470,10 +470,11 @@ def reference_note(heldout: Mapping[str, HeldoutFigures], n_train: int, why_not:
         return f"class-mean reference not formed: {why_not}"
     head = (
         f"class-mean reference (the {n_train} training voices' text and style means made orthogonal, "
-        f"applied to the held-out rows): held-out mean leakage {fig.delta:+.4f} ± {fig.delta_hw:.4f}"
+        f"applied to the held-out rows): held-out mean leakage {fig.delta:+.4f}"
     )
     if not math.isfinite(fig.delta_hw):
-        return f"{head.replace(' ± nan', '')} (no half-width: too few texts or voices for the jackknife)"
+        return head + " (no half-width: too few texts or voices for the jackknife)"
+    head += f" ± {fig.delta_hw:.4f}"
     if abs(fig.delta) <= fig.delta_hw:
         return head + "; the held-out leakage these class means explain is within resampling noise on this grid"
     return head + "; read the orca row's change against it"
