@@ -12,9 +12,12 @@
 - :mod:`~interbias.metrics.weighted`, :mod:`~interbias.metrics.weighted_llr`: the same metrics on
   weighted trials (bootstrap and permutation replicates);
 - :mod:`~interbias.metrics.operating_points`: whether a run has enough non-target trials for a DCF
-  operating point (p_target).
+  operating point (p_target);
+- :mod:`~interbias.metrics.registry`: one :class:`~interbias.metrics.registry.MetricSpec` per
+  metric; importing this package registers every metric (``weighted``, ``weighted_llr``).
 """
 
+from interbias.metrics import weighted, weighted_llr  # noqa: F401  (they register the metrics, in column order)
 from interbias.metrics.verification import (
     P_TARGET,
     Summary,

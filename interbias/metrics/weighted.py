@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.metrics import verification
+from interbias.metrics.registry import FRACTION, MetricSpec, register, replicable, spec
 from interbias.metrics.verification import P_TARGET
 from interbias.utils.errors import AnalysisError, MetricError
 
-METRICS = ("eer", "eer_legacy", "min_dcf")
 #: Replicates evaluated together are capped so that one block holds about this many weights.
 _BLOCK_CELLS = 4_000_000
 
@@ -146,7 +147,26 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
     return cost.min(axis=1) / min(c_miss * p_target, c_fa * (1 - p_target))
 
 
-_FUNCS = {"eer": _eer, "eer_legacy": _eer_legacy, "min_dcf": _min_dcf}
+# The raw-score metrics, in results.csv column order, each beside its weighted twin.
+register(MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, rate=True, column=True, draw_sd=True))
+register(MetricSpec("eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, rate=True, column=True))
+register(
+    MetricSpec(
+        "min_dcf",
+        verification.min_dcf,
+        "normalised detection cost",
+        _min_dcf,
+        interval="reflected",
+        skewed=True,
+        column=True,
+        draw_sd=True,
+    )
+)
+register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
+
+#: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
+METRICS = replicable(calibrated=False)
+_FUNCS: dict[str, Callable[[_Points], np.ndarray]] = {name: spec(name).weighted for name in METRICS}
 
 
 def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarray:
