@@ -30,7 +30,7 @@ from interbias.utils.progress import Reporter
 #: and paired tests need one) where lower is better (gaps and damage read that way), hence not
 #: ``auc``; the calibration ones are read at the run's shared calibration
 #: (:mod:`interbias.metrics.weighted_llr`).
-ANALYSIS_METRICS = registry.names(lambda s: s.weighted is not None and s.better == "lower")
+ANALYSIS_METRICS = registry.analysable()
 
 
 def metric_units(metric: str) -> str:

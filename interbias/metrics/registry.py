@@ -97,6 +97,12 @@ def replicable(*, calibrated: bool | None = None) -> tuple[str, ...]:
     return names(lambda s: s.weighted is not None and calibrated in (None, s.calibrated))
 
 
+def analysable(*, calibrated: bool | None = None) -> tuple[str, ...]:
+    """Metrics ``interbias analyze`` takes: a weighted twin (intervals, permutation and paired
+    tests) and lower is better (gaps and damage read that way); ``calibrated`` as in :func:`replicable`."""
+    return tuple(m for m in replicable(calibrated=calibrated) if spec(m).better == "lower")
+
+
 def chance_levels() -> dict[str, float]:
     """Chance level of every metric that has one."""
     return {s.name: s.chance for s in specs() if s.chance is not None}
