@@ -1,6 +1,6 @@
 """The metrics as pure functions of scores and labels (no run, no files):
 
-- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, DET curves,
+- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, FRR at FAR 1 %, DET curves,
   all read off one :class:`~interbias.metrics.verification.ThresholdSweep`;
   its names are importable from here (``from interbias.metrics import eer``);
 - :mod:`~interbias.metrics.llr`: Cllr, minCllr, actual DCF of log-likelihood ratios;
@@ -19,6 +19,7 @@
 
 from interbias.metrics import weighted, weighted_llr  # noqa: F401  (they register the metrics, in column order)
 from interbias.metrics.verification import (
+    FAR_TARGET,
     P_TARGET,
     Summary,
     ThresholdSweep,
@@ -30,6 +31,8 @@ from interbias.metrics.verification import (
     eer_legacy,
     eer_legacy_from_sweep,
     finite_scores,
+    frr_at_far1,
+    frr_at_far_from_sweep,
     min_dcf,
     min_dcf_from_sweep,
     rates_at,
@@ -39,6 +42,7 @@ from interbias.metrics.verification import (
 )
 
 __all__ = [
+    "FAR_TARGET",
     "P_TARGET",
     "Summary",
     "ThresholdSweep",
@@ -50,6 +54,8 @@ __all__ = [
     "eer_legacy",
     "eer_legacy_from_sweep",
     "finite_scores",
+    "frr_at_far1",
+    "frr_at_far_from_sweep",
     "min_dcf",
     "min_dcf_from_sweep",
     "rates_at",

@@ -163,6 +163,10 @@ register(
     )
 )
 register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
+# no weighted twin (so no analyze --metric): its intervals would need min_dcf's small-support check
+# (n_nontarget·FAR >= 10); no chance level: 0.99 is also what any system gets whose highest
+# non-target outscores every target, which says nothing about ranking the classes the wrong way
+register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True))
 
 #: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
 METRICS = replicable(calibrated=False)
