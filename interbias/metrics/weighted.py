@@ -13,6 +13,8 @@ Cost per replicate block: one gather and one cumulative sum per class over the t
 for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR_k is
 non-decreasing in k), O(B log K) instead of evaluating every operating point. A replicate
 without target or without non-target weight has an undefined metric: NaN.
+
+The raw-score metrics are registered here (:mod:`interbias.metrics.registry`), each beside its twin.
 """
 
 from __future__ import annotations
@@ -163,9 +165,10 @@ register(
     )
 )
 register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
-# no weighted twin (so no analyze --metric): its intervals would need min_dcf's small-support check
-# (n_nontarget·FAR >= 10); no chance level: 0.99 is also what any system gets whose highest
-# non-target outscores every target, which says nothing about ranking the classes the wrong way
+# no weighted twin (so no bootstrap or analyze --metric): its intervals would need min_dcf's
+# small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
+# can a system whose few highest non-targets outscore every target however well it ranks the rest,
+# so a value above 0.99 does not mean that the scores rank the classes the wrong way round
 register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True))
 
 #: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
