@@ -14,6 +14,7 @@ from conftest import tiny_experiment
 from typer.testing import CliRunner
 
 from interbias.cli import app
+from interbias.metrics.registry import results_columns
 from interbias.run.conductor import RunOptions, run
 from interbias.utils.paths import slug
 
@@ -132,7 +133,7 @@ def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path)
     res = runner.invoke(app, ["compare", str(base), str(base)])
     assert res.exit_code == 0, res.output
     assert res.output.strip().endswith(
-        "4 row(s) matched on eer, eer_legacy, min_dcf, auc; 0 value(s) moved by more than 0; 0 row(s) missing"
+        f"4 row(s) matched on {', '.join(results_columns())}; 0 value(s) moved by more than 0; 0 row(s) missing"
     )
     frame = pd.read_csv(base)
     moved = frame.copy()

@@ -10,6 +10,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from interbias.cli import BROKEN_PIPE_EXIT, app
+from interbias.metrics.registry import results_columns
 
 runner = CliRunner()
 
@@ -20,7 +21,7 @@ def test_metrics_json_keys_whitespace_and_csv(tmp_path: Path) -> None:
     res = runner.invoke(app, ["metrics", str(ws), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert list(out) == ["eer", "eer_legacy", "min_dcf", "auc", "n_target", "n_nontarget"]
+    assert list(out) == [*results_columns(), "n_target", "n_nontarget"]
     assert out["n_target"] == 2 and out["auc"] == 0.75
     csv = tmp_path / "s.csv"
     csv.write_text("score,label\n0.9,1\n0.1,0\n0.4,1\n0.5,0\n")

@@ -8,11 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from interbias.metrics.registry import METRICS
 from interbias.run.results import normalise_results
 from interbias.utils.csvfile import read_frame
 from interbias.utils.errors import AnalysisError
 
-METRIC_CHOICES = ("eer", "eer_legacy", "min_dcf", "auc", "act_dcf", "calibration_loss", "cllr")
+#: Metrics a results table may be read for: every registered metric (the analysis proper takes
+#: fewer: :data:`interbias.analysis.suite.ANALYSIS_METRICS`).
+METRIC_CHOICES = tuple(s.name for s in METRICS.registered())
 
 
 def read_results(path: Path, *, required: tuple[str, ...] = (), metric: str | None = None) -> pd.DataFrame:

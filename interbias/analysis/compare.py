@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import read_results
+from interbias.metrics.registry import results_columns
 from interbias.utils.errors import AnalysisError
 
 KEY = ("experiment", "cell", "model")
-COMPARED = ("eer", "eer_legacy", "min_dcf", "auc")
+COMPARED = results_columns()
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,13 @@ from scipy.stats import norm
 
 from interbias.analysis.fairness_cluster import SpeakerBootstrap
 from interbias.analysis.fairness_stats import holm
+from interbias.metrics.registry import replicable
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
 KEY = ("experiment", "cell", "model")
-PAIRED_METRICS = ("eer", "eer_legacy", "min_dcf")
+PAIRED_METRICS = replicable(calibrated=False)
 COLUMNS = (
     *KEY, "metric", "n_trials", "base", "new", "diff", "se", "ci_low", "ci_high",
     "p_regression", "p_holm", "regression", "p_equivalence", "equivalent",

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.replicates import Replicates
+from interbias.metrics.registry import chance_levels
 from interbias.run.results import NORMALISED, normalise_results
 from interbias.utils.errors import AnalysisError
 
@@ -30,7 +31,7 @@ REQUIRED = ("experiment", "model", "factor_a", "level_a", "ref_a")
 SLOTS = ("a", "b", "c")
 MODEL_KEY = ["experiment", "dataset", "model", "family"]
 #: Chance level of metrics that have one (an EER of 0.5; normalised minDCF has none below 1).
-CHANCE = {"eer": 0.5, "eer_legacy": 0.5}
+CHANCE = chance_levels()
 R_NOTE = "descriptive only: IE = observed − prediction, so r(prediction, IE) is mathematically coupled"
 
 

@@ -53,13 +53,14 @@ from interbias.analysis import multiplicity
 from interbias.analysis.contrasts import ContrastTables, Grid, grids, place
 from interbias.analysis.gaps import GapTables
 from interbias.analysis.replicates import Replicates
+from interbias.metrics.registry import names
 
 #: Order of kinds in the findings: the plain change a condition causes first.
 KINDS = ("main", "simple", "interaction", "gap")
 #: Kinds in the confirmatory family.
 CONFIRMATORY = ("main", "interaction", "gap")
 #: Metrics whose effects get the bias-corrected percentile interval (costs: skewed, biased low).
-SKEWED = ("min_dcf", "act_dcf", "calibration_loss")
+SKEWED = names(lambda s: s.skewed)
 #: An operating point needs n_nontarget·p_target at least this in every cell of an effect.
 MIN_EVENTS = 10
 #: Bootstrap designs (``--bootstrap-design``).

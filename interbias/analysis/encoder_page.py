@@ -27,11 +27,12 @@ from interbias.analysis.gaps import population_factors
 from interbias.analysis.report_document import Report
 from interbias.analysis.runs import RunAnalysis, experiment_replicates
 from interbias.metrics.operating_points import P_TARGET, too_small_line
+from interbias.metrics.registry import names
 from interbias.run.rundir import RunDir
 from interbias.utils.errors import AnalysisError
 
 #: Metrics whose interval is the reflected one (their replicates are biased: a minimum over thresholds).
-DCF_METRICS = ("min_dcf",)
+DCF_METRICS = names(lambda s: s.interval == "reflected")
 #: Conditions listed as most damaging.
 TOP_DAMAGE = 5
 

@@ -22,6 +22,7 @@ from interbias.analysis import planner
 from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
+from interbias.metrics.registry import names
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
 HEADLINE_POWER = 0.8
@@ -30,7 +31,7 @@ HEADLINE_EFFECT = 0.01
 #: Decimals of every metric value and difference in the report, the findings and the terminal.
 DIGITS = 3
 #: Metrics whose name is written in capitals in sentences.
-PERCENT = ("eer", "eer_legacy")
+PERCENT = names(lambda s: s.rate)
 
 
 @dataclass(frozen=True)

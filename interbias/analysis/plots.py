@@ -28,6 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
+from interbias.metrics.registry import chance_levels
+
 _DET_TICKS = np.array([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99])
 
 
@@ -238,8 +240,8 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
             else:
                 h = ax.plot(x, y, marker="o", ms=3, color=colour[name], label=name)[0]
             handles[str(name)] = h
-        if metric.startswith("eer"):
-            ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
+        if (level := chance_levels().get(metric)) is not None:
+            ax.axhline(level, color="0.6", ls=":", lw=0.8)
         ax.set_xticks(range(len(conditions)), conditions, rotation=45, ha="right", fontsize=7)
         ax.set_ylabel(metric)
         ax.set_title(model, fontsize=9)

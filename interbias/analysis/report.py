@@ -24,7 +24,7 @@ import pandas as pd
 from interbias.analysis import plots
 from interbias.analysis.answer import answer, question
 from interbias.analysis.attacks import attack_section
-from interbias.analysis.contrasts import SLOTS
+from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
     PERCENT,
@@ -247,7 +247,8 @@ def _figures(a: Analysis, rep: Report) -> None:
         rep.omitted.append("DET curves: need per-trial scores (trials.parquet and scores/ in the run directory)")
     cond = _condition_table(a)
     ci_note = " Bars: " + a.replicates.describe() + "." if a.replicates is not None else ""
-    chance = " Dotted: chance (0.5)." if metric.startswith("eer") else ""
+    level = CHANCE.get(metric)
+    chance = f" Dotted: chance ({level:g})." if level is not None else ""
     rep.draw(
         "by_condition",
         f"{metric} by condition per model",

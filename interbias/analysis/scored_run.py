@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import TrialDesign
-from interbias.metrics import verification as metrics
+from interbias.metrics import registry
 from interbias.metrics.weighted import SortedCell, sort_cell
-from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import kept as not_dropped
 from interbias.run.measured import measured
 from interbias.run.rundir import EXPERIMENT, RUN_JSON, TRIALS, TRIALS_META, CalibrationRecord, RunDir
@@ -125,10 +125,11 @@ class ScoredRun(RunDir):
     def metric_function(self, metric: str, model: str) -> Callable[[np.ndarray, np.ndarray], float]:
         """``metric(scores, labels)`` of ``model``'s cells: a calibration metric at the model's
         shared calibration (:mod:`interbias.metrics.weighted_llr`)."""
-        if metric in CALIBRATED_METRICS:
+        spec = registry.spec(metric)
+        if spec.calibrated:
             cal = self.calibration(model)
-            return lambda s, lab: cal.value(metric, s, lab)
-        return {"eer": metrics.eer, "eer_legacy": metrics.eer_legacy, "min_dcf": metrics.min_dcf}[metric]
+            return lambda s, lab: spec.function(cal, s, lab)
+        return spec.function
 
     def check_against(self, results: pd.DataFrame, metric: str) -> None:
         """Every results row must have scores that reproduce its ``metric`` and trial list."""

@@ -20,25 +20,22 @@ from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
+from interbias.metrics import registry
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared
 from interbias.utils import atomic
 from interbias.utils.errors import AnalysisError
 from interbias.utils.progress import Reporter
 
-#: Metrics of ``interbias analyze --metric``; the last three are read at the run's shared
-#: calibration (:mod:`interbias.metrics.weighted_llr`).
-ANALYSIS_METRICS = ("eer", "eer_legacy", "min_dcf", *CALIBRATED_METRICS)
+#: Metrics of ``interbias analyze --metric``: those with a weighted twin (intervals, permutation
+#: and paired tests need one) where lower is better (gaps and damage read that way), hence not
+#: ``auc``; the calibration ones are read at the run's shared calibration
+#: (:mod:`interbias.metrics.weighted_llr`).
+ANALYSIS_METRICS = registry.analysable()
 
 
 def metric_units(metric: str) -> str:
-    """The units of an analysis metric, as the report states them."""
-    if metric == "cllr":
-        return "bits, at each model's shared calibration"
-    if metric in CALIBRATED_METRICS:
-        return "normalised detection cost at the first operating point and each model's shared calibration"
-    if metric == "min_dcf":
-        return "normalised detection cost"
-    return "fractions; 0.01 = one percentage point"
+    """The units of a metric, as the report states them."""
+    return registry.spec(metric).units
 
 
 def shared_calibration_note(metric: str) -> str:

@@ -14,10 +14,11 @@ import pandas as pd
 from interbias.analysis.bootstrap import bootstrap_bias, reflected_ci
 from interbias.analysis.contrasts import CHANCE, normalised
 from interbias.analysis.replicates import Replicates
+from interbias.metrics.registry import names
 
 #: Metrics whose cell interval is reflected around the estimate (biased replicates: a minimum
 #: over thresholds, see interbias.metrics.verification.min_dcf_from_sweep).
-REFLECTED = ("min_dcf",)
+REFLECTED = names(lambda s: s.interval == "reflected")
 
 
 def _cell_reps(replicates: Replicates, grp: pd.DataFrame) -> np.ndarray:

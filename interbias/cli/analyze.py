@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.tables import print_frame
+from interbias.metrics.registry import analysable
 from interbias.utils.progress import Reporter
 
 if TYPE_CHECKING:
@@ -17,7 +18,10 @@ if TYPE_CHECKING:
 #: Options shared by ``analyze`` and ``report``.
 MetricOpt = Annotated[
     str,
-    typer.Option(help="eer, eer_legacy, min_dcf, or at the run's shared calibration: act_dcf, calibration_loss, cllr."),
+    typer.Option(
+        help=f"{', '.join(analysable(calibrated=False))}, or at the run's shared calibration: "
+        f"{', '.join(analysable(calibrated=True))}."
+    ),
 ]
 SeedOpt = Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")]
 UnitOpt = Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")]

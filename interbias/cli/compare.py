@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.metrics.registry import results_columns
 from interbias.utils.keyvalue import comma_list
 
 
@@ -19,7 +20,7 @@ def compare(
     tolerance: Annotated[float, typer.Option(help="Largest allowed |new − base| per metric value.")] = 0.0,
     metrics: Annotated[
         str | None,
-        typer.Option(help="Comma-separated metrics (default: eer, eer_legacy, min_dcf, auc present in both)."),
+        typer.Option(help=f"Comma-separated metrics (default: {', '.join(results_columns())} present in both)."),
     ] = None,
     show_all: Annotated[
         bool, typer.Option("--all", help="Print every difference, not only those over tolerance.")

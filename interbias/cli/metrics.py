@@ -29,7 +29,7 @@ def metrics(
     p_target: Annotated[float, typer.Option(help="Target prior for minDCF.")] = P_TARGET,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """EER (interpolated and legacy), minDCF and AUC of a score file."""
+    """The results.csv metrics of a score file: EER (interpolated and legacy), minDCF, AUC, FRR at FAR 1 %."""
     from interbias.metrics.verification import summarize
 
     s, lab = read_scores(scores)

@@ -1,6 +1,6 @@
 """The metrics as pure functions of scores and labels (no run, no files):
 
-- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, DET curves,
+- :mod:`~interbias.metrics.verification`: EER (interpolated and legacy), minDCF, AUC, FRR at FAR 1 %, DET curves,
   all read off one :class:`~interbias.metrics.verification.ThresholdSweep`;
   its names are importable from here (``from interbias.metrics import eer``);
 - :mod:`~interbias.metrics.llr`: Cllr, minCllr, actual DCF of log-likelihood ratios;
@@ -12,10 +12,14 @@
 - :mod:`~interbias.metrics.weighted`, :mod:`~interbias.metrics.weighted_llr`: the same metrics on
   weighted trials (bootstrap and permutation replicates);
 - :mod:`~interbias.metrics.operating_points`: whether a run has enough non-target trials for a DCF
-  operating point (p_target).
+  operating point (p_target);
+- :mod:`~interbias.metrics.registry`: one :class:`~interbias.metrics.registry.MetricSpec` per
+  metric; importing this package registers every metric (``weighted``, ``weighted_llr``).
 """
 
+from interbias.metrics import weighted, weighted_llr  # noqa: F401  (they register the metrics, in column order)
 from interbias.metrics.verification import (
+    FAR_TARGET,
     P_TARGET,
     Summary,
     ThresholdSweep,
@@ -27,6 +31,8 @@ from interbias.metrics.verification import (
     eer_legacy,
     eer_legacy_from_sweep,
     finite_scores,
+    frr_at_far1,
+    frr_at_far_from_sweep,
     min_dcf,
     min_dcf_from_sweep,
     rates_at,
@@ -36,6 +42,7 @@ from interbias.metrics.verification import (
 )
 
 __all__ = [
+    "FAR_TARGET",
     "P_TARGET",
     "Summary",
     "ThresholdSweep",
@@ -47,6 +54,8 @@ __all__ = [
     "eer_legacy",
     "eer_legacy_from_sweep",
     "finite_scores",
+    "frr_at_far1",
+    "frr_at_far_from_sweep",
     "min_dcf",
     "min_dcf_from_sweep",
     "rates_at",

@@ -16,6 +16,8 @@ from interbias.utils.errors import MetricError
 
 #: The target prior of minDCF and of every detection-cost default (unit costs): the one place it is set.
 P_TARGET = 0.01
+#: The false-acceptance rate at which ``frr_at_far1`` reads the false-rejection rate.
+FAR_TARGET = 0.01
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,34 @@ def min_dcf(
     return min_dcf_from_sweep(threshold_sweep(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
 
 
+def frr_at_far_from_sweep(p: ThresholdSweep, far: float = FAR_TARGET) -> float:
+    """False-rejection rate at the lowest threshold whose false-acceptance rate is at most ``far``.
+
+    Over the sweep's thresholds t_k (every distinct score, then +inf; a trial is accepted when
+    s >= t_k, so tied scores are accepted or rejected together, as for :func:`eer` and
+    :func:`min_dcf`), FPR_k = #(non-targets with s >= t_k) / #non-targets is non-increasing;
+    take the first k with FPR_k <= ``far`` (float64 rates, as in the sweep) and return
+    FNR_k = #(targets with s < t_k) / #targets. Not interpolated: the achievable operating point
+    at or below the FAR. With fewer than 1/``far`` non-targets it is the FRR at zero false
+    acceptances (t above the highest non-target score).
+    """
+    if not 0 < far < 1:
+        raise MetricError(f"far must be in (0, 1), got {far}")
+    lo, hi = 0, len(p.thresholds) - 1  # at +inf: FPR 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if p.fpr_at(mid) <= far:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(p.fnr_at(lo))
+
+
+def frr_at_far1(scores: object, labels: object) -> float:
+    """FRR (fraction) at FAR <= 1 %: :func:`frr_at_far_from_sweep` at :data:`FAR_TARGET`."""
+    return frr_at_far_from_sweep(threshold_sweep(scores, labels))
+
+
 def auc_from_sweep(p: ThresholdSweep) -> float:
     """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney).
 
@@ -258,6 +288,7 @@ class Summary:
     eer_legacy: float
     min_dcf: float
     auc: float
+    frr_at_far1: float
     n_target: int
     n_nontarget: int
 
@@ -267,6 +298,7 @@ class Summary:
             "eer_legacy": self.eer_legacy,
             "min_dcf": self.min_dcf,
             "auc": self.auc,
+            "frr_at_far1": self.frr_at_far1,
             "n_target": self.n_target,
             "n_nontarget": self.n_nontarget,
         }
@@ -282,6 +314,7 @@ def summarize(scores: object, labels: object, *, p_target: float = P_TARGET) -> 
         eer_legacy_from_sweep(p),
         min_dcf_from_sweep(p, p_target=p_target),
         auc_from_sweep(p),
+        frr_at_far_from_sweep(p),
         p.n_target,
         p.n_nontarget,
     )

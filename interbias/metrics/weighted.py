@@ -13,6 +13,8 @@ Cost per replicate block: one gather and one cumulative sum per class over the t
 for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR_k is
 non-decreasing in k), O(B log K) instead of evaluating every operating point. A replicate
 without target or without non-target weight has an undefined metric: NaN.
+
+The raw-score metrics are registered here (:mod:`interbias.metrics.registry`), each beside its twin.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.metrics import verification
+from interbias.metrics.registry import FRACTION, MetricSpec, register, replicable, spec
 from interbias.metrics.verification import P_TARGET
 from interbias.utils.errors import AnalysisError, MetricError
 
-METRICS = ("eer", "eer_legacy", "min_dcf")
 #: Replicates evaluated together are capped so that one block holds about this many weights.
 _BLOCK_CELLS = 4_000_000
 
@@ -146,7 +149,31 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
     return cost.min(axis=1) / min(c_miss * p_target, c_fa * (1 - p_target))
 
 
-_FUNCS = {"eer": _eer, "eer_legacy": _eer_legacy, "min_dcf": _min_dcf}
+# The raw-score metrics, in results.csv column order, each beside its weighted twin.
+register(MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, rate=True, column=True, draw_sd=True))
+register(MetricSpec("eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, rate=True, column=True))
+register(
+    MetricSpec(
+        "min_dcf",
+        verification.min_dcf,
+        "normalised detection cost",
+        _min_dcf,
+        interval="reflected",
+        skewed=True,
+        column=True,
+        draw_sd=True,
+    )
+)
+register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
+# no weighted twin (so no bootstrap or analyze --metric): its intervals would need min_dcf's
+# small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
+# can a system whose few highest non-targets outscore every target however well it ranks the rest,
+# so a value above 0.99 does not mean that the scores rank the classes the wrong way round
+register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True))
+
+#: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
+METRICS = replicable(calibrated=False)
+_FUNCS: dict[str, Callable[[_Points], np.ndarray]] = {name: spec(name).weighted for name in METRICS}
 
 
 def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarray:

@@ -28,11 +28,9 @@ import numpy as np
 
 from interbias.metrics import verification as metrics
 from interbias.metrics.llr import CostPoint, act_dcf, cllr
+from interbias.metrics.registry import MetricSpec, register, replicable
 from interbias.metrics.weighted import SortedCell, min_dcf_batch, sort_cell
 from interbias.utils.errors import AnalysisError, MetricError
-
-#: Analysis metrics read at the run's shared calibration.
-CALIBRATED_METRICS = ("act_dcf", "calibration_loss", "cllr")
 
 
 @dataclass(frozen=True)
@@ -113,6 +111,33 @@ class SharedCalibration:
         low = min_dcf_batch(cell or sort_cell(s, lab), w[valid], c.p_target, c.c_miss, c.c_fa)
         out[valid] = act - low
         return out
+
+
+def _calibrated(name: str, units: str, *, skewed: bool) -> MetricSpec:
+    """The spec of a calibration metric: :meth:`SharedCalibration.value` and its twin :meth:`SharedCalibration.batch`."""
+
+    def value(cal: SharedCalibration, scores: np.ndarray, labels: np.ndarray) -> float:
+        return cal.value(name, scores, labels)
+
+    def batch(
+        cal: SharedCalibration,
+        scores: np.ndarray,
+        labels: np.ndarray,
+        weights: np.ndarray,
+        cell: SortedCell | None = None,
+    ) -> np.ndarray:
+        return cal.batch(name, scores, labels, weights, cell)
+
+    return MetricSpec(name, value, units, batch, calibrated=True, skewed=skewed)
+
+
+_AT_POINT = "normalised detection cost at the first operating point and each model's shared calibration"
+register(_calibrated("act_dcf", _AT_POINT, skewed=True))
+register(_calibrated("calibration_loss", _AT_POINT, skewed=True))
+register(_calibrated("cllr", "bits, at each model's shared calibration", skewed=False))
+
+#: Analysis metrics read at the run's shared calibration.
+CALIBRATED_METRICS = replicable(calibrated=True)
 
 
 def _row_dots(w: np.ndarray, v: np.ndarray) -> np.ndarray:

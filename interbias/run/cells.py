@@ -30,6 +30,7 @@ from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder
 from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
+from interbias.metrics.registry import results_columns, spec
 from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
@@ -191,10 +192,10 @@ def combine_draws(parts: list[CellScore]) -> CellScore:
     for a cell with no random operator: its one draw is every draw), failure counts the largest
     of any draw, draw 0's scores plus one score column per further draw."""
     row = dict(parts[0].row)
-    for m in ("eer", "eer_legacy", "min_dcf", "auc"):
+    for m in results_columns():
         values = np.array([float(p.row[m]) for p in parts])
         row[m] = float(values.mean())
-        if m in ("eer", "min_dcf"):
+        if spec(m).draw_sd:
             row[f"{m}_draw_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
     row["operator_draws"] = len(parts)
     for count in ("n_failed", "n_dropped_trials"):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from interbias import __version__
+from interbias.metrics.registry import results_columns
 from interbias.utils.paths import PACKAGE_DIR
 from interbias.utils.seeding import canonical_json, sha256_text
 
@@ -39,10 +40,7 @@ SCHEMA = [
     "factor_c",
     "level_c",
     "ref_c",
-    "eer",
-    "eer_legacy",
-    "min_dcf",
-    "auc",
+    *results_columns(),
     "n_target",
     "n_nontarget",
     "n_speakers",
@@ -71,7 +69,7 @@ EXTRA = [
     "overlap_warning",
 ]
 COLUMNS = SCHEMA + EXTRA
-METRICS = ("eer", "eer_legacy", "min_dcf", "auc")
+METRICS = results_columns()
 #: Text columns every reader may rely on: absent ones are added empty by :func:`normalise_results`.
 TEXT_KEYS = ["experiment", "dataset", "model", "family", "cell"] + [
     f"{k}_{s}" for s in ("a", "b", "c") for k in ("factor", "level", "ref")

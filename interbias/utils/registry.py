@@ -48,3 +48,7 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return sorted(self._entries.items())
+
+    def registered(self) -> list[T]:
+        """Every entry in the order it was registered."""
+        return list(self._entries.values())
