@@ -15,7 +15,7 @@ from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
     from interbias.run.conductor import RunOutcome
-from interbias.utils.errors import EncoderError
+from interbias.utils.errors import EncoderError, RunError
 from interbias.utils.keyvalue import comma_list
 
 
@@ -40,6 +40,15 @@ def conductor(exp: Any) -> Any:
 
         return run_tracks_experiment
     return run_cm_experiment if is_countermeasure(exp) else run
+
+
+def check_precision_used(precision: str, conduct: Any) -> None:
+    """``--precision`` other than fp32 is for speaker-verification runs (the countermeasure and
+    tracks conductors load their models in fp32): anything else is an error, not ignored."""
+    from interbias.run.conductor import run
+
+    if precision != "fp32" and conduct is not run:
+        raise RunError(f"--precision {precision} applies to speaker-verification experiments; this one runs in fp32")
 
 
 def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -74,6 +83,12 @@ RuntimeOption = Annotated[
     typer.Option(
         help="Inference runtime where an encoder offers it: auto, eager or onnxruntime "
         "(default $INTERBIAS_RUNTIME, else auto)."
+    ),
+]
+PrecisionOption = Annotated[
+    str,
+    typer.Option(
+        help="Numeric precision of the encoders: fp32, tf32 (CUDA only) or bf16 (recorded in run.json)."
     ),
 ]
 
@@ -124,6 +139,7 @@ def run(
     address: AddressOption = None,
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
+    precision: PrecisionOption = "fp32",
     plan: PlanOpt = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
@@ -156,10 +172,13 @@ def run(
         plan=plan,
         jobs=jobs,
         runtime=runtime,
+        precision=precision,
         command=["interbias", *sys.argv[1:]],
     )
     exp = experiment_for_run(options)  # the one load and check of the experiment, before any work
-    outcome = conductor(exp)(options, exp=exp)
+    conduct = conductor(exp)
+    check_precision_used(precision, conduct)
+    outcome = conduct(options, exp=exp)
     _report(outcome, quiet, time.monotonic() - started, wide=wide, as_json=as_json)
 
 
