@@ -74,8 +74,9 @@ AddressOption = Annotated[
 JobsOption = Annotated[
     int | None,
     typer.Option(
-        help="Worker processes for --executor local (default: the cores on CPU for runs of 256+ utterances, "
-        "else 1; 1 on CUDA). 1 embeds in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
+        help="Worker processes for --executor local: on CPU they embed, on CUDA they decode and degrade the audio "
+        "for this process, which drives the GPU (default for runs of 256+ utterances: the cores on CPU, all but one "
+        "on CUDA; else 1). 1 works in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
     ),
 ]
 RuntimeOption = Annotated[
