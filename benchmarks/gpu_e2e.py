@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, machine, table
+from gpu_check import device_available
 
 #: (experiment, encoders) timed by default, as ``EXP:ENC1,ENC2`` joined by ``;``.
 RUNS = "E16:CAM++,mfcc-stats;E14:CAM++"
@@ -153,19 +154,6 @@ def report(rows: list[E2E]) -> str:
     return table(f"interbias run end to end on {rows[0].device if rows else '?'}", headers, body)
 
 
-def device_problem(device: str) -> str:
-    """Empty when ``device`` can be used, else why not."""
-    if device == "cpu":
-        return ""
-    import torch
-
-    if not device.startswith("cuda"):
-        return f"unknown device {device!r}"
-    if not torch.cuda.is_available():
-        return "CUDA is not available (torch.cuda.is_available() is False)"
-    return ""
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="gpu_check.py --e2e", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -178,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=280.0, help="seconds per run before it counts as failed")
     ap.add_argument("--write", type=Path, default=None, help="also write the figures as JSON here")
     args = ap.parse_args(argv)
-    why = device_problem(args.device)
+    why = device_available(args.device)
     if why:
         print(f"gpu_check --e2e: not run on {args.device}: {why}", file=sys.stderr)
         return 2
