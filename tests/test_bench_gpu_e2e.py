@@ -26,7 +26,7 @@ def test_runs_parse_and_a_bad_one_is_refused() -> None:
 def test_times_real_time_come_from_run_json() -> None:
     row = gpu_e2e.E2E("E14", "CAM++", "cpu", 0, process_s=50.0)
     info = {
-        "timings": {"embedded_audio_s": 1000.0, "embed_s": 4.0, "total_s": 20.0},
+        "timings": {"embedded_audio_s": 1000.0, "embed_s": 4.0, "total_s": 120.0, "corpus_s": 100.0},
         "counts": {"embedded": 300, "oom_retries": 1},
         "executor": {"jobs": 3},
     }

@@ -42,10 +42,11 @@ from interbias.utils.registry import Registry
 
 #: Utterances decoded ahead of the encoders by the loader thread.
 PREFETCH = 4
-#: Waveforms gathered before length-sorting them into CUDA batches.
-GPU_BUFFER = 256
-#: Waveforms per CUDA batch.
-GPU_BATCH = 32
+#: Waveforms gathered before length-sorting them into CUDA calls (large: little padding).
+GPU_BUFFER = 1024
+#: Waveforms per ``Encoder.embed`` call on CUDA; the encoder cuts a call into network batches by
+#: its own frame budget (:meth:`interbias.encoders.Encoder.batch_groups`).
+GPU_BATCH = 256
 
 T = TypeVar("T")
 R = TypeVar("R")
