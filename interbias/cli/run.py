@@ -88,9 +88,7 @@ RuntimeOption = Annotated[
 ]
 PrecisionOption = Annotated[
     str,
-    typer.Option(
-        help="Numeric precision of the encoders: fp32, tf32 (CUDA only) or bf16 (recorded in run.json)."
-    ),
+    typer.Option(help="Numeric precision of the encoders: fp32, tf32 (CUDA only) or bf16 (recorded in run.json)."),
 ]
 
 MaxFailureShareOption = Annotated[
