@@ -93,10 +93,14 @@ def test_preparation_in_1_or_2_workers_equals_this_process_byte_for_byte(tiny_co
         got = list(F.embed_fed([enc], tasks, "cpu", stats, spec))
         assert as_bytes(got) == as_bytes(here), jobs  # same vectors, realised records, order
         assert spec.restarts == 0 and stats.samples == here_stats.samples and here_stats.samples["stats"] > 0
-    # the device path (batches of 8 sorted by length) fed by 2 workers gives what it gives fed in process
+    # the device path (batches of 8 sorted by length) with --jobs 2 (the local executor's 2
+    # preparation workers) gives what it gives fed in process
     batched_here = list(T.embed_tasks(ctx, [enc], tasks, "cuda", T.ExecStats()))
-    batched_fed = list(F.embed_fed([enc], tasks, "cuda", T.ExecStats(), F.preparation_spec(ctx, 2)))
+    executor = X.LocalExecutor(device="cuda", jobs=2)
+    batched_fed = list(executor.embed(ctx, [enc], tasks))
     assert as_bytes(batched_fed) == as_bytes(batched_here)
+    info = executor.describe()
+    assert (info["jobs"], info["jobs_work"], info["worker_restarts"], executor.stats.workers) == (2, "prepare", 0, 2)
     key = lambda r: (r.uid, r.chain_key)  # noqa: E731
     assert as_bytes(sorted(batched_fed, key=key)) == as_bytes(sorted(here, key=key))
 
