@@ -255,3 +255,14 @@ def test_cli_precision_reaches_load_encoders_and_a_bad_one_is_one_line(tmp_path:
     res = CliRunner().invoke(app, ["run", str(exp), "--precision", "bf16", *out])
     assert res.exit_code == 1 and "stop here" in res.output
     assert seen == {"labels": ["mfcc-stats"], "device": "cpu", "options": {"mfcc-stats": {"precision": "bf16"}}}
+
+
+def test_precision_other_than_fp32_is_refused_where_it_would_be_ignored() -> None:
+    from interbias.cli.run import check_precision_used
+    from interbias.cm.experiment import run_cm_experiment
+    from interbias.run.conductor import run
+
+    check_precision_used("bf16", run)
+    check_precision_used("fp32", run_cm_experiment)
+    with pytest.raises(RunError, match="--precision bf16 applies to speaker-verification experiments"):
+        check_precision_used("bf16", run_cm_experiment)
