@@ -7,6 +7,8 @@ cuda`` does (``interbias.embedding.executors``). Reports throughput as seconds o
 wall second (median of repetitions), and the cosine distance 1 − ⟨e_cpu, e_dev⟩ per utterance:
 PASS when the largest is ≤ the tolerance (1e-4). Exit 0 on PASS, 1 on FAIL, 2 when the device
 is not available (nothing is run then). ``--device cpu`` checks the script itself on a CPU.
+``--e2e`` times whole ``interbias run`` invocations instead (``benchmarks/gpu_e2e.py``; its
+options: ``gpu_check.py --e2e --help``).
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ def embed_batched(enc, waves: list[np.ndarray], device: str, batch: int) -> np.n
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--e2e" in argv:  # whole interbias runs on the device (benchmarks/gpu_e2e.py)
+        from gpu_e2e import main as e2e
+
+        return e2e([a for a in argv if a != "--e2e"])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--encoder", default="CAM++")

@@ -15,7 +15,7 @@ from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
     from interbias.run.conductor import RunOutcome
-from interbias.utils.errors import EncoderError
+from interbias.utils.errors import EncoderError, RunError
 from interbias.utils.keyvalue import comma_list
 
 
@@ -42,6 +42,15 @@ def conductor(exp: Any) -> Any:
     return run_cm_experiment if is_countermeasure(exp) else run
 
 
+def check_precision_used(precision: str, conduct: Any) -> None:
+    """``--precision`` other than fp32 is for speaker-verification runs (the countermeasure and
+    tracks conductors load their models in fp32): anything else is an error, not ignored."""
+    from interbias.run.conductor import run
+
+    if precision != "fp32" and conduct is not run:
+        raise RunError(f"--precision {precision} applies to speaker-verification experiments; this one runs in fp32")
+
+
 def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """The analyses ``interbias run`` writes beside results.csv
     (:func:`interbias.analysis.after_run.run_analyses`, imported only when a run ends)."""
@@ -65,8 +74,9 @@ AddressOption = Annotated[
 JobsOption = Annotated[
     int | None,
     typer.Option(
-        help="Worker processes for --executor local (default: the cores on CPU for runs of 256+ utterances, "
-        "else 1; 1 on CUDA). 1 embeds in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
+        help="Worker processes for --executor local: on CPU they embed, on CUDA they decode and degrade the audio "
+        "for this process, which drives the GPU (default for runs of 256+ utterances: the cores on CPU, all but one "
+        "on CUDA; else 1). 1 works in this process. Each process uses $INTERBIAS_THREADS threads (default 1)."
     ),
 ]
 RuntimeOption = Annotated[
@@ -75,6 +85,10 @@ RuntimeOption = Annotated[
         help="Inference runtime where an encoder offers it: auto, eager or onnxruntime "
         "(default $INTERBIAS_RUNTIME, else auto)."
     ),
+]
+PrecisionOption = Annotated[
+    str,
+    typer.Option(help="Numeric precision of the encoders: fp32, tf32 (CUDA only) or bf16 (recorded in run.json)."),
 ]
 
 MaxFailureShareOption = Annotated[
@@ -124,6 +138,7 @@ def run(
     address: AddressOption = None,
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
+    precision: PrecisionOption = "fp32",
     plan: PlanOpt = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
@@ -156,10 +171,13 @@ def run(
         plan=plan,
         jobs=jobs,
         runtime=runtime,
+        precision=precision,
         command=["interbias", *sys.argv[1:]],
     )
     exp = experiment_for_run(options)  # the one load and check of the experiment, before any work
-    outcome = conductor(exp)(options, exp=exp)
+    conduct = conductor(exp)
+    check_precision_used(precision, conduct)
+    outcome = conduct(options, exp=exp)
     _report(outcome, quiet, time.monotonic() - started, wide=wide, as_json=as_json)
 
 

@@ -1,7 +1,9 @@
-"""The ``local`` executor: this process, or worker processes on CPU.
+"""The ``local`` executor: this process, or worker processes (embedding on CPU, preparing on a device).
 
-In this process :func:`interbias.embedding.tasks.embed_tasks` does the work. With ``jobs`` > 1
-(CPU only) chunks of tasks go to that many worker processes (:mod:`interbias.embedding.jobs`,
+In this process :func:`interbias.embedding.tasks.embed_tasks` does the work. On a device
+(CUDA) with ``jobs`` > 1, that many worker processes decode and degrade the audio and this
+process drives the device (:mod:`interbias.embedding.feed`). On CPU with ``jobs`` > 1
+chunks of tasks go to that many worker processes (:mod:`interbias.embedding.jobs`,
 :func:`start_worker` and :func:`run_chunk` in each), each with the driver's intra-op thread count
 (one by default: :func:`interbias.encoders.default_threads`) and its own copy of the encoders,
 loaded once with the driver's runtimes and checked against the driver's fingerprints
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from interbias.embedding.feed import PREP_CHUNK, embed_fed, preparation_spec
 from interbias.embedding.jobs import PoolSpec, ordered_map, usable_cores
 from interbias.embedding.tasks import (
     EmbedContext,
@@ -40,16 +43,15 @@ AUTO_JOBS_MIN_TASKS = 256
 
 @register("local")
 class LocalExecutor(Executor):
-    """This process, or ``jobs`` worker processes on CPU (``None``: the usable cores when there
-    are at least :data:`AUTO_JOBS_MIN_TASKS` utterances to embed, else this process)."""
+    """This process, or ``jobs`` worker processes: embedding on CPU, preparing the audio for this
+    process on a device (``None``: when there are at least :data:`AUTO_JOBS_MIN_TASKS`
+    utterances to embed, the usable cores on CPU and all but one on a device; else this process)."""
 
     def __init__(self, *, device: str = "cpu", address: str | None = None, jobs: int | None = None) -> None:
         if address:
             raise RunError("--address is only used with --executor ray")
         if jobs is not None and jobs < 1:
             raise RunError(f"--jobs must be at least 1, got {jobs}")
-        if jobs is not None and jobs > 1 and device != "cpu":
-            raise RunError(f"--jobs {jobs}: worker processes embed on CPU; on {device} one process drives the GPU")
         super().__init__(device=device, jobs=jobs)
         self.jobs_asked = jobs
         self.jobs = 1
@@ -57,13 +59,12 @@ class LocalExecutor(Executor):
 
     def resolve_jobs(self, n_tasks: int) -> int:
         """Processes to use for ``n_tasks`` utterances (1: this process)."""
-        if self.device != "cpu":
-            return 1
+        cpu = self.device == "cpu"
         if self.jobs_asked is None:
-            wanted = usable_cores() if n_tasks >= AUTO_JOBS_MIN_TASKS else 1
+            wanted = (usable_cores() if cpu else usable_cores() - 1) if n_tasks >= AUTO_JOBS_MIN_TASKS else 1
         else:
             wanted = self.jobs_asked
-        return max(1, min(wanted, -(-n_tasks // JOB_CHUNK)))
+        return max(1, min(wanted, -(-n_tasks // (JOB_CHUNK if cpu else PREP_CHUNK))))
 
     def embed(
         self, ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Sequence[EmbedTask]
@@ -72,7 +73,18 @@ class LocalExecutor(Executor):
         self.stats.workers = self.jobs
         if self.jobs == 1:
             return embed_tasks(ctx, encoders, tasks, self.device, self.stats)
+        if self.device != "cpu":
+            return self.prepare_in_workers(ctx, encoders, tasks)
         return self.embed_in_workers(ctx, encoders, tasks)
+
+    def prepare_in_workers(
+        self, ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Sequence[EmbedTask]
+    ) -> Iterator[EmbedResult]:
+        spec = preparation_spec(ctx, self.jobs)
+        try:
+            yield from embed_fed(encoders, tasks, self.device, self.stats, spec)
+        finally:
+            self.restarts = spec.restarts
 
     def embed_in_workers(
         self, ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Sequence[EmbedTask]
@@ -80,7 +92,7 @@ class LocalExecutor(Executor):
         setup = WorkerSetup(
             ctx,
             [e.label for e in encoders],
-            {e.label: {"runtime": e.runtime} for e in encoders},
+            {e.label: {"runtime": e.runtime, **self.encoder_options} for e in encoders},
             self.device,
             default_threads(),
         )
@@ -102,6 +114,7 @@ class LocalExecutor(Executor):
             "jobs": self.jobs,
             "jobs_requested": self.jobs_asked if self.jobs_asked is not None else "auto",
             **({"threads_per_job": default_threads(), "worker_restarts": self.restarts} if self.jobs > 1 else {}),
+            **({"jobs_work": "prepare" if self.device != "cpu" else "prepare and embed"} if self.jobs > 1 else {}),
         }
 
 

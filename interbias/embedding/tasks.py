@@ -9,9 +9,12 @@ cache: the embedding stage (:class:`interbias.embedding.stage.Embedder`, on the 
 only writer, so the cache may sit on shared storage without concurrent SQLite writers.
 
 :func:`embed_tasks` embeds tasks in this process: the next utterances are decoded and degraded
-on a loader thread (:func:`prefetched`) while the encoders run. On CPU each waveform is embedded
-alone (byte-identical whatever else is in flight); on CUDA waveforms are handed to the encoder
-in length-sorted batches (:func:`length_batches`) from pinned host memory (:func:`pin`).
+on a loader thread (:func:`prefetched`) while the encoders run; :func:`drive` is the part that
+embeds prepared waveforms, shared with preparation in worker processes
+(:mod:`interbias.embedding.feed`). On CPU each waveform is embedded alone (byte-identical
+whatever else is in flight); on CUDA waveforms are handed to the encoder in length-sorted
+batches (:func:`length_batches`) from pinned host memory (:func:`pin`), a batch that runs out of
+device memory is halved and retried (:func:`embed_batch`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from interbias.audio import frontend as audio
 from interbias.audio.windows import pool, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
+from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
 from interbias.operators import Chain, OpContext
 from interbias.operators.silence import check_chain_output
@@ -38,10 +42,11 @@ from interbias.utils.registry import Registry
 
 #: Utterances decoded ahead of the encoders by the loader thread.
 PREFETCH = 4
-#: Waveforms gathered before length-sorting them into CUDA batches.
-GPU_BUFFER = 256
-#: Waveforms per CUDA batch.
-GPU_BATCH = 32
+#: Waveforms gathered before length-sorting them into CUDA calls (large: little padding).
+GPU_BUFFER = 1024
+#: Waveforms per ``Encoder.embed`` call on CUDA; the encoder cuts a call into network batches by
+#: its own frame budget (:meth:`interbias.encoders.Encoder.batch_groups`).
+GPU_BATCH = 256
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -111,12 +116,17 @@ class Prepared:
 class ExecStats:
     """Wall seconds inside ``Encoder.embed`` per encoder label, CPU seconds of the calling
     thread there (all of the forward pass when torch uses one thread), both summed over
-    workers, and the forward passes run by remote workers (local ones are counted on the
-    driver's encoders)."""
+    workers, the forward passes run by remote workers (local ones are counted on the
+    driver's encoders), the samples embedded per label (each waveform once per encoder, at
+    the front end's rate), and the out-of-memory halvings (:func:`embed_batch`) with the batch
+    size each label was cut to."""
 
     forward_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     forward_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     remote_calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    samples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    oom_retries: int = 0
+    batch_cap: dict[str, int] = field(default_factory=dict)
     workers: int = 1
 
     def merge(self, other: ExecStats) -> None:
@@ -126,6 +136,11 @@ class ExecStats:
             self.forward_cpu_s[k] += v
         for k, n in other.remote_calls.items():
             self.remote_calls[k] += n
+        for k, n in other.samples.items():
+            self.samples[k] += n
+        self.oom_retries += other.oom_retries
+        for k, n in other.batch_cap.items():
+            self.batch_cap[k] = min(n, self.batch_cap.get(k, n))
 
 
 def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[EmbedResult]]:
@@ -176,17 +191,28 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
 
 
 def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> list[EmbedResult]:
-    """Embed ``items`` in one call; if the call fails, each item alone (failures counted)."""
+    """Embed ``items`` in one call. A call that runs out of device memory
+    (``torch.cuda.OutOfMemoryError``) is halved and each half retried (counted in
+    ``stats.oom_retries``; later batches of that encoder are cut to the half); any other
+    failure, or out of memory on one item, retries each item alone, so one failing utterance
+    fails alone with the message it gives on CPU (failures counted, nothing dropped)."""
     fp = enc.fingerprint  # a hash: computed once per batch
     t, c = time.perf_counter(), time.thread_time()
     try:
         vecs = windowed_embed(enc, items)
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
+        stats.samples[enc.label] += sum(len(p.wave) for p in items)
         return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised) for i, p in enumerate(items)]
     except Exception as exc:
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
+        if len(items) > 1 and out_of_memory(exc):
+            release_memory(enc.device)
+            half = (len(items) + 1) // 2
+            stats.oom_retries += 1
+            stats.batch_cap[enc.label] = min(half, stats.batch_cap.get(enc.label, half))
+            return embed_batch(enc, items[:half], stats) + embed_batch(enc, items[half:], stats)
         if len(items) > 1:
             return [r for p in items for r in embed_batch(enc, [p], stats)]
         p = items[0]
@@ -243,10 +269,31 @@ def prefetched(fn: Callable[[T], R], items: Iterable[T], depth: int = PREFETCH) 
             yield head.result()
 
 
+#: What preparing one task gives: its waveforms, and its counted failures.
+Loaded = tuple[list[Prepared], list[EmbedResult]]
+
+
 def embed_tasks(
     ctx: EmbedContext, encoders: Sequence[Encoder], tasks: Iterable[EmbedTask], device: str, stats: ExecStats
 ) -> Iterator[EmbedResult]:
     """Results for ``tasks`` in this process (see the module doc for CPU and CUDA)."""
+
+    def load(task: EmbedTask) -> Loaded:
+        ready, failed = prepare(ctx, task)
+        for p in ready:
+            p.wave = pin(p.wave, device)  # on the loader thread too
+        return ready, failed
+
+    return drive(encoders, prefetched(load, tasks), device, stats)
+
+
+def drive(
+    encoders: Sequence[Encoder], loaded: Iterable[Loaded], device: str, stats: ExecStats
+) -> Iterator[EmbedResult]:
+    """Embed prepared tasks in the order they come: on CPU each waveform alone as it comes; on
+    CUDA gathered by :data:`GPU_BUFFER` and cut into length-sorted batches of :data:`GPU_BATCH`
+    (or the smaller size an out-of-memory halving left), with cuDNN autotuning off
+    (:func:`interbias.embedding.device.device_scope`). Failures are passed on in place."""
     by_fp = {e.fingerprint: e for e in encoders}
     cuda = device.startswith("cuda")
     buffer: list[Prepared] = []
@@ -254,27 +301,22 @@ def embed_tasks(
     def flush() -> Iterator[EmbedResult]:
         for fp, enc in by_fp.items():
             mine = [p for p in buffer if fp in p.encoders]
-            for batch in length_batches(mine, GPU_BATCH):
+            for batch in length_batches(mine, min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))):
                 yield from embed_batch(enc, batch, stats)
         buffer.clear()
 
-    def load(task: EmbedTask) -> tuple[list[Prepared], list[EmbedResult]]:
-        ready, failed = prepare(ctx, task)
-        for p in ready:
-            p.wave = pin(p.wave, device)  # on the loader thread too
-        return ready, failed
-
-    for ready, failed in prefetched(load, tasks):
-        yield from failed
-        for p in ready:
-            if cuda:
-                buffer.append(p)
-                continue
-            for fp in p.encoders:
-                yield from embed_batch(by_fp[fp], [p], stats)
-        if len(buffer) >= GPU_BUFFER:
-            yield from flush()
-    yield from flush()
+    with device_scope(device):
+        for ready, failed in loaded:
+            yield from failed
+            for p in ready:
+                if cuda:
+                    buffer.append(p)
+                    continue
+                for fp in p.encoders:
+                    yield from embed_batch(by_fp[fp], [p], stats)
+            if len(buffer) >= GPU_BUFFER:
+                yield from flush()
+        yield from flush()
 
 
 class Executor:
@@ -286,6 +328,8 @@ class Executor:
         self.device = device
         self.address = address
         self.stats = ExecStats()
+        #: Options every encoder a worker loads gets besides its runtime (e.g. ``{"precision": "bf16"}``).
+        self.encoder_options: dict[str, Any] = {}
         if jobs is not None and self.name != "local":
             raise RunError("--jobs is only used with --executor local")
 

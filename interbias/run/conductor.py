@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from interbias.embedding.cache import EmbeddingCache
+from interbias.embedding.device import precision_options
 from interbias.embedding.executors import make_executor
 from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder, load_encoders
@@ -82,8 +83,10 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
     reporter = reporter or Reporter(quiet=options.quiet)
     t0 = time.perf_counter()
     exp, request = with_plan(options, exp if exp is not None else experiment_for_run(options), reporter)
+    precision = precision_options(options.precision, options.device, options.encoders, options.executor)
     executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
-    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime)
+    executor.encoder_options = {"precision": options.precision} if precision else {}
+    encoders = load_encoders(options.encoders, options.device, precision, runtime=options.runtime)
     check_attack_encoders(exp, encoders)
     ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0)
     with RunLock(ctx.run.path) as lock:
@@ -186,6 +189,8 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
     ctx.timings["cache_write_s"] = emb.cache_write_s  # the driver's share of embed_s spent writing the cache
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())
     ctx.timings["forward_cpu_s"] = sum(ctx.executor.stats.forward_cpu_s.values())
+    # seconds of audio through the encoders (each waveform once per encoder): × real time = this / embed_s
+    ctx.timings["embedded_audio_s"] = sum(ctx.executor.stats.samples.values()) / ctx.exp.frontend.sample_rate_hz
     return emb
 
 
@@ -300,12 +305,14 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
         "forward_calls": {e.label: e.forward_calls + stats.remote_calls[e.label] for e in ctx.encoders},
         "forward_s": dict(stats.forward_s),
         "failed_items": emb.n_failures,
+        "oom_retries": stats.oom_retries,
     }
     header = {
         "run_id": ctx.run_id,
         "revision": ctx.rev,
         "command": ctx.options.command,
         "device": ctx.options.device,
+        "precision": ctx.options.precision,
         "executor": {**ctx.executor.describe(), "torch_threads": torch_threads()},
     }
     extra = {

@@ -66,6 +66,8 @@ class RunOptions:
     jobs: int | None = None
     #: Inference runtime where an encoder offers it: auto, eager or onnxruntime (None: $INTERBIAS_RUNTIME, else auto).
     runtime: str | None = None
+    #: Numeric precision of the encoders: fp32 (default), tf32 or bf16 (interbias.embedding.device).
+    precision: str = "fp32"
     command: list[str] = field(default_factory=lambda: list(sys.argv))
     #: The analyses written beside results.csv once it is written, called as
     #: ``after_run(run, results, trials, scored, spoofing, errored)`` and returning what run.json

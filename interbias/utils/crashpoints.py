@@ -8,7 +8,8 @@ later processes, e.g. the workers of a fresh pool, find it and carry on).
 Points: ``write:<file name>`` (an atomic write, half of the bytes in the temporary file),
 ``embedded`` (an embedding computed, not yet in the cache), ``cache-write`` (inside a cache
 transaction, before its commit), ``cell-done`` (a cell's completion record written), ``worker-task`` (a local worker process
-starting a chunk of utterances; counted per worker process).
+starting a chunk of utterances; counted per worker process), ``prepare-task`` (a preparation worker
+feeding a device starting a chunk).
 tests/test_crash_resume.py uses it to kill ``interbias run`` between cells, mid-cell and mid-write.
 """
 
