@@ -38,3 +38,10 @@ def format_value(v: Any, column: str = "", digits: int = DIGITS) -> str:
         text = f"{v:.{digits}f}"
         return text.lstrip("-") if float(text) == 0 else text
     return str(v)
+
+
+def signed(v: float, digits: int = DIGITS) -> str:
+    """``v`` with its sign and ``digits`` decimals, ``+0.000`` for any value that rounds to zero
+    (never ``-0.000``)."""
+    text = f"{float(v):+.{digits}f}"
+    return "+" + text[1:] if float(text) == 0 else text

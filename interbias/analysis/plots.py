@@ -28,6 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
+from interbias.analysis.numbers import signed
+
 _DET_TICKS = np.array([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99])
 
 
@@ -154,11 +156,11 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
             i, j = a_levels.index(r.level_a), b_levels.index(r.level_b)
             grid[i, j] = r.ie
             if "ie_lo" in part.columns:
-                ci[(i, j)] = f"\n[{r.ie_lo:+.3f}, {r.ie_hi:+.3f}]"
+                ci[(i, j)] = f"\n[{signed(r.ie_lo)}, {signed(r.ie_hi)}]"
         image = ax.imshow(grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
         for i in range(len(a_levels)):
             for j in range(len(b_levels)):
-                text = "missing" if np.isnan(grid[i, j]) else f"{grid[i, j]:+.3f}{ci.get((i, j), '')}"
+                text = "missing" if np.isnan(grid[i, j]) else f"{signed(grid[i, j])}{ci.get((i, j), '')}"
                 dark = not np.isnan(grid[i, j]) and abs(grid[i, j]) > 0.6 * vmax
                 ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
         ax.set_xticks(range(len(b_levels)), b_levels, rotation=30, ha="right", fontsize=8)

@@ -265,7 +265,8 @@ def _figures(a: Analysis, rep: Report) -> None:
                 f"ie_{slug(model)}",
                 f"IE heatmap: {model}",
                 f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
-                "red: worse than additive, blue: better. Same colour scale for all models.",
+                "red: worse than additive, blue: better. Same colour scale for all models."
+                + (f" Brackets: {a.interval_method} (the findings' interval)." if a.found is not None else ""),
                 lambda model=model: plots.ie_heatmap(two, model, vmax),
             )
     else:
@@ -429,6 +430,12 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     rep.para(
         "IE = observed − (sum of single-factor changes added to the reference). Missing terms are listed, never "
         "imputed. r(prediction, IE) is descriptive: IE contains −prediction, so the two are mathematically coupled."
+        + (
+            f" ie_lo/ie_hi: {a.interval_method}, the findings' interval; the means' bounds (mean_ie_lo/hi) are "
+            "percentile intervals of the mean over the bootstrap replicates."
+            if a.found is not None
+            else ""
+        )
     )
     ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
     cols = [
@@ -465,6 +472,12 @@ def _gaps(a: Analysis, rep: Report) -> None:
             "gap = metric of the group level − metric of the reference group, per model and condition. Ratios "
             f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
             + shared_calibration_note(a.options.metric)
+            + (
+                f" gap_lo/gap_hi: {a.interval_method}, the findings' interval; mean_abs_gap_lo/hi: percentile "
+                "intervals over the bootstrap replicates."
+                if a.found is not None
+                else ""
+            )
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
         gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]
