@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.planner import median_need
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
@@ -60,6 +61,36 @@ def question(resolved: dict[str, Any], metric: str) -> str:
     return f"How does {name} change across {', '.join(names) or 'the conditions'}?"
 
 
+def benefit(part: pd.DataFrame) -> pd.Series | None:
+    """The row of the largest benefit among ``part``: the most negative estimate (lower error);
+    None when no estimate is below zero or for gaps (their sign says which group is worse)."""
+    if part.empty or (part["kind"] == "gap").all():
+        return None
+    est = part["estimate"].astype(float)
+    return part.loc[est.idxmin()] if (est < 0).any() else None
+
+
+def bound(part: pd.DataFrame) -> float:
+    """The simultaneous bound on |effect| over ``part``: the largest |bound| of the simultaneous
+    intervals (Bonferroni over the family, so every effect lies within ± it at the family's
+    level); NaN when an effect has no interval."""
+    if part.empty or not {"lo_simultaneous", "hi_simultaneous"} <= set(part.columns):
+        return float("nan")
+    ends = part[["lo_simultaneous", "hi_simultaneous"]].astype(float).abs()
+    return float(ends.to_numpy().max()) if ends.notna().all().all() else float("nan")
+
+
+def bound_text(part: pd.DataFrame, kind: str, pct: str) -> str:
+    """``every one of the 30 interactions within ±0.047 (simultaneous 95%)``, or ""."""
+    b = bound(part)
+    if not np.isfinite(b):
+        return ""
+    word = WORDS.get(kind, kind)
+    if len(part) == 1:
+        return f"the {word.removesuffix('s')} lies within ±{num(b)} (simultaneous {pct})"
+    return f"all {len(part)} {word} within ±{num(b)} (simultaneous {pct})"
+
+
 def harm(part: pd.DataFrame) -> pd.Series | None:
     """The row of the largest harm among ``part`` (None when empty)."""
     if part.empty:
@@ -79,7 +110,7 @@ def _unresolved(part: pd.DataFrame, n_pilot: int) -> str:
     text = f"{len(part)} unresolved, median MDE {num(np.median(mde))}"
     if len(need):
         text += (
-            f"; detecting {num(HEADLINE_EFFECT)} would need a median {count(np.median(need))} speakers per stratum "
+            f"; detecting {num(HEADLINE_EFFECT)} would need a median {count(median_need(need))} speakers per stratum "
             f"(this run: {n_pilot})"
         )
     return text
@@ -92,17 +123,26 @@ def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
     word = WORDS.get(kind, kind)
     text = f"{word}: {len(res)} of {len(part)} resolved"
     top = harm(res)
-    if top is not None:
-        what = "largest harm" if float(top["estimate"]) > 0 or kind == "gap" else "largest change"
-        text += f"; {what}: {sentence(next(pd.DataFrame([top]).itertuples(index=False)), metric, pct, short=True).rstrip('.')}"
+    if top is not None and (float(top["estimate"]) > 0 or kind == "gap"):
+        text += f"; largest harm: {_short(top, metric, pct)}"
+    good = benefit(res)
+    if good is not None:
+        text += f"; largest benefit: {_short(good, metric, pct)}"
     unres = part[~resolved_mask(part)]
     if len(unres):
         n_pilot = int(unres["speakers_per_stratum"].iloc[0]) if "speakers_per_stratum" in unres else 0
         text += "; " + _unresolved(unres, n_pilot)
+    within = bound_text(part, kind, pct)
+    if within:
+        text += "; " + within
     return text + ("" if text.endswith(".") else ".")
 
 
-def central_line(frame: pd.DataFrame, use: str | None) -> str:
+def _short(row: pd.Series, metric: str, pct: str) -> str:
+    return sentence(next(pd.DataFrame([row]).itertuples(index=False)), metric, pct, short=True).rstrip(".")
+
+
+def central_line(frame: pd.DataFrame, use: str | None, run: str = "<run>", pct: str = "95%") -> str:
     """Whether the central effect of the experiment was resolved, and what would resolve it."""
     kind = CENTRAL.get(str(use))
     if kind is None:
@@ -120,22 +160,24 @@ def central_line(frame: pd.DataFrame, use: str | None) -> str:
     ok = need[np.isfinite(need)]
     fix = (
         f" To resolve {ONE[kind]} of {num(HEADLINE_EFFECT)} at power {HEADLINE_POWER:g}, a run would need a median "
-        f"{count(ok.median())} speakers per stratum (at most {count(ok.max())}; this run had {n_pilot}): "
-        "interbias plan <run> writes the plan, interbias run --plan draws it."
+        f"{count(median_need(ok))} speakers per stratum (at most {count(ok.max())}; this run had {n_pilot}): "
+        f"interbias plan {run} writes the plan, interbias run --plan draws it."
         if len(ok)
         else " No bootstrap spread: more speakers per stratum are needed before a plan can be made."
     )
     mde = part["mde"].astype(float)
+    within = "; ".join(f"{m}: {bound_text(g, kind, pct)}" for m, g in part.groupby("model", sort=False) if bound_text(g, kind, pct))
     return (
         f"Not resolved: none of the {len(part)} {word} is resolved for any model; the smallest this run "
-        f"could detect is a median {num(mde.median())}.{fix}"
+        f"could detect is a median {num(mde.median())}.{fix}" + (f" Bounds: {within}." if within else "")
     )
 
 
-def answer(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> Answer:
-    """The question, the per-model kind lines and the central statement of one run's findings."""
+def answer(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str, run: str = "<run>") -> Answer:
+    """The question, the per-model kind lines and the central statement of one run's findings
+    (``run``: the run folder, as the plan hint names it)."""
     lines = []
     for model, grp in findings.groupby("model", sort=False):
         for kind in kinds_of(grp):
             lines.append((str(model), kind, kind_line(grp, kind, metric, pct)))
-    return Answer(question(resolved, metric), lines, central_line(findings, resolved.get("use")))
+    return Answer(question(resolved, metric), lines, central_line(findings, resolved.get("use"), run, pct))

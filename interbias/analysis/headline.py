@@ -1,7 +1,7 @@
 """What a run found, before the tables: the declared family and its adjustment, then per model
 the resolved effects as sentences (largest harm first) and the unresolved ones with the
-smallest effect the run could have detected (the planner's MDE at power 0.8 and the per-effect
-level), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
+smallest effect the run could have detected (the planner's MDE at power 0.8 and alpha/m, the
+level resolved needs: the same figures as ``interbias plan``), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
 family: :mod:`interbias.analysis.effects`, :mod:`interbias.analysis.multiplicity`; the answer
 lines that open the report: :mod:`interbias.analysis.answer`.
 
@@ -27,6 +27,8 @@ from interbias.analysis.suite import Analysis
 HEADLINE_POWER = 0.8
 #: Effect size the headline plans for (metric units): speakers a run needs to detect it.
 HEADLINE_EFFECT = 0.01
+#: The level every MDE and speakers-needed figure is planned at, in one phrase.
+PLAN_LEVEL = "at alpha/m, Holm's worst case over the family of m, the level 'resolved' needs"
 #: Decimals of every metric value and difference in the report, the findings and the terminal.
 DIGITS = 3
 #: Metrics whose name is written in capitals in sentences.
@@ -117,7 +119,7 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
         f"the other factors' levels with equal weight per setting. p-values: {rule}; "
         f"adjustment: {DESCRIPTION[adjustment]} over the family; resolved: adjusted p < {alpha:g}. Effects in "
         f"{metric}; {pct} intervals, with Bonferroni-level simultaneous intervals beside. "
-        f"MDE: the smallest effect this run detects with power {HEADLINE_POWER:g} at the per-effect level (see interbias plan)."
+        f"MDE and speakers needed: with power {HEADLINE_POWER:g} {PLAN_LEVEL} (as interbias plan)."
     )
 
 
@@ -142,7 +144,7 @@ def headline(a: Analysis) -> Headline:
         why = "bootstrap not requested (--bootstrap N)" if a.run.has_scores else "the run has no per-trial scores"
         return Headline(None, [f"No intervals, so no effect is declared resolved or unresolved: {why}."])
     alpha = round(1 - a.replicates.level, 12)
-    settings = planner.Settings(effect=HEADLINE_EFFECT, power=HEADLINE_POWER, alpha=alpha)
+    settings = planner.Settings(effect=HEADLINE_EFFECT, power=HEADLINE_POWER, alpha=alpha, family=True)
     frame = order(planner.plan(a, settings))
     pct = a.replicates.pct
     lines = [family_line(frame, metric, pct, a.options.adjust, alpha)]

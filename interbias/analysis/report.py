@@ -27,6 +27,8 @@ from interbias.analysis.attacks import attack_section
 from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
+    HEADLINE_POWER,
+    PLAN_LEVEL,
     PERCENT,
     Headline,
     cell_pivot,
@@ -329,7 +331,12 @@ _EFFECT_COLS = ["model", "kind", "effect", "estimate", "lo", "hi", "p_adjusted",
 
 def _unit_line(a: Analysis) -> str:
     metric = a.options.metric
-    ci = f" Intervals: {a.replicates.pct} speaker bootstrap (About this run)." if a.replicates is not None else ""
+    ci = (
+        f" Intervals: {a.interval_method} (About this run). MDE and speakers needed: power {HEADLINE_POWER:g}, "
+        f"{PLAN_LEVEL} (as interbias plan)."
+        if a.replicates is not None
+        else ""
+    )
     return (
         f"Metric: {metric} ({metric_units(metric)}); every value and difference on this page is in that unit, three "
         f"decimals.{ci}"
@@ -345,7 +352,7 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(h.lines[0])
         return
     pct = a.replicates.pct if a.replicates is not None else ""
-    ans = answer(h.findings, a.run.resolved or {}, metric, pct)
+    ans = answer(h.findings, a.run.resolved or {}, metric, pct, str(a.run.path))
     if ans.central:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])

@@ -133,6 +133,7 @@ def saved_findings(a: Analysis, folder: Path) -> object | None:
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
     """The question, the central statement and one line per model and kind, wrapped to the width."""
     from interbias.analysis.answer import answer, question
+    from interbias.analysis.headline import HEADLINE_POWER, PLAN_LEVEL
     from interbias.cli.tables import echo_wrapped
 
     echo_wrapped("question: " + question(a.run.resolved or {}, a.options.metric), wide=wide)
@@ -140,11 +141,12 @@ def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
     if frame is None:
         echo_wrapped(found.lines[0], wide=wide)  # type: ignore[attr-defined]
         return
-    ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct)
+    ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct, str(a.run.path))
     if ans.central:
         echo_wrapped(ans.central, wide=wide)
     for model, _, line in ans.lines:
         echo_wrapped(f"{model}: {line}", "  ", wide=wide)
+    echo_wrapped(f"MDE and speakers needed: power {HEADLINE_POWER:g}, {PLAN_LEVEL} (as interbias plan).", wide=wide)
 
 
 @app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
@@ -221,7 +223,8 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
     if len(a.above_chance):
         echo_wrapped(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
     if a.replicates is not None:
-        echo_wrapped(f"intervals: {a.replicates.describe()}")
+        echo_wrapped(f"intervals of effects (findings, contrasts.csv, gaps.csv): {a.interval_method}")
+        echo_wrapped(f"intervals of cells and means: {a.replicates.describe()}")
     echo_wrapped("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
 
 
