@@ -172,6 +172,13 @@ def analyze(
     adjust: AdjustOpt = "holm",
     bootstrap_design: DesignOpt = "corrected",
     simple: SimpleOpt = False,
+    equivalence: Annotated[
+        float | None,
+        typer.Option(
+            help="Margin (metric units) stated in advance: TOST per effect, adjusted over the family (--adjust), "
+            "says per model how many effects are shown within ±MARGIN; writes equivalence.csv."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
@@ -180,6 +187,7 @@ def analyze(
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.headline import headline
     from interbias.analysis.suite import analyse, write_tables
+    from interbias.cli.tables import echo_wrapped
 
     if not results.exists():
         from interbias.utils.errors import AnalysisError
@@ -194,6 +202,7 @@ def analyze(
     folder = out or (results if results.is_dir() else results.parent)
     found = headline(a)
     paths = write_tables(a, folder) + write_findings(a, folder, found)
+    within = _equivalence(a, found, equivalence, folder, paths)
     if as_json:
         _print_json(a, found, paths)
         return
@@ -203,9 +212,29 @@ def analyze(
             typer.echo(line)
     else:
         print_answer(a, found, wide=wide)
+    for i, line in enumerate(within):
+        echo_wrapped(line, "  " if i else "", wide=wide)
     if not quiet:
         _print_tables(a, metric, tolerance, wide)
     _closing(a, metric, paths, folder)
+
+
+def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, paths: list[Path]) -> list[str]:
+    """With a margin: equivalence.csv (TOST per effect, :mod:`interbias.analysis.equivalence`)
+    appended to ``paths``, and the per-model lines to print."""
+    if margin is None:
+        return []
+    from interbias.analysis import equivalence as eq
+    from interbias.utils import atomic
+    from interbias.utils.errors import AnalysisError
+
+    if found.findings is None:
+        raise AnalysisError("--equivalence needs the findings' intervals (--bootstrap > 0 on a run with scores)")
+    alpha = round(1 - a.replicates.level, 12)  # type: ignore[union-attr]
+    frame = eq.tost(found.findings, margin, alpha, a.options.adjust)
+    atomic.write_csv(folder / "equivalence.csv", frame)
+    paths.append(folder / "equivalence.csv")
+    return ["equivalence:", *eq.lines(frame, margin, a.options.adjust)]
 
 
 def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
