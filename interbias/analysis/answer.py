@@ -12,7 +12,7 @@ largest estimate; for a gap (its sign is which group is worse) the largest absol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,12 @@ from interbias.analysis.headline import (
     kinds_of,
     metric_name,
     num,
+    pval,
     resolved_mask,
     sentence,
+    span,
 )
+from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.
 CENTRAL = {"contrast": "interaction", "gap": "gap"}
@@ -45,12 +48,63 @@ class Answer:
     lines: list[tuple[str, str, str]]
     #: The statement on the central effect ("" when the experiment has none).
     central: str
+    #: One line per key effect the question names and model, stated first (none when it names none).
+    key: list[str] = field(default_factory=list)
+
+
+#: Rows of one key effect and model stated one by one; more are summarised.
+KEY_ROWS = 3
+
+
+def key_effects(resolved: dict[str, Any]) -> tuple[KeyEffect, ...]:
+    """The key effects the resolved definition's ``question`` names (none for a plain string)."""
+    asked = resolved.get("question")
+    if not isinstance(asked, dict):
+        return ()
+    return parse_question(asked, "experiment.resolved.json").effects
+
+
+def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> list[str]:
+    """Per key effect and model: its effects with estimate, interval and adjusted p (the
+    :data:`KEY_ROWS` largest; the rest counted, with their simultaneous bound)."""
+    out = []
+    for key in key_effects(resolved):
+        mask = [
+            key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group))
+            for r in findings.itertuples(index=False)
+        ]
+        hits = findings[pd.Series(mask, index=findings.index, dtype=bool)]
+        if hits.empty:
+            out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
+            continue
+        for model, grp in hits.groupby("model", sort=False):
+            top = grp.loc[grp["estimate"].astype(float).abs().sort_values(ascending=False, kind="stable").index]
+            parts = [_key_row(r, pct) for r in top.head(KEY_ROWS).itertuples(index=False)]
+            if len(grp) > KEY_ROWS:
+                parts.append(
+                    f"{len(grp) - KEY_ROWS} more; {int(resolved_mask(grp).sum())} of {len(grp)} resolved; "
+                    + bound_text(grp, key.kind, pct)
+                )
+            out.append(f"{key.text}, {model}: " + "; ".join(parts) + ".")
+    return out
+
+
+def _key_row(r: Any, pct: str) -> str:
+    done = (isinstance(r.resolved, (bool, np.bool_)) and bool(r.resolved)) or str(r.resolved) == "True"
+    verdict = "resolved" if done else "not resolved"
+    where = r.condition if r.kind != "interaction" else str(r.effect).split(" at ", 1)[-1]
+    return (
+        f"{where}: {num(r.estimate, sign=True)} ({pct} CI {span(r.lo, r.hi)}, adjusted p {pval(float(r.p_adjusted))}, "
+        f"{verdict})"
+    )
 
 
 def question(resolved: dict[str, Any], metric: str) -> str:
     """The YAML's ``question``, else one derived from its factors and ``use``."""
-    if str(resolved.get("question") or "").strip():
-        return str(resolved["question"]).strip()
+    asked = resolved.get("question")
+    text = asked.get("text") if isinstance(asked, dict) else asked
+    if str(text or "").strip():
+        return str(text).strip()
     names = [str(f.get("name")) for f in resolved.get("factors") or [] if isinstance(f, dict)]
     use, name = resolved.get("use"), metric_name(metric)
     pops = [str(f.get("name")) for f in resolved.get("factors") or [] if f.get("type") == "population"]
@@ -180,4 +234,5 @@ def answer(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: s
     for model, grp in findings.groupby("model", sort=False):
         for kind in kinds_of(grp):
             lines.append((str(model), kind, kind_line(grp, kind, metric, pct)))
-    return Answer(question(resolved, metric), lines, central_line(findings, resolved.get("use"), run, pct))
+    central = central_line(findings, resolved.get("use"), run, pct)
+    return Answer(question(resolved, metric), lines, central, key_lines(findings, resolved, metric, pct))

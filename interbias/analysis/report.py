@@ -353,6 +353,9 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         return
     pct = a.replicates.pct if a.replicates is not None else ""
     ans = answer(h.findings, a.run.resolved or {}, metric, pct, str(a.run.path))
+    if ans.key:
+        rep.para("The effects the question names:")
+        rep.bullets(ans.key)
     if ans.central:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])

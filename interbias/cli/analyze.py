@@ -142,6 +142,10 @@ def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
         echo_wrapped(found.lines[0], wide=wide)  # type: ignore[attr-defined]
         return
     ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct, str(a.run.path))
+    if ans.key:
+        echo_wrapped("the effects the question names:", wide=wide)
+    for line in ans.key:
+        echo_wrapped(line, "  ", wide=wide)
     if ans.central:
         echo_wrapped(ans.central, wide=wide)
     for model, _, line in ans.lines:

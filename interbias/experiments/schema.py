@@ -27,6 +27,7 @@ from interbias.experiments.decision_spec import (
     parse_scoring,
     resolved_scoring,
 )
+from interbias.experiments.question_spec import KeyEffect, parse_question
 from interbias.experiments.protocol import (
     ProtocolLevel,
     check_protocol_vads,
@@ -58,7 +59,7 @@ from interbias.utils.errors import ConfigError
 TOP_KEYS = {
     "name": "experiment id (E01…E20)",
     "title": "short human title",
-    "question": "the question the experiment answers, one line (the report opens with it)",
+    "question": "the question the experiment answers, one line, or {text, effects: [key effects, e.g. 'noise × vad']}",
     "description": "what the experiment measures",
     "use": "contrast | gap | descriptive",
     "corpus": "corpus name or {name, root, manifest}",
@@ -151,6 +152,8 @@ class Experiment:
     scoring: ScoreNormSpec = field(default_factory=ScoreNormSpec)
     #: ``question``: what the experiment asks, one line ("" when the YAML has none).
     question: str = ""
+    #: ``question.effects``: the effects the question names, stated first in the answer.
+    key_effects: tuple[KeyEffect, ...] = ()
     #: ``attacks``: the adversarial attack stage (:mod:`interbias.experiments.attack_spec`).
     attacks: AttackSpec | None = None
 
@@ -277,10 +280,12 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
+    asked = parse_question(raw.get("question", ""), where, [f.name for f in factors])
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
-        question=_question(raw.get("question", ""), where),
+        question=asked.text,
+        key_effects=asked.effects,
         description=str(raw.get("description", "")),
         use=use,
         corpus=corpus_spec,
@@ -320,12 +325,6 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
             f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
         )
     return spec
-
-
-def _question(value: Any, where: str) -> str:
-    if not isinstance(value, str) or "\n" in value.strip():
-        raise ConfigError(f"{where}: question: one line of text, got {value!r}")
-    return value.strip()
 
 
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
