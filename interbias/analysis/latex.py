@@ -30,6 +30,7 @@ import pandas as pd
 
 from interbias.analysis.suite import Analysis
 from interbias.utils import atomic
+from interbias.utils.paths import slug
 from interbias.utils.errors import AnalysisError, InterbiasError
 
 DIGITS = 3
@@ -114,16 +115,20 @@ def booktabs(frame: pd.DataFrame, cols: Sequence[Col], caption: str, label: str)
     return "\n".join(lines)
 
 
+#: The interval of a results cell.
+CELL_METHOD = "Each cell's percentile intervals"
 #: Said after the findings' interval method in a caption.
 FINDINGS_NOTE = " (the findings' interval)"
 #: The interval of a mean over settings (not a findings' effect).
 MEAN_METHOD = "the mean's percentile intervals"
 
 
-def _rounding(a: Analysis, method: str | None = None) -> str:
+def _rounding(a: Analysis, method: str | None = None, *, intervals: bool = True) -> str:
     """The caption's rounding and interval sentence; ``method``: the interval's method in words
-    (default: the replicates' percentile interval)."""
-    if a.replicates is None:
+    (default: the replicates' percentile interval); ``intervals``: False for a table without any."""
+    if not intervals:
+        ci = ""
+    elif a.replicates is None:
         ci = " No intervals (no bootstrap)."
     elif method is None:
         ci = f" {escape(a.replicates.describe())} in brackets."
@@ -197,6 +202,53 @@ def gaps_table(a: Analysis) -> str | None:
         f"{_rounding(a, a.interval_method + FINDINGS_NOTE)}"
     )
     return booktabs(frame, cols, caption, "gaps")
+
+
+def grid_tables(a: Analysis) -> str | None:
+    """Per experiment × model the metric as a grid (rows: the first factor's levels; columns:
+    the other factors' settings), each cell with its interval."""
+    from interbias.analysis.paper_tables import grids
+
+    out = []
+    for exp, model, grid in grids(a.results, a.options.metric, a.cells):
+        cols = [text(str(grid.columns[0]))] + [Col(escape(c), _pivot_cell(c)) for c in grid.columns[1:]]
+        caption = (
+            f"{escape(a.options.metric)} of {escape(model)} in {escape(exp)}: rows the levels of "
+            f"{escape(grid.columns[0])}, columns the other factors. {_rounding(a, CELL_METHOD)}"
+        )
+        out.append(booktabs(grid, cols, caption, f"grid-{slug(exp)}-{slug(model)}"))
+    return "\n".join(out) or None
+
+
+def settings_table(a: Analysis) -> str | None:
+    """Table 12: per setting the observed metric and the additive prediction (means over
+    encoders), the mean IE per family and the chance ceiling."""
+    from interbias.analysis.paper_tables import setting_table
+
+    frame = setting_table(a.contrasts.contrasts, a.options.metric)
+    if not len(frame):
+        return None
+    fams = [c for c in frame.columns if c.startswith("ie_") and c != "ie_ceiling"]
+    cols = [text("contrast"), text("level_a"), text("level_b"), num("observed"), num("predicted", "additive")]
+    cols += [num(c, f"IE {c[3:]}") for c in fams] + [num("ie_ceiling", "ceiling")]
+    caption = (
+        "Per setting: observed and additive prediction, each the mean over encoders; the mean IE per model family; "
+        f"ceiling = chance $-$ prediction, the largest IE the chance level leaves room for. {_rounding(a, intervals=False)}"
+    )
+    return booktabs(frame, cols, caption, "settings")
+
+
+def conditions_table(a: Analysis) -> str | None:
+    """Tables 14–30: per experiment and cell the metric's mean ± SD over encoders."""
+    from interbias.analysis.paper_tables import condition_table
+
+    frame = condition_table(a.results, a.options.metric)
+    if not len(frame):
+        return None
+    pm = Col("mean $\\pm$ SD", lambda r: f"{number(r.get('mean'))} $\\pm$ {number(r.get('sd'))}")
+    cols = [text("experiment"), text("cell"), num("n_models", "encoders", 0), pm]
+    caption = f"{escape(a.options.metric)} per condition: mean $\\pm$ SD (ddof 1) over encoders. {_rounding(a, intervals=False)}"
+    return booktabs(frame, cols, caption, "conditions")
 
 
 def findings_table(a: Analysis) -> str | None:
@@ -282,6 +334,9 @@ def latex_tables(a: Analysis) -> dict[str, str]:
         "models": lambda: models_table(a),
         "gaps": lambda: gaps_table(a),
         "findings": lambda: findings_table(a),
+        "grids": lambda: grid_tables(a),
+        "settings": lambda: settings_table(a),
+        "conditions": lambda: conditions_table(a),
         "leaderboard": lambda: leaderboard_table(a),
         "fairness": lambda: fairness_table(a.run.path),
     }

@@ -39,6 +39,7 @@ from interbias.analysis.headline import (
     resolved_mask,
     sentence,
 )
+from interbias.analysis.paper_tables import paper_section
 from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -535,6 +536,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     operations_section(a, rep)
     _contrasts(a, rep)
     _gaps(a, rep)
+    paper_section(a, rep)
     rep.heading("Additivity validation")
     rep.para(
         "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "
