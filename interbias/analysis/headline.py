@@ -7,7 +7,7 @@ lines that open the report: :mod:`interbias.analysis.answer`.
 
 One unit everywhere: metric values and their differences are fractions of the metric's own
 scale, three decimals (EER 0.050 = 5 %; a difference of 0.010 = one percentage point); p-values
-as ``< 0.001`` or three decimals; counts as integers; never a negative zero.
+as ``< 0.001`` or three decimals (four where three would round onto 0.05 or 0.01); counts as integers; never a negative zero.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 from interbias.analysis import planner
 from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
+from interbias.analysis.numbers import p_text
 from interbias.analysis.suite import Analysis
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
@@ -60,7 +61,7 @@ def count(v: float) -> str:
 
 
 def pval(v: float) -> str:
-    return "n/a" if v != v else ("< 0.001" if v < 1e-3 else f"{v:.3f}")
+    return "n/a" if v != v else p_text(float(v))
 
 
 def span(lo: float, hi: float) -> str:
