@@ -47,7 +47,9 @@ def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Pat
         assert (out / f"{name}.csv").is_file(), name
     flat = " ".join(res.output.split())  # lines are wrapped to the terminal's width
     assert "intervals of effects (findings, contrasts.csv, gaps.csv): 95% corrected-SE t interval" in flat
-    assert "intervals of cells and means: 95% percentile intervals from B=200 speaker-level bootstrap replicates" in flat
+    assert (
+        "intervals of cells and means: 95% percentile intervals from B=200 speaker-level bootstrap replicates" in flat
+    )
     c = pd.read_csv(out / "contrasts.csv")
     assert len(c) == 1 and c.ie_lo.iloc[0] <= c.ie.iloc[0] <= c.ie_hi.iloc[0]
     assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (200, "speaker")

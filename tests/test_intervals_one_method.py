@@ -23,7 +23,10 @@ MEANS = {
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
     run = gender_noise_run(tmp_path_factory.mktemp("one") / "run", MEANS, n=12, m=4)
-    for args in (["analyze", str(run), "--bootstrap", "200", "-q"], ["report", str(run), "--bootstrap", "200", "--latex"]):
+    for args in (
+        ["analyze", str(run), "--bootstrap", "200", "-q"],
+        ["report", str(run), "--bootstrap", "200", "--latex"],
+    ):
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.output
     return run

@@ -23,7 +23,9 @@ ASKED = {"text": "Does noise widen the gap?", "effects": ["gender × noise", "ge
 
 def test_parse_plain_and_typed_question() -> None:
     assert parse_question(" Why? ", "E.yaml").text == "Why?" and parse_question("Why?", "E.yaml").effects == ()
-    spec = parse_question({**ASKED, "effects": ["vad x noise", "noise", "gender gap"]}, "E.yaml", ["vad", "noise", "gender"])
+    spec = parse_question(
+        {**ASKED, "effects": ["vad x noise", "noise", "gender gap"]}, "E.yaml", ["vad", "noise", "gender"]
+    )
     assert spec.effects == (
         KeyEffect("interaction", ("vad", "noise"), "vad x noise"),
         KeyEffect("main", ("noise",), "noise"),

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.planner import median_need
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
@@ -31,6 +30,7 @@ from interbias.analysis.headline import (
     sentence,
     span,
 )
+from interbias.analysis.planner import median_need
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.
@@ -220,7 +220,9 @@ def central_line(frame: pd.DataFrame, use: str | None, run: str = "<run>", pct: 
         else " No bootstrap spread: more speakers per stratum are needed before a plan can be made."
     )
     mde = part["mde"].astype(float)
-    within = "; ".join(f"{m}: {bound_text(g, kind, pct)}" for m, g in part.groupby("model", sort=False) if bound_text(g, kind, pct))
+    within = "; ".join(
+        f"{m}: {bound_text(g, kind, pct)}" for m, g in part.groupby("model", sort=False) if bound_text(g, kind, pct)
+    )
     return (
         f"Not resolved: none of the {len(part)} {word} is resolved for any model; the smallest this run "
         f"could detect is a median {num(mde.median())}.{fix}" + (f" Bounds: {within}." if within else "")

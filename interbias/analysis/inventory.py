@@ -47,7 +47,9 @@ def run_row(path: Path) -> dict:
         "n_trials": int(meta.get("n_trials", meta.get("n", 0)) or 0),
     }
     for metric in pooled_metrics():
-        values = pd.to_numeric(results[metric], errors="coerce") if metric in results.columns else pd.Series([], dtype=float)
+        values = (
+            pd.to_numeric(results[metric], errors="coerce") if metric in results.columns else pd.Series([], dtype=float)
+        )
         values = values[np.isfinite(values)]
         row[metric] = float(values.mean()) if len(values) else np.nan
         row[f"{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else np.nan
@@ -69,6 +71,7 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
     for metric in pooled_metrics():
         if frame[metric].notna().any():
             out[f"{metric} ± sd"] = [
-                f"{format_value(m, 'v')} ± {format_value(s, 'v')}".rstrip(" ±") for m, s in zip(frame[metric], frame[f"{metric}_sd"], strict=True)
+                f"{format_value(m, 'v')} ± {format_value(s, 'v')}".rstrip(" ±")
+                for m, s in zip(frame[metric], frame[f"{metric}_sd"], strict=True)
             ]
     return out

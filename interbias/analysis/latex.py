@@ -30,8 +30,8 @@ import pandas as pd
 
 from interbias.analysis.suite import Analysis
 from interbias.utils import atomic
-from interbias.utils.paths import slug
 from interbias.utils.errors import AnalysisError, InterbiasError
+from interbias.utils.paths import slug
 
 DIGITS = 3
 _SPECIAL = {

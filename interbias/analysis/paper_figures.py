@@ -23,7 +23,9 @@ def scatter_figure(contrasts: pd.DataFrame, metric: str, ceiling: float | None) 
     for i, fam in enumerate(families):
         part = contrasts[contrasts["family"].astype(str) == fam]
         handles.append(
-            ax.scatter(part["predicted"].astype(float), part["ie"].astype(float), s=18, color=colormaps["tab10"](i % 10))
+            ax.scatter(
+                part["predicted"].astype(float), part["ie"].astype(float), s=18, color=colormaps["tab10"](i % 10)
+            )
         )
     x = contrasts["predicted"].astype(float)
     if ceiling is not None and len(x):

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 def _factors(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """(factor column, level column) of the slots in use."""
-    return [(f"factor_{s}", f"level_{s}") for s in "abc" if f"factor_{s}" in frame and frame[f"factor_{s}"].ne("").any()]
+    return [
+        (f"factor_{s}", f"level_{s}") for s in "abc" if f"factor_{s}" in frame and frame[f"factor_{s}"].ne("").any()
+    ]
 
 
 def _cell_text(value: float, lo: float | None, hi: float | None) -> str:
@@ -38,7 +40,9 @@ def _cell_text(value: float, lo: float | None, hi: float | None) -> str:
     return f"{text} [{format_value(float(lo), 'lo')}, {format_value(float(hi), 'hi')}]"
 
 
-def grid_table(results: pd.DataFrame, metric: str, cells: pd.DataFrame | None, experiment: str, model: str) -> pd.DataFrame:
+def grid_table(
+    results: pd.DataFrame, metric: str, cells: pd.DataFrame | None, experiment: str, model: str
+) -> pd.DataFrame:
     """One experiment × model as a grid: one row per level of the first factor (column named
     after it), one column per setting of the others (``B=b`` or ``B=b, C=c``), cells
     ``value [lo, hi]`` (value alone without intervals; ``missing`` where the run has no cell)."""

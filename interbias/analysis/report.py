@@ -28,8 +28,8 @@ from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
-    PLAN_LEVEL,
     PERCENT,
+    PLAN_LEVEL,
     Headline,
     cell_pivot,
     headline,

@@ -81,7 +81,9 @@ def plan(
     )
     if reason is None:
         corpus = _corpus_name(a.run.resolved or {})
-        limit = planner.beyond_corpus(frame["speakers_per_stratum_needed"].max(), planner.corpus_capacity(a.run), corpus)
+        limit = planner.beyond_corpus(
+            frame["speakers_per_stratum_needed"].max(), planner.corpus_capacity(a.run), corpus
+        )
         if limit:
             follow += f"; but {limit}"
     level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"

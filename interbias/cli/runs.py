@@ -24,10 +24,9 @@ def inventory(
 ) -> None:
     """One row per run: experiment, corpus, encoders, cells, scored rows, trials, and the pooled
     EER, minDCF and AUC (mean ± SD over the run's results rows)."""
+    from interbias.analysis.inventory import display
     from interbias.analysis.inventory import inventory as build
     from interbias.utils import atomic
-
-    from interbias.analysis.inventory import display
 
     frame = build(folders)
     print_frame(display(frame), f"{len(frame)} run(s)", wide=wide, full=str(out) if out else None)

@@ -27,7 +27,6 @@ from interbias.experiments.decision_spec import (
     parse_scoring,
     resolved_scoring,
 )
-from interbias.experiments.question_spec import KeyEffect, parse_question
 from interbias.experiments.protocol import (
     ProtocolLevel,
     check_protocol_vads,
@@ -35,6 +34,7 @@ from interbias.experiments.protocol import (
     varies_frontend,
     with_protocol_k,
 )
+from interbias.experiments.question_spec import KeyEffect, parse_question
 from interbias.experiments.sections import (
     TRIAL_LIST_FORMATS,
     AcousticLevel,
@@ -280,12 +280,10 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
-    asked = parse_question(raw.get("question", ""), where, [f.name for f in factors])
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
-        question=asked.text,
-        key_effects=asked.effects,
+        **_question(raw.get("question", ""), where, factors),
         description=str(raw.get("description", "")),
         use=use,
         corpus=corpus_spec,
@@ -325,6 +323,12 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
             f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
         )
     return spec
+
+
+def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
+    """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
+    asked = parse_question(value, where, [f.name for f in factors])
+    return {"question": asked.text, "key_effects": asked.effects}
 
 
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
