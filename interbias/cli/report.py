@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.tables import echo_wrapped
 from interbias.cli.analyze import (
     DEFAULT_BOOT,
     AdjustOpt,
@@ -25,6 +24,7 @@ from interbias.cli.analyze import (
     saved_findings,
     write_findings,
 )
+from interbias.cli.tables import echo_wrapped
 
 
 @app.command(epilog="Example: interbias report results/<run_id>")
