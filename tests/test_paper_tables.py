@@ -51,3 +51,16 @@ def test_damage_from_the_reference_by_level(results: pd.DataFrame) -> None:
     d = damage_table(results, "eer").set_index(["model", "series"])["damage"]
     assert d.loc[("m1", "A=a0")] == pytest.approx(0.05) and d.loc[("m1", "A=a1")] == pytest.approx(0.20)
     assert d.loc[("m2", "A=a1")] == pytest.approx(0.10)
+
+
+def test_forest_panels_share_one_x_scale() -> None:
+    from interbias.analysis.plots import forest_figure
+
+    rows = pd.DataFrame(
+        {"model": ["m1", "m2"], "kind": "interaction", "effect": ["IE A×B at a1, b1"] * 2, "estimate": [0.01, 0.3],
+         "lo": [0.0, 0.2], "hi": [0.02, 0.4], "lo_simultaneous": [-0.01, 0.1], "hi_simultaneous": [0.03, 0.5],
+         "_res": [False, True]}
+    )  # fmt: skip
+    fig = forest_figure(rows, ["interaction"], "EER difference")
+    left, right = (ax for ax in fig.axes if ax.get_visible())
+    assert left.get_xlim() == right.get_xlim()

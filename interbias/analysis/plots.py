@@ -292,11 +292,11 @@ def _effect_label(r: object) -> str:
 def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figure:
     """Per model a panel: each effect's estimate (filled: resolved, open: unresolved) with its
     per-effect interval (thick) and simultaneous interval (thin) against a zero line; one colour
-    per kind. ``rows``: :func:`forest_rows`."""
+    per kind; every panel on the same x scale. ``rows``: :func:`forest_rows`."""
     models = list(dict.fromkeys(rows["model"]))
     n = max((int((rows["model"] == m).sum()) for m in models), default=1)
     fig = new_figure(4.6 * len(models) + 1.6, 0.22 * n + 1.3)
-    axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False)).ravel()
+    axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False, sharex=True)).ravel()  # one x scale
     colour = dict(zip(kinds, palette(len(kinds)), strict=True))
     handles: dict[str, object] = {}
     for ax, model in zip(axes, models, strict=False):
@@ -313,7 +313,7 @@ def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figu
             ax.scatter(sub["estimate"].astype(float), ys, s=22, zorder=3, facecolors=face, edgecolors=[c], label=kind)
             handles[kind] = Line2D([], [], color=c, marker="o", lw=2.6)
         ax.axvline(0.0, color="0.2", lw=0.8)
-        ax.set_yticks(y, [_effect_label(r) for r in part.itertuples(index=False)], fontsize=6)
+        ax.set_yticks(y, [_effect_label(r) for r in part.itertuples(index=False)], fontsize=7)
         ax.set_ylim(-0.7, len(part) - 0.3)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_title(model, fontsize=9)
