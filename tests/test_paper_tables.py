@@ -64,3 +64,17 @@ def test_forest_panels_share_one_x_scale() -> None:
     fig = forest_figure(rows, ["interaction"], "EER difference")
     left, right = (ax for ax in fig.axes if ax.get_visible())
     assert left.get_xlim() == right.get_xlim()
+
+
+def test_condition_figure_never_joins_conditions() -> None:
+    from interbias.analysis.plots import condition_figure
+
+    table = pd.DataFrame(
+        {"model": "m", "condition": ["noise=gaussian_5", "noise=crosstalk_25"], "series": "female",
+         "value": [0.1, 0.2]}
+    )  # fmt: skip
+    fig = condition_figure(table, "eer", "gender")
+    ax = fig.axes[0]
+    (points,) = [line for line in ax.get_lines() if line.get_label() == "female"]
+    assert points.get_linestyle() == "None" and len(points.get_xdata()) == 2
+    assert ax.get_ylabel() == "EER" and fig.legends[0].get_title().get_text() == "gender"

@@ -10,7 +10,7 @@ colour per series (never repeated within a panel), legends outside the data area
   of a third factor), diverging colours centred on 0, one colour scale for all models.
 - Mean |gap| over models against SNR, one panel per noise kind, one line per group level
   starting at the reference condition (InterBias-SV's Figure 4 shape).
-- Metric by condition per model, one line per group level, bootstrap intervals when present.
+- Metric by condition per model, one colour per group level (points, not joined: conditions are categories), bootstrap intervals when present.
 """
 
 from __future__ import annotations
@@ -217,9 +217,10 @@ def gap_snr_figure(
     return fig
 
 
-def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
+def condition_figure(table: pd.DataFrame, metric: str, legend: str = "group") -> Figure:
     """``table``: model, condition, series, value (+ lo, hi): one panel per model, one colour per
-    series over the figure, one legend outside the panels."""
+    series over the figure, one legend outside the panels (titled ``legend``). Conditions are
+    categories (a noise kind is no step on a scale), so points are never joined by lines."""
     models = list(dict.fromkeys(table["model"]))
     rows, cols = _grid(len(models), 3)
     conditions = list(dict.fromkeys(table["condition"]))
@@ -236,19 +237,19 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
             y = s["value"].to_numpy(float)
             if has_ci:
                 err = np.vstack([y - s["lo"].to_numpy(float), s["hi"].to_numpy(float) - y])
-                h = ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, color=colour[name], label=name)
+                h = ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, ls="none", color=colour[name], label=name)
             else:
-                h = ax.plot(x, y, marker="o", ms=3, color=colour[name], label=name)[0]
+                h = ax.plot(x, y, marker="o", ms=3, ls="none", color=colour[name], label=name)[0]
             handles[str(name)] = h
         if metric.startswith("eer"):
             ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
         ax.set_xticks(range(len(conditions)), conditions, rotation=45, ha="right", fontsize=7)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(metric.upper() if metric.startswith("eer") else metric)
         ax.set_title(model, fontsize=9)
         ax.grid(alpha=0.3)
     for ax in axes[len(models) :]:
         ax.set_visible(False)
-    legend_outside(fig, list(handles.values()), list(handles), title="series")
+    legend_outside(fig, list(handles.values()), list(handles), title=legend)
     return fig
 
 

@@ -253,9 +253,10 @@ def _figures(a: Analysis, rep: Report) -> None:
     chance = " Dotted: chance (0.5)." if metric.startswith("eer") else ""
     rep.draw(
         "by_condition",
-        f"{metric} by condition per model",
-        f"One panel per model, one line per group level.{ci_note}{chance}",
-        lambda: plots.condition_figure(cond, metric),
+        f"{metric_name(metric)} by condition per model",
+        f"One panel per model, one colour per group level; conditions are categories, so points are not joined."
+        f"{ci_note}{chance}",
+        lambda: plots.condition_figure(cond, metric, ", ".join(dict.fromkeys(a.gaps.group_factor.values())) or "group"),
     )
     c = a.contrasts.contrasts
     two = c[c["contrast"].str.count("×") == 1]
