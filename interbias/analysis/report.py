@@ -98,6 +98,14 @@ def upsampled_note(frame: pd.DataFrame) -> list[str]:
     return [f"Upsampled audio (above the source's Nyquist rate only the resampler's stop band is left): {cells}."]
 
 
+def short_source(source: object) -> object:
+    """An encoder's source as the report shows it: a path inside an installed package from the
+    package on (``interbias/encoders/…``, not ``/…/site-packages/interbias/encoders/…``)."""
+    if isinstance(source, str) and "site-packages/" in source:
+        return source.split("site-packages/", 1)[1]
+    return source
+
+
 def _provenance(a: Analysis, rep: Report) -> None:
     rep.heading("Provenance")
     rj = a.run.run_json or {}
@@ -110,7 +118,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
                     "family": e.get("family"),
                     "checkpoint_sha256": e.get("checkpoint_sha256"),
                     "fingerprint": e.get("fingerprint"),
-                    "source": e.get("source"),
+                    "source": short_source(e.get("source")),
                 }
                 for e in rj["encoders"]
             ]
@@ -118,6 +126,8 @@ def _provenance(a: Analysis, rep: Report) -> None:
     else:
         cols = [c for c in ("model", "family", "checkpoint_sha256", "encoder_source") if c in frame.columns]
         enc = frame[cols].drop_duplicates().rename(columns={"model": "encoder"})
+        if "encoder_source" in enc.columns:
+            enc["encoder_source"] = enc["encoder_source"].map(short_source)
     rep.table(enc)
     trials = rj.get("trials", {})
     sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
