@@ -61,7 +61,7 @@ def test_kind_lines_count_and_name_the_largest_harm(findings: pd.DataFrame) -> N
     assert f"({top.estimate:+.3f}, 95% CI [{top.lo:+.3f}, {top.hi:+.3f}])" in big_gap
     flat = dict(((m, k), line) for m, k, line in ans.lines)[("flat", "gap")]
     part = findings[(findings.model == "flat") & (findings.kind == "gap")]
-    need = int(round(float(np.median(part.speakers_per_stratum_needed))))
+    need = math.ceil(float(np.median(part.speakers_per_stratum_needed)))  # rounded up, as plan
     assert f"median MDE {np.median(part.mde):.3f}" in flat and f"a median {need} speakers per stratum" in flat
     assert ans.central.startswith(f"Answer: {int(findings[findings.kind == 'gap'].resolved.sum())} of 4 subgroup gaps")
 
@@ -72,7 +72,7 @@ def test_central_effect_not_resolved_says_what_would_resolve_it(findings: pd.Dat
     line = central_line(findings, "contrast")
     need = ie.speakers_per_stratum_needed.astype(float)
     assert line.startswith(f"Not resolved: none of the {len(ie)} interactions is resolved for any model")
-    assert f"a median {int(round(need.median()))} speakers per stratum (at most {int(need.max())}" in line
+    assert f"a median {math.ceil(need.median())} speakers per stratum (at most {int(need.max())}" in line
     assert "interbias plan" in line and central_line(findings, "descriptive") == ""
 
 

@@ -47,7 +47,10 @@ def test_analyze_writes_every_table_with_intervals(tiny_run: Path, tmp_path: Pat
     for name in ("contrasts", "summary", "per_model", "gaps", "additivity", "macro", "cell_ci", "gap_summary"):
         assert (out / f"{name}.csv").is_file(), name
     flat = " ".join(res.output.split())  # lines are wrapped to the terminal's width
-    assert "intervals: 95% percentile intervals from B=200 speaker-level bootstrap replicates (master seed 0;" in flat
+    assert "intervals of effects (findings, contrasts.csv, gaps.csv): 95% corrected-SE t interval" in flat
+    assert (
+        "intervals of cells and means: 95% percentile intervals from B=200 speaker-level bootstrap replicates" in flat
+    )
     c = pd.read_csv(out / "contrasts.csv")
     assert len(c) == 1 and c.ie_lo.iloc[0] <= c.ie.iloc[0] <= c.ie_hi.iloc[0]
     assert (c.n_boot.iloc[0], c.boot_unit.iloc[0]) == (200, "speaker")
@@ -96,10 +99,12 @@ def test_scores_that_do_not_reproduce_results_are_refused(tiny_run: Path, tmp_pa
 def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(tiny_run), "--out", str(tmp_path), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
-    assert "5 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap; the forest plot
+    assert "7 figure(s); not drawn: 0" in res.output  # one model: one IE heatmap; the forest plot
     page = (tmp_path / "report.html").read_text()
     figures = re.findall(r'<figure id="([^"]+)">.*?src="data:image/png;base64,([^"]+)"', page)
-    assert [f for f, _ in figures] == ["forest", "det", "by_condition", f"ie_{slug('mfcc-stats')}", "gap_snr_T01"]
+    ie = f"ie_{slug('mfcc-stats')}"
+    damage = next(f for f, _ in figures if f.startswith("interaction_"))  # the paper's interaction figure
+    assert [f for f, _ in figures] == ["forest", "det", "by_condition", ie, "gap_snr_T01", "prediction_vs_ie", damage]
     for _, data in figures:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r'src="(?!data:)', page) and not re.search(r'href="(?!#)', page)  # nothing external
@@ -108,15 +113,16 @@ def test_report_html_is_self_contained_with_all_figures(tiny_run: Path, tmp_path
     md = (tmp_path / "report.md").read_text()
     for name in re.findall(r"\]\((report_figures/[^)]+\.png)\)", md):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
-    assert md.count("](report_figures/") == 5
+    assert md.count("](report_figures/") == 7
 
 
 def test_report_lists_figures_it_cannot_draw(tiny_run: Path, tmp_path: Path) -> None:
     shutil.copy(tiny_run / "results.csv", tmp_path / "results.csv")
     res = runner.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert "not drawn: DET curves: need per-trial scores" in res.output
-    assert "not drawn: gap vs SNR (T01): no level of noise has one operator with an snr_db parameter" in res.output
+    flat = " ".join(res.output.split())  # lines wrap to the terminal's width
+    assert "not drawn: DET curves: need per-trial scores" in flat
+    assert "not drawn: gap vs SNR (T01): no level of noise has one operator with an snr_db parameter" in flat
     assert "No intervals: the run directory has no per-trial scores." in (tmp_path / "report.md").read_text()
 
 

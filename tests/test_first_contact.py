@@ -56,7 +56,8 @@ def test_the_error_repeats_what_the_user_typed(no_corpora: Path) -> None:
     assert res.output.strip().endswith(f"Runs here: interbias run {path} --corpus synthetic")
 
 
-def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path) -> None:
+def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     res = runner.invoke(app, ["list"])
     assert res.exit_code == 0, res.output
     lines = res.output.rstrip("\n").splitlines()
@@ -72,6 +73,11 @@ def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path) -> None:
     assert "✗data     the corpus is not on this disk" in legend and "✗manifest" in legend
     assert "✗ops" not in legend  # only the keys that occur
     assert "`interbias run E16 --corpus synthetic`" in legend
+    monkeypatch.setenv("COLUMNS", "80")  # narrow: each entry's corpora under it, no line over 80
+    narrow = runner.invoke(app, ["list"]).output.rstrip("\n").splitlines()
+    assert max(map(len, narrow)) <= 80 and len(narrow) <= 2 * len(names) + 10
+    at = next(i for i, ln in enumerate(narrow) if ln.startswith("E14 "))
+    assert narrow[at + 1].strip() == "ravdess ✗data · synthetic(42) ✓"
 
 
 def test_bare_interbias_shows_the_help_and_where_to_start() -> None:
@@ -183,8 +189,10 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     ]
 
 
-def test_table_marks_invalid_files_and_missing_resources() -> None:
+def test_table_marks_invalid_files_and_missing_resources(monkeypatch) -> None:
     from interbias.cli.listing import catalogue_table
+
+    monkeypatch.setenv("COLUMNS", "200")  # one line per entry (at 80 its corpora go under it)
 
     ok = {"corpus": "synthetic", "n_cells": 4, "runnable": True}
     entries = [

@@ -27,13 +27,22 @@ PRIOR_LOG_ODDS = np.linspace(-7.0, 7.0, 57)
 TABLE_COLUMNS = ["model", "cell", "act_dcf", "min_dcf", "calibration_loss", "cllr", "min_cllr", "threshold_drift"]
 
 
+def calibration_losses(results: pd.DataFrame) -> pd.Series:
+    """The results' ``calibration_loss`` as numbers (NaN where empty: results read as text
+    hold ``""`` for a run without a dev split); all NaN when the column is absent."""
+    if "calibration_loss" not in results.columns:
+        return pd.Series(np.nan, index=results.index)
+    return pd.to_numeric(results["calibration_loss"], errors="coerce")
+
+
 def has_calibration(results: pd.DataFrame) -> bool:
-    return "calibration_loss" in results.columns and bool(results["calibration_loss"].notna().any())
+    """Whether any results row carries a measured calibration loss."""
+    return bool(calibration_losses(results).notna().any())
 
 
 def worst_cells(results: pd.DataFrame, per_model: int = 3) -> pd.DataFrame:
     """Per model, the ``per_model`` cells with the largest calibration loss (largest first)."""
-    frame = results[results["calibration_loss"].notna()].copy()
+    frame = results[calibration_losses(results).notna()].copy()
     for col in TABLE_COLUMNS[2:]:
         if col in frame.columns:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
@@ -45,7 +54,7 @@ def bayes_curves(run: ScoredRun, results: pd.DataFrame) -> dict[str, list[tuple[
     """model -> [(cell, actual DCF, minimum DCF)] over :data:`PRIOR_LOG_ODDS` (C_miss = C_fa = 1)."""
     record = run.calibration_record
     out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
-    for r in results[results["calibration_loss"].notna()].itertuples(index=False):
+    for r in results[calibration_losses(results).notna()].itertuples(index=False):
         cal = record.for_cell(str(r.model), str(r.cell)) if record is not None else None
         if cal is None:
             continue

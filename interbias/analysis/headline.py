@@ -1,13 +1,13 @@
 """What a run found, before the tables: the declared family and its adjustment, then per model
 the resolved effects as sentences (largest harm first) and the unresolved ones with the
-smallest effect the run could have detected (the planner's MDE at power 0.8 and the per-effect
-level), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
+smallest effect the run could have detected (the planner's MDE at power 0.8 and alpha/m, the
+level resolved needs: the same figures as ``interbias plan``), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
 family: :mod:`interbias.analysis.effects`, :mod:`interbias.analysis.multiplicity`; the answer
 lines that open the report: :mod:`interbias.analysis.answer`.
 
 One unit everywhere: metric values and their differences are fractions of the metric's own
 scale, three decimals (EER 0.050 = 5 %; a difference of 0.010 = one percentage point); p-values
-as ``< 0.001`` or three decimals; counts as integers; never a negative zero.
+as ``< 0.001`` or three decimals (four where three would round onto 0.05 or 0.01); counts as integers; never a negative zero.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 from interbias.analysis import planner
 from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
+from interbias.analysis.numbers import p_text
 from interbias.analysis.suite import Analysis
 from interbias.metrics.registry import names
 
@@ -28,6 +29,8 @@ from interbias.metrics.registry import names
 HEADLINE_POWER = 0.8
 #: Effect size the headline plans for (metric units): speakers a run needs to detect it.
 HEADLINE_EFFECT = 0.01
+#: The level every MDE and speakers-needed figure is planned at, in one phrase.
+PLAN_LEVEL = "at alpha/m, Holm's worst case over the family of m, the level 'resolved' needs"
 #: Decimals of every metric value and difference in the report, the findings and the terminal.
 DIGITS = 3
 #: Metrics whose name is written in capitals in sentences.
@@ -59,7 +62,7 @@ def count(v: float) -> str:
 
 
 def pval(v: float) -> str:
-    return "n/a" if v != v else ("< 0.001" if v < 1e-3 else f"{v:.3f}")
+    return "n/a" if v != v else p_text(float(v))
 
 
 def span(lo: float, hi: float) -> str:
@@ -118,7 +121,7 @@ def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alp
         f"the other factors' levels with equal weight per setting. p-values: {rule}; "
         f"adjustment: {DESCRIPTION[adjustment]} over the family; resolved: adjusted p < {alpha:g}. Effects in "
         f"{metric}; {pct} intervals, with Bonferroni-level simultaneous intervals beside. "
-        f"MDE: the smallest effect this run detects with power {HEADLINE_POWER:g} at the per-effect level (see interbias plan)."
+        f"MDE and speakers needed: with power {HEADLINE_POWER:g} {PLAN_LEVEL} (as interbias plan)."
     )
 
 
@@ -143,7 +146,7 @@ def headline(a: Analysis) -> Headline:
         why = "bootstrap not requested (--bootstrap N)" if a.run.has_scores else "the run has no per-trial scores"
         return Headline(None, [f"No intervals, so no effect is declared resolved or unresolved: {why}."])
     alpha = round(1 - a.replicates.level, 12)
-    settings = planner.Settings(effect=HEADLINE_EFFECT, power=HEADLINE_POWER, alpha=alpha)
+    settings = planner.Settings(effect=HEADLINE_EFFECT, power=HEADLINE_POWER, alpha=alpha, family=True)
     frame = order(planner.plan(a, settings))
     pct = a.replicates.pct
     lines = [family_line(frame, metric, pct, a.options.adjust, alpha)]

@@ -31,6 +31,7 @@ import pandas as pd
 from interbias.analysis.suite import Analysis
 from interbias.utils import atomic
 from interbias.utils.errors import AnalysisError, InterbiasError
+from interbias.utils.paths import slug
 
 DIGITS = 3
 _SPECIAL = {
@@ -114,12 +115,26 @@ def booktabs(frame: pd.DataFrame, cols: Sequence[Col], caption: str, label: str)
     return "\n".join(lines)
 
 
-def _rounding(a: Analysis) -> str:
-    ci = (
-        f" {100 * a.options.level:g}\\,\\% intervals in brackets ({escape(a.replicates.describe())})."
-        if a.replicates is not None
-        else " No intervals (no bootstrap)."
-    )
+#: The interval of a results cell.
+CELL_METHOD = "Each cell's percentile intervals"
+#: Said after the findings' interval method in a caption.
+FINDINGS_NOTE = " (the findings' interval)"
+#: The interval of a mean over settings (not a findings' effect).
+MEAN_METHOD = "the mean's percentile intervals"
+
+
+def _rounding(a: Analysis, method: str | None = None, *, intervals: bool = True) -> str:
+    """The caption's rounding and interval sentence; ``method``: the interval's method in words
+    (default: the replicates' percentile interval); ``intervals``: False for a table without any."""
+    if not intervals:
+        ci = ""
+    elif a.replicates is None:
+        ci = " No intervals (no bootstrap)."
+    elif method is None:
+        ci = f" {escape(a.replicates.describe())} in brackets."
+    else:
+        r = a.replicates
+        ci = f" {escape(method)} in brackets (B={r.n_boot} {r.unit}-level bootstrap replicates, master seed {r.seed})."
     return f"{escape(a.options.metric)} as fractions, rounded to {DIGITS} decimals.{ci}"
 
 
@@ -133,7 +148,8 @@ def contrasts_table(a: Analysis) -> str | None:
     cols += [num("pct_positive", "% IE > 0", 1), num("mean_nli", "mean NLI"), num("n_nli", "n NLI", 0)]
     caption = (
         "Interaction effect (IE = observed $-$ additive prediction) by model and contrast, over the settings "
-        f"for which all four factorial terms are available; n is the number of settings. {_rounding(a)}"
+        "for which all four factorial terms are available; n is the number of settings. "
+        f"{_rounding(a, MEAN_METHOD)}"
     )
     return booktabs(frame, cols, caption, "contrasts")
 
@@ -146,7 +162,7 @@ def summary_table(a: Analysis) -> str | None:
     cols = [text("family"), text("contrast"), num("n", digits=0)]
     cols += [with_ci("mean_ie", "mean IE") if ci else num("mean_ie", "mean IE"), num("sd_ie", "SD")]
     cols += [num("pct_positive", "% IE > 0", 1), num("mean_nli", "mean NLI")]
-    caption = f"Interaction effect per experiment and model family. {_rounding(a)}"
+    caption = f"Interaction effect per experiment and model family. {_rounding(a, MEAN_METHOD)}"
     return booktabs(frame, cols, caption, "contrast-summary")
 
 
@@ -181,8 +197,90 @@ def gaps_table(a: Analysis) -> str | None:
     cols = [text("model"), text("condition"), with_ci("gap"), num("abs_gap", "|gap|")]
     if "p_perm" in frame.columns:
         cols.append(num("p_perm", "p (perm.)"))
-    caption = f"Subgroup gap (group level $-$ reference group) per model and condition. {_rounding(a)}"
+    caption = (
+        f"Subgroup gap (group level $-$ reference group) per model and condition. "
+        f"{_rounding(a, a.interval_method + FINDINGS_NOTE)}"
+    )
     return booktabs(frame, cols, caption, "gaps")
+
+
+def grid_tables(a: Analysis) -> str | None:
+    """Per experiment × model the metric as a grid (rows: the first factor's levels; columns:
+    the other factors' settings), each cell with its interval."""
+    from interbias.analysis.paper_tables import grids
+
+    out = []
+    for exp, model, grid in grids(a.results, a.options.metric, a.cells):
+        cols = [text(str(grid.columns[0]))] + [Col(escape(c), _pivot_cell(c)) for c in grid.columns[1:]]
+        caption = (
+            f"{escape(a.options.metric)} of {escape(model)} in {escape(exp)}: rows the levels of "
+            f"{escape(grid.columns[0])}, columns the other factors. {_rounding(a, CELL_METHOD)}"
+        )
+        out.append(booktabs(grid, cols, caption, f"grid-{slug(exp)}-{slug(model)}"))
+    return "\n".join(out) or None
+
+
+def settings_table(a: Analysis) -> str | None:
+    """Table 12: per setting the observed metric and the additive prediction (means over
+    encoders), the mean IE per family and the chance ceiling."""
+    from interbias.analysis.paper_tables import setting_table
+
+    frame = setting_table(a.contrasts.contrasts, a.options.metric)
+    if not len(frame):
+        return None
+    fams = [c for c in frame.columns if c.startswith("ie_") and c != "ie_ceiling"]
+    cols = [text("contrast"), text("level_a"), text("level_b"), num("observed"), num("predicted", "additive")]
+    cols += [num(c, f"IE {c[3:]}") for c in fams] + [num("ie_ceiling", "ceiling")]
+    caption = (
+        "Per setting: observed and additive prediction, each the mean over encoders; the mean IE per model family; "
+        f"ceiling = chance $-$ prediction, the largest IE the chance level leaves room for. {_rounding(a, intervals=False)}"
+    )
+    return booktabs(frame, cols, caption, "settings")
+
+
+def conditions_table(a: Analysis) -> str | None:
+    """Tables 14–30: per experiment and cell the metric's mean ± SD over encoders."""
+    from interbias.analysis.paper_tables import condition_table
+
+    frame = condition_table(a.results, a.options.metric)
+    if not len(frame):
+        return None
+    pm = Col("mean $\\pm$ SD", lambda r: f"{number(r.get('mean'))} $\\pm$ {number(r.get('sd'))}")
+    cols = [text("experiment"), text("cell"), num("n_models", "encoders", 0), pm]
+    caption = f"{escape(a.options.metric)} per condition: mean $\\pm$ SD (ddof 1) over encoders. {_rounding(a, intervals=False)}"
+    return booktabs(frame, cols, caption, "conditions")
+
+
+def findings_table(a: Analysis) -> str | None:
+    """Every effect of the findings: model, kind, effect, estimate with its interval, adjusted p,
+    resolved (the findings' order: per model, main effects, interactions, gaps)."""
+    from interbias.analysis.effects import order
+
+    if a.found is None or not len(a.found):
+        return None
+    frame = order(a.found).rename(columns={"estimate": "est", "lo": "est_lo", "hi": "est_hi"})
+    cols = [text("model"), text("kind"), text("effect"), with_ci("est", "estimate")]
+    cols += [Col("adjusted p", lambda r: p_text(r.get("p_adjusted"))), Col("resolved", _yes_no("resolved"))]
+    caption = (
+        f"Every effect of the family with its interval and {escape(a.options.adjust)}-adjusted p-value; resolved: "
+        f"adjusted p $<$ {1 - a.options.level:g}. {_rounding(a, a.interval_method)}"
+    )
+    return booktabs(frame, cols, caption, "findings")
+
+
+def p_text(v: Any) -> str:
+    """A p-value: ``$<$0.001`` or three decimals, ``--`` when missing."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "--"
+    if x != x:
+        return "--"
+    return "$<$0.001" if x < 1e-3 else f"{x:.3f}"
+
+
+def _yes_no(col: str) -> Callable[[pd.Series], str]:
+    return lambda r: "yes" if str(r.get(col)) == "True" else "no"
 
 
 def leaderboard_table(a: Analysis) -> str | None:
@@ -235,6 +333,10 @@ def latex_tables(a: Analysis) -> dict[str, str]:
         "summary": lambda: summary_table(a),
         "models": lambda: models_table(a),
         "gaps": lambda: gaps_table(a),
+        "findings": lambda: findings_table(a),
+        "grids": lambda: grid_tables(a),
+        "settings": lambda: settings_table(a),
+        "conditions": lambda: conditions_table(a),
         "leaderboard": lambda: leaderboard_table(a),
         "fairness": lambda: fairness_table(a.run.path),
     }

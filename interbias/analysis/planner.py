@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -267,9 +268,85 @@ def no_plan_reason(frame: pd.DataFrame) -> str | None:
     return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined)"
 
 
+#: Kinds ``interbias plan --kind`` selects.
+PLAN_KINDS = ("main", "interaction", "gap")
+#: The kind that answers an experiment of each ``use``: listed first in the plan.
+CENTRAL_KIND = {"contrast": "interaction", "gap": "gap"}
+
+
+def select(frame: pd.DataFrame, model: str | None = None, kind: str | None = None) -> pd.DataFrame:
+    """The plan's rows of one ``model`` and/or one ``kind`` (all when None); an unknown name is
+    refused with the valid ones."""
+    out = frame
+    if kind is not None:
+        if kind not in PLAN_KINDS:
+            raise AnalysisError(f"--kind {kind!r}: valid: {', '.join(PLAN_KINDS)}")
+        out = out[out["kind"].astype(str) == kind]
+    if model is not None:
+        models = list(dict.fromkeys(frame["model"].astype(str)))
+        if model not in models:
+            raise AnalysisError(f"--model {model!r}: the run's models are {', '.join(models) or '(none)'}")
+        out = out[out["model"].astype(str) == model]
+    return out.reset_index(drop=True)
+
+
+def mde_at(frame: pd.DataFrame, speakers: int) -> pd.Series:
+    """The MDE each effect would have with ``speakers`` per stratum (every stratum):
+    MDE · sqrt(n_pilot / speakers), the plan's SE(n) scaling at the same level and power."""
+    if speakers < 2:
+        raise AnalysisError(f"--speakers must be at least 2, got {speakers}")
+    n0 = frame["speakers_per_stratum"].astype(float)
+    return frame["mde"].astype(float) * np.sqrt(n0 / speakers)
+
+
+def central_first(frame: pd.DataFrame, use: str | None) -> pd.DataFrame:
+    """``frame`` (rows with a ``kind``) with the experiment's central kind first, the others
+    in their order."""
+    first = CENTRAL_KIND.get(str(use))
+    if first is None or frame.empty:
+        return frame
+    key = (frame["kind"].astype(str) != first).astype(int)
+    return frame.loc[key.sort_values(kind="stable").index].reset_index(drop=True)
+
+
+def corpus_capacity(run: Any) -> int | None:
+    """The most speakers per stratum the pilot's corpus holds: the fewest speakers over the
+    pilot's strata (trials.json) when the pilot drew every speaker (no
+    ``trials.speakers_per_stratum``); None when the pilot drew a subset, so the corpus may hold more."""
+    from interbias.run.rundir import TRIALS_META
+
+    exp = run.experiment(AnalysisError)
+    if exp is None or exp.trials.speakers_per_stratum is not None:
+        return None
+    meta = run.read_json(TRIALS_META, AnalysisError) or {}
+    counts = [int(v.get("n_speakers", 0)) for v in (meta.get("strata") or {}).values() if isinstance(v, dict)]
+    return min(counts) if counts and all(counts) else None
+
+
+def beyond_corpus(need: float, capacity: int | None, corpus: str) -> str:
+    """What to do when a follow-up needs more speakers per stratum than the corpus holds ("" when
+    it does not, or when the capacity is unknown)."""
+    if capacity is None or not np.isfinite(need) or need <= capacity:
+        return ""
+    n = int(need)
+    return (
+        f"the follow-up needs {n} speakers per stratum, the {corpus} corpus holds {capacity}: build a larger corpus "
+        f"(interbias corpus build synthetic --speakers {2 * n} for two strata of {n}), use a real corpus with at "
+        f"least {n} speakers per stratum, or plan narrower (--kind, --model, a larger --effect)"
+    )
+
+
+def median_need(need: Any) -> float:
+    """The median of speakers-per-stratum needs, rounded up to a whole speaker (NaN when none):
+    the one figure the headline, the answer and ``plan`` state."""
+    ok = np.asarray(need, dtype=float)
+    ok = ok[np.isfinite(ok)]
+    return float(math.ceil(np.median(ok))) if len(ok) else math.nan
+
+
 def recommendation(frame: pd.DataFrame) -> pd.DataFrame:
     """Per experiment × kind: the largest speakers-per-stratum need over models and effects
-    (to resolve every effect of that kind) and the median need."""
+    (to resolve every effect of that kind) and the median need (rounded up: a whole speaker)."""
     rows = []
     for (exp, kind), grp in frame.groupby(["experiment", "kind"], sort=False):
         need = grp["speakers_per_stratum_needed"].to_numpy(float)
@@ -282,7 +359,7 @@ def recommendation(frame: pd.DataFrame) -> pd.DataFrame:
                 "n_resolved": int(grp["resolved"].sum()),
                 "speakers_per_stratum": int(grp["speakers_per_stratum"].iloc[0]),
                 "median_mde": float(np.nanmedian(grp["mde"])) if grp["mde"].notna().any() else math.nan,
-                "median_speakers_needed": float(np.median(ok)) if len(ok) else math.nan,
+                "median_speakers_needed": median_need(ok),
                 "max_speakers_needed": float(ok.max()) if len(ok) else math.nan,
             }
         )

@@ -10,7 +10,7 @@ colour per series (never repeated within a panel), legends outside the data area
   of a third factor), diverging colours centred on 0, one colour scale for all models.
 - Mean |gap| over models against SNR, one panel per noise kind, one line per group level
   starting at the reference condition (InterBias-SV's Figure 4 shape).
-- Metric by condition per model, one line per group level, bootstrap intervals when present.
+- Metric by condition per model, one colour per group level (points, not joined: conditions are categories), bootstrap intervals when present.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
+from interbias.analysis.numbers import signed
 from interbias.metrics.registry import chance_levels
 
 _DET_TICKS = np.array([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99])
@@ -156,11 +157,11 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
             i, j = a_levels.index(r.level_a), b_levels.index(r.level_b)
             grid[i, j] = r.ie
             if "ie_lo" in part.columns:
-                ci[(i, j)] = f"\n[{r.ie_lo:+.3f}, {r.ie_hi:+.3f}]"
+                ci[(i, j)] = f"\n[{signed(r.ie_lo)}, {signed(r.ie_hi)}]"
         image = ax.imshow(grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
         for i in range(len(a_levels)):
             for j in range(len(b_levels)):
-                text = "missing" if np.isnan(grid[i, j]) else f"{grid[i, j]:+.3f}{ci.get((i, j), '')}"
+                text = "missing" if np.isnan(grid[i, j]) else f"{signed(grid[i, j])}{ci.get((i, j), '')}"
                 dark = not np.isnan(grid[i, j]) and abs(grid[i, j]) > 0.6 * vmax
                 ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
         ax.set_xticks(range(len(b_levels)), b_levels, rotation=30, ha="right", fontsize=8)
@@ -217,9 +218,10 @@ def gap_snr_figure(
     return fig
 
 
-def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
+def condition_figure(table: pd.DataFrame, metric: str, legend: str = "group") -> Figure:
     """``table``: model, condition, series, value (+ lo, hi): one panel per model, one colour per
-    series over the figure, one legend outside the panels."""
+    series over the figure, one legend outside the panels (titled ``legend``). Conditions are
+    categories (a noise kind is no step on a scale), so points are never joined by lines."""
     models = list(dict.fromkeys(table["model"]))
     rows, cols = _grid(len(models), 3)
     conditions = list(dict.fromkeys(table["condition"]))
@@ -236,19 +238,19 @@ def condition_figure(table: pd.DataFrame, metric: str) -> Figure:
             y = s["value"].to_numpy(float)
             if has_ci:
                 err = np.vstack([y - s["lo"].to_numpy(float), s["hi"].to_numpy(float) - y])
-                h = ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, color=colour[name], label=name)
+                h = ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, ls="none", color=colour[name], label=name)
             else:
-                h = ax.plot(x, y, marker="o", ms=3, color=colour[name], label=name)[0]
+                h = ax.plot(x, y, marker="o", ms=3, ls="none", color=colour[name], label=name)[0]
             handles[str(name)] = h
         if (level := chance_levels().get(metric)) is not None:
             ax.axhline(level, color="0.6", ls=":", lw=0.8)
         ax.set_xticks(range(len(conditions)), conditions, rotation=45, ha="right", fontsize=7)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(metric.upper() if metric.startswith("eer") else metric)
         ax.set_title(model, fontsize=9)
         ax.grid(alpha=0.3)
     for ax in axes[len(models) :]:
         ax.set_visible(False)
-    legend_outside(fig, list(handles.values()), list(handles), title="series")
+    legend_outside(fig, list(handles.values()), list(handles), title=legend)
     return fig
 
 
@@ -292,11 +294,11 @@ def _effect_label(r: object) -> str:
 def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figure:
     """Per model a panel: each effect's estimate (filled: resolved, open: unresolved) with its
     per-effect interval (thick) and simultaneous interval (thin) against a zero line; one colour
-    per kind. ``rows``: :func:`forest_rows`."""
+    per kind; every panel on the same x scale. ``rows``: :func:`forest_rows`."""
     models = list(dict.fromkeys(rows["model"]))
     n = max((int((rows["model"] == m).sum()) for m in models), default=1)
     fig = new_figure(4.6 * len(models) + 1.6, 0.22 * n + 1.3)
-    axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False)).ravel()
+    axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False, sharex=True)).ravel()  # one x scale
     colour = dict(zip(kinds, palette(len(kinds)), strict=True))
     handles: dict[str, object] = {}
     for ax, model in zip(axes, models, strict=False):
@@ -313,7 +315,7 @@ def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figu
             ax.scatter(sub["estimate"].astype(float), ys, s=22, zorder=3, facecolors=face, edgecolors=[c], label=kind)
             handles[kind] = Line2D([], [], color=c, marker="o", lw=2.6)
         ax.axvline(0.0, color="0.2", lw=0.8)
-        ax.set_yticks(y, [_effect_label(r) for r in part.itertuples(index=False)], fontsize=6)
+        ax.set_yticks(y, [_effect_label(r) for r in part.itertuples(index=False)], fontsize=7)
         ax.set_ylim(-0.7, len(part) - 0.3)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_title(model, fontsize=9)

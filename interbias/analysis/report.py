@@ -27,7 +27,9 @@ from interbias.analysis.attacks import attack_section
 from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.headline import (
     HEADLINE_EFFECT,
+    HEADLINE_POWER,
     PERCENT,
+    PLAN_LEVEL,
     Headline,
     cell_pivot,
     headline,
@@ -37,6 +39,7 @@ from interbias.analysis.headline import (
     resolved_mask,
     sentence,
 )
+from interbias.analysis.paper_tables import paper_section
 from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -95,6 +98,14 @@ def upsampled_note(frame: pd.DataFrame) -> list[str]:
     return [f"Upsampled audio (above the source's Nyquist rate only the resampler's stop band is left): {cells}."]
 
 
+def short_source(source: object) -> object:
+    """An encoder's source as the report shows it: a path inside an installed package from the
+    package on (``interbias/encoders/…``, not ``/…/site-packages/interbias/encoders/…``)."""
+    if isinstance(source, str) and "site-packages/" in source:
+        return source.split("site-packages/", 1)[1]
+    return source
+
+
 def _provenance(a: Analysis, rep: Report) -> None:
     rep.heading("Provenance")
     rj = a.run.run_json or {}
@@ -107,7 +118,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
                     "family": e.get("family"),
                     "checkpoint_sha256": e.get("checkpoint_sha256"),
                     "fingerprint": e.get("fingerprint"),
-                    "source": e.get("source"),
+                    "source": short_source(e.get("source")),
                 }
                 for e in rj["encoders"]
             ]
@@ -115,6 +126,8 @@ def _provenance(a: Analysis, rep: Report) -> None:
     else:
         cols = [c for c in ("model", "family", "checkpoint_sha256", "encoder_source") if c in frame.columns]
         enc = frame[cols].drop_duplicates().rename(columns={"model": "encoder"})
+        if "encoder_source" in enc.columns:
+            enc["encoder_source"] = enc["encoder_source"].map(short_source)
     rep.table(enc)
     trials = rj.get("trials", {})
     sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
@@ -251,9 +264,10 @@ def _figures(a: Analysis, rep: Report) -> None:
     chance = f" Dotted: chance ({level:g})." if level is not None else ""
     rep.draw(
         "by_condition",
-        f"{metric} by condition per model",
-        f"One panel per model, one line per group level.{ci_note}{chance}",
-        lambda: plots.condition_figure(cond, metric),
+        f"{metric_name(metric)} by condition per model",
+        f"One panel per model, one colour per group level; conditions are categories, so points are not joined."
+        f"{ci_note}{chance}",
+        lambda: plots.condition_figure(cond, metric, ", ".join(dict.fromkeys(a.gaps.group_factor.values())) or "group"),
     )
     c = a.contrasts.contrasts
     two = c[c["contrast"].str.count("×") == 1]
@@ -266,7 +280,8 @@ def _figures(a: Analysis, rep: Report) -> None:
                 f"ie_{slug(model)}",
                 f"IE heatmap: {model}",
                 f"Interaction effect IE = observed − additive prediction for {pair}, non-reference levels only; "
-                "red: worse than additive, blue: better. Same colour scale for all models.",
+                "red: worse than additive, blue: better. Same colour scale for all models."
+                + (f" Brackets: {a.interval_method} (the findings' interval)." if a.found is not None else ""),
                 lambda model=model: plots.ie_heatmap(two, model, vmax),
             )
     else:
@@ -329,7 +344,12 @@ _EFFECT_COLS = ["model", "kind", "effect", "estimate", "lo", "hi", "p_adjusted",
 
 def _unit_line(a: Analysis) -> str:
     metric = a.options.metric
-    ci = f" Intervals: {a.replicates.pct} speaker bootstrap (About this run)." if a.replicates is not None else ""
+    ci = (
+        f" Intervals: {a.interval_method} (About this run). MDE and speakers needed: power {HEADLINE_POWER:g}, "
+        f"{PLAN_LEVEL} (as interbias plan)."
+        if a.replicates is not None
+        else ""
+    )
     return (
         f"Metric: {metric} ({metric_units(metric)}); every value and difference on this page is in that unit, three "
         f"decimals.{ci}"
@@ -345,7 +365,10 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(h.lines[0])
         return
     pct = a.replicates.pct if a.replicates is not None else ""
-    ans = answer(h.findings, a.run.resolved or {}, metric, pct)
+    ans = answer(h.findings, a.run.resolved or {}, metric, pct, str(a.run.path))
+    if ans.key:
+        rep.para("The effects the question names:")
+        rep.bullets(ans.key)
     if ans.central:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
@@ -430,6 +453,12 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     rep.para(
         "IE = observed − (sum of single-factor changes added to the reference). Missing terms are listed, never "
         "imputed. r(prediction, IE) is descriptive: IE contains −prediction, so the two are mathematically coupled."
+        + (
+            f" ie_lo/ie_hi: {a.interval_method}, the findings' interval; the means' bounds (mean_ie_lo/hi) are "
+            "percentile intervals of the mean over the bootstrap replicates."
+            if a.found is not None
+            else ""
+        )
     )
     ci = ["ie_lo", "ie_hi"] if a.replicates is not None else []
     cols = [
@@ -466,6 +495,12 @@ def _gaps(a: Analysis, rep: Report) -> None:
             "gap = metric of the group level − metric of the reference group, per model and condition. Ratios "
             f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
             + shared_calibration_note(a.options.metric)
+            + (
+                f" gap_lo/gap_hi: {a.interval_method}, the findings' interval; mean_abs_gap_lo/hi: percentile "
+                "intervals over the bootstrap replicates."
+                if a.found is not None
+                else ""
+            )
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
         gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]
@@ -513,6 +548,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     operations_section(a, rep)
     _contrasts(a, rep)
     _gaps(a, rep)
+    paper_section(a, rep)
     rep.heading("Additivity validation")
     rep.para(
         "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "

@@ -16,7 +16,7 @@ from interbias.analysis.report_document import Figure, Report
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.run.operations import kept_whole_summary, snr_summary
-from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS, RunDir
+from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS, CalibrationRecord, RunDir
 
 
 def geometry_section(folder: Path, rep: Report) -> None:
@@ -80,11 +80,11 @@ def calibration_section(a: Analysis, rep: Report) -> None:
     rep.heading("Calibration")
     record = a.run.calibration_record
     if not cal.has_calibration(a.results):
-        reason = (record.reason if record is not None else None) or "no calibration columns in results"
-        rep.para(f"Not measured: {reason}.")
+        rep.para(f"Not measured: {not_measured_reason(record)}.")
         return
     fit_on, split = (record.fit_on, record.split) if record is not None else ("?", "dev")
-    point = ", ".join(dict.fromkeys(a.results["dcf_point"].dropna().astype(str)))
+    named = a.results["dcf_point"].astype(str).str.strip() if "dcf_point" in a.results.columns else pd.Series([])
+    point = ", ".join(dict.fromkeys(v for v in named if v and v != "nan")) or "the run's first operating point"
     rep.para(
         f"One linear calibration per model (fit_on: {fit_on}, on the {split} "
         f"trials) applied to every cell; act_dcf at the Bayes threshold of {point}; calibration_loss = act_dcf − "
@@ -118,6 +118,15 @@ def calibration_section(a: Analysis, rep: Report) -> None:
             f"dotted: minimum (best threshold). The gap is the calibration loss at every operating point.{which}",
             lambda: cal.bayes_figure(shown),
         )
+
+
+def not_measured_reason(record: CalibrationRecord | None) -> str:
+    """Why a run has no calibration columns: the reason run.json records, else what is missing."""
+    if record is not None and record.reason:
+        return str(record.reason).rstrip(".")
+    if record is not None and not record.measured:
+        return "run.json records the calibration as not measured and gives no reason"
+    return "results.csv has no calibration values and run.json no calibration record"
 
 
 #: Cells per model in the Bayes error-rate plot (one colour each, no repeat).

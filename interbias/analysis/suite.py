@@ -15,6 +15,7 @@ from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
 from interbias.analysis.effects import DESIGNS, Correction
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
+from interbias.analysis.intervals import method_name, unify
 from interbias.analysis.multiplicity import check_method
 from interbias.analysis.permutation import RunPermutations
 from interbias.analysis.replicates import Replicates, bootstrap_cells
@@ -85,6 +86,16 @@ class Analysis:
     cells: pd.DataFrame | None
     #: The corrected design's non-target-trial replicates (None for the plain designs).
     correction: Correction | None = None
+    #: The decided findings (:func:`findings`), in effect order; None without replicates.
+    found: pd.DataFrame | None = None
+
+    @property
+    def interval_method(self) -> str:
+        """The findings' interval method in words (``percentile`` without findings)."""
+        if self.found is None or self.replicates is None or not len(self.found):
+            return "percentile" if self.replicates is None else f"{self.replicates.pct} percentile interval"
+        kind = str(self.found["interval"].iloc[0])
+        return method_name(self.options.design, kind, self.replicates.pct, self.options.unit)
 
 
 def analyse(results_path: Path, options: Options, reporter: Reporter | None = None) -> Analysis:
@@ -120,7 +131,7 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
         permutations = RunPermutations(run, options.metric, options.n_perm, options.seed)
     contrasts = compute_contrasts(results, options.metric, replicates)
     reps = contrasts.ie_replicates
-    return Analysis(
+    a = Analysis(
         options=options,
         results=results,
         run=run,
@@ -144,6 +155,10 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
         cells=cell_intervals(results, replicates) if replicates is not None else None,
         correction=correction,
     )
+    if replicates is not None:  # one interval per effect: the findings' in every table
+        a.found = findings(a)
+        a.contrasts, a.gaps = unify(a.contrasts, a.gaps, a.found, a.interval_method)
+    return a
 
 
 def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float, float, float]:
@@ -215,6 +230,8 @@ def support_of(a: Analysis) -> dict[tuple[str, str, str], float] | None:
 def findings(a: Analysis) -> pd.DataFrame:
     """The decided findings of an analysis with bootstrap replicates (its options: metric,
     adjustment, design, ``simple``)."""
+    if a.found is not None:
+        return a.found.copy()
     alpha = round(1 - a.replicates.level, 12)
     frame, matrix = effects.collect(
         a.results,

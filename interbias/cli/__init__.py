@@ -119,12 +119,13 @@ from interbias.cli import plan as _plan  # noqa: E402,F401
 from interbias.cli import repair as _repair  # noqa: E402,F401
 from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
+from interbias.cli import runs as _runs  # noqa: E402,F401
 from interbias.cli import validate as _validate  # noqa: E402,F401
 
 #: The ``--help`` panels, in order, and the commands each holds, in order: every command is in one.
 PANELS: dict[str, tuple[str, ...]] = {
     "Run": ("run", "validate", "list", "plan", "export"),
-    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "fairness", "metrics", "cm-eval"),
+    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "runs", "fairness", "metrics", "cm-eval"),
     "Models": ("encoders", "models", "embed", "cm"),
     "Audits": ("geometry", "repair", "blackbox"),
     "Data": ("corpus", "operators", "degrade"),

@@ -137,6 +137,7 @@ def saved_findings(a: Analysis, folder: Path) -> object | None:
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
     """The question, the central statement and one line per model and kind, wrapped to the width."""
     from interbias.analysis.answer import answer, question
+    from interbias.analysis.headline import HEADLINE_POWER, PLAN_LEVEL
     from interbias.cli.tables import echo_wrapped
 
     echo_wrapped("question: " + question(a.run.resolved or {}, a.options.metric), wide=wide)
@@ -144,11 +145,16 @@ def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
     if frame is None:
         echo_wrapped(found.lines[0], wide=wide)  # type: ignore[attr-defined]
         return
-    ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct)
+    ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct, str(a.run.path))
+    if ans.key:
+        echo_wrapped("the effects the question names:", wide=wide)
+    for line in ans.key:
+        echo_wrapped(line, "  ", wide=wide)
     if ans.central:
         echo_wrapped(ans.central, wide=wide)
     for model, _, line in ans.lines:
         echo_wrapped(f"{model}: {line}", "  ", wide=wide)
+    echo_wrapped(f"MDE and speakers needed: power {HEADLINE_POWER:g}, {PLAN_LEVEL} (as interbias plan).", wide=wide)
 
 
 @app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
@@ -174,6 +180,13 @@ def analyze(
     adjust: AdjustOpt = "holm",
     bootstrap_design: DesignOpt = "corrected",
     simple: SimpleOpt = False,
+    equivalence: Annotated[
+        float | None,
+        typer.Option(
+            help="Margin (metric units) stated in advance: TOST per effect, adjusted over the family (--adjust), "
+            "says per model how many effects are shown within ±MARGIN; writes equivalence.csv."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
@@ -182,6 +195,7 @@ def analyze(
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
     from interbias.analysis.headline import headline
     from interbias.analysis.suite import analyse, write_tables
+    from interbias.cli.tables import echo_wrapped
 
     if not results.exists():
         from interbias.utils.errors import AnalysisError
@@ -196,6 +210,7 @@ def analyze(
     folder = out or (results if results.is_dir() else results.parent)
     found = headline(a)
     paths = write_tables(a, folder) + write_findings(a, folder, found)
+    within = _equivalence(a, found, equivalence, folder, paths)
     if as_json:
         _print_json(a, found, paths)
         return
@@ -205,9 +220,29 @@ def analyze(
             typer.echo(line)
     else:
         print_answer(a, found, wide=wide)
+    for i, line in enumerate(within):
+        echo_wrapped(line, "  " if i else "", wide=wide)
     if not quiet:
         _print_tables(a, metric, tolerance, wide)
     _closing(a, metric, paths, folder)
+
+
+def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, paths: list[Path]) -> list[str]:
+    """With a margin: equivalence.csv (TOST per effect, :mod:`interbias.analysis.equivalence`)
+    appended to ``paths``, and the per-model lines to print."""
+    if margin is None:
+        return []
+    from interbias.analysis import equivalence as eq
+    from interbias.utils import atomic
+    from interbias.utils.errors import AnalysisError
+
+    if found.findings is None:
+        raise AnalysisError("--equivalence needs the findings' intervals (--bootstrap > 0 on a run with scores)")
+    alpha = round(1 - a.replicates.level, 12)  # type: ignore[union-attr]
+    frame = eq.tost(found.findings, margin, alpha, a.options.adjust)
+    atomic.write_csv(folder / "equivalence.csv", frame)
+    paths.append(folder / "equivalence.csv")
+    return ["equivalence:", *eq.lines(frame, margin, a.options.adjust)]
 
 
 def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
@@ -225,7 +260,8 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
     if len(a.above_chance):
         echo_wrapped(f"{len(a.above_chance)} cell(s) with {metric} above chance (0.5): listed in above_chance.csv")
     if a.replicates is not None:
-        echo_wrapped(f"intervals: {a.replicates.describe()}")
+        echo_wrapped(f"intervals of effects (findings, contrasts.csv, gaps.csv): {a.interval_method}")
+        echo_wrapped(f"intervals of cells and means: {a.replicates.describe()}")
     echo_wrapped("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
 
 

@@ -139,8 +139,40 @@ def prepare(
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    by: Annotated[
+        str | None,
+        typer.Option(help="Two attributes ROWS,COLUMNS (e.g. split,gender): speakers and utterances per pair."),
+    ] = None,
 ) -> None:
-    """Count speakers and utterances per value of every speaker and recording attribute."""
+    """Count speakers and utterances per value of every speaker and recording attribute; with
+    --by A,B per pair of values of A and B (the seed paper's split × gender counts)."""
     from interbias.corpora.manifest import Manifest
 
-    _print_summary(Manifest.read(manifest), as_json=as_json)
+    if by is None:
+        _print_summary(Manifest.read(manifest), as_json=as_json)
+        return
+    _print_crosstab(Manifest.read(manifest), by, as_json=as_json)
+
+
+def _print_crosstab(manifest: Any, by: str, *, as_json: bool) -> None:
+    from interbias.corpora.info import crosstab
+    from interbias.utils.errors import CorpusError
+
+    names = [n.strip() for n in by.split(",") if n.strip()]
+    if len(names) != 2:
+        raise CorpusError(f"--by {by!r}: give two attributes as ROWS,COLUMNS, e.g. split,gender")
+    counts, rows, cols = crosstab(manifest, *names)
+    if not counts:
+        raise CorpusError(f"--by {by}: no utterance of {manifest.name} has both {names[0]!r} and {names[1]!r}")
+    if as_json:
+        cells = [{names[0]: r, names[1]: c, "speakers": s, "utterances": u} for (r, c), (s, u) in counts.items()]
+        typer.echo(json.dumps(cells, indent=2))
+        return
+    typer.echo(f"{manifest.name}: speakers / utterances per {names[0]} (rows) and {names[1]} (columns)")
+    width = max(len(names[0]), *map(len, rows))
+    cell = max(len(f"{s} / {u}") for s, u in counts.values())
+    cell = max(cell, *map(len, cols))
+    typer.echo(f"  {names[0]:<{width}}  " + "  ".join(f"{c:>{cell}}" for c in cols))
+    for r in rows:
+        vals = ["{} / {}".format(*counts[(r, c)]) if (r, c) in counts else "0 / 0" for c in cols]
+        typer.echo(f"  {r:<{width}}  " + "  ".join(f"{v:>{cell}}" for v in vals))

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.tables import width
 from interbias.run.catalogue import REASON_KEY, experiment_entries, without_reason_keys
 
 
@@ -22,6 +23,25 @@ def _runs_here(e: dict[str, Any]) -> str:
         cells = f"({v['n_cells']})" if "n_cells" in v else ""
         parts.append(f"{v['name']}{cells} {_mark(v)}")
     return " · ".join(parts)
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    """``text`` wrapped to the width, continuation lines indented by ``indent``; words whole."""
+    import textwrap
+
+    return textwrap.wrap(text, width(), subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def _packed(parts: list[str], total: int, indent: str) -> list[str]:
+    """``parts`` joined by `` · `` into lines of at most ``total`` characters (a part longer
+    than that stays whole on its own line), each starting with ``indent``."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= total:
+            lines[-1] += " · " + part
+        else:
+            lines.append(indent + part)
+    return lines
 
 
 def catalogue_table(entries: list[dict[str, Any]]) -> list[str]:
@@ -40,15 +60,23 @@ def catalogue_table(entries: list[dict[str, Any]]) -> list[str]:
         f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}  {r[4]}".rstrip()
         for r in rows
     ]
+    if max(map(len, lines[1:]), default=0) <= width() < len(lines[0]):  # the rows fit: a shorter header
+        lines[0] = lines[0].removesuffix(": corpus · --corpus variant(cells)")
+    elif max(map(len, lines)) > width():  # the last column under each row, packed at " · "
+        lines = []
+        for r in rows:
+            lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}".rstrip())
+            lines.extend(_packed(r[4].split(" · "), width(), "     "))
     keys = {x.get(REASON_KEY) for e in entries for x in [e, *e.get("variants", [])] if not x["runnable"]}
     lines.append("")
     lines.append("✓ runs here now; ✗ does not, because:")
-    lines.extend(f"  ✗{k:<9}{REASONS[k]}" for k in REASONS if k in keys)
+    for k in (k for k in REASONS if k in keys):
+        lines.extend(_wrapped(f"  ✗{k:<9}{REASONS[k]}", " " * 12))
     runs = sorted((e for e in entries if e.get("runnable_with") or e["runnable"]), key=lambda e: e["name"] != "E16")
     if runs:
         e = runs[0]
         cmd = f"interbias run {e['name']}" + ("" if e["runnable"] else f" --corpus {e['runnable_with'][0]}")
-        lines.append(f"Try `{cmd}`; `interbias list -v` shows levels, reasons and the data each needs.")
+        lines.extend(_wrapped(f"Try `{cmd}`; `interbias list -v` shows levels, reasons and the data each needs.", "  "))
     return lines
 
 

@@ -37,6 +37,14 @@ def plan(
     bootstrap: Annotated[int, typer.Option(help="Speaker-bootstrap replicates for the pilot's SEs.")] = 1000,
     seed: SeedOpt = 0,
     group_factor: GroupOpt = None,
+    model: Annotated[str | None, typer.Option(help="Plan for this model only (default: every model).")] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Plan for one kind of effect only: interaction, main or gap (default: all).")
+    ] = None,
+    speakers: Annotated[
+        int | None,
+        typer.Option(help="Also state the MDE each effect would have with this many speakers per stratum."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
@@ -56,7 +64,10 @@ def plan(
         metric, check_replicates(bootstrap, "corrected"), seed, "speaker", 1 - alpha, group_factor=group_factor
     )
     a = analyse(run_dir, opts)
-    frame = planner.plan(a, settings)
+    use = (a.run.resolved or {}).get("use")
+    frame = planner.central_first(planner.select(planner.plan(a, settings), model, kind), use)
+    if speakers is not None:
+        frame[f"mde_at_{speakers}_speakers"] = planner.mde_at(frame, speakers)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", frame)
     reason = planner.no_plan_reason(frame)
@@ -68,9 +79,24 @@ def plan(
             f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
         )
     )
+    if reason is None:
+        corpus = _corpus_name(a.run.resolved or {})
+        limit = planner.beyond_corpus(
+            frame["speakers_per_stratum_needed"].max(), planner.corpus_capacity(a.run), corpus
+        )
+        if limit:
+            follow += f"; but {limit}"
     level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
     title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
     _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+
+
+def _corpus_name(resolved: dict[str, Any]) -> str:
+    """The pilot's corpus by name (its ``corpus`` key, a name or a mapping with ``name``)."""
+    corpus = resolved.get("corpus")
+    if isinstance(corpus, dict):
+        corpus = corpus.get("name") or corpus.get("manifest")
+    return str(corpus or "pilot's")
 
 
 def _print_plan(
@@ -113,10 +139,11 @@ def _print_plan(
     columns = ["kind", "n_effects", "n_resolved", "median_mde", "median_speakers_needed", "max_speakers_needed"]
     print_frame(planner.recommendation(frame), title, [*columns, "experiment"], wide=wide, full=path.name)
     per = frame.sort_values("speakers_per_stratum_needed", ascending=False, kind="stable")
+    at = [c for c in frame.columns if str(c).startswith("mde_at_")]
     print_frame(
         per,
         "per effect (largest need first)",
-        ["model", "effect", "estimate", "mde", "speakers_per_stratum_needed", "lo", "hi", "note"],
+        ["model", "effect", *at, "speakers_per_stratum_needed", "mde", "estimate", "lo", "hi", "note"],
         wide=wide,
         full=path.name,
         max_rows=15,

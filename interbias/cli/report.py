@@ -24,6 +24,7 @@ from interbias.cli.analyze import (
     saved_findings,
     write_findings,
 )
+from interbias.cli.tables import echo_wrapped
 
 
 @app.command(epilog="Example: interbias report results/<run_id>")
@@ -81,20 +82,20 @@ def report(
     a = analyse(run_dir, opts)
     found = saved_findings(a, base)
     if found is not None:
-        typer.echo(f"findings: reused {base / 'findings.csv'} (its findings.json: same options and results.csv)")
+        echo_wrapped(f"findings: reused {base / 'findings.csv'} (its findings.json: same options and results.csv)")
     elif a.replicates is not None:
         found = headline(a)
         paths = write_findings(a, folder, found)
-        typer.echo(f"findings: computed here (no matching interbias analyze output in {base}); wrote {paths[0]}")
+        echo_wrapped(f"findings: computed here (no matching interbias analyze output in {base}); wrote {paths[0]}")
     geo = geometry or (base if (base / "geometry.csv").is_file() else None)
     rep = build_report(a, geometry_dir=geo, findings=found)
     md, page = write_report(rep, folder)
-    typer.echo(f"{len(rep.figures)} figure(s); not drawn: {len(rep.omitted)}")
+    echo_wrapped(f"{len(rep.figures)} figure(s); not drawn: {len(rep.omitted)}")
     for msg in rep.omitted:
-        typer.echo(f"  not drawn: {msg}")
-    typer.echo(f"wrote {md} and {page}")
+        echo_wrapped(f"not drawn: {msg}", "  ")
+    echo_wrapped(f"wrote {md} and {page}")
     if latex:
         from interbias.analysis.latex import write_latex
 
         tex = write_latex(a, folder)
-        typer.echo(f"wrote {tex[0]} and {len(tex) - 1} table(s) in {tex[0].parent / 'tables'}")
+        echo_wrapped(f"wrote {tex[0]} and {len(tex) - 1} table(s) in {tex[0].parent / 'tables'}")

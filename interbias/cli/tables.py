@@ -21,6 +21,8 @@ from rich.table import Table
 DEFAULT_WIDTH = 80
 #: Narrowest a text column is folded to before trailing columns are dropped instead.
 MIN_TEXT = 14
+#: A numeric column's header longer than this folds onto more lines (its numbers keep their width).
+HEADER = 12
 #: Rows printed by default (``wide``: all).
 MAX_ROWS = 30
 
@@ -69,6 +71,16 @@ def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
 MIN_KEEP = 4
 
 
+def _text_share(widths: list[tuple[int, bool]], total: int) -> int | None:
+    """The widest each text column may be so that the numbers keep their whole width within
+    ``total`` characters (``None`` when everything fits at full width)."""
+    if 1 + sum(w + 3 for w, _ in widths) <= total:
+        return None
+    n_text = sum(1 for _, text in widths if text)
+    fixed = 1 + sum(w + 3 for w, text in widths if not text) + 3 * n_text
+    return max(MIN_TEXT, (total - fixed) // max(1, n_text))
+
+
 def _fits(widths: list[tuple[int, bool]], total: int, *, fold: bool = True) -> int:
     """How many leading columns fit in ``total`` characters (``fold``: text columns folded to
     MIN_TEXT)."""
@@ -99,15 +111,18 @@ def print_frame(
     widths = []
     for c in cols:
         numeric = pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
-        w = max([len(str(c)), *map(len, cells[c])])
+        head = min(len(str(c)), HEADER) if numeric else len(str(c))  # a long header folds, a number never
+        w = max([head, *map(len, cells[c])])
         widths.append((w, not numeric))
     keep = len(cols) if wide else _fits(widths, width(), fold=False)  # whole labels where they fit
     if not wide and keep < min(len(cols), MIN_KEEP):
         keep = _fits(widths, width())
     table = Table(title=title, show_lines=False, title_justify="left", pad_edge=False, expand=False)
+    share = None if wide else _text_share(widths[:keep], width())
     for c, (w, text) in zip(cols[:keep], widths[:keep], strict=True):
         just = "left" if text else "right"
-        table.add_column(c, justify=just, overflow="fold", min_width=min(w, MIN_TEXT) if text else w)
+        most = share if text and share is not None and share < w else None
+        table.add_column(c, justify=just, overflow="fold", min_width=min(w, MIN_TEXT) if text else w, max_width=most)
     for i in range(len(shown)):
         table.add_row(*(cells[c][i] for c in cols[:keep]))
     console(wide).print(table)

@@ -68,3 +68,22 @@ def summarize(manifest: Manifest) -> ManifestSummary:
     durations = [u.duration_s for u in manifest if u.duration_s is not None]
     total = round(sum(durations), 3) if len(durations) == len(manifest) else None
     return ManifestSummary(manifest.name, len(manifest), len(manifest.speakers()), total, attributes)
+
+
+def crosstab(
+    manifest: Manifest, rows: str, columns: str
+) -> tuple[dict[tuple[str, str], tuple[int, int]], list[str], list[str]]:
+    """Speakers and utterances per (``rows`` value, ``columns`` value), e.g. split × gender
+    (the seed paper's Fig. 2): ({(r, c): (speakers, utterances)}, row values, column values),
+    values sorted; utterances missing either attribute are not counted."""
+    utts: dict[tuple[str, str], int] = {}
+    spks: dict[tuple[str, str], set[str]] = {}
+    for u in manifest:
+        r, c = u.get(rows), u.get(columns)
+        if r is None or c is None:
+            continue
+        key = (str(r), str(c))
+        utts[key] = utts.get(key, 0) + 1
+        spks.setdefault(key, set()).add(u.speaker)
+    out = {k: (len(spks[k]), utts[k]) for k in sorted(utts)}
+    return out, sorted({r for r, _ in out}), sorted({c for _, c in out})

@@ -34,6 +34,7 @@ from interbias.experiments.protocol import (
     varies_frontend,
     with_protocol_k,
 )
+from interbias.experiments.question_spec import KeyEffect, parse_question
 from interbias.experiments.sections import (
     TRIAL_LIST_FORMATS,
     AcousticLevel,
@@ -58,7 +59,7 @@ from interbias.utils.errors import ConfigError
 TOP_KEYS = {
     "name": "experiment id (E01…E20)",
     "title": "short human title",
-    "question": "the question the experiment answers, one line (the report opens with it)",
+    "question": "the question the experiment answers, one line, or {text, effects: [key effects, e.g. 'noise × vad']}",
     "description": "what the experiment measures",
     "use": "contrast | gap | descriptive",
     "corpus": "corpus name or {name, root, manifest}",
@@ -151,6 +152,8 @@ class Experiment:
     scoring: ScoreNormSpec = field(default_factory=ScoreNormSpec)
     #: ``question``: what the experiment asks, one line ("" when the YAML has none).
     question: str = ""
+    #: ``question.effects``: the effects the question names, stated first in the answer.
+    key_effects: tuple[KeyEffect, ...] = ()
     #: ``attacks``: the adversarial attack stage (:mod:`interbias.experiments.attack_spec`).
     attacks: AttackSpec | None = None
 
@@ -280,7 +283,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
-        question=_question(raw.get("question", ""), where),
+        **_question(raw.get("question", ""), where, factors),
         description=str(raw.get("description", "")),
         use=use,
         corpus=corpus_spec,
@@ -322,10 +325,10 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
     return spec
 
 
-def _question(value: Any, where: str) -> str:
-    if not isinstance(value, str) or "\n" in value.strip():
-        raise ConfigError(f"{where}: question: one line of text, got {value!r}")
-    return value.strip()
+def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
+    """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
+    asked = parse_question(value, where, [f.name for f in factors])
+    return {"question": asked.text, "key_effects": asked.effects}
 
 
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:

@@ -1,0 +1,88 @@
+"""An experiment's ``question``: one line of text, or ``{text, effects: [...]}`` naming the key
+effects the question is about, which the answer states first with their intervals.
+
+Key effect grammar (factor names of the experiment):
+
+* ``A × B`` (also ``A x B``, ``A * B``; three factors likewise): the interactions of those factors;
+* ``A``: the main effects of factor A;
+* ``A gap``: the subgroup gaps between the levels of population factor A.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from interbias.utils.errors import ConfigError
+
+_CROSS = re.compile(r"\s*(?:×|\*|\sx\s)\s*")
+
+
+@dataclass(frozen=True)
+class KeyEffect:
+    """One key effect: its ``kind`` (interaction, main, gap), the ``factors`` it is about and
+    the ``text`` as the YAML writes it."""
+
+    kind: str
+    factors: tuple[str, ...]
+    text: str
+
+    def matches(self, kind: str, effect: str, condition: str, group: str) -> bool:
+        """Whether a findings row (its kind, effect label, condition and group) is this effect."""
+        if kind != self.kind:
+            return False
+        if kind == "interaction":
+            contrast = effect.removeprefix("IE ").split(" at ")[0]
+            return set(contrast.split("×")) == set(self.factors)
+        name = (group if kind == "gap" else condition).split("=")[0]
+        return name == self.factors[0]
+
+
+@dataclass(frozen=True)
+class QuestionSpec:
+    """The question's text and its key effects (none when the YAML gives a plain string)."""
+
+    text: str
+    effects: tuple[KeyEffect, ...] = ()
+
+
+def parse_key_effect(text: Any, where: str, factors: Sequence[str] | None = None) -> KeyEffect:
+    """One entry of ``question.effects`` (``factors``: the experiment's factor names, checked
+    when given)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}: question.effects: each entry is text such as 'noise × vad', got {text!r}")
+    raw = text.strip()
+    if raw.endswith(" gap"):
+        kind, names = "gap", (raw[: -len(" gap")].strip(),)
+    else:
+        names = tuple(n.strip() for n in _CROSS.split(f" {raw} ".replace(" x ", " × ")) if n.strip())
+        kind = "interaction" if len(names) > 1 else "main"
+    unknown = [n for n in names if factors is not None and n not in factors]
+    if unknown:
+        raise ConfigError(
+            f"{where}: question.effects: {raw!r} names {', '.join(map(repr, unknown))}, not a factor; "
+            f"factors: {', '.join(factors or [])}"
+        )
+    return KeyEffect(kind, names, raw)
+
+
+def parse_question(value: Any, where: str, factors: Sequence[str] | None = None) -> QuestionSpec:
+    """``question``: one line of text or ``{text, effects}`` (see the module doc)."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"text", "effects"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} at question; valid: text, effects")
+        effects = value.get("effects") or []
+        if not isinstance(effects, list):
+            raise ConfigError(f"{where}: question.effects: a list such as ['noise × vad'], got {effects!r}")
+        text = _line(value.get("text", ""), where)
+        return QuestionSpec(text, tuple(parse_key_effect(e, where, factors) for e in effects))
+    return QuestionSpec(_line(value, where))
+
+
+def _line(value: Any, where: str) -> str:
+    if not isinstance(value, str) or "\n" in value.strip():
+        raise ConfigError(f"{where}: question: one line of text, got {value!r}")
+    return value.strip()

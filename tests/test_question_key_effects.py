@@ -1,0 +1,74 @@
+"""A YAML's ``question`` may name its key effects (``{text, effects: [...]}``); the plain string
+stays valid; the answer states the named effects first with their intervals, and names the
+largest resolved benefit beside the largest harm."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from synthetic_runs import gender_noise_run
+
+from interbias.analysis.answer import answer, key_lines, kind_line, question
+from interbias.analysis.headline import headline
+from interbias.analysis.suite import Options, analyse
+from interbias.experiments.question_spec import KeyEffect, parse_question
+from interbias.utils.errors import ConfigError
+
+MEANS = {
+    "big": {("female", "clean"): 3.0, ("female", "n10"): 2.5, ("male", "clean"): 0.8, ("male", "n10"): 0.3},
+    "flat": {("female", "clean"): 1.5, ("female", "n10"): 1.5, ("male", "clean"): 1.5, ("male", "n10"): 1.2},
+}
+ASKED = {"text": "Does noise widen the gap?", "effects": ["gender × noise", "gender gap"]}
+
+
+def test_parse_plain_and_typed_question() -> None:
+    assert parse_question(" Why? ", "E.yaml").text == "Why?" and parse_question("Why?", "E.yaml").effects == ()
+    spec = parse_question(
+        {**ASKED, "effects": ["vad x noise", "noise", "gender gap"]}, "E.yaml", ["vad", "noise", "gender"]
+    )
+    assert spec.effects == (
+        KeyEffect("interaction", ("vad", "noise"), "vad x noise"),
+        KeyEffect("main", ("noise",), "noise"),
+        KeyEffect("gap", ("gender",), "gender gap"),
+    )
+    with pytest.raises(ConfigError, match="'snr', not a factor"):
+        parse_question({"text": "Q?", "effects": ["snr × noise"]}, "E.yaml", ["noise", "vad"])
+    with pytest.raises(ConfigError, match="unknown key 'effect' at question"):
+        parse_question({"text": "Q?", "effect": []}, "E.yaml")
+
+
+def test_catalogue_names_key_effects() -> None:
+    from interbias.experiments.schema import load_experiment
+    from interbias.utils.paths import conditions_dir
+
+    texts = {e: [k.text for k in load_experiment(conditions_dir() / f"{e}.yaml").key_effects] for e in
+             ("E14", "E16", "E22", "E24")}  # fmt: skip
+    assert texts["E22"] == ["enrolment × noise", "vad × noise"] and texts["E14"] == ["emotion × noise"]
+    assert all(texts.values())
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> pd.DataFrame:
+    run = gender_noise_run(tmp_path_factory.mktemp("key") / "run", MEANS, n=12, m=4)
+    return headline(analyse(run, Options(n_boot=200))).findings
+
+
+def test_answer_states_the_named_effects_first_with_intervals(findings: pd.DataFrame) -> None:
+    resolved = {"use": "gap", "question": ASKED, "factors": []}
+    assert question(resolved, "eer") == ASKED["text"]
+    ans = answer(findings, resolved, "eer", "95%")
+    assert [line.split(":")[0] for line in ans.key] == [
+        "gender × noise, big", "gender × noise, flat", "gender gap, big", "gender gap, flat"
+    ]  # fmt: skip
+    ie = findings[(findings.kind == "interaction") & (findings.model == "flat")].iloc[0]
+    assert f"male, n10: {ie.estimate:+.3f} (95% CI [{ie.lo:+.3f}, {ie.hi:+.3f}]" in ans.key[1]
+    assert key_lines(findings, {"question": "plain"}, "eer", "95%") == []
+
+
+def test_largest_benefit_beside_largest_harm(findings: pd.DataFrame) -> None:
+    part = findings[findings.model == "big"].copy()
+    main = part[part.kind == "main"].index
+    part.loc[main, "resolved"] = True
+    part.loc[main[-1], ["estimate", "lo", "hi"]] = [-0.05, -0.08, -0.02]
+    line = kind_line(part, "main", "eer", "95%")
+    assert "; largest harm: " in line and "; largest benefit: " in line and "(-0.050, 95% CI [-0.080, -0.020])" in line
