@@ -255,7 +255,25 @@ class Encoder:
             "trained_on": list(self.card.trained_on),
             **({"models_lock": self.models_lock} if self.models_lock else {}),
             "runtime": self.runtime_provenance(),
+            **self.batching_provenance(),
         }
+
+    def batching_provenance(self) -> dict[str, Any]:
+        """How network calls are batched and at what precision; empty for the CPU default
+        (one at a time, fp32)."""
+        out: dict[str, Any] = {}
+        if self.precision != "fp32":
+            out["precision"] = self.precision
+        if self.batches():
+            kind = "masked" if self.supports_masks else "padded" if self.supports_padding else "equal frames"
+            limits = {"max_items": self.max_batch_items}
+            limits.update(
+                {"max_frames": self.max_batch_frames}
+                if self.supports_masks
+                else {"max_samples": self.max_batch_samples}
+            )
+            out["batching"] = {"kind": kind, **limits, "module": "eager"}
+        return out
 
 
 def load_reason(exc: BaseException) -> str:
