@@ -1,6 +1,8 @@
 """Length masks for mixed-length batches: rows padded at the end to the longest, each with its
 own count of valid frames along the last axis. Every reduction here runs over a row's valid
-frames only, so a row's result equals what the row alone (unpadded) gives, float rounding aside."""
+frames only, so a row's result equals what the row alone (unpadded) gives, float rounding aside.
+Reductions accumulate in float32 at least (bfloat16 inputs under autocast: frame counts and
+sums beyond 256 are not exact in bfloat16)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,14 @@ def pad_rows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.nn.utils.rnn.pad_sequence(list(rows), batch_first=True), lengths
 
 
+def wide(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 when it is in a narrower float type, else as it is."""
+    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+
+
 def masked_mean(x: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Mean over the last axis of (N, …, T) ``x`` over each row's valid frames: Σ_valid x / L_i."""
+    x = wide(x)
     shape = (-1,) + (1,) * (x.dim() - 2)
     weights = mask.to(x.dtype).view(mask.shape[0], *([1] * (x.dim() - 2)), mask.shape[1])
     return (x * weights).sum(-1) / lengths.to(x.dtype).view(shape)
@@ -33,6 +41,7 @@ def masked_std(
 ) -> torch.Tensor:
     """Standard deviation over the last axis, valid frames only, two-pass:
     √(Σ_valid (x − mean)² / (L_i − 1)) with ``unbiased``, else / L_i. NaN where L_i − 1 = 0."""
+    x = wide(x)
     shape = (-1,) + (1,) * (x.dim() - 2)
     weights = mask.to(x.dtype).view(mask.shape[0], *([1] * (x.dim() - 2)), mask.shape[1])
     dev = (x - mean.unsqueeze(-1)) * weights
@@ -45,6 +54,7 @@ def segment_means(x: torch.Tensor, lengths: torch.Tensor, segment: int) -> torch
     its valid frames (a row's last partial segment over its own frames, as ``avg_pool1d`` with
     ``ceil_mode=True`` averages an unpadded row); S = ⌈T / segment⌉, segments past a row's end 0.
     ``x`` must be zero at padded frames."""
+    x = wide(x)
     n, c, t = x.shape
     s = -(-t // segment)
     sums = torch.nn.functional.pad(x, (0, s * segment - t)).view(n, c, s, segment).sum(-1)
