@@ -96,7 +96,9 @@ def test_gpu_check_runs_its_logic_on_cpu(tiny_corpus, capsys: pytest.CaptureFixt
         gpu_check.main(["--device", "cpu", "--encoder", "mfcc-stats", "--n", "6", "--batch", "4", "--reps", "1"]) == 0
     )
     out = capsys.readouterr().out
-    assert re.search(r"\| agreement \(max ≤ 0.0001\) +\| PASS +\|", out) and "| 6 / " in out
+    assert re.search(r"\| agreement \(max ≤ 1e-05\) +\| PASS +\|", out) and "| 6 / " in out
+    assert re.search(r"\| network calls per pass / utterances per call +\| 2 / 3.00 +\|", out)
+    assert re.search(r"\| batching \(≥ 0.75 × 4 per call\) +\| PASS +\|", out)
 
 
 def test_gpu_check_without_cuda_is_not_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,38 +82,14 @@ def test_equal_frame_batches_hand_example_and_limits() -> None:
     assert equal_frame_batches([], [], 8, 100) == []
 
 
-def test_campplus_batches_inputs_of_equal_frame_count_as_one_at_a_time(waves_by_frames) -> None:
-    """On CUDA, CAM++ (no padding mask) stacks inputs of equal frame count; forced on CPU here:
-    the rows equal one-at-a-time embeddings, and every call gets one frame count."""
-    from interbias.encoders.features import num_frames
-
+def test_campplus_batches_with_masks_off_the_cpu_under_their_own_keys() -> None:
+    """CUDA (faked here) turns on masked batches of mixed lengths; they get their own cache
+    keys, the CPU default (one at a time) keeps its own (see tests/test_encoders_masked.py)."""
     enc = load_encoder("CAM++", options={"runtime": "eager"})
-    alone = np.stack([enc.embed([w])[0] for w in waves_by_frames])
-    calls: list[int] = []
-    net = enc.net
-
-    def counting(x: torch.Tensor) -> torch.Tensor:
-        calls.append(x.shape[0])
-        return net(x)
-
-    enc.net = counting
-    enc.batches = lambda: True  # what device cuda turns on
-    before = enc.batch_calls
-    got = enc.embed(waves_by_frames)
-    frames = [num_frames(w.size) for w in waves_by_frames]
-    assert sorted(calls) == sorted(frames.count(f) for f in set(frames))  # one call per frame count
-    assert enc.batch_calls - before == len(set(frames))
-    assert float((got * alone).sum(axis=1).min()) >= 0.999999
-    # batched embeddings get their own cache keys (as padded batches do)
-    other = load_encoder("CAM++", options={"runtime": "eager"})
-    cpu_key = other.fingerprint
-    other.device = "cuda"
-    assert other.batches() and other.fingerprint != cpu_key
-
-
-@pytest.fixture(scope="module")
-def waves_by_frames() -> list[np.ndarray]:
-    """Seven waveforms in three frame counts, lengths differing within a frame (160 samples)."""
-    rng = np.random.default_rng(11)
-    lengths = [32_000, 32_100, 24_000, 32_050, 24_150, 40_000, 24_010]
-    return [(0.1 * rng.standard_normal(n)).astype(np.float32) for n in lengths]
+    cpu_key = enc.fingerprint
+    assert not enc.batches() and enc.supports_masks
+    enc.device = "cuda"
+    assert enc.batches() and enc.fingerprint != cpu_key
+    assert enc.batch_groups([16000, 48000, 32000]) == [[0, 2, 1]]  # one call, sorted by length
+    enc.set_batching("never")
+    assert not enc.batches() and enc.fingerprint == cpu_key

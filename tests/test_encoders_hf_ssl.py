@@ -87,6 +87,13 @@ def test_hubert_normalises_input_and_pads_with_masks(hf_dirs) -> None:
     batch = enc._embed_batch([w, short])
     np.testing.assert_allclose(batch[1], enc._embed_one(short), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(batch[0], enc._embed_one(w), rtol=1e-4, atol=1e-5)
+    # batch="always" takes the masked path on CPU: one network call, padding counted in frames
+    enc.set_batching("always")
+    calls, alone = enc.batch_calls, enc.embed([w])[0]
+    both = enc.embed([w, short])
+    assert enc.batch_calls == calls + 2 and enc.valid_frames == sum(enc.frame_count(x.size) for x in (w, short))
+    assert enc.padded_frames == enc.frame_count(w.size) - enc.frame_count(short.size) > 0
+    assert float(both[0] @ alone) >= 1 - 1e-5
 
 
 def test_unispeech_sat_folder_loads(tmp_path: Path) -> None:

@@ -23,10 +23,13 @@ from typing import Any
 
 from interbias.encoders.base import Encoder, freeze, load_problem, load_reason, probe_wave
 from interbias.encoders.batching import (
+    BATCH_MODES,
+    MAX_BATCH_FRAMES,
     MAX_BATCH_ITEMS,
     MAX_BATCH_SAMPLES,
     MAX_LENGTH_RATIO,
     equal_frame_batches,
+    frame_budget_batches,
     length_buckets,
 )
 from interbias.encoders.card import (
@@ -39,6 +42,7 @@ from interbias.encoders.card import (
     hash_files,
     overlap_warning,
 )
+from interbias.encoders.precision import PRECISIONS, check_precision, precision_scope
 from interbias.encoders.runtime import (
     RUNTIMES,
     apply_runtime,
@@ -82,7 +86,11 @@ def load_encoder(
 ) -> Encoder:
     """Build the encoder registered as ``label`` (exact name) on ``device``, switch it to its
     runtime (:func:`requested_runtime`, ``runtime`` its default) and check its dimension.
-    ``LABEL+orca:REF`` is a repaired encoder (:mod:`interbias.encoders.orca`)."""
+    ``LABEL+orca:REF`` is a repaired encoder (:mod:`interbias.encoders.orca`).
+
+    Options every encoder takes: ``batch`` (``auto``: batch off the CPU, ``always``, ``never``;
+    :attr:`Encoder.batch_mode`) and ``precision`` (``fp32``, ``tf32``, ``bf16``;
+    :mod:`~interbias.encoders.precision`; other than fp32 it runs the eager module)."""
     if "+orca:" in label:
         from interbias.encoders.orca import load_repaired
 
@@ -90,7 +98,13 @@ def load_encoder(
     card = ENCODERS.get(label)
     factory = card.factory or load_from_layouts
     options = dict(options or {})
+    batch = str(options.pop("batch", "auto"))
+    precision = check_precision(str(options.pop("precision", "fp32")))
     runtime, strict = requested_runtime(options, runtime)
+    if precision != "fp32" and runtime != "eager":
+        if strict and runtime == "onnxruntime":
+            raise EncoderError(f"{label}: precision {precision} needs the eager runtime (onnxruntime runs float32)")
+        runtime = "eager"
     params = inspect.signature(factory).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and n != "device"]
@@ -100,6 +114,8 @@ def load_encoder(
                 f"{label}: unknown option(s) {', '.join(unknown)}; valid: {', '.join(valid) or '(none)'}"
             )
     encoder = factory(card, device=device, **options)
+    encoder.set_batching(batch)
+    encoder.precision = precision
     apply_runtime(encoder, runtime, strict)
     encoder.check_dimension()
     return encoder

@@ -10,13 +10,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interbias.encoders.batching import (
+    BATCH_MODES,
+    MAX_BATCH_FRAMES,
     MAX_BATCH_ITEMS,
     MAX_BATCH_SAMPLES,
     MAX_LENGTH_RATIO,
     equal_frame_batches,
+    frame_budget_batches,
     length_buckets,
 )
 from interbias.encoders.card import EncoderCard
+from interbias.encoders.precision import precision_scope
 from interbias.utils.errors import EncoderError
 from interbias.utils.seeding import canonical_json, derive_rng
 
@@ -31,7 +35,8 @@ def probe_wave(seconds: float = 1.0, sample_rate_hz: int = 16000) -> np.ndarray:
 
 class Encoder:
     """A loaded, frozen encoder. Subclasses implement :meth:`_embed_one` and, when the model
-    takes padding masks, :meth:`_embed_batch` with ``supports_padding = True``."""
+    takes mixed lengths in one call, :meth:`_embed_batch` with ``supports_masks = True`` (rows
+    equal to one at a time) or ``supports_padding = True`` (rows change slightly)."""
 
     #: Bump when the embedding computation of a backend changes (invalidates the cache).
     code_version = 1
@@ -41,6 +46,13 @@ class Encoder:
     #: padding masks, e.g. CAM++: no padding, so a batch computes what one at a time does;
     #: used on CUDA only).
     batches_equal_frames: ClassVar[bool] = False
+    #: Whether :meth:`_embed_batch` takes mixed lengths with length masks, each row equal to the
+    #: row alone within float rounding (cosine distance ≤ 1e-5, tested); batches are cut by a
+    #: frame budget over :meth:`frame_count` (:func:`frame_budget_batches`).
+    supports_masks: ClassVar[bool] = False
+    #: Whether a masked batch pads its rows (False: rows are stacked without padding, e.g. GE2E's
+    #: fixed-size partial windows; nothing counts as padded).
+    pads_rows: ClassVar[bool] = True
     #: The models.lock pin the files were checked against (repo, commit, digest), if any.
     models_lock: dict[str, str] | None = None
 
@@ -65,6 +77,15 @@ class Encoder:
         self.batch_calls = 0
         self.max_batch_items = MAX_BATCH_ITEMS
         self.max_batch_samples = MAX_BATCH_SAMPLES
+        #: Masked batches: most ``items × longest frame count`` per network call.
+        self.max_batch_frames = MAX_BATCH_FRAMES
+        #: ``auto`` (batch on a device other than the CPU), ``always`` (CPU too), ``never``.
+        self.batch_mode = "auto"
+        #: ``fp32``, ``tf32`` or ``bf16`` (:mod:`interbias.encoders.precision`).
+        self.precision = "fp32"
+        #: Frames of masked batches (:meth:`frame_count` units): valid, and padding up to the longest row.
+        self.valid_frames = 0
+        self.padded_frames = 0
         #: The network's forward (the torch module, or an onnxruntime session in its place).
         self.net: Any = None
         self.runtime = "eager"
@@ -85,8 +106,10 @@ class Encoder:
         """sha256 (16 hex) of label, backend, code version, checkpoint hash and config.
 
         The device is excluded: CPU and CUDA embeddings of one checkpoint share cache keys
-        only when they agree (checked by ``benchmarks/gpu_check.sh``). Padded batching (CUDA,
-        models with masks) changes embeddings slightly, so it gets its own keys."""
+        only when they agree (checked by ``benchmarks/gpu_check.sh``). Batched embedding gets its
+        own keys: padded batching changes embeddings slightly, and masked batching, though equal
+        to one at a time within 1e-5 cosine distance, is not byte-identical to it (CPU one at a
+        time, the default there, keeps its keys). A precision other than fp32 is keyed too."""
         payload: dict[str, Any] = {
             "label": self.card.label,
             "backend": self.card.backend,
@@ -96,23 +119,42 @@ class Encoder:
         }
         if self.runtime != "eager":
             payload["runtime"] = {"name": self.runtime, **self.runtime_config}
-        if self.batches() and self.supports_padding:
+        if self.precision != "fp32":
+            payload["precision"] = self.precision
+        if self.batches() and self.supports_masks:
+            payload["masked_batches"] = [self.max_batch_items, self.max_batch_frames]
+        elif self.batches() and self.supports_padding:
             payload["padded_batches"] = [self.max_batch_items, self.max_batch_samples, MAX_LENGTH_RATIO]
         elif self.batches():
             payload["equal_frame_batches"] = [self.max_batch_items, self.max_batch_samples]
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
+    def batch_wanted(self) -> bool:
+        """Whether :attr:`batch_mode` asks for batches here (``auto``: off the CPU only)."""
+        return self.batch_mode == "always" or (self.batch_mode == "auto" and self.device != "cpu")
+
     def batches(self) -> bool:
-        """Whether :meth:`embed` batches: only on CUDA, and only with padding masks or for models
-        that stack inputs of equal frame count."""
-        return self.device != "cpu" and (self.supports_padding or self.batches_equal_frames)
+        """Whether :meth:`embed` batches: where :meth:`batch_wanted`, for models that take length
+        masks or padding, or stack inputs of equal frame count."""
+        able = self.supports_masks or self.supports_padding or self.batches_equal_frames
+        return able and self.batch_wanted()
+
+    def set_batching(self, mode: str) -> None:
+        if mode not in BATCH_MODES:
+            raise EncoderError(f"{self.label}: batch {mode!r}: use {', '.join(BATCH_MODES)}")
+        self.batch_mode = mode
 
     def frame_count(self, n_samples: int) -> int:
-        """Frames the network sees for ``n_samples`` samples (encoders with ``batches_equal_frames``)."""
+        """Frames the network sees for ``n_samples`` samples (encoders with ``batches_equal_frames``
+        or ``supports_masks``; 0 when too short for one)."""
         raise NotImplementedError
 
     def batch_groups(self, lengths: Sequence[int]) -> list[list[int]]:
         """Indices of one :meth:`embed` call grouped into the batches the network gets."""
+        if self.supports_masks:
+            return frame_budget_batches(
+                [self.frame_count(n) for n in lengths], self.max_batch_items, self.max_batch_frames
+            )
         if not self.supports_padding:
             frames = [self.frame_count(n) for n in lengths]
             return equal_frame_batches(frames, lengths, self.max_batch_items, self.max_batch_samples)
@@ -122,20 +164,25 @@ class Encoder:
         """(N, D) float32 L2-normalised embeddings of 16 kHz float32 waveforms.
 
         On CPU each waveform is embedded on its own, so an embedding never depends on which
-        other utterances shared its batch (byte-identical reruns and resumes). On CUDA, models
-        that take padding masks get batches of similar length (:func:`length_buckets`)."""
+        other utterances shared its batch (byte-identical reruns and resumes). Where
+        :meth:`batches` (CUDA; any device with ``batch_mode = "always"``), models with length
+        masks get length-sorted batches cut by a frame budget (:func:`frame_budget_batches`),
+        models that take padding batches of similar length (:func:`length_buckets`). Network
+        calls run at :attr:`precision`."""
         arrays = [np.ascontiguousarray(w, dtype=np.float32).reshape(-1) for w in waves]
         raw: list[np.ndarray | None] = [None] * len(arrays)
-        if self.batches() and len(arrays) > 1:
-            for idx in self.batch_groups([a.size for a in arrays]):
-                self.batch_calls += 1
-                out = self._embed_batch([arrays[i] for i in idx])
-                for i, e in zip(idx, out, strict=True):
-                    raw[i] = e
-        else:
-            for i, a in enumerate(arrays):
-                self.batch_calls += 1
-                raw[i] = self._embed_one(a)
+        with precision_scope(self.precision, self.device):
+            if self.batches() and len(arrays) > 1:
+                for idx in self.batch_groups([a.size for a in arrays]):
+                    self.batch_calls += 1
+                    self._count_frames([arrays[i].size for i in idx])
+                    out = self._embed_batch([arrays[i] for i in idx])
+                    for i, e in zip(idx, out, strict=True):
+                        raw[i] = e
+            else:
+                for i, a in enumerate(arrays):
+                    self.batch_calls += 1
+                    raw[i] = self._embed_one(a)
         out = []
         for e in raw:
             v = np.asarray(e, dtype=np.float32).reshape(-1)
@@ -152,6 +199,20 @@ class Encoder:
 
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _count_frames(self, lengths: Sequence[int]) -> None:
+        """Add one masked batch's valid and padded frames to the counters."""
+        if not self.supports_masks:
+            return
+        frames = [self.frame_count(n) for n in lengths]
+        self.valid_frames += sum(frames)
+        if self.pads_rows:
+            self.padded_frames += len(frames) * max(frames) - sum(frames)
+
+    def padding_share(self) -> float:
+        """Padded / (valid + padded) frames over the masked batches so far (0 when none)."""
+        total = self.valid_frames + self.padded_frames
+        return self.padded_frames / total if total else 0.0
 
     def onnx_spec(self) -> Any:
         """How to export the network for runtime onnxruntime (an ``ort_runtime.OnnxSpec``);
@@ -194,7 +255,25 @@ class Encoder:
             "trained_on": list(self.card.trained_on),
             **({"models_lock": self.models_lock} if self.models_lock else {}),
             "runtime": self.runtime_provenance(),
+            **self.batching_provenance(),
         }
+
+    def batching_provenance(self) -> dict[str, Any]:
+        """How network calls are batched and at what precision; empty for the CPU default
+        (one at a time, fp32)."""
+        out: dict[str, Any] = {}
+        if self.precision != "fp32":
+            out["precision"] = self.precision
+        if self.batches():
+            kind = "masked" if self.supports_masks else "padded" if self.supports_padding else "equal frames"
+            limits = {"max_items": self.max_batch_items}
+            limits.update(
+                {"max_frames": self.max_batch_frames}
+                if self.supports_masks
+                else {"max_samples": self.max_batch_samples}
+            )
+            out["batching"] = {"kind": kind, **limits, "module": "eager"}
+        return out
 
 
 def load_reason(exc: BaseException) -> str:

