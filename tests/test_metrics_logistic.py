@@ -32,7 +32,7 @@ def sklearn_fit(x: np.ndarray, lab: np.ndarray, prior: float, smooth: bool) -> t
     yy = np.r_[np.ones(len(x)), np.zeros(len(x))]
     sw = np.r_[w * t, w * (1 - t)]
     keep = sw > 0
-    model = LogisticRegression(penalty=None, solver="newton-cholesky", tol=1e-14, max_iter=1000)
+    model = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-14, max_iter=1000)
     model.fit(xx[keep], yy[keep], sample_weight=sw[keep] * len(x))
     return model.coef_[0], float(model.intercept_[0]) - math.log(prior / (1 - prior))
 
