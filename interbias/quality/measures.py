@@ -56,3 +56,18 @@ def trial_features(
         out[f"q_{m}_min"] = np.minimum(e, t)
         out[f"q_{m}_max"] = np.maximum(e, t)
     return out
+
+
+def trial_columns(
+    enrol_ids: Sequence[str],
+    test_ids: Sequence[str],
+    enrol_side: Mapping[str, Mapping[str, float]],
+    test_side: Mapping[str, Mapping[str, float]],
+) -> dict[str, np.ndarray]:
+    """Every measure's ``q_<m>_min`` / ``q_<m>_max`` column for trials (``enrol_ids[i]``,
+    ``test_ids[i]``); ``*_side`` map an utterance id to its measures under that side's chain
+    and the scoring encoder. A trial whose side has no measures gets NaN."""
+    blank = dict.fromkeys(MEASURES, float("nan"))
+    return trial_features(
+        [enrol_side.get(u, blank) for u in enrol_ids], [test_side.get(u, blank) for u in test_ids], MEASURES
+    )

@@ -31,6 +31,7 @@ from interbias.encoders import Encoder
 from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
 from interbias.metrics.spoof import spoof_summary
+from interbias.quality.measures import trial_columns
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
 from interbias.trials.enrolment import enrol_columns
@@ -276,4 +277,14 @@ def score_draw(
     for col in ("split", "trial_type"):
         if col in trials.columns:
             frame[col] = trials[col].to_numpy()
+    if getattr(emb, "need_quality", False):  # a QMF calibration's features (interbias.quality.measures)
+        fp = enc.fingerprint
+        ids = (trials[enrol_columns(trials)[0]].to_numpy(), trials["test"].to_numpy())
+        sides = [
+            {u: emb.quality[(u, chain, fp)] for u in set(side) if (u, chain, fp) in emb.quality}
+            for side, chain in zip(ids, (efp, tfp), strict=True)
+        ]
+        cols = trial_columns(*ids, *sides)
+        for name, values in cols.items():
+            frame[name] = values
     return CellScore(row, frame, failures)
