@@ -116,3 +116,28 @@ def test_bad_calibration_specs_are_one_line(tmp_path: Path, spec: dict, message:
     path = tiny_experiment(tmp_path, name="T52b", scoring={"calibration": spec})
     with pytest.raises(ConfigError, match=message):
         load_experiment(path)
+
+
+def test_gap_table_matches_the_results_columns_and_the_report_answers(qmf_run, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interbias.analysis.qmf_gap import lowest_snr_levels, qmf_gaps
+    from interbias.cli import app
+    from interbias.run.rundir import RunDir
+
+    run_dir = qmf_run[0].run_dir
+    table = qmf_gaps(run_dir, n_boot=60)
+    assert list(table.level) == ["clean", "n10"] and set(table.group) == {"male"}
+    res = pd.read_csv(run_dir / "results.csv").set_index("cell")
+    for r in table.itertuples():
+        male, female = res.loc[f"gender=male,noise={r.level}"], res.loc[f"gender=female,noise={r.level}"]
+        assert r.gap_linear == pytest.approx(male.act_dcf - female.act_dcf, abs=1e-12)
+        assert r.gap_qmf == pytest.approx(male.qmf_act_dcf - female.qmf_act_dcf, abs=1e-12)
+        assert r.change == pytest.approx(abs(r.gap_qmf) - abs(r.gap_linear))
+        assert r.lo <= r.hi and r.resolved == (r.lo > 0 or r.hi < 0)
+    assert lowest_snr_levels(RunDir(run_dir).experiment()) == ["n10"]
+    done = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(tmp_path / "rep")])
+    assert done.exit_code == 0, done.output
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "Quality-aware calibration and the subgroup gap" in text
+    assert "mfcc-stats, n10: act_dcf gap male − female" in text

@@ -37,6 +37,7 @@ from interbias.analysis.headline import (
     resolved_mask,
     sentence,
 )
+from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -528,6 +529,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     )
     _long_cells(a, rep)
     calibration_section(a, rep)
+    qmf_section(a.run.path, a.options.n_boot, rep)
     deployment_section(a.run.path, rep)
     attack_section(a.run.path, rep)
     if geometry_dir is not None:
