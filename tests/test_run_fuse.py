@@ -13,14 +13,13 @@ import pandas as pd
 import pytest
 from conftest import tiny_experiment
 from run_helpers import isolated_cache
-from sklearn.linear_model import LogisticRegression
 from test_fairness_run import SPLIT
+from test_metrics_logistic import sklearn_fit
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
 from interbias.cli import app
 from interbias.metrics import verification as metrics
-from interbias.metrics.logistic import targets_and_weights
 from interbias.run.conductor import RunOptions, run
 from interbias.utils.paths import slug
 
@@ -62,14 +61,10 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
     dev = [(a.split == "dev") & ~a.dropped & ~b.dropped for a, b in parts]
     x = np.vstack([np.column_stack([a.score[m], b.score[m]]) for (a, b), m in zip(parts, dev, strict=True)])
     lab = np.concatenate([a.label[m].to_numpy().astype(bool) for (a, _), m in zip(parts, dev, strict=True)])
-    t, w = targets_and_weights(lab, 0.5, True)
-    ref = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-14, max_iter=1000)
-    ref.fit(
-        np.vstack([x, x]), np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[w * t, w * (1 - t)] * len(x)
-    )
+    coef, intercept = sklearn_fit(x, lab, 0.5, True)
     record = json.loads((out / "run.json").read_text())["fusions"][label]
-    assert np.max(np.abs(np.array(record["weights"]) - ref.coef_[0])) <= 1e-6
-    assert abs(record["offset"] - ref.intercept_[0]) <= 1e-6
+    assert np.max(np.abs(np.array(record["weights"]) - coef)) <= 1e-6
+    assert abs(record["offset"] - intercept) <= 1e-6
     results = pd.read_csv(out / "results.csv")
     original = (two_models / "results.csv").read_text()
     assert (out / "results.csv").read_text().startswith(original)  # the run's rows byte for byte

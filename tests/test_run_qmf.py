@@ -14,13 +14,12 @@ import pandas as pd
 import pytest
 from conftest import tiny_experiment
 from run_helpers import isolated_cache
-from sklearn.linear_model import LogisticRegression
 from test_fairness_run import SPLIT
+from test_metrics_logistic import sklearn_fit
 
 from interbias.embedding.cache import EmbeddingCache
 from interbias.experiments.schema import load_experiment
 from interbias.metrics.llr import CostPoint, act_dcf, cllr
-from interbias.metrics.logistic import targets_and_weights
 from interbias.quality.measures import feature_names
 from interbias.run.calibrate import calibration_columns
 from interbias.run.conductor import RunOptions, run
@@ -83,19 +82,15 @@ def test_qmf_equals_sklearn_and_columns_recomputed_by_hand(qmf_run) -> None:
     dev = pd.concat([_frame(run_dir, c) for c in REFS])
     dev = dev[(dev.split == "dev") & ~dev.dropped]
     x, lab = dev[names].to_numpy(), dev.label.to_numpy().astype(bool)
-    t, w = targets_and_weights(lab, 0.5, True)
-    ref = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-14, max_iter=1000)
-    ref.fit(
-        np.vstack([x, x]), np.r_[np.ones(len(x)), np.zeros(len(x))], sample_weight=np.r_[w * t, w * (1 - t)] * len(x)
-    )
+    coef, intercept = sklearn_fit(x, lab, 0.5, True)
     record = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]["qmf"]
     assert record["features"] == names and record["cells"] == list(REFS)
-    assert np.max(np.abs(np.array(record["weights"]) - ref.coef_[0])) <= 1e-6
-    assert abs(record["offset"] - ref.intercept_[0]) <= 1e-6
+    assert np.max(np.abs(np.array(record["weights"]) - coef)) <= 1e-6
+    assert abs(record["offset"] - intercept) <= 1e-6
     for cell in CELLS:
         f = _frame(run_dir, cell)
         ev = f[(f.split == "eval") & ~f.dropped]
-        llr = ev[names].to_numpy() @ ref.coef_[0] + ref.intercept_[0]
+        llr = ev[names].to_numpy() @ coef + intercept
         row = res.loc[cell]
         assert row.qmf_cllr == pytest.approx(cllr(llr, ev.label), abs=1e-6)
         assert row.qmf_act_dcf == pytest.approx(act_dcf(llr, ev.label.to_numpy(), CostPoint(0.01)), abs=1e-9)

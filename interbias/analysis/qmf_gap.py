@@ -144,6 +144,12 @@ def answer_lines(table: pd.DataFrame, levels: Sequence[str]) -> list[str]:
     """One sentence per model × level in ``levels``: the gap under both calibrations and the change."""
     out = []
     for r in table[table["level"].isin(levels)].itertuples(index=False):
+        if r.gap_linear == r.gap_qmf == 0 and r.lo == r.hi == 0:
+            out.append(
+                f"{r.model}, {r.level}: no act_dcf gap {r.group} − {r.reference} under either calibration "
+                "(equal act_dcf in both groups in every bootstrap resample): nothing for QMF to close."
+            )
+            continue
         verdict = ("narrows" if r.change < 0 else "widens") + " it (resolved)" if r.resolved else "leaves it unresolved"
         out.append(
             f"{r.model}, {r.level}: act_dcf gap {r.group} − {r.reference} {r.gap_linear:+.3f} with linear, "

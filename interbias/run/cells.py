@@ -278,13 +278,19 @@ def score_draw(
         if col in trials.columns:
             frame[col] = trials[col].to_numpy()
     if getattr(emb, "need_quality", False):  # a QMF calibration's features (interbias.quality.measures)
-        fp = enc.fingerprint
-        ids = (trials[enrol_columns(trials)[0]].to_numpy(), trials["test"].to_numpy())
-        sides = [
-            {u: emb.quality[(u, chain, fp)] for u in set(side) if (u, chain, fp) in emb.quality}
-            for side, chain in zip(ids, (efp, tfp), strict=True)
-        ]
-        cols = trial_columns(*ids, *sides)
-        for name, values in cols.items():
-            frame[name] = values
+        add_quality_columns(frame, trials, emb, (efp, tfp), enc.fingerprint)
     return CellScore(row, frame, failures)
+
+
+def add_quality_columns(
+    frame: pd.DataFrame, trials: pd.DataFrame, emb: Embedder, chains: tuple[str, str], enc_fp: str
+) -> None:
+    """The ``q_<measure>_min/max`` columns of ``frame`` from the embedder's quality measures
+    under the (enrolment, test) ``chains`` and the encoder ``enc_fp``."""
+    ids = (trials[enrol_columns(trials)[0]].to_numpy(), trials["test"].to_numpy())
+    sides = [
+        {u: emb.quality[(u, chain, enc_fp)] for u in set(side) if (u, chain, enc_fp) in emb.quality}
+        for side, chain in zip(ids, chains, strict=True)
+    ]
+    for name, values in trial_columns(*ids, *sides).items():
+        frame[name] = values

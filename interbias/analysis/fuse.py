@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.fairness import fairness_for_run
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks
@@ -216,8 +217,6 @@ def _write(
         **fit.record(),
     }
     atomic.write_text(dest.file(RUN_JSON), json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-    from interbias.analysis.fairness import fairness_for_run
-
     report = fairness_for_run(dest.path)
     if report is not None:
         report.write(dest.path)
