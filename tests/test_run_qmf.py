@@ -135,4 +135,29 @@ def test_gap_table_matches_the_results_columns_and_the_report_answers(qmf_run, t
     assert done.exit_code == 0, done.output
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "Quality-aware calibration and the subgroup gap" in text
-    assert "mfcc-stats, n10: act_dcf gap male − female" in text
+    n10 = table[table.level == "n10"].iloc[0]
+    if n10.gap_linear == n10.gap_qmf == 0:  # mfcc-stats at act_dcf 1 in both groups: said so
+        assert "mfcc-stats, n10: no act_dcf gap male − female under either calibration" in text
+    else:
+        assert "mfcc-stats, n10: act_dcf gap male − female" in text
+
+
+def test_answer_lines_say_the_gap_change_and_whether_it_is_resolved() -> None:
+    from interbias.analysis.qmf_gap import COLUMNS, answer_lines
+
+    table = pd.DataFrame(
+        [
+            ["A", "g5", "male", "female", 0.10, 0.02, -0.08, -0.12, -0.03, True],
+            ["B", "g5", "male", "female", -0.05, -0.09, 0.04, -0.02, 0.10, False],
+            ["B", "g25", "male", "female", 0.0, 0.0, 0.0, 0.0, 0.0, False],
+        ],
+        columns=COLUMNS,
+    )
+    lines = answer_lines(table, ["g5"])
+    assert lines == [
+        "A, g5: act_dcf gap male − female +0.100 with linear, +0.020 with QMF calibration; |gap| change -0.080 "
+        "(95 % CI -0.120 to -0.030): QMF narrows it (resolved).",
+        "B, g5: act_dcf gap male − female -0.050 with linear, -0.090 with QMF calibration; |gap| change +0.040 "
+        "(95 % CI -0.020 to +0.100): QMF leaves it unresolved.",
+    ]
+    assert answer_lines(table, ["g25"])[0].startswith("B, g25: no act_dcf gap male − female under either calibration")

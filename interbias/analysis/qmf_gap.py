@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.bootstrap import Resampler, TrialDesign, check_replicates, percentile_ci
+from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import measured
 from interbias.run.rundir import RunDir
 from interbias.utils.errors import AnalysisError
@@ -31,16 +32,9 @@ COLUMNS = ["model", "level", "group", "reference", "gap_linear", "gap_qmf", "cha
 
 
 def weighted_act_dcf(llr: np.ndarray, labels: np.ndarray, weights: np.ndarray, point: OperatingPoint) -> np.ndarray:
-    """Normalised actual DCF of :func:`interbias.metrics.llr.act_dcf` with trial ``weights``
-    (B × N multiplicities): one value per row of ``weights``."""
-    c = point.cost
-    accept = llr >= c.bayes_threshold
-    lab = labels.astype(bool)
-    w_t, w_n = weights[:, lab], weights[:, ~lab]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_miss = w_t[:, ~accept[lab]].sum(axis=1) / w_t.sum(axis=1)
-        p_fa = w_n[:, accept[~lab]].sum(axis=1) / w_n.sum(axis=1)
-    return (c.c_miss * c.p_target * p_miss + c.c_fa * (1 - c.p_target) * p_fa) / c.norm
+    """act_dcf of ``llr`` under each row of trial ``weights`` (B × N multiplicities):
+    :meth:`interbias.metrics.weighted_llr.SharedCalibration.batch` with the identity map."""
+    return SharedCalibration("llr", 1.0, 0.0, point.cost).batch("act_dcf", llr, labels, weights)
 
 
 def _llrs(

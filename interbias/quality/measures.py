@@ -11,7 +11,6 @@ its first utterance's).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -19,18 +18,6 @@ from interbias.quality.snr import wada_snr
 
 #: The measures a QMF calibration may use, in this order.
 MEASURES = ("duration", "snr", "magnitude")
-
-
-@dataclass(frozen=True)
-class Quality:
-    """One utterance's measures: ``duration`` (s), ``snr`` (dB), ``magnitude`` (L2 norm, encoder units)."""
-
-    duration: float
-    snr: float
-    magnitude: float
-
-    def record(self) -> dict[str, float]:
-        return asdict(self)
 
 
 def wave_measures(wave: np.ndarray, sample_rate_hz: int) -> dict[str, float]:
