@@ -75,3 +75,26 @@ def sasv_table(frame: pd.DataFrame, by: Sequence[str], cost: ADCFCost = ADCFCost
         values = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, values, strict=True)), **sasv_row(part, cost)})
     return pd.DataFrame(rows, columns=[*by, *COLUMNS])
+
+
+def read_fusion_trials(path: object, by: Sequence[str]) -> pd.DataFrame:
+    """A CSV of trials with ``asv_llr``, ``cm_llr`` (numbers), ``key`` (target|nontarget|spoof)
+    and the ``by`` columns; :class:`MetricError` naming the file and the first bad value."""
+    from pathlib import Path
+
+    from interbias.utils.csvfile import read_frame
+
+    frame = read_frame(Path(str(path)), what="SASV fusion trials", error=MetricError)
+    missing = [c for c in ("asv_llr", "cm_llr", "key", *by) if c not in frame.columns]
+    if missing:
+        raise MetricError(f"{path}: lacks column(s) {', '.join(missing)} (needs asv_llr, cm_llr, key)")
+    bad_key = sorted(set(frame["key"]) - set(KEYS))
+    if bad_key:
+        raise MetricError(f"{path}: key {bad_key[0]!r} is not one of {', '.join(KEYS)}")
+    for col in ("asv_llr", "cm_llr"):
+        values = pd.to_numeric(frame[col], errors="coerce")
+        if not np.isfinite(values).all():
+            row = int(np.flatnonzero(~np.isfinite(values.to_numpy()))[0])
+            raise MetricError(f"{path}: {col} {frame[col].iloc[row]!r} on data line {row + 1} is not a finite number")
+        frame[col] = values.astype(np.float64)
+    return frame
