@@ -125,9 +125,11 @@ def fit_fusion(models: Sequence[str], frames: dict[str, list[pd.DataFrame]], ref
 
 
 def fused_frame(frames: Sequence[pd.DataFrame], fit: LogisticFit) -> pd.DataFrame:
-    """The fused model's score frame: the first frame with ``score`` = fused LLR (NaN where dropped)."""
+    """The fused model's score frame: the first frame with ``score`` = fused LLR (NaN where
+    dropped), without its quality-measure columns."""
     dropped = np.logical_or.reduce([f["dropped"].to_numpy(bool) for f in frames])
-    out = frames[0].copy()
+    # a quality measure of one model's side (its embedding magnitude) is not the fusion's: left out
+    out = frames[0].drop(columns=[c for c in frames[0].columns if c.startswith("q_")])
     score = fit.llr(_features(frames))
     score[dropped] = np.nan
     out["score"] = score

@@ -45,13 +45,17 @@ def qmf_columns(points: Sequence[OperatingPoint]) -> list[str]:
 
 
 def _design(frame: pd.DataFrame, names: Sequence[str], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(features [score, q…], labels) of ``frame``'s ``rows`` that have every feature."""
+    """(features [score, q…], labels) of ``frame``'s ``rows``; :class:`MetricError` when a
+    measure is missing or not finite on one of them (never a silent drop)."""
     missing = [n for n in names[1:] if n not in frame.columns]
     if missing:
         raise MetricError(f"the scores lack quality measures {', '.join(missing)} (the run was scored without QMF)")
     x = frame[list(names)].to_numpy(np.float64)[rows]
-    ok = np.isfinite(x).all(axis=1)
-    return x[ok], frame["label"].to_numpy()[rows][ok]
+    bad = ~np.isfinite(x).all(axis=0)
+    if bad.any():
+        n = int((~np.isfinite(x).all(axis=1)).sum())
+        raise MetricError(f"{n} trial(s) lack a finite {', '.join(np.array(names)[bad])}: no QMF llr for them")
+    return x, frame["label"].to_numpy()[rows]
 
 
 def fit_qmf(frames: Sequence[pd.DataFrame], measures: Sequence[str]) -> tuple[LogisticFit, float]:
