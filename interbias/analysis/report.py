@@ -40,6 +40,7 @@ from interbias.analysis.headline import (
     sentence,
 )
 from interbias.analysis.paper_tables import paper_section
+from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -565,6 +566,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     )
     _long_cells(a, rep)
     calibration_section(a, rep)
+    qmf_section(a.run.path, a.options.n_boot, rep)
     deployment_section(a.run.path, rep)
     attack_section(a.run.path, rep)
     if geometry_dir is not None:

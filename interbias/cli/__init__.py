@@ -109,6 +109,7 @@ from interbias.cli import corpus as _corpus  # noqa: E402,F401
 from interbias.cli import encoders as _encoders  # noqa: E402,F401
 from interbias.cli import export as _export  # noqa: E402,F401
 from interbias.cli import fairness as _fairness  # noqa: E402,F401
+from interbias.cli import fuse as _fuse  # noqa: E402,F401
 from interbias.cli import geometry as _geometry  # noqa: E402,F401
 from interbias.cli import leaderboard as _leaderboard  # noqa: E402,F401
 from interbias.cli import listing as _listing  # noqa: E402,F401
@@ -125,7 +126,7 @@ from interbias.cli import validate as _validate  # noqa: E402,F401
 #: The ``--help`` panels, in order, and the commands each holds, in order: every command is in one.
 PANELS: dict[str, tuple[str, ...]] = {
     "Run": ("run", "validate", "list", "plan", "export"),
-    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "runs", "fairness", "metrics", "cm-eval"),
+    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "runs", "fairness", "metrics", "cm-eval", "fuse"),
     "Models": ("encoders", "models", "embed", "cm"),
     "Audits": ("geometry", "repair", "blackbox"),
     "Data": ("corpus", "operators", "degrade"),

@@ -293,3 +293,31 @@ def teer(
         f"t-EER {out['t_eer']:.6f} at ASV threshold {out['asv_threshold']:.6f}, CM threshold {out['cm_threshold']:.6f} "
         f"(tandem P_miss {out['pmiss']:.4f}, P_fa non-target {out['pfa_nontarget']:.4f}, P_fa spoof {out['pfa_spoof']:.4f})"
     )
+
+
+@cm_app.command("sasv-fusion", epilog="Example: interbias cm-eval sasv-fusion trials.csv --by condition --by gender")
+@guarded
+def sasv_fusion(
+    trials: Annotated[
+        Path, typer.Argument(help="CSV: asv_llr, cm_llr (calibrated natural-log LLRs), key target|nontarget|spoof.")
+    ],
+    by: Annotated[
+        list[str] | None, typer.Option(help="Break down by this column (repeatable): condition, gender…")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """ASV + CM fusion as ASVspoof 5's SASV baselines: the sum of calibrated LLRs and the product
+    of posteriors, each scored by a-DCF (ASVspoof 5 costs), with the concurrent t-EER of the ASV
+    and CM scores in tandem, per slice of the --by columns (docs/calibration.md)."""
+    from interbias.metrics.sasv_fusion import read_fusion_trials, sasv_table
+
+    cols = list(by or [])
+    frame = read_fusion_trials(trials, cols)
+    if not cols:
+        frame = frame.assign(all="all")
+        cols = ["all"]
+    table = sasv_table(frame, cols)
+    if as_json:
+        typer.echo(table.to_json(orient="records"))
+        return
+    print_frame(table, f"ASV + CM fusion of {trials}")

@@ -10,7 +10,9 @@ batch in flight and never leaves a torn row. Values: float32 vector plus the JSO
 what the operator chain actually did to that utterance (achieved SNR, offsets, …), closed by
 the verdict of the audio checks it passed (``{"audio_checks": N}``, :data:`AUDIO_CHECKS`). An
 entry stored under other checks (or before checks were recorded) is not served: its item is
-computed again and checked, so a warm cache decides what a cold one decides.
+computed again and checked, so a warm cache decides what a cold one decides. A second table,
+``quality``, holds each vector's blind quality measures (duration, WADA-SNR, magnitude before
+normalisation; :mod:`interbias.quality.measures`) under the same key.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL,
     realised TEXT NOT NULL,
+    PRIMARY KEY (utt_sha256, chain_fp, encoder_fp)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quality (
+    utt_sha256 TEXT NOT NULL,
+    chain_fp TEXT NOT NULL,
+    encoder_fp TEXT NOT NULL,
+    measures TEXT NOT NULL,
     PRIMARY KEY (utt_sha256, chain_fp, encoder_fp)
 ) WITHOUT ROWID;
 """
@@ -233,6 +242,30 @@ class EmbeddingCache:
                 crashpoints.reached("cache-write")
         except sqlite3.DatabaseError as exc:
             raise db_error(self.path, exc, "write") from exc
+
+    def put_quality(self, items: Iterable[tuple[Key, Mapping[str, float]]]) -> None:
+        """Store the blind quality measures (:mod:`interbias.quality.measures`) of stored vectors."""
+        rows = [(k[0], k[1], k[2], json.dumps(dict(m), sort_keys=True)) for k, m in items]
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO quality VALUES (?, ?, ?, ?)", rows)
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "write") from exc
+
+    def get_quality(self, keys: Iterable[Key]) -> dict[Key, dict[str, float]]:
+        """The quality measures stored for ``keys`` (keys without any are left out)."""
+        out: dict[Key, dict[str, float]] = {}
+        sql = "SELECT measures FROM quality WHERE utt_sha256=? AND chain_fp=? AND encoder_fp=?"
+        try:
+            for key in dict.fromkeys(tuple(k) for k in keys):
+                for (text,) in self._db.execute(sql, key):
+                    value = json.loads(text)
+                    if isinstance(value, dict):
+                        out[key] = {str(m): float(v) for m, v in value.items()}
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "read") from exc
+        return out
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])

@@ -96,6 +96,7 @@ class Embedder:
         *,
         exclude: dict[str, frozenset[str]] | None = None,
         known_sha: dict[str, str] | None = None,
+        quality: bool = False,
     ) -> None:
         self.manifest, self.encoders, self.frontend = manifest, encoders, frontend
         self.cache, self.reporter = cache, reporter or Reporter(quiet=True)
@@ -111,6 +112,11 @@ class Embedder:
         self.cache_write_s = 0.0
         #: (utt id, chain fp) -> the cache's chain component (:func:`cache_chain_key`).
         self.cache_keys: dict[tuple[str, str], str] = {}
+        #: Serve from the cache only vectors with stored quality measures (a QMF calibration needs them).
+        self.need_quality = quality
+        #: (utt id, chain fp, enc fp) -> blind quality measures (:mod:`interbias.quality.measures`).
+        self.quality: dict[tuple[str, str, str], dict[str, float]] = {}
+        self._quality_pending: list[tuple[Key, dict[str, float]]] = []
 
     def utt_sha(self, uid: str) -> str | None:
         if uid not in self.sha:
@@ -148,6 +154,9 @@ class Embedder:
     def _store(self, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
         t = time.perf_counter()
         self.cache.put_many(pending)
+        if self._quality_pending:
+            self.cache.put_quality(self._quality_pending)
+            self._quality_pending = []
         self.cache_write_s += time.perf_counter() - t
 
     def _wanted(self, items: ChainItems) -> tuple[list[tuple[str, Chain, Encoder]], list[Key]]:
@@ -173,8 +182,14 @@ class Embedder:
             keys, dims={e.fingerprint: e.card.embedding_dim for e in self.encoders if e.card.embedding_dim}
         )
         todo: dict[str, dict[str, tuple[Chain, list[str]]]] = {}
+        measures = self.cache.get_quality(found) if self.need_quality else {}
         for (uid, chain, enc), key in zip(wanted, keys, strict=True):
             entry = found.get(key)
+            if entry is not None and self.need_quality:
+                if key not in measures:  # stored before quality measures were: computed again
+                    entry = None
+                else:
+                    self.quality[(uid, chain.fingerprint, enc.fingerprint)] = measures[key]
             if entry is not None:
                 self.vectors[(uid, chain.fingerprint, enc.fingerprint)] = entry.vector
                 self.realised[(uid, chain.fingerprint)] = entry.realised
@@ -210,6 +225,9 @@ class Embedder:
         self.vectors[(r.uid, r.chain_fp, r.encoder_fp)] = r.vector
         key = (self.sha[r.uid], self.cache_keys[(r.uid, r.chain_fp)], r.encoder_fp)
         pending.append((key, r.vector, r.realised or []))
+        if r.quality is not None:
+            self.quality[(r.uid, r.chain_fp, r.encoder_fp)] = r.quality
+            self._quality_pending.append((key, r.quality))
         self.n_embedded += 1
         crashpoints.reached("embedded")
 

@@ -37,6 +37,7 @@ from interbias.embedding.device import device_scope, out_of_memory, release_memo
 from interbias.encoders import Encoder
 from interbias.operators import Chain, OpContext
 from interbias.operators.silence import check_chain_output
+from interbias.quality.measures import wave_measures
 from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
 from interbias.utils.registry import Registry
 
@@ -81,6 +82,8 @@ class EmbedResult:
     realised: list[dict[str, Any]] | None = None
     error: str | None = None
     n_items: int = 1
+    #: Blind quality measures of the item (:mod:`interbias.quality.measures`): duration, snr, magnitude.
+    quality: dict[str, float] | None = None
 
 
 @dataclass
@@ -110,6 +113,8 @@ class Prepared:
     encoders: tuple[str, ...]
     #: Sample spans embedded and mean-pooled (``frontend.long_audio: window``); ``None``: the whole wave.
     windows: tuple[tuple[int, int], ...] | None = None
+    #: Duration (s) and WADA-SNR (dB) of ``wave`` (:func:`interbias.quality.measures.wave_measures`).
+    quality: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -186,7 +191,10 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
             fe = ctx.frontend
             spans = tuple(window_spans(len(wave), loaded.sample_rate_hz, fe.window_s, fe.hop_s))
             front = {**front, "windows": len(spans)}
-        ready.append(Prepared(task.uid, chain.fingerprint, ckey, wave, [{"frontend": front}, *ops], encs, spans))
+        measures = wave_measures(wave, loaded.sample_rate_hz)
+        ready.append(
+            Prepared(task.uid, chain.fingerprint, ckey, wave, [{"frontend": front}, *ops], encs, spans, measures)
+        )
     return ready, failed
 
 
@@ -203,7 +211,11 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
         stats.samples[enc.label] += sum(len(p.wave) for p in items)
-        return [EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised) for i, p in enumerate(items)]
+        mags = item_magnitudes(items, getattr(enc, "last_norms", []))
+        return [
+            EmbedResult(p.uid, p.chain_fp, p.chain_key, fp, vecs[i], p.realised, quality={**p.quality, "magnitude": m})
+            for i, (p, m) in enumerate(zip(items, mags, strict=True))
+        ]
     except Exception as exc:
         stats.forward_s[enc.label] += time.perf_counter() - t
         stats.forward_cpu_s[enc.label] += time.thread_time() - c
@@ -236,6 +248,16 @@ def windowed_embed(enc: Encoder, items: Sequence[Prepared]) -> list[np.ndarray]:
         mine = [flat[j] for j, o in enumerate(owner) if o == i]
         out.append(pool(mine) if p.windows is not None and len(p.windows) > 1 else mine[0])
     return out
+
+
+def item_magnitudes(items: Sequence[Prepared], norms: Sequence[float]) -> list[float]:
+    """Each item's embedding magnitude before normalisation from the last ``embed`` call's
+    ``norms`` (one per wave, windows in item order): the mean over an item's windows."""
+    counts = [len(p.windows) if p.windows is not None else 1 for p in items]
+    if len(norms) != sum(counts):
+        return [float("nan")] * len(items)
+    ends = np.cumsum(counts)
+    return [float(np.mean(norms[e - n : e])) for n, e in zip(counts, ends, strict=True)]
 
 
 def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]:

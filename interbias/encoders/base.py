@@ -73,6 +73,8 @@ class Encoder:
         self.config = dict(config or {})
         self.files = dict(files or {})
         self.forward_calls = 0
+        #: L2 norms of the last :meth:`embed` call's embeddings before normalisation, in input order.
+        self.last_norms: list[float] = []
         #: Network calls (a batch counts once); forward_calls counts embeddings.
         self.batch_calls = 0
         self.max_batch_items = MAX_BATCH_ITEMS
@@ -184,6 +186,7 @@ class Encoder:
                     self.batch_calls += 1
                     raw[i] = self._embed_one(a)
         out = []
+        self.last_norms = []
         for e in raw:
             v = np.asarray(e, dtype=np.float32).reshape(-1)
             self.forward_calls += 1
@@ -192,6 +195,7 @@ class Encoder:
             norm = float(np.linalg.norm(v))
             if norm == 0.0:
                 raise EncoderError(f"{self.label}: produced an all-zero embedding")
+            self.last_norms.append(norm)  # the embedding magnitude (a blind quality measure)
             out.append(v / norm)
         if not out:
             return np.zeros((0, self.card.embedding_dim or 0), dtype=np.float32)

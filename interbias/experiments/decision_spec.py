@@ -77,6 +77,16 @@ class CohortSpec:
 
 
 @dataclass(frozen=True)
+class ScoreCalibrationSpec:
+    """``scoring.calibration``: ``linear`` (llr = a·score + b) or ``qmf`` (quality-aware:
+    llr = a·score + Σ w·q + b over the trial's ``measures``' min and max,
+    :mod:`interbias.quality.measures`); a QMF run keeps the linear columns and adds ``qmf_`` ones."""
+
+    kind: str = "linear"
+    measures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ScoreNormSpec:
     """Score normalisation over a speaker-disjoint cohort (``none``: raw cosine scores only)."""
 
@@ -86,6 +96,7 @@ class ScoreNormSpec:
     cohort_chain: str = "clean"
     #: How K > 1 enrolment utterances become one score (:data:`ENROL_MODES`).
     enrol: str = "embedding-mean"
+    calibration: ScoreCalibrationSpec = field(default_factory=ScoreCalibrationSpec)
 
 
 def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
@@ -171,7 +182,7 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
         return ScoreNormSpec()
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: scoring: a mapping {{enrol, norm, top_k, cohort, cohort_chain}}")
-    check_keys(spec, {"enrol", "norm", "top_k", "cohort", "cohort_chain"}, where, "scoring")
+    check_keys(spec, {"enrol", "norm", "top_k", "cohort", "cohort_chain", "calibration"}, where, "scoring")
     here = f"{where}: scoring"
     cohort_raw = spec.get("cohort") or {}
     if not isinstance(cohort_raw, dict):
@@ -192,6 +203,7 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
         cohort,
         _choice(spec, "cohort_chain", COHORT_CHAINS, "clean", here),
         _choice(spec, "enrol", ENROL_MODES, "embedding-mean", here),
+        parse_score_calibration(spec.get("calibration"), where),
     )
     if out.norm == "as-norm" and out.top_k > cohort.entries:
         raise ConfigError(
@@ -200,6 +212,27 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
             "lower top_k or raise scoring.cohort.speakers"
         )
     return out
+
+
+def parse_score_calibration(spec: Any, where: str) -> ScoreCalibrationSpec:
+    """``scoring.calibration``: {kind: linear|qmf, measures: [duration, snr, magnitude]}."""
+    from interbias.quality.measures import MEASURES
+
+    if spec is None:
+        return ScoreCalibrationSpec()
+    here = f"{where}: scoring.calibration"
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{here}: a mapping {{kind: linear|qmf, measures: [{', '.join(MEASURES)}]}}")
+    check_keys(spec, {"kind", "measures"}, where, "scoring.calibration")
+    kind = _choice(spec, "kind", ("linear", "qmf"), "linear", here)
+    raw = spec.get("measures", [])
+    if not isinstance(raw, list) or any(m not in MEASURES for m in raw) or len(set(raw)) != len(raw):
+        raise ConfigError(f"{here}.measures: a list of distinct measures out of {', '.join(MEASURES)}, got {raw!r}")
+    if kind == "qmf" and not raw:
+        raise ConfigError(f"{here}.measures: kind qmf needs at least one of {', '.join(MEASURES)}")
+    if kind == "linear" and raw:
+        raise ConfigError(f"{here}.measures: only kind qmf uses measures (kind is linear)")
+    return ScoreCalibrationSpec(kind, tuple(str(m) for m in raw))
 
 
 def resolved_scoring(raw: Any, spec: ScoreNormSpec) -> Any:

@@ -9,7 +9,7 @@ The fit minimises the prior-weighted cross-entropy of BOSARIS's linear calibrati
 with Platt's (1999) smoothed labels t_tar = (N_tar + 1)/(N_tar + 2), t_non = 1/(N_non + 2),
 which keep (a, b) finite when the calibration trials are perfectly separated. J is convex;
 Newton's method with step halving on standardised scores finds its minimum (deterministic,
-no random start). A slope a <= 0 (targets not scoring higher) is refused.
+no random start; :func:`interbias.metrics.logistic.fit_logistic`). A slope a <= 0 (targets not scoring higher) is refused.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.verification import validate_scores
 from interbias.utils.errors import MetricError
-
-_MAX_ITER = 200
-_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -60,41 +58,10 @@ def fit_linear(scores: object, labels: object) -> LinearCalibration:
     """Fit llr = a·s + b (see the module doc); :class:`MetricError` when the scores are all
     equal or the fitted slope is not positive."""
     s, lab = validate_scores(scores, labels)
-    n_t, n_n = int(lab.sum()), int((~lab).sum())
-    mu, sd = float(s.mean()), float(s.std())
-    if sd == 0.0:
+    if float(s.std()) == 0.0:
         raise MetricError("calibration trials all have the same score: no slope can be fitted")
-    x = (s - mu) / sd
-    t = np.where(lab, (n_t + 1) / (n_t + 2), 1 / (n_n + 2))
-    w = np.where(lab, 0.5 / n_t, 0.5 / n_n)
-    design = np.stack([x, np.ones_like(x)], axis=1)
-
-    def loss(theta: np.ndarray) -> float:
-        z = design @ theta
-        return float(np.sum(w * (t * np.logaddexp(0.0, -z) + (1 - t) * np.logaddexp(0.0, z))))
-
-    theta = np.zeros(2)
-    current = loss(theta)
-    for _ in range(_MAX_ITER):
-        q = 0.5 * (1.0 + np.tanh(0.5 * (design @ theta)))  # σ(z), overflow-free
-        grad = design.T @ (w * (q - t))
-        hess = (design * (w * q * (1 - q))[:, None]).T @ design
-        step = np.linalg.solve(hess + 1e-300 * np.eye(2), grad)
-        size = 1.0
-        while size > 1e-10:
-            candidate = theta - size * step
-            value = loss(candidate)
-            if value <= current:
-                break
-            size *= 0.5
-        else:
-            break
-        done = abs(current - value) <= _TOL * max(1.0, abs(current))
-        theta, current = candidate, value
-        if done or float(np.abs(grad).max()) < _TOL:
-            break
-    slope = float(theta[0] / sd)
-    offset = float(theta[1] - theta[0] * mu / sd)
+    fit = fit_logistic(s[:, None], lab, ("score",))
+    slope, offset = fit.weights[0], fit.offset
     if not slope > 0 or not math.isfinite(offset):
         raise MetricError(f"the calibration slope is {slope:.4g}: target trials do not score higher than non-targets")
-    return LinearCalibration(slope, offset, n_t, n_n)
+    return LinearCalibration(slope, offset, fit.n_target, fit.n_nontarget)

@@ -39,6 +39,7 @@ from interbias.metrics import verification as metrics
 from interbias.metrics.calibration import LinearCalibration, fit_linear
 from interbias.metrics.llr import act_dcf, cllr, min_cllr
 from interbias.run.measured import calibration_trials, measured
+from interbias.run.qmf import experiment_qmf_columns, qmf_model
 from interbias.run.rundir import CalibrationRecord
 from interbias.utils.errors import MetricError
 
@@ -180,13 +181,21 @@ def calibrate_rows(
     spec = exp.calibration
     points = [p.record() for p in exp.operating_points]
     drawn = DRAW_CALIBRATION_COLUMNS if exp.trials.operator_draws > 1 else []
+    qmf = experiment_qmf_columns(exp)
     for row in rows.values():
-        for col in [*calibration_columns(exp.operating_points), *drawn]:
+        for col in [*calibration_columns(exp.operating_points), *drawn, *qmf]:
             row[col] = np.nan if col != "dcf_point" else ""
     if not has_dev:
         reason = "the run has no dev split (set trials.dev_share): the calibration columns are empty"
         return CalibrationRecord(spec.fit_on, spec.split, METHOD, points, measured=False, reason=reason)
     fitted = {m: _model(run, exp, m, cells, rows) for m in models}
+    if qmf:
+        for m in models:
+            frames = {c.id: run.read_scores(m, c.id) for c in cells if (m, c.id) in rows}
+            refs = [c.id for c in reference_cells(exp, cells) if c.id in frames] if spec.fit_on == "reference" else None
+            mine = {cid: rows[(m, cid)] for cid in frames}
+            measures = exp.scoring.calibration.measures
+            fitted[m]["qmf"] = qmf_model(frames, refs, exp.operating_points, measures, mine)
     record = CalibrationRecord(spec.fit_on, spec.split, METHOD, points, measured=True, models=fitted)
     run.write_calibration(record)
     return record

@@ -32,6 +32,7 @@ from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
 from interbias.metrics.registry import results_columns, spec
 from interbias.metrics.spoof import spoof_summary
+from interbias.quality.measures import trial_columns
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
 from interbias.trials.enrolment import enrol_columns
@@ -277,4 +278,20 @@ def score_draw(
     for col in ("split", "trial_type"):
         if col in trials.columns:
             frame[col] = trials[col].to_numpy()
+    if getattr(emb, "need_quality", False):  # a QMF calibration's features (interbias.quality.measures)
+        add_quality_columns(frame, trials, emb, (efp, tfp), enc.fingerprint)
     return CellScore(row, frame, failures)
+
+
+def add_quality_columns(
+    frame: pd.DataFrame, trials: pd.DataFrame, emb: Embedder, chains: tuple[str, str], enc_fp: str
+) -> None:
+    """The ``q_<measure>_min/max`` columns of ``frame`` from the embedder's quality measures
+    under the (enrolment, test) ``chains`` and the encoder ``enc_fp``."""
+    ids = (trials[enrol_columns(trials)[0]].to_numpy(), trials["test"].to_numpy())
+    sides = [
+        {u: emb.quality[(u, chain, enc_fp)] for u in set(side) if (u, chain, enc_fp) in emb.quality}
+        for side, chain in zip(ids, chains, strict=True)
+    ]
+    for name, values in trial_columns(*ids, *sides).items():
+        frame[name] = values

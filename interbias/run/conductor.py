@@ -50,6 +50,7 @@ from interbias.run.normalise import (
 )
 from interbias.run.operations import merge_operations, operation_notices
 from interbias.run.preflight import experiment_for_run
+from interbias.run.qmf import experiment_qmf_columns
 from interbias.run.results import (
     COLUMNS,
     RowContext,
@@ -178,6 +179,7 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
             ctx.reporter,
             exclude=exclude,
             known_sha=work.shas,
+            quality=ctx.exp.scoring.calibration.kind == "qmf",
         ),
     )
     if work.pending:
@@ -289,6 +291,7 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     columns += ["n_windowed"] if ctx.exp.frontend.long_audio == "window" else []
+    columns += experiment_qmf_columns(ctx.exp)
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
     _write_operations(ctx, work, emb)
