@@ -28,33 +28,22 @@ from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
 from interbias.utils.seeding import canonical_json, sha256_text
 
-KEYS = ("models", "bootstrap", "threshold")
-
-
 def cm_spec(exp: Any) -> dict[str, Any] | None:
-    """The validated ``countermeasures`` entry of an experiment, or None for an SV experiment."""
+    """The checked ``countermeasures`` section of an experiment (its models in the CM registry, two
+    acoustic factors on the test side, a front end the CMs honour), or None for another kind."""
     from interbias.cm.models import CM_MODELS
 
-    raw = exp.raw.get("countermeasures")
-    if raw is None:
+    spec = exp.countermeasures
+    if spec is None:
         return None
     where = exp.path.name if exp.path else exp.name
-    if not isinstance(raw, dict) or not raw.get("models"):
-        raise ConfigError(f"{where}: countermeasures: needs models: [label, ...]")
-    unknown = sorted(set(raw) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: countermeasures: unknown key {unknown[0]!r}; valid: {', '.join(KEYS)}")
-    for label in raw["models"]:
-        CM_MODELS.get(str(label))
+    for label in spec.models:
+        CM_MODELS.get(label)
     acoustic = exp.acoustic_factors
     if len(exp.factors) != 2 or len(acoustic) != 2 or any(lv.enrol.effective for f in acoustic for lv in f.levels):
         raise ConfigError(f"{where}: a countermeasure experiment has two acoustic factors applied to the test side")
     cm_frontend(exp)
-    return {
-        "models": [str(m) for m in raw["models"]],
-        "bootstrap": int(raw.get("bootstrap", 200)),
-        "threshold": str(raw.get("threshold", "eer")),
-    }
+    return {"models": list(spec.models), "bootstrap": spec.bootstrap, "threshold": spec.threshold}
 
 
 #: ``frontend:`` keys a CM run cannot honour: each CM's input policy sets the length.

@@ -58,10 +58,10 @@ def register_track(number: int, runner: Callable[[TrackContext, dict[str, Any]],
 
 def tracks_spec(exp: Any) -> list[dict[str, Any]]:
     """The validated ``tracks`` list (module docstring)."""
-    raw = exp.raw.get("tracks")
     where = exp.path.name if exp.path else exp.name
-    if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) and "track" in t for t in raw):
+    if exp.tracks is None:
         raise ConfigError(f"{where}: tracks: needs a list of {{track: N, ...}} items")
+    raw = [item.as_dict() for item in exp.tracks.items]
     for t in raw:
         if int(t["track"]) not in TRACK_RUNNERS:
             raise ConfigError(

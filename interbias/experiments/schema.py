@@ -18,6 +18,14 @@ from typing import Any
 from interbias.audio.frontend import FrontEnd
 from interbias.experiments import yamlfile
 from interbias.experiments.attack_spec import AttackSpec, check_attack_experiment, parse_attacks
+from interbias.experiments.kinds import (
+    CountermeasureSpec,
+    Kind,
+    TracksSpec,
+    kind_of,
+    parse_countermeasures,
+    parse_tracks,
+)
 from interbias.experiments.decision_spec import (
     CalibrationSpec,
     OperatingPoint,
@@ -72,8 +80,8 @@ TOP_KEYS = {
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
-    "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.cm.experiment)",
-    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.cm.tracks)",
+    "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.experiments.kinds)",
+    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.experiments.kinds)",
     "notes": "free text",
     "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
@@ -153,6 +161,10 @@ class Experiment:
     question: str = ""
     #: ``attacks``: the adversarial attack stage (:mod:`interbias.experiments.attack_spec`).
     attacks: AttackSpec | None = None
+    #: The kind sections (:mod:`interbias.experiments.kinds`); ``kind`` follows from them.
+    countermeasures: CountermeasureSpec | None = None
+    tracks: TracksSpec | None = None
+    kind: Kind = "verification"
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -277,6 +289,8 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
+    countermeasures = parse_countermeasures(raw.get("countermeasures"), where)
+    tracks = parse_tracks(raw.get("tracks"), where)
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
@@ -301,6 +315,9 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         calibration=parse_calibration(raw.get("calibration"), where),
         scoring=_scoring(raw.get("scoring"), trials, where, varies_frontend(factors)),
         attacks=parse_attacks(raw.get("attacks"), where),
+        countermeasures=countermeasures,
+        tracks=tracks,
+        kind=kind_of(countermeasures, tracks, where),
     )
     return check_attack_experiment(experiment, where)
 
