@@ -42,7 +42,11 @@ def test_countermeasures_section_is_a_record_with_defaults(tmp_path):
 
 @pytest.mark.parametrize(
     ("raw", "match"),
-    [({}, "needs models"), ({"models": "AASIST"}, "needs models"), ({"models": ["A"], "boot": 3}, "unknown key 'boot'")],
+    [
+        ({}, "needs models"),
+        ({"models": "AASIST"}, "needs models"),
+        ({"models": ["A"], "boot": 3}, "unknown key 'boot'"),
+    ],
 )
 def test_countermeasures_refusals_are_one_line(raw, match):
     with pytest.raises(ConfigError, match=match):

@@ -91,8 +91,8 @@ def train_track3(ctx: TrackContext, spec: dict[str, Any], manifest: Any) -> tupl
 
 def score_groups(table: pd.DataFrame, classes: tuple[str, ...], genders: dict[str, Any]) -> list[dict[str, Any]]:
     """Macro scores per recogniser, pooled (``all``) and per gender, over ``table``'s utterances."""
-    from interbias.analysis.cm import open_set_f1
     from interbias.cm.openset import UNKNOWN
+    from interbias.metrics.cm import open_set_f1
 
     ref = [t if t in classes else UNKNOWN for t in table["truth"]]
     groups: dict[str, list[int]] = {"all": list(range(len(table)))}
@@ -112,7 +112,7 @@ def score_groups(table: pd.DataFrame, classes: tuple[str, ...], genders: dict[st
 
 def run_track3_cells(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     """Track 3 (module docstring)."""
-    from interbias.cm.experiment import cm_frontend
+    from interbias.cm.frontends import cm_frontend
     from interbias.cm.recognition import algorithm, load_recogniser, recognise, write_recognition
     from interbias.cm.scoring import degrade
 

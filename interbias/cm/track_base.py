@@ -1,4 +1,4 @@
-"""What the ``tracks:`` conductor (:mod:`interbias.cm.tracks`) and each track's runner share:
+"""What the ``tracks:`` conductor (:mod:`interbias.run.tasks.tracks`) and each track's runner share:
 the context a runner gets, the result it returns, and the cell file names."""
 
 from __future__ import annotations

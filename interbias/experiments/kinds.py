@@ -86,6 +86,13 @@ def parse_tracks(raw: Any, where: str) -> TracksSpec | None:
     return TracksSpec(tuple(items))
 
 
+def kind_sections(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The ``Experiment`` fields of the kind: ``countermeasures``, ``tracks`` and ``kind``."""
+    countermeasures = parse_countermeasures(raw.get("countermeasures"), where)
+    tracks = parse_tracks(raw.get("tracks"), where)
+    return {"countermeasures": countermeasures, "tracks": tracks, "kind": kind_of(countermeasures, tracks, where)}
+
+
 def kind_of(countermeasures: CountermeasureSpec | None, tracks: TracksSpec | None, where: str) -> Kind:
     """The experiment's kind from its sections; both sections at once is refused."""
     if countermeasures is not None and tracks is not None:

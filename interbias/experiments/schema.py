@@ -18,14 +18,6 @@ from typing import Any
 from interbias.audio.frontend import FrontEnd
 from interbias.experiments import yamlfile
 from interbias.experiments.attack_spec import AttackSpec, check_attack_experiment, parse_attacks
-from interbias.experiments.kinds import (
-    CountermeasureSpec,
-    Kind,
-    TracksSpec,
-    kind_of,
-    parse_countermeasures,
-    parse_tracks,
-)
 from interbias.experiments.decision_spec import (
     CalibrationSpec,
     OperatingPoint,
@@ -35,6 +27,7 @@ from interbias.experiments.decision_spec import (
     parse_scoring,
     resolved_scoring,
 )
+from interbias.experiments.kinds import CountermeasureSpec, Kind, TracksSpec, kind_sections
 from interbias.experiments.protocol import (
     ProtocolLevel,
     check_protocol_vads,
@@ -286,11 +279,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         raw["trials"]["list"] = trials.list_file
     frontend = parse_frontend(raw.get("frontend") or {}, where)
     check_protocol_vads(factors, frontend.sample_rate_hz, where)
-    seed = raw.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
-    countermeasures = parse_countermeasures(raw.get("countermeasures"), where)
-    tracks = parse_tracks(raw.get("tracks"), where)
+    seed = _seed(raw.get("seed", 0), where)
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
@@ -315,9 +304,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         calibration=parse_calibration(raw.get("calibration"), where),
         scoring=_scoring(raw.get("scoring"), trials, where, varies_frontend(factors)),
         attacks=parse_attacks(raw.get("attacks"), where),
-        countermeasures=countermeasures,
-        tracks=tracks,
-        kind=kind_of(countermeasures, tracks, where),
+        **kind_sections(raw, where),
     )
     return check_attack_experiment(experiment, where)
 
@@ -337,6 +324,12 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
             f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
         )
     return spec
+
+
+def _seed(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{where}: seed: must be an integer, got {value!r}")
+    return value
 
 
 def _question(value: Any, where: str) -> str:
