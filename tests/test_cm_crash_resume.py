@@ -9,34 +9,17 @@ import signal
 from pathlib import Path
 
 import pytest
-from cm_fixtures import cm_manifest
+from cm_fixtures import TRACK_FACTORS, cm_manifest
 from run_helpers import only_run_dir, run_child
 
 from interbias.cm.train import train_model
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "1", "batch_size": "4", "lr": "0.01"}
 YAML = """name: K91
-title: tiny CM experiment
-use: contrast
+title: tiny CM experiment, killed between cells
+use: descriptive
 corpus: {{name: manifest, manifest: {manifest}}}
-countermeasures:
-  models: [ResNet18-logspec]
-  bootstrap: 10
-factors:
-  - name: codec
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels:
-      clean: []
-      mulaw: [{{op: codec, codec: pcm_mulaw}}]
-  - name: noise
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels:
-      clean: []
-      white: [{{op: noise, kind: gaussian, snr_db: 5}}]
+countermeasures: {{models: [ResNet18-logspec], bootstrap: 10}}
 """
 
 
@@ -48,7 +31,7 @@ def setup(tmp_path_factory):
     mp.setenv("INTERBIAS_MODELS", str(tmp / "models"))
     train_model("ResNet18-logspec", m, settings=dict(TINY), log=lambda s: None)
     exp = tmp / "K91.yaml"
-    exp.write_text(YAML.format(manifest=tmp / "data" / "manifest.csv"))
+    exp.write_text(YAML.format(manifest=tmp / "data" / "manifest.csv") + TRACK_FACTORS)
     yield tmp, exp
     mp.undo()
 

@@ -4,24 +4,17 @@
 from __future__ import annotations
 
 import pytest
+from cm_fixtures import TRACK_FACTORS
 
 from interbias.experiments.kinds import CountermeasureSpec, parse_countermeasures, parse_tracks
 from interbias.experiments.schema import load_experiment
 from interbias.utils.errors import ConfigError
 from interbias.utils.paths import conditions_dir
 
-FACTORS = """factors:
-  - name: codec
-    type: acoustic
-    apply_to: test
-    reference: clean
-    levels: {clean: [], mulaw: [{op: codec, codec: pcm_mulaw}]}
-"""
-
 
 def _load(tmp_path, section: str):
     path = tmp_path / "E90.yaml"
-    path.write_text(f"name: E90\nuse: contrast\ncorpus: synthetic\n{section}{FACTORS}")
+    path.write_text(f"name: E90\nuse: contrast\ncorpus: synthetic\n{section}{TRACK_FACTORS}")
     return load_experiment(path)
 
 
