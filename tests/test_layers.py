@@ -32,7 +32,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embedding",),  # the embedding stage: cache, tasks, workers
     ("run",),  # interbias run: the task of each experiment kind, cells, scoring, calibration, results, run directory
     ("analysis",),  # everything computed from run directories
-    ("repair",),  # ORCA repair and the black-box audit
+    ("repair",),  # the ORCA repair method
+    (
+        "audits",
+    ),  # the audits that embed a corpus themselves: geometry, repair, black box (and where their vectors come from)
     ("cli",),  # the typer commands
 )
 LEVEL = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}

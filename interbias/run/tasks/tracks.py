@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from interbias.cm.track3 import check_track3, run_track3_cells
-from interbias.cm.track_base import TrackContext, TrackResult, safe
+from interbias.cm.track_base import TrackContext, TrackResult, cell_rows, safe
 from interbias.run.conductor import RunOutcome
 from interbias.run.lock import RunLock
 from interbias.run.results import content_run_id, hardware, package_versions, revision
@@ -44,7 +45,7 @@ from interbias.run.rundir import RESULTS, RunDir
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
 from interbias.utils.progress import Reporter
-from interbias.utils.seeding import canonical_json, sha256_text
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
 
 #: The report a tracks run writes itself (``interbias run`` points to it).
 REPORT = "tracks_report.md"
@@ -120,7 +121,7 @@ def run(options: Any, reporter: Reporter | None = None, *, exp: Any = None) -> R
     run_dir = RunDir(Path(options.out) / run_id)
     with RunLock(run_dir.path):
         atomic.remove_stale_temps(run_dir.path)
-        ctx = TrackContext(exp, manifest, cache, run_dir.path, reporter, reporter.info)
+        ctx = TrackContext(exp, manifest, cache, run_dir.path, reporter, reporter.info, cells=run_dir)
         results = [TRACK_RUNNERS[int(s["track"])](ctx, s) for s in specs]
         rows = [r for res in results for r in res.rows]
         frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*RESULT_COLUMNS, *(k for r in rows for k in r)])))
@@ -214,15 +215,21 @@ def run_track2(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     fe = cm_frontend(ctx.exp)
     rows, failed = [], {}
     cells = ctx.exp.cells()
+    key = {"checkpoint_sha256": sha256_file(det.checkpoint), "rule": vars(rule), "resolution_s": resolution}
+
+    def score(cell: Any) -> tuple[list[dict], list[str]]:
+        cw = degrade(ctx.manifest, ev, cell.test_chain, ctx.cache, fe)
+        lines = region_lines(det, list(zip(cw.ids, cw.waves, strict=True)), rule)
+        atomic.write_text(out / f"{safe(cell.id)}.txt", "".join(x + "\n" for x in lines))
+        pred = {x.split()[0]: parse_segment_line(x, where=cell.id, reference=False) for x in lines}
+        return [
+            {"track": 2, "model": LABEL, "cell": cell.id, **r} for r in score_groups(ref, pred, ev, resolution)
+        ], cw.failed
+
     with ctx.reporter.task(f"{ctx.exp.name}: track 2, {len(cells)} cell(s)", len(cells)) as advance:
         for cell in cells:
-            cw = degrade(ctx.manifest, ev, cell.test_chain, ctx.cache, fe)
-            lines = region_lines(det, list(zip(cw.ids, cw.waves, strict=True)), rule)
-            atomic.write_text(out / f"{safe(cell.id)}.txt", "".join(x + "\n" for x in lines))
-            pred = {x.split()[0]: parse_segment_line(x, where=cell.id, reference=False) for x in lines}
-            for r in score_groups(ref, pred, ev, resolution):
-                rows.append({"track": 2, "model": LABEL, "cell": cell.id, **r})
-            failed[cell.id] = cw.failed
+            cell_result, failed[cell.id] = cell_rows(ctx, "track2", cell.id, key, partial(score, cell))
+            rows.extend(cell_result)
             advance(1)
     report = track2_section(rows, rule, resolution, info)
     record = {"model": LABEL, "checkpoint": str(det.checkpoint), **det.info, "rule": vars(rule),
