@@ -77,6 +77,7 @@ def test_killed_cm_run_resumes_by_cell_to_byte_identical_outputs(setup, tmp_path
     assert [k for k in want if got[k] != want[k]] == []
 
 
+@pytest.mark.slow
 def test_killed_tracks_run_resumes_by_cell_to_byte_identical_outputs(tmp_path):
     write_had(cm_manifest(tmp_path / "data"), tmp_path / "had", HADSpec(min_segment_s=0.05, max_segment_s=0.15))
     exp = tmp_path / "E99.yaml"

@@ -20,10 +20,13 @@ rerun resumes or reuses it), each cell's eval utterances are located
 0.3 × sentence accuracy + 0.7 × segment F1). The corpus ``synthetic`` means its HAD-style form
 (``synthetic-had``, proxies: numbers on it check the pipeline, they are not findings).
 
-Run directory ``<out>/<experiment>-tracks-<hash>/``: ``results.csv`` (one row per track ×
-cell × group), ``track2/reference_eval.txt`` and ``track2/<cell>.txt`` (the segment files),
+Run directory ``<out>/<experiment>-tracks-<hash>/`` (locked while the run works): per track and
+cell its rows and completion record (``scores/track<N>/<cell>.parquet``,
+``cells/track<N>/<cell>.json``; a rerun reuses a cell finished with the same detector, see
+:func:`interbias.cm.track_base.cell_rows`), ``results.csv`` (one row per track × cell ×
+group), ``track2/reference_eval.txt`` and ``track2/<cell>.txt`` (the segment files),
 ``track2/training.json``, ``track3/<cell>/`` (the label files of ``cm-eval recognition``),
-``track3/training.json``, ``tracks_report.md``, ``run.json``.
+``track3/training.json``, ``tracks_report.md``, ``run.json`` (with packages and hardware).
 """
 
 from __future__ import annotations
