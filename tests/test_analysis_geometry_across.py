@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.analysis import geometry as geo
-from interbias.analysis.geometry import sweep
 from interbias.analysis.geometry.across import leakage_and_disparity, pearson, resample_voices
-from interbias.analysis.geometry.pipeline import GeometryOptions, grid_to_table, run_geometry
+from interbias.audits import geometry_sweep as sweep
+from interbias.audits.geometry import GeometryOptions, run_geometry
+from interbias.audits.source import grid_to_table
 from interbias.cli import app
 from interbias.utils.seeding import derive_rng
 

@@ -44,7 +44,7 @@ def test_noise_rows_are_replicate_differences_with_their_cell_labels() -> None:
 
 def test_noise_floor_is_the_audit_of_the_noise_rows_and_sits_below_the_signal() -> None:
     orig, reps, vo, vr = _manifests(0.05)
-    from interbias.analysis.geometry.pipeline import grid_from_manifest
+    from interbias.audits.source import grid_from_manifest
 
     grid = grid_from_manifest(orig, vo, ("gender",))
     rng = derive_rng("test-noise-within")

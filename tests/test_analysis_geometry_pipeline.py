@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.analysis import geometry as geo
-from interbias.analysis.geometry.pipeline import grid_to_table
+from interbias.audits.source import grid_to_table
 from interbias.cli import app
 from interbias.utils.paths import slug
 

@@ -12,11 +12,12 @@ import pytest
 from cm_fixtures import cm_manifest
 from typer.testing import CliRunner
 
+from interbias.analysis.after_run import after_run
 from interbias.analysis.fairness import METRICS
 from interbias.cli import app
-from interbias.cm.experiment import run_cm_experiment as run
 from interbias.cm.train import train_model
 from interbias.run.conductor import RunOptions
+from interbias.run.tasks.countermeasure import run_cm_experiment as run
 from interbias.utils.errors import ConfigError
 
 TINY = {"duration_s": "0.5", "width": "4", "max_epochs": "1", "batch_size": "4", "lr": "0.01"}
@@ -55,7 +56,13 @@ def cm_run(tmp_path_factory):
         train_model(label, m, settings=dict(TINY), log=lambda s: None)
     (tmp / "E91.yaml").write_text(YAML.format(manifest=tmp / "data" / "manifest.csv"))
     outcome = run(
-        RunOptions(experiment=str(tmp / "E91.yaml"), out=tmp / "results", cache_dir=tmp / "cache", quiet=True)
+        RunOptions(
+            experiment=str(tmp / "E91.yaml"),
+            out=tmp / "results",
+            cache_dir=tmp / "cache",
+            quiet=True,
+            after_run=after_run,
+        )
     )
     yield tmp, outcome
     mp.undo()
@@ -150,8 +157,8 @@ def test_sv_encoders_are_refused_for_a_cm_experiment(cm_run):
 
 
 def test_e19_definition_parses_with_its_synthetic_variant():
-    from interbias.cm.experiment import cm_spec
     from interbias.experiments.schema import load_experiment
+    from interbias.run.tasks.countermeasure import cm_spec
 
     root = Path(__file__).resolve().parents[1] / "conditions" / "E19.yaml"
     exp = load_experiment(root, corpus="synthetic")

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from interbias.cli import app
 from interbias.cm.track_base import safe
-from interbias.cm.tracks import run_tracks_experiment
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment
+from interbias.run.tasks.tracks import run_tracks_experiment
 from interbias.utils.errors import ConfigError
 
 YAML = """name: E98

@@ -12,9 +12,9 @@ import pytest
 from cm_fixtures import TRACK_FACTORS, cm_manifest
 
 from interbias.analysis.cm import location_scores, read_segment_labels
-from interbias.cm.tracks import TRACK_RUNNERS, run_tracks_experiment, safe
 from interbias.corpora.had import HADSpec, write_had
 from interbias.experiments.schema import load_experiment
+from interbias.run.tasks.tracks import TRACK_RUNNERS, run_tracks_experiment, safe
 from interbias.utils.errors import ConfigError
 
 YAML = """name: E99
@@ -82,7 +82,9 @@ def test_a_second_run_reuses_the_detector_and_writes_the_same_scores(tmp_path):
 def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
     assert set(TRACK_RUNNERS) == {2, 3}  # Track 3 registers itself (interbias.cm.track3, test_cm_track3.py)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="  - track: 4\n")
-    with pytest.raises(ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.cm.tracks"):
+    with pytest.raises(
+        ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.run.tasks.tracks"
+    ):
         run_tracks_experiment(_options(tmp_path), exp=exp)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="    window: 3\n")
     with pytest.raises(ConfigError, match="track 2: unknown key 'window'; valid: track, model"):
@@ -90,8 +92,8 @@ def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
 
 
 def test_run_dispatches_a_tracks_experiment(tmp_path):
-    from interbias.cli.run import conductor
     from interbias.run.preflight import is_countermeasure
+    from interbias.run.tasks import task_for
 
     exp = _exp(tmp_path, tmp_path / "m.jsonl")
-    assert is_countermeasure(exp) and conductor(exp) is run_tracks_experiment
+    assert is_countermeasure(exp) and exp.kind == "tracks" and task_for(exp.kind) is run_tracks_experiment

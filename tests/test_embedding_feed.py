@@ -258,11 +258,12 @@ def test_cli_precision_reaches_load_encoders_and_a_bad_one_is_one_line(tmp_path:
 
 
 def test_precision_other_than_fp32_is_refused_where_it_would_be_ignored() -> None:
-    from interbias.cli.run import check_precision_used
-    from interbias.cm.experiment import run_cm_experiment
-    from interbias.run.conductor import run
+    from types import SimpleNamespace
 
-    check_precision_used("bf16", run)
-    check_precision_used("fp32", run_cm_experiment)
+    from interbias.cli.run import check_precision_used
+
+    verification, countermeasure = SimpleNamespace(kind="verification"), SimpleNamespace(kind="countermeasure")
+    check_precision_used("bf16", verification)
+    check_precision_used("fp32", countermeasure)
     with pytest.raises(RunError, match="--precision bf16 applies to speaker-verification experiments"):
-        check_precision_used("bf16", run_cm_experiment)
+        check_precision_used("bf16", countermeasure)

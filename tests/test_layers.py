@@ -25,11 +25,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("operators", "encoders"),  # degradations of audio; speaker encoders (audio -> embedding)
     ("experiments",),  # the experiment YAML: schema, sections, decision specs
     ("corpora",),  # corpora and manifests
-    ("trials",),  # trial sampling, external lists, speaker budget, cohort
+    (
+        "trials",
+        "cm",
+    ),  # trial sampling, external lists, speaker budget, cohort; countermeasure models, training, scoring
     ("embedding",),  # the embedding stage: cache, tasks, workers
-    ("run",),  # interbias run: conductor, cells, scoring, calibration, results, run directory
+    ("run",),  # interbias run: the task of each experiment kind, cells, scoring, calibration, results, run directory
     ("analysis",),  # everything computed from run directories
-    ("repair", "cm"),  # ORCA repair and the black-box audit; the countermeasure track
+    ("repair",),  # the ORCA repair method
+    (
+        "audits",
+    ),  # the audits that embed a corpus themselves: geometry, repair, black box (and where their vectors come from)
     ("cli",),  # the typer commands
 )
 LEVEL = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.analysis import geometry as geo
-from interbias.analysis.geometry.pipeline import grid_to_table
+from interbias.audits.source import grid_to_table
 from interbias.cli import app
 from interbias.encoders.adapter import TENSORS, AdapterWeights, load_adapter, save_adapter
 from interbias.repair.orca import OrcaConfig, keep_scores, leakage_penalty, split_voices, train

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from interbias.audits.blackbox import analyze, read_answers, read_protocol, score_with
 from interbias.cli import app
 from interbias.metrics.verification import eer, eer_from_sweep, threshold_sweep
-from interbias.repair.blackbox import analyze, read_answers, read_protocol, score_with
 from interbias.utils.errors import AnalysisError
 
 runner = CliRunner()

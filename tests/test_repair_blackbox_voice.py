@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from interbias.audits.blackbox import analyze, read_protocol, score_with
 from interbias.cli import app
-from interbias.repair.blackbox import analyze, read_protocol, score_with
 
 runner = CliRunner()
 SPEAKERS = [("f0", "female", "a"), ("f1", "female", "b"), ("f2", "female", "c")]

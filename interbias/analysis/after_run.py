@@ -19,6 +19,17 @@ from interbias.utils import atomic
 from interbias.utils.errors import InterbiasError
 
 
+def after_run(*args: Any, kind: str = "verification", **kwargs: Any) -> dict[str, Any]:
+    """The after-run hook of every run kind (``RunOptions.after_run``): :func:`run_analyses` for a
+    verification run, :func:`interbias.analysis.cm_run.cm_analyses` for a countermeasure run
+    (``kind="countermeasure"``); returns what run.json lists under ``analyses``."""
+    if kind == "countermeasure":
+        from interbias.analysis.cm_run import cm_analyses
+
+        return cm_analyses(*args, **kwargs)
+    return run_analyses(*args, **kwargs)
+
+
 def run_analyses(
     run: RunDir, results: pd.DataFrame, trials: TrialList, scored: Manifest, spoofing: bool, errored: list[str]
 ) -> dict[str, Any]:

@@ -110,20 +110,6 @@ def recognition_of_files(
     return open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes), classes
 
 
-def recognition_record(res: OpenSetScores, classes: list[str]) -> dict[str, Any]:
-    """The JSON record of :func:`recognition_of_files`'s result."""
-    return {
-        "precision": res.precision,
-        "recall": res.recall,
-        "f1": res.f1,
-        "known": classes,
-        "n_samples": res.n_samples,
-        "n_unknown": res.n_unknown,
-        "per_class": res.per_class.to_dict(orient="records"),
-        "notes": list(res.notes),
-    }
-
-
 def read_dsr(value: str, option: str) -> float:
     """A DSR given on the command line: a number in [0, 1], or a JSON file with a ``dsr`` entry
     (``cm-eval dsr --json`` output)."""

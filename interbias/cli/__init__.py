@@ -126,7 +126,18 @@ from interbias.cli import validate as _validate  # noqa: E402,F401
 #: The ``--help`` panels, in order, and the commands each holds, in order: every command is in one.
 PANELS: dict[str, tuple[str, ...]] = {
     "Run": ("run", "validate", "list", "plan", "export"),
-    "Analyse": ("analyze", "report", "compare", "leaderboard", "card", "runs", "fairness", "metrics", "cm-eval", "fuse"),
+    "Analyse": (
+        "analyze",
+        "report",
+        "compare",
+        "leaderboard",
+        "card",
+        "runs",
+        "fairness",
+        "metrics",
+        "cm-eval",
+        "fuse",
+    ),
     "Models": ("encoders", "models", "embed", "cm"),
     "Audits": ("geometry", "repair", "blackbox"),
     "Data": ("corpus", "operators", "degrade"),

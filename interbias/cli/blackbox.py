@@ -50,7 +50,8 @@ def prepare_cmd(
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
     the test's style, only its text, only its noise condition, or only the voice (columns:
     docs/outputs.md)."""
-    from interbias.repair.blackbox import ProtocolOptions, load_manifest, prepare, with_paths
+    from interbias.audits.blackbox import ProtocolOptions, prepare, with_paths
+    from interbias.audits.source import load_manifest
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
 
@@ -79,7 +80,7 @@ def score_cmd(
     device: Annotated[str, typer.Option(help="cpu or cuda[:N].")] = "cpu",
 ) -> None:
     """Score a protocol with a local encoder (cosine of enrolment and test embeddings)."""
-    from interbias.repair.blackbox import encoder_embedder, read_protocol, score_with
+    from interbias.audits.blackbox import encoder_embedder, read_protocol, score_with
     from interbias.utils import atomic
     from interbias.utils.paths import readable_slug
 
@@ -110,7 +111,7 @@ def analyze_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
 ) -> None:
     """Invariance-violation ratio per axis, accuracy and EER per group, gaps with speaker-level p."""
-    from interbias.repair.blackbox import analyze, read_answers, read_protocol
+    from interbias.audits.blackbox import analyze, read_answers, read_protocol
     from interbias.utils import atomic
 
     answers = read_answers(scores, read_protocol(protocol))

@@ -187,7 +187,8 @@ def recognition(
 ) -> None:
     """Open-set algorithm recognition: macro precision and recall over the known classes (the
     unknown class counted in FP/FN) and their harmonic mean F1."""
-    from interbias.analysis.cm_eval import recognition_of_files, recognition_record
+    from interbias.analysis.cm_eval import recognition_of_files
+    from interbias.metrics.cm import recognition_record
 
     res, classes = recognition_of_files(reference, prediction, known, unknown)
     if as_json:

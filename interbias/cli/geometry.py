@@ -13,7 +13,7 @@ from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
 if TYPE_CHECKING:
-    from interbias.analysis.geometry.pipeline import GeometryOptions, GeometryOutcome
+    from interbias.audits.geometry import GeometryOptions, GeometryOutcome
 
 
 EncodersOpt = Annotated[
@@ -76,7 +76,7 @@ def geometry(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
-    from interbias.analysis.geometry.pipeline import GeometryOptions, run_geometry
+    from interbias.audits.geometry import GeometryOptions, run_geometry
 
     options = GeometryOptions(
         encoder=encoder,
@@ -133,7 +133,7 @@ def _print_table(outcome: GeometryOutcome) -> None:
 
 def _several(options: GeometryOptions, encoders: str | None, layers: str | None, attribute: str, n_boot: int) -> None:
     """``--encoders`` (the across-encoder table and r) or ``--layers`` (one audit per layer)."""
-    from interbias.analysis.geometry.sweep import parse_layers, run_across, run_layers
+    from interbias.audits.geometry_sweep import parse_layers, run_across, run_layers
     from interbias.utils.errors import AnalysisError
 
     if encoders is not None and layers is not None:

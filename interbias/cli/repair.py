@@ -13,7 +13,7 @@ from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
 if TYPE_CHECKING:
-    from interbias.repair.run import RepairOutcome
+    from interbias.audits.repair import RepairOutcome
 
 EXAMPLE = "Example: interbias repair --encoder CAM++ --corpus synthetic --ablations --out results/repair"
 
@@ -88,9 +88,9 @@ def repair(
 
     Prints the before/after audit (F, Λ, ℓ, Γ ± 95 % half-widths) and the label of the repaired
     encoder (LABEL+orca:HASH) for `interbias run --encoders`. Outputs: docs/repair.md."""
+    from interbias.audits.repair import RepairOptions, run_repair
     from interbias.encoders import restore_threads
     from interbias.repair.orca import OrcaConfig
-    from interbias.repair.run import RepairOptions, run_repair
 
     restore_threads()
     config = OrcaConfig(

@@ -27,36 +27,19 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
-def conductor(exp: Any) -> Any:
-    """The function that runs the loaded experiment ``exp``: the SV runner, or the countermeasure
-    conductor (:mod:`interbias.cm.experiment`) for an experiment with a ``countermeasures`` block,
-    the ADD 2023 tracks conductor (:mod:`interbias.cm.tracks`) for one with a ``tracks`` block."""
-    from interbias.cm.experiment import run_cm_experiment
-    from interbias.run.conductor import run
-    from interbias.run.preflight import is_countermeasure
-
-    if "tracks" in exp.raw:
-        from interbias.cm.tracks import run_tracks_experiment
-
-        return run_tracks_experiment
-    return run_cm_experiment if is_countermeasure(exp) else run
-
-
-def check_precision_used(precision: str, conduct: Any) -> None:
+def check_precision_used(precision: str, exp: Any) -> None:
     """``--precision`` other than fp32 is for speaker-verification runs (the countermeasure and
-    tracks conductors load their models in fp32): anything else is an error, not ignored."""
-    from interbias.run.conductor import run
-
-    if precision != "fp32" and conduct is not run:
+    tracks runs load their models in fp32): anything else is an error, not ignored."""
+    if precision != "fp32" and exp.kind != "verification":
         raise RunError(f"--precision {precision} applies to speaker-verification experiments; this one runs in fp32")
 
 
 def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """The analyses ``interbias run`` writes beside results.csv
-    (:func:`interbias.analysis.after_run.run_analyses`, imported only when a run ends)."""
-    from interbias.analysis.after_run import run_analyses
+    """The analyses ``interbias run`` writes beside results.csv, for every run kind
+    (:func:`interbias.analysis.after_run.after_run`, imported only when a run ends)."""
+    from interbias.analysis.after_run import after_run
 
-    return run_analyses(*args, **kwargs)
+    return after_run(*args, **kwargs)
 
 
 PlanOpt = Annotated[
@@ -148,6 +131,7 @@ def run(
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     from interbias.run.conductor import RunOptions
     from interbias.run.preflight import experiment_for_run
+    from interbias.run.tasks import run_experiment
 
     started = time.monotonic()
     options = RunOptions(
@@ -175,9 +159,8 @@ def run(
         command=["interbias", *sys.argv[1:]],
     )
     exp = experiment_for_run(options)  # the one load and check of the experiment, before any work
-    conduct = conductor(exp)
-    check_precision_used(precision, conduct)
-    outcome = conduct(options, exp=exp)
+    check_precision_used(precision, exp)
+    outcome = run_experiment(options, exp=exp)
     _report(outcome, quiet, time.monotonic() - started, wide=wide, as_json=as_json)
 
 
@@ -199,9 +182,7 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
-        "next": f"interbias report {outcome.run_dir}"
-        if not (outcome.run_dir / "tracks_report.md").is_file()  # a tracks run writes its own report
-        else f"read {outcome.run_dir / 'tracks_report.md'}",
+        "next": f"interbias report {outcome.run_dir}" if outcome.report is None else f"read {outcome.report}",
     }
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from interbias.utils.errors import AudioError, EncoderError
+from interbias.utils.errors import AudioError, ConfigError, EncoderError
 
 FRONTENDS = ("logspec", "cqt", "lfcc", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")
@@ -260,3 +260,31 @@ class InputPolicy:
 def frames(n_samples: int, hop: int) -> int:
     """Frames of a centred STFT: 1 + ⌊n / hop⌋."""
     return 1 + math.floor(n_samples / hop)
+
+
+# ---- the front end of a CM experiment ---------------------------------------------------------
+
+#: ``frontend:`` keys a CM run cannot honour: each CM's input policy sets the length.
+LENGTH_KEYS = ("min_duration_s", "max_duration_s")
+
+
+def cm_frontend(exp: Any) -> Any:
+    """The front end a CM experiment loads audio with: the CMs' 16 kHz, no duration limits (each
+    CM's input policy fits the length), the YAML's ``frontend.resampler``. A duration key, or a
+    rate other than 16 kHz, is refused: the CM path could not honour it."""
+    from interbias.audio.frontend import FrontEnd
+
+    raw = exp.raw.get("frontend") or {}
+    where = exp.path.name if exp.path else exp.name
+    for key in LENGTH_KEYS:
+        if key in raw:
+            raise ConfigError(
+                f"{where}: frontend.{key}: a countermeasure experiment cannot honour it "
+                "(each CM's input policy sets the input length); remove it"
+            )
+    if exp.frontend.sample_rate_hz != SAMPLE_RATE_HZ:
+        raise ConfigError(
+            f"{where}: frontend.sample_rate_hz: the CMs take {SAMPLE_RATE_HZ} Hz audio, "
+            f"not {exp.frontend.sample_rate_hz}; remove it"
+        )
+    return FrontEnd(SAMPLE_RATE_HZ, 0.0, None, exp.frontend.resampler)

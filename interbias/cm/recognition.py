@@ -320,9 +320,8 @@ def run_track3(
     algorithms, fit the recognisers, recognise every eval utterance (known and held-out),
     write the label files in ``out`` and ``out/track3.json`` (macro precision, recall, F1 per
     recogniser over the known classes); returns that summary."""
-    from interbias.analysis.cm import open_set_f1
-    from interbias.analysis.cm_eval import recognition_record
     from interbias.audio.frontend import FrontEnd, load
+    from interbias.metrics.cm import open_set_f1, recognition_record
 
     out = Path(out)
     if items is not None:

@@ -24,15 +24,16 @@ Rows of ``results.csv``: per recogniser (``softmax``, ``openmax``), cell and gro
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from interbias.cm.track_base import TrackContext, TrackResult, safe
+from interbias.cm.track_base import TrackContext, TrackResult, cell_rows, safe
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
-from interbias.utils.seeding import canonical_json, sha256_text
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
 
 TRACK3_KEYS = ("track", "unknown", "model", "train", "threshold", "tail_size", "alpha", "corpus")
 RECOGNISERS = ("softmax", "openmax")
@@ -91,8 +92,8 @@ def train_track3(ctx: TrackContext, spec: dict[str, Any], manifest: Any) -> tupl
 
 def score_groups(table: pd.DataFrame, classes: tuple[str, ...], genders: dict[str, Any]) -> list[dict[str, Any]]:
     """Macro scores per recogniser, pooled (``all``) and per gender, over ``table``'s utterances."""
-    from interbias.analysis.cm import open_set_f1
     from interbias.cm.openset import UNKNOWN
+    from interbias.metrics.cm import open_set_f1
 
     ref = [t if t in classes else UNKNOWN for t in table["truth"]]
     groups: dict[str, list[int]] = {"all": list(range(len(table)))}
@@ -112,7 +113,7 @@ def score_groups(table: pd.DataFrame, classes: tuple[str, ...], genders: dict[st
 
 def run_track3_cells(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     """Track 3 (module docstring)."""
-    from interbias.cm.experiment import cm_frontend
+    from interbias.cm.frontends import cm_frontend
     from interbias.cm.recognition import algorithm, load_recogniser, recognise, write_recognition
     from interbias.cm.scoring import degrade
 
@@ -128,14 +129,20 @@ def run_track3_cells(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     by_id, genders = manifest.by_id(), {u.id: u.gender for u in ev}
     rows, failed = [], {}
     cells = ctx.exp.cells()
+    key = {"checkpoint_sha256": sha256_file(folder / "checkpoint.pt"), "threshold": threshold, "tail_size": tail,
+           "alpha": alpha, "manifest_sha256": manifest.sha256()}  # fmt: skip
+
+    def score(cell: Any) -> tuple[list[dict], list[str]]:
+        cw = degrade(manifest, ev, cell.test_chain, ctx.cache, cm_frontend(ctx.exp))
+        table = recognise(rec, cw.ids, cw.waves, [algorithm(by_id[i]) for i in cw.ids])
+        write_recognition(out / safe(cell.id), table, rec.softmax.classes)
+        groups = score_groups(table, rec.softmax.classes, genders)
+        return [{"track": 3, "model": rec.label, "cell": cell.id, **r} for r in groups], cw.failed
+
     with ctx.reporter.task(f"{ctx.exp.name}: track 3, {len(cells)} cell(s)", len(cells)) as advance:
         for cell in cells:
-            cw = degrade(manifest, ev, cell.test_chain, ctx.cache, cm_frontend(ctx.exp))
-            table = recognise(rec, cw.ids, cw.waves, [algorithm(by_id[i]) for i in cw.ids])
-            write_recognition(out / safe(cell.id), table, rec.softmax.classes)
-            for r in score_groups(table, rec.softmax.classes, genders):
-                rows.append({"track": 3, "model": rec.label, "cell": cell.id, **r})
-            failed[cell.id] = cw.failed
+            cell_result, failed[cell.id] = cell_rows(ctx, "track3", cell.id, key, partial(score, cell))
+            rows.extend(cell_result)
             advance(1)
     record = {"model": rec.label, "checkpoint": str(folder / "checkpoint.pt"), "manifest": manifest.name,
               "manifest_sha256": manifest.sha256(), "known": list(rec.softmax.classes),

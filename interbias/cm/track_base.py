@@ -1,5 +1,6 @@
-"""What the ``tracks:`` conductor (:mod:`interbias.cm.tracks`) and each track's runner share:
-the context a runner gets, the result it returns, and the cell file names."""
+"""What the ``tracks:`` conductor (:mod:`interbias.run.tasks.tracks`) and each track's runner share:
+the context a runner gets, the result it returns, the cell file names, and the per-cell
+completion records (:func:`cell_rows`) that let a rerun reuse finished cells."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from interbias.utils import crashpoints
 
 
 @dataclass
@@ -19,6 +24,9 @@ class TrackContext:
     folder: Path
     reporter: Any
     log: Callable[[str], None] = print
+    #: Where finished cells are kept (a run directory, :class:`interbias.run.rundir.RunDir`:
+    #: ``write_cell``, ``cell_record``, ``read_scores``); None: every cell is scored.
+    cells: Any = None
 
 
 @dataclass
@@ -34,3 +42,21 @@ class TrackResult:
 def safe(cell_id: str) -> str:
     """A cell id as a file name: characters other than letters, digits and ``-_.=`` become ``_``."""
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in cell_id)
+
+
+def cell_rows(
+    ctx: TrackContext, track: str, cell_id: str, key: dict[str, Any], score: Callable[[], tuple[list[dict], list[str]]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The result rows and failures of one cell of a track: read back when the cell's completion
+    record was written under the same ``key`` (the detector's checkpoint and settings), else
+    ``score()`` (which writes the cell's files), then its rows and record are written."""
+    store = ctx.cells
+    if store is not None:
+        rec = store.cell_record(track, cell_id)
+        if rec is not None and rec.get("key") == key:
+            return store.read_scores(track, cell_id).to_dict("records"), list(rec.get("failed", []))
+    rows, failed = score()
+    if store is not None:
+        store.write_cell(track, cell_id, pd.DataFrame(rows), {"cell": cell_id, "key": key, "failed": failed})
+        crashpoints.reached("cell-done")
+    return rows, failed

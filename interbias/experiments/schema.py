@@ -27,6 +27,7 @@ from interbias.experiments.decision_spec import (
     parse_scoring,
     resolved_scoring,
 )
+from interbias.experiments.kinds import CountermeasureSpec, Kind, TracksSpec, kind_sections
 from interbias.experiments.protocol import (
     ProtocolLevel,
     check_protocol_vads,
@@ -73,8 +74,8 @@ TOP_KEYS = {
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
-    "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.cm.experiment)",
-    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.cm.tracks)",
+    "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.experiments.kinds)",
+    "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.experiments.kinds)",
     "notes": "free text",
     "speaker_attributes": "more attributes that describe a speaker: constant per speaker, else the manifest is refused",
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
@@ -156,6 +157,10 @@ class Experiment:
     key_effects: tuple[KeyEffect, ...] = ()
     #: ``attacks``: the adversarial attack stage (:mod:`interbias.experiments.attack_spec`).
     attacks: AttackSpec | None = None
+    #: The kind sections (:mod:`interbias.experiments.kinds`); ``kind`` follows from them.
+    countermeasures: CountermeasureSpec | None = None
+    tracks: TracksSpec | None = None
+    kind: Kind = "verification"
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -277,9 +282,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         raw["trials"]["list"] = trials.list_file
     frontend = parse_frontend(raw.get("frontend") or {}, where)
     check_protocol_vads(factors, frontend.sample_rate_hz, where)
-    seed = raw.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"{where}: seed: must be an integer, got {seed!r}")
+    seed = _seed(raw.get("seed", 0), where)
     experiment = Experiment(
         name=name,
         title=str(raw.get("title", name)),
@@ -304,6 +307,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         calibration=parse_calibration(raw.get("calibration"), where),
         scoring=_scoring(raw.get("scoring"), trials, where, varies_frontend(factors)),
         attacks=parse_attacks(raw.get("attacks"), where),
+        **kind_sections(raw, where),
     )
     return check_attack_experiment(experiment, where)
 
@@ -323,6 +327,12 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
             f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
         )
     return spec
+
+
+def _seed(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{where}: seed: must be an integer, got {value!r}")
+    return value
 
 
 def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:

@@ -75,6 +75,8 @@ class RunOutcome:
     n_cached: int
     cells_done_before: int
     errored_cells: list[str]
+    #: A report the run wrote itself (a tracks run's tracks_report.md); None: ``interbias report`` makes one.
+    report: Path | None = None
 
 
 def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experiment | None = None) -> RunOutcome:

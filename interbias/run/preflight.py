@@ -123,8 +123,8 @@ def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None)
 
 
 def is_countermeasure(exp: Any) -> bool:
-    """Whether ``exp`` is a countermeasure experiment (a ``countermeasures`` or ``tracks`` block: :mod:`interbias.cm`)."""
-    return "countermeasures" in exp.raw or "tracks" in exp.raw
+    """Whether ``exp`` is a countermeasure experiment (kind ``countermeasure`` or ``tracks``)."""
+    return bool(exp.kind != "verification")
 
 
 def experiment_for_run(options: RunOptions) -> Experiment:

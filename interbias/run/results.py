@@ -206,7 +206,13 @@ def run_id(
         payload["attacks"] = attacks_sha256
     # the content of every utterance's file: other bytes at the same paths make a new run
     payload["audio"] = sha256_text(canonical_json(sorted(audio_sha256.items())))
-    return f"{exp.name}-{sha256_text(canonical_json(payload))[:12]}"
+    return content_run_id(exp.name, payload)
+
+
+def content_run_id(name: str, payload: Any) -> str:
+    """``<name>-<12 hex>``: the first 12 hex digits of the sha256 of ``payload`` as canonical JSON
+    (every run kind names its directory so; :func:`run_id` says what a verification run hashes)."""
+    return f"{name}-{sha256_text(canonical_json(payload))[:12]}"
 
 
 # ---- rows and run.json ------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def voice_rows(
     n: int,
     rng: np.random.Generator,
 ) -> list[dict[str, Any]]:
-    """The voice variants of one base row (a row dict of :func:`interbias.repair.blackbox.prepare`)."""
+    """The voice variants of one base row (a row dict of :func:`interbias.audits.blackbox.prepare`)."""
     target = base["label"] == "target"
     replaced = base["test_speaker"]
     text, style = base["text"], base["style"]

@@ -1,5 +1,6 @@
-"""The outputs of a CM experiment: results rows, Tables I–V, interaction contrasts, the report
-section (Markdown) and its figure (fairness gap per cell)."""
+"""The analyses of a CM run (its after-run hook, :mod:`interbias.run.tasks.countermeasure`):
+results rows, Tables I–V, interaction contrasts, the report section (Markdown) and its figure
+(fairness gap per cell)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.run.rundir import RESULTS, RunDir
+from interbias.run.tasks.countermeasure import grid
 from interbias.utils import atomic
 
 RESULT_COLUMNS = (
@@ -19,18 +21,11 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 
 
-def grid(exp: Any) -> tuple[tuple[str, str], str, list]:
-    """(factor names, reference cell id, IC grid rows (level_a, level_b, (cell_ab, cell_a, cell_b, cell_ref)))."""
-    fa, fb = exp.factors
-    cid = lambda a, b: f"{fa.name}={a},{fb.name}={b}"  # noqa: E731 - the cell id rule of experiments.Cell
-    ref = cid(fa.reference, fb.reference)
-    rows = [
-        (la.name, lb.name, (cid(la.name, lb.name), cid(la.name, fb.reference), cid(fa.reference, lb.name), ref))
-        for la in fa.levels
-        for lb in fb.levels
-        if la.name != fa.reference and lb.name != fb.reference
-    ]
-    return (fa.name, fb.name), ref, rows
+def cm_analyses(run: RunDir, scores: pd.DataFrame, ctx: dict[str, Any]) -> dict[str, Any]:
+    """The after-run hook of a CM run: every analysis file (:func:`write_outputs`); returns what
+    run.json lists under ``analyses``."""
+    write_outputs(run.path, scores, ctx)
+    return {"cm": sorted(p.name for p in run.path.glob("cm_*") if p.name != "cm_scores.csv") + [RESULTS]}
 
 
 def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd.DataFrame:

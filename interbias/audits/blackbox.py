@@ -7,7 +7,7 @@ the same speaker for a target, another speaker for a non-target) and its *varian
 changing exactly one attribute of the test utterance: ``style`` (same speaker and text, each
 other style), ``text`` (same speaker and style, ``--text-variants`` other texts) or ``noise``
 (the base test itself with Gaussian noise at each ``--noise-snr`` dB, rendered to FLAC), and with
-``--voice-variants N`` ``voice`` (only the speaker changes: :mod:`interbias.repair.blackbox_voice`).
+``--voice-variants N`` ``voice`` (only the speaker changes: :mod:`interbias.audits.blackbox_voice`).
 The label never changes within a family, nor the enrolment except in a target family's voice
 variant, so a system invariant to an attribute gives its variants the decision of their base. Draws come from ``derive_rng("blackbox", seed, ...)``.
 
@@ -22,7 +22,7 @@ variant, so a system invariant to an attribute gives its variants the decision o
   permutation p-value: the attribute's values shuffled across speakers (group sizes kept),
   ``p = (1 + #{gap_perm ≥ gap}) / (1 + n_perm)``;
 - per group and axis, the ratio with a speaker-bootstrap interval and the worst-to-best ratio
-  (:func:`interbias.repair.blackbox_voice.group_invariance_rows`).
+  (:func:`interbias.audits.blackbox_voice.group_invariance_rows`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.repair.blackbox_voice import (
+from interbias.audits.blackbox_voice import (
     check_voice_axis,
     group_invariance_rows,
     joint_groups,
@@ -86,12 +86,12 @@ class ProtocolOptions:
     seed: int = 0
     #: Gaussian-noise variants of the base test (SNR in dB on active speech), rendered to FLAC.
     noise_snr_db: tuple[float, ...] = (15.0,)
-    #: Voice variants per family within and across groups (:mod:`interbias.repair.blackbox_voice`).
+    #: Voice variants per family within and across groups (:mod:`interbias.audits.blackbox_voice`).
     voice_variants: int = 0
 
 
 def _index(manifest: Any) -> tuple[dict[tuple[str, str, str], Any], list[str], list[str], list[str]]:
-    from interbias.analysis.geometry.pipeline import text_label
+    from interbias.analysis.geometry.noise import text_label
 
     index: dict[tuple[str, str, str], Any] = {}
     for u in manifest:
@@ -195,7 +195,7 @@ def _family(
 
 
 def index_text(u: Any) -> str:
-    from interbias.analysis.geometry.pipeline import text_label
+    from interbias.analysis.geometry.noise import text_label
 
     return str(text_label(u))
 
@@ -426,21 +426,6 @@ def encoder_embedder(label: str, device: str = "cpu") -> Callable[[str], np.ndar
     encoder = load_encoder(label, device=device)
     restore_threads()
     return lambda path: encoder.embed([load(Path(path)).samples])[0]
-
-
-def load_manifest(corpus: str, corpus_root: Path | None, manifest: Path | None, cache: Path | None) -> Any:
-    """The corpus's (or ``manifest``'s) manifest, built or read as ``interbias geometry`` does."""
-    from interbias.corpora import load_corpus
-    from interbias.experiments.schema import CorpusSpec
-    from interbias.utils.paths import cache_dir
-    from interbias.utils.progress import Reporter
-
-    spec = CorpusSpec(
-        corpus, root=str(corpus_root) if corpus_root else None, manifest=str(manifest) if manifest else None
-    )
-    return load_corpus(
-        spec, root=corpus_root, cache=Path(cache) if cache else cache_dir(), reporter=Reporter(quiet=True)
-    )
 
 
 def read_protocol(path: Path) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Several audits in one command: ``geometry --encoders A,B,C`` (one audit per encoder, then the
 across-encoder table and r(Λ, D̄); :mod:`interbias.analysis.geometry.across`) and ``geometry
 --layers a:b`` (one audit per hidden layer of an SSL encoder). Every audit is the single-encoder
-audit of :func:`interbias.analysis.geometry.pipeline.run_geometry`, written to the same
+audit of :func:`interbias.audits.geometry.run_geometry`, written to the same
 geometry.csv."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from interbias.analysis.geometry.across import COLUMNS, Across, across_encoders, across_figure, across_frame
-from interbias.analysis.geometry.pipeline import GeometryOptions, GeometryOutcome, encoder_options, run_geometry
+from interbias.audits.geometry import GeometryOptions, GeometryOutcome, run_geometry
+from interbias.audits.source import encoder_options
 from interbias.utils import atomic
 from interbias.utils.errors import AnalysisError, EncoderError
 from interbias.utils.progress import Reporter

@@ -1,4 +1,4 @@
-"""ADD 2023 track experiments (``tracks:`` in an experiment YAML, e.g. E23): train or load each
+"""The run of ADD 2023 track experiments (``tracks:`` in an experiment YAML, e.g. E23): train or load each
 track's small detector on the corpus's train/dev splits, then score every eval utterance through
 each cell's operator chain (test side) and write the track's metric per cell, pooled and by
 gender.
@@ -20,26 +20,38 @@ rerun resumes or reuses it), each cell's eval utterances are located
 0.3 × sentence accuracy + 0.7 × segment F1). The corpus ``synthetic`` means its HAD-style form
 (``synthetic-had``, proxies: numbers on it check the pipeline, they are not findings).
 
-Run directory ``<out>/<experiment>-tracks-<hash>/``: ``results.csv`` (one row per track ×
-cell × group), ``track2/reference_eval.txt`` and ``track2/<cell>.txt`` (the segment files),
+Run directory ``<out>/<experiment>-tracks-<hash>/`` (locked while the run works): per track and
+cell its rows and completion record (``scores/track<N>/<cell>.parquet``,
+``cells/track<N>/<cell>.json``; a rerun reuses a cell finished with the same detector, see
+:func:`interbias.cm.track_base.cell_rows`), ``results.csv`` (one row per track × cell ×
+group), ``track2/reference_eval.txt`` and ``track2/<cell>.txt`` (the segment files),
 ``track2/training.json``, ``track3/<cell>/`` (the label files of ``cm-eval recognition``),
-``track3/training.json``, ``tracks_report.md``, ``run.json``.
+``track3/training.json``, ``tracks_report.md``, ``run.json`` (with packages and hardware).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from interbias.cm.track3 import check_track3, run_track3_cells
-from interbias.cm.track_base import TrackContext, TrackResult, safe
+from interbias.cm.track_base import TrackContext, TrackResult, cell_rows, safe
+from interbias.run.conductor import RunOutcome
+from interbias.run.lock import RunLock
+from interbias.run.results import content_run_id, hardware, package_versions, revision
+from interbias.run.rundir import RESULTS, RunDir
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
-from interbias.utils.seeding import canonical_json, sha256_text
+from interbias.utils.progress import Reporter
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
+
+#: The report a tracks run writes itself (``interbias run`` points to it).
+REPORT = "tracks_report.md"
 
 SAMPLE_RATE_HZ = 16000
 RESULT_COLUMNS = (
@@ -58,15 +70,15 @@ def register_track(number: int, runner: Callable[[TrackContext, dict[str, Any]],
 
 def tracks_spec(exp: Any) -> list[dict[str, Any]]:
     """The validated ``tracks`` list (module docstring)."""
-    raw = exp.raw.get("tracks")
     where = exp.path.name if exp.path else exp.name
-    if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) and "track" in t for t in raw):
+    if exp.tracks is None:
         raise ConfigError(f"{where}: tracks: needs a list of {{track: N, ...}} items")
+    raw = [item.as_dict() for item in exp.tracks.items]
     for t in raw:
         if int(t["track"]) not in TRACK_RUNNERS:
             raise ConfigError(
                 f"{where}: tracks: track {t['track']} has no runner here (registered: "
-                f"{', '.join(map(str, sorted(TRACK_RUNNERS)))}); see interbias.cm.tracks.register_track"
+                f"{', '.join(map(str, sorted(TRACK_RUNNERS)))}); see interbias.run.tasks.tracks.register_track"
             )
         if int(t["track"]) == 2:
             unknown = sorted(set(t) - set(TRACK2_KEYS))
@@ -92,12 +104,12 @@ def track_manifest(exp: Any, options: Any, cache: Path, reporter: Any) -> Any:
     return load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
 
 
-def run_tracks_experiment(options: Any, reporter: Any = None, *, exp: Any = None) -> Any:
-    """``interbias run`` of a tracks experiment (``RunOptions`` in, ``RunOutcome`` out)."""
+def run(options: Any, reporter: Reporter | None = None, *, exp: Any = None) -> RunOutcome:
+    """``interbias run`` of a tracks experiment (``RunOptions`` in, ``RunOutcome`` out): run
+    directory ``<experiment>-tracks-<hash>`` (:func:`interbias.run.results.content_run_id`; the
+    hash covers the resolved experiment and the manifest), locked while the run works."""
     from interbias.corpora.cm_corpus import check_cm_manifest
     from interbias.experiments.schema import find_experiment, load_experiment
-    from interbias.run.conductor import Reporter, RunOutcome
-    from interbias.run.rundir import RESULTS, RunDir
     from interbias.utils.paths import cache_dir, conditions_dir
 
     t0 = time.perf_counter()
@@ -108,25 +120,31 @@ def run_tracks_experiment(options: Any, reporter: Any = None, *, exp: Any = None
     cache = Path(options.cache_dir or cache_dir())
     manifest = track_manifest(exp, options, cache, reporter)
     check_cm_manifest(manifest)
-    run_id = f"{exp.name}-tracks-" + sha256_text(canonical_json([exp.resolved(), manifest.sha256()]))[:12]
-    folder = Path(options.out) / run_id
-    folder.mkdir(parents=True, exist_ok=True)
-    ctx = TrackContext(exp, manifest, cache, folder, reporter, reporter.info)
-    results = [TRACK_RUNNERS[int(s["track"])](ctx, s) for s in specs]
-    rows = [r for res in results for r in res.rows]
-    frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*RESULT_COLUMNS, *(k for r in rows for k in r)])))
-    atomic.write_csv(RunDir(folder).file(RESULTS), frame)
-    report = [f"# {exp.name}: {exp.title}", "", f"Question: {exp.question}", ""]
-    for res in results:
-        report += res.report + [""]
-    atomic.write_text(folder / "tracks_report.md", "\n".join(report).rstrip() + "\n")
-    record = {
-        "run_id": run_id, "experiment": exp.resolved(), "command": options.command,
-        "manifest_sha256": manifest.sha256(), "tracks": {str(s["track"]): r.record for s, r in zip(specs, results, strict=True)},
-        "n_failures": sum(r.n_failed for r in results), "seconds": round(time.perf_counter() - t0, 2),
-    }  # fmt: skip
-    RunDir(folder).write_run_json(record)
-    return RunOutcome(folder, frame, sum(r.n_scored for r in results), 0, 0, [])
+    run_id = content_run_id(f"{exp.name}-tracks", [exp.resolved(), manifest.sha256()])
+    run_dir = RunDir(Path(options.out) / run_id)
+    with RunLock(run_dir.path):
+        atomic.remove_stale_temps(run_dir.path)
+        ctx = TrackContext(exp, manifest, cache, run_dir.path, reporter, reporter.info, cells=run_dir)
+        results = [TRACK_RUNNERS[int(s["track"])](ctx, s) for s in specs]
+        rows = [r for res in results for r in res.rows]
+        frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*RESULT_COLUMNS, *(k for r in rows for k in r)])))
+        atomic.write_csv(run_dir.file(RESULTS), frame)
+        report = [f"# {exp.name}: {exp.title}", "", f"Question: {exp.question}", ""]
+        for res in results:
+            report += res.report + [""]
+        atomic.write_text(run_dir.file(REPORT), "\n".join(report).rstrip() + "\n")
+        record = {
+            "run_id": run_id, "revision": revision(), "experiment": exp.resolved(), "command": options.command,
+            "manifest_sha256": manifest.sha256(), "tracks": {str(s["track"]): r.record for s, r in zip(specs, results, strict=True)},
+            "n_failures": sum(r.n_failed for r in results), "packages": package_versions(), "hardware": hardware(),
+            "seconds": round(time.perf_counter() - t0, 2),
+        }  # fmt: skip
+        run_dir.write_run_json(record)
+    return RunOutcome(run_dir.path, frame, sum(r.n_scored for r in results), 0, 0, [], report=run_dir.file(REPORT))
+
+
+#: The name this conductor had before the run tasks (kept for callers of the old name).
+run_tracks_experiment = run
 
 
 # ---- Track 2 ---------------------------------------------------------------------------------
@@ -162,7 +180,7 @@ def reference_lines(utts: list[Any]) -> dict[str, str]:
 
 def score_groups(ref: dict[str, Any], pred: dict[str, Any], utts: list[Any], resolution: float | None) -> list[dict]:
     """Location scores pooled (``all``) and per gender, over the utterances both files hold."""
-    from interbias.analysis.cm import location_scores
+    from interbias.metrics.cm import location_scores
 
     groups: dict[str, list[str]] = {"all": [u.id for u in utts if u.id in pred]}
     for u in utts:
@@ -180,11 +198,11 @@ def score_groups(ref: dict[str, Any], pred: dict[str, Any], utts: list[Any], res
 
 def run_track2(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     """Track 2 (module docstring)."""
-    from interbias.analysis.cm import parse_resolution, parse_segment_line
-    from interbias.cm.experiment import cm_frontend
+    from interbias.cm.frontends import cm_frontend
     from interbias.cm.lcnn_frames import LABEL, RegionRule, load_frame_detector
     from interbias.cm.regions import region_lines
     from interbias.cm.scoring import degrade
+    from interbias.metrics.cm import parse_resolution, parse_segment_line
 
     rule = RegionRule(float(spec.get("threshold", 0.5)), float(spec.get("min_region_s", 0.05))).check()
     resolution = parse_resolution(spec.get("resolution", "0.01"))
@@ -200,15 +218,21 @@ def run_track2(ctx: TrackContext, spec: dict[str, Any]) -> TrackResult:
     fe = cm_frontend(ctx.exp)
     rows, failed = [], {}
     cells = ctx.exp.cells()
+    key = {"checkpoint_sha256": sha256_file(det.checkpoint), "rule": vars(rule), "resolution_s": resolution}
+
+    def score(cell: Any) -> tuple[list[dict], list[str]]:
+        cw = degrade(ctx.manifest, ev, cell.test_chain, ctx.cache, fe)
+        lines = region_lines(det, list(zip(cw.ids, cw.waves, strict=True)), rule)
+        atomic.write_text(out / f"{safe(cell.id)}.txt", "".join(x + "\n" for x in lines))
+        pred = {x.split()[0]: parse_segment_line(x, where=cell.id, reference=False) for x in lines}
+        return [
+            {"track": 2, "model": LABEL, "cell": cell.id, **r} for r in score_groups(ref, pred, ev, resolution)
+        ], cw.failed
+
     with ctx.reporter.task(f"{ctx.exp.name}: track 2, {len(cells)} cell(s)", len(cells)) as advance:
         for cell in cells:
-            cw = degrade(ctx.manifest, ev, cell.test_chain, ctx.cache, fe)
-            lines = region_lines(det, list(zip(cw.ids, cw.waves, strict=True)), rule)
-            atomic.write_text(out / f"{safe(cell.id)}.txt", "".join(x + "\n" for x in lines))
-            pred = {x.split()[0]: parse_segment_line(x, where=cell.id, reference=False) for x in lines}
-            for r in score_groups(ref, pred, ev, resolution):
-                rows.append({"track": 2, "model": LABEL, "cell": cell.id, **r})
-            failed[cell.id] = cw.failed
+            cell_result, failed[cell.id] = cell_rows(ctx, "track2", cell.id, key, partial(score, cell))
+            rows.extend(cell_result)
             advance(1)
     report = track2_section(rows, rule, resolution, info)
     record = {"model": LABEL, "checkpoint": str(det.checkpoint), **det.info, "rule": vars(rule),

@@ -144,7 +144,7 @@ class Collected:
 
 def collect(options: RepairOptions, reporter: Reporter) -> Collected:
     """The clean grid of ``--encoder`` on the corpus/manifest, or an ``--embeddings`` table."""
-    from interbias.analysis.geometry import pipeline as gr
+    from interbias.audits import source as gr
 
     if (options.encoder is None) == (options.embeddings is None):
         raise AnalysisError("give exactly one of --encoder LABEL or --embeddings FILE")
@@ -152,20 +152,13 @@ def collect(options: RepairOptions, reporter: Reporter) -> Collected:
         grid = gr.grid_from_table(gr.read_table(options.embeddings), options.groups, where=str(options.embeddings))
         data = {"embeddings_file": str(options.embeddings), "embeddings_file_sha256": sha256_file(options.embeddings)}
         return Collected(grid, options.embeddings.stem, "", options.embeddings.name, data)
-    from interbias.corpora import load_corpus
     from interbias.encoders import load_encoder, restore_threads
-    from interbias.experiments.schema import CorpusSpec
     from interbias.utils.paths import cache_dir as default_cache_dir
 
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     encoder = load_encoder(options.encoder, device=options.device)
     restore_threads()
-    spec = CorpusSpec(
-        options.corpus,
-        root=str(options.corpus_root) if options.corpus_root else None,
-        manifest=str(options.manifest) if options.manifest else None,
-    )
-    manifest = load_corpus(spec, root=options.corpus_root, cache=cache, reporter=reporter)
+    manifest = gr.load_manifest(options.corpus, options.corpus_root, options.manifest, cache, reporter)
     manifest, subset = gr.select_sentences(manifest, options.sentences)
     reporter.info(f"{encoder.label}: {len(manifest)} utterances ({subset}), clean chain")
     vectors, failures, n_embedded, n_cached = gr.embed_clean(manifest, encoder, cache, reporter)
