@@ -1,4 +1,4 @@
-"""ORCA (``interbias repair``) and repaired encoders (``LABEL+orca:REF``)."""
+"""ORCA (``interbias audit repair``) and repaired encoders (``LABEL+orca:REF``)."""
 
 from __future__ import annotations
 
@@ -150,7 +150,9 @@ def test_verification_term_by_hand() -> None:
 )
 def test_bad_training_options_are_refused_in_one_line(tmp_path: Path, option: list[str], line: str) -> None:
     """Refused before the grid is read (the table named does not exist)."""
-    res = runner.invoke(app, ["repair", "--embeddings", str(tmp_path / "none.csv"), "--out", str(tmp_path), *option])
+    res = runner.invoke(
+        app, ["audit", "repair", "--embeddings", str(tmp_path / "none.csv"), "--out", str(tmp_path), *option]
+    )
     assert res.exit_code == 1 and res.output.splitlines() == [line], res.output
 
 
@@ -217,7 +219,7 @@ def test_adapter_identity_at_init_and_numpy_matches_torch() -> None:
 def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> None:
     path = tmp_path / "grid.csv"
     grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
-    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(tmp_path / "out")]
+    args = ["audit", "repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(tmp_path / "out")]
     args += ["--steps", "20", "--batch", "64", "--hidden", "16", "--permutations", "5", "--ablations", "-q"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -253,7 +255,7 @@ def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_sp
     path = tmp_path / "grid.csv"
     grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
     out = tmp_path / "out"
-    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(out)]
+    args = ["audit", "repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(out)]
     args += ["--steps", "5", "--batch", "32", "--hidden", "8", "--permutations", "2", "--no-jackknife", "-q"]
     res = runner.invoke(app, [*args, "--heldout-share", "0.99"])
     assert res.exit_code == 0, res.output
@@ -386,7 +388,7 @@ def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
 
     monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    args = ["repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
+    args = ["audit", "repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
     args += ["--out", str(out), "--steps", "10", "--batch", "32", "--hidden", "8", "--permutations", "3"]
     res = runner.invoke(app, [*args, "--no-jackknife"])
     assert res.exit_code == 0, res.output

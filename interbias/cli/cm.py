@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import ChainAlias, OpSetOpt, ParamAlias, operator_or_chain
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
-    "gender-fairness study's recipe. Metrics of score files: `interbias cm-eval`.",
+    "gender-fairness study's recipe. Metrics of score files: `interbias scores cm-eval`.",
     epilog="Example: interbias cm models",
     no_args_is_help=True,
 )
@@ -42,7 +43,7 @@ def train(
     manifest: Annotated[
         Path | None,
         typer.Option(
-            help="A CM manifest (label bonafide|spoof, split train|dev|eval), e.g. from `interbias corpus prepare asvspoof5`."
+            help="A CM manifest (label bonafide|spoof, split train|dev|eval), e.g. from `interbias data prepare asvspoof5`."
         ),
     ] = None,
     config: Annotated[str, typer.Option(help="paper (the study's recipe) or small (minutes on a CPU).")] = "paper",
@@ -209,17 +210,17 @@ def score(
     ] = None,
     resampler: Annotated[str, typer.Option(help="How audio at other rates is brought to 16 kHz.")] = "polyphase",
     op: Annotated[
-        str | None, typer.Option(help="Score a degraded version: one operator (interbias operators).")
-    ] = None,
-    param: Annotated[list[str] | None, typer.Option(help="Operator parameter KEY=VALUE (repeatable).")] = None,
-    chain: Annotated[
         list[str] | None,
         typer.Option(
-            help="Score a version degraded by several operators in the order given: one NAME or "
-            "NAME:KEY=VALUE[,KEY=VALUE...] per --chain, e.g. --chain codec:codec=gsm --chain noise:snr_db=5,kind=gaussian "
-            "(instead of --op)."
+            "--op",
+            metavar="NAME[:KEY=VALUE,...]",
+            help="Score a degraded version: an operator and its parameters (interbias data operators); "
+            "repeated, a chain in the order given, e.g. --op codec:codec=gsm --op noise:snr_db=5,kind=gaussian.",
         ),
     ] = None,
+    set_: OpSetOpt = None,
+    param: ParamAlias = None,
+    chain: ChainAlias = None,
     seed: Annotated[int, typer.Option(help="Seed of the operators' draws.")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
@@ -237,7 +238,6 @@ def score(
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
-    from interbias.operators.degrade import parse_params
     from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
@@ -246,7 +246,8 @@ def score(
         raise ConfigError(f"--resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
     if out is not None and out.suffix not in (".csv", ".json"):
         raise ConfigError(f"--out {out}: give a .csv or .json file")
-    job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed, list(chain or []))
+    name, params, specs = operator_or_chain(op, set_, param, chain)
+    job = ScoreJob(jobs_from(list(files or []), manifest), name, params, seed, specs)
     chain_for(job.op, job.params, job.chain)  # a bad operator or chain is refused before the model loads
     if regions is not None or model == "LCNN-LFCC-frames":
         from interbias.cm.regions import score_regions_cli

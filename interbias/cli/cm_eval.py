@@ -1,4 +1,4 @@
-"""``interbias cm-eval``: countermeasure metrics of ADD 2023."""
+"""``interbias scores cm-eval``: countermeasure metrics of ADD 2023."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ cm_app = typer.Typer(
     "manipulated-region location, open-set algorithm recognition; ASVspoof 5's Track 1 set (min DCF, "
     "actDCF, Cllr, EER; per attack or codec), a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
-    epilog="Example: interbias cm-eval eer round1.csv round2.csv",
+    epilog="Example: interbias scores cm-eval eer round1.csv round2.csv",
 )
 app.add_typer(cm_app, name="cm-eval")
 
 
-@cm_app.command("eer", epilog="Example: interbias cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
+@cm_app.command("eer", epilog="Example: interbias scores cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
 @guarded
 def eer(
     scores: Annotated[
@@ -49,7 +49,7 @@ def eer(
         typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
 
 
-@cm_app.command("track1", epilog="Example: interbias cm-eval track1 cm_scores.csv --by attack --by codec")
+@cm_app.command("track1", epilog="Example: interbias scores cm-eval track1 cm_scores.csv --by attack --by codec")
 @guarded
 def track1(
     scores: Annotated[
@@ -88,7 +88,7 @@ def track1(
         print_frame(pd.DataFrame(rows).drop(columns="group"), f"by {col}")
 
 
-@cm_app.command("dsr", epilog="Example: interbias cm-eval dsr aasist.csv rawgat.csv --json")
+@cm_app.command("dsr", epilog="Example: interbias scores cm-eval dsr aasist.csv rawgat.csv --json")
 @guarded
 def dsr(
     scores: Annotated[
@@ -113,7 +113,7 @@ def dsr(
         )
 
 
-@cm_app.command("wdsr", epilog="Example: interbias cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
+@cm_app.command("wdsr", epilog="Example: interbias scores cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
 @guarded
 def wdsr(
     r1: Annotated[str, typer.Option(help="Round 1 DSR: a number, or the JSON of `cm-eval dsr --json`.")],
@@ -139,7 +139,9 @@ def wdsr(
         typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
 
 
-@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt --resolution 10ms")
+@cm_app.command(
+    "location", epilog="Example: interbias scores cm-eval location reference.txt prediction.txt --resolution 10ms"
+)
 @guarded
 def location(
     reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],
@@ -173,7 +175,7 @@ def location(
 
 
 @cm_app.command(
-    "recognition", epilog="Example: interbias cm-eval recognition reference.txt prediction.txt --unknown unknown"
+    "recognition", epilog="Example: interbias scores cm-eval recognition reference.txt prediction.txt --unknown unknown"
 )
 @guarded
 def recognition(
@@ -202,7 +204,7 @@ def recognition(
 
 @cm_app.command(
     "adcf",
-    epilog="Example: interbias cm-eval adcf sasv_scores.txt --json",
+    epilog="Example: interbias scores cm-eval adcf sasv_scores.txt --json",
 )
 @guarded
 def adcf(
@@ -241,7 +243,7 @@ def adcf(
 
 @cm_app.command(
     "tdcf",
-    epilog="Example: interbias cm-eval tdcf asv_scores.txt cm_scores.txt --json",
+    epilog="Example: interbias scores cm-eval tdcf asv_scores.txt cm_scores.txt --json",
 )
 @guarded
 def tdcf(
@@ -273,7 +275,7 @@ def tdcf(
     )
 
 
-@cm_app.command("teer", epilog="Example: interbias cm-eval teer asv_scores.txt cm_scores.txt --json")
+@cm_app.command("teer", epilog="Example: interbias scores cm-eval teer asv_scores.txt cm_scores.txt --json")
 @guarded
 def teer(
     asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],

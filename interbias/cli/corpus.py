@@ -1,4 +1,4 @@
-"""``interbias corpus build|prepare|info``: make and inspect corpus manifests."""
+"""``interbias data build|prepare|info``: make and inspect corpus manifests."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from interbias.cli import app, guarded
 corpus_app = typer.Typer(
     help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
     no_args_is_help=True,
-    epilog="Example: interbias corpus build synthetic",
+    epilog="Example: interbias data build synthetic",
 )
 app.add_typer(corpus_app, name="corpus")
 
@@ -46,7 +46,7 @@ def _print_summary(manifest: Any, *, as_json: bool) -> None:
             typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
 
 
-@corpus_app.command("build", epilog="Example: interbias corpus build synthetic --speakers 96")
+@corpus_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
 @guarded
 def build(
     name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
@@ -106,7 +106,7 @@ def build(
 
 
 @corpus_app.command(
-    "prepare", epilog="Example: interbias corpus prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
+    "prepare", epilog="Example: interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
 )
 @guarded
 def prepare(
@@ -134,7 +134,7 @@ def prepare(
         typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
 
 
-@corpus_app.command("info", epilog="Example: interbias corpus info ravdess.jsonl")
+@corpus_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
 @guarded
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],

@@ -1,4 +1,4 @@
-"""``interbias metrics``."""
+"""``interbias scores metrics``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return frame["score"].to_numpy(np.float64), frame["label"].to_numpy(np.int8)
 
 
-@app.command(epilog="Example: interbias metrics scores.txt --json")
+@app.command(epilog="Example: interbias scores metrics scores.txt --json")
 @guarded
 def metrics(
     scores: Annotated[Path, typer.Argument(help="CSV with score,label or 'enrol test score target|nontarget'.")],

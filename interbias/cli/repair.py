@@ -1,4 +1,4 @@
-"""``interbias repair``."""
+"""``interbias audit repair``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from interbias.utils.keyvalue import comma_list
 if TYPE_CHECKING:
     from interbias.repair.run import RepairOutcome
 
-EXAMPLE = "Example: interbias repair --encoder CAM++ --corpus synthetic --ablations --out results/repair"
+EXAMPLE = "Example: interbias audit repair --encoder CAM++ --corpus synthetic --ablations --out results/repair"
 
 
 StepsOpt = Annotated[int, typer.Option(help="Training steps (minibatches).")]
@@ -41,7 +41,9 @@ AblationsOpt = Annotated[
 ]
 EmbeddingsOpt = Annotated[
     Path | None,
-    typer.Option(help="A CSV/parquet grid table instead of an encoder (the `interbias geometry --embeddings` format)."),
+    typer.Option(
+        help="A CSV/parquet grid table instead of an encoder (the `interbias audit geometry --embeddings` format)."
+    ),
 ]
 GroupsOpt = Annotated[
     str, typer.Option(help="Comma-separated voice-level group attributes (split strata, sampling, Γ).")

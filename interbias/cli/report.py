@@ -21,8 +21,6 @@ from interbias.cli.analyze import (
     TolOpt,
     UnitOpt,
     analysis_options,
-    saved_findings,
-    write_findings,
 )
 
 
@@ -48,7 +46,7 @@ def report(
     geometry: Annotated[
         Path | None,
         typer.Option(
-            help="Folder with an `interbias geometry` audit (geometry.csv) to include; default: "
+            help="Folder with an `interbias audit geometry` audit (geometry.csv) to include; default: "
             "the run directory when it holds one."
         ),
     ] = None,
@@ -61,6 +59,7 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
+    from interbias.analysis.findings_store import saved_findings, write_findings
     from interbias.analysis.headline import headline
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
@@ -77,7 +76,9 @@ def report(
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
     if geometry is not None and not (geometry / "geometry.csv").is_file():
-        raise AnalysisError(f"--geometry {geometry}: no geometry.csv there (run interbias geometry --out {geometry})")
+        raise AnalysisError(
+            f"--geometry {geometry}: no geometry.csv there (run interbias audit geometry --out {geometry})"
+        )
     a = analyse(run_dir, opts)
     found = saved_findings(a, base)
     if found is not None:

@@ -429,7 +429,7 @@ def encoder_embedder(label: str, device: str = "cpu") -> Callable[[str], np.ndar
 
 
 def load_manifest(corpus: str, corpus_root: Path | None, manifest: Path | None, cache: Path | None) -> Any:
-    """The corpus's (or ``manifest``'s) manifest, built or read as ``interbias geometry`` does."""
+    """The corpus's (or ``manifest``'s) manifest, built or read as ``interbias audit geometry`` does."""
     from interbias.corpora import load_corpus
     from interbias.experiments.schema import CorpusSpec
     from interbias.utils.paths import cache_dir
@@ -444,7 +444,7 @@ def load_manifest(corpus: str, corpus_root: Path | None, manifest: Path | None, 
 
 
 def read_protocol(path: Path) -> pd.DataFrame:
-    """A protocol.csv written by ``interbias blackbox prepare`` (its columns checked)."""
+    """A protocol.csv written by ``interbias audit blackbox prepare`` (its columns checked)."""
     path = Path(path)
     if not path.is_file():
         raise AnalysisError(f"protocol file {path} does not exist")

@@ -1,5 +1,5 @@
-"""The one ``KEY=VALUE`` parser of the command line (``degrade --param``, ``corpus --set``,
-``cm dsr --attack``): keys and values stripped, a malformed item or a repeated key is one
+"""The one ``KEY=VALUE`` parser of the command line (``--set`` of ``data degrade``, ``cm score``,
+``data build``; ``cm dsr --attack``): keys and values stripped, a malformed item or a repeated key is one
 error naming the option; :func:`typed_overrides` reads such values into a dataclass's fields
 (``cm train --set``); :func:`comma_list` splits a comma-separated option."""
 
