@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.options import ChainAlias, OpSetOpt, ParamAlias, operator_or_chain
+from interbias.cli.options import ChainAlias, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
@@ -48,7 +48,8 @@ def train(
     ] = None,
     config: Annotated[str, typer.Option(help="paper (the study's recipe) or small (minutes on a CPU).")] = "paper",
     set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50.")
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50."),
     ] = None,
     out: Annotated[
         Path | None,
@@ -63,7 +64,7 @@ def train(
         int | None, typer.Option(help="Stop after this many epochs (resume later by running the same command).")
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
     task: Annotated[
         str,
         typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm)."),
@@ -167,7 +168,7 @@ def train_recognition(
 
 @cm_app.command("models", epilog="Example: interbias cm models --json")
 @guarded
-def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def models(as_json: JsonOpt = False) -> None:
     """Each CM label: architecture, front end, whether its checkpoint is here, how to get it."""
     from interbias.cm.models import model_states
 
@@ -229,7 +230,7 @@ def score(
     regions: RegionsOption = None,
     threshold: ThresholdOption = 0.5,
     min_region_s: MinRegionOption = 0.05,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
     model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
@@ -31,7 +32,7 @@ def eer(
     weights: Annotated[
         str | None, typer.Option(help="Round weights, comma-separated (default 0.4,0.6 for two rounds).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
     from interbias.analysis.cm_eval import round_eers
@@ -65,7 +66,7 @@ def track1(
     p_spoof: Annotated[float, typer.Option(help="Prior of a spoof.")] = 0.05,
     c_miss: Annotated[float, typer.Option(help="Cost of rejecting a bona fide sample.")] = 1.0,
     c_fa: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 10.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """ASVspoof 5 Track 1 metrics of a countermeasure (higher score = bona fide): min DCF
     (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
@@ -98,7 +99,7 @@ def dsr(
         str | None,
         typer.Option(help="COLUMN=VALUE selecting the attack samples (default: every spoof sample)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Deception success rate DSR = W / (A × N): attack samples each detector accepts at its own
     EER threshold, over A samples and N detectors."""
@@ -123,7 +124,7 @@ def wdsr(
     delta: Annotated[float, typer.Option(help="Weight of round 2.")] = 0.6,
     alpha: Annotated[float, typer.Option(help="Weight of the round 2 baseline DSR.")] = 0.4,
     beta: Annotated[float, typer.Option(help="Weight of the round 2 DSR.")] = 0.6,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
     δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
@@ -153,7 +154,7 @@ def location(
             "when its centre lies in a fake segment."
         ),
     ] = "seconds",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Manipulated-region location: sentence accuracy over all utterances, segment
     precision/recall/F1 over reference-fake utterances (at the stated resolution) and score =
@@ -185,7 +186,7 @@ def recognition(
     unknown: Annotated[
         str | None, typer.Option(help="The reference's unknown-class label(s), comma-separated; known = the rest.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Open-set algorithm recognition: macro precision and recall over the known classes (the
     unknown class counted in FP/FN) and their harmonic mean F1."""
@@ -221,7 +222,7 @@ def adcf(
     c_miss: Annotated[float, typer.Option(help="Cost of rejecting a target.")] = 1.0,
     c_fa_asv: Annotated[float, typer.Option(help="Cost of accepting a non-target.")] = 10.0,
     c_fa_cm: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 20.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """a-DCF of ASVspoof 5 for a verification score alone: the minimum over thresholds of the
     normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
@@ -256,7 +257,7 @@ def tdcf(
             "(the ASVspoof 5 package's sorted score, to reproduce its numbers)."
         ),
     ] = "interpolated",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
     the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
@@ -280,7 +281,7 @@ def tdcf(
 def teer(
     asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
     cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Concurrent tandem equal error rate (t-EER, ASVspoof 5 track 2) of a countermeasure in front of
     an ASV system: the point where the tandem's miss rate, non-target and spoof false-accept rates

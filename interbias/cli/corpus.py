@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt, QuietOpt
 
 corpus_app = typer.Typer(
     help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
@@ -52,7 +53,9 @@ def build(
     name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."),
+        typer.Option(
+            "--set", metavar="KEY=VALUE", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."
+        ),
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
@@ -61,7 +64,7 @@ def build(
         typer.Option(help="Voices in all, spread evenly over gender × age band × accent (default 48)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
     from interbias.corpora.synthetic import build_info
@@ -115,7 +118,9 @@ def prepare(
     ],
     root: Annotated[Path, typer.Option(help="Root folder of the corpus on disk (its published layout).")],
     out: Annotated[Path | None, typer.Option(help="Manifest to write (.jsonl or .csv; default ./NAME.jsonl).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Adapter option KEY=VALUE, e.g. split=test.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Adapter option KEY=VALUE, e.g. split=test.")
+    ] = None,
     cache_dir: Annotated[
         Path | None, typer.Option(help="Cache folder for audio headers (default $INTERBIAS_CACHE).")
     ] = None,
@@ -138,7 +143,7 @@ def prepare(
 @guarded
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Count speakers and utterances per value of every speaker and recording attribute."""
     from interbias.corpora.manifest import Manifest

@@ -9,12 +9,13 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.utils.errors import see_docs
 
 
 @app.command("encoders", epilog="Example: interbias encoders list --json")
 @guarded
-def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def list_encoders(as_json: JsonOpt = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
     from interbias.encoders.status import encoder_entries
 

@@ -10,6 +10,7 @@ import numpy as np
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.metrics.verification import P_TARGET
 from interbias.run.measured import SV_LINE, read_score_file
 from interbias.utils.errors import MetricError
@@ -27,7 +28,7 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
 def metrics(
     scores: Annotated[Path, typer.Argument(help="CSV with score,label or 'enrol test score target|nontarget'.")],
     p_target: Annotated[float, typer.Option(help="Target prior for minDCF.")] = P_TARGET,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """EER (interpolated and legacy), minDCF and AUC of a score file."""
     from interbias.metrics.verification import summarize

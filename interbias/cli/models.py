@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 
 models_app = typer.Typer(
     help="Fetch encoder checkpoints from the Hugging Face Hub into their folders, pinned in models.lock.",
@@ -89,7 +90,7 @@ def verify(
 @models_app.command("list", epilog="Example: interbias encoders status --quick")
 @guarded
 def list_models(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     quick: Annotated[bool, typer.Option("--quick", help="Compare locked files by size only (no hashing).")] = False,
 ) -> None:
     """Each label's state: fetched (locked revision), placed by hand, missing, or lock mismatch;

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.options import OpSetOpt, ParamAlias, op_settings
+from interbias.cli.options import JsonOpt, OpSetOpt, ParamAlias, op_settings
 
 
 @app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
@@ -62,7 +62,7 @@ def degrade(
 
 @app.command("operators", epilog="Example: interbias data operators --json")
 @guarded
-def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def list_operators(as_json: JsonOpt = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""
     from interbias.operators.degrade import operator_entries
 
