@@ -106,3 +106,23 @@ def test_an_old_group_name_keeps_its_help() -> None:
     res = runner.invoke(app, ["cm-eval", "--help"])
     assert res.exit_code == 0 and "eer" in res.output
     assert runner.invoke(app, ["corpus", "build", "--help"]).exit_code == 0
+
+
+def test_a_command_left_in_a_dissolved_group_or_a_move_of_nothing_is_an_error(monkeypatch) -> None:
+    """A command added to an old group that MOVES does not place would vanish: arranging refuses."""
+    from interbias.cli import layout
+
+    def fresh() -> typer.Typer:
+        root, old = typer.Typer(), typer.Typer()
+        root.add_typer(old, name="corpus")
+        old.command("build")(lambda: None)
+        old.command("extra")(lambda: None)
+        return root
+
+    monkeypatch.setattr(layout, "GROUPS", {"data": ("Data.", "Example: interbias data build")})
+    monkeypatch.setattr(layout, "MOVES", {("data", "build"): ("corpus", "build")})
+    with pytest.raises(RuntimeError, match="corpus extra in no group"):
+        layout.arrange_nouns(fresh())
+    monkeypatch.setattr(layout, "MOVES", {("data", "build"): ("corpus", "build"), ("data", "x"): ("corpus", "x")})
+    with pytest.raises(RuntimeError, match="no command `corpus x`"):
+        layout.arrange_nouns(fresh())
