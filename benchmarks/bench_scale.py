@@ -11,7 +11,7 @@ embedding-cache inserts and lookups (:class:`EmbeddingCache`, one encoder's vect
 (:func:`score_cell` and the scores files of every cell × encoder), calibration
 (:func:`calibrate_rows`), results writing (results.csv, run.json, the after-run fairness report),
 then the commands ``interbias analyze`` (bootstrap B replicates, corrected design, findings),
-``interbias report`` and ``interbias leaderboard`` on the run directory.
+``interbias report`` and ``interbias runs leaderboard`` on the run directory.
 
 Each stage group runs in a fresh interpreter; its time is wall seconds of the stage alone and its
 memory the process's peak resident set (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, which

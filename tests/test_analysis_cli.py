@@ -136,7 +136,7 @@ def test_matplotlib_uses_agg() -> None:
 
 def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path) -> None:
     base = tiny_run / "results.csv"
-    res = runner.invoke(app, ["compare", str(base), str(base)])
+    res = runner.invoke(app, ["runs", "compare", str(base), str(base)])
     assert res.exit_code == 0, res.output
     assert res.output.strip().endswith(
         f"4 row(s) matched on {', '.join(results_columns())}; 0 value(s) moved by more than 0; 0 row(s) missing"
@@ -145,18 +145,18 @@ def test_compare_identical_perturbed_and_missing(tiny_run: Path, tmp_path: Path)
     moved = frame.copy()
     moved.loc[1, "eer"] += 0.02
     moved.to_csv(tmp_path / "moved.csv", index=False)
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.01"])
+    res = runner.invoke(app, ["runs", "compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.01"])
     assert res.exit_code == 1 and "1 value(s) moved by more than 0.01" in res.output
     assert (
         f"moved: T01 / {frame.cell[1]} / mfcc-stats: eer {frame.eer[1]:.6f} -> {frame.eer[1] + 0.02:.6f}" in res.output
     )
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.03"])
+    res = runner.invoke(app, ["runs", "compare", str(base), str(tmp_path / "moved.csv"), "--tolerance", "0.03"])
     assert res.exit_code == 0
     frame.iloc[:-1].to_csv(tmp_path / "short.csv", index=False)
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "short.csv"), "--tolerance", "0.5"])
+    res = runner.invoke(app, ["runs", "compare", str(base), str(tmp_path / "short.csv"), "--tolerance", "0.5"])
     assert res.exit_code == 1
     assert f"missing: only in base: T01 / {frame.cell.iloc[-1]} / mfcc-stats" in res.output
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "nope.csv")])
+    res = runner.invoke(app, ["runs", "compare", str(base), str(tmp_path / "nope.csv")])
     assert res.exit_code == 1 and "does not exist" in res.output
 
 
@@ -164,7 +164,7 @@ def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> Non
     from test_analysis_geometry_pipeline import table
 
     geo_dir = tmp_path / "geo"
-    res = runner.invoke(app, ["geometry", "--embeddings", str(table(tmp_path)), "--out", str(geo_dir),
+    res = runner.invoke(app, ["audit", "geometry", "--embeddings", str(table(tmp_path)), "--out", str(geo_dir),
                               "--groups", "gender", "--permutations", "20"])  # fmt: skip
     assert res.exit_code == 0, res.output
     out = tmp_path / "rep"
@@ -178,7 +178,8 @@ def test_report_includes_a_geometry_audit(tiny_run: Path, tmp_path: Path) -> Non
     res = runner.invoke(app, ["report", str(tiny_run), "--out", str(out), "--geometry", str(tmp_path)])
     assert res.exit_code == 1
     assert (
-        res.output == f"error: --geometry {tmp_path}: no geometry.csv there (run interbias geometry --out {tmp_path})\n"
+        res.output
+        == f"error: --geometry {tmp_path}: no geometry.csv there (run interbias audit geometry --out {tmp_path})\n"
     )
 
 

@@ -143,31 +143,33 @@ def test_cli_cm_eval(tmp_path: Path) -> None:
     r2 = tmp_path / "r2.csv"
     r2.write_text("score,label\n0.9,bonafide\n0.2,bonafide\n0.3,spoof\n0.1,spoof\n")
     runner = CliRunner()
-    res = runner.invoke(app, ["cm-eval", "eer", str(r1), str(r2), "--json"])
+    res = runner.invoke(app, ["scores", "cm-eval", "eer", str(r1), str(r2), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     e1 = eer(*read_cm_scores(r1))
     e2 = eer(*read_cm_scores(r2))
     assert [r["eer"] for r in out["rounds"]] == pytest.approx([e1, e2])
     assert out["weer"] == pytest.approx(0.4 * e1 + 0.6 * e2) and out["weights"] == [0.4, 0.6]
-    res = runner.invoke(app, ["cm-eval", "eer", str(r1), str(r2), str(r1)])
+    res = runner.invoke(app, ["scores", "cm-eval", "eer", str(r1), str(r2), str(r1)])
     assert res.exit_code == 1
     assert res.stderr.strip() == "error: 3 rounds: give --weights (ADD 2023 defines 0.4,0.6 for two rounds)"
     for name, only in (("bona fide", "bonafide"), ("spoof", "spoof")):  # was: "no non-target trials"
         one = tmp_path / f"only-{only}.txt"
         one.write_text(f"a 0.9 {only}\nb 0.8 {only}\n")
-        res = runner.invoke(app, ["cm-eval", "eer", str(one)])
+        res = runner.invoke(app, ["scores", "cm-eval", "eer", str(one)])
         missing = "spoof" if name == "bona fide" else "bona fide"
         assert res.exit_code == 1 and res.stderr.strip() == (
             f"error: {one}: no {missing} trials (2 trial(s), all of one class): the EER is undefined"
         )
     (tmp_path / "ref.txt").write_text(REF)
     (tmp_path / "pred.txt").write_text(PRED)
-    res = runner.invoke(app, ["cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--json"])
+    res = runner.invoke(
+        app, ["scores", "cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--json"]
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["score"] == pytest.approx(0.3 * 0.5 + 0.7 * 16 / 33)
     (tmp_path / "pred2.txt").write_text(PRED.replace("u4", "u5"))
-    res = runner.invoke(app, ["cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred2.txt")])
+    res = runner.invoke(app, ["scores", "cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred2.txt")])
     assert res.stderr.strip() == (
         "error: location: 1 reference utterance(s) have no prediction (first: u4); "
         "1 prediction(s) are not in the reference (first: u5)"
@@ -175,12 +177,22 @@ def test_cli_cm_eval(tmp_path: Path) -> None:
     (tmp_path / "t.txt").write_text("x1 a\nx2 a\nx3 a\nx4 b\nx5 b\nx6 c\nx7 7\nx8 7\n")
     (tmp_path / "p.txt").write_text("x1 a\nx2 a\nx3 b\nx4 b\nx5 a\nx6 7\nx7 a\nx8 c\n")
     res = runner.invoke(
-        app, ["cm-eval", "recognition", str(tmp_path / "t.txt"), str(tmp_path / "p.txt"), "--unknown", "7", "--json"]
+        app,
+        [
+            "scores",
+            "cm-eval",
+            "recognition",
+            str(tmp_path / "t.txt"),
+            str(tmp_path / "p.txt"),
+            "--unknown",
+            "7",
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["known"] == ["a", "b", "c"] and out["f1"] == pytest.approx(14 / 39) and out["n_unknown"] == 2
-    res = runner.invoke(app, ["cm-eval", "dsr", str(r1), str(r1), "--json"])
+    res = runner.invoke(app, ["scores", "cm-eval", "dsr", str(r1), str(r1), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["n_models"] == 2 and out["n_samples"] == 3
@@ -220,7 +232,7 @@ def test_location_at_two_resolutions_hand_computed(tmp_path: Path, resolution: s
     assert res.score == pytest.approx(0.3 * 0.5 + 0.7 * 2 * p * r / (p + r))
     assert res.resolution == ("seconds" if resolution == "seconds" else f"{parse_resolution(resolution):g}")
     out = CliRunner().invoke(
-        app, ["cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--resolution",
+        app, ["scores", "cm-eval", "location", str(tmp_path / "ref.txt"), str(tmp_path / "pred.txt"), "--resolution",
               resolution, "--json"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output

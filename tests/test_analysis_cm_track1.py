@@ -122,21 +122,23 @@ def test_cli_tables_json_and_one_line_errors(tmp_path):
     f = _frame(0)
     f.to_csv(tmp_path / "s.csv", index=False)
     run = CliRunner().invoke
-    res = run(app, ["cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "attack", "--by", "codec", "--json"])
+    res = run(
+        app, ["scores", "cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "attack", "--by", "codec", "--json"]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     want = restated(f[f.label == 1].score.to_numpy(), f[f.label == 0].score.to_numpy())
     assert all(doc["pooled"][k] == pytest.approx(v, abs=1e-12) for k, v in want.items())
     assert set(doc["tables"]) == {"attack", "codec"} and doc["cost"] == {"p_spoof": 0.05, "c_miss": 1.0, "c_fa": 10.0}
-    text = run(app, ["cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "attack"])
+    text = run(app, ["scores", "cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "attack"])
     assert text.exit_code == 0 and "min DCF" in text.output and "by attack" in text.output
-    bad = run(app, ["cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "gender"])
+    bad = run(app, ["scores", "cm-eval", "track1", str(tmp_path / "s.csv"), "--by", "gender"])
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
     assert "--by 'gender'" in bad.output and "no such column" in bad.output
     f.drop(columns="score").to_csv(tmp_path / "noscore.csv", index=False)
-    bad = run(app, ["cm-eval", "track1", str(tmp_path / "noscore.csv")])
+    bad = run(app, ["scores", "cm-eval", "track1", str(tmp_path / "noscore.csv")])
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and "missing column(s) score" in bad.output
-    bad = run(app, ["cm-eval", "track1", str(tmp_path / "s.csv"), "--score-column", "log_odds"])
+    bad = run(app, ["scores", "cm-eval", "track1", str(tmp_path / "s.csv"), "--score-column", "log_odds"])
     assert bad.exit_code == 1 and "--score-column 'log_odds'" in bad.output
 
 
@@ -146,7 +148,18 @@ def test_cm_eval_wdsr_from_numbers_and_dsr_json(tmp_path):
     (tmp_path / "r1.json").write_text(json.dumps({"dsr": 0.3791, "wrong": [1]}))
     res = run(
         app,
-        ["cm-eval", "wdsr", "--r1", str(tmp_path / "r1.json"), "--r2", "0.4960", "--r2-baseline", "0.4980", "--json"],
+        [
+            "scores",
+            "cm-eval",
+            "wdsr",
+            "--r1",
+            str(tmp_path / "r1.json"),
+            "--r2",
+            "0.4960",
+            "--r2-baseline",
+            "0.4980",
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
@@ -158,5 +171,5 @@ def test_cm_eval_wdsr_from_numbers_and_dsr_json(tmp_path):
         (["--r1", str(tmp_path / "s.txt")], "not the JSON of `cm-eval dsr --json`"),
     ):
         (tmp_path / "s.txt").write_text("x")
-        bad = run(app, ["cm-eval", "wdsr", *args, "--r2", "0.5", "--r2-baseline", "0.5"])
+        bad = run(app, ["scores", "cm-eval", "wdsr", *args, "--r2", "0.5", "--r2-baseline", "0.5"])
         assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and match in bad.output, bad.output

@@ -159,11 +159,11 @@ def test_real_runs_a_draw_pair_passes_and_a_noisier_chain_fails(tmp_path: Path, 
         frame = pd.read_parquet(path)
         if "score_d1" in frame.columns:
             frame.assign(score=frame.score_d1).to_parquet(path, index=False)
-    res = CliRunner().invoke(app, ["compare", str(base), str(other), "--paired", "--all", "--bootstrap", "300"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(base), str(other), "--paired", "--all", "--bootstrap", "300"])
     assert res.exit_code == 0, res.output
     assert "0 of 8 value(s) with a resolved regression" in res.output
     noisy = _run(tmp_path, session_cache, "noisy", 0.0)
-    res = CliRunner().invoke(app, ["compare", str(base), str(noisy), "--paired", "--bootstrap", "300"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(base), str(noisy), "--paired", "--bootstrap", "300"])
     assert res.exit_code == 1, res.output
     assert "regression: T01 / gender=" in res.output and ",noise=noisy / mfcc-stats: eer" in res.output
     assert "noise=clean" not in res.output.split("regression:")[1]  # clean cells are the same audio
@@ -180,13 +180,13 @@ def test_paired_refuses_runs_without_scores_or_on_other_trial_lists(tmp_path: Pa
             tmp_path / name / "results.csv", index=False
         )
     a, b = tmp_path / "a" / "results.csv", tmp_path / "b" / "results.csv"
-    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--paired"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(a), str(b), "--paired"])
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: {a}: --paired needs a run directory with per-trial scores (scores/ and trials.parquet); "
         "compare results files without scores with --tolerance"
     )
-    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--paired", "--equivalence", "0"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(a), str(b), "--paired", "--equivalence", "0"])
     assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be > 0, got 0.0"
-    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--margin", "0.01"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(a), str(b), "--margin", "0.01"])
     assert res.output.strip() == "error: --margin and --equivalence need --paired (without it, --tolerance is the gate)"

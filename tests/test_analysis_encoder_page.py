@@ -75,7 +75,7 @@ def test_damaging_conditions_by_hand(runs: list[Path]) -> None:
 
 def test_card_cli_writes_markdown_and_self_contained_html(runs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "cards"
-    res = CliRunner().invoke(app, ["card", "CAM++", *map(str, runs), "--out", str(out), "--bootstrap", "20"])
+    res = CliRunner().invoke(app, ["runs", "card", "CAM++", *map(str, runs), "--out", str(out), "--bootstrap", "20"])
     assert res.exit_code == 0, res.output
     assert "missing: run" in res.output
     md = (
@@ -86,7 +86,7 @@ def test_card_cli_writes_markdown_and_self_contained_html(runs: list[Path], tmp_
     parser = HTMLParser()
     parser.feed(page)
     assert "<table" in page and 'src="http' not in page and "<script" not in page
-    bad = CliRunner().invoke(app, ["card", "NoSuch", str(runs[0]), "--out", str(out), "--bootstrap", "5"])
+    bad = CliRunner().invoke(app, ["runs", "card", "NoSuch", str(runs[0]), "--out", str(out), "--bootstrap", "5"])
     assert bad.exit_code == 1 and bad.output.startswith("error: NoSuch is in none of the runs given")
     assert pd.read_csv(runs[0] / "results.csv").model.tolist().count("CAM++") == 2
 

@@ -278,6 +278,7 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
     res = runner.invoke(
         app,
         [
+            "scores",
             "fairness",
             str(ev),
             "--group",
@@ -301,7 +302,19 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
     assert len(saved) == 5 and saved.threshold.nunique() == 1
     assert (tmp_path / "o" / "fairness_groups.csv").is_file()
     res = runner.invoke(
-        app, ["fairness", str(ev), "--group", "gender", "--threshold-rule", "fixed:0.5", "-q", "--test", "trial-z"]
+        app,
+        [
+            "scores",
+            "fairness",
+            str(ev),
+            "--group",
+            "gender",
+            "--threshold-rule",
+            "fixed:0.5",
+            "-q",
+            "--test",
+            "trial-z",
+        ],
     )
     assert res.exit_code == 0, res.output
 
@@ -325,17 +338,17 @@ def test_cli_fairness_json_and_files(tmp_path: Path) -> None:
 )
 def test_cli_fairness_errors(tmp_path: Path, args: list[str], message: str) -> None:
     ev = _write(tmp_path, "eval.csv", table())
-    res = CliRunner().invoke(app, ["fairness", str(ev), *args])
+    res = CliRunner().invoke(app, ["scores", "fairness", str(ev), *args])
     assert res.exit_code == 1
     assert res.stderr.strip() == message.format(ev=ev)
 
 
 def test_score_file_errors(tmp_path: Path) -> None:
     bad = _write(tmp_path, "bad.csv", pd.DataFrame({"score": [0.1, "x"], "label": [1, 0], "gender": ["f", "m"]}))
-    res = CliRunner().invoke(app, ["fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
+    res = CliRunner().invoke(app, ["scores", "fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
     assert res.stderr.strip() == f"error: {bad}: line 3: score 'x' is not a finite number"
     bad = _write(tmp_path, "bad2.csv", pd.DataFrame({"score": [0.1], "label": ["maybe"], "gender": ["f"]}))
-    res = CliRunner().invoke(app, ["fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
+    res = CliRunner().invoke(app, ["scores", "fairness", str(bad), "--group", "gender", "--threshold-rule", "fixed:0"])
     assert (
         res.stderr.strip()
         == f"error: {bad}: line 2: label 'maybe' is not one of 1/0, true/false, target/nontarget, bonafide/spoof (also genuine/real, fake)"

@@ -78,7 +78,7 @@ def test_encoders_table_r_and_interval(tmp_path: Path, monkeypatch: pytest.Monke
         grid_to_table(leaky_grid(mix)).to_csv(tables[name], index=False)
     monkeypatch.setattr(sweep, "run_geometry", _fake_run(tables))
     out = tmp_path / "geo"
-    args = ["geometry", "--encoders", "low,mid,high", "--groups", "accent", "--out", str(out)]
+    args = ["audit", "geometry", "--encoders", "low,mid,high", "--groups", "accent", "--out", str(out)]
     res = runner.invoke(app, [*args, "--permutations", "3", "--bootstrap", "40", "-q"])
     assert res.exit_code == 0, res.output
     across = pd.read_csv(out / "across.csv")
@@ -97,15 +97,19 @@ def test_encoders_table_r_and_interval(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_encoders_and_layers_refusals_are_one_line(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["geometry", "--encoders", "CAM++", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["audit", "geometry", "--encoders", "CAM++", "--out", str(tmp_path)])
     assert res.exit_code == 1
     assert res.output == (
         "error: --encoders needs at least 3 encoders for r(Λ, D̄) (got 1: CAM++); audit one encoder with --encoder\n"
     )
-    res = runner.invoke(app, ["geometry", "--encoder", "mfcc-stats", "--layers", "1:3", "--out", str(tmp_path)])
+    res = runner.invoke(
+        app, ["audit", "geometry", "--encoder", "mfcc-stats", "--layers", "1:3", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 1
     assert res.output == "error: --layers sweeps SSL layers; mfcc-stats has no selectable layers\n"
-    res = runner.invoke(app, ["geometry", "--encoder", "mfcc-stats", "--layers", "3-1", "--out", str(tmp_path)])
+    res = runner.invoke(
+        app, ["audit", "geometry", "--encoder", "mfcc-stats", "--layers", "3-1", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 1 and res.output.count("\n") == 1 and "give a range a:b" in res.output
 
 
@@ -156,7 +160,16 @@ def test_layer_sweep_on_a_tiny_ssl_model(tmp_path: Path, monkeypatch: pytest.Mon
                 )
     (tmp_path / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "geo"
-    args = ["geometry", "--encoder", "WavLM-Base", "--manifest", str(tmp_path / "manifest.jsonl"), "--groups", "gender"]
+    args = [
+        "audit",
+        "geometry",
+        "--encoder",
+        "WavLM-Base",
+        "--manifest",
+        str(tmp_path / "manifest.jsonl"),
+        "--groups",
+        "gender",
+    ]
     args += [
         "--layers",
         "1:2",

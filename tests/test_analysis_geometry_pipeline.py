@@ -1,4 +1,4 @@
-"""``interbias geometry`` end to end: embeddings tables, an encoder on a tiny grid, errors."""
+"""``interbias audit geometry`` end to end: embeddings tables, an encoder on a tiny grid, errors."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def table(tmp_path: Path, name: str = "emb.csv", *, seed: int = 0) -> Path:
 
 
 def invoke(*args: str) -> object:
-    return runner.invoke(app, ["geometry", *args])
+    return runner.invoke(app, ["audit", "geometry", *args])
 
 
 def test_embeddings_table_writes_csv_json_png_and_merges(tmp_path: Path) -> None:

@@ -69,12 +69,12 @@ def test_runs_on_other_trials_are_separate_columns_and_missing_is_said(runs: lis
 
 
 def test_leaderboard_cli_on_a_folder(runs: list[Path], tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["leaderboard", str(tmp_path), "--bootstrap", "20", "--out", str(tmp_path)])
+    res = CliRunner().invoke(app, ["runs", "leaderboard", str(tmp_path), "--bootstrap", "20", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "note: S01 was run on 2 different trial lists" in res.output
     table = pd.read_csv(tmp_path / "leaderboard.csv")
     assert table["model"].tolist() == ["A", "B", "C", "D"]  # one rank: by name
-    bad = CliRunner().invoke(app, ["leaderboard", str(tmp_path / "nowhere")])
+    bad = CliRunner().invoke(app, ["runs", "leaderboard", str(tmp_path / "nowhere")])
     assert bad.exit_code == 1 and "does not exist" in bad.output
 
 
@@ -156,7 +156,7 @@ def test_a_single_encoder_run_has_no_pairs_and_says_so(tmp_path: Path) -> None:
     assert board.pairs.empty and board.table["rank"].isna().all()
     assert board.table.set_index("model").loc["A", "S01"] == pytest.approx(1 / 6)
     assert board.notes == ["a single encoder (A): no pair of encoders to compare, no rank"]
-    res = CliRunner().invoke(app, ["leaderboard", str(run), "--bootstrap", "20"])
+    res = CliRunner().invoke(app, ["runs", "leaderboard", str(run), "--bootstrap", "20"])
     assert res.exit_code == 0 and "note: a single encoder (A): no pair of encoders to compare, no rank" in res.output
     res = CliRunner().invoke(app, ["report", str(run), "--latex", "--bootstrap", "200"])
     assert res.exit_code == 0, res.output

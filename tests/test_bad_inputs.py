@@ -202,7 +202,15 @@ def _wespeaker_folder(folder: Path, embed_dim: int = 256) -> Path:
 
 
 def _embed_args(env: Env, folder: Path) -> list:
-    return ["embed", env.manifest.parent / env.rows().path[0], "--encoder", "ResNet34", "--model-dir", folder]
+    return [
+        "encoders",
+        "embed",
+        env.manifest.parent / env.rows().path[0],
+        "--encoder",
+        "ResNet34",
+        "--model-dir",
+        folder,
+    ]
 
 
 def checkpoint_missing(env: Env, tmp: Path) -> tuple[list[str], str]:
@@ -272,7 +280,7 @@ CASES = [
 
 def _full_args(env: Env, args: list) -> list[str]:
     args = [str(a) for a in args]
-    if args[0] in ("embed", "analyze"):
+    if args[0] in ("encoders", "analyze"):
         return args
     return ["run", *args, "--encoders", "mfcc-stats", "--out", str(env.out), "--cache-dir", str(env.cache), "-q"]
 

@@ -18,20 +18,20 @@ runner = CliRunner()
 def test_metrics_json_keys_whitespace_and_csv(tmp_path: Path) -> None:
     ws = tmp_path / "s.txt"
     ws.write_text("e1 t1 0.9 target\ne1 t2 0.1 nontarget\ne2 t3 0.4 target\ne2 t4 0.5 nontarget\n")
-    res = runner.invoke(app, ["metrics", str(ws), "--json"])
+    res = runner.invoke(app, ["scores", "metrics", str(ws), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert list(out) == [*results_columns(), "n_target", "n_nontarget"]
     assert out["n_target"] == 2 and out["auc"] == 0.75
     csv = tmp_path / "s.csv"
     csv.write_text("score,label\n0.9,1\n0.1,0\n0.4,1\n0.5,0\n")
-    assert json.loads(runner.invoke(app, ["metrics", str(csv), "--json"]).output) == out
+    assert json.loads(runner.invoke(app, ["scores", "metrics", str(csv), "--json"]).output) == out
 
 
 def test_metrics_bad_label_one_line(tmp_path: Path) -> None:
     ws = tmp_path / "s.txt"
     ws.write_text("e1 t1 0.9 maybe\n")
-    res = runner.invoke(app, ["metrics", str(ws)])
+    res = runner.invoke(app, ["scores", "metrics", str(ws)])
     assert res.exit_code == 1
     assert (
         res.output.strip()

@@ -1,4 +1,4 @@
-"""``interbias corpus prepare`` and ``interbias corpus info``."""
+"""``interbias data prepare`` and ``interbias data info``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_prepare_writes_a_self_contained_manifest(tmp_path: Path) -> None:
     root = fake_corpora.torgo(tmp_path / "torgo")
     out = tmp_path / "m" / "torgo.csv"
     res = runner.invoke(
-        app, ["corpus", "prepare", "torgo", "--root", str(root), "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+        app, ["data", "prepare", "torgo", "--root", str(root), "--out", str(out), "--cache-dir", str(tmp_path / "c")]
     )
     assert res.exit_code == 0, res.output
     assert res.output.strip() == f"wrote {out}: 32 utterances, 4 speakers"
@@ -33,29 +33,25 @@ def test_prepare_writes_a_self_contained_manifest(tmp_path: Path) -> None:
 
 def test_prepare_voxceleb1_names_trial_lists_and_errors_are_one_line(tmp_path: Path) -> None:
     root = fake_corpora.voxceleb1(tmp_path / "vox")
-    res = runner.invoke(
-        app, ["corpus", "prepare", "voxceleb1", "--root", str(root), "--out", str(tmp_path / "v.jsonl")]
-    )
+    res = runner.invoke(app, ["data", "prepare", "voxceleb1", "--root", str(root), "--out", str(tmp_path / "v.jsonl")])
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[-1] == f"official trial lists: {root / 'veri_test2.txt'}"
-    res = runner.invoke(app, ["corpus", "prepare", "ears", "--root", str(root)])
+    res = runner.invoke(app, ["data", "prepare", "ears", "--root", str(root)])
     assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1
     assert res.output.startswith(f"error: ears: {root} does not look like ears: expected speaker_statistics.json")
-    res = runner.invoke(app, ["corpus", "prepare", "nope", "--root", str(root)])
+    res = runner.invoke(app, ["data", "prepare", "nope", "--root", str(root)])
     assert res.output.strip().startswith(
         "error: unknown corpus 'nope'; valid: add2023, asvspoof5, commonvoice, ears, l2arctic, ravdess"
     )
-    res = runner.invoke(app, ["corpus", "prepare", "synthetic", "--root", str(root)])
-    assert res.output.strip() == "error: 'synthetic' is built, not prepared: interbias corpus build synthetic"
+    res = runner.invoke(app, ["data", "prepare", "synthetic", "--root", str(root)])
+    assert res.output.strip() == "error: 'synthetic' is built, not prepared: interbias data build synthetic"
 
 
 def test_info_counts_speakers_and_utterances_per_attribute(tmp_path: Path) -> None:
     root = fake_corpora.commonvoice(tmp_path / "cv")
     out = tmp_path / "cv.jsonl"
-    assert (
-        runner.invoke(app, ["corpus", "prepare", "commonvoice", "--root", str(root), "--out", str(out)]).exit_code == 0
-    )
-    res = runner.invoke(app, ["corpus", "info", str(out), "--json"])
+    assert runner.invoke(app, ["data", "prepare", "commonvoice", "--root", str(root), "--out", str(out)]).exit_code == 0
+    res = runner.invoke(app, ["data", "info", str(out), "--json"])
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
     rows = fake_corpora.CV_ROWS
@@ -70,8 +66,8 @@ def test_info_counts_speakers_and_utterances_per_attribute(tmp_path: Path) -> No
     assert ages["n_missing_utterances"] == 1
     genders = Counter(u.gender for u in Manifest.read(out) if u.gender)
     assert {k: v["utterances"] for k, v in info["attributes"]["gender"]["values"].items()} == dict(genders)
-    text = runner.invoke(app, ["corpus", "info", str(out)]).output
+    text = runner.invoke(app, ["data", "info", str(out)]).output
     assert text.splitlines()[0] == "cv: 6 utterances, 4 speakers, 0.00 h"
     assert "  age_band (3 values, 1 utterances without):" in text
-    res = runner.invoke(app, ["corpus", "info", str(tmp_path / "missing.jsonl")])
+    res = runner.invoke(app, ["data", "info", str(tmp_path / "missing.jsonl")])
     assert res.output.strip() == f"error: manifest {tmp_path / 'missing.jsonl'} does not exist"

@@ -1,4 +1,4 @@
-"""``interbias encoders`` and ``interbias embed`` through typer's CliRunner."""
+"""``interbias encoders list`` and ``interbias encoders embed`` through typer's CliRunner."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ runner = CliRunner()
 
 def test_encoders_json_lists_every_paper_label_and_the_defaults(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path))
-    res = runner.invoke(app, ["encoders", "--json"])
+    res = runner.invoke(app, ["encoders", "list", "--json"])
     assert res.exit_code == 0, res.output
     entries = {e["label"]: e for e in json.loads(res.output)}
     assert set(PAPER_LABELS) | {"GE2E", "mfcc-stats"} <= set(entries)
@@ -38,7 +38,7 @@ def test_encoders_json_lists_every_paper_label_and_the_defaults(tmp_path: Path, 
         "INTERBIAS_MODEL_WAVLM_BASE_PLUS or INTERBIAS_MODELS)"
     )
     assert wavlm["folder"] == str(tmp_path / "WavLM-Base+") and wavlm["checkpoint"] == "microsoft/wavlm-base-plus"
-    text = runner.invoke(app, ["encoders"]).output
+    text = runner.invoke(app, ["encoders", "list"]).output
     assert "WavLM-Base+" in text and "missing:" in text and "available" in text
 
 
@@ -56,7 +56,7 @@ def wavs(tmp_path: Path) -> list[Path]:
 
 
 def test_embed_prints_dimension_and_cosine_matrix(wavs: list[Path]) -> None:
-    res = runner.invoke(app, ["embed", *map(str, wavs), "--encoder", "mfcc-stats", "--json"])
+    res = runner.invoke(app, ["encoders", "embed", *map(str, wavs), "--encoder", "mfcc-stats", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     enc = load_encoder("mfcc-stats")
@@ -65,30 +65,32 @@ def test_embed_prints_dimension_and_cosine_matrix(wavs: list[Path]) -> None:
     np.testing.assert_allclose(np.array(out["cosine"]), X @ X.T, atol=2e-6)
     np.testing.assert_allclose(np.diag(out["cosine"]), 1.0, atol=1e-6)
     assert out["truncated"] == [False, False, False]
-    text = runner.invoke(app, ["embed", *map(str, wavs), "-e", "mfcc-stats"]).output
+    text = runner.invoke(app, ["encoders", "embed", *map(str, wavs), "-e", "mfcc-stats"]).output
     assert text.startswith("mfcc-stats: 40-d embeddings, checkpoint sha256 none\n")
     assert "u2.wav" in text and f"{(X @ X.T)[0, 1]:9.4f}" in text
 
 
 def test_embed_errors_are_one_line(wavs: list[Path], tmp_path: Path) -> None:
-    res = runner.invoke(app, ["embed", str(wavs[0]), "--encoder", "WavLM"])
+    res = runner.invoke(app, ["encoders", "embed", str(wavs[0]), "--encoder", "WavLM"])
     assert res.exit_code == 1 and res.output.startswith(
         "error: unavailable encoder(s): unknown encoder 'WavLM'; valid: "
     )
-    res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "RawNet3", "--model-dir", str(tmp_path / "nope")])
+    res = runner.invoke(
+        app, ["encoders", "embed", str(wavs[0]), "-e", "RawNet3", "--model-dir", str(tmp_path / "nope")]
+    )
     assert res.exit_code == 1
     assert res.output.strip() == (
         f"error: unavailable encoder(s): RawNet3: model folder {tmp_path / 'nope'} does not exist (expected "
         "[model.pt] or [model.onnx]; place the files there, or set INTERBIAS_MODEL_RAWNET3 or INTERBIAS_MODELS); "
         "see docs/guide/encoders.md"
     )
-    res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "mfcc-stats", "--layer", "3"])
+    res = runner.invoke(app, ["encoders", "embed", str(wavs[0]), "-e", "mfcc-stats", "--layer", "3"])
     assert res.exit_code == 1
     assert (
         res.output
         == "error: unavailable encoder(s): mfcc-stats: unknown option(s) layer; valid: (none); see docs/guide/encoders.md\n"
     )
-    res = runner.invoke(app, ["embed", str(wavs[0]), "-e", "CAM++", "--model-dir", str(tmp_path)])
+    res = runner.invoke(app, ["encoders", "embed", str(wavs[0]), "-e", "CAM++", "--model-dir", str(tmp_path)])
     assert (
         res.output
         == "error: unavailable encoder(s): CAM++: unknown option(s) path; valid: checkpoint; see docs/guide/encoders.md\n"

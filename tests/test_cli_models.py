@@ -1,4 +1,4 @@
-"""``interbias models fetch|verify|list`` against a fake hub on 127.0.0.1 (no network).
+"""``interbias encoders fetch|verify|status`` against a fake hub on 127.0.0.1 (no network).
 
 The fake hub (:mod:`fake_hub`) serves tiny randomly initialised models written in each
 backend's exact on-disk layout (:mod:`encoder_fixtures`) under the real repository names of
@@ -108,7 +108,7 @@ def one_error_line(res) -> str:
 
 def test_fetch_all_fills_every_hub_label_pins_it_and_each_label_embeds(hub: FakeHub, zoo, tmp_path: Path) -> None:
     commits = publish(hub, zoo, *zoo)
-    res = cli("models", "fetch", "--all")
+    res = cli("encoders", "fetch", "--all")
     assert res.exit_code == 0, res.output
     assert "ReDimNet: fetch by hand:" in res.output and "torch.onnx.export(" in res.output
     assert "titanet-large.nemo loads with NeMo" in res.output
@@ -138,7 +138,7 @@ def test_fetch_all_fills_every_hub_label_pins_it_and_each_label_embeds(hub: Fake
             "commit": commits[label],
             "digest": lock[label].digest,
         }
-    states = {s["label"]: s for s in json.loads(cli("models", "list", "--json").output)}
+    states = {s["label"]: s for s in json.loads(cli("encoders", "status", "--json").output)}
     assert {s["state"] for label, s in states.items() if label in zoo} == {"fetched"}
     assert states["TitaNet"]["detail"].startswith(f"{SOURCES['TitaNet'].repo}@{commits['TitaNet'][:12]} (main)")
     if importlib.util.find_spec("nemo") is None:  # fetched, but its .nemo layout needs NeMo
@@ -148,17 +148,17 @@ def test_fetch_all_fills_every_hub_label_pins_it_and_each_label_embeds(hub: Fake
         )
     assert (states["ReDimNet"]["state"], states["ReDimNet"]["fetch"]) == ("missing", "by hand")
     assert states["CAM++"]["state"] == "packaged"
-    assert cli("models", "verify").exit_code == 0
+    assert cli("encoders", "verify").exit_code == 0
     assert any(p.startswith("/cdn/") for m, p in hub.requests if m == "GET")  # weights came via the redirect
     asked = len(hub.requests)
-    again = cli("models", "fetch", "--all")
+    again = cli("encoders", "fetch", "--all")
     assert again.exit_code == 0 and again.output.count("up to date") == len(zoo)
     assert len(hub.requests) == asked  # pinned files all present: the hub is not even asked
 
 
 def test_a_tampered_file_is_refused_on_load_and_by_verify_and_fetch_restores_it(hub: FakeHub, zoo, tmp_path) -> None:
     publish(hub, zoo, "RawNet3", "WavLM-Base")
-    assert cli("models", "fetch", "RawNet3", "WavLM-Base").exit_code == 0
+    assert cli("encoders", "fetch", "RawNet3", "WavLM-Base").exit_code == 0
     lock = read_models_lock(tmp_path / "models" / "models.lock")
     target = tmp_path / "models" / "WavLM-Base" / "config.json"
     target.write_text(target.read_text().replace('"hidden_act": "gelu"', '"hidden_act": "relu"'))
@@ -168,35 +168,35 @@ def test_a_tampered_file_is_refused_on_load_and_by_verify_and_fetch_restores_it(
         load_from_layouts(tiny("WavLM-Base"))
     assert str(info.value) == (
         f"WavLM-Base: {target} does not match models.lock: locked sha256 {locked}, found {found}; run "
-        "`interbias models fetch WavLM-Base` to restore the locked files or `interbias models fetch --update "
+        "`interbias encoders fetch WavLM-Base` to restore the locked files or `interbias encoders fetch --update "
         "WavLM-Base` to re-pin"
     )
-    res = cli("models", "verify")
+    res = cli("encoders", "verify")
     assert one_error_line(res) == f"error: 1 label(s) differ from {tmp_path / 'models' / 'models.lock'}: WavLM-Base"
     assert f"WavLM-Base: lock mismatch: {target} does not match models.lock" in res.output
     assert "RawNet3: ok: jungjee/RawNet3@" in res.output
     (tmp_path / "models" / "RawNet3" / "model.pt").unlink()
-    states = {s["label"]: s["state"] for s in json.loads(cli("models", "list", "--json").output)}
+    states = {s["label"]: s["state"] for s in json.loads(cli("encoders", "status", "--json").output)}
     assert (states["WavLM-Base"], states["RawNet3"]) == ("lock mismatch", "lock mismatch")
-    res = cli("models", "fetch", "WavLM-Base", "RawNet3")
+    res = cli("encoders", "fetch", "WavLM-Base", "RawNet3")
     assert res.exit_code == 0 and res.output.count(": fetched ") == 2, res.output
     assert read_models_lock(tmp_path / "models" / "models.lock") == lock
-    assert cli("models", "verify").exit_code == 0
+    assert cli("encoders", "verify").exit_code == 0
     assert load_from_layouts(tiny("WavLM-Base")).embed([probe_wave(0.5)]).shape == (1, 32)
 
 
 def test_update_re_pins_and_a_pinned_label_refuses_another_revision(hub: FakeHub, zoo, tmp_path: Path) -> None:
     old = publish(hub, zoo, "RawNet3")["RawNet3"]
-    assert cli("models", "fetch", "RawNet3").exit_code == 0
+    assert cli("encoders", "fetch", "RawNet3").exit_code == 0
     wave = probe_wave(1.0)
     before = load_from_layouts(tiny("RawNet3")).embed([wave])
     newer = make_rawnet3(tmp_path / "newer", channels=24)
     new = hub.publish("jungjee/RawNet3", {"model.pt": (newer / "model.pt").read_bytes()})
-    assert "up to date" in cli("models", "fetch", "RawNet3").output  # the lock binds, not the branch
-    assert one_error_line(cli("models", "fetch", "RawNet3", "--revision", new)) == (
+    assert "up to date" in cli("encoders", "fetch", "RawNet3").output  # the lock binds, not the branch
+    assert one_error_line(cli("encoders", "fetch", "RawNet3", "--revision", new)) == (
         f"error: RawNet3: models.lock pins jungjee/RawNet3@{old} (main); pass --update to re-pin to {new}"
     )
-    res = cli("models", "fetch", "RawNet3", "--update")
+    res = cli("encoders", "fetch", "RawNet3", "--update")
     assert res.exit_code == 0 and f"fetched jungjee/RawNet3@{new[:12]}" in res.output
     entry = read_models_lock(tmp_path / "models" / "models.lock")["RawNet3"]
     assert (
@@ -204,7 +204,7 @@ def test_update_re_pins_and_a_pinned_label_refuses_another_revision(hub: FakeHub
     )
     enc = load_from_layouts(tiny("RawNet3"))
     assert enc.config["channels"] == 24 and not np.allclose(enc.embed([wave]), before)
-    res = cli("models", "fetch", "RawNet3", "--update", "--revision", old)
+    res = cli("encoders", "fetch", "RawNet3", "--update", "--revision", old)
     assert res.exit_code == 0 and read_models_lock(tmp_path / "models" / "models.lock")["RawNet3"].revision == old
     np.testing.assert_array_equal(load_from_layouts(tiny("RawNet3")).embed([wave]), before)
 
@@ -212,7 +212,7 @@ def test_update_re_pins_and_a_pinned_label_refuses_another_revision(hub: FakeHub
 def test_an_interrupted_fetch_leaves_no_folder_that_loads(hub: FakeHub, zoo, tmp_path: Path) -> None:
     publish(hub, zoo, "X-Vector")
     hub.status[("GET", "/classifier.ckpt")] = 500  # after hyperparams and two checkpoints arrived
-    line = one_error_line(cli("models", "fetch", "X-Vector"))
+    line = one_error_line(cli("encoders", "fetch", "X-Vector"))
     assert line.startswith("error: X-Vector: downloading classifier.ckpt from speechbrain/spkrec-xvect-voxceleb@")
     assert "(HTTP 500: " in line and line.endswith("; nothing was placed")
     models = tmp_path / "models"
@@ -223,14 +223,16 @@ def test_an_interrupted_fetch_leaves_no_folder_that_loads(hub: FakeHub, zoo, tmp
     staging.mkdir()
     for name, data in zoo["X-Vector"].items():
         (staging / name).write_bytes(data)
-    assert {s["label"]: s["state"] for s in json.loads(cli("models", "list", "--json").output)}["X-Vector"] == "missing"
+    assert {s["label"]: s["state"] for s in json.loads(cli("encoders", "status", "--json").output)}[
+        "X-Vector"
+    ] == "missing"
     del hub.status[("GET", "/classifier.ckpt")]
-    assert cli("models", "fetch", "X-Vector").exit_code == 0
+    assert cli("encoders", "fetch", "X-Vector").exit_code == 0
     assert sorted(p.name for p in models.iterdir()) == ["X-Vector", "models.lock"]  # the stale staging went too
     commit = read_models_lock(models / "models.lock")["X-Vector"].commit
     hub.publish("speechbrain/spkrec-xvect-voxceleb", {**zoo["X-Vector"], "classifier.ckpt": b"newer"})
     hub.status[("GET", "/classifier.ckpt")] = 500
-    one_error_line(cli("models", "fetch", "X-Vector", "--update"))  # a failed update keeps the pinned folder
+    one_error_line(cli("encoders", "fetch", "X-Vector", "--update"))  # a failed update keeps the pinned folder
     assert read_models_lock(models / "models.lock")["X-Vector"].commit == commit
     assert load_from_layouts(tiny("X-Vector")).embed([probe_wave(0.5)]).shape == (1, 12)
 
@@ -244,7 +246,7 @@ def test_server_failures_are_one_clear_line(hub: FakeHub, zoo, fault: str, monke
     if fault == "timeout":
         monkeypatch.setenv("INTERBIAS_HUB_TIMEOUT", "0.5")
         hub.delay["/api/"] = 2.0
-    line = one_error_line(cli("models", "fetch", "RawNet3"))
+    line = one_error_line(cli("encoders", "fetch", "RawNet3"))
     head = f"error: RawNet3: cannot resolve jungjee/RawNet3@main on {hub.url} ("
     assert line.startswith(head), line
     reason = line[len(head) :]
@@ -254,21 +256,21 @@ def test_server_failures_are_one_clear_line(hub: FakeHub, zoo, fault: str, monke
 
 def test_a_hand_placed_folder_loads_without_a_pin_and_list_says_so(hub: FakeHub, tmp_path: Path) -> None:
     make_rawnet3(tmp_path / "models" / "RawNet3")
-    states = {s["label"]: s for s in json.loads(cli("models", "list", "--json").output)}
+    states = {s["label"]: s for s in json.loads(cli("encoders", "status", "--json").output)}
     assert states["RawNet3"]["state"] == "placed by hand"
     assert states["WavLM-Base"]["state"] == "missing"
     enc = load_from_layouts(tiny("RawNet3"))
     assert "models_lock" not in enc.provenance()
-    assert one_error_line(cli("models", "verify")).startswith("error: ") and not hub.requests
+    assert one_error_line(cli("encoders", "verify")).startswith("error: ") and not hub.requests
 
 
 def test_usage_errors_are_one_line(hub: FakeHub) -> None:
-    for cmd in (["models", "--help"], ["models", "fetch", "--help"], ["models", "list", "--help"]):
+    for cmd in (["encoders", "--help"], ["encoders", "fetch", "--help"], ["encoders", "status", "--help"]):
         assert cli(*cmd).exit_code == 0
-    assert one_error_line(cli("models", "fetch")) == "error: give one or more labels, or --all"
-    assert one_error_line(cli("models", "fetch", "X-Vector", "--all")) == "error: give labels or --all, not both"
-    assert one_error_line(cli("models", "fetch", "WavLM")).startswith("error: unknown encoder 'WavLM'; valid: ")
-    res = cli("models", "fetch", "CAM++")
+    assert one_error_line(cli("encoders", "fetch")) == "error: give one or more labels, or --all"
+    assert one_error_line(cli("encoders", "fetch", "X-Vector", "--all")) == "error: give labels or --all, not both"
+    assert one_error_line(cli("encoders", "fetch", "WavLM")).startswith("error: unknown encoder 'WavLM'; valid: ")
+    res = cli("encoders", "fetch", "CAM++")
     assert res.exit_code == 0 and res.output == "CAM++: packaged with interbias; nothing to fetch\n"
     assert not hub.requests
 
@@ -278,14 +280,14 @@ def test_bytes_that_differ_from_the_hub_listing_are_refused_and_a_damaged_cache_
 ) -> None:
     publish(hub, zoo, "RawNet3")
     hub.corrupt.add("model.pt")
-    line = one_error_line(cli("models", "fetch", "RawNet3"))
+    line = one_error_line(cli("encoders", "fetch", "RawNet3"))
     sha = hashlib.sha256(zoo["RawNet3"]["model.pt"]).hexdigest()
     assert line.startswith("error: RawNet3: model.pt has sha256 ") and line.endswith(f"; the hub lists {sha}")
     assert not (tmp_path / "models" / "RawNet3").exists()
     hub.corrupt.clear()
     blob = tmp_path / "hf-cache" / "models--jungjee--RawNet3" / "blobs" / sha
     assert blob.is_file()  # the damaged download is still in the hub cache; the next fetch replaces it
-    assert cli("models", "fetch", "RawNet3").exit_code == 0
+    assert cli("encoders", "fetch", "RawNet3").exit_code == 0
     assert hashlib.sha256(blob.read_bytes()).hexdigest() == sha
     assert load_from_layouts(tiny("RawNet3")).embed([probe_wave(0.5)]).shape == (1, 8)
 
@@ -304,7 +306,7 @@ def test_every_label_with_files_has_a_source_and_each_hub_source_fills_one_of_it
 def test_hf_token_goes_to_the_hub_and_not_to_the_cdn(hub: FakeHub, zoo, monkeypatch) -> None:
     publish(hub, zoo, "RawNet3")
     monkeypatch.setenv("HF_TOKEN", "hf_fake_token")
-    assert cli("models", "fetch", "RawNet3").exit_code == 0
+    assert cli("encoders", "fetch", "RawNet3").exit_code == 0
     hub_side = [a for p, a in hub.auth if not p.startswith("/cdn/")]
     cdn_side = [a for p, a in hub.auth if p.startswith("/cdn/")]
     assert hub_side and set(hub_side) == {"Bearer hf_fake_token"}

@@ -1,4 +1,4 @@
-"""``interbias degrade`` and ``interbias operators`` through typer's CliRunner; seeds."""
+"""``interbias data degrade`` and ``interbias data operators`` through typer's CliRunner; seeds."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def wav(tmp_path: Path) -> Path:
 
 def test_degrade_codec_writes_same_length_and_rate(wav: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.wav"
-    res = runner.invoke(app, ["degrade", str(wav), str(out), "--op", "codec", "--param", "codec=gsm", "--json"])
+    res = runner.invoke(app, ["data", "degrade", str(wav), str(out), "--op", "codec:codec=gsm", "--json"])
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
     assert info["label"] == "codec(codec=gsm,bitrate=13000)" and info["realised"][0]["codec_rate_hz"] == 8000
@@ -40,7 +40,7 @@ def test_degrade_seed_changes_the_draw(wav: Path, tmp_path: Path) -> None:
     outs = []
     for seed, name in ((1, "a"), (1, "b"), (2, "c")):
         out = tmp_path / f"{name}.wav"
-        args = ["degrade", str(wav), str(out), "--op", "noise", "--param", "kind=pink", "--param", "snr_db=10"]
+        args = ["data", "degrade", str(wav), str(out), "--op", "noise", "--set", "kind=pink", "--set", "snr_db=10"]
         assert runner.invoke(app, [*args, "--seed", str(seed)]).exit_code == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0] != outs[2]
@@ -49,23 +49,32 @@ def test_degrade_seed_changes_the_draw(wav: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--op", "codec", "--param", "codec"], "error: --param 'codec': expected KEY=VALUE\n"),
+        (["--op", "codec", "--set", "codec"], "error: --set 'codec': expected KEY=VALUE\n"),
+        (["--op", "codec:codec"], "error: --op 'codec:codec': 'codec': expected KEY=VALUE\n"),
+        (
+            ["--op", "codec:codec=gsm", "--set", "codec=amr"],
+            "error: --op 'codec:codec=gsm' and --set both give 'codec'\n",
+        ),
+        (
+            ["--op", "codec:nope=1"],
+            "error: --op: unknown parameter 'nope' for operator 'codec'; valid: codec, bitrate, codec_rate_hz\n",
+        ),
         (
             ["--op", "warp"],
             "error: unknown operator 'warp'; valid: agc, clip, codec, crop, echo, filter, gain, identity, noise, packet_loss, pitch, resample, reverb, time_scale\n",
         ),
-        (["--op", "packet_loss", "--param", "rate=-0.2"], "error: packet_loss.rate: -0.2 is outside [0, 1)\n"),
-        (["--op", "time_scale", "--param", "factor=fast"], "error: --op: time_scale.factor: 'fast' is not a number\n"),
+        (["--op", "packet_loss", "--set", "rate=-0.2"], "error: packet_loss.rate: -0.2 is outside [0, 1)\n"),
+        (["--op", "time_scale:factor=fast"], "error: --op: time_scale.factor: 'fast' is not a number\n"),
     ],
 )
 def test_degrade_errors_are_one_line(wav: Path, tmp_path: Path, args: list[str], message: str) -> None:
-    res = runner.invoke(app, ["degrade", str(wav), str(tmp_path / "o.wav"), *args])
+    res = runner.invoke(app, ["data", "degrade", str(wav), str(tmp_path / "o.wav"), *args])
     assert res.exit_code == 1
     assert res.output.startswith(message) and res.output.count("\n") == 1
 
 
 def test_operators_lists_every_operator_and_codec_availability() -> None:
-    res = runner.invoke(app, ["operators", "--json"])
+    res = runner.invoke(app, ["data", "operators", "--json"])
     assert res.exit_code == 0
     entries = {e["name"]: e for e in json.loads(res.output)}
     assert set(entries) == set(OPERATORS.names())
@@ -74,7 +83,7 @@ def test_operators_lists_every_operator_and_codec_availability() -> None:
     assert len(codecs) == 15 and codecs["gsm"]["available"] and codecs["gsm"]["backend"] == "soundfile"
     for c in codecs.values():
         assert c["available"] or c["why_not"]
-    text = runner.invoke(app, ["operators"])
+    text = runner.invoke(app, ["data", "operators"])
     assert text.exit_code == 0 and "codec=speex" in text.output and "time_scale" in text.output
 
 
@@ -102,3 +111,22 @@ def test_same_seed_same_bytes_other_utterance_or_cell_other_draw(items: list[dic
     assert apply("u1") == first
     assert apply("u2") != first  # another utterance
     assert apply("u1", key=chain.fingerprint + "~other-cell") != first  # another cell's chain key
+
+
+def test_the_older_param_spelling_writes_the_same_bytes_and_names_set(wav: Path, tmp_path: Path) -> None:
+    """``--param`` still parses (hidden from --help) and says ``--set`` on stderr; ``--op NAME:K=V``
+    and ``--op NAME --set K=V`` are one operator."""
+    outs = {}
+    for name, opts in (
+        ("spec", ["--op", "noise:kind=pink,snr_db=10"]),
+        ("set", ["--op", "noise", "--set", "kind=pink", "--set", "snr_db=10"]),
+        ("param", ["--op", "noise", "--param", "kind=pink", "--param", "snr_db=10"]),
+    ):
+        out = tmp_path / name / "out.wav"
+        out.parent.mkdir()
+        res = runner.invoke(app, ["data", "degrade", str(wav), str(out), *opts])
+        assert res.exit_code == 0, res.output
+        outs[name] = (out.read_bytes(), res.stdout.replace(str(out.parent), "DIR"), res.stderr)
+    assert outs["spec"] == outs["set"]
+    assert outs["param"][:2] == outs["set"][:2] and outs["param"][2] == "note: --param is now --set\n"
+    assert "--param" not in runner.invoke(app, ["data", "degrade", "--help"], terminal_width=200).output

@@ -1,5 +1,5 @@
 """A CM experiment end to end on a tiny CM manifest: scores, Tables I–V, interaction contrasts,
-and the same fairness numbers as `interbias fairness` on the same score file."""
+and the same fairness numbers as `interbias scores fairness` on the same score file."""
 
 from __future__ import annotations
 
@@ -117,6 +117,7 @@ def test_same_numbers_as_interbias_fairness_on_the_score_file(cm_run):
     res = CliRunner().invoke(
         app,
         [
+            "scores",
             "fairness",
             str(tmp / "ev.csv"),
             "--group",
@@ -235,7 +236,18 @@ def test_track1_table_per_attack_equals_cm_eval_track1_on_the_score_file(cm_run)
     sl = scores[(scores.model == model) & (scores.cell == cell) & (scores.split == "eval")]
     sl.to_csv(tmp / "slice.csv", index=False)
     res = CliRunner().invoke(
-        app, ["cm-eval", "track1", str(tmp / "slice.csv"), "--score-column", "log_odds", "--by", "attack", "--json"]
+        app,
+        [
+            "scores",
+            "cm-eval",
+            "track1",
+            str(tmp / "slice.csv"),
+            "--score-column",
+            "log_odds",
+            "--by",
+            "attack",
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)

@@ -144,7 +144,7 @@ def test_cli_trains_scores_regions_and_cm_eval_reads_them(had, tmp_path):
                               "--checkpoint", str(tmp_path / "m"), "--regions", str(out), "-q"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert len(out.read_text().splitlines()) == len(evals)
-    res = runner.invoke(app, ["cm-eval", "location", str(had.root / "reference_eval.txt"), str(out),
+    res = runner.invoke(app, ["scores", "cm-eval", "location", str(had.root / "reference_eval.txt"), str(out),
                               "--resolution", "10ms", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["cm", "score", "ResNet18-logspec", "--manifest", str(tmp_path / "eval.jsonl"),

@@ -215,7 +215,7 @@ def test_models_list_shows_countermeasures(tmp_path, monkeypatch):
     monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path))
     (tmp_path / "cm" / "ResNet18-cqt").mkdir(parents=True)
     (tmp_path / "cm" / "ResNet18-cqt" / "checkpoint.pt").write_bytes(b"x")
-    res = CliRunner().invoke(app, ["models", "list", "--json", "--quick"])
+    res = CliRunner().invoke(app, ["encoders", "status", "--json", "--quick"])
     assert res.exit_code == 0, res.output
     cms = {s["label"]: s for s in json.loads(res.output) if s.get("kind") == "cm"}
     assert set(cms) == set(CM_MODELS.names())

@@ -1,5 +1,5 @@
 """``interbias cm score``: per-file logits and posterior through the model's own input policy,
-a degraded version with --op or --chain, and one line for each bad input."""
+a degraded version with --op (one operator, or several as a chain), and one line for each bad input."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_other_rates_are_resampled_and_op_scores_a_degraded_version(aasist_l, tm
     with torch.no_grad():
         want = model(torch.from_numpy(authors_pad(resample_poly(x, 1, 2).astype(np.float32))[None])).numpy()[0]
     assert abs(clean["logit_bonafide"] - want[1]) < 1e-3  # polyphase filters differ slightly from scipy's default
-    noisy = ["--op", "noise", "--param", "kind=gaussian", "--param", "snr_db=0"]
+    noisy = ["--op", "noise", "--set", "kind=gaussian", "--set", "snr_db=0"]
     r1, r2 = (json.loads(_cli(*base, *noisy).stdout) for _ in range(2))
     assert r1["scores"] == r2["scores"]  # seeded: the same degraded file twice
     assert r1["operator"] == {"op": "noise", "params": {"kind": "gaussian", "snr_db": "0"}, "seed": 0}
@@ -93,18 +93,21 @@ def test_a_chain_of_one_operator_scores_as_op_and_two_operators_differ_from_each
         return json.loads(res.stdout)
 
     logits = lambda doc: np.array([[r["logit_spoof"], r["logit_bonafide"]] for r in doc["scores"]])  # noqa: E731
-    op = run("--op", "noise", "--param", "kind=gaussian", "--param", "snr_db=0")
+    op = run("--op", "noise", "--set", "kind=gaussian", "--set", "snr_db=0")
+    assert run("--op", "noise:kind=gaussian,snr_db=0")["operator"] == op["operator"]  # one spec: one operator
     noise = run("--chain", "noise:kind=gaussian,snr_db=0")
     assert noise["scores"] == op["scores"]  # same operator, same fingerprint, same draws
     assert noise["operator"] is None and op["chain"] is None
     assert noise["chain"] == {"specs": ["noise:kind=gaussian,snr_db=0"], "label": noise["chain"]["label"], "seed": 0}
     assert noise["chain"]["label"].startswith("noise(") and "snr_db=0" in noise["chain"]["label"]
     clip = run("--chain", "clip:threshold=0.3")
-    both = run("--chain", "noise:kind=gaussian,snr_db=0", "--chain", "clip:threshold=0.3")
+    both = run("--op", "noise:kind=gaussian,snr_db=0", "--op", "clip:threshold=0.3")
     assert both["chain"]["label"].startswith("noise(") and "+clip(" in both["chain"]["label"]
     for alone in (noise, clip, run()):  # the random-weight model moves little; the audio test below measures it
         assert (logits(both) != logits(alone)).all(), alone.get("chain")
-    assert both["scores"] == run("--chain", "noise:kind=gaussian,snr_db=0", "--chain", "clip:threshold=0.3")["scores"]
+    older = _cli(*base, "--chain", "noise:kind=gaussian,snr_db=0", "--chain", "clip:threshold=0.3")
+    assert older.stdout == json.dumps(both, indent=2) + "\n"  # the older spelling: same bytes, and its new name
+    assert older.stderr.splitlines()[0] == "note: --chain is now --op"
 
 
 def test_a_chain_degrades_in_the_order_given(tmp_path):
@@ -130,7 +133,7 @@ def test_a_chain_degrades_in_the_order_given(tmp_path):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_op_degrades_each_file_as_interbias_degrade_does(tmp_path, seed):
-    """At 16 kHz, the audio ``cm score --op`` scores is what ``interbias degrade`` writes (to 16-bit PCM)."""
+    """At 16 kHz, the audio ``cm score --op`` scores is what ``interbias data degrade`` writes (to 16-bit PCM)."""
     from interbias.audio.frontend import FrontEnd
     from interbias.cm.score_files import chain_for, load_one
     from interbias.operators.degrade import degrade_file
@@ -186,16 +189,23 @@ def test_manifest_keeps_label_and_attack(aasist_l, tmp_path):
     ("args", "match"),
     [
         ([], "give audio FILES or --manifest M"),
-        (["x.wav", "--param", "snr_db=3"], "--param needs --op"),
-        (["x.wav", "--resampler", "cubic"], "'cubic' is not one of"),
-        (["x.wav", "--chain", ":snr_db=3"], "--chain ':snr_db=3': expected NAME or NAME:KEY=VALUE"),
-        (["x.wav", "--chain", "noise:snr_db"], "--chain 'noise:snr_db': parameter 'snr_db': expected KEY=VALUE"),
-        (["x.wav", "--chain", "nois:snr_db=3"], "--chain 'nois:snr_db=3': unknown operator 'nois'"),
+        (["x.wav", "--set", "snr_db=3"], "--set snr_db: no --op to apply it to"),
         (
-            ["x.wav", "--chain", "noise:kind=gaussian,snr_db=3", "--chain", "clip:thresh=1"],
-            "--chain 'clip:thresh=1': unknown parameter 'thresh'",
+            ["x.wav", "--op", "noise", "--op", "clip", "--set", "snr_db=3"],
+            "give each operator's parameters as NAME:KEY=VALUE",
         ),
-        (["x.wav", "--op", "noise", "--chain", "clip:threshold=0.3"], "give --op/--param or --chain, not both"),
+        (["x.wav", "--resampler", "cubic"], "'cubic' is not one of"),
+        (["x.wav", "--op", ":snr_db=3"], "--op ':snr_db=3': expected NAME or NAME:KEY=VALUE"),
+        (["x.wav", "--op", "noise:snr_db"], "--op 'noise:snr_db': 'snr_db': expected KEY=VALUE"),
+        (["x.wav", "--op", "nois:snr_db=3", "--op", "clip"], "--op 'nois:snr_db=3': unknown operator 'nois'"),
+        (
+            ["x.wav", "--op", "noise:kind=gaussian,snr_db=3", "--op", "clip:thresh=1"],
+            "--op 'clip:thresh=1': unknown parameter 'thresh'",
+        ),
+        (
+            ["x.wav", "--op", "noise:snr_db=3", "--set", "snr_db=4"],
+            "--op 'noise:snr_db=3' and --set both give 'snr_db'",
+        ),
     ],
 )
 def test_usage_errors_are_one_line(args, match):

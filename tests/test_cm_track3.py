@@ -1,5 +1,5 @@
 """Track 3 in a ``tracks:`` experiment: a tiny three-algorithm run whose results.csv rows equal
-``interbias cm-eval recognition`` on the written label files (pooled and by gender), and the
+``interbias scores cm-eval recognition`` on the written label files (pooled and by gender), and the
 refusals in one line."""
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def _run(tmp_path: Path, manifest: Path, item: str = ITEM):
 
 
 def _cm_eval(ref: Path, pred: Path) -> dict:
-    res = CliRunner().invoke(app, ["cm-eval", "recognition", str(ref), str(pred), "--known", "A01,bonafide", "--json"])
+    res = CliRunner().invoke(
+        app, ["scores", "cm-eval", "recognition", str(ref), str(pred), "--known", "A01,bonafide", "--json"]
+    )
     assert res.exit_code == 0, res.output
     return json.loads(res.output)
 

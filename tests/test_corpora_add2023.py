@@ -44,7 +44,7 @@ def test_track3_tree_and_cli(tmp_path):
         ("train/x", "bonafide", "0"), ("train/y", "spoof", "3"), ("train/z", "spoof", "5"),
     ]  # fmt: skip
     out = tmp_path / "m.jsonl"
-    res = CliRunner().invoke(app, ["corpus", "prepare", "add2023", "--root", str(tmp_path), "--set", "track=3",
+    res = CliRunner().invoke(app, ["data", "prepare", "add2023", "--root", str(tmp_path), "--set", "track=3",
                                    "--out", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text().splitlines()[1])["algorithm"] == "3"

@@ -86,7 +86,7 @@ def test_two_builds_in_two_caches_are_byte_identical(tmp_path: Path) -> None:
 
 
 def test_cli_build_prints_counts_and_seconds_then_reuses(tmp_path: Path) -> None:
-    args = ["corpus", "build", "synthetic", "--cache-dir", str(tmp_path)]
+    args = ["data", "build", "synthetic", "--cache-dir", str(tmp_path)]
     args += [f"--set={k}={','.join(v) if isinstance(v, list) else v}" for k, v in SMALL.items()]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -101,13 +101,13 @@ def test_cli_build_prints_counts_and_seconds_then_reuses(tmp_path: Path) -> None
 
 
 def test_cli_build_rejects_other_corpora_and_bad_options(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["corpus", "build", "ravdess"])
+    res = runner.invoke(app, ["data", "build", "ravdess"])
     assert res.exit_code == 1
     assert res.output.strip() == (
         "error: only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
-        "interbias corpus prepare ravdess --root DIR"
+        "interbias data prepare ravdess --root DIR"
     )
-    res = runner.invoke(app, ["corpus", "build", "synthetic", "--set", "accents=us,xx", "--cache-dir", str(tmp_path)])
+    res = runner.invoke(app, ["data", "build", "synthetic", "--set", "accents=us,xx", "--cache-dir", str(tmp_path)])
     assert res.output.strip().startswith("error: synthetic: unknown accent 'xx'; valid: us, gb")
     with pytest.raises(CorpusError, match="unknown option 'voices'"):
         SyntheticSpec.from_options({"voices": 3})
@@ -150,7 +150,7 @@ def test_speakers_spread_evenly_over_the_cells() -> None:
     assert {v.id: v for v in make_voices(SyntheticSpec())}.items() <= {v.id: v for v in voices}.items()
     with pytest.raises(CorpusError, match="multiple of the 24 cells"):
         SyntheticSpec().with_speakers(50)
-    res = runner.invoke(app, ["corpus", "build", "synthetic", "--speakers", "30"])
+    res = runner.invoke(app, ["data", "build", "synthetic", "--speakers", "30"])
     assert res.exit_code == 1 and res.output.startswith("error: synthetic: --speakers must be a multiple of the 24")
 
 

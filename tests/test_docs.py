@@ -39,7 +39,8 @@ def command_tree() -> dict[tuple[str, ...], Any]:
         found[path] = cmd
         if is_group(cmd):
             for name, sub in cmd.commands.items():
-                walk(sub, (*path, name))
+                if not sub.hidden:  # an old name kept as an alias is not documented
+                    walk(sub, (*path, name))
 
     walk(root, ())
     return found
@@ -91,7 +92,7 @@ def check_commands_exist(md: Path) -> int:
         path, rest = resolve(shlex.split(args))
         assert path, f"{md.name} shows `interbias {args}`: no such command"
         paths = [path]
-        if is_group(tree[path]) and rest and "|" in rest[0]:  # `interbias cm-eval eer|dsr`: each of them
+        if is_group(tree[path]) and rest and "|" in rest[0]:  # `interbias scores cm-eval eer|dsr`: each of them
             paths = [(*path, alt) for alt in rest[0].split("|")]
         for p in paths:
             assert p in tree and not is_group(tree[p]), f"{md.name}: `interbias {args}`: {' '.join(p)} is no command"

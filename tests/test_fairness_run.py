@@ -158,7 +158,8 @@ def test_dev_threshold_is_applied_unchanged_to_every_eval_condition(split_run) -
 
 def test_fairness_cli_on_a_run_directory_and_other_rules(split_run, tmp_path: Path) -> None:
     res = CliRunner().invoke(
-        app, ["fairness", str(split_run.run_dir), "--group", "accent", "--threshold-rule", "far:0.1", "--json"]
+        app,
+        ["scores", "fairness", str(split_run.run_dir), "--group", "accent", "--threshold-rule", "far:0.1", "--json"],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -188,7 +189,7 @@ def test_runs_without_dev_trials_have_no_fairness(tmp_path: Path, tiny_corpus, s
             out.run_dir / "scores" / slug("mfcc-stats") / f"{slug('gender=female,noise=clean')}.parquet"
         ).columns
     ) == ["trial_id", "label", "score", "dropped"]
-    res = CliRunner().invoke(app, ["fairness", str(out.run_dir)])
+    res = CliRunner().invoke(app, ["scores", "fairness", str(out.run_dir)])
     assert res.exit_code == 1
     assert (
         res.stderr.strip()

@@ -129,27 +129,28 @@ def test_metrics_ragged_latin1_duplicated_header_and_bom(tmp_path: Path) -> None
     p = tmp_path / "s.csv"
     p.write_text("score,label\n0.5,1\n0.2,0,extra\n")
     _one_line(
-        runner.invoke(app, ["metrics", str(p)]),
+        runner.invoke(app, ["scores", "metrics", str(p)]),
         f"{p}:3: 3 field(s), the header has 2 (a value holding a comma must be quoted)",
     )
     p.write_text("score,label\n0.5,1\n0.2\n")
     _one_line(
-        runner.invoke(app, ["metrics", str(p)]),
+        runner.invoke(app, ["scores", "metrics", str(p)]),
         f"{p}:3: 1 field(s), the header has 2 (every row gives every column; an empty value is written as nothing "
         "between two commas)",
     )
     p.write_text("score,label,label\n0.5,1,0\n")
     _one_line(
-        runner.invoke(app, ["metrics", str(p)]), f"{p}: column 'label' appears twice in the header (columns 2 and 3)"
+        runner.invoke(app, ["scores", "metrics", str(p)]),
+        f"{p}: column 'label' appears twice in the header (columns 2 and 3)",
     )
     t = tmp_path / "s.txt"
     t.write_bytes("é a 0.5 target\n".encode("latin-1"))
     _one_line(
-        runner.invoke(app, ["metrics", str(t)]),
+        runner.invoke(app, ["scores", "metrics", str(t)]),
         f"{t}: scores file is not UTF-8 text (byte 0xe9 at offset 0); save it as UTF-8",
     )
     p.write_bytes(b"\xef\xbb\xbfscore,label\n0.9,1\n0.1,0\n0.8,1\n0.2,0\n")
-    res = runner.invoke(app, ["metrics", str(p), "--json"])
+    res = runner.invoke(app, ["scores", "metrics", str(p), "--json"])
     assert res.exit_code == 0 and json.loads(res.output)["eer"] == 0.0
 
 
@@ -166,7 +167,7 @@ def test_embed_says_what_a_path_is(kind: str, tmp_path: Path) -> None:
         os.symlink(tmp_path / "y.wav", p)
         os.symlink(p, tmp_path / "y.wav")
         what = "is a symbolic-link loop"
-    _one_line(runner.invoke(app, ["embed", str(p), "--encoder", "mfcc-stats"]), f"{p}: {what}")
+    _one_line(runner.invoke(app, ["encoders", "embed", str(p), "--encoder", "mfcc-stats"]), f"{p}: {what}")
 
 
 def test_compare_and_analyze_count_a_duplicated_row_right(done, tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ def test_compare_and_analyze_count_a_duplicated_row_right(done, tmp_path: Path) 
     doubled.to_csv(p, index=False)
     r = frame.iloc[0]
     _one_line(
-        runner.invoke(app, ["compare", str(results), str(p)]),
+        runner.invoke(app, ["runs", "compare", str(results), str(p)]),
         f"{p}: row {r['experiment']} / {r['cell']} / {r['model']} appears 2 times",
     )
     res = runner.invoke(app, ["analyze", str(p), "--out", str(tmp_path / "a"), "-q"])
@@ -253,7 +254,7 @@ def test_garbage_manifests(tmp_path_factory, data: bytes, suffix: str) -> None:
     folder = tmp_path_factory.mktemp("g")
     p = folder / f"m{suffix}"
     p.write_bytes(data)
-    _check_garbage(runner.invoke(app, ["corpus", "info", str(p)]))
+    _check_garbage(runner.invoke(app, ["data", "info", str(p)]))
     exp = tiny_experiment(folder, name="G9", corpus={"manifest": str(p)}, trials=SMALL)
     args = ["validate", str(exp), "--encoders", "mfcc-stats", "--cache-dir", str(folder / "c")]
     res = runner.invoke(app, args)  # one line per error, never a traceback (was: KeyError 'id')
@@ -270,8 +271,8 @@ def test_garbage_score_files(tmp_path_factory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("g")
     for name in ("s.csv", "s.txt"):
         (folder / name).write_bytes(data)
-        _check_garbage(runner.invoke(app, ["metrics", str(folder / name)]))
-        _check_garbage(runner.invoke(app, ["cm-eval", "eer", str(folder / name)]))
+        _check_garbage(runner.invoke(app, ["scores", "metrics", str(folder / name)]))
+        _check_garbage(runner.invoke(app, ["scores", "cm-eval", "eer", str(folder / name)]))
 
 
 @GARBAGE
@@ -280,7 +281,7 @@ def test_garbage_results_csv(tmp_path_factory, data: bytes) -> None:
     folder = tmp_path_factory.mktemp("g")
     (folder / "results.csv").write_bytes(data)
     _check_garbage(runner.invoke(app, ["analyze", str(folder / "results.csv"), "--out", str(folder / "a"), "-q"]))
-    _check_garbage(runner.invoke(app, ["compare", str(folder / "results.csv"), str(folder / "results.csv")]))
+    _check_garbage(runner.invoke(app, ["runs", "compare", str(folder / "results.csv"), str(folder / "results.csv")]))
 
 
 _yamlish = st.lists(

@@ -1,6 +1,6 @@
 """Bring your own corpus end to end: a folder of mixed-rate, mixed-format files, a hand-written
 CSV manifest and a VoxCeleb-format trial list -> `interbias run` -> `interbias export` ->
-`interbias metrics` reproduces every row's EER and minDCF exactly."""
+`interbias scores metrics` reproduces every row's EER and minDCF exactly."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_exported_scores_reproduce_each_row_exactly(own, fmt: str) -> None:
     suffix = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}[fmt]
     for row in results.itertuples():
         path = out / readable_slug(row.model) / f"{readable_slug(row.cell)}{suffix}"
-        got = cli.invoke(app, ["metrics", str(path), "--json"])
+        got = cli.invoke(app, ["scores", "metrics", str(path), "--json"])
         assert got.exit_code == 0, got.output
         m = json.loads(got.output)
         assert (m["eer"], m["min_dcf"], m["eer_legacy"], m["auc"]) == (row.eer, row.min_dcf, row.eer_legacy, row.auc)
@@ -264,7 +264,7 @@ def test_dropped_trials_are_left_out_of_exports_and_counted(own) -> None:
     for row in rows.itertuples():
         path = out / files[row.cell]["file"]
         assert "fx/s1/00000.wav" not in path.read_text()
-        m = json.loads(cli.invoke(app, ["metrics", str(path), "--json"]).output)
+        m = json.loads(cli.invoke(app, ["scores", "metrics", str(path), "--json"]).output)
         assert (m["eer"], m["min_dcf"], m["n_nontarget"]) == (row.eer, row.min_dcf, row.n_nontarget)
 
 

@@ -202,14 +202,14 @@ def test_cm_eval_adcf_reads_asvspoof5_files(tmp_path) -> None:
         [(x, "target") for x in tar] + [(x, "nontarget") for x in non] + [(x, "spoof") for x in spf])]  # fmt: skip
     path = tmp_path / "sasv.txt"
     path.write_text("\n".join(lines) + "\n")
-    res = CliRunner().invoke(app, ["cm-eval", "adcf", str(path), "--json"])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "adcf", str(path), "--json"])
     assert res.exit_code == 0, res.output
     out = _json.loads(res.stdout)["files"][0]
     assert out["a_dcf"] == pytest.approx(ref_a_dcf_walk(tar, non, spf, ADCFCost()), abs=1e-12)
     assert (out["n_target"], out["n_nontarget"], out["n_spoof"]) == (30, 40, 20)
     bad = tmp_path / "bad.txt"
     bad.write_text("e t 0.5 bonafide\n")
-    res = CliRunner().invoke(app, ["cm-eval", "adcf", str(bad)])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "adcf", str(bad)])
     assert res.exit_code == 1
     assert res.stderr.strip() == f"error: {bad}: row 1: key 'bonafide' is not one of target, nontarget, spoof"
 
@@ -272,7 +272,7 @@ def test_cm_eval_tdcf_from_asv_and_cm_files(tmp_path) -> None:
     cm = tmp_path / "cm.txt"
     cm.write_text("".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate(
         [(x, "bonafide") for x in bona_cm] + [(x, "spoof") for x in spoof_cm])))  # fmt: skip
-    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--json"])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "tdcf", str(asv), str(cm), "--json"])
     assert res.exit_code == 0, res.output
     out = _json.loads(res.stdout)
     thr = M.eer_from_sweep(M.threshold_sweep(np.r_[tar, non], np.r_[np.ones(40), np.zeros(50)]))[1]

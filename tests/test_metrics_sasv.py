@@ -128,16 +128,16 @@ def test_cm_eval_teer_from_asv_and_cm_files(tmp_path) -> None:
     cm = tmp_path / "cm.txt"
     cm.write_text("".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate(
         [(x, "bonafide") for x in bona] + [(x, "spoof") for x in cm_spf])))  # fmt: skip
-    res = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm), "--json"])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "teer", str(asv), str(cm), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["t_eer"] == pytest.approx(package_t_eer(tar, non, spf, bona, cm_spf), abs=1e-12)
     assert (out["n_target"], out["n_nontarget"], out["n_spoof"], out["n_bonafide_cm"], out["n_spoof_cm"]) == (
         40, 50, 30, 90, 30)  # fmt: skip
-    text = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm)])
+    text = CliRunner().invoke(app, ["scores", "cm-eval", "teer", str(asv), str(cm)])
     assert text.exit_code == 0 and f"t-EER {out['t_eer']:.6f}" in text.stdout
     cm.write_text("u0 1.0 bonafide\n")
-    bad = CliRunner().invoke(app, ["cm-eval", "teer", str(asv), str(cm)])
+    bad = CliRunner().invoke(app, ["scores", "cm-eval", "teer", str(asv), str(cm)])
     assert bad.exit_code == 1 and "needs bona fide and spoof trials" in bad.output
 
 
@@ -197,7 +197,9 @@ def test_tdcf_with_the_package_threshold_equals_the_package_restated(tmp_path, s
     sets, asv, cm = _write_tdcf_files(tmp_path, seed)
     assert len(set(sets[0]) & set(sets[1])) and len(set(sets[3]) & set(sets[4]))  # ties in both systems
     thr, rates, want = _package_tdcf(*sets)
-    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "package", "--json"])
+    res = CliRunner().invoke(
+        app, ["scores", "cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "package", "--json"]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["asv_threshold"] == thr and out["asv_threshold_rule"] == "package"
@@ -209,9 +211,9 @@ def test_tdcf_default_is_the_interpolated_threshold_and_a_bad_rule_is_one_line(t
     from interbias.metrics import verification as M
 
     (tar, non, *_), asv, cm = _write_tdcf_files(tmp_path, 0)
-    res = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--json"])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "tdcf", str(asv), str(cm), "--json"])
     out = json.loads(res.stdout)
     want = M.eer_from_sweep(M.threshold_sweep(np.r_[tar, non], np.r_[np.ones(len(tar)), np.zeros(len(non))]))[1]
     assert out["asv_threshold_rule"] == "interpolated" and out["asv_threshold"] == want
-    bad = CliRunner().invoke(app, ["cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "nearest"])
+    bad = CliRunner().invoke(app, ["scores", "cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "nearest"])
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and "'nearest' is not one of" in bad.output

@@ -1,4 +1,4 @@
-"""ORCA (``interbias repair``) and repaired encoders (``LABEL+orca:REF``)."""
+"""ORCA (``interbias audit repair``) and repaired encoders (``LABEL+orca:REF``)."""
 
 from __future__ import annotations
 
@@ -142,16 +142,28 @@ def test_verification_term_by_hand() -> None:
 @pytest.mark.parametrize(
     ("option", "line"),
     [
-        (["--steps", "0"], "error: ORCA: --steps must be >= 1; got 0"),
-        (["--voice-share", "0"], "error: ORCA: --voice-share must be in (0, 1]; got 0.0"),
-        (["--w-keep", "-1"], "error: ORCA: --w-keep must be a finite number >= 0; got -1.0"),
-        (["--lr", "0"], "error: ORCA: --lr must be a finite number > 0; got 0.0"),
+        (["--set", "steps=0"], "error: ORCA: steps must be >= 1; got 0"),
+        (["--set", "voice_share=0"], "error: ORCA: voice_share must be in (0, 1]; got 0.0"),
+        (["--set", "w_keep=-1"], "error: ORCA: w_keep must be a finite number >= 0; got -1.0"),
+        (["--set", "lr=0"], "error: ORCA: lr must be a finite number > 0; got 0.0"),
+        (
+            ["--set", "stepz=1"],
+            "error: --set: unknown setting 'stepz'; valid: hidden, head_dim, steps, batch, lr, temperature, w_sem, "
+            "w_voice, w_expr, w_orth, w_keep, orthogonality, balanced, tau_rel, voice_share, keep_pairs, m, axes",
+        ),
+        (["--set", "steps=1.5"], "error: --set: steps='1.5' is not an int"),
+        (
+            ["--set", "steps=5", "--steps", "5"],
+            "note: --steps is now --set steps=VALUE\nerror: --set steps: also given as --steps",
+        ),
     ],
 )
 def test_bad_training_options_are_refused_in_one_line(tmp_path: Path, option: list[str], line: str) -> None:
     """Refused before the grid is read (the table named does not exist)."""
-    res = runner.invoke(app, ["repair", "--embeddings", str(tmp_path / "none.csv"), "--out", str(tmp_path), *option])
-    assert res.exit_code == 1 and res.output.splitlines() == [line], res.output
+    res = runner.invoke(
+        app, ["audit", "repair", "--embeddings", str(tmp_path / "none.csv"), "--out", str(tmp_path), *option]
+    )
+    assert res.exit_code == 1 and res.output.splitlines() == line.splitlines(), res.output
 
 
 def test_single_axis_configs_penalise_the_pairs_of_their_axis() -> None:
@@ -217,8 +229,8 @@ def test_adapter_identity_at_init_and_numpy_matches_torch() -> None:
 def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> None:
     path = tmp_path / "grid.csv"
     grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
-    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(tmp_path / "out")]
-    args += ["--steps", "20", "--batch", "64", "--hidden", "16", "--permutations", "5", "--ablations", "-q"]
+    args = ["audit", "repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(tmp_path / "out")]
+    args += ["--set", "steps=20", "--set", "batch=64", "--set", "hidden=16", "--permutations", "5", "--ablations", "-q"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     out = tmp_path / "out"
@@ -253,8 +265,19 @@ def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_sp
     path = tmp_path / "grid.csv"
     grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
     out = tmp_path / "out"
-    args = ["repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(out)]
-    args += ["--steps", "5", "--batch", "32", "--hidden", "8", "--permutations", "2", "--no-jackknife", "-q"]
+    args = ["audit", "repair", "--embeddings", str(path), "--groups", "gender,accent", "--out", str(out)]
+    args += [
+        "--set",
+        "steps=5",
+        "--set",
+        "batch=32",
+        "--set",
+        "hidden=8",
+        "--permutations",
+        "2",
+        "--no-jackknife",
+        "-q",
+    ]
     res = runner.invoke(app, [*args, "--heldout-share", "0.99"])
     assert res.exit_code == 0, res.output
     note = (
@@ -386,8 +409,8 @@ def test_repair_with_an_encoder_holds_out_voices_and_the_label_loads(
 
     monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    args = ["repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
-    args += ["--out", str(out), "--steps", "10", "--batch", "32", "--hidden", "8", "--permutations", "3"]
+    args = ["audit", "repair", "--encoder", "mfcc-stats", "--manifest", str(tone_manifest), "--groups", "gender"]
+    args += ["--out", str(out), "--set", "steps=10", "--set", "batch=32", "--set", "hidden=8", "--permutations", "3"]
     res = runner.invoke(app, [*args, "--no-jackknife"])
     assert res.exit_code == 0, res.output
     info = json.loads((out / "repair.json").read_text())

@@ -1,4 +1,4 @@
-"""``interbias blackbox``: prepare → score with a local encoder → analyze, against a white-box reference."""
+"""``interbias audit blackbox``: prepare → score with a local encoder → analyze, against a white-box reference."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def tones(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def protocol(tones: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bb") / "protocol.csv"
-    args = ["blackbox", "prepare", "--manifest", str(tones / "manifest.jsonl"), "--groups", "gender"]
+    args = ["audit", "blackbox", "prepare", "--manifest", str(tones / "manifest.jsonl"), "--groups", "gender"]
     res = runner.invoke(app, [*args, "--out", str(out), "--cache-dir", str(out.parent / "cache")])
     assert res.exit_code == 0, res.output
     return out
@@ -88,12 +88,12 @@ def test_round_trip_with_a_local_encoder_matches_the_whitebox_analysis(protocol:
     from interbias.encoders import load_encoder
 
     res = runner.invoke(
-        app, ["blackbox", "score", str(protocol), "--encoder", "mfcc-stats", "--out", str(tmp_path / "s.csv")]
+        app, ["audit", "blackbox", "score", str(protocol), "--encoder", "mfcc-stats", "--out", str(tmp_path / "s.csv")]
     )
     assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
-        ["blackbox", "analyze", str(tmp_path / "s.csv"), "--protocol", str(protocol), "--groups", "gender"]
+        ["audit", "blackbox", "analyze", str(tmp_path / "s.csv"), "--protocol", str(protocol), "--groups", "gender"]
         + ["--permutations", "50", "-q"],
     )
     assert res.exit_code == 0, res.output
@@ -200,11 +200,11 @@ def test_bad_answers_get_one_clear_error(protocol: Path, tmp_path: Path) -> None
     with pytest.raises(AnalysisError, match="decision values"):
         read_answers(path, p)
     pd.DataFrame({"id": p["trial_id"]}).to_csv(path, index=False)
-    res = runner.invoke(app, ["blackbox", "analyze", str(path), "--protocol", str(protocol)])
+    res = runner.invoke(app, ["audit", "blackbox", "analyze", str(path), "--protocol", str(protocol)])
     assert res.exit_code == 1 and "needs columns trial_id and score" in res.output
     extra = pd.DataFrame({"trial_id": [*p["trial_id"], "t999999", "x1"], "score": 0.5})
     extra.to_csv(path, index=False)  # every trial answered, plus two the protocol does not hold: refused
-    res = runner.invoke(app, ["blackbox", "analyze", str(path), "--protocol", str(protocol)])
+    res = runner.invoke(app, ["audit", "blackbox", "analyze", str(path), "--protocol", str(protocol)])
     assert res.exit_code == 1 and res.output == (
         f"error: {path}: 2 answer(s) for trial ids not in the protocol (an answers file of another protocol?); "
         "first: 't999999'\n"

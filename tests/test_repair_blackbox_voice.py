@@ -42,7 +42,7 @@ def tones(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _prepare(tones: Path, out: Path, groups: str, voice: int = 1) -> object:
-    args = ["blackbox", "prepare", "--manifest", str(tones / "manifest.jsonl"), "--groups", groups]
+    args = ["audit", "blackbox", "prepare", "--manifest", str(tones / "manifest.jsonl"), "--groups", groups]
     args += ["--noise-snr", "", "--voice-variants", str(voice), "--out", str(out), "--cache-dir", str(out.parent)]
     return runner.invoke(app, args)
 

@@ -55,7 +55,7 @@ def spoof_run(tmp_path_factory, tiny_corpus, session_cache) -> Path:
 
 
 def _rescored(run_dir: Path, out: Path, fmt: str) -> None:
-    """Every exported file re-scored by `interbias metrics`' reader gives its row's numbers."""
+    """Every exported file re-scored by `interbias scores metrics`' reader gives its row's numbers."""
     report = export_scores(run_dir, fmt, out)
     results = pd.read_csv(run_dir / "results.csv", dtype={"cell": str})
     assert len(report.files) == len(results) > 0

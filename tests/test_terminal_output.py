@@ -110,7 +110,7 @@ def test_fairness_fits_80_columns(tmp_path: Path) -> None:
     )
     frame.to_csv(tmp_path / "eval.csv", index=False)
     frame.to_csv(tmp_path / "dev.csv", index=False)
-    args = ["fairness", str(tmp_path / "eval.csv"), "--group", "gender", "--group", "condition"]
+    args = ["scores", "fairness", str(tmp_path / "eval.csv"), "--group", "gender", "--group", "condition"]
     res = runner.invoke(app, [*args, "--dev", str(tmp_path / "dev.csv")], env=ENV)
     assert res.exit_code == 0, res.output
     _fits(res.stdout)

@@ -1,4 +1,4 @@
-"""What ``interbias cm-eval`` computes from score and label files (the CLI parses and prints):
+"""What ``interbias scores cm-eval`` computes from score and label files (the CLI parses and prints):
 ADD 2023's per-round EER and weighted EER, DSR over detectors, open-set recognition; the
 metrics themselves are in :mod:`interbias.analysis.cm` and :mod:`interbias.analysis.sasv`."""
 

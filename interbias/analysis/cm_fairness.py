@@ -2,7 +2,7 @@
 
 One implementation, two entry points: the five group metrics, the dev-EER threshold and the
 Holm-corrected tests (clustered by speaker by default) are :mod:`interbias.analysis.fairness` (``fairness_report`` with
-positive class ``spoof``), the same code ``interbias fairness`` runs on a score file.
+positive class ``spoof``), the same code ``interbias scores fairness`` runs on a score file.
 
 - Threshold: per model, the EER threshold of its clean-cell dev scores (label 1 = bona fide),
   applied unchanged to the eval scores of every cell and to both genders.

@@ -1,4 +1,4 @@
-"""``interbias cm-eval track1``: ASVspoof 5 Track 1 metrics of a CM score file
+"""``interbias scores cm-eval track1``: ASVspoof 5 Track 1 metrics of a CM score file
 (:func:`interbias.metrics.spoof.track1_metrics`), pooled and broken down by a column.
 
 A breakdown column that describes spoofs only (every bona fide row holds one value, e.g.

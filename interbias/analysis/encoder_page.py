@@ -1,4 +1,4 @@
-"""One encoder across runs: the page of ``interbias card`` (markdown + self-contained HTML).
+"""One encoder across runs: the page of ``interbias runs card`` (markdown + self-contained HTML).
 
 Sections: identity and provenance (registered encoder card, checkpoint hash per run, training corpora
 and overlap warnings); the runs that hold the encoder and those that do not; macro EER and

@@ -1,4 +1,4 @@
-"""The speaker-clustered test of a fairness comparison (the default of ``interbias fairness``).
+"""The speaker-clustered test of a fairness comparison (the default of ``interbias scores fairness``).
 
 Trials of one speaker are correlated (one speaker's voice sits in all of its trials), so a
 two-proportion z-test on trial counts, which assumes independent trials, understates the

@@ -80,7 +80,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "treatment_equality": ("FP/FN", "FP of FP+FN"),
 }
 SPOOF_METRIC = "spoof_far"
-#: The columns of the two tables ``interbias fairness`` prints (present ones only).
+#: The columns of the two tables ``interbias scores fairness`` prints (present ones only).
 GROUP_TABLE = (
     "model",
     "condition",

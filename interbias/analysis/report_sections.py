@@ -20,7 +20,7 @@ from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS, CalibrationRecord, R
 
 
 def geometry_section(folder: Path, rep: Report) -> None:
-    """The geometry audit (``interbias geometry``) when ``folder`` holds a geometry.csv."""
+    """The geometry audit (``interbias audit geometry``) when ``folder`` holds a geometry.csv."""
     from interbias.analysis.geometry import report_section
 
     section = report_section(folder)

@@ -1,4 +1,4 @@
-"""Several run directories analysed together (leaderboard, the ``interbias card`` page).
+"""Several run directories analysed together (leaderboard, the ``interbias runs card`` page).
 
 Every run is analysed with the same bootstrap settings, so runs that hold the same trial list
 (same ``trials_sha256``, hence the same speakers and strata) get the same speaker resample in

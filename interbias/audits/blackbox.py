@@ -429,7 +429,7 @@ def encoder_embedder(label: str, device: str = "cpu") -> Callable[[str], np.ndar
 
 
 def read_protocol(path: Path) -> pd.DataFrame:
-    """A protocol.csv written by ``interbias blackbox prepare`` (its columns checked)."""
+    """A protocol.csv written by ``interbias audit blackbox prepare`` (its columns checked)."""
     path = Path(path)
     if not path.is_file():
         raise AnalysisError(f"protocol file {path} does not exist")

@@ -1,6 +1,6 @@
-"""``interbias repair``: ORCA on an encoder's clean-grid embeddings, audited on held-out voices.
+"""``interbias audit repair``: ORCA on an encoder's clean-grid embeddings, audited on held-out voices.
 
-Steps: the geometry audit's grid (``interbias geometry``'s corpus/manifest/table sources and its
+Steps: the geometry audit's grid (``interbias audit geometry``'s corpus/manifest/table sources and its
 embedding cache) → a voice-disjoint split (:func:`interbias.repair.orca.split_voices`) → ORCA
 trained on the training voices (plus, with ``--ablations``, the variants of :data:`ABLATIONS`)
 → the geometry audit (F, Λ, ℓ, Γ with jackknife half-widths and permutation p-values) on the

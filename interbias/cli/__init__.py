@@ -122,25 +122,14 @@ from interbias.cli import report as _report  # noqa: E402,F401
 from interbias.cli import run as _run  # noqa: E402,F401
 from interbias.cli import runs as _runs  # noqa: E402,F401
 from interbias.cli import validate as _validate  # noqa: E402,F401
+from interbias.cli.layout import arrange_nouns  # noqa: E402
 
-#: The ``--help`` panels, in order, and the commands each holds, in order: every command is in one.
+#: The ``--help`` panels, in order, and the top-level entries each holds, in order: every entry
+#: is in one (the nouns and where each command moved: :mod:`interbias.cli.layout`).
 PANELS: dict[str, tuple[str, ...]] = {
     "Run": ("run", "validate", "list", "plan", "export"),
-    "Analyse": (
-        "analyze",
-        "report",
-        "compare",
-        "leaderboard",
-        "card",
-        "runs",
-        "fairness",
-        "metrics",
-        "cm-eval",
-        "fuse",
-    ),
-    "Models": ("encoders", "models", "embed", "cm"),
-    "Audits": ("geometry", "repair", "blackbox"),
-    "Data": ("corpus", "operators", "degrade"),
+    "Analyse": ("analyze", "report", "fuse", "runs", "scores"),
+    "Models, audits, data": ("encoders", "cm", "audit", "data"),
 }
 
 
@@ -173,14 +162,16 @@ def _arrange(typer_app: typer.Typer, panels: dict[str, tuple[str, ...]] | None =
         names = [
             c.name or (c.callback.__name__.replace("_", "-") if c.callback else "")
             for c in typer_app.registered_commands
+            if not c.hidden
         ]
-        unplaced = sorted(set(names + [g.name or "" for g in typer_app.registered_groups]) - set(where))
+        shown = [g.name or "" for g in typer_app.registered_groups if not g.hidden]
+        unplaced = sorted(set(names + shown) - set(where))
         if unplaced:
             raise RuntimeError(f"command(s) {', '.join(unplaced)} in no --help panel: add them to interbias.cli.PANELS")
     for info in typer_app.registered_commands:
         info.help = flowing(info.help or inspect.getdoc(info.callback) or "")
         name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
-        if panels is not None:
+        if panels is not None and not info.hidden:
             info.rich_help_panel = where[name]
     for group in typer_app.registered_groups:
         sub = group.typer_instance
@@ -188,14 +179,14 @@ def _arrange(typer_app: typer.Typer, panels: dict[str, tuple[str, ...]] | None =
             continue
         sub.info.help = flowing(group.help or sub.info.help or "")
         group.help = sub.info.help
-        if panels is not None:
+        if panels is not None and not group.hidden:
             group.rich_help_panel = where[group.name or ""]
         _arrange(sub)
     if panels is not None:
         typer_app.registered_commands.sort(
-            key=lambda c: order[c.name or (c.callback.__name__.replace("_", "-") if c.callback else "")]
+            key=lambda c: order.get(c.name or (c.callback.__name__.replace("_", "-") if c.callback else ""), len(order))
         )
-        typer_app.registered_groups.sort(key=lambda g: order[g.name or ""])
+        typer_app.registered_groups.sort(key=lambda g: order.get(g.name or "", len(order)))
 
 
 def _flags_without_type() -> None:
@@ -211,6 +202,7 @@ def _flags_without_type() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+arrange_nouns(app)
 _arrange(app, PANELS)
 _flags_without_type()
 

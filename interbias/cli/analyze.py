@@ -58,8 +58,6 @@ GroupOpt = Annotated[
 
 #: Replicates when --bootstrap is not given and the run has per-trial scores (analyze and report).
 DEFAULT_BOOT = 1000
-#: Options that decide the findings: a saved analysis is reused only when all of them match.
-FINDINGS_KEYS = ("metric", "n_boot", "seed", "unit", "level", "group_factor", "adjust", "design", "simple")
 WideOpt = Annotated[bool, typer.Option("--wide", help="Print every table in full, at whatever width it needs.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (nothing else on stdout).")]
 
@@ -83,55 +81,6 @@ def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Option
     unit, design = fields.get("unit", "speaker"), fields.get("design", "corrected")
     n_boot = check_replicates(default_boot(path, bootstrap), design if unit == "speaker" else unit)
     return Options(n_boot=n_boot, **fields)
-
-
-def findings_stamp(a: Analysis) -> dict[str, object]:
-    """What the findings were computed from: the deciding options and results.csv's sha256."""
-    import hashlib
-    from dataclasses import asdict
-
-    opts = asdict(a.options)
-    from interbias.run.rundir import RESULTS
-
-    path = a.run.file(RESULTS)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-    return {**{k: opts[k] for k in FINDINGS_KEYS}, "results_sha256": sha}
-
-
-def write_findings(a: Analysis, folder: Path, found: object) -> list[Path]:
-    """findings.csv and findings.json (its stamp) when there are intervals."""
-    import json
-
-    from interbias.utils import atomic
-
-    if found.findings is None:  # type: ignore[attr-defined]
-        return []
-    atomic.write_csv(folder / "findings.csv", found.findings)  # type: ignore[attr-defined]
-    stamp = json.dumps(findings_stamp(a), indent=1, sort_keys=True) + "\n"
-    atomic.write_text(folder / "findings.json", stamp)
-    return [folder / "findings.csv", folder / "findings.json"]
-
-
-def saved_findings(a: Analysis, folder: Path) -> object | None:
-    """The findings an earlier ``analyze`` wrote into ``folder`` when its stamp matches ``a``
-    (same options and results.csv), as a Headline; else None."""
-    import json
-
-    import pandas as pd
-
-    from interbias.analysis.headline import Headline, family_line
-
-    csv, stamp = folder / "findings.csv", folder / "findings.json"
-    if a.replicates is None or not (csv.is_file() and stamp.is_file()):
-        return None
-    if json.loads(stamp.read_text()) != json.loads(json.dumps(findings_stamp(a))):
-        return None
-    frame = pd.read_csv(csv, keep_default_na=True)
-    for col in ("effect", "group", "condition", "reference"):
-        if col in frame:
-            frame[col] = frame[col].fillna("").astype(str)
-    alpha = round(1 - a.replicates.level, 12)
-    return Headline(frame, [family_line(frame, a.options.metric, a.replicates.pct, a.options.adjust, alpha)])
 
 
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
@@ -193,6 +142,7 @@ def analyze(
 ) -> None:
     """Findings (every main effect, interaction and gap with its interval), contrasts (IE, NLI),
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
+    from interbias.analysis.findings_store import write_findings
     from interbias.analysis.headline import headline
     from interbias.analysis.suite import analyse, write_tables
     from interbias.cli.tables import echo_wrapped

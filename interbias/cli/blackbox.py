@@ -1,4 +1,4 @@
-"""``interbias blackbox prepare|score|analyze``: the matched-pair protocol for score-only systems."""
+"""``interbias audit blackbox prepare|score|analyze``: the matched-pair protocol for score-only systems."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from interbias.utils.keyvalue import comma_list
 blackbox_app = typer.Typer(
     help="Black-box audit (TRIAD/ORCA IV): matched trial families differing in one attribute, "
     "scored by any system, analysed for invariance violations and group gaps.",
-    epilog="Example: interbias blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv",
+    epilog="Example: interbias audit blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv",
     no_args_is_help=True,
 )
 app.add_typer(blackbox_app, name="blackbox")
@@ -23,7 +23,7 @@ GroupsOpt = Annotated[str, typer.Option(help="Comma-separated speaker-level grou
 
 
 @blackbox_app.command(
-    "prepare", epilog="Example: interbias blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv"
+    "prepare", epilog="Example: interbias audit blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv"
 )
 @guarded
 def prepare_cmd(
@@ -71,10 +71,12 @@ def prepare_cmd(
     typer.echo(f"wrote {out}: score each row's enrol_path against test_path; answer with trial_id,score")
 
 
-@blackbox_app.command("score", epilog="Example: interbias blackbox score results/blackbox/protocol.csv --encoder CAM++")
+@blackbox_app.command(
+    "score", epilog="Example: interbias audit blackbox score results/blackbox/protocol.csv --encoder CAM++"
+)
 @guarded
 def score_cmd(
-    protocol: Annotated[Path, typer.Argument(help="protocol.csv of `interbias blackbox prepare`.")],
+    protocol: Annotated[Path, typer.Argument(help="protocol.csv of `interbias audit blackbox prepare`.")],
     encoder: Annotated[str, typer.Option(help="A local encoder standing in for the closed system.")] = "CAM++",
     out: Annotated[Path | None, typer.Option(help="Scores CSV (default: scores-<encoder>.csv beside it).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N].")] = "cpu",
@@ -93,12 +95,12 @@ def score_cmd(
 
 @blackbox_app.command(
     "analyze",
-    epilog="Example: interbias blackbox analyze results/blackbox/scores.csv --protocol results/blackbox/protocol.csv",
+    epilog="Example: interbias audit blackbox analyze results/blackbox/scores.csv --protocol results/blackbox/protocol.csv",
 )
 @guarded
 def analyze_cmd(
     scores: Annotated[Path, typer.Argument(help="The system's answers: CSV with trial_id and score (or decision).")],
-    protocol: Annotated[Path, typer.Option(help="protocol.csv of `interbias blackbox prepare`.")] = Path(
+    protocol: Annotated[Path, typer.Option(help="protocol.csv of `interbias audit blackbox prepare`.")] = Path(
         "results/blackbox/protocol.csv"
     ),
     groups: GroupsOpt = "gender,age_band,accent",

@@ -1,4 +1,4 @@
-"""``interbias card``."""
+"""``interbias runs card``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from interbias.cli import app, guarded
 from interbias.cli.analyze import SeedOpt
 
 
-@app.command(epilog="Example: interbias card CAM++ results/ --out cards")
+@app.command(epilog="Example: interbias runs card CAM++ results/ --out cards")
 @guarded
 def card(
     label: Annotated[str, typer.Argument(help="Encoder label as in results.csv (e.g. CAM++).")],

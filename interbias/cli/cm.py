@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import ChainAlias, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
-    "gender-fairness study's recipe. Metrics of score files: `interbias cm-eval`.",
+    "gender-fairness study's recipe. Metrics of score files: `interbias scores cm-eval`.",
     epilog="Example: interbias cm models",
     no_args_is_help=True,
 )
@@ -42,12 +43,13 @@ def train(
     manifest: Annotated[
         Path | None,
         typer.Option(
-            help="A CM manifest (label bonafide|spoof, split train|dev|eval), e.g. from `interbias corpus prepare asvspoof5`."
+            help="A CM manifest (label bonafide|spoof, split train|dev|eval), e.g. from `interbias data prepare asvspoof5`."
         ),
     ] = None,
     config: Annotated[str, typer.Option(help="paper (the study's recipe) or small (minutes on a CPU).")] = "paper",
     set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50.")
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Override one setting KEY=VALUE, e.g. --set max_epochs=50."),
     ] = None,
     out: Annotated[
         Path | None,
@@ -62,7 +64,7 @@ def train(
         int | None, typer.Option(help="Stop after this many epochs (resume later by running the same command).")
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
     task: Annotated[
         str,
         typer.Option(help="detection (bona fide vs spoof) or recognition (ADD 2023 Track 3: one class per algorithm)."),
@@ -166,7 +168,7 @@ def train_recognition(
 
 @cm_app.command("models", epilog="Example: interbias cm models --json")
 @guarded
-def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def models(as_json: JsonOpt = False) -> None:
     """Each CM label: architecture, front end, whether its checkpoint is here, how to get it."""
     from interbias.cm.models import model_states
 
@@ -209,17 +211,17 @@ def score(
     ] = None,
     resampler: Annotated[str, typer.Option(help="How audio at other rates is brought to 16 kHz.")] = "polyphase",
     op: Annotated[
-        str | None, typer.Option(help="Score a degraded version: one operator (interbias operators).")
-    ] = None,
-    param: Annotated[list[str] | None, typer.Option(help="Operator parameter KEY=VALUE (repeatable).")] = None,
-    chain: Annotated[
         list[str] | None,
         typer.Option(
-            help="Score a version degraded by several operators in the order given: one NAME or "
-            "NAME:KEY=VALUE[,KEY=VALUE...] per --chain, e.g. --chain codec:codec=gsm --chain noise:snr_db=5,kind=gaussian "
-            "(instead of --op)."
+            "--op",
+            metavar="NAME[:KEY=VALUE,...]",
+            help="Score a degraded version: an operator and its parameters (interbias data operators); "
+            "repeated, a chain in the order given, e.g. --op codec:codec=gsm --op noise:snr_db=5,kind=gaussian.",
         ),
     ] = None,
+    set_: OpSetOpt = None,
+    param: ParamAlias = None,
+    chain: ChainAlias = None,
     seed: Annotated[int, typer.Option(help="Seed of the operators' draws.")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
@@ -228,7 +230,7 @@ def score(
     regions: RegionsOption = None,
     threshold: ThresholdOption = 0.5,
     min_region_s: MinRegionOption = 0.05,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
     model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,
@@ -237,7 +239,6 @@ def score(
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
-    from interbias.operators.degrade import parse_params
     from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
@@ -246,7 +247,8 @@ def score(
         raise ConfigError(f"--resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
     if out is not None and out.suffix not in (".csv", ".json"):
         raise ConfigError(f"--out {out}: give a .csv or .json file")
-    job = ScoreJob(jobs_from(list(files or []), manifest), op, parse_params(param or []), seed, list(chain or []))
+    name, params, specs = operator_or_chain(op, set_, param, chain)
+    job = ScoreJob(jobs_from(list(files or []), manifest), name, params, seed, specs)
     chain_for(job.op, job.params, job.chain)  # a bad operator or chain is refused before the model loads
     if regions is not None or model == "LCNN-LFCC-frames":
         from interbias.cm.regions import score_regions_cli

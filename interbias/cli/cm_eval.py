@@ -1,4 +1,4 @@
-"""``interbias cm-eval``: countermeasure metrics of ADD 2023."""
+"""``interbias scores cm-eval``: countermeasure metrics of ADD 2023."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
@@ -16,12 +17,12 @@ cm_app = typer.Typer(
     "manipulated-region location, open-set algorithm recognition; ASVspoof 5's Track 1 set (min DCF, "
     "actDCF, Cllr, EER; per attack or codec), a-DCF, min t-DCF and t-EER.",
     no_args_is_help=True,
-    epilog="Example: interbias cm-eval eer round1.csv round2.csv",
+    epilog="Example: interbias scores cm-eval eer round1.csv round2.csv",
 )
 app.add_typer(cm_app, name="cm-eval")
 
 
-@cm_app.command("eer", epilog="Example: interbias cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
+@cm_app.command("eer", epilog="Example: interbias scores cm-eval eer round1.csv round2.csv --weights 0.4,0.6")
 @guarded
 def eer(
     scores: Annotated[
@@ -31,7 +32,7 @@ def eer(
     weights: Annotated[
         str | None, typer.Option(help="Round weights, comma-separated (default 0.4,0.6 for two rounds).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
     from interbias.analysis.cm_eval import round_eers
@@ -49,7 +50,7 @@ def eer(
         typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
 
 
-@cm_app.command("track1", epilog="Example: interbias cm-eval track1 cm_scores.csv --by attack --by codec")
+@cm_app.command("track1", epilog="Example: interbias scores cm-eval track1 cm_scores.csv --by attack --by codec")
 @guarded
 def track1(
     scores: Annotated[
@@ -65,7 +66,7 @@ def track1(
     p_spoof: Annotated[float, typer.Option(help="Prior of a spoof.")] = 0.05,
     c_miss: Annotated[float, typer.Option(help="Cost of rejecting a bona fide sample.")] = 1.0,
     c_fa: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 10.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """ASVspoof 5 Track 1 metrics of a countermeasure (higher score = bona fide): min DCF
     (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
@@ -88,7 +89,7 @@ def track1(
         print_frame(pd.DataFrame(rows).drop(columns="group"), f"by {col}")
 
 
-@cm_app.command("dsr", epilog="Example: interbias cm-eval dsr aasist.csv rawgat.csv --json")
+@cm_app.command("dsr", epilog="Example: interbias scores cm-eval dsr aasist.csv rawgat.csv --json")
 @guarded
 def dsr(
     scores: Annotated[
@@ -98,7 +99,7 @@ def dsr(
         str | None,
         typer.Option(help="COLUMN=VALUE selecting the attack samples (default: every spoof sample)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Deception success rate DSR = W / (A × N): attack samples each detector accepts at its own
     EER threshold, over A samples and N detectors."""
@@ -113,7 +114,7 @@ def dsr(
         )
 
 
-@cm_app.command("wdsr", epilog="Example: interbias cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
+@cm_app.command("wdsr", epilog="Example: interbias scores cm-eval wdsr --r1 r1_dsr.json --r2 0.31 --r2-baseline 0.52")
 @guarded
 def wdsr(
     r1: Annotated[str, typer.Option(help="Round 1 DSR: a number, or the JSON of `cm-eval dsr --json`.")],
@@ -123,7 +124,7 @@ def wdsr(
     delta: Annotated[float, typer.Option(help="Weight of round 2.")] = 0.6,
     alpha: Annotated[float, typer.Option(help="Weight of the round 2 baseline DSR.")] = 0.4,
     beta: Annotated[float, typer.Option(help="Weight of the round 2 DSR.")] = 0.6,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
     δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
@@ -139,7 +140,9 @@ def wdsr(
         typer.echo(f"wdsr {value:.6f} (DSR R1 {d1:.6f}, R2 {d2:.6f}, R2 baseline {d2b:.6f})")
 
 
-@cm_app.command("location", epilog="Example: interbias cm-eval location reference.txt prediction.txt --resolution 10ms")
+@cm_app.command(
+    "location", epilog="Example: interbias scores cm-eval location reference.txt prediction.txt --resolution 10ms"
+)
 @guarded
 def location(
     reference: Annotated[Path, typer.Argument(help="Reference segment labels: 'UTT S-E-T/S-E-F/... LABEL' per line.")],
@@ -151,7 +154,7 @@ def location(
             "when its centre lies in a fake segment."
         ),
     ] = "seconds",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Manipulated-region location: sentence accuracy over all utterances, segment
     precision/recall/F1 over reference-fake utterances (at the stated resolution) and score =
@@ -173,7 +176,7 @@ def location(
 
 
 @cm_app.command(
-    "recognition", epilog="Example: interbias cm-eval recognition reference.txt prediction.txt --unknown unknown"
+    "recognition", epilog="Example: interbias scores cm-eval recognition reference.txt prediction.txt --unknown unknown"
 )
 @guarded
 def recognition(
@@ -183,7 +186,7 @@ def recognition(
     unknown: Annotated[
         str | None, typer.Option(help="The reference's unknown-class label(s), comma-separated; known = the rest.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Open-set algorithm recognition: macro precision and recall over the known classes (the
     unknown class counted in FP/FN) and their harmonic mean F1."""
@@ -203,7 +206,7 @@ def recognition(
 
 @cm_app.command(
     "adcf",
-    epilog="Example: interbias cm-eval adcf sasv_scores.txt --json",
+    epilog="Example: interbias scores cm-eval adcf sasv_scores.txt --json",
 )
 @guarded
 def adcf(
@@ -220,7 +223,7 @@ def adcf(
     c_miss: Annotated[float, typer.Option(help="Cost of rejecting a target.")] = 1.0,
     c_fa_asv: Annotated[float, typer.Option(help="Cost of accepting a non-target.")] = 10.0,
     c_fa_cm: Annotated[float, typer.Option(help="Cost of accepting a spoof.")] = 20.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """a-DCF of ASVspoof 5 for a verification score alone: the minimum over thresholds of the
     normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
@@ -242,7 +245,7 @@ def adcf(
 
 @cm_app.command(
     "tdcf",
-    epilog="Example: interbias cm-eval tdcf asv_scores.txt cm_scores.txt --json",
+    epilog="Example: interbias scores cm-eval tdcf asv_scores.txt cm_scores.txt --json",
 )
 @guarded
 def tdcf(
@@ -255,7 +258,7 @@ def tdcf(
             "(the ASVspoof 5 package's sorted score, to reproduce its numbers)."
         ),
     ] = "interpolated",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
     the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
@@ -274,12 +277,12 @@ def tdcf(
     )
 
 
-@cm_app.command("teer", epilog="Example: interbias cm-eval teer asv_scores.txt cm_scores.txt --json")
+@cm_app.command("teer", epilog="Example: interbias scores cm-eval teer asv_scores.txt cm_scores.txt --json")
 @guarded
 def teer(
     asv: Annotated[Path, typer.Argument(help="ASV score file: 'ENROL TEST SCORE KEY', KEY target|nontarget|spoof.")],
     cm: Annotated[Path, typer.Argument(help="CM score file: CSV score,label or 'ID SCORE LABEL'; bonafide|spoof.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Concurrent tandem equal error rate (t-EER, ASVspoof 5 track 2) of a countermeasure in front of
     an ASV system: the point where the tandem's miss rate, non-target and spoof false-accept rates

@@ -1,4 +1,4 @@
-"""``interbias compare``."""
+"""``interbias runs compare``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from interbias.metrics.registry import results_columns
 from interbias.utils.keyvalue import comma_list
 
 
-@app.command(epilog="Example: interbias compare base/results.csv new/results.csv --tolerance 0.005")
+@app.command(epilog="Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005")
 @guarded
 def compare(
     base: Annotated[Path, typer.Argument(help="Baseline results.csv.")],

@@ -1,4 +1,4 @@
-"""``interbias corpus build|prepare|info``: make and inspect corpus manifests."""
+"""``interbias data build|prepare|info``: make and inspect corpus manifests."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt, QuietOpt
 
 corpus_app = typer.Typer(
     help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
     no_args_is_help=True,
-    epilog="Example: interbias corpus build synthetic",
+    epilog="Example: interbias data build synthetic",
 )
 app.add_typer(corpus_app, name="corpus")
 
@@ -46,13 +47,15 @@ def _print_summary(manifest: Any, *, as_json: bool) -> None:
             typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
 
 
-@corpus_app.command("build", epilog="Example: interbias corpus build synthetic --speakers 96")
+@corpus_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
 @guarded
 def build(
     name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."),
+        typer.Option(
+            "--set", metavar="KEY=VALUE", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."
+        ),
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     workers: Annotated[int | None, typer.Option(help="Rendering processes (default: CPU count).")] = None,
@@ -61,7 +64,7 @@ def build(
         typer.Option(help="Voices in all, spread evenly over gender × age band × accent (default 48)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
     from interbias.corpora.synthetic import build_info
@@ -106,7 +109,7 @@ def build(
 
 
 @corpus_app.command(
-    "prepare", epilog="Example: interbias corpus prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
+    "prepare", epilog="Example: interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
 )
 @guarded
 def prepare(
@@ -115,7 +118,9 @@ def prepare(
     ],
     root: Annotated[Path, typer.Option(help="Root folder of the corpus on disk (its published layout).")],
     out: Annotated[Path | None, typer.Option(help="Manifest to write (.jsonl or .csv; default ./NAME.jsonl).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Adapter option KEY=VALUE, e.g. split=test.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Adapter option KEY=VALUE, e.g. split=test.")
+    ] = None,
     cache_dir: Annotated[
         Path | None, typer.Option(help="Cache folder for audio headers (default $INTERBIAS_CACHE).")
     ] = None,
@@ -134,11 +139,11 @@ def prepare(
         typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
 
 
-@corpus_app.command("info", epilog="Example: interbias corpus info ravdess.jsonl")
+@corpus_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
 @guarded
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     by: Annotated[
         str | None,
         typer.Option(help="Two attributes ROWS,COLUMNS (e.g. split,gender): speakers and utterances per pair."),

@@ -1,4 +1,4 @@
-"""``interbias encoders`` and ``interbias embed``."""
+"""``interbias encoders list`` and ``interbias encoders embed``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.utils.errors import see_docs
 
 
-@app.command("encoders", epilog="Example: interbias encoders --json")
+@app.command("encoders", epilog="Example: interbias encoders list --json")
 @guarded
-def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def list_encoders(as_json: JsonOpt = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
     from interbias.encoders.status import encoder_entries
 
@@ -32,14 +33,14 @@ def list_encoders(as_json: Annotated[bool, typer.Option("--json", help="Print JS
         typer.echo("\nmissing:")
         for e in missing:
             typer.echo(f"  {e['status'][len('missing: ') :]}")
-        typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias models fetch`")
+        typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias encoders fetch`")
 
 
-@app.command(epilog="Example: interbias embed a.wav b.wav --encoder CAM++")
+@app.command(epilog="Example: interbias encoders embed a.wav b.wav --encoder CAM++")
 @guarded
 def embed(
     wavs: Annotated[list[Path], typer.Argument(help="Audio files (any format the front end decodes).")],
-    encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder label (see `interbias encoders`).")],
+    encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder label (see `interbias encoders list`).")],
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     model_dir: Annotated[Path | None, typer.Option(help="Folder of the checkpoint (overrides the default).")] = None,
     layer: Annotated[int | None, typer.Option(help="Hidden layer to mean-pool (ssl encoders only).")] = None,

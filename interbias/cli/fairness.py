@@ -1,4 +1,4 @@
-"""``interbias fairness``."""
+"""``interbias scores fairness``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
-@app.command(epilog="Example: interbias fairness eval.csv --group gender --dev dev.csv")
+@app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
     scores: Annotated[

@@ -1,4 +1,4 @@
-"""``interbias geometry``."""
+"""``interbias audit geometry``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ NoiseOpt = Annotated[
 ]
 
 
-@app.command(epilog="Example: interbias geometry --encoder CAM++ --sentences 8")
+@app.command(epilog="Example: interbias audit geometry --encoder CAM++ --sentences 8")
 @guarded
 def geometry(
     encoder: Annotated[

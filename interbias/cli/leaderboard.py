@@ -1,4 +1,4 @@
-"""``interbias leaderboard``."""
+"""``interbias runs leaderboard``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from interbias.cli.analyze import MetricOpt, SeedOpt
 from interbias.cli.tables import print_frame
 
 
-@app.command(epilog="Example: interbias leaderboard results/ --out leaderboard")
+@app.command(epilog="Example: interbias runs leaderboard results/ --out leaderboard")
 @guarded
 def leaderboard(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or a folder of runs.")],

@@ -1,4 +1,4 @@
-"""``interbias metrics``."""
+"""``interbias scores metrics``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 from interbias.metrics.verification import P_TARGET
 from interbias.run.measured import SV_LINE, read_score_file
 from interbias.utils.errors import MetricError
@@ -22,12 +23,12 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return frame["score"].to_numpy(np.float64), frame["label"].to_numpy(np.int8)
 
 
-@app.command(epilog="Example: interbias metrics scores.txt --json")
+@app.command(epilog="Example: interbias scores metrics scores.txt --json")
 @guarded
 def metrics(
     scores: Annotated[Path, typer.Argument(help="CSV with score,label or 'enrol test score target|nontarget'.")],
     p_target: Annotated[float, typer.Option(help="Target prior for minDCF.")] = P_TARGET,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """The results.csv metrics of a score file: EER (interpolated and legacy), minDCF, AUC, FRR at FAR 1 %."""
     from interbias.metrics.verification import summarize

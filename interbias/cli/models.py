@@ -1,4 +1,4 @@
-"""``interbias models fetch|verify|list``: fetch encoder checkpoints, pinned and hash-locked."""
+"""``interbias encoders fetch|verify|list``: fetch encoder checkpoints, pinned and hash-locked."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt
 
 models_app = typer.Typer(
     help="Fetch encoder checkpoints from the Hugging Face Hub into their folders, pinned in models.lock.",
     no_args_is_help=True,
-    epilog="Example: interbias models fetch ECAPA-TDNN",
+    epilog="Example: interbias encoders fetch ECAPA-TDNN",
 )
 app.add_typer(models_app, name="models")
 
@@ -32,10 +33,10 @@ def _labels(labels: list[str] | None, all_: bool, default: list[str]) -> list[st
     return list(labels)
 
 
-@models_app.command("fetch", epilog="Example: interbias models fetch ECAPA-TDNN WavLM-Base+")
+@models_app.command("fetch", epilog="Example: interbias encoders fetch ECAPA-TDNN WavLM-Base+")
 @guarded
 def fetch(
-    labels: Annotated[list[str] | None, typer.Argument(help="Encoder labels (see `interbias encoders`).")] = None,
+    labels: Annotated[list[str] | None, typer.Argument(help="Encoder labels (see `interbias encoders list`).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every label that has a public source.")] = False,
     revision: Annotated[
         str | None, typer.Option(help="Branch, tag or commit to resolve (default main; the lock's when pinned).")
@@ -60,7 +61,7 @@ def fetch(
             typer.echo(result.message)
 
 
-@models_app.command("verify", epilog="Example: interbias models verify")
+@models_app.command("verify", epilog="Example: interbias encoders verify")
 @guarded
 def verify(
     labels: Annotated[list[str] | None, typer.Argument(help="Labels to check (default: every locked label).")] = None,
@@ -73,7 +74,7 @@ def verify(
     locked = read_models_lock()
     chosen = labels or sorted(locked)
     if not chosen:
-        raise EncoderError(f"{models_lock_path()} pins no label (run `interbias models fetch` first)")
+        raise EncoderError(f"{models_lock_path()} pins no label (run `interbias encoders fetch` first)")
     bad = []
     for label in chosen:
         if label not in locked:
@@ -86,10 +87,10 @@ def verify(
         raise EncoderError(f"{len(bad)} label(s) differ from {models_lock_path()}: {', '.join(bad)}")
 
 
-@models_app.command("list", epilog="Example: interbias models list --quick")
+@models_app.command("list", epilog="Example: interbias encoders status --quick")
 @guarded
 def list_models(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     quick: Annotated[bool, typer.Option("--quick", help="Compare locked files by size only (no hashing).")] = False,
 ) -> None:
     """Each label's state: fetched (locked revision), placed by hand, missing, or lock mismatch;

@@ -1,4 +1,4 @@
-"""``interbias degrade`` and ``interbias operators``."""
+"""``interbias data degrade`` and ``interbias data operators``."""
 
 from __future__ import annotations
 
@@ -9,25 +9,31 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import JsonOpt, OpSetOpt, ParamAlias, op_settings
 
 
-@app.command(epilog="Example: interbias degrade in.wav out.wav --op codec --param codec=gsm")
+@app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
 @guarded
 def degrade(
     src: Annotated[Path, typer.Argument(metavar="IN", help="Input audio file (WAV, FLAC, ...).")],
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output audio file (at the input's rate).")],
-    op: Annotated[str, typer.Option("--op", help="Operator name (see `interbias operators`).")],
-    param: Annotated[
-        list[str] | None, typer.Option("--param", help="Operator parameter KEY=VALUE (repeatable).")
-    ] = None,
+    op: Annotated[
+        str,
+        typer.Option(
+            "--op",
+            metavar="NAME[:KEY=VALUE,...]",
+            help="The operator and its parameters, e.g. codec:codec=gsm (see `interbias data operators`).",
+        ),
+    ],
+    set_: OpSetOpt = None,
+    param: ParamAlias = None,
     seed: Annotated[int, typer.Option(help="Seed for the operator's random draws.")] = 0,
     corpus: Annotated[str, typer.Option(help="Corpus whose talkers babble/crosstalk draw.")] = "synthetic",
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
-    """Degrade one file with one operator so you can hear a condition.
-
-    Example: interbias degrade in.wav out.wav --op codec --param codec=gsm"""
-    from interbias.operators.degrade import degrade_file, parse_params
+    """Degrade one file with one operator so you can hear a condition."""
+    from interbias.operators.degrade import degrade_file
+    from interbias.operators.spec import with_settings
 
     def talkers() -> Any:
         from interbias.corpora import load_corpus
@@ -37,7 +43,8 @@ def degrade(
         typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
         return load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
 
-    info = degrade_file(src, dst, op, parse_params(param or []), seed=seed, talkers=talkers)
+    name, params, _ = with_settings([op], op_settings(set_, param))
+    info = degrade_file(src, dst, name or op, params, seed=seed, talkers=talkers)
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
@@ -53,9 +60,9 @@ def degrade(
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
 
 
-@app.command("operators", epilog="Example: interbias operators --json")
+@app.command("operators", epilog="Example: interbias data operators --json")
 @guarded
-def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def list_operators(as_json: JsonOpt = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""
     from interbias.operators.degrade import operator_entries
 
@@ -70,7 +77,7 @@ def list_operators(as_json: Annotated[bool, typer.Option("--json", help="Print J
         for p in e["parameters"]:
             req = "required" if p["required"] else f"default {p['default']}"
             span = f"  {p['unit']} in [{p['range'][0]:g}, {p['range'][1]:g}]" if "range" in p else ""
-            typer.echo(f"  --param {p['name']}=  {p['type']}  ({req}){span}")
+            typer.echo(f"  {p['name']}=  {p['type']}  ({req}){span}")
         for c in e.get("codecs", []):
             here = "yes" if c["available"] else f"NO: {c['why_not']}"
             typer.echo(f"    codec={c['codec']:10s} {c['bitrates']:>28s}  default {c['default_bitrate']}  [{here}]")

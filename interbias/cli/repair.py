@@ -1,10 +1,10 @@
-"""``interbias repair``."""
+"""``interbias audit repair``."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,21 +14,47 @@ from interbias.utils.keyvalue import comma_list
 
 if TYPE_CHECKING:
     from interbias.audits.repair import RepairOutcome
+    from interbias.repair.orca import OrcaConfig
 
-EXAMPLE = "Example: interbias repair --encoder CAM++ --corpus synthetic --ablations --out results/repair"
+EXAMPLE = "Example: interbias audit repair --encoder CAM++ --corpus synthetic --ablations --out results/repair"
 
 
-StepsOpt = Annotated[int, typer.Option(help="Training steps (minibatches).")]
-BatchOpt = Annotated[int, typer.Option(help="Rows per minibatch.")]
-LrOpt = Annotated[float, typer.Option(help="Adam learning rate.")]
-HiddenOpt = Annotated[int, typer.Option(help="Hidden units of the residual MLP.")]
-TemperatureOpt = Annotated[float, typer.Option(help="Temperature of the contrastive losses.")]
-WSemOpt = Annotated[float, typer.Option(help="Weight of the text (sem) contrastive head.")]
-WVoiceOpt = Annotated[float, typer.Option(help="Weight of the voice contrastive head.")]
-WExprOpt = Annotated[float, typer.Option(help="Weight of the style (expr) contrastive head.")]
-WOrthOpt = Annotated[float, typer.Option(help="Weight of the leakage (orthogonality) penalty.")]
-WKeepOpt = Annotated[float, typer.Option(help="Weight of the verification term (keeps the base encoder's scores).")]
-VoiceShareOpt = Annotated[float, typer.Option(help="Share of training voices in each step's leakage penalty.")]
+#: The older one-flag-per-hyper-parameter spellings of ``--set KEY=VALUE`` (hidden): key -> help.
+ORCA_FLAGS = {
+    "steps": "Training steps (minibatches).",
+    "batch": "Rows per minibatch.",
+    "lr": "Adam learning rate.",
+    "hidden": "Hidden units of the residual MLP.",
+    "temperature": "Temperature of the contrastive losses.",
+    "w_sem": "Weight of the text (sem) contrastive head.",
+    "w_voice": "Weight of the voice contrastive head.",
+    "w_expr": "Weight of the style (expr) contrastive head.",
+    "w_orth": "Weight of the leakage (orthogonality) penalty.",
+    "w_keep": "Weight of the verification term (keeps the base encoder's scores).",
+    "voice_share": "Share of training voices in each step's leakage penalty.",
+}
+StepsOpt = Annotated[int | None, typer.Option(hidden=True, help=ORCA_FLAGS["steps"])]
+BatchOpt = Annotated[int | None, typer.Option(hidden=True, help=ORCA_FLAGS["batch"])]
+LrOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["lr"])]
+HiddenOpt = Annotated[int | None, typer.Option(hidden=True, help=ORCA_FLAGS["hidden"])]
+TemperatureOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["temperature"])]
+WSemOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["w_sem"])]
+WVoiceOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["w_voice"])]
+WExprOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["w_expr"])]
+WOrthOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["w_orth"])]
+WKeepOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["w_keep"])]
+VoiceShareOpt = Annotated[float | None, typer.Option(hidden=True, help=ORCA_FLAGS["voice_share"])]
+OrcaSetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="An ORCA hyper-parameter (repeatable), typed against its record; defaults: steps=400, batch=512, "
+        "lr=0.003, hidden=256, temperature=0.1, w_sem=1, w_voice=1, w_expr=1, w_orth=30, w_keep=100, "
+        "voice_share=0.5 (also head_dim, tau_rel, keep_pairs, m, axes; docs/repair.md). An unknown key is "
+        "an error listing the valid ones.",
+    ),
+]
 NoOrthogonalityOpt = Annotated[
     bool, typer.Option("--no-orthogonality", help="Ablation: train without the orthogonality penalty.")
 ]
@@ -41,7 +67,9 @@ AblationsOpt = Annotated[
 ]
 EmbeddingsOpt = Annotated[
     Path | None,
-    typer.Option(help="A CSV/parquet grid table instead of an encoder (the `interbias geometry --embeddings` format)."),
+    typer.Option(
+        help="A CSV/parquet grid table instead of an encoder (the `interbias audit geometry --embeddings` format)."
+    ),
 ]
 GroupsOpt = Annotated[
     str, typer.Option(help="Comma-separated voice-level group attributes (split strata, sampling, Γ).")
@@ -64,17 +92,18 @@ def repair(
     out: OutOpt = Path("results/repair"),
     seed: Annotated[int, typer.Option(help="Seed of the split, the initial weights and the batches.")] = 0,
     heldout_share: Annotated[float, typer.Option(help="Share of each group's voices held out of training.")] = 0.5,
-    steps: StepsOpt = 400,
-    batch: BatchOpt = 512,
-    lr: LrOpt = 3e-3,
-    hidden: HiddenOpt = 256,
-    temperature: TemperatureOpt = 0.1,
-    w_sem: WSemOpt = 1.0,
-    w_voice: WVoiceOpt = 1.0,
-    w_expr: WExprOpt = 1.0,
-    w_orth: WOrthOpt = 30.0,
-    w_keep: WKeepOpt = 100.0,
-    voice_share: VoiceShareOpt = 0.5,
+    set_: OrcaSetOpt = None,
+    steps: StepsOpt = None,
+    batch: BatchOpt = None,
+    lr: LrOpt = None,
+    hidden: HiddenOpt = None,
+    temperature: TemperatureOpt = None,
+    w_sem: WSemOpt = None,
+    w_voice: WVoiceOpt = None,
+    w_expr: WExprOpt = None,
+    w_orth: WOrthOpt = None,
+    w_keep: WKeepOpt = None,
+    voice_share: VoiceShareOpt = None,
     no_orthogonality: NoOrthogonalityOpt = False,
     no_balanced_sampling: NoBalancedSamplingOpt = False,
     ablations: AblationsOpt = False,
@@ -90,24 +119,12 @@ def repair(
     encoder (LABEL+orca:HASH) for `interbias run --encoders`. Outputs: docs/repair.md."""
     from interbias.audits.repair import RepairOptions, run_repair
     from interbias.encoders import restore_threads
-    from interbias.repair.orca import OrcaConfig
+    from interbias.audits.repair import RepairOptions, run_repair
 
     restore_threads()
-    config = OrcaConfig(
-        hidden=hidden,
-        steps=steps,
-        batch=batch,
-        lr=lr,
-        temperature=temperature,
-        w_sem=w_sem,
-        w_voice=w_voice,
-        w_expr=w_expr,
-        w_orth=w_orth,
-        w_keep=w_keep,
-        voice_share=voice_share,
-        orthogonality=not no_orthogonality,
-        balanced=not no_balanced_sampling,
-    )
+    flags = dict(steps=steps, batch=batch, lr=lr, hidden=hidden, temperature=temperature, w_sem=w_sem,
+                 w_voice=w_voice, w_expr=w_expr, w_orth=w_orth, w_keep=w_keep, voice_share=voice_share)  # fmt: skip
+    config = orca_config(set_, flags, no_orthogonality=no_orthogonality, no_balanced_sampling=no_balanced_sampling)
     outcome = run_repair(
         RepairOptions(
             encoder=encoder,
@@ -131,6 +148,29 @@ def repair(
         )
     )
     _print(outcome, quiet)
+
+
+def orca_config(
+    set_: list[str] | None, flags: dict[str, Any], *, no_orthogonality: bool, no_balanced_sampling: bool
+) -> OrcaConfig:
+    """The ORCA record of ``--set`` items (typed against :class:`OrcaConfig`), the older
+    per-hyper-parameter ``flags`` given (each says its ``--set`` spelling on stderr) and the two
+    ablation switches; a key given both ways is an error."""
+    from interbias.cli.options import older_spelling
+    from interbias.repair.orca import OrcaConfig
+    from interbias.utils.errors import ConfigError
+    from interbias.utils.keyvalue import parse_key_values, typed_settings
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    for key in given:
+        older_spelling(f"--{key.replace('_', '-')}", f"--set {key}=VALUE", True)
+    settings = typed_settings(OrcaConfig, parse_key_values(set_ or [], option="--set", error=ConfigError), "--set")
+    both = sorted(set(given) & set(settings))
+    if both:
+        raise ConfigError(f"--set {both[0]}: also given as --{both[0].replace('_', '-')}")
+    switches = {"orthogonality": False} if no_orthogonality else {}
+    switches |= {"balanced": False} if no_balanced_sampling else {}
+    return OrcaConfig(**{**given, **settings, **switches})
 
 
 def _print(outcome: RepairOutcome, quiet: bool) -> None:

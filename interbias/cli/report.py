@@ -21,8 +21,6 @@ from interbias.cli.analyze import (
     TolOpt,
     UnitOpt,
     analysis_options,
-    saved_findings,
-    write_findings,
 )
 from interbias.cli.tables import echo_wrapped
 
@@ -49,7 +47,7 @@ def report(
     geometry: Annotated[
         Path | None,
         typer.Option(
-            help="Folder with an `interbias geometry` audit (geometry.csv) to include; default: "
+            help="Folder with an `interbias audit geometry` audit (geometry.csv) to include; default: "
             "the run directory when it holds one."
         ),
     ] = None,
@@ -62,6 +60,7 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
+    from interbias.analysis.findings_store import saved_findings, write_findings
     from interbias.analysis.headline import headline
     from interbias.analysis.report import build_report
     from interbias.analysis.report_document import write_report
@@ -78,7 +77,9 @@ def report(
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
     if geometry is not None and not (geometry / "geometry.csv").is_file():
-        raise AnalysisError(f"--geometry {geometry}: no geometry.csv there (run interbias geometry --out {geometry})")
+        raise AnalysisError(
+            f"--geometry {geometry}: no geometry.csv there (run interbias audit geometry --out {geometry})"
+        )
     a = analyse(run_dir, opts)
     found = saved_findings(a, base)
     if found is not None:

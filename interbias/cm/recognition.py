@@ -1,6 +1,6 @@
 """ADD 2023 Track 3 (algorithm recognition) end to end: a multi-class CM trained on the known
 algorithms of a CM manifest, the recognisers of :mod:`interbias.cm.openset` over its logits,
-and the label files ``interbias cm-eval recognition`` reads.
+and the label files ``interbias scores cm-eval recognition`` reads.
 
 An utterance's **algorithm** is ``bonafide`` for bona fide speech, else its ``attack`` value
 (ADD 2023 counts real speech as class 0). The held-out ``unknown`` algorithm(s) must be absent
@@ -283,7 +283,7 @@ def recognise(rec: Recogniser, ids: Sequence[str], waves: list[np.ndarray], trut
 
 def write_recognition(out: Path, table: pd.DataFrame, known: Sequence[str]) -> dict[str, Path]:
     """``reference.txt`` (the true algorithm, ``unknown`` for any not among ``known``), ``softmax.txt``
-    and ``openmax.txt`` ('UTT LABEL' per line, ``interbias cm-eval recognition``'s format) and
+    and ``openmax.txt`` ('UTT LABEL' per line, ``interbias scores cm-eval recognition``'s format) and
     ``recognition_scores.csv``; returns the label files' paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

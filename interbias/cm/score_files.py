@@ -2,8 +2,8 @@
 utterances, optionally through one operator or a chain of them (the degraded version of each file).
 
 Each file is loaded at the CM's 16 kHz with the chosen resampler and no duration limits, then
-(with ``--op`` or ``--chain``) degraded by the operators in order at 16 kHz with seeds derived
-from the file's sha256, the chain's fingerprint and ``seed`` (as ``interbias degrade``), then
+(with ``--op``, once or several times) degraded by the operators in order at 16 kHz with seeds derived
+from the file's sha256, the chain's fingerprint and ``seed`` (as ``interbias data degrade``), then
 fitted by the model's
 input policy and scored. A file that cannot be scored (not audio, empty, no signal, the
 operator failed) is one line in ``failed`` and has no row; nothing is replaced.
@@ -29,7 +29,7 @@ COLUMNS = (
 @dataclass
 class ScoreJob:
     """What to score: ``items`` are (file, id, label, attack) tuples; ``op``/``params`` one
-    operator, or ``chain`` the ``--chain`` specs (``NAME[:KEY=VALUE,...]``) in order."""
+    operator, or ``chain`` the ``--op`` specs (``NAME[:KEY=VALUE,...]``) in order."""
 
     items: list[tuple[Path, str, str, str]]
     op: str | None = None
@@ -53,35 +53,32 @@ def jobs_from(files: list[Path], manifest: Path | None) -> list[tuple[Path, str,
 
 
 def chain_op(spec: str) -> Any:
-    """The operator of one ``--chain`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``; every
-    error names the spec."""
+    """The operator of one ``--op`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``
+    (:mod:`interbias.operators.spec`); every error names the spec."""
     from interbias.operators import make_operator
-    from interbias.utils.keyvalue import parse_key_values
+    from interbias.operators.spec import parse_op_spec
 
-    where = f"--chain {spec!r}"
-    name, sep, rest = spec.partition(":")
+    where = f"--op {spec!r}"
     try:
-        if not name.strip():
-            raise OperatorError("expected NAME or NAME:KEY=VALUE[,KEY=VALUE...]")
-        params = parse_key_values(rest.split(",") if sep else [], option="parameter", error=OperatorError)
-        return make_operator(name.strip(), params, where=where)
+        name, params = parse_op_spec(spec)
+        return make_operator(name, params, where=where)
     except OperatorError as exc:
         msg = str(exc)
         raise OperatorError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
 def chain_for(op: str | None, params: dict[str, str], chain: list[str] | tuple[str, ...] = ()) -> Any:
-    """The chain of ``--op``/``--param`` (one operator) or of the ``--chain`` specs in order
+    """The chain of one ``--op`` with its ``--set`` parameters, or of several ``--op`` specs in order
     (None: no operator); an operator that mixes in other talkers is refused (``cm score`` has no
     corpus to draw them from)."""
     from interbias.operators import Chain, make_operator
 
     if op is not None and chain:
-        raise OperatorError("cm score: give --op/--param or --chain, not both")
+        raise OperatorError("cm score: give one operator (--op with --set) or a chain (several --op), not both")
     if op is None and params:
-        raise OperatorError("cm score: --param needs --op")
+        raise OperatorError("cm score: --set needs one --op")
     if chain:
-        built, where = Chain(tuple(chain_op(s) for s in chain)), "--chain"
+        built, where = Chain(tuple(chain_op(s) for s in chain)), "--op"
     elif op is not None:
         built, where = Chain((make_operator(op, params, where="--op"),)), f"--op {op}"
     else:

@@ -16,7 +16,7 @@ The recogniser (:mod:`interbias.cm.recognition`) is trained or reused in
 ``<cache>/cm-tracks/<model>-recognition-<hash>/`` (the hash covers the manifest, model, unknown
 classes and training settings). Each cell's chain is applied to the eval audio as Track 2 does
 (:func:`interbias.cm.scoring.degrade`); ``track3/<cell>/`` gets the label files of
-:func:`interbias.cm.recognition.write_recognition` (``interbias cm-eval recognition``'s format).
+:func:`interbias.cm.recognition.write_recognition` (``interbias scores cm-eval recognition``'s format).
 Rows of ``results.csv``: per recogniser (``softmax``, ``openmax``), cell and group (``all``,
 ``gender=<g>``) the macro precision, recall and F1 over the known classes (``score`` = F1).
 """

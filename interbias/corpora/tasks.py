@@ -1,4 +1,4 @@
-"""What ``interbias corpus build`` and ``interbias corpus prepare`` do, as library calls."""
+"""What ``interbias data build`` and ``interbias data prepare`` do, as library calls."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def build_corpus(
     if name != "synthetic":
         raise CorpusError(
             f"only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
-            f"interbias corpus prepare {name} --root DIR"
+            f"interbias data prepare {name} --root DIR"
         )
     spec = SyntheticSpec.from_options(options)
     if speakers is not None:
@@ -47,7 +47,7 @@ def prepare_corpus(name: str, root: Path, options: dict[str, Any], *, cache: Pat
 
     adapter = CORPORA.get(name)
     if not adapter.needs_root:
-        raise CorpusError(f"{name!r} is built, not prepared: interbias corpus build {name}")
+        raise CorpusError(f"{name!r} is built, not prepared: interbias data build {name}")
     if not root.is_dir():
         raise CorpusError(f"{name}: corpus root {root} is not a folder (expected {adapter.expects})")
     manifest = adapter.prepare(root, cache or default_cache(), options)

@@ -8,7 +8,7 @@ Layout (dev and test archives extracted into one ``wav/`` folder, metadata besid
 
 Utterance ids are ``idXXXXX/<video>/NNNNN`` — the official trial lists' paths without
 ``.wav`` — and ``session`` is the video. The official trial lists found in the root are
-named by :func:`official_trial_lists` (``interbias corpus prepare`` prints them); reading
+named by :func:`official_trial_lists` (``interbias data prepare`` prints them); reading
 them as a run's trial list is the job of ``interbias run --trials``.
 
 VoxCeleb1 carries no recording dates or ages. Two optional files the user supplies add them:

@@ -1,4 +1,4 @@
-"""``interbias models fetch``: download a label's files from the Hugging Face Hub, pinned and hash-locked.
+"""``interbias encoders fetch``: download a label's files from the Hugging Face Hub, pinned and hash-locked.
 
 Each fetchable label names a repository and the files its folder needs (:data:`SOURCES`; an
 entry ``"a|b"`` takes the first name the repository holds). A fetch resolves the revision
@@ -127,7 +127,7 @@ def hub_timeout() -> float:
 
 def fetch_command(label: str) -> str:
     """The command a user runs for ``label`` (README "fetch" column)."""
-    return f"interbias models fetch {label}" if isinstance(SOURCES.get(label), HubSource) else "by hand"
+    return f"interbias encoders fetch {label}" if isinstance(SOURCES.get(label), HubSource) else "by hand"
 
 
 def manual_steps(label: str) -> list[str]:
@@ -299,7 +299,7 @@ def _target_revision(label: str, locked: PinEntry | None, revision: str | None, 
 def fetch(
     label: str, *, revision: str | None = None, update: bool = False, log: Callable[[str], Any] = lambda _m: None
 ) -> FetchResult:
-    """Fetch ``label`` into its folder (the one ``interbias encoders`` reports) and pin it in models.lock."""
+    """Fetch ``label`` into its folder (the one ``interbias encoders list`` reports) and pin it in models.lock."""
     card = ENCODERS.get(label)
     source = SOURCES.get(label)
     if source is None:

@@ -1,4 +1,4 @@
-"""``models.lock``: what ``interbias models fetch`` pinned, and the check every load makes.
+"""``models.lock``: what ``interbias encoders fetch`` pinned, and the check every load makes.
 
 The lock is a JSON file in the models folder (``$INTERBIAS_MODELS/models.lock``). Per label it
 records the source repository, the revision asked for, the commit it resolved to, the folder
@@ -164,7 +164,7 @@ def enforce(label: str, folder: Path, files: Mapping[str, str]) -> PinEntry | No
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         raise EncoderError(
-            f"{label}: {problems[0]}{more}; run `interbias models fetch {label}` to restore the locked files "
-            f"or `interbias models fetch --update {label}` to re-pin"
+            f"{label}: {problems[0]}{more}; run `interbias encoders fetch {label}` to restore the locked files "
+            f"or `interbias encoders fetch --update {label}` to re-pin"
         )
     return entry

@@ -1,7 +1,7 @@
 """Repaired encoders: ``LABEL+orca:REF``, a registered encoder followed by an ORCA adapter.
 
 ``REF`` is the adapter file's path, or the first 8–64 hex digits of its sha256, found in
-``<cache>/adapters/<sha256>.safetensors`` (where ``interbias repair`` stores every adapter it
+``<cache>/adapters/<sha256>.safetensors`` (where ``interbias audit repair`` stores every adapter it
 trains). The embedding is ``adapt(base(x))`` (:mod:`interbias.encoders.adapter`), L2-normalised.
 
 Refused, with one :class:`EncoderError`: a hash that matches no stored file or several, a file
@@ -60,7 +60,9 @@ def resolve_adapter(ref: str, *, label: str) -> tuple[Path, str]:
     folder = adapters_dir()
     hits = sorted(folder.glob(f"{ref}*.safetensors")) if folder.is_dir() else []
     if not hits:
-        raise EncoderError(f"{label}: no stored adapter {ref}* in {folder} (run `interbias repair`, or give its path)")
+        raise EncoderError(
+            f"{label}: no stored adapter {ref}* in {folder} (run `interbias audit repair`, or give its path)"
+        )
     if len(hits) > 1:
         raise EncoderError(f"{label}: adapter prefix {ref} matches {len(hits)} files in {folder}; give more digits")
     sha = sha256_file(hits[0])

@@ -1,5 +1,5 @@
-"""What ``interbias encoders`` lists (every label, whether its files are here) and what
-``interbias embed`` computes (one encoder over a few files)."""
+"""What ``interbias encoders list`` lists (every label, whether its files are here) and what
+``interbias encoders embed`` computes (one encoder over a few files)."""
 
 from __future__ import annotations
 

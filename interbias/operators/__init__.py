@@ -60,7 +60,7 @@ class Operator:
     #: position): ``trials: {operator_draws: K}`` re-realises chains holding one K times.
     stochastic: ClassVar[bool] = False
     #: Unit and closed range of numeric parameters, ``name -> (low, high, unit)``: listed by
-    #: ``interbias operators`` and checked by :func:`check_ranges`.
+    #: ``interbias data operators`` and checked by :func:`check_ranges`.
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
@@ -314,7 +314,10 @@ class Chain:
 
 
 def parse_chain(items: Any, *, where: str) -> Chain:
-    """A chain from YAML: a list of ``{op: NAME, PARAM: VALUE, ...}`` mappings."""
+    """A chain from YAML: a list of ``{op: NAME, PARAM: VALUE, ...}`` mappings, or of strings
+    ``NAME[:KEY=VALUE,...]`` as ``--op`` takes them (:mod:`interbias.operators.spec`)."""
+    from interbias.operators.spec import op_mapping
+
     if items is None:
         return Chain()
     if not isinstance(items, list):
@@ -323,7 +326,7 @@ def parse_chain(items: Any, *, where: str) -> Chain:
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
         if isinstance(item, str):
-            item = {"op": item}
+            item = op_mapping(item, where=here)
         if not isinstance(item, dict) or "op" not in item:
             raise OperatorError(f"{here}: each operator is a mapping with an 'op' key")
         params = {k: v for k, v in item.items() if k != "op"}

@@ -1,5 +1,5 @@
 """Degrading one audio file with one operator so a condition can be heard (``interbias
-degrade``), and the listing of every registered operator (``interbias operators``)."""
+degrade``), and the listing of every registered operator (``interbias data operators``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ORCA repair method (TRIAD/ORCA, Section IV); ``interbias repair`` runs it through
+"""The ORCA repair method (TRIAD/ORCA, Section IV); ``interbias audit repair`` runs it through
 :mod:`interbias.audits.repair`.
 
 - :mod:`interbias.encoders.adapter`: the ORCA adapter network and its safetensors file (weights +

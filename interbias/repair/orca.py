@@ -74,21 +74,17 @@ class OrcaConfig:
     def check(self) -> None:
         for name in ("hidden", "head_dim", "steps", "batch", "keep_pairs"):
             if getattr(self, name) < 1:
-                raise AnalysisError(f"ORCA: --{name.replace('_', '-')} must be >= 1; got {getattr(self, name)}")
+                raise AnalysisError(f"ORCA: {name} must be >= 1; got {getattr(self, name)}")
         if self.m is not None and self.m < 1:
             raise AnalysisError(f"ORCA: m must be >= 1; got {self.m}")
         for name in ("lr", "temperature", "tau_rel"):
             if not (getattr(self, name) > 0 and math.isfinite(getattr(self, name))):
-                raise AnalysisError(
-                    f"ORCA: --{name.replace('_', '-')} must be a finite number > 0; got {getattr(self, name)}"
-                )
+                raise AnalysisError(f"ORCA: {name} must be a finite number > 0; got {getattr(self, name)}")
         if not 0 < self.voice_share <= 1:
-            raise AnalysisError(f"ORCA: --voice-share must be in (0, 1]; got {self.voice_share}")
+            raise AnalysisError(f"ORCA: voice_share must be in (0, 1]; got {self.voice_share}")
         for name in ("w_sem", "w_voice", "w_expr", "w_orth", "w_keep"):
             if not (getattr(self, name) >= 0 and math.isfinite(getattr(self, name))):
-                raise AnalysisError(
-                    f"ORCA: --{name.replace('_', '-')} must be a finite number >= 0; got {getattr(self, name)}"
-                )
+                raise AnalysisError(f"ORCA: {name} must be a finite number >= 0; got {getattr(self, name)}")
         bad = [a for a in self.axes if a not in AXES]
         if bad or not self.axes or len(set(self.axes)) != len(self.axes):
             raise AnalysisError(f"ORCA: axes must be distinct names from {', '.join(AXES)}; got {self.axes}")

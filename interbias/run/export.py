@@ -4,7 +4,7 @@ Score files, one per results row (model × cell), hold the trials the row's metr
 computed on (:func:`interbias.run.measured.measured`: eval split, bona fide, not dropped; dropped
 trials and dev/spoof trials are left out and counted in ``export.json`` as ``n_dropped`` and
 ``n_not_measured``), scores written at
-full float64 precision so ``interbias metrics FILE`` reproduces the row's EER and minDCF exactly:
+full float64 precision so ``interbias scores metrics FILE`` reproduces the row's EER and minDCF exactly:
 
 - ``wespeaker``: ``<model>/<cell>.score``, lines ``enrol test score target|nontarget``
   (WeSpeaker's score files; its ``compute_metrics`` reads them).

@@ -1,0 +1,57 @@
+"""Options several commands share, as typer ``Annotated`` aliases: one spelling and one help
+text each. The key=value grammar is ``--set KEY=VALUE`` (repeatable), an operator or a chain is
+``--op NAME[:KEY=VALUE,...]`` (:mod:`interbias.operators.spec`, the form experiment files take
+too); the older spellings ``--param`` and ``--chain`` still parse, hidden from ``--help``, and
+say their new name on stderr."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+OpSetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="A parameter of the one --op (repeatable); an unknown key is an error listing the valid ones.",
+    ),
+]
+#: ``--param KEY=VALUE``: the older spelling of ``--set`` (hidden).
+ParamAlias = Annotated[list[str] | None, typer.Option("--param", hidden=True, help="Older spelling of --set.")]
+#: ``--chain SPEC``: the older spelling of a repeated ``--op`` (hidden).
+ChainAlias = Annotated[list[str] | None, typer.Option("--chain", hidden=True, help="Older spelling of --op.")]
+
+
+def older_spelling(old: str, new: str, given: Any) -> None:
+    """Say on stderr, once, that option ``old`` is spelt ``new`` now, when it was ``given``."""
+    if given:
+        typer.echo(f"note: {old} is now {new}", err=True)
+
+
+def op_settings(set_: list[str] | None, param: list[str] | None) -> dict[str, Any]:
+    """``--set`` and the older ``--param`` items as one mapping of raw values (a key given
+    twice, in either, is an error)."""
+    from interbias.utils.errors import OperatorError
+    from interbias.utils.keyvalue import parse_key_values
+
+    older_spelling("--param", "--set", param)
+    return parse_key_values([*(param or []), *(set_ or [])], option="--set" if set_ else "--param", error=OperatorError)
+
+
+def operator_or_chain(
+    op: list[str] | None, set_: list[str] | None, param: list[str] | None, chain: list[str] | None
+) -> tuple[str | None, dict[str, Any], list[str]]:
+    """(one operator, its parameters, chain specs) of repeatable ``--op`` with ``--set``
+    (:func:`interbias.operators.spec.with_settings`); the older ``--chain`` gives a chain even
+    of one operator, as its output has always said."""
+    from interbias.operators.spec import with_settings
+
+    older_spelling("--chain", "--op", chain)
+    settings = op_settings(set_, param)
+    if chain:
+        return None, settings, [*(op or []), *chain]
+    return with_settings(list(op or []), settings)
