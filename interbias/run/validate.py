@@ -182,7 +182,7 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
         path = Path(spec.manifest).expanduser()
         if not path.is_file():
             return None, f"manifest {path} is not here"
-        return _manifest_table(path), f"manifest {path.name}"
+        return _manifest_table(path, exp), f"manifest {path.name}"
     if spec.name != "synthetic":
         return None, f"the {spec.name} manifest is prepared at run time"
     from interbias.corpora.synthetic import SyntheticSpec, corpus_folder, planned_utterances
@@ -190,17 +190,22 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
     synth = SyntheticSpec.from_options(dict(spec.options))
     built = corpus_folder(synth, cache) / "manifest.jsonl"
     if built.is_file():
-        return _manifest_table(built), "the synthetic corpus built in the cache"
+        return _manifest_table(built, exp), "the synthetic corpus built in the cache"
     planned = pd.DataFrame(planned_utterances(synth)).assign(duration_s=DEFAULT_DURATION_S)
     return planned, "the synthetic spec (not built yet: durations assumed)"
 
 
-def _manifest_table(path: Path) -> pd.DataFrame:
+def _manifest_table(path: Path, exp: Any) -> pd.DataFrame:
     """The manifest read as ``run`` reads it (an id defaults to the path without its extension),
-    one row per utterance with its fields and free attributes as strings."""
+    one row per utterance with its fields and free attributes as strings; what ``run`` refuses
+    of it for ``exp`` (an attribute it selects by that no utterance has, a population attribute
+    that varies within a speaker and is not declared in ``utterance_attributes``) is an error."""
+    from interbias.corpora import check_manifest
     from interbias.corpora.manifest import Manifest
 
-    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in Manifest.read(path)]
+    manifest = Manifest.read(path)
+    check_manifest(exp, manifest)
+    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in manifest]
     return pd.DataFrame(rows)
 
 
