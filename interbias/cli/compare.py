@@ -55,8 +55,11 @@ def compare(
     directories on one trial list): exit 1 only when a regression larger than --margin is
     resolved, or with --equivalence only when some row is not shown within the margin."""
     from interbias.analysis.compare import compare_results
+    from interbias.corpora.fingerprint import corpora_differ
 
     names = tuple(comma_list(metrics)) if metrics else None
+    if warning := corpora_differ(base, new):
+        typer.echo(warning, err=True)
     if paired:
         _paired(base, new, names, margin, equivalence, alpha, (bootstrap, bootstrap_design), show_all)
         return

@@ -64,6 +64,7 @@ def build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
+    from interbias.corpora.fingerprint import corpus_verdict
     from interbias.corpora.synthetic import build_info
     from interbias.corpora.tasks import build_corpus
     from interbias.utils.progress import Reporter
@@ -72,6 +73,7 @@ def build(
         name, _options(set_ or []), speakers=speakers, cache=cache_dir, workers=workers, reporter=Reporter(quiet=quiet)
     )
     info = build_info(manifest)
+    verdict = corpus_verdict(manifest, check_files=True)
     if as_json:
         typer.echo(
             json.dumps(
@@ -84,6 +86,7 @@ def build(
                     "spec": dataclasses.asdict(spec),
                     "n_utterances": len(manifest),
                     "n_speakers": len(manifest.speakers()),
+                    "fingerprint": verdict.record() if verdict is not None else None,
                 },
                 indent=2,
             )
@@ -102,6 +105,8 @@ def build(
             + (f"; it took {earlier:.1f} s with {info.get('workers')} worker(s)" if earlier else "")
         )
     typer.echo(f"manifest: {manifest.root / 'manifest.jsonl'} (sha256 {manifest.sha256()[:16]}…)")
+    if verdict is not None:
+        typer.echo(verdict.line)
     _print_summary(manifest, as_json=False)
 
 
