@@ -42,11 +42,13 @@ def two_speaker_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["report"],
         ["plan"],
         ["plan", "--bootstrap-design", "speaker", "--bootstrap", "200"],
-        ["card", "M"],
+        ["card", "M", "--out", "{tmp}"],
     ],
 )
-def test_two_speakers_per_stratum_give_no_interval_not_a_traceback(two_speaker_run: Path, args: list[str]) -> None:
-    res = runner.invoke(app, [*args, str(two_speaker_run)])
+def test_two_speakers_per_stratum_give_no_interval_not_a_traceback(
+    two_speaker_run: Path, args: list[str], tmp_path: Path
+) -> None:
+    res = runner.invoke(app, [*(a.format(tmp=tmp_path) for a in args), str(two_speaker_run)])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert "Traceback" not in res.output and "ZeroDivisionError" not in res.output
     assert res.exit_code == 0, res.output
