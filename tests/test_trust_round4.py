@@ -52,3 +52,32 @@ def test_two_speakers_per_stratum_give_no_interval_not_a_traceback(
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert "Traceback" not in res.output and "ZeroDivisionError" not in res.output
     assert res.exit_code == 0, res.output
+
+
+# ---- case 1: a kill after the cells are written (attack stage, results) keeps the operations ---
+
+
+def test_a_kill_after_the_cells_keeps_the_operations_record(tmp_path: Path, tiny_corpus) -> None:
+    import signal
+
+    import pandas as pd
+    from conftest import tiny_experiment
+    from run_helpers import manifest_file, only_run_dir, run_args, run_child
+
+    manifest = manifest_file(tiny_corpus, tmp_path / "m")
+    exp = tiny_experiment(
+        tmp_path, name="K01", corpus={"manifest": str(manifest)}, trials={"targets": 20, "min_speakers": 4}
+    )
+    ref = run_child(run_args(exp, tmp_path / "ref", tmp_path / "ref-cache"))
+    assert ref.returncode == 0, ref.stderr
+    want = pd.read_parquet(only_run_dir(tmp_path / "ref") / "operations.parquet")
+    assert len(want) > 0
+    args = run_args(exp, tmp_path / "out", tmp_path / "cache")
+    killed = run_child(args, env={"INTERBIAS_CRASH_AT": "write:results.csv"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    again = run_child(args)
+    assert again.returncode == 0, again.stderr
+    run_dir = only_run_dir(tmp_path / "out")
+    assert (run_dir / "operations.parquet").read_bytes() == (
+        only_run_dir(tmp_path / "ref") / "operations.parquet"
+    ).read_bytes()
