@@ -81,3 +81,50 @@ def test_a_kill_after_the_cells_keeps_the_operations_record(tmp_path: Path, tiny
     assert (run_dir / "operations.parquet").read_bytes() == (
         only_run_dir(tmp_path / "ref") / "operations.parquet"
     ).read_bytes()
+
+
+# ---- case 4: windows bounded; a hop longer than the window refused ------------------------------
+
+
+def test_a_hop_longer_than_the_window_or_a_tiny_hop_is_refused() -> None:
+    from interbias.experiments.sections import parse_frontend
+    from interbias.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        parse_frontend({"long_audio": "window", "window_s": 1, "hop_s": 2}, "x.yaml")
+    assert str(exc.value) == (
+        "x.yaml: frontend.hop_s: 2 s is longer than window_s 1 s: the audio between windows would not be "
+        "embedded; use hop_s <= window_s"
+    )
+    with pytest.raises(ConfigError) as exc:
+        parse_frontend({"long_audio": "window", "window_s": 1, "hop_s": 0.001}, "x.yaml")
+    assert str(exc.value) == (
+        "x.yaml: frontend.hop_s: 0.001 s puts 1000 windows of 1 s on each sample, more than 10; use hop_s >= 0.1 s"
+    )
+    fe = parse_frontend({"long_audio": "window", "window_s": 1, "hop_s": 0.1}, "x.yaml")
+    assert (fe.window_s, fe.hop_s) == (1.0, 0.1)
+
+
+def test_window_count_matches_the_spans_and_a_runaway_file_is_one_counted_failure(tmp_path: Path) -> None:
+    import soundfile as sf
+
+    from interbias.audio.frontend import FrontEnd
+    from interbias.audio.windows import MAX_WINDOWS, window_count, window_spans
+    from interbias.corpora.manifest import Manifest, Utterance
+    from interbias.embedding.tasks import EmbedContext, EmbedTask, prepare
+    from interbias.operators import Chain
+
+    for n, w, h in [(160000, 3.0, 1.5), (32000, 3.0, 1.5), (96000, 3.0, 3.0), (100001, 1.0, 0.3), (16000, 1.0, 1.0)]:
+        assert window_count(n, 16000, w, h) == len(window_spans(n, 16000, w, h))
+    rate, seconds = 16000, 240  # 240 s at window 1 s, hop 0.1 s: 2,391 windows, over the limit
+    t = np.arange(seconds * rate) / rate
+    sf.write(str(tmp_path / "long.wav"), (0.2 * np.sin(2 * np.pi * 180 * t)).astype(np.float32), rate)
+    man = Manifest("t", tmp_path, (Utterance(id="long", path="long.wav", speaker="s"),))
+    fe = FrontEnd(long_audio="window", window_s=1.0, hop_s=0.1)
+    task = EmbedTask("long", "0" * 64, frozenset(), ((Chain(), ("enc",)),))
+    ready, failed = prepare(EmbedContext(fe, man, tmp_path), task)
+    assert ready == [] and len(failed) == 1
+    assert failed[0].error == (
+        f"long: 240.0 s of audio needs 2391 windows of 1 s every 0.1 s, more than {MAX_WINDOWS} "
+        "(frontend.long_audio: window); raise hop_s or window_s, or cut the recording"
+    )
