@@ -128,3 +128,29 @@ def test_window_count_matches_the_spans_and_a_runaway_file_is_one_counted_failur
         f"long: 240.0 s of audio needs 2391 windows of 1 s every 0.1 s, more than {MAX_WINDOWS} "
         "(frontend.long_audio: window); raise hop_s or window_s, or cut the recording"
     )
+
+
+# ---- case 2: every effect of a model resolved (one acoustic factor, clean vs a loud noise) -------
+
+
+def test_a_report_where_every_effect_is_resolved_is_written(tmp_path: Path) -> None:
+    from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write_run
+
+    from interbias.analysis.plots import forest_rows
+    from interbias.utils.seeding import derive_rng
+
+    trials = clustered_trials({"all": 20}, 8, 8)
+    cells = {
+        ("M", (lv,)): (trials.trial_id.to_numpy(), clustered_scores(trials, ScoreModel(), mu, derive_rng("c2", lv)))
+        for lv, mu in (("clean", 3.0), ("n20", -0.5))
+    }
+    run = write_run(tmp_path / "r", trials, cells, [("noise", "acoustic", "clean")])
+    res = runner.invoke(app, ["report", str(run)])
+    assert res.exit_code == 0, res.output
+    assert (run / "report.md").is_file()
+    import pandas as pd
+
+    findings = pd.read_csv(run / "findings.csv")
+    assert findings["resolved"].all()
+    rows, left = forest_rows(findings, ["main"], findings["resolved"])
+    assert len(rows) == len(findings) and left == 0
