@@ -154,3 +154,49 @@ def test_a_report_where_every_effect_is_resolved_is_written(tmp_path: Path) -> N
     assert findings["resolved"].all()
     rows, left = forest_rows(findings, ["main"], findings["resolved"])
     assert len(rows) == len(findings) and left == 0
+
+
+# ---- case 10: every numeric setting finite and in range, or one line ---------------------------
+
+
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        ("sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
+        ("duration_s=0", "cm train: duration_s must be a finite number > 0, got 0.0"),
+        ("lr=nan", "cm train: lr must be a finite number > 0, got nan"),
+        ("weight_decay=-1", "cm train: weight_decay must be a finite number >= 0, got -1.0"),
+    ],
+)
+def test_cm_train_settings_are_finite_and_in_range(setting: str, message: str) -> None:
+    from interbias.cm.train import TrainConfig
+    from interbias.utils.errors import ConfigError
+
+    key, value = setting.split("=")
+    with pytest.raises(ConfigError) as exc:
+        TrainConfig().override({key: value})
+    assert str(exc.value) == message
+
+
+def test_region_rule_weights_wdsr_floor_and_margins_refuse_nan_negative_and_inf(two_speaker_run: Path) -> None:
+    from interbias.analysis.cm_eval import parse_floats
+    from interbias.analysis.spoofing import weighted_dsr
+    from interbias.cm.lcnn_frames import RegionRule
+    from interbias.utils.errors import ConfigError, MetricError
+
+    with pytest.raises(ConfigError, match="min_region_s be >= 0"):
+        RegionRule(0.5, float("nan")).check()
+    with pytest.raises(MetricError) as exc:
+        parse_floats("0.5,nan", "--weights")
+    assert str(exc.value) == "--weights: each value must be a finite number >= 0, got nan"
+    with pytest.raises(MetricError, match=r"--alpha must be a finite number >= 0, got -0\.4"):
+        weighted_dsr(0.5, 0.3, 0.2, alpha=-0.4)
+    with pytest.raises(MetricError, match=r"--r2 must be a finite number >= 0, got -0\.3"):
+        weighted_dsr(0.5, -0.3, 0.2)
+    res = runner.invoke(app, ["analyze", str(two_speaker_run), "--gap-floor", "nan"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines()[-1] == "error: --gap-floor must be a finite number >= 0, got nan"
+    res = runner.invoke(
+        app, ["compare", str(two_speaker_run), str(two_speaker_run), "--paired", "--equivalence", "inf"]
+    )
+    assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be a finite number > 0, got inf"
