@@ -200,3 +200,19 @@ def test_region_rule_weights_wdsr_floor_and_margins_refuse_nan_negative_and_inf(
         app, ["compare", str(two_speaker_run), str(two_speaker_run), "--paired", "--equivalence", "inf"]
     )
     assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be a finite number > 0, got inf"
+
+
+# ---- case 11: listings name every adapter and every CM label -----------------------------------
+
+
+def test_corpus_prepare_help_names_every_adapter_and_cm_models_lists_the_frame_detector() -> None:
+    import re
+
+    from interbias.corpora import CORPORA
+
+    res = runner.invoke(app, ["corpus", "prepare", "--help"], env={"COLUMNS": "400"})
+    text = re.sub(r"\s+", " ", res.output.replace("│", " "))
+    missing = [name for name in CORPORA.names() if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
+    assert missing == [], missing
+    res = runner.invoke(app, ["cm", "models"])
+    assert res.exit_code == 0 and any(line.startswith("LCNN-LFCC-frames") for line in res.output.splitlines())

@@ -116,7 +116,11 @@ def build(
 @guarded
 def prepare(
     name: Annotated[
-        str, typer.Argument(help="Corpus adapter: ravdess, torgo, ears, commonvoice, l2arctic, voxceleb1.")
+        str,
+        typer.Argument(
+            help="Corpus adapter: add2023, asvspoof5, commonvoice, ears, l2arctic, ravdess, torgo, voxceleb1 "
+            "(from their published layout under --root); synthetic, synthetic-cm, synthetic-had are built."
+        ),
     ],
     root: Annotated[Path, typer.Option(help="Root folder of the corpus on disk (its published layout).")],
     out: Annotated[Path | None, typer.Option(help="Manifest to write (.jsonl or .csv; default ./NAME.jsonl).")] = None,

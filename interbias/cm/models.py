@@ -327,7 +327,8 @@ def sample_rate_hz() -> int:
 
 
 def model_states() -> list[dict[str, Any]]:
-    """Per label: ``present`` (checkpoint file found, with its path) or ``missing`` (how to get it)."""
+    """Per label: ``present`` (checkpoint file found, with its path), ``missing`` (how to get it)
+    or ``train`` (a model without a published checkpoint, trained with ``cm train``)."""
     out = []
     for label, card in CM_MODELS.items():
         try:
@@ -344,4 +345,14 @@ def model_states() -> list[dict[str, Any]]:
                 "detail": detail,
             }
         )
+    out.append(  # trained here only (no published checkpoint): interbias.cm.lcnn_frames.LABEL
+        {
+            "label": "LCNN-LFCC-frames",
+            "architecture": "LCNN over LFCC frames, P(fake) per frame (ADD 2023 Track 2 region detector)",
+            "frontend": "LFCC",
+            "state": "train",
+            "detail": "no published checkpoint: interbias cm train --model LCNN-LFCC-frames --corpus synthetic-had, "
+            "then cm score LCNN-LFCC-frames --checkpoint <its checkpoint.pt>",
+        }
+    )
     return out
