@@ -216,3 +216,20 @@ def test_corpus_prepare_help_names_every_adapter_and_cm_models_lists_the_frame_d
     assert missing == [], missing
     res = runner.invoke(app, ["cm", "models"])
     assert res.exit_code == 0 and any(line.startswith("LCNN-LFCC-frames") for line in res.output.splitlines())
+
+
+def test_the_wide_hint_is_given_only_by_commands_that_have_the_option(capsys) -> None:
+    import click
+    import pandas as pd
+
+    from interbias.cli.tables import print_frame
+
+    frame = pd.DataFrame({f"column_{i}": [1.23456789] * 40 for i in range(30)})
+
+    def shown(params: list[click.Parameter]) -> str:
+        with click.Context(click.Command("x", params=params)):
+            print_frame(frame, "t", full="t.csv")
+        return " ".join(capsys.readouterr().out.split())
+
+    assert "--wide" not in shown([]) and "full table: t.csv)" in shown([])
+    assert "full table: t.csv, or --wide prints everything)" in shown([click.Option(["--wide"], is_flag=True)])
