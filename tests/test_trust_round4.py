@@ -233,3 +233,16 @@ def test_the_wide_hint_is_given_only_by_commands_that_have_the_option(capsys) ->
 
     assert "--wide" not in shown([]) and "full table: t.csv)" in shown([])
     assert "full table: t.csv, or --wide prints everything)" in shown([click.Option(["--wide"], is_flag=True)])
+
+
+# ---- case 6: a CM checkpoint's training input policy is read back ------------------------------
+
+
+def test_a_checkpoint_trained_at_8_khz_is_scored_at_8_khz_with_its_own_duration() -> None:
+    from interbias.cm.models import trained_policy
+    from interbias.cm.train import TrainConfig
+
+    cfg = TrainConfig().override({"sample_rate_hz": "8000"})
+    policy = trained_policy({**cfg.__dict__, "n_samples": cfg.n_samples}, "tile")
+    assert (policy.sample_rate_hz, policy.n_samples) == (8000, 32000)  # 4 s at 8 kHz, not 2 s at 16 kHz
+    assert trained_policy({"n_samples": 64000}, "tile").sample_rate_hz == 16000  # older checkpoints

@@ -168,7 +168,15 @@ def score_all(
     """Scores of every cell (dev + eval in the reference cell, eval elsewhere) and failures per cell."""
     from interbias.cm.report import grid
     from interbias.cm.scoring import score_cell
+    from interbias.utils.errors import EncoderError
 
+    for label, cm in models.items():  # a checkpoint trained at another rate is refused, not fed 16 kHz
+        if cm.policy.sample_rate_hz != frontend.sample_rate_hz:
+            raise EncoderError(
+                f"{label}: its checkpoint was trained on {cm.policy.sample_rate_hz} Hz audio; this experiment's "
+                f"front end gives {frontend.sample_rate_hz} Hz (score it with interbias cm score, which uses the "
+                "checkpoint's own rate)"
+            )
     _, ref, _ = grid(exp)
     dev = sorted((u for u in manifest if u.get("split") == "dev"), key=lambda u: u.id)
     ev = sorted((u for u in manifest if u.get("split") == "eval"), key=lambda u: u.id)
