@@ -246,3 +246,30 @@ def test_a_checkpoint_trained_at_8_khz_is_scored_at_8_khz_with_its_own_duration(
     policy = trained_policy({**cfg.__dict__, "n_samples": cfg.n_samples}, "tile")
     assert (policy.sample_rate_hz, policy.n_samples) == (8000, 32000)  # 4 s at 8 kHz, not 2 s at 16 kHz
     assert trained_policy({"n_samples": 64000}, "tile").sample_rate_hz == 16000  # older checkpoints
+
+
+# ---- case 7: a fairness gap from two speakers per group is not declared ------------------------
+
+
+@pytest.mark.parametrize("per_group,tested", [(2, False), (6, True)])
+def test_the_fairness_speaker_test_needs_five_speakers_per_group(per_group: int, tested: bool) -> None:
+    from interbias.analysis.fairness_cluster import SpeakerBootstrap, clustered_z
+    from interbias.utils.seeding import derive_rng
+
+    rng = derive_rng("case7", per_group)
+    spk = [f"{g}{i}" for g in "ab" for i in range(per_group)]
+    enrol = np.repeat(spk, 20)
+    group = np.array([s[0] for s in enrol])
+    error = rng.random(len(enrol)) < np.where(group == "a", 0.05, 0.6)  # a large gap
+    boot = SpeakerBootstrap.draw(enrol, enrol, group, n_boot=200, rng=rng)
+    ones = np.ones(len(enrol))
+    z, p, se, note = clustered_z(
+        boot, (error * (group == "a"), ones * (group == "a")), (error * (group == "b"), ones * (group == "b"))
+    )
+    if tested:
+        assert note == "" and p < 0.05
+    else:
+        assert np.isnan(p) and note == (
+            "not tested: a group's trials hold 2 speaker(s), fewer than 5 (the speaker bootstrap cannot estimate "
+            "the spread)"
+        )
