@@ -263,7 +263,7 @@ def test_the_fairness_speaker_test_needs_five_speakers_per_group(per_group: int,
     error = rng.random(len(enrol)) < np.where(group == "a", 0.05, 0.6)  # a large gap
     boot = SpeakerBootstrap.draw(enrol, enrol, group, n_boot=200, rng=rng)
     ones = np.ones(len(enrol))
-    z, p, se, note = clustered_z(
+    _z, p, _se, note = clustered_z(
         boot, (error * (group == "a"), ones * (group == "a")), (error * (group == "b"), ones * (group == "b"))
     )
     if tested:
