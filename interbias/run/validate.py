@@ -223,22 +223,38 @@ def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:
 
 def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
     """(distinct (utterance, chain) items, distinct utterances, their audio seconds) the run
-    would embed, from the pools of each stratum (see the module docstring)."""
+    would embed, from the pools of each stratum (see the module docstring). Linear in the grid:
+    each stratum side's pool is selected once, and each chain's items are the union of the
+    pools of the sides it applies to (counted, never listed item by item)."""
+    from interbias.utils.seeding import canonical_json
+
     pool = table[_matching(table, dict(exp.population))] if exp.population else table
     cap = exp.trials.utterances_per_speaker
     by_stratum: dict[str, Any] = {s.name: s for s in exp.strata()}
-    items: set[tuple[str, str]] = set()
+    side_ids: dict[str, frozenset[str]] = {}
+    sides_of_chain: dict[str, set[str]] = {}
     for cell in exp.cells():
         stratum = by_stratum[cell.stratum]
+        fe = exp.frontend_for(cell).vad  # a protocol VAD embeds the same chain again
         for selectors, chain in ((stratum.enrol, cell.enrol_chain), (stratum.test, cell.test_chain)):
-            side = pool[_matching(pool, selectors)].sort_values("id")
-            if cap:
-                side = side.groupby("speaker", sort=False).head(cap)
-            fe = exp.frontend_for(cell).vad  # a protocol VAD embeds the same chain again
-            items.update((uid, chain.fingerprint + ("" if fe == exp.frontend.vad else f"@{fe}")) for uid in side["id"])
-    ids = {uid for uid, _ in items}
+            key = canonical_json(selectors)
+            if key not in side_ids:
+                side = pool[_matching(pool, selectors)].sort_values("id")
+                if cap:
+                    side = side.groupby("speaker", sort=False).head(cap)
+                side_ids[key] = frozenset(side["id"])
+            chain_key = chain.fingerprint + ("" if fe == exp.frontend.vad else f"@{fe}")
+            sides_of_chain.setdefault(chain_key, set()).add(key)
+    sizes: dict[frozenset[str], int] = {}
+    n_items = 0
+    for keys in sides_of_chain.values():
+        group = frozenset(keys)
+        if group not in sizes:
+            sizes[group] = len(frozenset().union(*(side_ids[k] for k in group)))
+        n_items += sizes[group]
+    used = set().union(*(side_ids[k] for keys in sides_of_chain.values() for k in keys)) if sides_of_chain else set()
     seconds = 0.0
     if "duration_s" in table.columns:
         durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
-        seconds = float(durations.reindex(sorted(ids)).fillna(DEFAULT_DURATION_S).sum())
-    return len(items), len(ids), seconds
+        seconds = float(durations.reindex(sorted(used)).fillna(DEFAULT_DURATION_S).sum())
+    return n_items, len(used), seconds
