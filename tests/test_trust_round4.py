@@ -273,3 +273,14 @@ def test_the_fairness_speaker_test_needs_five_speakers_per_group(per_group: int,
             "not tested: a group's trials hold 2 speaker(s), fewer than 5 (the speaker bootstrap cannot estimate "
             "the spread)"
         )
+
+
+def test_the_energy_vad_does_not_keep_a_dc_offset() -> None:
+    from interbias.audio.frontend import SPEECH_FLOOR_DBFS
+    from interbias.audio.vad import energy_mask
+
+    rate = 16000
+    x = np.full(2 * rate, 0.2)  # a DC offset through the file, a 200 Hz burst in its second half
+    x[rate:] += 0.1 * np.sin(2 * np.pi * 200 * np.arange(rate) / rate)
+    mask = energy_mask(x.astype(np.float32), rate, SPEECH_FLOOR_DBFS)
+    assert not mask[:rate].any() and mask[rate:].all()
