@@ -284,3 +284,17 @@ def test_the_energy_vad_does_not_keep_a_dc_offset() -> None:
     x[rate:] += 0.1 * np.sin(2 * np.pi * 200 * np.arange(rate) / rate)
     mask = energy_mask(x.astype(np.float32), rate, SPEECH_FLOOR_DBFS)
     assert not mask[:rate].any() and mask[rate:].all()
+
+
+def test_a_main_effect_is_not_said_averaged_over_a_factor_with_one_level_in_the_results(tmp_path: Path) -> None:
+    """The noisy cells errored (no rows): gender's main effect is the clean level's gap alone,
+    and its label says so instead of 'averaged over noise'."""
+    import pandas as pd
+
+    means = {"M": {(g, "clean"): mu for g, mu in (("female", 2.0), ("male", 1.6))}}
+    run = gender_noise_run(tmp_path / "r", means, n=12, m=6)
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    effects = set(pd.read_csv(run / "findings.csv")["effect"])
+    assert "main gender=male − gender=female (at noise=clean: the only level in the results)" in effects
+    assert not any("averaged over noise" in e for e in effects)

@@ -128,7 +128,12 @@ def _one_factor(g: Grid, group: str | None, simple: bool) -> list[Effect]:
         others = [j for j in range(n) if j != i]
         settings = list(itertools.product(*[g.levels[g.slots[j]] for j in others]))
         ref = g.ref[slot]
-        over = ", ".join(names[j] for j in others)
+        over = ", ".join(names[j] for j in others if len(g.levels[g.slots[j]]) > 1)
+        # a factor with one level in the results is not averaged over: say which level it is
+        single = [f"{names[j]}={g.levels[g.slots[j]][0]}" for j in others if len(g.levels[g.slots[j]]) == 1]
+        scope = (f" (averaged over {over})" if over else "") + (
+            f" (at {', '.join(single)}: the only level in the results)" if single else ""
+        )
         if names[i] == group and not others:
             continue  # the group factor alone: its main effect is the gap
         for lv in [v for v in g.levels[slot] if v != ref]:
@@ -142,7 +147,7 @@ def _one_factor(g: Grid, group: str | None, simple: bool) -> list[Effect]:
             coef, v0, v1 = _average(g, pairs)
             cond, refl = f"{names[i]}={lv}", f"{names[i]}={ref}"
             row = {**base, "kind": "main", "group": "", "condition": cond, "reference": refl}
-            row.update(effect=f"main {cond} − {refl}" + (f" (averaged over {over})" if over else ""))
+            row.update(effect=f"main {cond} − {refl}{scope}")
             row.update(
                 value_from=v0, value_to=v1, note="" if coef else "not estimable: a cell of the average is missing"
             )
