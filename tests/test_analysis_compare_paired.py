@@ -70,10 +70,15 @@ def test_point_values_are_the_plain_metrics_and_a_regression_is_resolved() -> No
     assert not null.regression.any()
     reg = shifted[shifted.metric == "eer"].iloc[0]
     assert reg["diff"] > 0.05 and reg.regression and reg.p_holm < 0.05
-    # Holm over all row x metric values
+    # Holm over the family: 300 non-targets x 0.01 = 3 < 10 leaves minDCF out (counted)
     from statsmodels.stats.multitest import multipletests
 
-    assert out.p_holm.to_numpy() == pytest.approx(multipletests(out.p_regression, method="holm")[1])
+    from interbias.analysis.compare_paired import UNSUPPORTED
+
+    fam = out[out.left_out == ""]
+    assert set(fam.metric) == {"eer"} and (out[out.metric == "min_dcf"].left_out == UNSUPPORTED).all()
+    assert out[out.metric == "min_dcf"].p_holm.isna().all()
+    assert fam.p_holm.to_numpy() == pytest.approx(multipletests(fam.p_regression, method="holm")[1])
     # a margin larger than the regression: not a failing regression any more
     wide = paired_test(trials, rows_for(trials, pairs), n_boot=400, margin=0.5)
     assert not wide.regression.any()
@@ -161,7 +166,8 @@ def test_real_runs_a_draw_pair_passes_and_a_noisier_chain_fails(tmp_path: Path, 
             frame.assign(score=frame.score_d1).to_parquet(path, index=False)
     res = CliRunner().invoke(app, ["runs", "compare", str(base), str(other), "--paired", "--all", "--bootstrap", "300"])
     assert res.exit_code == 0, res.output
-    assert "0 of 8 value(s) with a resolved regression" in res.output
+    assert "0 of 2 value(s) with a resolved regression" in res.output
+    assert "left out of the family: 4 identical scores in both runs (identical inputs)" in res.output
     noisy = _run(tmp_path, session_cache, "noisy", 0.0)
     res = CliRunner().invoke(app, ["runs", "compare", str(base), str(noisy), "--paired", "--bootstrap", "300"])
     assert res.exit_code == 1, res.output
@@ -187,6 +193,6 @@ def test_paired_refuses_runs_without_scores_or_on_other_trial_lists(tmp_path: Pa
         "compare results files without scores with --tolerance"
     )
     res = CliRunner().invoke(app, ["runs", "compare", str(a), str(b), "--paired", "--equivalence", "0"])
-    assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be > 0, got 0.0"
+    assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be a finite number > 0, got 0.0"
     res = CliRunner().invoke(app, ["runs", "compare", str(a), str(b), "--margin", "0.01"])
     assert res.output.strip() == "error: --margin and --equivalence need --paired (without it, --tolerance is the gate)"

@@ -72,7 +72,7 @@ def test_group_factor_detection_and_errors() -> None:
     assert flipped.gap.tolist() == pytest.approx([0.1, 0.1])
     with pytest.raises(AnalysisError, match="--group-factor 'age' is not a factor of E16; valid: gender, noise"):
         compute_gaps(frame, group_factor="age")
-    with pytest.raises(AnalysisError, match="--gap-floor must be >= 0"):
+    with pytest.raises(AnalysisError, match="--gap-floor must be a finite number >= 0"):
         compute_gaps(frame, floor=-1)
 
 

@@ -116,7 +116,7 @@ def test_vad_config_is_checked_and_none_keeps_the_fingerprint() -> None:
         parse_frontend({"vad": "loud"}, "x.yaml")
     with pytest.raises(AudioError, match=r"the energy VAD kept 0\.400 s of speech, shorter than the minimum 1 s"):
         x = np.zeros(2 * RATE, np.float32)
-        x[RATE : RATE + int(0.4 * RATE)] = 0.3
+        x[RATE : RATE + int(0.4 * RATE)] = 0.3 * np.sin(2 * np.pi * 200 * np.arange(int(0.4 * RATE)) / RATE)
         keep_speech(x, RATE, "energy", 1.0, "f", SPEECH_FLOOR_DBFS)
 
 

@@ -257,3 +257,16 @@ def test_the_speed_page_shows_one_whole_make_bench_run() -> None:
     sections = re.findall(r"^### `(bench_\w+\.py)` \(\d+ s\)$", figures, flags=re.M)
     assert sections == [p.name for p in run_all.scripts()]
     assert not process_talk(figures)
+
+
+def test_every_link_anchor_in_the_docs_is_ascii() -> None:
+    """A link to a heading with a non-ASCII character (D̄, Λ) fails ``mkdocs build --strict``: such
+    headings carry an explicit ASCII anchor (``{#id}``) and links name it."""
+    pattern = re.compile(r"\]\(([^)\s]*#[^)\s]*)\)")
+    bad = [
+        f"{md.relative_to(ROOT)}: {target}"
+        for md in sorted(DOCS.rglob("*.md"))
+        for target in pattern.findall(md.read_text(encoding="utf-8"))
+        if not target.isascii()
+    ]
+    assert not bad, bad

@@ -260,7 +260,8 @@ def test_repair_cli_on_a_table_writes_a_voice_disjoint_audit(tmp_path: Path) -> 
 
 def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_split(tmp_path: Path) -> None:
     """A rerun into the same --out with other options is refused before any work and leaves the
-    first audit byte for byte; the same options may write again; --heldout-share 0.99 on groups
+    first audit byte for byte; the same options are refused too (issue 53 case 8: a second training
+    is another adapter, which would replace the first audit); --heldout-share 0.99 on groups
     of two voices holds out one of each and says so (was: silently)."""
     path = tmp_path / "grid.csv"
     grid_to_table(planted_grid(n_text=4, n_voice=8)).to_csv(path, index=False)
@@ -293,8 +294,10 @@ def test_repair_refuses_to_overwrite_another_configuration_and_says_a_clamped_sp
     assert res.output.startswith(f"error: {out} already holds the repair of other options (options ")
     assert res.output.rstrip().endswith("would be overwritten; give another --out, or remove that folder")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    res = runner.invoke(app, [*args, "--heldout-share", "0.99"])  # the same options: written again
-    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*args, "--heldout-share", "0.99"])  # the same options: kept, not retrained
+    assert res.exit_code == 1 and len(res.output.splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: {out} already holds this repair (the same options, ")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def fake_adapter(path: Path, base_fp: str, d: int = 40, seed: int = 0) -> Path:

@@ -155,3 +155,49 @@ def test_a_million_cell_grid_is_refused_in_seconds_with_its_count(tmp_path: Path
         f"error: {exp_path}: G02: the grid has 1,000,000 cells (a 100 × b 100 × c 100) × 1 encoder(s) = 1,000,000 "
         "results rows, over the limit of 10,000" in res.output
     )
+
+
+def test_a_per_utterance_population_attribute_must_be_declared_as_run_requires(tmp_path: Path) -> None:
+    """A population factor by an attribute that varies within a speaker (``mood``): ``run`` refuses
+    it unless the experiment declares it in ``utterance_attributes``; ``validate`` says the same."""
+    lines = ["path,speaker,gender,mood"] + [
+        f"{s}/{i}.wav,{s},{g},{'calm' if i % 2 else 'angry'}"
+        for s, g in (("f1", "female"), ("f2", "female"), ("m1", "male"), ("m2", "male"))
+        for i in range(4)
+    ]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("\n".join(lines) + "\n")
+    mood = {"name": "mood", "type": "population", "attribute": "mood", "reference": "calm",
+            "levels": {"calm": "calm", "angry": "angry"}}  # fmt: skip
+    args = {"corpus": {"manifest": str(manifest)}, "trials": {"targets": 4, "min_speakers": 2}}
+    bare = tiny_experiment(tmp_path, name="U1", factors=[mood], **args)
+    res = runner.invoke(app, ["validate", str(bare), "--encoders", "mfcc-stats"])
+    assert res.exit_code == 1
+    assert "'mood' differs within 4 speaker(s)" in res.output and "utterance_attributes" in res.output
+    declared = tiny_experiment(tmp_path, name="U2", factors=[mood], utterance_attributes=["mood"], **args)
+    res = runner.invoke(app, ["validate", str(declared), "--encoders", "mfcc-stats"])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_21_cubed_grid_counts_its_items_from_the_pools_not_item_by_item(tmp_path: Path) -> None:
+    """9,261 cells (three test-side factors of 21 levels) on the tiny corpus: every test-side
+    chain meets every utterance, the clean chain is shared with the enrolment side, so the items
+    are 60 × 9,261; counted per chain from each side's pool (issue 53 case 9: validate listed
+    every item of every cell and ran for minutes on the full corpus)."""
+    from interbias.experiments.schema import load_experiment
+
+    def factor(name: str, op: dict, key: str, values: list) -> dict:
+        levels: dict = {"ref": []}
+        levels.update({f"{name}{i}": [{**op, key: v}] for i, v in enumerate(values)})
+        return {"name": name, "type": "acoustic", "apply_to": "test", "reference": "ref", "levels": levels}
+
+    factors = [
+        factor("n", {"op": "noise", "kind": "gaussian"}, "snr_db", list(range(1, 21))),
+        factor("c", {"op": "clip"}, "threshold", [round(0.09 + 0.04 * i, 3) for i in range(20)]),
+        factor("a", {"op": "agc"}, "threshold_db", [-58 + 2 * i for i in range(20)]),
+    ]
+    exp = load_experiment(tiny_experiment(tmp_path, name="G21", factors=factors))
+    assert len(exp.cells()) == 21**3
+    table, _ = utterance_table(exp, tmp_path)
+    items, n_utts, _ = embedding_items(exp, table)
+    assert (items, n_utts) == (60 * 21**3, 60)

@@ -121,7 +121,7 @@ def validate_additivity(
     results: pd.DataFrame, metric: str = "eer", *, tolerance: float = DEFAULT_TOLERANCE
 ) -> AdditivityTables:
     """Leave-one-setting-out errors of the main-effects model, per setting and per model."""
-    if not tolerance > 0:
+    if not (tolerance > 0 and tolerance < float("inf")):
         raise AnalysisError(f"--tolerance must be positive, got {tolerance}")
     rows = []
     for g in grids(results, metric):

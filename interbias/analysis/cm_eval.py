@@ -4,6 +4,7 @@ metrics themselves are in :mod:`interbias.analysis.cm` and :mod:`interbias.analy
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,14 +22,16 @@ from interbias.analysis.cm import (
 from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import MetricError
 from interbias.utils.keyvalue import comma_list, parse_key_values
+from interbias.utils.numbers import require
 
 
 def parse_floats(text: str, what: str) -> list[float]:
     """A comma-separated list of numbers (``what`` names the option in the error)."""
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise MetricError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+    return [require(f"{what}: each value", v, low=0.0, error=MetricError) for v in values]
 
 
 def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, Any]:
@@ -125,6 +128,6 @@ def read_dsr(value: str, option: str) -> float:
             dsr = float(json.loads(path.read_text())["dsr"])
         except (ValueError, KeyError, TypeError):
             raise MetricError(f"{option} {path}: not the JSON of `cm-eval dsr --json` (no numeric 'dsr')") from None
-    if not 0.0 <= dsr <= 1.0:
+    if not (math.isfinite(dsr) and 0.0 <= dsr <= 1.0):
         raise MetricError(f"{option}: a DSR is a rate in [0, 1], got {dsr}")
     return dsr

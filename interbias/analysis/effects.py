@@ -129,7 +129,12 @@ def _one_factor(g: Grid, group: str | None, simple: bool) -> list[Effect]:
         others = [j for j in range(n) if j != i]
         settings = list(itertools.product(*[g.levels[g.slots[j]] for j in others]))
         ref = g.ref[slot]
-        over = ", ".join(names[j] for j in others)
+        over = ", ".join(names[j] for j in others if len(g.levels[g.slots[j]]) > 1)
+        # a factor with one level in the results is not averaged over: say which level it is
+        single = [f"{names[j]}={g.levels[g.slots[j]][0]}" for j in others if len(g.levels[g.slots[j]]) == 1]
+        scope = (f" (averaged over {over})" if over else "") + (
+            f" (at {', '.join(single)}: the only level in the results)" if single else ""
+        )
         if names[i] == group and not others:
             continue  # the group factor alone: its main effect is the gap
         for lv in [v for v in g.levels[slot] if v != ref]:
@@ -143,7 +148,7 @@ def _one_factor(g: Grid, group: str | None, simple: bool) -> list[Effect]:
             coef, v0, v1 = _average(g, pairs)
             cond, refl = f"{names[i]}={lv}", f"{names[i]}={ref}"
             row = {**base, "kind": "main", "group": "", "condition": cond, "reference": refl}
-            row.update(effect=f"main {cond} − {refl}" + (f" (averaged over {over})" if over else ""))
+            row.update(effect=f"main {cond} − {refl}{scope}")
             row.update(
                 value_from=v0, value_to=v1, note="" if coef else "not estimable: a cell of the average is missing"
             )
@@ -213,8 +218,11 @@ class Correction:
         """Satterthwaite degrees of freedom of SE² = a·V_S − c·V_N split by where its noise comes
         from: the speaker part a·V_S − (c − 1)·V_N (speaker effects and the pair terms they carry,
         ν_S) and the pair part V_N (ν_N): SE⁴ / ((a·V_S − (c − 1)·V_N)²/ν_S + V_N²/ν_N), each ν
-        combining its clusters with the B − 1 of the replicates."""
+        combining its clusters with the B − 1 of the replicates. NaN where a part has no
+        clusters to vary over (one speaker per block, one distinct non-target pair)."""
         a, c = self.factors
+        if not (self.nu_speakers > 0 and self.nu_pairs > 0 and n_boot > 1):
+            return np.full(np.shape(v_s), np.nan)
         nu_s = 1 / (1 / self.nu_speakers + 1 / (n_boot - 1))
         nu_n = 1 / (1 / self.nu_pairs + 1 / (n_boot - 1))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -243,6 +251,12 @@ def _spread(frame: pd.DataFrame, matrix: np.ndarray, correction: Correction | No
         frame["df"] = correction.df(se_s**2, v_n, correction.replicates.n_boot)
         bad = np.isfinite(se_s) & (se_s > 0) & ~(var > 0)
         frame.loc[bad, "note"] = "no interval: the corrected variance is not positive (too few speakers or trials)"
+        no_df = (var > 0) & ~np.isfinite(frame["df"].to_numpy(float))
+        se = np.where(no_df, np.nan, se)
+        frame.loc[no_df, "note"] = (
+            "no interval: the corrected SE has no degrees of freedom (one speaker per block or one distinct "
+            "non-target speaker pair)"
+        )
     flat = ~(np.isfinite(se_s) & (se_s > 0)) & frame["estimate"].notna().to_numpy()
     frame.loc[flat, "note"] = "no interval: the bootstrap replicates do not vary (too few speakers per stratum)"
     frame["se"] = np.where(np.isfinite(se) & (se > 0), se, np.nan)

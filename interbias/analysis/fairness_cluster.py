@@ -95,6 +95,10 @@ class SpeakerBootstrap:
             counts[:, block] = np.bincount(draws.ravel(), minlength=n * n_boot).reshape(n_boot, n)
         return cls(pair=np.asarray(pair).ravel(), pairs=pairs, counts=counts)
 
+    def n_speakers(self, trials: np.ndarray) -> int:
+        """Distinct speakers (enrol or test) of the trials selected by the boolean mask ``trials``."""
+        return len(np.unique(self.pairs[np.unique(self.pair[np.asarray(trials, bool)])].ravel()))
+
     @property
     def weights(self) -> np.ndarray:
         """``B × n_pairs`` multiplicities (:meth:`pair_weights` of every pair; made on each read)."""
@@ -121,13 +125,29 @@ class SpeakerBootstrap:
         return np.einsum("be,eb->b", c, m @ c.T) + c @ diag
 
 
+#: Fewest distinct speakers a group's trials must hold for the speaker test: with fewer, the
+#: bootstrap's spread (at most (n − 1)/n of the sampling variance, and from a handful of
+#: distinct resamples) is too small, and a z-test on it declares gaps that are noise.
+MIN_SPEAKERS = 5
+
+
 def clustered_z(
     boot: SpeakerBootstrap, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 ) -> tuple[float, float, float, str]:
-    """(z, p, SE, note) of x_a/n_a − x_b/n_b; ``a``/``b``: per-trial (x, n) indicators of each group."""
+    """(z, p, SE, note) of x_a/n_a − x_b/n_b; ``a``/``b``: per-trial (x, n) indicators of each
+    group; not tested when a group's trials hold fewer than :data:`MIN_SPEAKERS` speakers."""
     (xa, na), (xb, nb) = a, b
     if na.sum() == 0 or nb.sum() == 0:
         return math.nan, math.nan, math.nan, "not tested: a group has an empty denominator"
+    fewest = min(boot.n_speakers(na > 0), boot.n_speakers(nb > 0))
+    if fewest < MIN_SPEAKERS:
+        return (
+            math.nan,
+            math.nan,
+            math.nan,
+            f"not tested: a group's trials hold {fewest} speaker(s), fewer than {MIN_SPEAKERS} (the speaker "
+            "bootstrap cannot estimate the spread)",
+        )
     d = xa.sum() / na.sum() - xb.sum() / nb.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = boot.totals(xa) / boot.totals(na) - boot.totals(xb) / boot.totals(nb)

@@ -24,6 +24,7 @@ from interbias.analysis.contrasts import SLOTS, Grid, grids, normalised, place
 from interbias.analysis.permutation import UNIT, RunPermutations
 from interbias.analysis.replicates import Replicates
 from interbias.utils.errors import AnalysisError
+from interbias.utils.numbers import require
 
 #: Default floor on |reference-condition gap| below which a ratio is flagged unstable (EER).
 DEFAULT_FLOOR = 0.01
@@ -147,8 +148,7 @@ def compute_gaps(
 ) -> GapTables:
     """Gaps for every experiment that has a group factor (``group_factor`` by name, else its
     first population factor); experiments without one are skipped."""
-    if floor < 0:
-        raise AnalysisError(f"--gap-floor must be >= 0, got {floor}")
+    require("--gap-floor", floor, low=0.0, error=AnalysisError)
     pops = population_factors(results, resolved)
     rows: list[dict[str, Any]] = []
     signed_reps: list[np.ndarray] = []

@@ -269,8 +269,8 @@ def forest_rows(findings: pd.DataFrame, kinds: Sequence[str], resolved: pd.Serie
     for _, grp in f.groupby("model", sort=False):
         res = grp[grp["_res"]].nlargest(FOREST_RESOLVED, "_abs")
         left += int(grp["_res"].sum()) - len(res)
-        unres = pd.concat([g.nlargest(FOREST_UNRESOLVED, "_abs") for _, g in grp[~grp["_res"]].groupby("kind")])
-        both = pd.concat([res, unres]) if len(unres) else res
+        parts = [g.nlargest(FOREST_UNRESOLVED, "_abs") for _, g in grp[~grp["_res"]].groupby("kind")]
+        both = pd.concat([res, *parts]) if parts else res  # every effect resolved: no unresolved part
         rank = {k: i for i, k in enumerate(kinds)}
         both = both.assign(_k=both["kind"].map(rank)).sort_values(
             ["_k", "_res", "_abs"], ascending=[True, False, False]

@@ -29,6 +29,7 @@ from interbias.metrics.spoof import SpoofSummary as SpoofSummary
 from interbias.metrics.spoof import accepted as accepted
 from interbias.metrics.spoof import spoof_summary as spoof_summary
 from interbias.utils.errors import AnalysisError, MetricError
+from interbias.utils.numbers import require
 
 
 def deception_success_rate(wrong: Sequence[int], n_samples: int) -> float:
@@ -54,7 +55,13 @@ def weighted_dsr(
     alpha: float = 0.4,
     beta: float = 0.6,
 ) -> float:
-    """WDSR = γ·DSR_R1 + δ·WDSR_R2, WDSR_R2 = α·DSR_R2,baseline + β·DSR_R2 (ADD 2023 Eqs. 2–3)."""
+    """WDSR = γ·DSR_R1 + δ·WDSR_R2, WDSR_R2 = α·DSR_R2,baseline + β·DSR_R2 (ADD 2023 Eqs. 2–3);
+    every weight a finite number >= 0 and every DSR finite and >= 0 (a rate, or a percentage as in
+    ADD 2023's tables; else a :class:`MetricError`)."""
+    for name, w in (("--gamma", gamma), ("--delta", delta), ("--alpha", alpha), ("--beta", beta)):
+        require(name, w, low=0.0, error=MetricError)
+    for name, d in (("--r1", dsr_r1), ("--r2", dsr_r2), ("--r2-baseline", dsr_r2_baseline)):
+        require(name, d, low=0.0, error=MetricError)
     return float(gamma * dsr_r1 + delta * (alpha * dsr_r2_baseline + beta * dsr_r2))
 
 

@@ -6,7 +6,8 @@ kept-speech share (kept samples / samples) goes into the front end's record. An 
 it finds no speech, or less than the front end's ``min_duration_s``, is refused (one reason,
 the same in every cell, the clean cell included).
 
-- ``energy``: 20 ms frames (the last, shorter one judged alone) whose mean square is at least
+- ``energy``: 20 ms frames (the last, shorter one judged alone) whose power about the frame's
+  mean (its variance: a DC offset carries no speech) is at least
   :data:`ENERGY_RANGE_DB` below the loudest frame's and above
   the front end's speech floor (:data:`interbias.audio.frontend.SPEECH_FLOOR_DBFS`); dependency-free.
 - ``webrtc``: the WebRTC VAD (``webrtcvad-wheels``), aggressiveness :data:`WEBRTC_MODE`, 30 ms
@@ -62,7 +63,8 @@ def energy_mask(x: np.ndarray, sample_rate_hz: int, floor_db: float) -> np.ndarr
     flen = max(1, int(round(ENERGY_FRAME_S * sample_rate_hz)))
     starts = np.arange(0, len(x), flen)
     x64 = x.astype(np.float64)
-    power = np.array([float((x64[s : s + flen] ** 2).mean()) for s in starts])
+    # frame power about the frame's mean: a DC offset is not speech energy
+    power = np.array([float(x64[s : s + flen].var()) for s in starts])
     with np.errstate(divide="ignore"):
         db = 10 * np.log10(power)
     threshold = max(float(db.max()) - ENERGY_RANGE_DB, floor_db)

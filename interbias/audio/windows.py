@@ -7,6 +7,11 @@ than ``window_s`` is refused by the front end (:func:`interbias.audio.frontend.p
 counted failure per utterance, the same in every cell); a chain output of at most ``window_s``
 (after a crop, say) is one window: itself. The front end does not truncate at
 ``max_duration_s`` in this mode.
+
+Bounds: ``hop_s`` lies in [``window_s`` / :data:`MAX_OVERLAP`, ``window_s``] (a longer hop would
+skip audio between windows; a shorter one stacks more than :data:`MAX_OVERLAP` windows on each
+sample), and a waveform needing more than :data:`MAX_WINDOWS` windows is refused (one counted
+failure per utterance, :func:`too_many_windows`) rather than embedded in one call of that size.
 """
 
 from __future__ import annotations
@@ -14,6 +19,32 @@ from __future__ import annotations
 import numpy as np
 
 LONG_AUDIO = ("truncate", "window")
+#: Most windows that may cover one sample: ``hop_s`` >= ``window_s`` / MAX_OVERLAP.
+MAX_OVERLAP = 10
+#: Most windows of one waveform (2,048 windows of 3 s at 16 kHz: 393 MB of float32 input).
+MAX_WINDOWS = 2048
+
+
+def window_count(n: int, sample_rate_hz: int, window_s: float, hop_s: float) -> int:
+    """``len(window_spans(...))`` without building the spans."""
+    win = int(round(window_s * sample_rate_hz))
+    hop = max(1, int(round(hop_s * sample_rate_hz)))
+    if n <= win:
+        return 1
+    full = (n - win) // hop + 1
+    return full + ((full - 1) * hop + win < n)
+
+
+def too_many_windows(n: int, sample_rate_hz: int, window_s: float, hop_s: float) -> str | None:
+    """Why a waveform of ``n`` samples is not embedded by windows (more than :data:`MAX_WINDOWS`),
+    or ``None``."""
+    count = window_count(n, sample_rate_hz, window_s, hop_s)
+    if count <= MAX_WINDOWS:
+        return None
+    return (
+        f"{n / sample_rate_hz:.1f} s of audio needs {count} windows of {window_s:g} s every {hop_s:g} s, more than "
+        f"{MAX_WINDOWS} (frontend.long_audio: window); raise hop_s or window_s, or cut the recording"
+    )
 
 
 def window_spans(n: int, sample_rate_hz: int, window_s: float, hop_s: float) -> list[tuple[int, int]]:

@@ -227,8 +227,9 @@ def options_digest(options: RepairOptions) -> str:
 
 
 def check_out(out: Path, digest: str) -> None:
-    """Refuse an ``--out`` that holds the repair of other options (its audit would be overwritten);
-    the same options may write there again."""
+    """Refuse an ``--out`` that holds a finished repair (``repair.json``): of other options, or of
+    the same ones (a second training is not the same adapter byte for byte across processes, so
+    the first audit would be replaced by another)."""
     record = out / "repair.json"
     if not record.is_file():
         return
@@ -242,6 +243,10 @@ def check_out(out: Path, digest: str) -> None:
             f"{out} already holds the repair of other options ({which}; these: {digest[:12]}): its repair.json, "
             "repair.csv and repair-summary.csv would be overwritten; give another --out, or remove that folder"
         )
+    raise AnalysisError(
+        f"{out} already holds this repair (the same options, {digest[:12]}): it is kept as it is; a second "
+        "training would replace its adapter and audit with another; give another --out, or remove that folder"
+    )
 
 
 def split_notes(split: VoiceSplit, heldout_share: float) -> list[str]:

@@ -41,17 +41,28 @@ def compare(
         typer.Option(help="--paired: exit 0 only when every row is shown within +/- this (two one-sided tests)."),
     ] = None,
     alpha: Annotated[float, typer.Option(help="--paired: significance level.")] = 0.05,
-    bootstrap: Annotated[int, typer.Option(help="--paired: speaker-bootstrap replicates (at least 50).")] = 1000,
+    bootstrap: Annotated[
+        int, typer.Option(help="--paired: speaker-bootstrap replicates (at least 200; 50 for the speaker design).")
+    ] = 1000,
+    bootstrap_design: Annotated[
+        str,
+        typer.Option(
+            help="--paired: corrected (the findings' SE, t test) or speaker (the plain speaker-bootstrap SE, z test)."
+        ),
+    ] = "corrected",
 ) -> None:
     """Match rows by experiment × cell × model, print differences; exit 1 when a metric moved
     by more than the tolerance or a row is missing from either file. With --paired (two run
     directories on one trial list): exit 1 only when a regression larger than --margin is
     resolved, or with --equivalence only when some row is not shown within the margin."""
     from interbias.analysis.compare import compare_results
+    from interbias.corpora.fingerprint import corpora_differ
 
     names = tuple(comma_list(metrics)) if metrics else None
+    if warning := corpora_differ(base, new):
+        typer.echo(warning, err=True)
     if paired:
-        _paired(base, new, names, margin, equivalence, alpha, bootstrap, show_all)
+        _paired(base, new, names, margin, equivalence, alpha, (bootstrap, bootstrap_design), show_all)
         return
     if margin or equivalence is not None:
         from interbias.utils.errors import AnalysisError
@@ -83,13 +94,19 @@ def _paired(
     margin: float,
     equivalence: float | None,
     alpha: float,
-    n_boot: int,
+    boot: tuple[int, str],
     show_all: bool,
 ) -> None:
     from interbias.analysis.compare_paired import compare_paired
 
-    cmp = compare_paired(base, new, metrics=names, margin=margin, equivalence=equivalence, alpha=alpha, n_boot=n_boot)
+    cmp = compare_paired(
+        base, new, metrics=names, margin=margin, equivalence=equivalence, alpha=alpha, n_boot=boot[0], design=boot[1]
+    )
     for r in cmp.rows.itertuples(index=False):
+        if r.left_out:
+            if show_all:
+                typer.echo(f"left out: {r.experiment} / {r.cell} / {r.model}: {r.metric} ({r.left_out})")
+            continue
         if equivalence is not None:
             tag, flagged = ("within" if r.equivalent else "not shown within"), not r.equivalent
             test = f"p_tost {r.p_equivalence:.3g}"
@@ -105,9 +122,10 @@ def _paired(
         for r in frame.itertuples(index=False):
             typer.echo(f"missing: {label}: {' / '.join(str(v) for v in r)}")
     typer.echo(cmp.family)
+    tested = cmp.rows[cmp.rows.left_out == ""]
     if equivalence is not None:
-        typer.echo(f"{int(cmp.rows.equivalent.sum())} of {len(cmp.rows)} value(s) shown within +/-{equivalence:g}")
+        typer.echo(f"{int(tested.equivalent.sum())} of {len(tested)} value(s) shown within +/-{equivalence:g}")
     else:
-        typer.echo(f"{int(cmp.rows.regression.sum())} of {len(cmp.rows)} value(s) with a resolved regression")
+        typer.echo(f"{int(tested.regression.sum())} of {len(tested)} value(s) with a resolved regression")
     if not cmp.ok:
         raise typer.Exit(1)

@@ -67,6 +67,7 @@ def build(
     quiet: QuietOpt = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
+    from interbias.corpora.fingerprint import corpus_verdict
     from interbias.corpora.synthetic import build_info
     from interbias.corpora.tasks import build_corpus
     from interbias.utils.progress import Reporter
@@ -75,6 +76,7 @@ def build(
         name, _options(set_ or []), speakers=speakers, cache=cache_dir, workers=workers, reporter=Reporter(quiet=quiet)
     )
     info = build_info(manifest)
+    verdict = corpus_verdict(manifest, check_files=True)
     if as_json:
         typer.echo(
             json.dumps(
@@ -87,6 +89,7 @@ def build(
                     "spec": dataclasses.asdict(spec),
                     "n_utterances": len(manifest),
                     "n_speakers": len(manifest.speakers()),
+                    "fingerprint": verdict.record() if verdict is not None else None,
                 },
                 indent=2,
             )
@@ -105,6 +108,8 @@ def build(
             + (f"; it took {earlier:.1f} s with {info.get('workers')} worker(s)" if earlier else "")
         )
     typer.echo(f"manifest: {manifest.root / 'manifest.jsonl'} (sha256 {manifest.sha256()[:16]}…)")
+    if verdict is not None:
+        typer.echo(verdict.line)
     _print_summary(manifest, as_json=False)
 
 
@@ -114,7 +119,11 @@ def build(
 @guarded
 def prepare(
     name: Annotated[
-        str, typer.Argument(help="Corpus adapter: ravdess, torgo, ears, commonvoice, l2arctic, voxceleb1.")
+        str,
+        typer.Argument(
+            help="Corpus adapter: add2023, asvspoof5, commonvoice, ears, l2arctic, ravdess, torgo, voxceleb1 "
+            "(from their published layout under --root); synthetic, synthetic-cm, synthetic-had are built."
+        ),
     ],
     root: Annotated[Path, typer.Option(help="Root folder of the corpus on disk (its published layout).")],
     out: Annotated[Path | None, typer.Option(help="Manifest to write (.jsonl or .csv; default ./NAME.jsonl).")] = None,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
+from interbias.cli.analyze import DesignOpt, GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def plan(
     metric: MetricOpt = "eer",
     bootstrap: Annotated[int, typer.Option(help="Speaker-bootstrap replicates for the pilot's SEs.")] = 1000,
     seed: SeedOpt = 0,
+    bootstrap_design: DesignOpt = "corrected",
     group_factor: GroupOpt = None,
     model: Annotated[str | None, typer.Option(help="Plan for this model only (default: every model).")] = None,
     kind: Annotated[
@@ -61,7 +62,13 @@ def plan(
     if bootstrap == 0:
         raise AnalysisError("--bootstrap 0: a plan needs the pilot's standard errors (1000 replicates is usual)")
     opts = Options(
-        metric, check_replicates(bootstrap, "corrected"), seed, "speaker", 1 - alpha, group_factor=group_factor
+        metric,
+        check_replicates(bootstrap, bootstrap_design),
+        seed,
+        "speaker",
+        1 - alpha,
+        group_factor=group_factor,
+        design=bootstrap_design,
     )
     a = analyse(run_dir, opts)
     use = (a.run.resolved or {}).get("use")

@@ -119,7 +119,6 @@ def repair(
     encoder (LABEL+orca:HASH) for `interbias run --encoders`. Outputs: docs/repair.md."""
     from interbias.audits.repair import RepairOptions, run_repair
     from interbias.encoders import restore_threads
-    from interbias.audits.repair import RepairOptions, run_repair
 
     restore_threads()
     flags = dict(steps=steps, batch=batch, lr=lr, hidden=hidden, temperature=temperature, w_sem=w_sem,

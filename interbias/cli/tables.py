@@ -132,5 +132,14 @@ def print_frame(
     if len(shown) < len(frame):
         notes.append(f"{len(frame) - len(shown)} more row(s)")
     if notes:
-        where = f"full table: {full}, or " if full else ""
-        echo_wrapped(f"({'; '.join(notes)}; {where}--wide prints everything)")
+        hints = [f"full table: {full}"] if full else []
+        hints += ["--wide prints everything"] if has_wide_option() else []
+        echo_wrapped(f"({'; '.join(notes + ([', or '.join(hints)] if hints else []))})")
+
+
+def has_wide_option() -> bool:
+    """Whether the command being run has a ``--wide`` option (a hint never names one it lacks)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and any("--wide" in getattr(p, "opts", ()) for p in ctx.command.params)

@@ -195,7 +195,7 @@ class RegionRule:
         return max(1, math.ceil(round(self.min_region_s * SAMPLE_RATE_HZ / HOP, 9)))
 
     def check(self) -> RegionRule:
-        if not 0 < self.threshold < 1 or self.min_region_s < 0:
+        if not (math.isfinite(self.min_region_s) and 0 < self.threshold < 1 and self.min_region_s >= 0):
             raise ConfigError(f"regions: threshold must lie in (0, 1) and min_region_s be >= 0, got {self}")
         return self
 

@@ -288,7 +288,7 @@ def _load_trained_aasist(card: CMCard, ckpt: Path, sha: str, data: dict[str, Any
     load_strict(model, data["state_dict"], card.label, ckpt)
     model.eval()
     info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256", "epoch")}
-    return LoadedCM(card, model, InputPolicy(n_samples, card.pad), ckpt, sha, info)
+    return LoadedCM(card, model, trained_policy(data["config"], card.pad), ckpt, sha, info)
 
 
 def _load_gmm(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
@@ -300,7 +300,7 @@ def _load_gmm(card: CMCard, ckpt: Path, sha: str) -> LoadedCM:
         raise EncoderError(f"{card.label}: {ckpt} is not an `interbias cm train --model {card.label}` checkpoint")
     model = GMMScorer({c: to_numpy(data["mixtures"][c]) for c in CLASSES})
     info = {k: data.get(k) for k in ("manifest_sha256", "config_sha256")}
-    return LoadedCM(card, model, InputPolicy(int(data["config"]["n_samples"]), "tile"), ckpt, sha, info)
+    return LoadedCM(card, model, trained_policy(data["config"], "tile"), ckpt, sha, info)
 
 
 def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path | None) -> LoadedCM:
@@ -319,7 +319,13 @@ def _load_resnet(card: CMCard, ckpt: Path, sha: str, frontend_path: str | Path |
     load_strict(net.classifier, data["state_dict"], card.label, ckpt)
     net.eval()
     info = {k: data.get(k) for k in ("manifest_sha256", "frontend_sha256", "config_sha256", "epoch")}
-    return LoadedCM(card, net, InputPolicy(int(cfg["n_samples"]), card.pad), ckpt, sha, info)
+    return LoadedCM(card, net, trained_policy(cfg, card.pad), ckpt, sha, info)
+
+
+def trained_policy(config: dict[str, Any], pad: str) -> InputPolicy:
+    """The input policy an ``interbias cm train`` checkpoint was trained under: its ``n_samples``
+    at its ``sample_rate_hz`` (16 kHz for checkpoints that do not record one)."""
+    return InputPolicy(int(config["n_samples"]), pad, int(config.get("sample_rate_hz") or SAMPLE_RATE_HZ))
 
 
 def sample_rate_hz() -> int:
@@ -327,7 +333,8 @@ def sample_rate_hz() -> int:
 
 
 def model_states() -> list[dict[str, Any]]:
-    """Per label: ``present`` (checkpoint file found, with its path) or ``missing`` (how to get it)."""
+    """Per label: ``present`` (checkpoint file found, with its path), ``missing`` (how to get it)
+    or ``train`` (a model without a published checkpoint, trained with ``cm train``)."""
     out = []
     for label, card in CM_MODELS.items():
         try:
@@ -344,4 +351,14 @@ def model_states() -> list[dict[str, Any]]:
                 "detail": detail,
             }
         )
+    out.append(  # trained here only (no published checkpoint): interbias.cm.lcnn_frames.LABEL
+        {
+            "label": "LCNN-LFCC-frames",
+            "architecture": "LCNN over LFCC frames, P(fake) per frame (ADD 2023 Track 2 region detector)",
+            "frontend": "LFCC",
+            "state": "train",
+            "detail": "no published checkpoint: interbias cm train --model LCNN-LFCC-frames --corpus synthetic-had, "
+            "then cm score LCNN-LFCC-frames --checkpoint <its checkpoint.pt>",
+        }
+    )
     return out

@@ -34,6 +34,7 @@ from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.corpora.manifest import Manifest
 from interbias.utils.errors import ConfigError
 from interbias.utils.keyvalue import typed_overrides
+from interbias.utils.numbers import require
 from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
@@ -64,10 +65,26 @@ class TrainConfig:
     def sha256(self) -> str:
         return sha256_text(canonical_json(asdict(self)))
 
+    def check_numbers(self) -> None:
+        """Every number finite and in its range (one line naming the setting, else)."""
+        for name, low, low_open in (
+            ("lr", 0.0, True), ("weight_decay", 0.0, False), ("lr_factor", 0.0, True),
+            ("sample_rate_hz", 1000.0, False), ("duration_s", 0.0, True),
+        ):  # fmt: skip
+            require(f"cm train: {name}", getattr(self, name), low=low, low_open=low_open, error=ConfigError)
+        require("cm train: sample_rate_hz", self.sample_rate_hz, high=192000.0, error=ConfigError)
+        if self.max_per_class is not None:
+            require("cm train: max_per_class", self.max_per_class, low=1.0, error=ConfigError)
+        if self.n_samples < 1:
+            raise ConfigError(
+                f"cm train: duration_s {self.duration_s:g} s at {self.sample_rate_hz} Hz is less than one sample"
+            )
+
     def override(self, pairs: dict[str, str]) -> TrainConfig:
         """This config with KEY=VALUE overrides (types follow the field)."""
         kw = typed_overrides(self, pairs, "cm train")
         cfg = replace(self, **kw)
+        cfg.check_numbers()
         if cfg.lr <= 0 or cfg.batch_size < 1 or cfg.max_epochs < 1 or cfg.patience < 1 or cfg.width < 1:
             raise ConfigError("cm train: lr, batch_size, max_epochs, patience and width must be positive")
         if not 0 < cfg.lr_factor <= 1 or cfg.lr_patience < 0:

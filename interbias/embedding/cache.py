@@ -1,9 +1,12 @@
 """Embedding cache keyed by (utterance sha256, chain key, encoder fingerprint).
 
 The chain key is the chain's fingerprint (operators and their versions, plus excluded
-talkers where an operator draws them) and the front end's fingerprint
-(:func:`cache_chain_key`). The table's column for it is named ``chain_fp`` for history: it holds
-that chain key with the front-end suffix (``<chain key>@fe<8 hex>``), not a bare chain fingerprint.
+talkers where an operator draws them), a fingerprint of what its operators read beyond their
+parameters (the talker pool, noise or impulse-response files, the room bank:
+:meth:`Chain.inputs_fingerprint`) and the front end's fingerprint (:func:`cache_chain_key`).
+The table's column for it is named ``chain_fp`` for history: it holds that chain key
+(``<chain key>[+in<8 hex>]@fe<8 hex>``), not a bare chain fingerprint. An entry stored before
+the inputs were part of the key (``<chain key>@fe<8 hex>`` for such a chain) is never served.
 
 One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
 batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
@@ -36,12 +39,19 @@ if TYPE_CHECKING:
     from interbias.operators import Chain
 
 
-def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: FrontEnd) -> str:
-    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`) plus a
-    fingerprint of the front-end rules (rate, minimum and maximum duration), so an embedding
-    made under other front-end rules is never served."""
+def cache_chain_key(chain: Chain, exclude: frozenset[str], frontend: FrontEnd, inputs: str = "") -> str:
+    """The embedding cache's chain component: the chain's key (:meth:`Chain.key`), the
+    fingerprint of its operators' inputs (``inputs``, :meth:`Chain.inputs_fingerprint`; ``""``
+    for a chain that reads none) and a fingerprint of the front-end rules (rate, minimum and
+    maximum duration), so an embedding made from other audio is never served."""
     fe = sha256_text(canonical_json(frontend.fingerprint()))[:8]
-    return f"{chain.key(exclude)}@fe{fe}"
+    return f"{chain.key(exclude)}{'+in' + inputs if inputs else ''}@fe{fe}"
+
+
+def pre_inputs_key(key: str) -> str:
+    """The key a chain with operator inputs had before they were part of it (``+in…`` removed)."""
+    head, sep, fe = key.rpartition("@fe")
+    return f"{head.split('+in')[0]}{sep}{fe}"
 
 
 _SCHEMA = """
@@ -266,6 +276,15 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as exc:
             raise db_error(self.path, exc, "read") from exc
         return out
+
+    def count_present(self, keys: Iterable[Key]) -> int:
+        """How many of ``keys`` have a row (unchecked: only whether one is stored)."""
+        sql = "SELECT 1 FROM embeddings WHERE utt_sha256 = ? AND chain_fp = ? AND encoder_fp = ?"
+        cur = self._db.cursor()
+        try:
+            return sum(cur.execute(sql, k).fetchone() is not None for k in dict.fromkeys(tuple(k) for k in keys))
+        except sqlite3.DatabaseError as exc:
+            raise db_error(self.path, exc, "read") from exc
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])

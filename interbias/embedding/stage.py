@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interbias.corpora.manifest import Manifest, Utterance
-from interbias.embedding.cache import EmbeddingCache, Key, cache_chain_key
+from interbias.embedding.cache import EmbeddingCache, Key, cache_chain_key, pre_inputs_key
 from interbias.embedding.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
 from interbias.operators import Chain
 from interbias.trials.enrolment import enrol_columns, first_enrolment
@@ -117,6 +117,11 @@ class Embedder:
         #: (utt id, chain fp, enc fp) -> blind quality measures (:mod:`interbias.quality.measures`).
         self.quality: dict[tuple[str, str, str], dict[str, float]] = {}
         self._quality_pending: list[tuple[Key, dict[str, float]]] = []
+        #: chain fp -> fingerprint of what its operators read (:meth:`Chain.inputs_fingerprint`).
+        self.inputs: dict[str, str] = {}
+        #: Entries of the last :meth:`run` stored before their chain's inputs were in the key
+        #: (not served: computed again).
+        self.n_pre_inputs = 0
 
     def utt_sha(self, uid: str) -> str | None:
         if uid not in self.sha:
@@ -168,7 +173,10 @@ class Embedder:
                 sha = self.utt_sha(uid)
                 if sha is None:
                     continue
-                ckey = cache_chain_key(chain, self.exclude.get(uid, frozenset()), self.frontend)
+                if chain.fingerprint not in self.inputs:
+                    self.inputs[chain.fingerprint] = chain.inputs_fingerprint(self.manifest)
+                inputs = self.inputs[chain.fingerprint]
+                ckey = cache_chain_key(chain, self.exclude.get(uid, frozenset()), self.frontend, inputs)
                 self.cache_keys[(uid, chain.fingerprint)] = ckey
                 for enc in self.encoders:
                     wanted.append((uid, chain, enc))
@@ -203,6 +211,14 @@ class Embedder:
             line += (
                 f"; {self.cache.n_unchecked} cached embedding(s) stored under earlier audio checks are computed "
                 "again and checked"
+            )
+        self.n_pre_inputs = self.cache.count_present(
+            (k[0], pre_inputs_key(k[1]), k[2]) for k in keys if k not in found and "+in" in k[1]
+        )
+        if self.n_pre_inputs:
+            line += (
+                f"; {self.n_pre_inputs} cached embedding(s) of chains that draw talkers, noise or room files were "
+                "stored before those inputs were part of the cache key and are computed again"
             )
         self.reporter.info(f"{ahead}; {line}" if ahead else line)
         return [

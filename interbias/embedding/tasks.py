@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from interbias.audio import frontend as audio
-from interbias.audio.windows import pool, window_spans
+from interbias.audio.windows import pool, too_many_windows, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
@@ -189,6 +189,11 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
         spans = None
         if ctx.frontend.long_audio == "window":
             fe = ctx.frontend
+            if why := too_many_windows(len(wave), loaded.sample_rate_hz, fe.window_s, fe.hop_s):
+                failed.append(
+                    EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {why}", n_items=len(encs))
+                )
+                continue
             spans = tuple(window_spans(len(wave), loaded.sample_rate_hz, fe.window_s, fe.hop_s))
             front = {**front, "windows": len(spans)}
         measures = wave_measures(wave, loaded.sample_rate_hz)

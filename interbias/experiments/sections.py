@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.audio.vad import check_vad
-from interbias.audio.windows import LONG_AUDIO
+from interbias.audio.windows import LONG_AUDIO, MAX_OVERLAP
 from interbias.experiments.protocol import ProtocolLevel, parse_protocol_levels
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
@@ -470,7 +470,18 @@ def _long_audio(spec: dict[str, Any], base: FrontEnd, where: str) -> tuple[str, 
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < float("inf"):
             raise ConfigError(f"{where}: frontend.{key}: must be a number of seconds above 0, got {value!r}")
         out.append(float(value))
-    return mode, out[0], out[1]
+    window_s, hop_s = out
+    if mode == "window" and hop_s > window_s:
+        raise ConfigError(
+            f"{where}: frontend.hop_s: {hop_s:g} s is longer than window_s {window_s:g} s: the audio between "
+            "windows would not be embedded; use hop_s <= window_s"
+        )
+    if mode == "window" and hop_s < window_s / MAX_OVERLAP:
+        raise ConfigError(
+            f"{where}: frontend.hop_s: {hop_s:g} s puts {window_s / hop_s:.0f} windows of {window_s:g} s on each "
+            f"sample, more than {MAX_OVERLAP}; use hop_s >= {window_s / MAX_OVERLAP:g} s"
+        )
+    return mode, window_s, hop_s
 
 
 def _finite(value: Any) -> float:

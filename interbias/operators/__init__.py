@@ -71,6 +71,13 @@ class Operator:
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
 
+    def inputs(self, corpus: Any) -> Any:
+        """What the output depends on beyond the parameters, the utterance and the seed (the
+        talker pool of ``corpus``, a folder's files, a room bank's version), as JSON-able data;
+        ``None`` when nothing. Part of the embedding cache key (:meth:`Chain.inputs_fingerprint`),
+        never of the seed."""
+        return None
+
     def check_resources(self) -> None:
         """Raise :class:`OperatorError` when something this operator needs on this machine is
         missing (a noise folder, a codec backend, room simulation). Separate from
@@ -281,6 +288,12 @@ class Chain:
         if not self.draws_talkers:
             return self.fingerprint
         return f"{self.fingerprint}~{sha256_text(canonical_json(sorted(exclude_speakers)))[:8]}"
+
+    def inputs_fingerprint(self, corpus: Any) -> str:
+        """sha256 (8 hex) of what the chain's operators read beyond their parameters
+        (:meth:`Operator.inputs`, e.g. the talker pool of ``corpus``); ``""`` when none does."""
+        inputs = [[i, op.name, got] for i, op in enumerate(self.effective) if (got := op.inputs(corpus)) is not None]
+        return sha256_text(canonical_json(inputs))[:8] if inputs else ""
 
     def __add__(self, other: Chain) -> Chain:
         return Chain(self.ops + other.ops, max(self.draw, other.draw))

@@ -75,6 +75,27 @@ def noise_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
 
 
+def file_listing(folder: Path, files: list[Path]) -> list[list[Any]]:
+    """(path below ``folder``, size in bytes, modification time in ns) of each file: a file
+    added, removed, replaced or edited changes the listing."""
+    out: list[list[Any]] = []
+    for f in files:
+        st = f.stat()
+        out.append([f.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def talker_pool(corpus: Any) -> dict[str, Any]:
+    """The utterances a talker-drawing operator may mix in: (id, speaker, path, sha256) of each
+    utterance of ``corpus``, sorted by id, with the corpus root when a file's sha256 is not
+    recorded (then the root decides which audio the path is)."""
+    rows = sorted([u.id, u.speaker, u.path, u.sha256 or ""] for u in corpus.utterances)
+    pool: dict[str, Any] = {"talkers": rows}
+    if any(not r[3] for r in rows):
+        pool["root"] = str(Path(corpus.root).resolve())
+    return pool
+
+
 @lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
 def _load_cached(path: str, frontend: audio.FrontEnd) -> np.ndarray:
     samples = audio.load(Path(path), frontend).samples
@@ -141,6 +162,18 @@ class Noise(Operator):
     def check_resources(self) -> None:
         if self.kind in FOLDER_KINDS:
             self.noise_folder()
+
+    def inputs(self, corpus: Any) -> Any:
+        """The talker pool (babble, crosstalk) or the noise folder's files (environmental, music)."""
+        if self.draws_talkers:
+            return None if corpus is None else talker_pool(corpus)
+        if self.kind in FOLDER_KINDS:
+            try:
+                folder, files = self.noise_folder()
+            except OperatorError as exc:  # the operator fails on use; the key says why
+                return {"unavailable": str(exc)}
+            return {"files": file_listing(folder, files)}
+        return None
 
     def noise_folder(self) -> tuple[Path, list[Path]]:
         """The noise folder and its audio files; one clear error when either is missing."""

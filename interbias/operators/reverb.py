@@ -34,7 +34,7 @@ from interbias.audio.rooms import (  # the room simulation lives in interbias.au
     simulate_room,
 )
 from interbias.operators import OPERATORS, OpContext, Operator
-from interbias.operators.noise import AUDIO_SUFFIXES
+from interbias.operators.noise import AUDIO_SUFFIXES, file_listing
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, OperatorError, see_docs
 
@@ -127,6 +127,16 @@ class Reverb(Operator):
                 raise OperatorError(f"reverb: rt60_s is unavailable on this machine: {why}; {see_docs('operators')}")
         else:
             self.ir_files()
+
+    def inputs(self, corpus: Any) -> Any:
+        """The room bank's version (simulated rooms) or the impulse-response folder's files."""
+        if self.rt60_s is not None:
+            return {"bank": BANK_VERSION}
+        try:
+            folder, files = self.ir_files()
+        except OperatorError as exc:  # the operator fails on use; the key says why
+            return {"unavailable": str(exc)}
+        return {"files": file_listing(folder, files)}
 
     def ir_files(self) -> tuple[Path, list[Path]]:
         folder = Path(self.ir_dir).expanduser()  # type: ignore[arg-type]

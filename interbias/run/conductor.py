@@ -102,6 +102,9 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
             _save_trials(ctx)
             work = _find_work(ctx)
             emb = _embed(ctx, work)
+            # before any cell is written: a kill after it must not leave finished cells without
+            # the record of what their operators did (a rerun reuses the cells and embeds nothing)
+            _write_operations(ctx, work, emb)
             _score(ctx, work, emb)
             try:
                 run_attacks(ctx)
@@ -296,7 +299,6 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
     columns += experiment_qmf_columns(ctx.exp)
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)
-    _write_operations(ctx, work, emb)
     after = ctx.options.after_run
     analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, work.errored) if after else {}
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0

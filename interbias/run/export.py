@@ -200,7 +200,7 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
     db = EmbeddingCache(db_path)
     try:
         listing = [
-            _export_chain(db, out, enc, chain, fp, ids, sha, exclude, exp.frontend)
+            _export_chain(db, out, enc, chain, fp, ids, sha, exclude, exp.frontend, manifest=manifest)
             for enc in info["encoders"]
             for fp, (chain, ids) in sorted(chains.items())
         ]
@@ -209,7 +209,9 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
             sha = {uid: _utterance_sha(manifest, by_id[uid]) for uid in ids}
             for enc in info["encoders"]:
                 for fp, chain in sorted(cohort_chains.items()):
-                    entry = _export_chain(db, out, enc, chain, fp, set(ids), sha, {}, exp.frontend, prefix="cohort-")
+                    entry = _export_chain(
+                        db, out, enc, chain, fp, set(ids), sha, {}, exp.frontend, prefix="cohort-", manifest=manifest
+                    )
                     entry.update(_add_speakers(out / entry["file"], speakers, pool))
                     listing.append(entry)
         return listing
@@ -256,13 +258,15 @@ def _export_chain(
     frontend: Any,
     *,
     prefix: str = "",
+    manifest: Any = None,
 ) -> dict[str, Any]:
     """One encoder × chain: the cached vectors of ``ids`` written as one ``.npz``; its listing."""
     from interbias.embedding.cache import cache_chain_key
 
     order = sorted(ids)
+    inputs = chain.inputs_fingerprint(manifest)
     keys = {
-        uid: (sha[uid], cache_chain_key(chain, exclude.get(uid, frozenset()), frontend), enc["fingerprint"])
+        uid: (sha[uid], cache_chain_key(chain, exclude.get(uid, frozenset()), frontend, inputs), enc["fingerprint"])
         for uid in order
         if sha[uid]
     }

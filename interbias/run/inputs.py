@@ -20,6 +20,7 @@ from typing import Any
 
 from interbias.corpora import check_manifest, load_corpus, needed_attributes
 from interbias.corpora.attacks import AttackSet, load_attacks
+from interbias.corpora.fingerprint import corpus_verdict
 from interbias.corpora.manifest import Manifest
 from interbias.corpora.manifest_checks import check_distinct_audio, partly_labelled
 from interbias.embedding.executors import Executor
@@ -122,6 +123,8 @@ def read_corpus(
     reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_manifest(exp, manifest)
+    if (verdict := corpus_verdict(manifest)) is not None:
+        (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line)
     if note := partly_labelled(
         manifest.utterances, needed_attributes(exp), where=f"{exp.name}: corpus {manifest.name!r}"
     ):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from interbias import __version__
+from interbias.corpora.fingerprint import corpus_verdict
 from interbias.metrics.registry import results_columns
 from interbias.utils.paths import PACKAGE_DIR
 from interbias.utils.seeding import canonical_json, sha256_text
@@ -295,6 +296,7 @@ def run_record(
             "root": str(manifest.root),
             "manifest_sha256": manifest.sha256(),
             "n_utterances": len(manifest),
+            **({"fingerprint": v.record()} if (v := corpus_verdict(manifest)) is not None else {}),
         },
         "encoders": [e.provenance() for e in encoders],
         "trials": {

@@ -182,7 +182,7 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
         path = Path(spec.manifest).expanduser()
         if not path.is_file():
             return None, f"manifest {path} is not here"
-        return _manifest_table(path), f"manifest {path.name}"
+        return _manifest_table(path, exp), f"manifest {path.name}"
     if spec.name != "synthetic":
         return None, f"the {spec.name} manifest is prepared at run time"
     from interbias.corpora.synthetic import SyntheticSpec, corpus_folder, planned_utterances
@@ -190,17 +190,22 @@ def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
     synth = SyntheticSpec.from_options(dict(spec.options))
     built = corpus_folder(synth, cache) / "manifest.jsonl"
     if built.is_file():
-        return _manifest_table(built), "the synthetic corpus built in the cache"
+        return _manifest_table(built, exp), "the synthetic corpus built in the cache"
     planned = pd.DataFrame(planned_utterances(synth)).assign(duration_s=DEFAULT_DURATION_S)
     return planned, "the synthetic spec (not built yet: durations assumed)"
 
 
-def _manifest_table(path: Path) -> pd.DataFrame:
+def _manifest_table(path: Path, exp: Any) -> pd.DataFrame:
     """The manifest read as ``run`` reads it (an id defaults to the path without its extension),
-    one row per utterance with its fields and free attributes as strings."""
+    one row per utterance with its fields and free attributes as strings; what ``run`` refuses
+    of it for ``exp`` (an attribute it selects by that no utterance has, a population attribute
+    that varies within a speaker and is not declared in ``utterance_attributes``) is an error."""
+    from interbias.corpora import check_manifest
     from interbias.corpora.manifest import Manifest
 
-    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in Manifest.read(path)]
+    manifest = Manifest.read(path)
+    check_manifest(exp, manifest)
+    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in manifest]
     return pd.DataFrame(rows)
 
 
@@ -218,22 +223,38 @@ def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:
 
 def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
     """(distinct (utterance, chain) items, distinct utterances, their audio seconds) the run
-    would embed, from the pools of each stratum (see the module docstring)."""
+    would embed, from the pools of each stratum (see the module docstring). Linear in the grid:
+    each stratum side's pool is selected once, and each chain's items are the union of the
+    pools of the sides it applies to (counted, never listed item by item)."""
+    from interbias.utils.seeding import canonical_json
+
     pool = table[_matching(table, dict(exp.population))] if exp.population else table
     cap = exp.trials.utterances_per_speaker
     by_stratum: dict[str, Any] = {s.name: s for s in exp.strata()}
-    items: set[tuple[str, str]] = set()
+    side_ids: dict[str, frozenset[str]] = {}
+    sides_of_chain: dict[str, set[str]] = {}
     for cell in exp.cells():
         stratum = by_stratum[cell.stratum]
+        fe = exp.frontend_for(cell).vad  # a protocol VAD embeds the same chain again
         for selectors, chain in ((stratum.enrol, cell.enrol_chain), (stratum.test, cell.test_chain)):
-            side = pool[_matching(pool, selectors)].sort_values("id")
-            if cap:
-                side = side.groupby("speaker", sort=False).head(cap)
-            fe = exp.frontend_for(cell).vad  # a protocol VAD embeds the same chain again
-            items.update((uid, chain.fingerprint + ("" if fe == exp.frontend.vad else f"@{fe}")) for uid in side["id"])
-    ids = {uid for uid, _ in items}
+            key = canonical_json(selectors)
+            if key not in side_ids:
+                side = pool[_matching(pool, selectors)].sort_values("id")
+                if cap:
+                    side = side.groupby("speaker", sort=False).head(cap)
+                side_ids[key] = frozenset(side["id"])
+            chain_key = chain.fingerprint + ("" if fe == exp.frontend.vad else f"@{fe}")
+            sides_of_chain.setdefault(chain_key, set()).add(key)
+    sizes: dict[frozenset[str], int] = {}
+    n_items = 0
+    for keys in sides_of_chain.values():
+        group = frozenset(keys)
+        if group not in sizes:
+            sizes[group] = len(frozenset().union(*(side_ids[k] for k in group)))
+        n_items += sizes[group]
+    used = set().union(*(side_ids[k] for keys in sides_of_chain.values() for k in keys)) if sides_of_chain else set()
     seconds = 0.0
     if "duration_s" in table.columns:
         durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
-        seconds = float(durations.reindex(sorted(ids)).fillna(DEFAULT_DURATION_S).sum())
-    return len(items), len(ids), seconds
+        seconds = float(durations.reindex(sorted(used)).fillna(DEFAULT_DURATION_S).sum())
+    return n_items, len(used), seconds

@@ -177,6 +177,19 @@ def finished_cell(run: RunDir, cell_id: str, checkpoints: dict[str, str]) -> tup
     return run.read_scores(CELL_KEY, cell_id), list(rec.get("failed", []))
 
 
+def check_rates(models: dict, frontend: Any) -> None:
+    """A checkpoint trained at another sample rate than the front end gives is refused, not fed that rate."""
+    from interbias.utils.errors import EncoderError
+
+    for label, cm in models.items():
+        if cm.policy.sample_rate_hz != frontend.sample_rate_hz:
+            raise EncoderError(
+                f"{label}: its checkpoint was trained on {cm.policy.sample_rate_hz} Hz audio; this experiment's "
+                f"front end gives {frontend.sample_rate_hz} Hz (score it with interbias cm score, which uses the "
+                "checkpoint's own rate)"
+            )
+
+
 def score_all(
     exp: Any, manifest: Any, models: dict, cache: Path, reporter: Any, frontend: Any, run: RunDir
 ) -> tuple[pd.DataFrame, dict[str, list[str]], int]:
@@ -184,6 +197,7 @@ def score_all(
     and the number of cells reused; each scored cell is written with its completion record."""
     from interbias.cm.scoring import score_cell
 
+    check_rates(models, frontend)
     _, ref, _ = grid(exp)
     dev = sorted((u for u in manifest if u.get("split") == "dev"), key=lambda u: u.id)
     ev = sorted((u for u in manifest if u.get("split") == "eval"), key=lambda u: u.id)
