@@ -31,12 +31,12 @@ def test_crosstab_counts_speakers_and_utterances(tmp_path) -> None:
 def test_cli_by(tmp_path) -> None:
     path = tmp_path / "m.csv"
     _manifest(tmp_path).write(path)
-    done = CliRunner().invoke(app, ["corpus", "info", str(path), "--by", "split,gender"])
+    done = CliRunner().invoke(app, ["data", "info", str(path), "--by", "split,gender"])
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
     assert lines[2].split() == ["test", "1", "/", "2", "0", "/", "0"]
     assert lines[3].split() == ["train", "1", "/", "3", "2", "/", "3"]
-    cells = json.loads(CliRunner().invoke(app, ["corpus", "info", str(path), "--by", "split,gender", "--json"]).output)
+    cells = json.loads(CliRunner().invoke(app, ["data", "info", str(path), "--by", "split,gender", "--json"]).output)
     assert {"split": "train", "gender": "m", "speakers": 2, "utterances": 3} in cells
-    bad = CliRunner().invoke(app, ["corpus", "info", str(path), "--by", "split"])
+    bad = CliRunner().invoke(app, ["data", "info", str(path), "--by", "split"])
     assert bad.exit_code != 0 and "give two attributes as ROWS,COLUMNS" in bad.output

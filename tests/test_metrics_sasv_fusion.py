@@ -82,13 +82,13 @@ def test_cli_prints_the_table_and_refuses_bad_files_in_one_line(tmp_path) -> Non
     path = tmp_path / "trials.csv"
     frame = trials("c")
     frame.to_csv(path, index=False)
-    res = CliRunner().invoke(app, ["cm-eval", "sasv-fusion", str(path), "--by", "condition", "--by", "group", "--json"])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "sasv-fusion", str(path), "--by", "condition", "--by", "group", "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     want = sasv_table(frame, ["condition", "group"])
     assert [r["a_dcf_sum"] for r in rows] == pytest.approx(want.a_dcf_sum.tolist())
     frame.loc[3, "key"] = "bonafide"
     frame.to_csv(path, index=False)
-    res = CliRunner().invoke(app, ["cm-eval", "sasv-fusion", str(path)])
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "sasv-fusion", str(path)])
     assert res.exit_code == 1 and res.output.strip().count("\n") == 0
     assert "key 'bonafide' is not one of target, nontarget, spoof" in res.output

@@ -331,7 +331,7 @@ def beyond_corpus(need: float, capacity: int | None, corpus: str) -> str:
     n = int(need)
     return (
         f"the follow-up needs {n} speakers per stratum, the {corpus} corpus holds {capacity}: build a larger corpus "
-        f"(interbias corpus build synthetic --speakers {2 * n} for two strata of {n}), use a real corpus with at "
+        f"(interbias data build synthetic --speakers {2 * n} for two strata of {n}), use a real corpus with at "
         f"least {n} speakers per stratum, or plan narrower (--kind, --model, a larger --effect)"
     )
 

@@ -159,7 +159,7 @@ def info(
     ] = None,
 ) -> None:
     """Count speakers and utterances per value of every speaker and recording attribute; with
-    --by A,B per pair of values of A and B (the seed paper's split × gender counts)."""
+    --by A,B per pair of values of A and B (e.g. split × gender: speakers per split and gender)."""
     from interbias.corpora.manifest import Manifest
 
     if by is None:

@@ -21,8 +21,7 @@ from typer.models import CommandInfo, TyperInfo
 #: The noun groups: name -> (help, example).
 GROUPS: dict[str, tuple[str, str]] = {
     "runs": (
-        "Compare runs, rank encoders across runs (leaderboard), write one card per encoder, and "
-        "list what a folder of runs holds (inventory).",
+        "Across runs: compare two, rank encoders (leaderboard), one page per encoder (card), what a folder holds (inventory).",
         "Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005",
     ),
     "scores": (

@@ -238,7 +238,7 @@ def open_set_f1(y_true: Sequence[str], y_pred: Sequence[str], known: Sequence[st
 
 
 def recognition_record(res: OpenSetScores, classes: list[str]) -> dict[str, Any]:
-    """The JSON record of an open-set result (``interbias cm-eval recognition``, Track 3)."""
+    """The JSON record of an open-set result (``interbias scores cm-eval recognition``, Track 3)."""
     return {
         "precision": res.precision,
         "recall": res.recall,

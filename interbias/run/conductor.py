@@ -89,7 +89,9 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
     precision = precision_options(options.precision, options.device, options.encoders, options.executor)
     executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
     executor.encoder_options = {"precision": options.precision} if precision else {}
-    encoders = load_encoders(options.encoders, options.device, precision, runtime=options.runtime)
+    # fp32 passes no options: encoders load exactly as without --precision
+    with_options = {"options": precision} if precision else {}
+    encoders = load_encoders(options.encoders, options.device, runtime=options.runtime, **with_options)
     check_attack_encoders(exp, encoders)
     ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0)
     with RunLock(ctx.run.path) as lock:
