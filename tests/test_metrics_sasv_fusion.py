@@ -82,7 +82,9 @@ def test_cli_prints_the_table_and_refuses_bad_files_in_one_line(tmp_path) -> Non
     path = tmp_path / "trials.csv"
     frame = trials("c")
     frame.to_csv(path, index=False)
-    res = CliRunner().invoke(app, ["scores", "cm-eval", "sasv-fusion", str(path), "--by", "condition", "--by", "group", "--json"])
+    res = CliRunner().invoke(
+        app, ["scores", "cm-eval", "sasv-fusion", str(path), "--by", "condition", "--by", "group", "--json"]
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     want = sasv_table(frame, ["condition", "group"])

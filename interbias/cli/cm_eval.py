@@ -299,7 +299,9 @@ def teer(
     )
 
 
-@cm_app.command("sasv-fusion", epilog="Example: interbias scores cm-eval sasv-fusion trials.csv --by condition --by gender")
+@cm_app.command(
+    "sasv-fusion", epilog="Example: interbias scores cm-eval sasv-fusion trials.csv --by condition --by gender"
+)
 @guarded
 def sasv_fusion(
     trials: Annotated[
