@@ -441,7 +441,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_a_rerun_resumes(env: Env, tmp
     def fill_up(point: str) -> None:
         if fnmatch.fnmatchcase(point, "write:*.parquet"):
             hits.append(point)
-            if len(hits) == 4:  # trials.parquet, then the third cell's scores
+            if len(hits) == 5:  # trials.parquet, operations.parquet, then the third cell's scores
                 raise OSError(errno.ENOSPC, "No space left on device")
         reached(point)
 

@@ -57,7 +57,7 @@ def _with_utterances(folder: Path, trials: pd.DataFrame) -> Path:
 
 
 def _gate(base: Path, new: Path) -> tuple[int, str]:
-    res = CliRunner().invoke(app, ["compare", str(base), str(new), "--paired", "--bootstrap", "300"])
+    res = CliRunner().invoke(app, ["runs", "compare", str(base), str(new), "--paired", "--bootstrap", "300"])
     return res.exit_code, res.output
 
 

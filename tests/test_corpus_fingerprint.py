@@ -32,18 +32,18 @@ def test_corpus_build_says_equal_then_differs_for_an_altered_file(tmp_path: Path
     cache = tmp_path / "cache"
     copy = cache / "corpora" / tiny_corpus.root.name
     shutil.copytree(tiny_corpus.root, copy)
-    res = runner.invoke(app, ["corpus", "build", "synthetic", *SETS, "--cache-dir", str(cache)])
+    res = runner.invoke(app, ["data", "build", "synthetic", *SETS, "--cache-dir", str(cache)])
     assert res.exit_code == 0, res.output
     assert "corpus fingerprint: equals the reference" in res.output
     victim = copy / tiny_corpus.utterances[3].path
     data = bytearray(victim.read_bytes())
     data[-10] ^= 0xFF
     victim.write_bytes(bytes(data))
-    res = runner.invoke(app, ["corpus", "build", "synthetic", *SETS, "--cache-dir", str(cache)])
+    res = runner.invoke(app, ["data", "build", "synthetic", *SETS, "--cache-dir", str(cache)])
     assert res.exit_code == 0, res.output
     assert "corpus fingerprint: DIFFERS from the reference" in res.output
     assert "1 file(s) differ from what the manifest records" in res.output
-    res = runner.invoke(app, ["corpus", "build", "synthetic", *SETS, "--cache-dir", str(cache), "--json"])
+    res = runner.invoke(app, ["data", "build", "synthetic", *SETS, "--cache-dir", str(cache), "--json"])
     assert json.loads(res.output)["fingerprint"]["status"] == "differs"
 
 
@@ -70,12 +70,12 @@ def _run_folder(folder: Path, sha: str, status: str) -> Path:
 def test_compare_warns_when_two_runs_corpora_differ(tmp_path: Path) -> None:
     a = _run_folder(tmp_path / "a", "a" * 64, "equal")
     b = _run_folder(tmp_path / "b", "b" * 64, "differs")
-    res = runner.invoke(app, ["compare", str(a / "results.csv"), str(b / "results.csv")])
+    res = runner.invoke(app, ["runs", "compare", str(a / "results.csv"), str(b / "results.csv")])
     assert res.exit_code == 0, res.output
     assert "warning: the two runs' corpora differ (manifest sha256 aaaaaaaaaaaa… vs bbbbbbbbbbbb…" in res.output
     assert "fingerprint equal vs differs" in res.output
     same = _run_folder(tmp_path / "c", "a" * 64, "equal")
-    res = runner.invoke(app, ["compare", str(a / "results.csv"), str(same / "results.csv")])
+    res = runner.invoke(app, ["runs", "compare", str(a / "results.csv"), str(same / "results.csv")])
     assert "warning" not in res.output
 
 

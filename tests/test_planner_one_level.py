@@ -65,7 +65,7 @@ def test_plan_selects_inverts_and_fits_80_columns(run: Path, tmp_path: Path) -> 
 def test_a_follow_up_beyond_the_corpus_says_what_would_provide_it() -> None:
     text = planner.beyond_corpus(500.0, 120, "synthetic")
     assert "needs 500 speakers per stratum, the synthetic corpus holds 120" in text
-    assert "interbias corpus build synthetic --speakers 1000" in text and "plan narrower" in text
+    assert "interbias data build synthetic --speakers 1000" in text and "plan narrower" in text
     assert planner.beyond_corpus(100.0, 120, "synthetic") == "" and planner.beyond_corpus(500.0, None, "x") == ""
     frame = pd.DataFrame({"kind": ["main", "gap", "interaction"], "x": [1, 2, 3]})
     assert planner.central_first(frame, "contrast")["kind"].tolist() == ["interaction", "main", "gap"]

@@ -194,4 +194,5 @@ def test_a_run_that_builds_the_corpus_shows_its_progress(tmp_path: Path) -> None
     lines = stream.getvalue().splitlines()
     start = lines.index("corpus synthetic: preparing manifest")
     assert lines[start + 1] == "synthetic corpus: rendering: 8 to do"
-    assert re.fullmatch(r"synthetic corpus: rendering: 8/8 in \d+\.\d s", lines[-1])
+    assert re.fullmatch(r"synthetic corpus: rendering: 8/8 in \d+\.\d s", lines[-2])
+    assert lines[-1].startswith("corpus fingerprint: no reference recorded for synthetic-v3-")

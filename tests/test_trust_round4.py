@@ -197,7 +197,7 @@ def test_region_rule_weights_wdsr_floor_and_margins_refuse_nan_negative_and_inf(
     assert res.exit_code == 1
     assert res.output.strip().splitlines()[-1] == "error: --gap-floor must be a finite number >= 0, got nan"
     res = runner.invoke(
-        app, ["compare", str(two_speaker_run), str(two_speaker_run), "--paired", "--equivalence", "inf"]
+        app, ["runs", "compare", str(two_speaker_run), str(two_speaker_run), "--paired", "--equivalence", "inf"]
     )
     assert res.exit_code == 1 and res.output.strip() == "error: --equivalence must be a finite number > 0, got inf"
 
