@@ -152,6 +152,7 @@ def test_macro_line_averages_each_models_cells_and_names_unequal_counts() -> Non
     frame.loc[4, "eer"] = float("nan")  # a cell without an EER is left out of its model's mean
     assert macro_line(frame) == "macro EER per model (mean over 2 cells): CAM++ 0.150, GE2E 0.200"
     assert macro_line(frame.drop(columns="eer")) is None
+    assert macro_line(pd.concat([frame, frame])) is None  # rows per group of a cell (tracks): no cell mean
 
 
 def test_a_run_at_80_columns_says_its_work_once_and_ends_with_the_macro_eer(

@@ -190,12 +190,15 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
 def macro_eer(results: Any) -> dict[str, tuple[float, int]]:
     """Per model (in the table's order): its EER averaged over the run's cells with equal weight
     (the macro EER of ``analyze`` for one experiment) and the number of cells averaged; cells
-    without an EER are left out, a model with none is left out. Empty without an ``eer`` column."""
-    if "eer" not in results or "model" not in results:
+    without an EER are left out, a model with none is left out. Empty without ``model``, ``cell``
+    and ``eer`` columns or with more than one row per model and cell (a tracks run's groups)."""
+    import pandas as pd
+
+    if not {"model", "cell", "eer"} <= set(results.columns) or results.duplicated(["model", "cell"]).any():
         return {}
     out = {}
     for model, grp in results.groupby("model", sort=False):
-        vals = grp["eer"].astype(float).dropna()
+        vals = pd.to_numeric(grp["eer"], errors="coerce").dropna()
         if len(vals):
             out[str(model)] = (float(vals.mean()), len(vals))
     return out
