@@ -41,11 +41,12 @@ def _rows(db: Path) -> int:
 
 
 def _crash(exp: Path, out: Path, cache: Path, point: str) -> str:
-    """Run in a child killed at ``point``; returns its stderr (progress lines, no --quiet)."""
+    """Run in a child killed at ``point``; returns its stderr (progress lines, no --quiet), each
+    run of whitespace as one space (long lines are wrapped to the width)."""
     args = [a for a in run_args(exp, out, cache) if a != "-q"]
     child = run_child(args, env={"INTERBIAS_CRASH_AT": point})
     assert child.returncode == -signal.SIGKILL, (child.returncode, child.stderr[-2000:])
-    return child.stderr
+    return " ".join(child.stderr.split())
 
 
 def test_killed_runs_resume_to_byte_identical_outputs(setup, tmp_path: Path) -> None:
@@ -82,7 +83,7 @@ def test_killed_runs_resume_to_byte_identical_outputs(setup, tmp_path: Path) -> 
         finally:
             child.kill()
             child.wait()
-    err = log.read_text()
+    err = " ".join(log.read_text().split())
     assert f": 0 of {cells} finished earlier (reused), {cells} to score; embeddings: " in err
     assert f"embeddings: {first_batch} from the cache, {total - first_batch} to compute" in err
     assert _rows(db) == total

@@ -146,11 +146,15 @@ def test_a_real_run_every_column_documented_and_progress_lines_at_the_interval(
     # the captured progress: a start line, then one line per 5 (fake) seconds = 5 items, then the end
     lines = stream.getvalue().splitlines()
     total = int(next(ln for ln in lines if re.fullmatch(r"embedding: \d+ to do", ln)).split()[1])
-    # the work ahead, in one line before it starts: trials, cells, embeddings per encoder
+    # the work ahead, in one paragraph (wrapped to 80 columns) before it starts: trials, cells,
+    # embeddings per encoder
+    at = lines.index(f"embedding: {total} to do")
+    first = next(i for i in range(at - 1, -1, -1) if lines[i].startswith("run T01-"))
+    assert all(ln.startswith("  ") and len(ln) <= 80 for ln in lines[first + 1 : at]) and len(lines[first]) <= 80
     assert re.fullmatch(
         rf"run T01-[0-9a-f]{{12}}: \d+ trials, 4 cells × 1 encoder: 0 of 4 finished earlier \(reused\), 4 to score; "
         rf"embeddings: 0 from the cache, {total} to compute \(mfcc-stats {total}\)",
-        lines[lines.index(f"embedding: {total} to do") - 1],
+        " ".join(" ".join(lines[first:at]).split()),
     )
     assert not any(ln.startswith("cells: ") for ln in lines)
     ticks = [ln for ln in lines if re.match(rf"embedding: \d+/{total} ", ln) and "left" in ln]

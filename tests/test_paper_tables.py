@@ -64,6 +64,8 @@ def test_forest_panels_share_one_x_scale() -> None:
     fig = forest_figure(rows, ["interaction"], "EER difference")
     left, right = (ax for ax in fig.axes if ax.get_visible())
     assert left.get_xlim() == right.get_xlim()
+    assert [t.get_text() for t in left.get_yticklabels()] == ["A × B at a1, b1"]
+    assert min(t.get_fontsize() for ax in (left, right) for t in [*ax.get_yticklabels(), *ax.get_xticklabels()]) >= 8
 
 
 def test_condition_figure_never_joins_conditions() -> None:
@@ -78,3 +80,30 @@ def test_condition_figure_never_joins_conditions() -> None:
     (points,) = [line for line in ax.get_lines() if line.get_label() == "female"]
     assert points.get_linestyle() == "None" and len(points.get_xdata()) == 2
     assert ax.get_ylabel() == "EER" and fig.legends[0].get_title().get_text() == "gender"
+
+
+def test_forest_labels_have_one_grammar_for_every_kind(results: pd.DataFrame) -> None:
+    """``WHAT [at LEVELS] [over FACTORS]`` for main, simple, interaction and gap effects as
+    :func:`enumerate_effects` writes them (a 2 × 2 grid, B as the group factor)."""
+    from interbias.analysis.effects import enumerate_effects
+    from interbias.analysis.gaps import compute_gaps
+    from interbias.analysis.plots import effect_label
+
+    m1 = results[results["model"] == "m1"]
+    effects = enumerate_effects(
+        m1, "eer", compute_contrasts(m1, "eer"), compute_gaps(m1, "eer", group_factor="B"), simple=True
+    )
+    labels = {(e.row["kind"], effect_label(pd.Series(e.row))) for e in effects}
+    assert labels == {
+        ("main", "A a1 − a0 over B"),
+        ("main", "B b1 − b0 over A"),
+        ("simple", "A a1 − a0 at b0"),
+        ("simple", "A a1 − a0 at b1"),
+        ("interaction", "A × B at a1, b1"),
+        ("gap", "B b1 − b0 at a0"),
+        ("gap", "B b1 − b0 at a1"),
+    }, labels
+    one_level = pd.Series({"kind": "main", "effect": "main A=a1 − A=a0 (at B=b0: the only level in the results)",
+                           "condition": "A=a1", "reference": "A=a0"})  # fmt: skip
+    assert effect_label(one_level) == "A a1 − a0 at b0"
+    assert effect_label(pd.Series({"kind": "other", "effect": "IE something else"})) == "something else"

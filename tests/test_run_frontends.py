@@ -40,3 +40,8 @@ def test_a_protocol_vad_splits_the_cells_and_each_gets_its_groups_embedder() -> 
         "vad=on,noise=clean": "embedder-energy",
         "vad=on,noise=n5": "embedder-energy",
     }
+    cells = exp.cells()
+    assert [emb.label(emb.for_cell(c)) for c in (cells[0], cells[-1])] == [
+        "2 cells with VAD none",
+        "2 cells with VAD energy",
+    ]

@@ -139,7 +139,43 @@ def test_run_ends_with_a_few_lines_and_the_next_command(tmp_path: Path, capsys, 
     assert flat.startswith(
         f"{tmp_path.name}: 126 rows (42 cells × 3 models), 2 failed utterance(s), 0 errored cell(s), 75.0 s"
     )
+    assert lines[-2] == "macro EER per model (mean over 42 cells): a 0.100, b 0.100, c 0.100"
     assert lines[-1] == f"next: interbias report {tmp_path}"
+
+
+def test_macro_line_averages_each_models_cells_and_names_unequal_counts() -> None:
+    from interbias.cli.run import macro_line
+
+    rows = [("CAM++", "x", 0.1), ("CAM++", "y", 0.2), ("GE2E", "x", 0.3), ("GE2E", "y", 0.1), ("GE2E", "z", 0.2)]
+    frame = pd.DataFrame(rows, columns=["model", "cell", "eer"])
+    assert macro_line(frame) == "macro EER per model (mean over its cells): CAM++ 0.150 (2 cells), GE2E 0.200 (3 cells)"
+    frame.loc[4, "eer"] = float("nan")  # a cell without an EER is left out of its model's mean
+    assert macro_line(frame) == "macro EER per model (mean over 2 cells): CAM++ 0.150, GE2E 0.200"
+    assert macro_line(frame.drop(columns="eer")) is None
+    assert macro_line(pd.concat([frame, frame])) is None  # rows per group of a cell (tracks): no cell mean
+
+
+def test_a_run_at_80_columns_says_its_work_once_and_ends_with_the_macro_eer(
+    tmp_path: Path, tiny_corpus, session_cache
+) -> None:
+    """A protocol VAD factor embeds under two front ends: the run's line comes once, then one
+    embeddings line per front end naming its VAD; nothing is over 80 columns."""
+    from conftest import NOISE, VAD, gender_factor, tiny_experiment
+    from run_helpers import isolated_cache
+
+    exp = tiny_experiment(tmp_path, "T22", factors=[gender_factor(), VAD, NOISE])
+    cache = isolated_cache(tmp_path, session_cache)
+    args = ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "out"), "--cache-dir", str(cache)]
+    res = runner.invoke(app, args, env=ENV)
+    assert res.exit_code == 0, res.output
+    _fits(res.output, tmp_path)
+    flat = [" ".join(p.split()) for p in res.output.replace("\n  ", " ").splitlines()]
+    assert len([ln for ln in flat if ln.startswith("run T22-")]) == 1
+    assert [ln.split(";")[0] for ln in flat if "embeddings: " in ln] == [
+        "4 cells with VAD none",
+        "4 cells with VAD energy",
+    ]
+    assert [ln for ln in flat if ln.startswith("macro EER per model (mean over 8 cells): mfcc-stats 0.")]
 
 
 def test_numbers_have_one_format_everywhere() -> None:

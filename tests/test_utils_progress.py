@@ -126,3 +126,21 @@ def test_start_up_before_the_first_item_does_not_inflate_the_estimate() -> None:
 def test_units_finishing_together_in_parallel_workers_do_not_make_the_estimate_overshoot() -> None:
     # two workers, 2 items/s; a rate over the 1 ms between their first units would say 8000/s
     assert _first_estimate(30.0, 800, 2) == "embedding: 24/800 (3.0 %), 2/s, about 6 min 28 s left"
+
+
+def test_wrapped_lines_fit_the_width_and_keep_words_and_paths_whole(monkeypatch) -> None:
+    from interbias.utils.progress import terminal_width, wrapped
+
+    text = "run T22: 160 trials, 8 cells × 1 encoder: 0 of 8 finished earlier (reused), 8 to score " + "/x" * 50
+    lines = wrapped(text, 40).splitlines()
+    assert " ".join(" ".join(lines).split()) == text and all(ln.startswith("  ") for ln in lines[1:])
+    assert [ln for ln in lines if len(ln) > 40] == ["  " + "/x" * 50]  # a path longer than the width stays whole
+    monkeypatch.setenv("COLUMNS", "60")
+    assert terminal_width(io.StringIO()) == 60
+    monkeypatch.setenv("COLUMNS", "10")
+    assert terminal_width(io.StringIO()) == 40
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_width(io.StringIO()) == 80
+    out = io.StringIO()
+    Reporter(stream=out).info(text, wrap=True)
+    assert out.getvalue() == wrapped(text, 80) + "\n"

@@ -16,7 +16,10 @@ colour per series (never repeated within a panel), legends outside the data area
 from __future__ import annotations
 
 import io
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -62,9 +65,9 @@ def palette(n: int) -> list[tuple[float, float, float, float]]:
     return [colormaps["turbo"](x) for x in np.linspace(0.03, 0.97, n)]
 
 
-def legend_outside(fig: Figure, handles: list, labels: list[str], title: str | None = None) -> None:
+def legend_outside(fig: Figure, handles: list, labels: list[str], title: str | None = None, size: float = 7) -> None:
     """One legend for the whole figure, right of every axes (never over the data)."""
-    fig.legend(handles, labels, loc="outside right upper", fontsize=7, title=title, title_fontsize=8)
+    fig.legend(handles, labels, loc="outside right upper", fontsize=size, title=title, title_fontsize=max(8, size))
 
 
 def place_legends(fig: Figure) -> None:
@@ -280,14 +283,51 @@ def forest_rows(findings: pd.DataFrame, kinds: Sequence[str], resolved: pd.Serie
     return out.drop(columns=["_k"], errors="ignore").reset_index(drop=True), left
 
 
-def _effect_label(r: object) -> str:
-    import textwrap
+#: Point size of a forest plot's effect labels, ticks and axis label (at least 8).
+FOREST_FONT = 8
 
-    text = (
-        str(r.effect).split(" ", 1)[-1]
-        if str(r.effect).split(" ", 1)[0] in ("main", "IE", "gap", "simple")
-        else str(r.effect)
-    )  # type: ignore[attr-defined]
+
+def _values(pairs: str) -> list[str]:
+    """``["male", "gaussian_5"]`` of ``gender=male,noise=gaussian_5``; a bare value as itself."""
+    return [p.split("=", 1)[-1].strip() for p in pairs.split(",") if p.strip()]
+
+
+def _change(condition: str, reference: str) -> str:
+    """``noise gaussian_5 − clean`` of ``noise=gaussian_5`` and ``noise=clean``."""
+    factor, _, level = condition.partition("=")
+    return f"{factor} {level} − {reference.partition('=')[2] or reference}" if level else f"{condition} − {reference}"
+
+
+def effect_label(r: Any) -> str:
+    """An effect in the forest plot's one grammar, ``WHAT [at LEVELS] [over FACTORS]``: WHAT is
+    ``factor level − reference`` (main, simple, gap) or ``factor × factor`` (interaction); ``at``
+    the levels it holds the other factors at; ``over`` the factors a main effect averages over.
+    ``noise gaussian_5 − clean over gender``, ``noise gaussian_5 − clean at male``,
+    ``gender male − female at gaussian_5``, ``gender × noise at male, gaussian_5``. ``r``: a
+    findings row (``kind``, ``effect``, ``group``, ``condition``, ``reference``); another kind is
+    its effect text without the kind word."""
+    kind, effect = str(getattr(r, "kind", "")), str(getattr(r, "effect", ""))
+    group, cond, ref = (str(getattr(r, c, "") or "") for c in ("group", "condition", "reference"))
+    at: list[str] = []
+    over = ""
+    if kind == "interaction" and " at " in effect:
+        what, levels = effect.split(" ", 1)[-1].split(" at ", 1)
+        what, at = " × ".join(f.strip() for f in what.split("×")), [v.strip() for v in levels.split(",")]
+    elif kind in ("main", "simple") and cond and ref:
+        what = _change(cond, ref)
+        if kind == "simple":
+            at = _values(group)
+        if m := re.search(r"\(averaged over ([^)]*)\)", effect):
+            over = m.group(1)
+        if m := re.search(r"\(at ([^:]*): the only level", effect):
+            at = _values(m.group(1))
+    elif kind == "gap" and group and ref:
+        what = _change(group, ref)
+        at = _values(cond)
+    else:
+        head, _, rest = effect.partition(" ")
+        what = rest if head in ("main", "IE", "gap", "simple") and rest else effect
+    text = what + (f" at {', '.join(at)}" if at else "") + (f" over {over}" if over else "")
     return "\n".join(textwrap.wrap(text, 44)[:2]) if len(text) <= 88 else text[:86] + "…"
 
 
@@ -297,7 +337,7 @@ def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figu
     per kind; every panel on the same x scale. ``rows``: :func:`forest_rows`."""
     models = list(dict.fromkeys(rows["model"]))
     n = max((int((rows["model"] == m).sum()) for m in models), default=1)
-    fig = new_figure(4.6 * len(models) + 1.6, 0.22 * n + 1.3)
+    fig = new_figure(4.6 * len(models) + 1.6, 0.3 * n + 1.3)  # room for two-line labels at 8 pt
     axes = np.atleast_1d(fig.subplots(1, max(len(models), 1), squeeze=False, sharex=True)).ravel()  # one x scale
     colour = dict(zip(kinds, palette(len(kinds)), strict=True))
     handles: dict[str, object] = {}
@@ -315,12 +355,13 @@ def forest_figure(rows: pd.DataFrame, kinds: Sequence[str], xlabel: str) -> Figu
             ax.scatter(sub["estimate"].astype(float), ys, s=22, zorder=3, facecolors=face, edgecolors=[c], label=kind)
             handles[kind] = Line2D([], [], color=c, marker="o", lw=2.6)
         ax.axvline(0.0, color="0.2", lw=0.8)
-        ax.set_yticks(y, [_effect_label(r) for r in part.itertuples(index=False)], fontsize=7)
+        ax.set_yticks(y, [effect_label(r) for r in part.itertuples(index=False)], fontsize=FOREST_FONT)
+        ax.tick_params(axis="x", labelsize=FOREST_FONT)
         ax.set_ylim(-0.7, len(part) - 0.3)
-        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=FOREST_FONT)
         ax.set_title(model, fontsize=9)
         ax.grid(alpha=0.3, axis="x")
-    legend_outside(fig, list(handles.values()), list(handles), title="kind (filled: resolved)")
+    legend_outside(fig, list(handles.values()), list(handles), title="kind (filled: resolved)", size=FOREST_FONT)
     return fig
 
 

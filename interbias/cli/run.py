@@ -182,13 +182,49 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
+        "macro_eer": {m: round(v, 6) for m, (v, _) in macro_eer(frame).items()},
         "next": f"interbias report {outcome.run_dir}" if outcome.report is None else f"read {outcome.report}",
     }
 
 
+def macro_eer(results: Any) -> dict[str, tuple[float, int]]:
+    """Per model (in the table's order): its EER averaged over the run's cells with equal weight
+    (the macro EER of ``analyze`` for one experiment) and the number of cells averaged; cells
+    without an EER are left out, a model with none is left out. Empty without ``model``, ``cell``
+    and ``eer`` columns or with more than one row per model and cell (a tracks run's groups)."""
+    import pandas as pd
+
+    if not {"model", "cell", "eer"} <= set(results.columns) or results.duplicated(["model", "cell"]).any():
+        return {}
+    out = {}
+    for model, grp in results.groupby("model", sort=False):
+        vals = pd.to_numeric(grp["eer"], errors="coerce").dropna()
+        if len(vals):
+            out[str(model)] = (float(vals.mean()), len(vals))
+    return out
+
+
+def macro_line(results: Any) -> str | None:
+    """``macro EER per model (mean over 8 cells): CAM++ 0.109, GE2E 0.226``; a model averaged over
+    fewer cells than another (cells without an EER) names its count; None without EERs."""
+    from interbias.cli.tables import fmt
+
+    per = macro_eer(results)
+    if not per:
+        return None
+    counts = {n for _, n in per.values()}
+    if len(counts) == 1:
+        n = counts.pop()
+        head = f"macro EER per model (mean over {n} cell{'' if n == 1 else 's'})"
+        return f"{head}: " + ", ".join(f"{m} {fmt(v)}" for m, (v, _) in per.items())
+    return "macro EER per model (mean over its cells): " + ", ".join(
+        f"{m} {fmt(v)} ({n} cell{'' if n == 1 else 's'})" for m, (v, n) in per.items()
+    )
+
+
 def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = False, as_json: bool = False) -> None:
-    """A few closing lines (rows, failures, time, where the results are, the next command); the
-    results table with --wide; exit 1 on errored cells."""
+    """A few closing lines (rows, failures, time, where the results are, the macro EER per model,
+    the next command); the results table with --wide; exit 1 on errored cells."""
     import json
 
     from interbias.cli.tables import echo_wrapped
@@ -206,13 +242,16 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
                 print_frame(spoofing, "deception success rate over encoders (DSR = W / (A × N))", wide=True)
         fails = "unknown" if info["failed_utterances"] is None else info["failed_utterances"]
         echo_wrapped(
-            f"{outcome.run_dir.name}: {info['rows']} rows ({info['cells']} cells × {info['models']} models), "
+            f"{outcome.run_dir.name}: {info['rows']} rows ({info['cells']} cells × {info['models']} "
+            f"model{'' if info['models'] == 1 else 's'}), "
             f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
         )
         echo_wrapped(
             f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
         )
         typer.echo(f"results: {info['results']}")  # one line: make demo reads it
+        if (macro := macro_line(outcome.results)) is not None:
+            echo_wrapped(macro)
         typer.echo(f"next: {info['next']}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)

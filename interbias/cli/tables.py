@@ -9,16 +9,14 @@ whatever width it needs. At most ``max_rows`` rows unless ``wide``, the rest cou
 
 from __future__ import annotations
 
-import os
 import sys
-import textwrap
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-#: Width when stdout is not a terminal and $COLUMNS is unset.
-DEFAULT_WIDTH = 80
+from interbias.utils.progress import terminal_width, wrapped
+
 #: Narrowest a text column is folded to before trailing columns are dropped instead.
 MIN_TEXT = 14
 #: A numeric column's header longer than this folds onto more lines (its numbers keep their width).
@@ -36,13 +34,9 @@ def fmt(value: object, digits: int = 3, column: str = "") -> str:
 
 
 def width() -> int:
-    """Columns to print into: the terminal's, else $COLUMNS, else :data:`DEFAULT_WIDTH`."""
-    if sys.stdout.isatty():
-        return Console().width
-    try:
-        return max(40, int(os.environ.get("COLUMNS", "")))
-    except ValueError:
-        return DEFAULT_WIDTH
+    """Columns to print into: the terminal's, else $COLUMNS, else
+    :data:`interbias.utils.progress.DEFAULT_WIDTH` (80)."""
+    return Console().width if sys.stdout.isatty() else terminal_width(sys.stdout)
 
 
 def console(wide: bool = False) -> Console:
@@ -56,15 +50,7 @@ def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
     if wide:
         print(indent + text)
         return
-    lines = textwrap.wrap(
-        text,
-        width=width(),
-        initial_indent=indent,
-        subsequent_indent=indent + "  ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-    print("\n".join(lines or [indent]))
+    print(wrapped(text, width(), indent))
 
 
 #: Columns kept at full width before text columns are folded to keep more of them.

@@ -135,8 +135,9 @@ class Embedder:
     def run(self, items: ChainItems, executor: Executor | None = None, *, ahead: str = "") -> None:
         """Fill ``vectors`` for ``items`` from the cache, computing the rest with ``executor``
         (default: this process, on the encoders' device). Before the work, one line says what
-        it is: ``ahead`` (the caller's part, e.g. the run's trials and cells), then the
-        embeddings taken from the cache and those to compute per encoder."""
+        it is, wrapped to the width of the reporter's stream: ``ahead`` (the caller's part, e.g.
+        the run's trials and cells), then the embeddings taken from the cache and those to
+        compute per encoder."""
         if executor is None:
             executor = make_executor("local", device=self.encoders[0].device if self.encoders else "cpu", jobs=1)
         wanted, keys = self._wanted(items)
@@ -220,7 +221,7 @@ class Embedder:
                 f"; {self.n_pre_inputs} cached embedding(s) of chains that draw talkers, noise or room files were "
                 "stored before those inputs were part of the cache key and are computed again"
             )
-        self.reporter.info(f"{ahead}; {line}" if ahead else line)
+        self.reporter.info(f"{ahead}; {line}" if ahead else line, wrap=True)
         return [
             EmbedTask(
                 uid,

@@ -189,10 +189,13 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
             quality=ctx.exp.scoring.calibration.kind == "qmf",
         ),
     )
-    if work.pending:
+    if not work.pending:
+        ctx.reporter.info(f"{work.ahead}; nothing to embed", wrap=True)
+    elif len(emb.groups) == 1:
         emb.run(work.items, ctx.trials.for_stratum, lambda e, items: e.run(items, ctx.executor, ahead=work.ahead))
-    else:
-        ctx.reporter.info(f"{work.ahead}; nothing to embed")
+    else:  # the run's line once, then one embeddings line per front end, named by what differs
+        ctx.reporter.info(work.ahead, wrap=True)
+        emb.run(work.items, ctx.trials.for_stratum, lambda e, items: e.run(items, ctx.executor, ahead=emb.label(e)))
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
     ctx.timings["cache_write_s"] = emb.cache_write_s  # the driver's share of embed_s spent writing the cache

@@ -49,6 +49,13 @@ class CellEmbedders:
         for group, emb in self.groups.values():
             run(emb, items if len(self.groups) == 1 else chains_for_cells(group, trials_by_stratum))
 
+    def label(self, emb: Embedder) -> str:
+        """What sets ``emb``'s group apart, for its line of work ahead: ``4 cells with VAD energy``."""
+        for fe, (group, e) in self.groups.items():
+            if e is emb:
+                return f"{len(group)} cell{'' if len(group) == 1 else 's'} with VAD {fe.vad}"
+        raise KeyError("not an embedder of these cells")
+
     def for_cell(self, cell: Cell) -> Embedder:
         return self.groups[self.exp.frontend_for(cell)][1]
 

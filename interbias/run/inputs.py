@@ -124,7 +124,7 @@ def read_corpus(
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     check_manifest(exp, manifest)
     if (verdict := corpus_verdict(manifest)) is not None:
-        (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line)
+        (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line, wrap=True)
     if note := partly_labelled(
         manifest.utterances, needed_attributes(exp), where=f"{exp.name}: corpus {manifest.name!r}"
     ):

@@ -10,7 +10,10 @@ interval delays the next line. Time comes from an injectable clock, so tests dri
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +26,33 @@ FIRST_ESTIMATE_AFTER = 8
 #: ... and the share of ``interval_s`` that must pass after the first finished item: parallel
 #: workers finish their first units together, so a rate over a shorter span overshoots.
 FIRST_ESTIMATE_SPAN = 0.25
+#: Columns of a stream that is not a terminal when $COLUMNS is unset (a pipe, a CI log).
+DEFAULT_WIDTH = 80
+
+
+def terminal_width(stream: Any) -> int:
+    """Columns to print into: the terminal's when ``stream`` is one, else $COLUMNS (at least
+    40), else :data:`DEFAULT_WIDTH`."""
+    if hasattr(stream, "isatty") and stream.isatty():
+        return shutil.get_terminal_size().columns
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return DEFAULT_WIDTH
+
+
+def wrapped(text: str, width: int, indent: str = "") -> str:
+    """``text`` wrapped to ``width`` columns, continuation lines indented by two more spaces;
+    words, numbers and paths are never split (a path longer than the width stays whole)."""
+    lines = textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(lines or [indent])
 
 
 def duration(seconds: float) -> str:
@@ -104,13 +134,14 @@ class Reporter:
         self.clock = clock
         self.interval_s = interval_s
 
-    def info(self, message: str) -> None:
+    def info(self, message: str, *, wrap: bool = False) -> None:
+        """``message`` unless quiet; ``wrap``: wrapped to the stream's width (:func:`wrapped`)."""
         if not self.quiet:
-            print(message, file=self.stream, flush=True)
+            print(wrapped(message, terminal_width(self.stream)) if wrap else message, file=self.stream, flush=True)
 
-    def notice(self, message: str) -> None:
+    def notice(self, message: str, *, wrap: bool = False) -> None:
         """A line the user must see even with ``--quiet`` (e.g. a lock taken over)."""
-        print(message, file=self.stream, flush=True)
+        print(wrapped(message, terminal_width(self.stream)) if wrap else message, file=self.stream, flush=True)
 
     @contextmanager
     def task(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
