@@ -12,16 +12,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
+import yaml
 from conftest import tiny_experiment
 
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.report_document import Report, to_markdown
-from interbias.analysis.sasv_run import cm_llr, sasv_section
+from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_section
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
 from interbias.run.conductor import RunOptions, run
 from interbias.run.rundir import CM_TRIALS, SASV_FUSION, RunDir
+from interbias.utils.errors import AnalysisError
 
 #: A CM's score per trial class: calibrated LLRs drawn around these means (unit SD).
 MEANS = {"target": 2.0, "nontarget": 1.5, "spoof": -2.0}
@@ -149,3 +151,28 @@ def test_report_names_the_file(fused: dict) -> None:
     empty = Report("t")
     sasv_section(fused["run"] / "nowhere", empty)
     assert empty.blocks == []
+
+
+def test_a_run_without_dev_trials_is_refused_in_one_line(tmp_path, tiny_corpus, session_cache) -> None:
+    opts = _options(tmp_path, session_cache, tiny_corpus)
+    exp = yaml.safe_load(Path(opts.experiment).read_text())
+    exp["trials"].pop("dev_share")
+    Path(opts.experiment).write_text(yaml.safe_dump(exp, sort_keys=False))
+    run_dir = run(opts).run_dir
+    _cm_trials(run_dir, calibrated=True).to_parquet(run_dir / CM_TRIALS)
+    errors = [e for e in run(opts).errored_cells if e.startswith("analysis:")]
+    assert len(errors) == 1 and "mfcc-stats has no ASV calibration" in errors[0]
+    assert not (run_dir / SASV_FUSION).exists()
+
+
+def test_a_bad_cm_trials_file_is_refused(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {"cm": ["a"], "cell": ["c"], "trial_id": [0], "cm_score": [float("nan")], "calibrated": [True]}
+    )
+    frame.to_parquet(tmp_path / CM_TRIALS)
+    with pytest.raises(AnalysisError, match="cm_score 'nan' on row 1 is not a finite number"):
+        read_cm_trials(RunDir(tmp_path))
+    frame.drop(columns="calibrated").to_parquet(tmp_path / CM_TRIALS)
+    with pytest.raises(AnalysisError, match=r"lacks column\(s\) calibrated"):
+        read_cm_trials(RunDir(tmp_path))
+    assert read_cm_trials(RunDir(tmp_path / "none")) is None

@@ -60,7 +60,9 @@ def read_cm_trials(run: RunDir) -> pd.DataFrame | None:
     scores = pd.to_numeric(frame["cm_score"], errors="coerce").to_numpy(dtype=np.float64)
     if not np.isfinite(scores).all():
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise AnalysisError(f"{path}: cm_score {frame['cm_score'].iloc[i]!r} on row {i + 1} is not a finite number")
+        raise AnalysisError(
+            f"{path}: cm_score {str(frame['cm_score'].iloc[i])!r} on row {i + 1} is not a finite number"
+        )
     mixed = sorted(str(c) for c, p in frame.groupby("cm")["calibrated"] if p.astype(bool).nunique() > 1)
     if mixed:
         raise AnalysisError(f"{path}: CM {mixed[0]!r} has calibrated and uncalibrated rows; one value per CM")
@@ -119,6 +121,8 @@ def fusion_frame(
 ) -> pd.DataFrame:
     """The eval trials of ``model`` × ``cell`` the ASV scored, with ``asv_llr``, ``cm_llr``, ``key``
     (``trials``: the run's trial list indexed by trial_id)."""
+    if not run.scores_path(model, cell).is_file():
+        raise AnalysisError(f"{run.path.name}: scores of {model} / {cell} are missing")
     sc = run.read_scores(model, cell).set_index("trial_id")
     sc = sc.join(trials[[c for c in ("split", "trial_type", "enrol", "test") if c not in sc.columns]])
     sc = sc[in_split(sc, "eval") & kept(sc)]
@@ -145,17 +149,30 @@ def trial_groups(frame: pd.DataFrame, table: pd.DataFrame | None, attrs: list[st
     }
 
 
+def asv_calibrations(run: RunDir, results: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """(model, cell) -> the (slope, offset) the run's calibration applies there; an error when one is missing."""
+    record = run.read_calibration(AnalysisError)
+    out = {}
+    for model, cell in results[["model", "cell"]].drop_duplicates().itertuples(index=False):
+        cal = record.for_cell(model, cell) if record is not None else None
+        if cal is None:
+            why = record.lacks_shared() if record is not None else "the run has no calibration record"
+            raise AnalysisError(f"{run.path.name}: {model} has no ASV calibration for {cell} ({why})")
+        out[(str(model), str(cell))] = cal
+    return out
+
+
 def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFrame | None:
     """sasv_fusion.csv's table (module doc), or None when the run has no CM scores per trial."""
     cm = read_cm_trials(run)
     if cm is None:
         return None
     exp = run.experiment(AnalysisError)
-    record = run.read_calibration(AnalysisError)
     trials = run.read_trials().frame.set_index("trial_id")
     if exp is None or "trial_type" not in trials.columns:
         raise AnalysisError(f"{run.path.name}: {CM_TRIALS} needs a spoofing experiment (trials with trial_type)")
     results = run.read_results(dtype=str, keep_default_na=False)
+    cals = asv_calibrations(run, results)
     refs = reference_cells(results, exp)
     parts = []
     for _, part in cm.groupby("cm", sort=True):
@@ -163,13 +180,14 @@ def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFram
         parts.append(part.assign(cm_llr=llr, cm_calibration=how))
     cm = pd.concat(parts)
     attrs = list((exp.fairness or FairnessSpec()).groups or ())
+    if attrs and not run.file(ATTRIBUTES).is_file():
+        raise AnalysisError(f"{run.path.name}: the fairness groups {', '.join(attrs)} need {ATTRIBUTES}")
     table = pd.read_parquet(run.file(ATTRIBUTES)).set_index("id") if attrs else None
+    absent = [a for a in attrs if table is not None and a not in table.columns]
+    if absent:
+        raise AnalysisError(f"{run.path.name}: fairness group attribute(s) {', '.join(absent)} not in {ATTRIBUTES}")
     rows = []
-    for model, cell in results[["model", "cell"]].drop_duplicates().itertuples(index=False):
-        cal = record.for_cell(model, cell) if record is not None else None
-        if cal is None:
-            why = record.lacks_shared() if record is not None else "the run has no calibration record"
-            raise AnalysisError(f"{run.path.name}: {model} has no ASV calibration for {cell} ({why})")
+    for (model, cell), cal in cals.items():
         for name, side in cm.groupby("cm", sort=True):
             frame = fusion_frame(run, trials, model, cell, cal, side)
             groups = trial_groups(frame, table, attrs)
