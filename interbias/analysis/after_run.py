@@ -1,6 +1,6 @@
 """The analyses a run writes beside its results (:mod:`interbias.run.rundir` names the files):
 the spoofing table (DSR over encoders per cell) for spoofing experiments; text_pairs.csv
-(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials; the attack tables and curves (:mod:`interbias.analysis.attacks`) when it has attacks.csv."""
+(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials; the attack tables and curves (:mod:`interbias.analysis.attacks`) when it has attacks.csv; sasv_fusion.csv (:mod:`interbias.analysis.sasv_run`) when its trials also have CM scores."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 
 from interbias.analysis.attacks import attack_analysis
 from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.sasv_run import write_sasv_fusion
 from interbias.analysis.spoofing import dsr_by_cell
 from interbias.analysis.text_pairs import text_pairs_table
 from interbias.corpora.manifest import Manifest
@@ -53,6 +54,8 @@ def run_analyses(
                 out["fairness"] = [p.name for p in report.write(run.path)]
         if run.file(ATTACKS).is_file():
             out["attacks"] = attack_analysis(run.path, run.read_json(EXPERIMENT) or {})
+        if len(results) and (fused := write_sasv_fusion(run)) is not None:
+            out["sasv_fusion"] = fused
     except InterbiasError as exc:
         errored.append(f"analysis: {exc}")
     return out

@@ -50,6 +50,7 @@ from interbias.analysis.report_sections import (
     operations_section,
     robustness_section,
 )
+from interbias.analysis.sasv_run import sasv_section
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.experiments.schema import AcousticLevel, Experiment
 from interbias.metrics import verification as metrics
@@ -569,6 +570,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     qmf_section(a.run.path, a.options.n_boot, rep)
     deployment_section(a.run.path, rep)
     attack_section(a.run.path, rep)
+    sasv_section(a.run.path, rep)
     if geometry_dir is not None:
         geometry_section(Path(geometry_dir), rep)
     all_effects(rep, h)

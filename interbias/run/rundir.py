@@ -13,6 +13,8 @@ Layout::
     operations.parquet              what each operator chain realised per (utterance, side, chain)
     calibration.json                the calibration record (:class:`CalibrationRecord`; runs with dev trials)
     spoofing.csv                    DSR over encoders per cell (spoofing experiments)
+    cm_trials.parquet               CM score per (CM, cell, trial) (runs with both score kinds; none in the catalogue)
+    sasv_fusion.csv                 ASV + CM fusion per model, CM, cell, group (interbias.analysis.sasv_run)
     fairness.csv, fairness_groups.csv   the fairness report at the dev threshold (runs with dev trials)
 
 Every file name of the layout is a constant of this module, and each file is read through a
@@ -51,6 +53,8 @@ FAIRNESS = "fairness.csv"
 FAIRNESS_GROUPS = "fairness_groups.csv"
 TEXT_PAIRS = "text_pairs.csv"
 ATTACKS = "attacks.csv"
+CM_TRIALS = "cm_trials.parquet"
+SASV_FUSION = "sasv_fusion.csv"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,226 @@
+"""ASV + CM fusion of a verification run whose trials also carry countermeasure scores: sasv_fusion.csv.
+
+No catalogue experiment writes both score kinds per trial today: E10 and E11 score every trial
+(target, non-target, spoof) with the speaker encoders only; E19 scores CM-corpus utterances with
+CMs and has no verification trials. A run has both when, beside its ASV score files, it holds
+``cm_trials.parquet`` (:data:`interbias.run.rundir.CM_TRIALS`): one row per (CM, cell, trial),
+columns ``cm`` (CM label), ``cell``, ``trial_id``, ``cm_score`` (the CM's score of the trial's
+test audio through the cell's chain, higher = bona fide) and ``calibrated`` (True: ``cm_score``
+is a calibrated natural-log LLR; one value per CM). For such a run :func:`sasv_fusion_for_run`
+gives, per ASV model × CM × cell × group, over the eval trials the ASV scored (not dropped):
+
+- ASV llr: the run's linear calibration (calibration.json, ``CalibrationRecord.for_cell``)
+  applied to the cell's ``score`` (draw 0's in runs with operator draws);
+- CM llr: ``cm_score`` when ``calibrated``; else a prior-weighted logistic calibration
+  (:func:`interbias.metrics.logistic.fit_logistic`, π = 0.5, Platt-smoothed labels) fitted per CM
+  on the dev trials of the reference cells (every acoustic factor at its reference level),
+  bona fide (target and non-target) = 1, spoof = 0; column ``cm_calibration`` says which
+  (``calibrated`` or ``logistic-dev``);
+- ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
+  :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs). Groups: ``all`` and,
+  per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
+  A slice lacking a trial class keeps its counts and has empty metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interbias.analysis.fairness_stats import pair_groups
+from interbias.analysis.report_document import Report
+from interbias.experiments.schema import FairnessSpec
+from interbias.metrics.logistic import fit_logistic
+from interbias.metrics.sasv import ADCFCost
+from interbias.metrics.sasv_fusion import COLUMNS as FUSION_COLUMNS
+from interbias.metrics.sasv_fusion import KEYS, sasv_row
+from interbias.run.measured import in_split, kept
+from interbias.run.rundir import ATTRIBUTES, CM_TRIALS, SASV_FUSION, RunDir
+from interbias.utils.errors import AnalysisError, InterbiasError
+
+COLUMNS = ["model", "cm", "cell", "group_by", "group", "cm_calibration", *FUSION_COLUMNS]
+CM_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
+#: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
+CM_PRIOR = 0.5
+
+
+def read_cm_trials(run: RunDir) -> pd.DataFrame | None:
+    """cm_trials.parquet checked (module doc), or None when the run has none."""
+    path = run.file(CM_TRIALS)
+    if not path.is_file():
+        return None
+    frame = pd.read_parquet(path)
+    missing = [c for c in CM_COLUMNS if c not in frame.columns]
+    if missing:
+        raise AnalysisError(f"{path}: lacks column(s) {', '.join(missing)} (needs {', '.join(CM_COLUMNS)})")
+    scores = pd.to_numeric(frame["cm_score"], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isfinite(scores).all():
+        i = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise AnalysisError(
+            f"{path}: cm_score {str(frame['cm_score'].iloc[i])!r} on row {i + 1} is not a finite number"
+        )
+    mixed = sorted(str(c) for c, p in frame.groupby("cm")["calibrated"] if p.astype(bool).nunique() > 1)
+    if mixed:
+        raise AnalysisError(f"{path}: CM {mixed[0]!r} has calibrated and uncalibrated rows; one value per CM")
+    return frame.assign(cm_score=scores, calibrated=frame["calibrated"].astype(bool))
+
+
+def reference_cells(results: pd.DataFrame, exp: Any) -> set[str]:
+    """Cells of ``results`` with every acoustic factor at its reference level."""
+    acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
+    out = set()
+    for row in results.drop_duplicates("cell").itertuples(index=False):
+        levels = {getattr(row, f"factor_{x}"): getattr(row, f"level_{x}") for x in "abc"}
+        if all(levels.get(f) == ref for f, ref in acoustic.items()):
+            out.add(str(row.cell))
+    return out
+
+
+def cm_llr(part: pd.DataFrame, trials: pd.DataFrame, ref_cells: set[str]) -> tuple[np.ndarray, str]:
+    """One CM's llr per row of ``part`` and how it was obtained (module doc)."""
+    scores = part["cm_score"].to_numpy(dtype=np.float64)
+    if part["calibrated"].all():
+        return scores, "calibrated"
+    cm = str(part["cm"].iloc[0])
+    dev = part[part["cell"].astype(str).isin(ref_cells)].join(trials[["split", "trial_type"]], on="trial_id")
+    dev = dev[in_split(dev, "dev")]
+    labels = (dev["trial_type"] != "spoof").to_numpy()
+    if not len(dev) or labels.all() or not labels.any():
+        raise AnalysisError(
+            f"CM {cm} is not calibrated and the reference cells ({', '.join(sorted(ref_cells)) or 'none'}) have no "
+            "dev trials of both classes (bona fide, spoof) to fit its calibration on"
+        )
+    try:
+        fit = fit_logistic(dev[["cm_score"]].to_numpy(), labels, ("cm_score",), prior=CM_PRIOR)
+    except InterbiasError as exc:
+        raise AnalysisError(f"CM {cm}: calibration on the dev trials: {exc}") from None
+    return fit.llr(scores[:, None]), "logistic-dev"
+
+
+def _slices(frame: pd.DataFrame, groups: dict[str, np.ndarray]) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    yield "", "all", frame
+    for attr, values in groups.items():
+        for g in sorted(set(values)):
+            yield attr, str(g), frame[values == g]
+
+
+def slice_row(frame: pd.DataFrame, cost: ADCFCost) -> dict[str, Any]:
+    """:func:`sasv_row` of a slice; its counts and empty metrics when it lacks a trial class."""
+    counts = {f"n_{k}": int((frame["key"] == k).sum()) for k in KEYS}
+    if min(counts.values()) == 0:
+        return {"a_dcf_sum": float("nan"), "a_dcf_product": float("nan"), "t_eer": float("nan"), **counts}
+    return sasv_row(frame, cost)
+
+
+def fusion_frame(
+    run: RunDir, trials: pd.DataFrame, model: str, cell: str, cal: tuple[float, float], cm: pd.DataFrame
+) -> pd.DataFrame:
+    """The eval trials of ``model`` × ``cell`` the ASV scored, with ``asv_llr``, ``cm_llr``, ``key``
+    (``trials``: the run's trial list indexed by trial_id)."""
+    if not run.scores_path(model, cell).is_file():
+        raise AnalysisError(f"{run.path.name}: scores of {model} / {cell} are missing")
+    sc = run.read_scores(model, cell).set_index("trial_id")
+    sc = sc.join(trials[[c for c in ("split", "trial_type", "enrol", "test") if c not in sc.columns]])
+    sc = sc[in_split(sc, "eval") & kept(sc)]
+    side = cm[cm["cell"].astype(str) == cell].set_index("trial_id")["cm_llr"]
+    absent = sc.index.difference(side.index)
+    if len(absent):
+        raise AnalysisError(f"{run.path.name}: {cell}: {len(absent)} eval trial(s) have no CM score, e.g. {absent[0]}")
+    slope, offset = cal
+    return pd.DataFrame(
+        {"asv_llr": slope * sc["score"].to_numpy(dtype=np.float64) + offset,
+         "cm_llr": side.reindex(sc.index).to_numpy(), "key": sc["trial_type"].astype(str).to_numpy(),
+         "enrol": sc["enrol"].to_numpy(), "test": sc["test"].to_numpy()},
+        index=sc.index,
+    )  # fmt: skip
+
+
+def trial_groups(frame: pd.DataFrame, table: pd.DataFrame | None, attrs: list[str]) -> dict[str, np.ndarray]:
+    """Per attribute, each trial's group: the value its two sides share (``pair_groups``)."""
+    if table is None:
+        return {}
+    return {
+        a: pair_groups(table[a].reindex(frame["enrol"]).tolist(), table[a].reindex(frame["test"]).tolist())
+        for a in attrs
+    }
+
+
+def asv_calibrations(run: RunDir, results: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """(model, cell) -> the (slope, offset) the run's calibration applies there; an error when one is missing."""
+    record = run.read_calibration(AnalysisError)
+    out = {}
+    for model, cell in results[["model", "cell"]].drop_duplicates().itertuples(index=False):
+        cal = record.for_cell(model, cell) if record is not None else None
+        if cal is None:
+            why = record.lacks_shared() if record is not None else "the run has no calibration record"
+            raise AnalysisError(f"{run.path.name}: {model} has no ASV calibration for {cell} ({why})")
+        out[(str(model), str(cell))] = cal
+    return out
+
+
+def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFrame | None:
+    """sasv_fusion.csv's table (module doc), or None when the run has no CM scores per trial."""
+    cm = read_cm_trials(run)
+    if cm is None:
+        return None
+    exp = run.experiment(AnalysisError)
+    trials = run.read_trials().frame.set_index("trial_id")
+    if exp is None or "trial_type" not in trials.columns:
+        raise AnalysisError(f"{run.path.name}: {CM_TRIALS} needs a spoofing experiment (trials with trial_type)")
+    results = run.read_results(dtype=str, keep_default_na=False)
+    cals = asv_calibrations(run, results)
+    refs = reference_cells(results, exp)
+    parts = []
+    for _, part in cm.groupby("cm", sort=True):
+        llr, how = cm_llr(part, trials, refs)
+        parts.append(part.assign(cm_llr=llr, cm_calibration=how))
+    cm = pd.concat(parts)
+    attrs = list((exp.fairness or FairnessSpec()).groups or ())
+    if attrs and not run.file(ATTRIBUTES).is_file():
+        raise AnalysisError(f"{run.path.name}: the fairness groups {', '.join(attrs)} need {ATTRIBUTES}")
+    table = pd.read_parquet(run.file(ATTRIBUTES)).set_index("id") if attrs else None
+    absent = [a for a in attrs if table is not None and a not in table.columns]
+    if absent:
+        raise AnalysisError(f"{run.path.name}: fairness group attribute(s) {', '.join(absent)} not in {ATTRIBUTES}")
+    rows = []
+    for (model, cell), cal in cals.items():
+        for name, side in cm.groupby("cm", sort=True):
+            frame = fusion_frame(run, trials, model, cell, cal, side)
+            groups = trial_groups(frame, table, attrs)
+            keys = {"model": model, "cm": name, "cell": cell, "cm_calibration": side["cm_calibration"].iloc[0]}
+            for attr, group, sl in _slices(frame, groups):
+                rows.append({**keys, "group_by": attr, "group": group, **slice_row(sl, cost)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def write_sasv_fusion(run: RunDir) -> str | None:
+    """Write sasv_fusion.csv when the run has CM scores per trial; its name, else None. A table
+    from an earlier analysis is removed first, so a refusal leaves none behind."""
+    from interbias.utils import atomic
+
+    run.file(SASV_FUSION).unlink(missing_ok=True)
+    table = sasv_fusion_for_run(run)
+    if table is None:
+        return None
+    atomic.write_csv(run.file(SASV_FUSION), table)
+    return SASV_FUSION
+
+
+def sasv_section(folder: Path, rep: Report) -> None:
+    """The report's short section naming sasv_fusion.csv (nothing when the run has none)."""
+    path = RunDir(folder).file(SASV_FUSION)
+    if not path.is_file():
+        return
+    table = pd.read_csv(path, keep_default_na=False)
+    rep.heading("ASV + CM fusion")
+    words = {"calibrated": "the CM score used as its LLR", "logistic-dev": "a logistic calibration fitted on dev"}
+    hows = "; ".join(words.get(h, h) for h in sorted(set(table["cm_calibration"].astype(str))))
+    rep.para(
+        f"{SASV_FUSION}: per model, CM, cell and group, the a-DCF of the sum of calibrated LLRs and of the product "
+        f"of posteriors, and the tandem t-EER (ASVspoof 5 costs; CM side: {hows}). Pooled over groups:"
+    )
+    rep.table(table[table["group"] == "all"], ["model", "cm", "cell", "a_dcf_sum", "a_dcf_product", "t_eer"])

@@ -1,0 +1,178 @@
+"""ASV + CM fusion inside a run (interbias/analysis/sasv_run.py): a small spoofing run with a dev
+split is built here; once cm_trials.parquet sits beside its score files, a rerun's after-run
+analyses write sasv_fusion.csv, whose numbers equal the library function (sasv_table) applied
+by hand on the run's files, and every file the run had before stays byte-identical."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+import yaml
+from conftest import tiny_experiment
+
+from interbias.analysis.after_run import run_analyses
+from interbias.analysis.fairness_stats import pair_groups
+from interbias.analysis.report_document import Report, to_markdown
+from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_section
+from interbias.metrics.logistic import fit_logistic
+from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
+from interbias.run.conductor import RunOptions, run
+from interbias.run.rundir import CM_TRIALS, SASV_FUSION, RunDir
+from interbias.utils.errors import AnalysisError
+
+#: A CM's score per trial class: calibrated LLRs drawn around these means (unit SD).
+MEANS = {"target": 2.0, "nontarget": 1.5, "spoof": -2.0}
+
+
+def _options(tmp: Path, cache: Path, corpus) -> RunOptions:
+    """A gender × noise run with a dev split whose attacks are other speakers' files, quietened."""
+    rows = []
+    for i, spk in enumerate(corpus.speakers()):
+        src = [u for u in corpus if u.speaker != spk][i]
+        x, sample_rate_hz = sf.read(corpus.resolve(src), dtype="float32")
+        sf.write(tmp / f"att-{i}.flac", 0.5 * x, sample_rate_hz)
+        rows.append({"path": f"att-{i}.flac", "target_speaker": spk, "generator": "copy"})
+    pd.DataFrame(rows).to_csv(tmp / "attacks.csv", index=False)
+    exp = tiny_experiment(
+        tmp, name="F52", trials={"targets": 24, "min_speakers": 3, "dev_share": 0.5},
+        spoofing={"attacks": str(tmp / "attacks.csv")}, fairness={"groups": ["gender"], "threshold": "eer"},
+    )  # fmt: skip
+    return RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp / "r", quiet=True, command=["t"],
+        cache_dir=cache, after_run=run_analyses,
+    )  # fmt: skip
+
+
+def _cm_trials(run_dir: Path, calibrated: bool) -> pd.DataFrame:
+    """One CM's score of every trial in every cell (drawn per class; scaled when not calibrated)."""
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    cells = sorted(set(pd.read_csv(run_dir / "results.csv")["cell"]))
+    rng = np.random.default_rng(52)
+    parts = []
+    for cell in cells:
+        llr = rng.normal(trials["trial_type"].map(MEANS).to_numpy(), 1.0)
+        parts.append(pd.DataFrame({"cm": "cm-a", "cell": cell, "trial_id": trials["trial_id"].to_numpy(),
+                                   "cm_score": llr if calibrated else 3.0 * llr - 1.0, "calibrated": calibrated}))  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def fused(tmp_path_factory, tiny_corpus, session_cache) -> dict:
+    tmp = tmp_path_factory.mktemp("sasv")
+    opts = _options(tmp, session_cache, tiny_corpus)
+    run_dir = run(opts).run_dir
+    before = _files(run_dir)
+    assert SASV_FUSION not in before  # a run without CM scores writes none
+    _cm_trials(run_dir, calibrated=False).to_parquet(run_dir / CM_TRIALS)
+    refused = run(opts)
+    refused_files = _files(run_dir)
+    _cm_trials(run_dir, calibrated=True).to_parquet(run_dir / CM_TRIALS)
+    outcome = run(opts)
+    assert outcome.run_dir == run_dir and SASV_FUSION in _files(run_dir)
+    return {"run": run_dir, "before": before, "refused": refused, "refused_files": refused_files}
+
+
+def test_existing_outputs_stay_byte_identical(fused: dict) -> None:
+    after = _files(fused["run"])
+    changed = [name for name, data in fused["before"].items() if name != "run.json" and after[name] != data]
+    assert changed == []
+    assert sorted(set(after) - set(fused["before"])) == [CM_TRIALS, SASV_FUSION]
+    record = json.loads((fused["run"] / "run.json").read_text())
+    assert record["analyses"]["sasv_fusion"] == SASV_FUSION
+
+
+def test_fusion_equals_the_library_function_by_hand(fused: dict) -> None:
+    run_dir = fused["run"]
+    cal = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]
+    trials = pd.read_parquet(run_dir / "trials.parquet").set_index("trial_id")
+    attrs = pd.read_parquet(run_dir / "attributes.parquet").set_index("id")["gender"]
+    cm = pd.read_parquet(run_dir / CM_TRIALS)
+    frames = []
+    for cell in sorted(set(cm["cell"])):
+        sc = pd.read_parquet(RunDir(run_dir).scores_path("mfcc-stats", cell)).set_index("trial_id")
+        sc = sc[["score", "dropped"]].join(trials)
+        sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
+        side = cm[cm["cell"] == cell].set_index("trial_id")["cm_score"]
+        groups = pair_groups(attrs.reindex(sc["enrol"]).tolist(), attrs.reindex(sc["test"]).tolist())
+        frames.append(pd.DataFrame({"cell": cell, "gender": groups, "key": sc["trial_type"].to_numpy(),
+                                    "asv_llr": cal["slope"] * sc["score"].to_numpy() + cal["offset"],
+                                    "cm_llr": side.reindex(sc.index).to_numpy()}))  # fmt: skip
+    frame = pd.concat(frames, ignore_index=True)
+    assert set(frame["key"]) == {"target", "nontarget", "spoof"}
+    got = pd.read_csv(run_dir / SASV_FUSION, keep_default_na=False)
+    assert set(got["cm_calibration"]) == {"calibrated"} and set(got["model"]) == {"mfcc-stats"}
+    pooled = sasv_table(frame, ["cell"])
+    mine = got[got["group"] == "all"].reset_index(drop=True)
+    assert list(mine["cell"]) == list(pooled["cell"])
+    np.testing.assert_allclose(mine[COLUMNS].to_numpy(float), pooled[COLUMNS].to_numpy(float), rtol=1e-12)
+    full = [g for g, p in frame.groupby("gender") if set(p["key"]) == {"target", "nontarget", "spoof"}]
+    assert full, "no gender group holds all three trial classes"
+    by_group = sasv_table(frame[frame["gender"].isin(full)], ["cell", "gender"])
+    mine = got[got["group"].isin(full) & (got["group_by"] == "gender")].sort_values(["cell", "group"])
+    np.testing.assert_allclose(mine[COLUMNS].to_numpy(float), by_group[COLUMNS].to_numpy(float), rtol=1e-12)
+
+
+def test_uncalibrated_cm_without_dev_spoofs_is_refused_in_one_line(fused: dict) -> None:
+    # spoof trials are drawn in the eval split only, so the dev split cannot calibrate the CM
+    errors = [e for e in fused["refused"].errored_cells if e.startswith("analysis:")]
+    assert len(errors) == 1 and "CM cm-a is not calibrated" in errors[0] and "\n" not in errors[0]
+    assert SASV_FUSION not in fused["refused_files"]
+
+
+def test_uncalibrated_cm_gets_the_logistic_dev_calibration() -> None:
+    rng = np.random.default_rng(7)
+    kinds = np.array(["target", "nontarget", "spoof"] * 40)
+    trials = pd.DataFrame({"split": np.where(np.arange(120) < 60, "dev", "eval"), "trial_type": kinds},
+                          index=pd.Index(np.arange(120), name="trial_id"))  # fmt: skip
+    score = rng.normal(np.where(kinds == "spoof", -1.0, 1.0), 1.0) * 4 + 3
+    part = pd.DataFrame({"cm": "x", "cell": np.where(np.arange(120) % 2, "ref", "other"), "trial_id": np.arange(120),
+                         "cm_score": score, "calibrated": False})  # fmt: skip
+    llr, how = cm_llr(part, trials, {"ref"})
+    dev = (trials["split"].to_numpy() == "dev") & (part["cell"].to_numpy() == "ref")
+    fit = fit_logistic(score[dev][:, None], kinds[dev] != "spoof", ("cm_score",), prior=0.5)
+    assert how == "logistic-dev"
+    np.testing.assert_allclose(llr, fit.weights[0] * score + fit.offset, rtol=1e-12)
+
+
+def test_report_names_the_file(fused: dict) -> None:
+    rep = Report("t")
+    sasv_section(fused["run"], rep)
+    text = to_markdown(rep, "fig")
+    assert "## ASV + CM fusion" in text and SASV_FUSION in text
+    empty = Report("t")
+    sasv_section(fused["run"] / "nowhere", empty)
+    assert empty.blocks == []
+
+
+def test_a_run_without_dev_trials_is_refused_in_one_line(tmp_path, tiny_corpus, session_cache) -> None:
+    opts = _options(tmp_path, session_cache, tiny_corpus)
+    exp = yaml.safe_load(Path(opts.experiment).read_text())
+    exp["trials"].pop("dev_share")
+    Path(opts.experiment).write_text(yaml.safe_dump(exp, sort_keys=False))
+    run_dir = run(opts).run_dir
+    _cm_trials(run_dir, calibrated=True).to_parquet(run_dir / CM_TRIALS)
+    errors = [e for e in run(opts).errored_cells if e.startswith("analysis:")]
+    assert len(errors) == 1 and "mfcc-stats has no ASV calibration" in errors[0]
+    assert not (run_dir / SASV_FUSION).exists()
+
+
+def test_a_bad_cm_trials_file_is_refused(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {"cm": ["a"], "cell": ["c"], "trial_id": [0], "cm_score": [float("nan")], "calibrated": [True]}
+    )
+    frame.to_parquet(tmp_path / CM_TRIALS)
+    with pytest.raises(AnalysisError, match="cm_score 'nan' on row 1 is not a finite number"):
+        read_cm_trials(RunDir(tmp_path))
+    frame.drop(columns="calibrated").to_parquet(tmp_path / CM_TRIALS)
+    with pytest.raises(AnalysisError, match=r"lacks column\(s\) calibrated"):
+        read_cm_trials(RunDir(tmp_path))
+    assert read_cm_trials(RunDir(tmp_path / "none")) is None
