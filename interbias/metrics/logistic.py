@@ -82,7 +82,10 @@ def fit_logistic(
         raise MetricError("a logistic fit needs target and non-target trials")
     if not 0.0 < prior < 1.0:
         raise MetricError(f"prior {prior} is outside (0, 1)")
-    mu, sd = x.mean(axis=0), x.std(axis=0)
+    # per column as a contiguous vector: with one feature, the same rounding as the linear
+    # calibration always had (numpy sums an axis of a 2-D array in another order)
+    cols = [np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])]
+    mu, sd = np.array([c.mean() for c in cols]), np.array([c.std() for c in cols])
     for name, s in zip(names, sd, strict=True):
         if s == 0.0:
             raise MetricError(f"{name} is the same on every fitting trial: no weight can be fitted for it")
@@ -116,7 +119,7 @@ def fit_logistic(
         if done or float(np.abs(grad).max()) < _TOL:
             break
     weights = theta[:-1] / sd
-    offset = float(theta[-1] - weights @ mu)
+    offset = float(theta[-1] - sum(theta[j] * mu[j] / sd[j] for j in range(len(sd))))
     if not (np.isfinite(weights).all() and math.isfinite(offset)):
         raise MetricError("the logistic fit did not converge to finite weights")
     return LogisticFit(tuple(names), tuple(float(v) for v in weights), offset, prior, n_t, n_n)
