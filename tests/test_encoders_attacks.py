@@ -221,3 +221,23 @@ def test_the_score_never_falls_as_the_budget_grows(method):
         for b in budgets:
             assert kept[b].budget <= b and kept[b].linf <= b + 1e-7  # a smaller budget's audio fits a larger one
     assert fell  # the case is real: some budget's own best is below a smaller budget's
+
+
+def test_the_cards_say_what_the_loaded_encoders_do():
+    """``validate`` and ``run``'s preflight refuse white-box attacks from the card, before loading:
+    the card's reason is empty exactly when the loaded encoder has a differentiable path."""
+    from interbias.encoders import ENCODERS, load_encoder
+    from interbias.encoders.attacks import check_white_box_labels
+
+    for label in ("mfcc-stats", "GE2E"):
+        enc = load_encoder(label)
+        assert (ENCODERS.get(label).no_gradient_reason == "") == hasattr(enc, "torch_embed")
+        if hasattr(enc, "torch_embed"):
+            check_white_box_labels([label])
+        else:
+            with pytest.raises(EncoderError) as card:
+                check_white_box_labels([label])
+            with pytest.raises(EncoderError) as loaded:
+                white_box(enc)
+            assert str(card.value) == str(loaded.value)
+    assert ENCODERS.get("CAM++").no_gradient_reason == ""  # its torch_embed: tests/test_encoders_campplus.py

@@ -28,13 +28,14 @@ the input itself (``kept_step`` 0), so the attack never leaves a trial worse tha
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from interbias.audio.level import active_mask, active_power
+from interbias.encoders.card import NO_GRADIENT
 from interbias.utils.errors import EncoderError
 
 METHODS = ("fgsm", "pgd", "nes")
@@ -263,11 +264,26 @@ def white_box(encoder: Any) -> Callable[[Any], Any]:
     path = getattr(encoder, "torch_embed", None)
     if path is None:
         label = getattr(encoder, "label", type(encoder).__name__)
-        why = getattr(encoder, "no_gradient_reason", "it has no differentiable torch path from waveform to embedding")
-        raise EncoderError(
-            f"{label}: white-box attacks (fgsm, pgd) are refused: {why}; use method: nes (query-based, any encoder)"
-        )
+        raise white_box_refusal(label, getattr(encoder, "no_gradient_reason", NO_GRADIENT))
     return path
+
+
+def white_box_refusal(label: str, why: str) -> EncoderError:
+    """The one line refusing white-box attacks on ``label`` (``why``: its card's or class's reason)."""
+    return EncoderError(
+        f"{label}: white-box attacks (fgsm, pgd) are refused: {why}; use method: nes (query-based, any encoder)"
+    )
+
+
+def check_white_box_labels(labels: Sequence[str]) -> None:
+    """Refuse, from the encoder cards alone (nothing loaded), a white-box attack on a registered
+    label whose card gives a ``no_gradient_reason`` (``LABEL+orca:REF``: its base label's card)."""
+    from interbias.encoders import ENCODERS
+
+    for label in labels:
+        base = label.split("+orca:")[0]
+        if base in ENCODERS and (why := ENCODERS.get(base).no_gradient_reason):
+            raise white_box_refusal(label, why)
 
 
 def torch_score_grad(embed: Callable[[Any], Any], enrol: np.ndarray) -> ScoreGrad:
