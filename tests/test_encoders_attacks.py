@@ -4,6 +4,7 @@ against hand-computed gradients; the SNR budget; the one-line refusals."""
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from interbias.encoders.attacks import (
     achieved,
     attack,
     nes_gradient,
+    nested_best,
     speech_power,
     white_box,
 )
@@ -149,7 +151,12 @@ def test_achieved_reports_linf_and_snr():
         (dict(method="pgd", norm="linf", budget=0.9), "linf budget 0.9 is out of range: ε must lie in [0, 0.5]"),
         (dict(method="pgd", norm="linf", budget=-0.1), "linf budget -0.1 is out of range"),
         (dict(method="fgsm", norm="snr", budget=120.0), "snr budget 120.0 dB is out of range: use -10..80 dB"),
-        (dict(method="nes", norm="linf", budget=0.01, queries=0), "nes query budget 0: must be at least 1 query"),
+        (dict(method="nes", norm="linf", budget=0.01, queries=0), "nes query budget 0 allows no step"),
+        (
+            dict(method="nes", norm="linf", budget=0.01, nes_samples=20, queries=41),
+            "nes query budget 41 allows no step: the clean check takes 1 query and each step 2·nes_samples + 1 = 41; "
+            "use queries ≥ 42",
+        ),
         (dict(method="cw", norm="linf", budget=0.01), "attack method 'cw': valid: fgsm, pgd, nes"),
     ],
 )
@@ -170,3 +177,67 @@ def test_white_box_refused_without_a_differentiable_path():
         "GE2E: white-box attacks (fgsm, pgd) are refused: its VAD runs outside torch; "
         "use method: nes (query-based, any encoder)"
     )
+
+
+@pytest.mark.parametrize("method", ["fgsm", "pgd", "nes"])
+@pytest.mark.parametrize("direction", [1, -1])
+def test_an_attack_that_cannot_move_the_score_keeps_the_input(method, direction):
+    """The enrolment is the test's own embedding (score +1) or its opposite (−1): no iterate can go
+    further toward the goal, so every budget returns the input itself, kept_step 0."""
+    x = speech(400)
+    enc = Linear(x.size)
+    e = direction * (enc.w @ x.astype(np.float64))
+    for budget in (0.001, 0.05, 0.5):
+        p = AttackParams(method, "linf", budget, steps=4, step_ratio=0.5, nes_samples=3, queries=100)
+        out = attack(x, enc, e, p, sample_rate_hz=RATE, direction=direction, threshold=2.0 * direction,
+                     rng=derive_rng("r"))  # fmt: skip
+        assert out.wave.tobytes() == x.tobytes() and out.linf == 0 and out.kept_step == 0
+        assert out.score == out.start_score == pytest.approx(direction, abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ["fgsm", "pgd"])
+def test_the_score_never_falls_as_the_budget_grows(method):
+    """A full-budget step overshoots at large ε on this encoder (seen: FGSM 0.950 at ε 0.01, 0.871 at
+    0.2); the kept iterate of each budget is at least the start and at least every smaller budget's."""
+    x = speech(400)
+    enc = Linear(x.size)
+    budgets = [0.0, 0.5, 0.001, 0.2, 0.01, 0.05]  # any order
+    fell = False
+    for k in range(6):
+        e = derive_rng("enrol", k).standard_normal(4)
+        unit = e / np.linalg.norm(e)
+        runs = []
+        for b in budgets:
+            p = AttackParams(method, "linf", b, steps=5, step_ratio=0.5)
+            runs.append((p, attack(x, enc, e, p, sample_rate_hz=RATE, direction=1, threshold=0.0, rng=derive_rng("r"))))
+        own = {p.budget: float(enc.embed([a.wave])[0] @ unit) for p, a in runs}
+        clean = own[0.0]
+        assert all(s >= clean - 1e-6 for s in own.values())  # never below the unperturbed start
+        ordered = [own[b] for b in sorted(budgets)]
+        fell |= any(b < a - 1e-6 for a, b in pairwise(ordered))
+        kept = {p.budget: a for p, a in zip([p for p, _ in runs], nested_best(runs, 1), strict=True)}
+        scores = [float(enc.embed([kept[b].wave])[0] @ unit) for b in sorted(budgets)]
+        assert all(b >= a - 1e-6 for a, b in pairwise(scores)), scores
+        for b in budgets:
+            assert kept[b].budget <= b and kept[b].linf <= b + 1e-7  # a smaller budget's audio fits a larger one
+    assert fell  # the case is real: some budget's own best is below a smaller budget's
+
+
+def test_the_cards_say_what_the_loaded_encoders_do():
+    """``validate`` and ``run``'s preflight refuse white-box attacks from the card, before loading:
+    the card's reason is empty exactly when the loaded encoder has a differentiable path."""
+    from interbias.encoders import ENCODERS, load_encoder
+    from interbias.encoders.attacks import check_white_box_labels
+
+    for label in ("mfcc-stats", "GE2E"):
+        enc = load_encoder(label)
+        assert (ENCODERS.get(label).no_gradient_reason == "") == hasattr(enc, "torch_embed")
+        if hasattr(enc, "torch_embed"):
+            check_white_box_labels([label])
+        else:
+            with pytest.raises(EncoderError) as card:
+                check_white_box_labels([label])
+            with pytest.raises(EncoderError) as loaded:
+                white_box(enc)
+            assert str(card.value) == str(loaded.value)
+    assert ENCODERS.get("CAM++").no_gradient_reason == ""  # its torch_embed: tests/test_encoders_campplus.py

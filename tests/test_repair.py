@@ -440,3 +440,41 @@ def test_worker_reload_with_the_drivers_runtime_gives_the_same_fingerprint(tmp_p
     worker = load_encoders([label], "cpu", {label: {"runtime": driver.runtime}})[0]  # as executors do
     assert driver.runtime == driver.base.runtime  # what the executors pin for the worker
     assert worker.fingerprint == driver.fingerprint
+
+
+def test_an_adapter_named_three_ways_is_one_encoder(
+    tmp_path: Path, mfcc_fp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relative path, absolute path and sha256 prefix of one adapter load one encoder: the same
+    label (``BASE+orca:<sha12>``, no machine path), fingerprint and run-id entry; each keeps the
+    reference it was given for worker processes (issue 53 case 11: three encoders)."""
+    import hashlib
+    import shutil
+
+    from interbias.encoders import load_encoders
+
+    monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    src = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    (tmp_path / "cache" / "adapters").mkdir(parents=True)
+    shutil.copyfile(src, tmp_path / "cache" / "adapters" / f"{sha}.safetensors")
+    refs = ["a.safetensors", str(src), sha[:10]]
+    encs = [load_encoders([f"mfcc-stats+orca:{ref}"], "cpu")[0] for ref in refs]
+    assert {e.label for e in encs} == {f"mfcc-stats+orca:{sha[:12]}"}
+    assert len({e.fingerprint for e in encs}) == 1
+    assert [e.load_label for e in encs] == [f"mfcc-stats+orca:{ref}" for ref in refs]
+    again = load_encoders([encs[0].load_label], "cpu", {encs[0].load_label: {"runtime": encs[0].runtime}})[0]
+    assert (again.label, again.fingerprint) == (encs[0].label, encs[0].fingerprint)  # as a worker loads it
+
+
+def test_one_adapter_named_twice_in_a_list_is_refused(tmp_path: Path, mfcc_fp: str) -> None:
+    import hashlib
+
+    from interbias.encoders import load_encoders
+
+    src = fake_adapter(tmp_path / "a.safetensors", mfcc_fp)
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    with pytest.raises(EncoderError) as err:
+        load_encoders([f"mfcc-stats+orca:{src}", f"mfcc-stats+orca:{src.parent}/./a.safetensors"], "cpu")
+    assert str(err.value).startswith(f"encoder mfcc-stats+orca:{sha[:12]} is listed twice (")

@@ -26,9 +26,15 @@ def test_the_catalogue_is_valid_and_nothing_is_written(tmp_path: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("INTERBIAS_CACHE", str(tmp_path / "cache"))
     files = sorted(conditions_dir().glob("*.yaml"))
+    attacks = [f for f in files if f.name.startswith("E24")]  # white-box attacks: refused for GE2E, as run does
+    files = [f for f in files if f not in attacks]
     res = runner.invoke(app, ["validate", *map(str, files)])
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[-1] == f"{len(files)} of {len(files)} file(s) valid"
+    refused = runner.invoke(app, ["validate", *map(str, attacks)])
+    assert refused.exit_code == 1 and "GE2E: white-box attacks (fgsm, pgd) are refused" in refused.output
+    chosen = runner.invoke(app, ["validate", *map(str, attacks), "--encoders", "CAM++,mfcc-stats"])
+    assert chosen.exit_code == 0, chosen.output
     for f in files:  # every file and every variant is described
         exp = yaml.safe_load(f.read_text())
         assert f"{exp['name']}: corpus " in res.output
@@ -201,3 +207,65 @@ def test_a_21_cubed_grid_counts_its_items_from_the_pools_not_item_by_item(tmp_pa
     table, _ = utterance_table(exp, tmp_path)
     items, n_utts, _ = embedding_items(exp, table)
     assert (items, n_utts) == (60 * 21**3, 60)
+
+
+def _refusals(tmp_path: Path) -> dict[str, tuple[Path, str, str]]:
+    """Inputs ``run`` refuses before any work: (file, encoders, the line's start after the path)."""
+    out: dict[str, tuple[Path, str, str]] = {}
+    p = tiny_experiment(tmp_path, name="R1", trials={"targets": 40, "min_speakers": 2, "enrol_utterances": 9})
+    out["enrolment"] = (p, "mfcc-stats", "R1: trials.enrol_utterances 9 needs 10 utterances of a speaker")
+    attacks = {"methods": ["pgd"], "budgets": [0, 0.01], "trials": 2}
+    p = tiny_experiment(tmp_path, name="R2", trials={"targets": 40, "min_speakers": 2, "dev_share": 0.4},
+                        attacks=attacks)  # fmt: skip
+    out["pgd-ge2e"] = (p, "GE2E", "GE2E: white-box attacks (fgsm, pgd) are refused")
+    cm = tmp_path / "R3.yaml"
+    one = {"name": "codec", "type": "acoustic", "apply_to": "test", "reference": "clean",
+           "levels": {"clean": [], "mulaw": [{"op": "codec", "codec": "pcm_mulaw"}]}}  # fmt: skip
+    cm.write_text(yaml.safe_dump({"name": "R3", "corpus": "synthetic", "countermeasures": {"models": ["AASIST"]},
+                                  "factors": [one]}))  # fmt: skip
+    out["cm-one-factor"] = (cm, "CAM++", "R3.yaml: a countermeasure experiment has two acoustic factors")
+    p = tiny_experiment(tmp_path, name="R4", trials={"list": str(tmp_path / "absent.txt")})
+    out["missing-list"] = (p, "mfcc-stats", f"trial list {tmp_path / 'absent.txt'} does not exist")
+    listed = tmp_path / "pairs.txt"
+    listed.write_text("1 nobody/a.wav nobody/b.wav\n0 nobody/a.wav someone/c.wav\n")
+    p = tiny_experiment(tmp_path, name="R5", trials={"list": str(listed)})
+    out["unmatched-list"] = (p, "mfcc-stats", f"trial list {listed}: 3 of 3 utterance name(s) match no entry")
+    p = tiny_experiment(tmp_path, name="R6", scoring={"norm": "s-norm", "cohort": {"speakers": 50}})
+    out["cohort"] = (p, "mfcc-stats", "R6: scoring.cohort needs 50 speakers")
+    return out
+
+
+@pytest.mark.parametrize("case", ["enrolment", "pgd-ge2e", "cm-one-factor", "missing-list", "unmatched-list", "cohort"])
+def test_validate_refuses_what_run_refuses_before_any_work(case, tmp_path, session_cache, tiny_corpus) -> None:
+    """Each input ``run`` refuses within seconds: ``validate`` exits 1 with the line ``run`` gives
+    (issue 53 case 9: validate passed all five)."""
+    from run_helpers import isolated_cache, run_args, run_child
+
+    path, encoders, start = _refusals(tmp_path)[case]
+    res = runner.invoke(app, ["validate", str(path), "--encoders", encoders, "--cache-dir", str(session_cache)])
+    assert res.exit_code == 1, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {path}: {start}"), res.output
+    args = run_args(path, tmp_path / "out", isolated_cache(tmp_path / "c", session_cache))
+    args[args.index("mfcc-stats")] = encoders
+    done = run_child(args)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == "error: " + errors[0].removeprefix(f"error: {path}: ")
+
+
+def test_an_external_list_is_counted_per_stratum_not_priced_as_sampled(tmp_path, session_cache, tiny_corpus) -> None:
+    """``N trials per stratum`` is the trial spec's number for a sampled design; a list gives its
+    own count (issue 53 case 9: any list printed 4000)."""
+    spk = sorted({u.speaker for u in tiny_corpus})
+    utts = {s: sorted(u.path for u in tiny_corpus if u.speaker == s) for s in spk}
+    rows = [f"1 {utts[spk[0]][0]} {utts[spk[0]][1]}", f"0 {utts[spk[0]][0]} {utts[spk[1]][0]}",
+            f"1 {utts[spk[2]][0]} {utts[spk[2]][2]}"]  # fmt: skip
+    listed = tmp_path / "pairs.txt"
+    listed.write_text("\n".join(rows) + "\n")
+    noise = {"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean",
+             "levels": {"clean": [], "n10": [{"op": "noise", "kind": "gaussian", "snr_db": 10}]}}  # fmt: skip
+    path = tiny_experiment(tmp_path, name="L1", factors=[noise], trials={"list": str(listed)})
+    res = runner.invoke(app, ["validate", str(path), "--encoders", "mfcc-stats", "--cache-dir", str(session_cache)])
+    assert res.exit_code == 0, res.output
+    assert "4000 trials per stratum" not in res.output
+    assert "3 trials from the list" in res.output, res.output

@@ -4,7 +4,10 @@
   (impostor: share of attacked non-targets accepted; lock-out: share of attacked targets
   rejected) over the attacked trials, mean achieved L∞, SNR and queries, and a 95 % percentile
   interval from the speaker bootstrap (:class:`interbias.analysis.bootstrap.Resampler` over the
-  attacked trials; a replicate's rate is Σ w·success / Σ w with w the trial multiplicities).
+  attacked trials; a replicate's rate is Σ w·success / Σ w with w the trial multiplicities),
+  ``unchanged`` (trials whose decision the attacked audio leaves as the clean trial's: the budget
+  cannot change it) and ``kept_clean`` (trials where no iterate within the budget moved the score
+  toward the attacker's goal, so the unperturbed audio was kept; 0 for the clean budget).
 - ``attack_gaps.csv``: per population factor, each level's success rate minus the reference
   level's (term ``gap``), and, per acoustic factor, how that gap changes from the reference
   level to each other level (term ``gap_change``, a difference of differences); both from the
@@ -70,9 +73,25 @@ def summary_table(table: pd.DataFrame, reps: dict[tuple, tuple[float, np.ndarray
                 "mean_linf": float(sub["linf"].mean()),
                 "mean_snr_db": float(sub["snr_db"].mean()),
                 "mean_queries": float(sub["queries"].mean()),
+                **decisions(sub),
             }
         )
     return pd.DataFrame(rows)
+
+
+def decisions(sub: pd.DataFrame) -> dict[str, int]:
+    """``unchanged`` and ``kept_clean`` counts of one summary group (module docs); each left out
+    when the table lacks its columns (a table written before they were recorded)."""
+    out = {}
+    if {"clean_score", "threshold"} <= set(sub.columns):
+        accepted = sub["clean_score"] >= sub["threshold"]
+        clean_success = np.where(sub["kind"] == "impostor", accepted, ~accepted).astype(int)
+        out["unchanged"] = int((sub["success"].to_numpy() == clean_success).sum())
+    if "kept_step" in sub.columns:
+        budget = sub["budget"].astype(float)
+        clean_budget = np.where(sub["norm"] == "linf", budget == 0, np.isinf(budget))
+        out["kept_clean"] = int(((sub["kept_step"] == 0).to_numpy() & ~clean_budget).sum())
+    return out
 
 
 def _cell_of(levels: dict[str, str], order: list[str]) -> str:
@@ -208,7 +227,23 @@ def attack_section(folder: Path, rep: Any) -> None:
         "accepted; lockout: attacked targets rejected); budget 0 is the clean trials rescored. Intervals: 95 % "
         f"speaker bootstrap ({N_BOOT} replicates) over the attacked trials ({SUMMARY})."
     )
-    rep.table(summary, [*KEYS, "n", "success_rate", "ci_low", "ci_high", "mean_linf", "mean_snr_db", "mean_queries"])
+    rep.para(
+        "unchanged: attacked trials whose decision is the clean trial's (the budget did not change it); kept_clean: "
+        "trials where nothing within the budget moved the score toward the attacker's goal, so the unperturbed "
+        "audio was kept (an attack keeps its best iterate, and a larger budget at least a smaller one's)."
+    )
+    cols = [
+        "n",
+        "success_rate",
+        "ci_low",
+        "ci_high",
+        "unchanged",
+        "kept_clean",
+        "mean_linf",
+        "mean_snr_db",
+        "mean_queries",
+    ]
+    rep.table(summary, [*KEYS, *(c for c in cols if c in summary.columns)])
     if len(gaps):
         n_res = int(gaps["resolved"].astype(str).str.lower().eq("true").sum())
         rep.para(

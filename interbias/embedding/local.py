@@ -91,8 +91,8 @@ class LocalExecutor(Executor):
     ) -> Iterator[EmbedResult]:
         setup = WorkerSetup(
             ctx,
-            [e.label for e in encoders],
-            {e.label: {"runtime": e.runtime, **self.encoder_options} for e in encoders},
+            [e.load_label for e in encoders],
+            {e.load_label: {"runtime": e.runtime, **self.encoder_options} for e in encoders},
             self.device,
             default_threads(),
         )

@@ -104,7 +104,7 @@ class RayExecutor(Executor):
         ctx_ref = ray.put(ctx)
         actors = [
             actor_cls.options(runtime_env={"env_vars": env}).remote(
-                ctx_ref, [e.label for e in encoders], self.device, threads
+                ctx_ref, [e.load_label for e in encoders], self.device, threads
             )
             for _ in range(n)
         ]

@@ -139,8 +139,11 @@ def load_encoders(
     restore_threads()
     if problems:
         raise EncoderError("unavailable encoder(s): " + "; ".join(problems) + f"; {see_docs('encoders')}")
-    if len({e.label for e in encoders}) != len(encoders):
-        raise EncoderError("an encoder label is listed twice")
+    seen: dict[str, str] = {}
+    for given, e in zip(labels, encoders, strict=True):
+        if e.label in seen:  # a repaired encoder's adapter named two ways is one encoder
+            raise EncoderError(f"encoder {e.label} is listed twice ({seen[e.label]!r} and {given!r})")
+        seen[e.label] = given
     return encoders
 
 

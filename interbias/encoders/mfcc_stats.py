@@ -57,6 +57,7 @@ def _build(card: EncoderCard, *, device: str = "cpu") -> MfccStats:
 register(
     EncoderCard(
         label="mfcc-stats",
+        no_gradient_reason="",
         family="baseline",
         backend="builtin",
         embedding_dim=2 * N_CEPS,

@@ -3,6 +3,10 @@
 ``REF`` is the adapter file's path, or the first 8–64 hex digits of its sha256, found in
 ``<cache>/adapters/<sha256>.safetensors`` (where ``interbias audit repair`` stores every adapter it
 trains). The embedding is ``adapt(base(x))`` (:mod:`interbias.encoders.adapter`), L2-normalised.
+However the adapter is named (relative path, absolute path, sha256 prefix), the loaded encoder's
+label is ``LABEL+orca:<first 12 hex of its sha256>`` (:func:`canonical_label`): one adapter is
+one encoder (one model label, fingerprint, run id and cache key), and no machine path is in the
+label; ``load_label`` keeps the reference as given, for worker processes to load it again.
 
 Refused, with one :class:`EncoderError`: a hash that matches no stored file or several, a file
 whose sha256 does not start with the hash given (the file changed), a file whose tensors do not
@@ -44,6 +48,11 @@ def split_label(label: str) -> tuple[str, str]:
     return base, ref
 
 
+def canonical_label(base_label: str, sha: str) -> str:
+    """``BASE+orca:<sha256[:12]>``: the label of a repaired encoder however its adapter was named."""
+    return f"{base_label}{MARK}{sha[:12]}"
+
+
 def adapters_dir() -> Path:
     from interbias.utils.paths import cache_dir
 
@@ -77,7 +86,7 @@ class RepairedEncoder(Encoder):
     def __init__(self, label: str, base: Encoder, adapter: AdapterWeights, path: Path, sha: str) -> None:
         card = replace(
             base.card,
-            label=label,
+            label=canonical_label(base.label, sha),
             backend=f"orca+{base.card.backend}",
             description=f"{base.card.label} + ORCA adapter {sha[:12]}",
             layouts=(),
@@ -87,6 +96,7 @@ class RepairedEncoder(Encoder):
         self.base = base
         self.adapter = adapter
         self.adapter_path = path
+        self.given_label = label  # the reference as given: what reloads it in a worker process
         # the base's runtime: worker processes reload this label with {"runtime": self.runtime}
         self.runtime = base.runtime
         self.runtime_config = dict(base.runtime_config)
@@ -98,6 +108,10 @@ class RepairedEncoder(Encoder):
         payload = {"label": self.label, "base": self.base.fingerprint, "adapter": self.checkpoint_sha256}
         payload["code"] = CODE_VERSION
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
+
+    @property
+    def load_label(self) -> str:
+        return self.given_label
 
     def batches(self) -> bool:
         return False

@@ -21,10 +21,11 @@ The attacked audio passes through each cell's test chain (a codec after the atta
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from interbias.encoders.attacks import METHODS, NORMS, AttackParams
+from interbias.encoders.attacks import METHODS, NORMS, WHITE_BOX, AttackParams, check_white_box_labels
 from interbias.utils.errors import AnalysisError, ConfigError, EncoderError
 
 KINDS = ("impostor", "lockout")
@@ -131,6 +132,13 @@ def _check(spec: AttackSpec, where: str) -> None:
             except EncoderError as exc:
                 key = "nes.queries" if "query budget" in str(exc) else "budgets"
                 raise ConfigError(f"{where}: attacks.{key}: {exc}") from None
+
+
+def check_attack_labels(exp: Any, labels: Sequence[str]) -> None:
+    """Refuse, before anything is loaded, a white-box method of ``exp``'s attacks on an encoder
+    label without a differentiable path (``run``'s preflight and ``validate`` both call it)."""
+    if exp.attacks is not None and set(exp.attacks.methods) & set(WHITE_BOX):
+        check_white_box_labels(labels)
 
 
 def check_attack_experiment(exp: Any, where: str) -> Any:

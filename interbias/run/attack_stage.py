@@ -12,6 +12,12 @@ the encoder's run-time path and cosine-scored against that cell's enrolment vect
 budget (ε = 0, SNR = inf) leaves the audio as it is: its vector is checked to equal the run's bit
 for bit, and its rows carry the cell's own scores (``clean_score``, from the scores file).
 
+Each attack keeps its best iterate (:mod:`interbias.encoders.attacks`), and each budget's result is
+the best of its own and every smaller budget's of the same method (:func:`nested_best`), so for a
+fixed trial the attack's score is monotone in the budget; ``kept_budget`` names the budget whose
+audio is used and ``kept_step`` its step (0: the unperturbed audio — nothing within the budget
+moved the score toward the attacker's goal).
+
 The threshold is one per encoder: ``attacks.threshold`` (default the EER threshold) chosen on
 the dev trials of the reference cells, pooled over strata. Attacked waveforms are cached under
 ``<cache>/adversarial/`` by the sha256 of the clean samples, the encoder's fingerprint, the
@@ -33,7 +39,7 @@ from interbias.audio import frontend as audio
 from interbias.embedding.cache import EmbeddingCache
 from interbias.embedding.stage import ChainItems, Embedder
 from interbias.encoders import Encoder
-from interbias.encoders.attacks import WHITE_BOX, Attacked, AttackParams, attack, white_box
+from interbias.encoders.attacks import WHITE_BOX, Attacked, AttackParams, attack, nested_best, white_box
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.thresholds import ThresholdRule
 from interbias.operators import OpContext
@@ -107,12 +113,17 @@ class AttackCache:
         if not path.is_file():
             return None
         with np.load(path, allow_pickle=False) as data:
-            linf, snr, steps, queries = data["meta"].tolist()
-            return Attacked(data["wave"].astype(np.float32), linf, snr, int(steps), int(queries))
+            meta = data["meta"].tolist()
+            if len(meta) != 8:  # written before attacks kept their best iterate: recomputed
+                return None
+            linf, snr, steps, queries, score, start, kept, budget = meta
+            return Attacked(data["wave"].astype(np.float32), linf, snr, int(steps), int(queries), score, start,
+                            int(kept), budget)  # fmt: skip
 
     def put(self, key: str, a: Attacked) -> None:
         buf = io.BytesIO()
-        np.savez(buf, wave=a.wave, meta=np.array([a.linf, a.snr_db, a.steps, a.queries], dtype=np.float64))
+        meta = [a.linf, a.snr_db, a.steps, a.queries, a.score, a.start_score, a.kept_step, a.budget]
+        np.savez(buf, wave=a.wave, meta=np.array(meta, dtype=np.float64))
         path = self.root / key[:2] / f"{key}.npz"
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_bytes(path, buf.getvalue())
@@ -252,16 +263,17 @@ def _attack_trial(stage: Stage, trial: Any, params: list[AttackParams], cells: l
     ctx, emb = stage.ctx, stage.emb
     loaded = audio.load(ctx.scored.resolve(ctx.scored.by_id()[trial.test]), ctx.exp.frontend, vad=True)
     rate, rows = loaded.sample_rate_hz, []
+    direction = KIND_TRIALS[trial.kind][1]
     for enc in ctx.encoders:
         thr = stage.thresholds[enc.label]
-        for p in params:
-            hit = stage.attacked(trial, enc, p, trial.kind, loaded)
+        hits = nested_best([(p, stage.attacked(trial, enc, p, trial.kind, loaded)) for p in params], direction)
+        for p, hit in zip(params, hits, strict=True):
             for cell in cells:
                 enrol = emb.vectors[(trial.enrol, cell.enrol_chain.fingerprint, enc.fingerprint)]
                 clean = emb.vectors[(trial.test, cell.test_chain.fingerprint, enc.fingerprint)]
                 attacked = enc.embed([stage.degrade(cell, hit.wave, trial.test, rate)])[0]
                 scores = [stage.cell_score(enc.label, cell.id, int(trial.trial_id)), 0.0]
-                if p.is_clean:  # the clean trial itself: its vector must be the run's, its score the cell's
+                if hit.linf == 0:  # the clean audio itself: its vector must be the run's, its score the cell's
                     if attacked.tobytes() != clean.tobytes():
                         raise RunError(f"{enc.label}: {trial.test} in {cell.id} embeds differently from the run")
                     scores[1] = scores[0]
@@ -293,6 +305,8 @@ def _attack_trial(stage: Stage, trial: Any, params: list[AttackParams], cells: l
                         "snr_db": hit.snr_db,
                         "steps": hit.steps,
                         "queries": hit.queries,
+                        "kept_budget": hit.budget,
+                        "kept_step": hit.kept_step,
                     }
                 )
             advance(1)

@@ -141,6 +141,25 @@ def read_corpus(
     return manifest, listed, attacks
 
 
+def draw_inputs(
+    exp: Experiment,
+    manifest: Manifest,
+    listed: TrialList | None,
+    *,
+    max_trials: int | None = None,
+    attacks: AttackSet | None = None,
+    request: PlanRequest | None = None,
+) -> tuple[TrialList, Cohort | None]:
+    """The trials (``listed``, else drawn; a plan's speakers checked) and the score-normalisation
+    cohort (None without ``scoring.norm``); what cannot be drawn is one typed error line
+    (``validate`` calls this too, so it refuses what ``run`` refuses)."""
+    trials = listed if listed is not None else draw_trials(exp, manifest, max_trials=max_trials, attacks=attacks)
+    if request is not None and listed is None:
+        check_drawn(request, trials.strata)
+    cohort = draw_cohort(exp, manifest, trials.frame) if exp.scoring.norm != "none" else None
+    return trials, cohort
+
+
 def with_plan(options: RunOptions, exp: Experiment, reporter: Reporter) -> tuple[Experiment, PlanRequest | None]:
     """``exp`` drawing the speakers per stratum ``options.plan`` asks for, and that request
     (``exp`` and None without a plan); a plan of another experiment is refused, before any work."""
@@ -167,15 +186,10 @@ def load_inputs(
     cache = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     manifest, listed, attacks = read_corpus(exp, options, cache, reporter, timings)
     t = time.perf_counter()
-    trials = (
-        listed if listed is not None else draw_trials(exp, manifest, max_trials=options.max_trials, attacks=attacks)
-    )
-    if request is not None and listed is None:
-        check_drawn(request, trials.strata)
+    trials, cohort = draw_inputs(exp, manifest, listed, max_trials=options.max_trials, attacks=attacks, request=request)
     timings["trials_s"] = time.perf_counter() - t
     if listed is None and (short := shortfall(trials.info)):
         reporter.notice(short)
-    cohort = draw_cohort(exp, manifest, trials.frame) if exp.scoring.norm != "none" else None
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     t = time.perf_counter()
     shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id

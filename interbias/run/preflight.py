@@ -152,7 +152,7 @@ def experiment_for_run(options: RunOptions) -> Experiment:
             trials=options.trials,
             trials_format=options.trials_format,
         )
-    check_grid_size(exp, len(options.encoders))
+    check_experiment(exp, options.encoders)
     if user_data:  # the user's data and the operators' resources (availability checked them otherwise)
         check_runnable(exp, root=options.corpus_root)
         if problems := resource_problems(exp):
@@ -160,6 +160,16 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     if not 0 <= options.max_failure_share < 1:
         raise RunError("--max-failure-share must be in [0, 1)")
     return exp
+
+
+def check_experiment(exp: Any, labels: Any) -> None:
+    """What ``run`` refuses of a verification experiment from its file and the encoder labels
+    alone, before loading anything: a grid over :func:`max_rows`, a white-box attack on an
+    encoder without a differentiable path (``validate`` runs the same checks)."""
+    from interbias.experiments.attack_spec import check_attack_labels
+
+    check_grid_size(exp, len(labels))
+    check_attack_labels(exp, labels)
 
 
 # ---- the grid's size ---------------------------------------------------------------------------

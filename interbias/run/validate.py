@@ -59,7 +59,9 @@ class Estimate:
     n_chains: int = 0
     n_cells: int = 0
     n_rows: int = 0
-    trials_per_stratum: int = 0
+    trials_per_stratum: int | None = 0
+    #: How the trials are counted when not sampled by the trial spec (an external list).
+    trials_note: str = ""
     runs_here: str = ""
     n_utterances: int | None = None
     n_items: int | None = None
@@ -71,7 +73,8 @@ class Estimate:
     def lines(self) -> list[str]:
         out = [
             f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "
-            f"{self.n_cells} cells → {self.n_rows} results rows; {self.trials_per_stratum} trials per stratum; "
+            f"{self.n_cells} cells → {self.n_rows} results rows; "
+            f"{self.trials_note or f'{self.trials_per_stratum} trials per stratum'}; "
             f"{self.runs_here}"
         ]
         if self.n_embeddings is None:
@@ -141,9 +144,14 @@ def encoder_problems(labels: Sequence[str]) -> list[str]:
 
 def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
-    from interbias.run.preflight import availability, check_grid_size
+    from interbias.run.preflight import availability, check_experiment, is_countermeasure
 
-    check_grid_size(exp, len(encoders))  # counted before any cell is built, as ``run`` does
+    if is_countermeasure(exp):
+        from interbias.run.tasks.countermeasure import cm_spec
+
+        cm_spec(exp)
+    else:
+        check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
     cells = exp.cells()
     strata = exp.strata()
     t = exp.trials
@@ -155,7 +163,11 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     est.trials_per_stratum = t.targets + t.n_nontargets + (t.n_spoofs if exp.spoofing else 0)
     why = availability(exp)
     est.runs_here = "runs here" if why.runnable else f"does not run here ({why.reason})"
-    table, est.utterances_from = utterance_table(exp, cache)
+    manifest, table, est.utterances_from = corpus_here(exp, cache)
+    if manifest is not None and not is_countermeasure(exp):
+        check_trials(exp, manifest, est)
+    elif t.list_file is not None:
+        est.trials_per_stratum, est.trials_note = None, f"trials from the list (not read: {est.utterances_from})"
     if table is None:
         return est
     items, n_utts, seconds_audio = embedding_items(exp, table)
@@ -174,39 +186,71 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     return est
 
 
+def check_trials(exp: Any, manifest: Any, est: Estimate) -> None:
+    """Read the external trial list, or draw the trials, and draw the cohort, as ``run`` does
+    (:func:`interbias.run.inputs.draw_inputs`): what ``run`` refuses (enrolment above what the
+    speakers have, a missing or unmatched list, a cohort the corpus cannot give) is an error. A
+    list's trials are counted as listed (``trials_note``). Skipped for spoof trials (their audio
+    is made at run time)."""
+    from interbias.run.inputs import draw_inputs
+    from interbias.trials.external import external_trials
+
+    listed = external_trials(exp, manifest)
+    if exp.spoofing is not None:
+        return
+    trials, _ = draw_inputs(exp, manifest, listed)
+    if listed is not None:
+        per = trials.frame.groupby("stratum").size()
+        spread = f" ({per.min()}–{per.max()} per stratum)" if len(per) > 1 else ""
+        est.trials_per_stratum = int(per.max()) if len(per) else 0
+        est.trials_note = f"{len(trials.frame)} trials from the list{spread}"
+
+
 def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
     """The corpus's utterances (id, speaker, duration_s, attributes) as far as they are known
     here without preparing or building anything, and where they came from."""
+    _, table, where = corpus_here(exp, cache)
+    return table, where
+
+
+def corpus_here(exp: Any, cache: Path) -> tuple[Any, pd.DataFrame | None, str]:
+    """(the manifest when it is here, else None; :func:`utterance_table`'s table and where)."""
     spec = exp.corpus
     if spec.manifest:
         path = Path(spec.manifest).expanduser()
         if not path.is_file():
-            return None, f"manifest {path} is not here"
-        return _manifest_table(path, exp), f"manifest {path.name}"
+            return None, None, f"manifest {path} is not here"
+        manifest = _read_manifest(path, exp)
+        return manifest, _table(manifest), f"manifest {path.name}"
     if spec.name != "synthetic":
-        return None, f"the {spec.name} manifest is prepared at run time"
+        return None, None, f"the {spec.name} manifest is prepared at run time"
     from interbias.corpora.synthetic import SyntheticSpec, corpus_folder, planned_utterances
 
     synth = SyntheticSpec.from_options(dict(spec.options))
     built = corpus_folder(synth, cache) / "manifest.jsonl"
     if built.is_file():
-        return _manifest_table(built, exp), "the synthetic corpus built in the cache"
+        manifest = _read_manifest(built, exp, name=spec.name)
+        return manifest, _table(manifest), "the synthetic corpus built in the cache"
     planned = pd.DataFrame(planned_utterances(synth)).assign(duration_s=DEFAULT_DURATION_S)
-    return planned, "the synthetic spec (not built yet: durations assumed)"
+    return None, planned, "the synthetic spec (not built yet: durations assumed)"
 
 
-def _manifest_table(path: Path, exp: Any) -> pd.DataFrame:
-    """The manifest read as ``run`` reads it (an id defaults to the path without its extension),
-    one row per utterance with its fields and free attributes as strings; what ``run`` refuses
-    of it for ``exp`` (an attribute it selects by that no utterance has, a population attribute
-    that varies within a speaker and is not declared in ``utterance_attributes``) is an error."""
+def _read_manifest(path: Path, exp: Any, name: str | None = None) -> Any:
+    """The manifest read as ``run`` reads it (an id defaults to the path without its extension);
+    what ``run`` refuses of it for ``exp`` (an attribute it selects by that no utterance has, a
+    population attribute that varies within a speaker and is not declared in
+    ``utterance_attributes``) is an error."""
     from interbias.corpora import check_manifest
     from interbias.corpora.manifest import Manifest
 
-    manifest = Manifest.read(path)
+    manifest = Manifest.read(path, name=name)
     check_manifest(exp, manifest)
-    rows = [{k: str(v) for k, v in u.to_dict().items()} for u in manifest]
-    return pd.DataFrame(rows)
+    return manifest
+
+
+def _table(manifest: Any) -> pd.DataFrame:
+    """One row per utterance with its fields and free attributes as strings."""
+    return pd.DataFrame([{k: str(v) for k, v in u.to_dict().items()} for u in manifest])
 
 
 def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:
