@@ -6,7 +6,7 @@ import io
 import re
 from types import SimpleNamespace
 
-from interbias.utils.progress import FIRST_ESTIMATE_AFTER, INTERVAL_S, Reporter, duration, embeddings_ahead
+from interbias.utils.progress import FIRST_ESTIMATE_AFTER, INTERVAL_S, Reporter, duration, embeddings_ahead, wrapped
 
 
 class FakeClock:
@@ -144,3 +144,12 @@ def test_wrapped_lines_fit_the_width_and_keep_words_and_paths_whole(monkeypatch)
     out = io.StringIO()
     Reporter(stream=out).info(text, wrap=True)
     assert out.getvalue() == wrapped(text, 80) + "\n"
+
+
+def test_wrapping_never_parts_a_model_from_its_value() -> None:
+    from interbias.cli.run import glue_values
+
+    line = "macro EER per model (mean over 14 cells): CAM++ 0.109, GE2E 0.226, mfcc-stats 0.356"
+    out = wrapped(glue_values(line), 80)
+    assert out == "macro EER per model (mean over 14 cells): CAM++ 0.109, GE2E 0.226,\n  mfcc-stats 0.356"
+    assert "\u00a0" not in out and " ".join(out.split()) == line

@@ -222,6 +222,14 @@ def macro_line(results: Any) -> str | None:
     )
 
 
+def glue_values(text: str) -> str:
+    """``text`` with each ``label 0.123`` pair joined by a no-break space, so wrapping never
+    parts a model from its value (:func:`interbias.utils.progress.wrapped` prints it as a space)."""
+    import re
+
+    return re.sub(r"(\S) (\d+\.\d+)", "\\1\u00a0\\2", text)
+
+
 def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = False, as_json: bool = False) -> None:
     """A few closing lines (rows, failures, time, where the results are, the macro EER per model,
     the next command); the results table with --wide; exit 1 on errored cells."""
@@ -251,7 +259,7 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
         )
         typer.echo(f"results: {info['results']}")  # one line: make demo reads it
         if (macro := macro_line(outcome.results)) is not None:
-            echo_wrapped(macro)
+            echo_wrapped(glue_values(macro))
         typer.echo(f"next: {info['next']}")
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)

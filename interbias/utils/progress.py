@@ -43,7 +43,8 @@ def terminal_width(stream: Any) -> int:
 
 def wrapped(text: str, width: int, indent: str = "") -> str:
     """``text`` wrapped to ``width`` columns, continuation lines indented by two more spaces;
-    words, numbers and paths are never split (a path longer than the width stays whole)."""
+    words, numbers and paths are never split (a path longer than the width stays whole), nor
+    words joined by a no-break space."""
     lines = textwrap.wrap(
         text,
         width=width,
@@ -52,7 +53,7 @@ def wrapped(text: str, width: int, indent: str = "") -> str:
         break_long_words=False,
         break_on_hyphens=False,
     )
-    return "\n".join(lines or [indent])
+    return "\n".join(lines or [indent]).replace("\u00a0", " ")  # glued words (no-break spaces) print as spaces
 
 
 def duration(seconds: float) -> str:
