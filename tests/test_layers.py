@@ -20,10 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "interbias"
 
 #: The top-level packages, lowest layer first; a package may import only from earlier layers.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "utils",
-        "quality",
-    ),  # errors, atomic writes, CSV/text files, paths, seeding, progress; blind quality measures of audio
+    ("utils",),  # errors, atomic writes, CSV/text files, paths, seeding, progress
     ("audio", "metrics"),  # the front end and DSP; metrics as pure functions of scores
     ("operators", "encoders"),  # degradations of audio; speaker encoders (audio -> embedding)
     ("experiments",),  # the experiment YAML: schema, sections, decision specs

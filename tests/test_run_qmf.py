@@ -17,10 +17,10 @@ from run_helpers import isolated_cache
 from test_fairness_run import SPLIT
 from test_metrics_logistic import sklearn_fit
 
+from interbias.audio.quality import feature_names
 from interbias.embedding.cache import EmbeddingCache
 from interbias.experiments.schema import load_experiment
 from interbias.metrics.llr import CostPoint, act_dcf, cllr
-from interbias.quality.measures import feature_names
 from interbias.run.calibrate import calibration_columns
 from interbias.run.conductor import RunOptions, run
 from interbias.run.qmf import qmf_columns

@@ -15,7 +15,7 @@ the verdict of the audio checks it passed (``{"audio_checks": N}``, :data:`AUDIO
 entry stored under other checks (or before checks were recorded) is not served: its item is
 computed again and checked, so a warm cache decides what a cold one decides. A second table,
 ``quality``, holds each vector's blind quality measures (duration, WADA-SNR, magnitude before
-normalisation; :mod:`interbias.quality.measures`) under the same key.
+normalisation; :mod:`interbias.audio.quality`) under the same key.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ class EmbeddingCache:
             raise db_error(self.path, exc, "write") from exc
 
     def put_quality(self, items: Iterable[tuple[Key, Mapping[str, float]]]) -> None:
-        """Store the blind quality measures (:mod:`interbias.quality.measures`) of stored vectors."""
+        """Store the blind quality measures (:mod:`interbias.audio.quality`) of stored vectors."""
         rows = [(k[0], k[1], k[2], json.dumps(dict(m), sort_keys=True)) for k, m in items]
         try:
             with self._db:

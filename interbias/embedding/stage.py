@@ -114,7 +114,7 @@ class Embedder:
         self.cache_keys: dict[tuple[str, str], str] = {}
         #: Serve from the cache only vectors with stored quality measures (a QMF calibration needs them).
         self.need_quality = quality
-        #: (utt id, chain fp, enc fp) -> blind quality measures (:mod:`interbias.quality.measures`).
+        #: (utt id, chain fp, enc fp) -> blind quality measures (:mod:`interbias.audio.quality`).
         self.quality: dict[tuple[str, str, str], dict[str, float]] = {}
         self._quality_pending: list[tuple[Key, dict[str, float]]] = []
         #: chain fp -> fingerprint of what its operators read (:meth:`Chain.inputs_fingerprint`).

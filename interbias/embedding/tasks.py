@@ -31,13 +31,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from interbias.audio import frontend as audio
+from interbias.audio.quality import wave_measures
 from interbias.audio.windows import pool, too_many_windows, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
 from interbias.operators import Chain, OpContext
 from interbias.operators.silence import check_chain_output
-from interbias.quality.measures import wave_measures
 from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
 from interbias.utils.registry import Registry
 
@@ -82,7 +82,7 @@ class EmbedResult:
     realised: list[dict[str, Any]] | None = None
     error: str | None = None
     n_items: int = 1
-    #: Blind quality measures of the item (:mod:`interbias.quality.measures`): duration, snr, magnitude.
+    #: Blind quality measures of the item (:mod:`interbias.audio.quality`): duration, snr, magnitude.
     quality: dict[str, float] | None = None
 
 
@@ -113,7 +113,7 @@ class Prepared:
     encoders: tuple[str, ...]
     #: Sample spans embedded and mean-pooled (``frontend.long_audio: window``); ``None``: the whole wave.
     windows: tuple[tuple[int, int], ...] | None = None
-    #: Duration (s) and WADA-SNR (dB) of ``wave`` (:func:`interbias.quality.measures.wave_measures`).
+    #: Duration (s) and WADA-SNR (dB) of ``wave`` (:func:`interbias.audio.quality.wave_measures`).
     quality: dict[str, float] = field(default_factory=dict)
 
 

@@ -80,7 +80,7 @@ class CohortSpec:
 class ScoreCalibrationSpec:
     """``scoring.calibration``: ``linear`` (llr = a·score + b) or ``qmf`` (quality-aware:
     llr = a·score + Σ w·q + b over the trial's ``measures``' min and max,
-    :mod:`interbias.quality.measures`); a QMF run keeps the linear columns and adds ``qmf_`` ones."""
+    :mod:`interbias.audio.quality`); a QMF run keeps the linear columns and adds ``qmf_`` ones."""
 
     kind: str = "linear"
     measures: tuple[str, ...] = ()
@@ -216,7 +216,7 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
 
 def parse_score_calibration(spec: Any, where: str) -> ScoreCalibrationSpec:
     """``scoring.calibration``: {kind: linear|qmf, measures: [duration, snr, magnitude]}."""
-    from interbias.quality.measures import MEASURES
+    from interbias.audio.quality import MEASURES
 
     if spec is None:
         return ScoreCalibrationSpec()

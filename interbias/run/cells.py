@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 
 from interbias.audio.frontend import rate_changes
+from interbias.audio.quality import trial_columns
 from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder
 from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
 from interbias.metrics.registry import results_columns, spec
 from interbias.metrics.spoof import spoof_summary
-from interbias.quality.measures import trial_columns
 from interbias.run.measured import in_split, measured
 from interbias.run.scoring import cosine_scores
 from interbias.trials.enrolment import enrol_columns
@@ -278,7 +278,7 @@ def score_draw(
     for col in ("split", "trial_type"):
         if col in trials.columns:
             frame[col] = trials[col].to_numpy()
-    if getattr(emb, "need_quality", False):  # a QMF calibration's features (interbias.quality.measures)
+    if getattr(emb, "need_quality", False):  # a QMF calibration's features (interbias.audio.quality)
         add_quality_columns(frame, trials, emb, (efp, tfp), enc.fingerprint)
     return CellScore(row, frame, failures)
 

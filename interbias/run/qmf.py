@@ -6,7 +6,7 @@ by the prior-weighted logistic regression of :mod:`interbias.metrics.logistic` (
 Platt-smoothed labels) on the same trials as the linear one (the reference cells' dev trials,
 or each cell's own with ``fit_on: each``) and applied to every cell's eval trials. The trial
 features are the blind quality measures' min and max over its two sides
-(:mod:`interbias.quality.measures`). Columns, at the first operating point unless suffixed:
+(:mod:`interbias.audio.quality`). Columns, at the first operating point unless suffixed:
 
 - ``qmf_cllr`` (bits), ``qmf_act_dcf``, ``qmf_calibration_loss`` (= qmf_act_dcf − min_dcf at the point);
 - ``qmf_threshold_drift``: the mean over the cell's eval trials of the QMF Bayes decision
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from interbias.audio.quality import feature_names
 from interbias.metrics import verification as metrics
 from interbias.metrics.llr import act_dcf, cllr
 from interbias.metrics.logistic import LogisticFit, fit_logistic
-from interbias.quality.measures import feature_names
 from interbias.run.measured import calibration_trials, measured
 from interbias.utils.errors import MetricError
 

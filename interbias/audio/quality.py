@@ -2,7 +2,7 @@
 
 Per (utterance, chain, encoder): ``duration`` — seconds of audio the encoder received (after
 the front end's VAD and the operator chain); ``snr`` — the WADA-SNR estimate of that audio
-(dB, :mod:`interbias.quality.snr`); ``magnitude`` — the L2 norm of the encoder's embedding
+(dB, :mod:`interbias.audio.wada_snr`); ``magnitude`` — the L2 norm of the encoder's embedding
 before normalisation. A trial's measure ``m`` becomes two features, ``q_m_min`` and ``q_m_max``:
 the min and max over its enrolment and test sides (the enrolment side of a K-utterance trial is
 its first utterance's).
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from interbias.quality.snr import wada_snr
+from interbias.audio.wada_snr import wada_snr
 
 #: The measures a QMF calibration may use, in this order.
 MEASURES = ("duration", "snr", "magnitude")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from interbias.audio import frontend as audio
+from interbias.audio.quality import trial_features, wave_measures
+from interbias.audio.wada_snr import G_TABLE, SNR_GRID_DB, wada_snr, wada_statistic
 from interbias.operators import OpContext, make_operator
-from interbias.quality.measures import trial_features, wave_measures
-from interbias.quality.snr import G_TABLE, SNR_GRID_DB, wada_snr, wada_statistic
 from interbias.utils.seeding import derive_rng
 
 RATE = 16000
