@@ -20,6 +20,7 @@ from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.report_document import Report, to_markdown
 from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_section
 from interbias.metrics.logistic import fit_logistic
+from interbias.metrics.sasv import a_dcf
 from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
 from interbias.run.conductor import RunOptions, run
 from interbias.run.rundir import CM_TRIALS, SASV_FUSION, RunDir
@@ -143,11 +144,31 @@ def test_uncalibrated_cm_gets_the_logistic_dev_calibration() -> None:
     np.testing.assert_allclose(llr, fit.weights[0] * score + fit.offset, rtol=1e-12)
 
 
-def test_report_names_the_file(fused: dict) -> None:
+def test_asv_alone_column_is_the_a_dcf_of_the_asv_llr(fused: dict) -> None:
+    run_dir = fused["run"]
+    cal = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]
+    trials = pd.read_parquet(run_dir / "trials.parquet").set_index("trial_id")
+    got = pd.read_csv(run_dir / SASV_FUSION, keep_default_na=False)
+    for row in got[got["group"] == "all"].itertuples(index=False):
+        sc = pd.read_parquet(RunDir(run_dir).scores_path("mfcc-stats", row.cell)).set_index("trial_id")
+        sc = sc[["score", "dropped"]].join(trials)
+        sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
+        llr = cal["slope"] * sc["score"] + cal["offset"]
+        want = a_dcf(*(llr[sc["trial_type"] == k].to_numpy() for k in ("target", "nontarget", "spoof")))[0]
+        assert row.a_dcf_asv == pytest.approx(want, rel=1e-12)
+
+
+def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -> None:
     rep = Report("t")
     sasv_section(fused["run"], rep)
     text = to_markdown(rep, "fig")
     assert "## ASV + CM fusion" in text and SASV_FUSION in text
+    got = pd.read_csv(fused["run"] / SASV_FUSION, keep_default_na=False)
+    pooled = got[got["group"] == "all"]
+    first = text.index("| model | cm | a_dcf_asv | a_dcf_sum | a_dcf_product | t_eer |")
+    row = text[first:].splitlines()[2].split(" | ")
+    means = [f"{pooled[c].astype(float).mean():.3f}" for c in ("a_dcf_asv", "a_dcf_sum", "a_dcf_product")]
+    assert row[2:5] == means, row
     empty = Report("t")
     sasv_section(fused["run"] / "nowhere", empty)
     assert empty.blocks == []

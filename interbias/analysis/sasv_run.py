@@ -1,22 +1,24 @@
 """ASV + CM fusion of a verification run whose trials also carry countermeasure scores: sasv_fusion.csv.
 
-No catalogue experiment writes both score kinds per trial today: E10 and E11 score every trial
-(target, non-target, spoof) with the speaker encoders only; E19 scores CM-corpus utterances with
-CMs and has no verification trials. A run has both when, beside its ASV score files, it holds
-``cm_trials.parquet`` (:data:`interbias.run.rundir.CM_TRIALS`): one row per (CM, cell, trial),
-columns ``cm`` (CM label), ``cell``, ``trial_id``, ``cm_score`` (the CM's score of the trial's
-test audio through the cell's chain, higher = bona fide) and ``calibrated`` (True: ``cm_score``
-is a calibrated natural-log LLR; one value per CM). For such a run :func:`sasv_fusion_for_run`
+A spoofing run that names countermeasures (``spoofing.countermeasures`` or ``interbias run
+--cm``; :mod:`interbias.run.cm_stage`) holds, beside its ASV score files, ``cm_trials.parquet``
+(:data:`interbias.run.rundir.CM_TRIALS`): one row per (CM, cell, eval trial), columns ``cm`` (CM
+label), ``cell``, ``trial_id``, ``cm_score`` (the CM's score of the trial's test audio through
+the cell's chain, higher = bona fide) and ``calibrated`` (True: ``cm_score`` is a calibrated
+natural-log LLR; one value per CM), and ``cm_dev.parquet`` (the CMs' scores of dev-split bona
+fide and spoof utterances in the reference cells). For such a run :func:`sasv_fusion_for_run`
 gives, per ASV model × CM × cell × group, over the eval trials the ASV scored (not dropped):
 
 - ASV llr: the run's linear calibration (calibration.json, ``CalibrationRecord.for_cell``)
   applied to the cell's ``score`` (draw 0's in runs with operator draws);
 - CM llr: ``cm_score`` when ``calibrated``; else a prior-weighted logistic calibration
   (:func:`interbias.metrics.logistic.fit_logistic`, π = 0.5, Platt-smoothed labels) fitted per CM
-  on the dev trials of the reference cells (every acoustic factor at its reference level),
-  bona fide (target and non-target) = 1, spoof = 0; column ``cm_calibration`` says which
+  in the reference cells (every acoustic factor at its reference level) on its cm_dev.parquet
+  rows, or, in a run without that file, on the dev trials of cm_trials.parquet; bona fide = 1,
+  spoof = 0; column ``cm_calibration`` says which
   (``calibrated`` or ``logistic-dev``);
-- ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
+- ``a_dcf_asv`` (the minimum a-DCF of the ASV llr alone: what the CM adds is its difference
+  to the fused ones), ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
   :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs). Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
   A slice lacking a trial class keeps its counts and has empty metrics.
@@ -32,17 +34,18 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.fairness_stats import pair_groups
+from interbias.analysis.numbers import format_value
 from interbias.analysis.report_document import Report
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
-from interbias.metrics.sasv import ADCFCost
+from interbias.metrics.sasv import ADCFCost, a_dcf
 from interbias.metrics.sasv_fusion import COLUMNS as FUSION_COLUMNS
 from interbias.metrics.sasv_fusion import KEYS, sasv_row
 from interbias.run.measured import in_split, kept
-from interbias.run.rundir import ATTRIBUTES, CM_TRIALS, SASV_FUSION, RunDir
+from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
 
-COLUMNS = ["model", "cm", "cell", "group_by", "group", "cm_calibration", *FUSION_COLUMNS]
+COLUMNS = ["model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS]
 CM_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
 CM_PRIOR = 0.5
@@ -80,22 +83,47 @@ def reference_cells(results: pd.DataFrame, exp: Any) -> set[str]:
     return out
 
 
-def cm_llr(part: pd.DataFrame, trials: pd.DataFrame, ref_cells: set[str]) -> tuple[np.ndarray, str]:
+def read_cm_dev(run: RunDir) -> pd.DataFrame | None:
+    """cm_dev.parquet (the CM stage's dev rows: cm, cell, id, cm_class, cm_score), or None."""
+    path = run.file(CM_DEV)
+    if not path.is_file():
+        return None
+    frame = pd.read_parquet(path)
+    missing = [c for c in ("cm", "cell", "cm_class", "cm_score") if c not in frame.columns]
+    if missing:
+        raise AnalysisError(f"{path}: lacks column(s) {', '.join(missing)}")
+    return frame
+
+
+def dev_material(
+    cm: str, part: pd.DataFrame, trials: pd.DataFrame, ref_cells: set[str], dev_rows: pd.DataFrame | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, bona fide labels) one CM is calibrated on: its rows of cm_dev.parquet in the
+    reference cells when the run has that file, else its dev trials there in cm_trials.parquet."""
+    if dev_rows is not None:
+        dev = dev_rows[(dev_rows["cm"].astype(str) == cm) & dev_rows["cell"].astype(str).isin(ref_cells)]
+        return dev["cm_score"].to_numpy(dtype=np.float64), (dev["cm_class"] == "bonafide").to_numpy()
+    dev = part[part["cell"].astype(str).isin(ref_cells)].join(trials[["split", "trial_type"]], on="trial_id")
+    dev = dev[in_split(dev, "dev")]
+    return dev["cm_score"].to_numpy(dtype=np.float64), (dev["trial_type"] != "spoof").to_numpy()
+
+
+def cm_llr(
+    part: pd.DataFrame, trials: pd.DataFrame, ref_cells: set[str], dev_rows: pd.DataFrame | None = None
+) -> tuple[np.ndarray, str]:
     """One CM's llr per row of ``part`` and how it was obtained (module doc)."""
     scores = part["cm_score"].to_numpy(dtype=np.float64)
     if part["calibrated"].all():
         return scores, "calibrated"
     cm = str(part["cm"].iloc[0])
-    dev = part[part["cell"].astype(str).isin(ref_cells)].join(trials[["split", "trial_type"]], on="trial_id")
-    dev = dev[in_split(dev, "dev")]
-    labels = (dev["trial_type"] != "spoof").to_numpy()
+    dev, labels = dev_material(cm, part, trials, ref_cells, dev_rows)
     if not len(dev) or labels.all() or not labels.any():
         raise AnalysisError(
             f"CM {cm} is not calibrated and the reference cells ({', '.join(sorted(ref_cells)) or 'none'}) have no "
             "dev trials of both classes (bona fide, spoof) to fit its calibration on"
         )
     try:
-        fit = fit_logistic(dev[["cm_score"]].to_numpy(), labels, ("cm_score",), prior=CM_PRIOR)
+        fit = fit_logistic(dev[:, None], labels, ("cm_score",), prior=CM_PRIOR)
     except InterbiasError as exc:
         raise AnalysisError(f"CM {cm}: calibration on the dev trials: {exc}") from None
     return fit.llr(scores[:, None]), "logistic-dev"
@@ -112,8 +140,10 @@ def slice_row(frame: pd.DataFrame, cost: ADCFCost) -> dict[str, Any]:
     """:func:`sasv_row` of a slice; its counts and empty metrics when it lacks a trial class."""
     counts = {f"n_{k}": int((frame["key"] == k).sum()) for k in KEYS}
     if min(counts.values()) == 0:
-        return {"a_dcf_sum": float("nan"), "a_dcf_product": float("nan"), "t_eer": float("nan"), **counts}
-    return sasv_row(frame, cost)
+        empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer"), float("nan"))
+        return {**empty, **counts}
+    asv = [frame.loc[frame["key"] == k, "asv_llr"].to_numpy() for k in KEYS]
+    return {"a_dcf_asv": a_dcf(*asv, cost)[0], **sasv_row(frame, cost)}
 
 
 def fusion_frame(
@@ -174,9 +204,10 @@ def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFram
     results = run.read_results(dtype=str, keep_default_na=False)
     cals = asv_calibrations(run, results)
     refs = reference_cells(results, exp)
+    dev_rows = read_cm_dev(run)
     parts = []
     for _, part in cm.groupby("cm", sort=True):
-        llr, how = cm_llr(part, trials, refs)
+        llr, how = cm_llr(part, trials, refs, dev_rows)
         parts.append(part.assign(cm_llr=llr, cm_calibration=how))
     cm = pd.concat(parts)
     attrs = list((exp.fairness or FairnessSpec()).groups or ())
@@ -211,16 +242,38 @@ def write_sasv_fusion(run: RunDir) -> str | None:
 
 
 def sasv_section(folder: Path, rep: Report) -> None:
-    """The report's short section naming sasv_fusion.csv (nothing when the run has none)."""
+    """The report's ASV + CM fusion section (nothing when the run has no sasv_fusion.csv): per
+    model and CM the cell-mean a-DCF without and with the CM and the t-EER, the worst group,
+    then the table per cell."""
     path = RunDir(folder).file(SASV_FUSION)
     if not path.is_file():
         return
     table = pd.read_csv(path, keep_default_na=False)
+    metrics = [c for c in ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer") if c in table.columns]
+    for col in metrics:
+        table[col] = pd.to_numeric(table[col], errors="coerce")
+    pooled = table[table["group"] == "all"]
     rep.heading("ASV + CM fusion")
     words = {"calibrated": "the CM score used as its LLR", "logistic-dev": "a logistic calibration fitted on dev"}
     hows = "; ".join(words.get(h, h) for h in sorted(set(table["cm_calibration"].astype(str))))
+    means = pooled.groupby(["model", "cm"], sort=False)[metrics].mean().reset_index()
     rep.para(
-        f"{SASV_FUSION}: per model, CM, cell and group, the a-DCF of the sum of calibrated LLRs and of the product "
-        f"of posteriors, and the tandem t-EER (ASVspoof 5 costs; CM side: {hows}). Pooled over groups:"
+        f"Does a countermeasure keep spoofs out? Per model and CM, the minimum a-DCF (ASVspoof 5 costs) of the "
+        f"speaker verifier alone (a_dcf_asv), fused with the CM by the sum of calibrated LLRs (a_dcf_sum) and by the "
+        f"product of posteriors (a_dcf_product), and the tandem t-EER, each the mean over the "
+        f"{pooled['cell'].nunique()} cell(s) (CM side: {hows}; lower is better):"
     )
-    rep.table(table[table["group"] == "all"], ["model", "cm", "cell", "a_dcf_sum", "a_dcf_product", "t_eer"])
+    rep.table(means, ["model", "cm", *metrics])
+    worst = []
+    for (model, cm), part in table[table["group"] != "all"].dropna(subset=["a_dcf_sum"]).groupby(["model", "cm"]):
+        row = part.loc[part["a_dcf_sum"].idxmax()]
+        worst.append(
+            f"{model} with {cm}: highest a_dcf_sum {format_value(row['a_dcf_sum'])} for {row['group_by']}="
+            f"{row['group']} in {row['cell']} (t-EER {format_value(row['t_eer'])}; {row['n_target']} target, "
+            f"{row['n_nontarget']} non-target, {row['n_spoof']} spoof trials)"
+        )
+    if worst:
+        rep.para("The group the fused system serves worst:")
+        rep.bullets(worst)
+    rep.para(f"Per cell, pooled over groups ({SASV_FUSION} has every group):")
+    rep.table(pooled, ["model", "cm", "cell", *metrics], collapsed="a-DCF and t-EER per cell")

@@ -122,6 +122,14 @@ def run(
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
     precision: PrecisionOption = "fp32",
+    cm: Annotated[
+        str | None,
+        typer.Option(
+            "--cm",
+            help="Comma-separated CM labels that also score every trial's test audio in a spoofing experiment "
+            "(e.g. ResNet18-logspec); the run then writes sasv_fusion.csv (ASV + CM fusion).",
+        ),
+    ] = None,
     plan: PlanOpt = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
@@ -156,6 +164,7 @@ def run(
         jobs=jobs,
         runtime=runtime,
         precision=precision,
+        countermeasures=tuple(comma_list(cm)) if cm is not None else None,
         command=["interbias", *sys.argv[1:]],
     )
     exp = experiment_for_run(options)  # the one load and check of the experiment, before any work

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from interbias.experiments.sections import (
     parse_population,
     parse_spoofing,
     parse_trials,
+    spoofing_countermeasures,
 )
 from interbias.metrics.verification import P_TARGET
 from interbias.operators import Chain
@@ -71,7 +73,8 @@ TOP_KEYS = {
     "seed": "integer mixed into every derived seed",
     "requires": "what data a run needs, shown when it cannot run",
     "variants": "per-corpus overrides of top-level keys (e.g. synthetic)",
-    "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}}",
+    "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}, "
+    "countermeasures: [CM label, ...]}",
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
     "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
     "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.experiments.kinds)",
@@ -347,6 +350,20 @@ def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{where}: {key}: a list of attribute names, got {value!r}")
     return tuple(value)
+
+
+def with_countermeasures(exp: Experiment, labels: Sequence[str]) -> Experiment:
+    """``exp`` with ``spoofing.countermeasures`` set to ``labels`` (``interbias run --cm``); the
+    resolved definition (run.json, the run id) shows them. Only a spoofing experiment has trials
+    whose test audio a CM can judge."""
+    if exp.spoofing is None:
+        raise ConfigError(
+            f"{exp.name}: --cm scores spoof trials with countermeasures; this experiment has no spoofing: section"
+        )
+    labels = spoofing_countermeasures(list(labels), f"{exp.name}: --cm")
+    raw = copy.deepcopy(exp.raw)
+    raw["spoofing"] = {**(raw.get("spoofing") or {}), "countermeasures": list(labels)}
+    return replace(exp, spoofing=replace(exp.spoofing, countermeasures=labels), raw=raw)
 
 
 def with_data(

@@ -151,6 +151,8 @@ class SpoofingSpec:
     attacks: str | None = None
     builder: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: CM labels that score every trial's test audio (:mod:`interbias.run.cm_stage`); empty: none.
+    countermeasures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,10 +394,11 @@ def parse_spoofing(spec: Any, where: str) -> SpoofingSpec | None:
         return None
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: spoofing: must be a mapping with an 'attacks' entry")
-    check_keys(spec, {"attacks"}, where, "spoofing")
+    check_keys(spec, {"attacks", "countermeasures"}, where, "spoofing")
+    cms = spoofing_countermeasures(spec.get("countermeasures"), where)
     attacks = spec.get("attacks")
     if isinstance(attacks, str) and attacks:
-        return SpoofingSpec(attacks=attacks)
+        return SpoofingSpec(attacks=attacks, countermeasures=cms)
     if isinstance(attacks, dict):
         check_keys(attacks, {"builder", "options"}, where, "spoofing.attacks")
         builder = attacks.get("builder")
@@ -404,10 +407,22 @@ def parse_spoofing(spec: Any, where: str) -> SpoofingSpec | None:
             raise ConfigError(f"{where}: spoofing.attacks.builder: required string (an attack builder name)")
         if not isinstance(options, dict):
             raise ConfigError(f"{where}: spoofing.attacks.options: must be a mapping")
-        return SpoofingSpec(builder=builder, options=dict(options))
+        return SpoofingSpec(builder=builder, options=dict(options), countermeasures=cms)
     raise ConfigError(
         f"{where}: spoofing.attacks: an attack manifest file (CSV/JSONL) or {{builder: NAME, options: {{...}}}}"
     )
+
+
+def spoofing_countermeasures(raw: Any, where: str) -> tuple[str, ...]:
+    """``spoofing.countermeasures``: a list of distinct CM labels (checked against the CM
+    registry when the run starts), or absent."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) and x for x in raw):
+        raise ConfigError(f"{where}: spoofing.countermeasures: a list of CM labels, e.g. [ResNet18-logspec]")
+    if len(set(raw)) != len(raw):
+        raise ConfigError(f"{where}: spoofing.countermeasures: {raw!r} names a CM twice")
+    return tuple(raw)
 
 
 def parse_fairness(spec: Any, where: str) -> FairnessSpec | None:

@@ -13,7 +13,8 @@
    ``max_failure_share`` stops it here, before anything is written;
 4. embed: :class:`interbias.embedding.stage.Embedder` fills the vectors from the cache or an executor;
 5. score: :func:`interbias.run.cells.score_cell` per pending cell × encoder; each writes its
-   scores file and completion record;
+   scores file and completion record; then the countermeasures of a spoofing run that names
+   them score every trial's test audio (:mod:`interbias.run.cm_stage`);
 6. write: results.csv (every finished cell: a rerun never drops a row) and run.json
    (:mod:`interbias.run.results`), then the run's analyses (``RunOptions.after_run``).
 """
@@ -37,6 +38,7 @@ from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.attack_stage import check_attack_encoders, run_attacks
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
+from interbias.run.cm_stage import load_countermeasures, run_countermeasures
 from interbias.run.frontends import CellEmbedders
 from interbias.run.inputs import RunContext, RunOptions, load_inputs, with_plan
 from interbias.run.lock import RunLock
@@ -93,7 +95,8 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
     with_options = {"options": precision} if precision else {}
     encoders = load_encoders(options.encoders, options.device, runtime=options.runtime, **with_options)
     check_attack_encoders(exp, encoders)
-    ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0)
+    cms = load_countermeasures(exp)
+    ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0, cms)
     with RunLock(ctx.run.path) as lock:
         if lock.previous_pid:
             ctx.reporter.notice(
@@ -112,7 +115,8 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
                 run_attacks(ctx)
             except InterbiasError as exc:  # reported like an errored cell; the scored cells are written
                 work.errored.append(f"attacks: {exc}")
-            return _write(ctx, work, emb)
+            cm_record = _countermeasures(ctx, work)
+            return _write(ctx, work, emb, cm_record)
         except atomic.WriteError as exc:
             raise RunError(
                 f"{exc}; {ctx.run.n_finished_cells()} finished cell(s) are kept in {ctx.run.path}: "
@@ -292,7 +296,21 @@ def _write_operations(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> Non
     ctx.run.write_operations(merge_operations(earlier, new))
 
 
-def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
+def _countermeasures(ctx: RunContext, work: RunWork) -> dict | None:
+    """The CM stage of a spoofing run with CMs (:mod:`interbias.run.cm_stage`); a failure is
+    reported like an errored cell, and the speaker-verification cells are written regardless."""
+    t = time.perf_counter()
+    try:
+        return run_countermeasures(ctx, ctx.cms)
+    except InterbiasError as exc:
+        work.errored.append(f"countermeasures: {exc}")
+        return None
+    finally:
+        if ctx.cms:
+            ctx.timings["countermeasures_s"] = time.perf_counter() - t
+
+
+def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict | None = None) -> RunOutcome:
     """results.csv (encoder-major, cell order of the experiment), the analyses, run.json."""
     keys = [(m, c.id) for m in ctx.models() for c in work.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
@@ -338,6 +356,7 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunOutcome:
             **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
         },
         **({"analyses": analyses} if analyses else {}),
+        **({"countermeasures": cm_record} if cm_record else {}),
     }
     ctx.run.write_run_json(
         run_record(

@@ -69,6 +69,8 @@ class RunOptions:
     runtime: str | None = None
     #: Numeric precision of the encoders: fp32 (default), tf32 or bf16 (interbias.embedding.device).
     precision: str = "fp32"
+    #: CM labels that score every trial's test audio (``--cm``; sets ``spoofing.countermeasures``); None: the YAML's.
+    countermeasures: tuple[str, ...] | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
     #: The analyses written beside results.csv once it is written, called as
     #: ``after_run(run, results, trials, scored, spoofing, errored)`` and returning what run.json
@@ -105,6 +107,8 @@ class RunContext:
     #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
     cohort: Cohort | None = None
     cohort_missing: dict[str, int] = field(default_factory=dict)
+    #: The countermeasures that score every trial's test audio (label -> loaded CM; :mod:`interbias.run.cm_stage`).
+    cms: dict[str, Any] = field(default_factory=dict)
 
     def models(self) -> list[str]:
         """results ``model`` labels in order: each encoder, then its normalised version."""
@@ -177,9 +181,11 @@ def load_inputs(
     who: tuple[Executor, list[Encoder]],
     reporter: Reporter,
     t0: float,
+    cms: dict[str, Any] | None = None,
 ) -> RunContext:
     """Load and check every input besides the experiment (:func:`with_plan` applied) and the
-    executor and encoders (``who``, loaded since ``t0``), then draw the trials: before the run
+    executor and encoders (``who``, loaded since ``t0``; ``cms``: the loaded countermeasures of
+    :mod:`interbias.run.cm_stage`), then draw the trials: before the run
     directory exists, so a refusal leaves nothing behind."""
     executor, encoders = who
     timings: dict[str, float] = {"load_encoders_s": time.perf_counter() - t0}
@@ -200,7 +206,8 @@ def load_inputs(
     rev = revision()
     attacks_sha256 = attacks.sha256 if attacks else None
     rid = run_id(exp, manifest, encoders, rev=rev, max_trials=options.max_trials, listed=listed,
-                 attacks_sha256=attacks_sha256, audio_sha256=shas)  # fmt: skip
+                 attacks_sha256=attacks_sha256, audio_sha256=shas,
+                 countermeasures={k: m.checkpoint_sha256 for k, m in (cms or {}).items()})  # fmt: skip
     return RunContext(
         options=options,
         reporter=reporter,
@@ -220,4 +227,5 @@ def load_inputs(
         shas=shas,
         audio=audio,
         cohort=cohort,
+        cms=dict(cms or {}),
     )

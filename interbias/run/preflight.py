@@ -132,7 +132,13 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     ``--manifest``/``--trials`` applied), its grid is within :func:`max_rows`, the failure share
     is valid. A countermeasure experiment is returned as written, its data checked."""
     from interbias.corpora import check_runnable
-    from interbias.experiments.schema import find_experiment, load_experiment, resource_problems, with_data
+    from interbias.experiments.schema import (
+        find_experiment,
+        load_experiment,
+        resource_problems,
+        with_countermeasures,
+        with_data,
+    )
     from interbias.utils.paths import conditions_dir
 
     path = find_experiment(options.experiment, conditions_dir())
@@ -141,9 +147,16 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     if not user_data:  # the experiment's own data: say what runs here
         check_can_run(exp, options.experiment, path, options.corpus_root)
     if is_countermeasure(exp):
+        if options.countermeasures is not None:
+            raise ConfigError(
+                f"{exp.name}: --cm adds CMs to a spoofing verification run; this experiment is of kind {exp.kind} "
+                "(its CMs are countermeasures.models, or --encoders)"
+            )
         if user_data:
             check_runnable(exp, root=options.corpus_root)
         return exp
+    if options.countermeasures is not None:
+        exp = with_countermeasures(exp, options.countermeasures)
     if user_data:
         exp = with_data(
             exp,
@@ -167,9 +180,11 @@ def check_experiment(exp: Any, labels: Any) -> None:
     alone, before loading anything: a grid over :func:`max_rows`, a white-box attack on an
     encoder without a differentiable path (``validate`` runs the same checks)."""
     from interbias.experiments.attack_spec import check_attack_labels
+    from interbias.run.cm_stage import check_spoofing_cms
 
     check_grid_size(exp, len(labels))
     check_attack_labels(exp, labels)
+    check_spoofing_cms(exp)
 
 
 # ---- the grid's size ---------------------------------------------------------------------------

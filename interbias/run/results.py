@@ -185,13 +185,15 @@ def run_id(
     listed: TrialList | None,
     attacks_sha256: str | None,
     audio_sha256: dict[str, str],
+    countermeasures: dict[str, str] | None = None,
 ) -> str:
     """The run id, ``<experiment>-<12 hex>`` (the one place it is computed): a digest of what was
     asked (resolved experiment, manifest, trial cap, encoders and their fingerprints, code
     revision, an external trial list, attack audio) and of the bytes of every trial and cohort
     utterance's file (``audio_sha256``: utterance id -> sha256 of its file, ``""`` when unreadable,
     from :func:`interbias.embedding.stage.audio_digests`), so the same command on the same audio
-    resumes the same directory and any change starts a new one."""
+    resumes the same directory and any change starts a new one. ``countermeasures``: label ->
+    checkpoint sha256 of the CMs a spoofing run scores its trials with (absent without CMs)."""
     payload = {
         "experiment": exp.resolved(),
         "manifest": manifest.sha256(),
@@ -205,6 +207,8 @@ def run_id(
         payload["trial_list"] = [listed.sha256, listed.info["file_sha256"]]
     if attacks_sha256 is not None:  # spoofing experiments: the attack audio's content
         payload["attacks"] = attacks_sha256
+    if countermeasures:  # the CMs' checkpoints: retrained weights make a new run
+        payload["countermeasures"] = countermeasures
     # the content of every utterance's file: other bytes at the same paths make a new run
     payload["audio"] = sha256_text(canonical_json(sorted(audio_sha256.items())))
     return content_run_id(exp.name, payload)

@@ -13,7 +13,9 @@ Layout::
     operations.parquet              what each operator chain realised per (utterance, side, chain)
     calibration.json                the calibration record (:class:`CalibrationRecord`; runs with dev trials)
     spoofing.csv                    DSR over encoders per cell (spoofing experiments)
-    cm_trials.parquet               CM score per (CM, cell, trial) (runs with both score kinds; none in the catalogue)
+    cm_trials.parquet               CM score per (CM, cell, eval trial) (spoofing runs with CMs: interbias.run.cm_stage)
+    cm_dev.parquet                  CM score per (CM, reference cell, dev utterance): the CMs' calibration data
+    cm_cells/<slug(cell)>.parquet, .json    a cell's CM scores and completion record (resume)
     sasv_fusion.csv                 ASV + CM fusion per model, CM, cell, group (interbias.analysis.sasv_run)
     fairness.csv, fairness_groups.csv   the fairness report at the dev threshold (runs with dev trials)
 
@@ -54,6 +56,8 @@ FAIRNESS_GROUPS = "fairness_groups.csv"
 TEXT_PAIRS = "text_pairs.csv"
 ATTACKS = "attacks.csv"
 CM_TRIALS = "cm_trials.parquet"
+CM_DEV = "cm_dev.parquet"
+CM_CELLS = "cm_cells"
 SASV_FUSION = "sasv_fusion.csv"
 
 
@@ -209,6 +213,28 @@ class RunDir:
         except (OSError, ValueError):
             return None
         return rec if isinstance(rec, dict) else None
+
+    def cm_cell_path(self, cell: str, suffix: str = ".parquet") -> Path:
+        """The CM scores (``.parquet``) or completion record (``.json``) of ``cell``."""
+        return self.path / CM_CELLS / f"{slug(str(cell))}{suffix}"
+
+    def write_cm_cell(self, cell: str, rows: pd.DataFrame, record: dict[str, Any]) -> None:
+        """A cell's CM rows, then its completion record (written last: it marks the cell done)."""
+        atomic.write_parquet(self.cm_cell_path(cell), rows)
+        atomic.write_text(self.cm_cell_path(cell, ".json"), json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    def cm_cell_record(self, cell: str) -> dict[str, Any] | None:
+        """The completion record of a cell the CMs finished (its rows present), else ``None``."""
+        if not self.cm_cell_path(cell).is_file():
+            return None
+        try:
+            rec = json.loads(self.cm_cell_path(cell, ".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return rec if isinstance(rec, dict) else None
+
+    def read_cm_cell(self, cell: str) -> pd.DataFrame:
+        return pd.read_parquet(self.cm_cell_path(cell))
 
     def read_scores(self, model: str, cell: str) -> pd.DataFrame:
         return pd.read_parquet(self.scores_path(model, cell))
