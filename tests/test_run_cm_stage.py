@@ -144,7 +144,9 @@ def test_fusion_uses_a_calibration_fitted_on_the_dev_rows(staged) -> None:
     assert (fused[fused["group"] == "all"][["n_target", "n_nontarget", "n_spoof"]] > 0).all().all()
     dev = pd.read_parquet(rd.file(CM_DEV))
     cm = pd.read_parquet(rd.file(CM_TRIALS))
-    fit = fit_logistic(dev[["cm_score"]].to_numpy(), (dev["cm_class"] == "bonafide").to_numpy(), ("cm_score",), prior=0.5)
+    fit = fit_logistic(
+        dev[["cm_score"]].to_numpy(), (dev["cm_class"] == "bonafide").to_numpy(), ("cm_score",), prior=0.5
+    )
     trials = rd.read_trials().frame.set_index("trial_id")
     llr, how = cm_llr(cm, trials, set(dev["cell"]), dev)
     assert how == "logistic-dev"
