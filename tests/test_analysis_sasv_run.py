@@ -18,7 +18,7 @@ from conftest import tiny_experiment
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.report_document import Report, to_markdown
-from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_section
+from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import a_dcf
 from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
@@ -172,6 +172,16 @@ def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -
     empty = Report("t")
     sasv_section(fused["run"] / "nowhere", empty)
     assert empty.blocks == []
+
+
+def test_answer_line_gives_the_cell_means_and_the_worst_cell(fused: dict) -> None:
+    got = pd.read_csv(fused["run"] / SASV_FUSION, keep_default_na=False)
+    pooled = got[got["group"] == "all"]
+    worst = pooled.loc[pooled["a_dcf_sum"].astype(float).idxmax()]
+    (line,) = sasv_answer(fused["run"])
+    assert line.startswith(f"mfcc-stats with cm-a: a-DCF {pooled['a_dcf_asv'].astype(float).mean():.3f} alone, ")
+    assert f"worst cell {worst['cell']}: {float(worst['a_dcf_sum']):.3f}" in line
+    assert sasv_answer(fused["run"] / "nowhere") == []
 
 
 def test_a_run_without_dev_trials_is_refused_in_one_line(tmp_path, tiny_corpus, session_cache) -> None:

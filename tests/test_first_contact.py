@@ -62,7 +62,7 @@ def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path, monkeypatch) 
     assert res.exit_code == 0, res.output
     lines = res.output.rstrip("\n").splitlines()
     names = sorted(p.stem for p in CONDITIONS.glob("*.yaml"))
-    assert len(names) == 23 and len(lines) <= 40
+    assert len(names) == 24 and len(lines) <= 40
     assert lines[0].split()[:4] == ["exp", "title", "use", "cells"]
     rows = {ln.split()[0]: ln for ln in lines[1:] if re.match(r"E\d\d ", ln)}
     assert sorted(rows) == names  # one line per experiment

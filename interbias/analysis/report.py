@@ -50,7 +50,7 @@ from interbias.analysis.report_sections import (
     operations_section,
     robustness_section,
 )
-from interbias.analysis.sasv_run import sasv_section
+from interbias.analysis.sasv_run import sasv_answer, sasv_section
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.experiments.schema import AcousticLevel, Experiment
 from interbias.metrics import verification as metrics
@@ -375,6 +375,12 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
     rep.para(_unit_line(a))
+    if sasv := sasv_answer(a.run.path):
+        rep.para(
+            "Against spoofs, with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
+            "in [0, 1], lower is better):"
+        )
+        rep.bullets(sasv)
     if h.findings.empty:
         return
     kinds = kinds_of(h.findings)

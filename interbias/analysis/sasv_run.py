@@ -47,6 +47,8 @@ from interbias.utils.errors import AnalysisError, InterbiasError
 
 COLUMNS = ["model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS]
 CM_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
+#: The metric columns of sasv_fusion.csv (the report's order).
+METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer")
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
 CM_PRIOR = 0.5
 
@@ -241,17 +243,46 @@ def write_sasv_fusion(run: RunDir) -> str | None:
     return SASV_FUSION
 
 
+def read_sasv_fusion(folder: Path) -> pd.DataFrame | None:
+    """sasv_fusion.csv of the run in ``folder`` with numeric metric columns, or None."""
+    path = RunDir(folder).file(SASV_FUSION)
+    if not path.is_file():
+        return None
+    table = pd.read_csv(path, keep_default_na=False)
+    for col in METRICS:
+        if col in table.columns:
+            table[col] = pd.to_numeric(table[col], errors="coerce")
+    return table
+
+
+def sasv_answer(folder: Path) -> list[str]:
+    """One line per model × CM for the report's answer: the cell-mean a-DCF alone and fused, and
+    the cell where the summed-LLR fusion does worst (empty without sasv_fusion.csv)."""
+    table = read_sasv_fusion(folder)
+    if table is None or "a_dcf_asv" not in table.columns:
+        return []
+    pooled = table[table["group"] == "all"].dropna(subset=["a_dcf_sum"])
+    out = []
+    for (model, cm), part in pooled.groupby(["model", "cm"], sort=False):
+        worst = part.loc[part["a_dcf_sum"].idxmax()]
+        out.append(
+            f"{model} with {cm}: a-DCF {format_value(part['a_dcf_asv'].mean())} alone, "
+            f"{format_value(part['a_dcf_sum'].mean())} with the summed LLRs, "
+            f"{format_value(part['a_dcf_product'].mean())} with the product of posteriors (mean over "
+            f"{len(part)} cells); worst cell {worst['cell']}: {format_value(worst['a_dcf_sum'])} "
+            f"(t-EER {format_value(worst['t_eer'])})"
+        )
+    return out
+
+
 def sasv_section(folder: Path, rep: Report) -> None:
     """The report's ASV + CM fusion section (nothing when the run has no sasv_fusion.csv): per
     model and CM the cell-mean a-DCF without and with the CM and the t-EER, the worst group,
     then the table per cell."""
-    path = RunDir(folder).file(SASV_FUSION)
-    if not path.is_file():
+    table = read_sasv_fusion(folder)
+    if table is None:
         return
-    table = pd.read_csv(path, keep_default_na=False)
-    metrics = [c for c in ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer") if c in table.columns]
-    for col in metrics:
-        table[col] = pd.to_numeric(table[col], errors="coerce")
+    metrics = [c for c in METRICS if c in table.columns]
     pooled = table[table["group"] == "all"]
     rep.heading("ASV + CM fusion")
     words = {"calibrated": "the CM score used as its LLR", "logistic-dev": "a logistic calibration fitted on dev"}
@@ -261,7 +292,7 @@ def sasv_section(folder: Path, rep: Report) -> None:
         f"Does a countermeasure keep spoofs out? Per model and CM, the minimum a-DCF (ASVspoof 5 costs) of the "
         f"speaker verifier alone (a_dcf_asv), fused with the CM by the sum of calibrated LLRs (a_dcf_sum) and by the "
         f"product of posteriors (a_dcf_product), and the tandem t-EER, each the mean over the "
-        f"{pooled['cell'].nunique()} cell(s) (CM side: {hows}; lower is better):"
+        f"{pooled['cell'].nunique()} cell(s) (CM side: {hows}; lower is better; no interval is computed):"
     )
     rep.table(means, ["model", "cm", *metrics])
     worst = []
