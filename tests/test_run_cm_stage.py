@@ -9,6 +9,7 @@ byte, and bad requests are one line each, before any run directory exists."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 import soundfile as sf
 from cm_fixtures import cm_manifest
 from conftest import tiny_experiment
+from run_helpers import only_run_dir, run_child
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
@@ -162,6 +164,22 @@ def test_rerun_reuses_every_cell_and_writes_the_same_bytes(staged) -> None:
     now = {p.name: p.read_bytes() for p in staged["run"].iterdir() if p.is_file() and p.name != "run.json"}
     assert {CM_TRIALS, CM_DEV, SASV_FUSION} <= set(now)
     assert [k for k in staged["files"] if now[k] != staged["files"][k]] == []
+
+
+def test_killed_after_a_cm_cell_resumes_to_the_same_bytes(staged, tmp_path) -> None:
+    env = {"INTERBIAS_MODELS": str(staged["tmp"] / "models"), "INTERBIAS_CACHE": str(tmp_path / "cache")}
+    args = ["run", str(staged["exp"]), "--encoders", "mfcc-stats", "--out", str(tmp_path / "o"), "-q"]
+    killed = run_child(args, env={**env, "INTERBIAS_CRASH_AT": "cm-cell-done@1"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_dir = only_run_dir(tmp_path / "o")
+    assert run_dir.name == staged["run"].name
+    assert len(list((run_dir / "cm_cells").glob("*.json"))) == 1 and not (run_dir / CM_TRIALS).exists()
+    again = run_child(args, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["countermeasures"]["cells_reused"] == 1
+    for name in (CM_TRIALS, CM_DEV, SASV_FUSION):
+        assert (run_dir / name).read_bytes() == (staged["run"] / name).read_bytes(), name
 
 
 def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str]:
