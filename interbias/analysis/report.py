@@ -434,7 +434,7 @@ def _findings(a: Analysis, rep: Report, h: Headline) -> None:
         notes = (
             ["note"] if "note" in top and (top["note"].astype("string").fillna("") != "").any() else []
         )  # "no interval (why)"
-        rep.table(top.head(UNRESOLVED_ROWS), [*_EFFECT_COLS, *notes])
+        rep.table(labelled(top.head(UNRESOLVED_ROWS)), [*_EFFECT_COLS, *notes])
 
 
 def all_effects(rep: Report, h: Headline) -> None:
@@ -442,9 +442,17 @@ def all_effects(rep: Report, h: Headline) -> None:
     if h.findings is None or h.findings.empty:
         return
     rep.heading("All effects")
-    rep.para("Every tested effect (findings.csv holds the same rows with every column).")
+    rep.para(
+        "Every tested effect, named as in the forest plot (findings.csv holds the same rows with every column, "
+        "its effect column in long form)."
+    )
     cols = [*_EFFECT_COLS[:6], "lo_simultaneous", "hi_simultaneous", "p_value", *_EFFECT_COLS[6:], "resolved"]
-    rep.table(h.findings, cols, collapsed=f"All {len(h.findings)} effects (click to open)")
+    rep.table(labelled(h.findings), cols, collapsed=f"All {len(h.findings)} effects (click to open)")
+
+
+def labelled(findings: pd.DataFrame) -> pd.DataFrame:
+    """``findings`` with each effect in the forest plot's one grammar (:func:`plots.effect_label`)."""
+    return findings.assign(effect=[plots.effect_label(r) for r in findings.itertuples(index=False)])
 
 
 def _cells_section(a: Analysis, rep: Report) -> None:
@@ -539,7 +547,9 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     rep.para(
         f"Use: {resolved.get('use', 'unknown')}. "
         + (
-            "Intervals: " + a.replicates.describe() + "."
+            f"Intervals of effects (contrasts, gaps, findings): {a.interval_method}, estimate ± t·SE, the SE from the "
+            "speaker bootstrap described next (Findings gives the estimator). Intervals of a cell's own value "
+            "(tables, error bars): " + a.replicates.describe() + "."
             if a.replicates is not None
             else "No intervals: "
             + ("bootstrap not requested." if a.run.has_scores else "the run directory has no per-trial scores.")
