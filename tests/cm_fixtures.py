@@ -58,3 +58,18 @@ def cm_manifest(root: Path, per_class: int = 3, speakers: dict | None = None) ->
     m = Manifest("tiny-cm", root, tuple(utts))
     m.write(root / "manifest.csv")
     return m
+
+
+def copy_attacks(tmp: Path, corpus: Manifest) -> Path:
+    """An attack manifest (``tmp/attacks.csv``): one attack per speaker of ``corpus``, another
+    speaker's file at half the amplitude."""
+    import pandas as pd
+
+    rows = []
+    for i, spk in enumerate(corpus.speakers()):
+        src = [u for u in corpus if u.speaker != spk][i]
+        x, sample_rate_hz = sf.read(corpus.resolve(src), dtype="float32")
+        sf.write(tmp / f"att-{i}.flac", 0.5 * x, sample_rate_hz)
+        rows.append({"path": f"att-{i}.flac", "target_speaker": spk, "generator": "copy"})
+    pd.DataFrame(rows).to_csv(tmp / "attacks.csv", index=False)
+    return tmp / "attacks.csv"

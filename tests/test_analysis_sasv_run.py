@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import soundfile as sf
 import yaml
+from cm_fixtures import copy_attacks
 from conftest import tiny_experiment
 
 from interbias.analysis.after_run import run_analyses
@@ -32,16 +32,9 @@ MEANS = {"target": 2.0, "nontarget": 1.5, "spoof": -2.0}
 
 def _options(tmp: Path, cache: Path, corpus) -> RunOptions:
     """A gender × noise run with a dev split whose attacks are other speakers' files, quietened."""
-    rows = []
-    for i, spk in enumerate(corpus.speakers()):
-        src = [u for u in corpus if u.speaker != spk][i]
-        x, sample_rate_hz = sf.read(corpus.resolve(src), dtype="float32")
-        sf.write(tmp / f"att-{i}.flac", 0.5 * x, sample_rate_hz)
-        rows.append({"path": f"att-{i}.flac", "target_speaker": spk, "generator": "copy"})
-    pd.DataFrame(rows).to_csv(tmp / "attacks.csv", index=False)
     exp = tiny_experiment(
         tmp, name="F52", trials={"targets": 24, "min_speakers": 3, "dev_share": 0.5},
-        spoofing={"attacks": str(tmp / "attacks.csv")}, fairness={"groups": ["gender"], "threshold": "eer"},
+        spoofing={"attacks": str(copy_attacks(tmp, corpus))}, fairness={"groups": ["gender"], "threshold": "eer"},
     )  # fmt: skip
     return RunOptions(
         experiment=str(exp), encoders=["mfcc-stats"], out=tmp / "r", quiet=True, command=["t"],

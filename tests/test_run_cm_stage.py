@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import soundfile as sf
-from cm_fixtures import cm_manifest
+from cm_fixtures import cm_manifest, copy_attacks
 from conftest import tiny_experiment
 from run_helpers import only_run_dir, run_child
 from typer.testing import CliRunner
@@ -40,25 +39,13 @@ TINY_CM = {"duration_s": "0.5", "width": "4", "max_epochs": "1", "batch_size": "
 CM = "ResNet18-logspec"
 
 
-def _attacks(tmp: Path, corpus) -> Path:
-    """One attack per speaker: another speaker's file, quietened (an attack manifest)."""
-    rows = []
-    for i, spk in enumerate(corpus.speakers()):
-        src = [u for u in corpus if u.speaker != spk][i]
-        x, rate = sf.read(corpus.resolve(src), dtype="float32")
-        sf.write(tmp / f"att-{i}.flac", 0.5 * x, rate)
-        rows.append({"path": f"att-{i}.flac", "target_speaker": spk, "generator": "copy"})
-    pd.DataFrame(rows).to_csv(tmp / "attacks.csv", index=False)
-    return tmp / "attacks.csv"
-
-
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory, tiny_corpus, session_cache) -> dict:
     tmp = tmp_path_factory.mktemp("cmstage")
     mp = pytest.MonkeyPatch()
     mp.setenv("INTERBIAS_MODELS", str(tmp / "models"))
     train_model(CM, cm_manifest(tmp / "cmdata", per_class=3), settings=dict(TINY_CM), log=lambda s: None)
-    spoofing = {"attacks": str(_attacks(tmp, tiny_corpus)), "countermeasures": [CM]}
+    spoofing = {"attacks": str(copy_attacks(tmp, tiny_corpus)), "countermeasures": [CM]}
     exp = tiny_experiment(
         tmp, name="C52", trials={"targets": 24, "min_speakers": 3, "dev_share": 0.5},
         spoofing=spoofing, fairness={"groups": ["gender"], "threshold": "eer"},
