@@ -197,7 +197,8 @@ def write_tables(ctx: RunContext, rows: pd.DataFrame, cells: Sequence[Cell]) -> 
 
 
 def check_spoofing_cms(exp: Experiment) -> None:
-    """``spoofing.countermeasures`` names CM labels of the registry (no checkpoint is read)."""
+    """``spoofing.countermeasures`` names CM labels of the registry (no checkpoint is looked for:
+    a missing one is refused when the run loads its CMs, before any work, as for E19)."""
     labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
     if not labels:
         return
