@@ -151,6 +151,38 @@ def test_asv_alone_column_is_the_a_dcf_of_the_asv_llr(fused: dict) -> None:
         assert row.a_dcf_asv == pytest.approx(want, rel=1e-12)
 
 
+def test_cm_gain_interval_is_a_speaker_bootstrap_of_the_difference(fused: dict) -> None:
+    from interbias.analysis.bootstrap import Resampler, TrialDesign
+    from interbias.analysis.sasv_run import N_BOOT, SEED
+
+    run_dir = fused["run"]
+    cal = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    cm = pd.read_parquet(run_dir / CM_TRIALS)
+    got = pd.read_csv(run_dir / SASV_FUSION, keep_default_na=False)
+    row = got[got["group"] == "all"].iloc[0]
+    sc = pd.read_parquet(RunDir(run_dir).scores_path("mfcc-stats", row["cell"])).set_index("trial_id")
+    sc = sc[["score", "dropped"]].join(trials.set_index("trial_id"))
+    sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
+    asv = cal["slope"] * sc["score"].to_numpy() + cal["offset"]
+    fused_llr = asv + cm[cm["cell"] == row["cell"]].set_index("trial_id")["cm_score"].reindex(sc.index).to_numpy()
+    key = sc["trial_type"].to_numpy()
+    resampler = Resampler(TrialDesign.from_frame(trials), n_boot=N_BOOT, seed=SEED)
+    weights = resampler.weights(resampler.design.rows(sc.index.to_numpy())).astype(int)
+    diffs = []
+    for w in weights:  # each replicate as the repeated trials it stands for
+        rep = {k: (np.repeat(asv[key == k], w[key == k]), np.repeat(fused_llr[key == k], w[key == k])) for k in
+               ("target", "nontarget", "spoof")}  # fmt: skip
+        if min(len(v[0]) for v in rep.values()) == 0:
+            continue
+        diffs.append(a_dcf(*(v[1] for v in rep.values()))[0] - a_dcf(*(v[0] for v in rep.values()))[0])
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    assert float(row["cm_gain_lo"]) == pytest.approx(lo, abs=1e-12)
+    assert float(row["cm_gain_hi"]) == pytest.approx(hi, abs=1e-12)
+    assert float(row["cm_gain"]) == pytest.approx(float(row["a_dcf_sum"]) - float(row["a_dcf_asv"]), abs=1e-15)
+    assert (str(row["cm_gain_resolved"]) == "True") == (lo > 0 or hi < 0)
+
+
 def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -> None:
     rep = Report("t")
     sasv_section(fused["run"], rep)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.metrics.sasv import t_eer
+from interbias.metrics.sasv import a_dcf, t_eer
 from interbias.utils.errors import MetricError
 from interbias.utils.seeding import derive_rng
 
@@ -217,3 +217,29 @@ def test_tdcf_default_is_the_interpolated_threshold_and_a_bad_rule_is_one_line(t
     assert out["asv_threshold_rule"] == "interpolated" and out["asv_threshold"] == want
     bad = CliRunner().invoke(app, ["scores", "cm-eval", "tdcf", str(asv), str(cm), "--asv-threshold", "nearest"])
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1 and "'nearest' is not one of" in bad.output
+
+
+def test_weighted_a_dcf_equals_a_dcf_of_the_repeated_scores_ties_included() -> None:
+    from interbias.metrics.sasv import a_dcf_weighted
+
+    rng = np.random.default_rng(52)
+    for n in (1, 2, 7, 40):
+        # rounded to one decimal: many ties within and across the classes
+        tar, non, spf = (np.round(rng.normal(mu, 1.0, n + k), 1) for k, mu in enumerate((2.0, 0.0, 1.0)))
+        unit = a_dcf_weighted((tar, non, spf), (np.ones(len(tar)), np.ones(len(non)), np.ones(len(spf))))
+        assert unit.shape == (1,) and unit[0] == a_dcf(tar, non, spf)[0]
+        weights = [rng.integers(0, 3, size=(6, len(x))) for x in (tar, non, spf)]
+        got = a_dcf_weighted((tar, non, spf), weights)
+        for b in range(6):
+            if min(int(w[b].sum()) for w in weights) == 0:
+                assert np.isnan(got[b])  # a class with no weight has no rate
+                continue
+            want = a_dcf(*(np.repeat(x, w[b]) for x, w in zip((tar, non, spf), weights, strict=True)))[0]
+            assert got[b] == pytest.approx(want, abs=1e-12)
+
+
+def test_weighted_a_dcf_refuses_weights_of_another_shape() -> None:
+    from interbias.metrics.sasv import a_dcf_weighted
+
+    with pytest.raises(MetricError, match="one weight per score"):
+        a_dcf_weighted(([1.0, 2.0], [0.0], [0.5]), (np.ones((2, 3)), np.ones((2, 1)), np.ones((2, 1))))

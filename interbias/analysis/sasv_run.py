@@ -19,7 +19,12 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
   (``calibrated`` or ``logistic-dev``);
 - ``a_dcf_asv`` (the minimum a-DCF of the ASV llr alone: what the CM adds is its difference
   to the fused ones), ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
-  :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs). Groups: ``all`` and,
+  :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs);
+- ``cm_gain`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost) with the 95 % percentile
+  interval ``cm_gain_lo``/``cm_gain_hi`` of a speaker-cluster bootstrap
+  (:class:`interbias.analysis.bootstrap.Resampler`, :data:`N_BOOT` replicates, the same resample
+  for both terms, the calibrations held fixed; :func:`interbias.metrics.sasv.a_dcf_weighted`) and
+  ``cm_gain_resolved`` (the interval excludes 0). Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
   A slice lacking a trial class keeps its counts and has empty metrics.
 """
@@ -33,22 +38,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.fairness_stats import pair_groups
-from interbias.analysis.numbers import format_value
+from interbias.analysis.numbers import format_value, signed
 from interbias.analysis.report_document import Report
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
-from interbias.metrics.sasv import ADCFCost, a_dcf
+from interbias.metrics.sasv import ADCFCost, a_dcf, a_dcf_weighted
 from interbias.metrics.sasv_fusion import COLUMNS as FUSION_COLUMNS
 from interbias.metrics.sasv_fusion import KEYS, sasv_row
 from interbias.run.measured import in_split, kept
 from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
 
-COLUMNS = ["model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS]
+COLUMNS = [
+    "model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS,
+    "cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_resolved",
+]  # fmt: skip
+#: Speaker-bootstrap replicates of the CM's gain (master seed :data:`SEED`).
+N_BOOT = 500
+SEED = 0
 CM_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
-#: The metric columns of sasv_fusion.csv (the report's order).
-METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer")
+#: The numeric columns of sasv_fusion.csv: the four metrics (the report's order), then the CM's gain and its bounds.
+METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain", "cm_gain_lo", "cm_gain_hi")
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
 CM_PRIOR = 0.5
 
@@ -131,21 +143,32 @@ def cm_llr(
     return fit.llr(scores[:, None]), "logistic-dev"
 
 
-def _slices(frame: pd.DataFrame, groups: dict[str, np.ndarray]) -> Iterator[tuple[str, str, pd.DataFrame]]:
-    yield "", "all", frame
+def _slices(frame: pd.DataFrame, groups: dict[str, np.ndarray]) -> Iterator[tuple[str, str, np.ndarray]]:
+    """(group_by, group, row mask): ``all``, then each group of each attribute."""
+    yield "", "all", np.ones(len(frame), dtype=bool)
     for attr, values in groups.items():
         for g in sorted(set(values)):
-            yield attr, str(g), frame[values == g]
+            yield attr, str(g), values == g
 
 
-def slice_row(frame: pd.DataFrame, cost: ADCFCost) -> dict[str, Any]:
-    """:func:`sasv_row` of a slice; its counts and empty metrics when it lacks a trial class."""
+def slice_row(frame: pd.DataFrame, cost: ADCFCost, weights: np.ndarray | None = None) -> dict[str, Any]:
+    """:func:`sasv_row`, ``a_dcf_asv`` and the CM's gain (``weights``: the slice's bootstrap
+    multiplicities, B × len(frame)) of a slice; its counts and empty metrics when it lacks a class."""
     counts = {f"n_{k}": int((frame["key"] == k).sum()) for k in KEYS}
     if min(counts.values()) == 0:
-        empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer"), float("nan"))
-        return {**empty, **counts}
+        empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain"), float("nan"))
+        return {**empty, **counts, "cm_gain_lo": float("nan"), "cm_gain_hi": float("nan"), "cm_gain_resolved": False}
     asv = [frame.loc[frame["key"] == k, "asv_llr"].to_numpy() for k in KEYS]
-    return {"a_dcf_asv": a_dcf(*asv, cost)[0], **sasv_row(frame, cost)}
+    row = {"a_dcf_asv": a_dcf(*asv, cost)[0], **sasv_row(frame, cost)}
+    row["cm_gain"] = row["a_dcf_sum"] - row["a_dcf_asv"]
+    lo = hi = float("nan")
+    if weights is not None:
+        keys = frame["key"].to_numpy()
+        w = tuple(weights[:, keys == k] for k in KEYS)
+        fused = [frame.loc[frame["key"] == k, ["asv_llr", "cm_llr"]].sum(axis=1).to_numpy() for k in KEYS]
+        reps = a_dcf_weighted(tuple(fused), w, cost) - a_dcf_weighted(tuple(asv), w, cost)
+        lo, hi = (float(v) for v in percentile_ci(reps)[:2])
+    return {**row, "cm_gain_lo": lo, "cm_gain_hi": hi, "cm_gain_resolved": bool(lo > 0 or hi < 0)}
 
 
 def fusion_frame(
@@ -219,14 +242,17 @@ def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFram
     absent = [a for a in attrs if table is not None and a not in table.columns]
     if absent:
         raise AnalysisError(f"{run.path.name}: fairness group attribute(s) {', '.join(absent)} not in {ATTRIBUTES}")
+    resampler = Resampler(TrialDesign.from_frame(trials.reset_index()), n_boot=N_BOOT, seed=SEED)
     rows = []
     for (model, cell), cal in cals.items():
         for name, side in cm.groupby("cm", sort=True):
             frame = fusion_frame(run, trials, model, cell, cal, side)
             groups = trial_groups(frame, table, attrs)
+            weights = resampler.weights(resampler.design.rows(frame.index.to_numpy()))
             keys = {"model": model, "cm": name, "cell": cell, "cm_calibration": side["cm_calibration"].iloc[0]}
-            for attr, group, sl in _slices(frame, groups):
-                rows.append({**keys, "group_by": attr, "group": group, **slice_row(sl, cost)})
+            for attr, group, mask in _slices(frame, groups):
+                part = slice_row(frame[mask], cost, weights[:, mask])
+                rows.append({**keys, "group_by": attr, "group": group, **part})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -256,23 +282,35 @@ def read_sasv_fusion(folder: Path) -> pd.DataFrame | None:
 
 
 def sasv_answer(folder: Path) -> list[str]:
-    """One line per model × CM for the report's answer: the cell-mean a-DCF alone and fused, and
-    the cell where the summed-LLR fusion does worst (empty without sasv_fusion.csv)."""
+    """One line per model × CM for the report's answer: the cell-mean a-DCF alone and fused, in
+    how many cells the CM's gain is resolved, and the cell where the fused system does worst
+    (empty without sasv_fusion.csv)."""
     table = read_sasv_fusion(folder)
-    if table is None or "a_dcf_asv" not in table.columns:
+    if table is None or "cm_gain" not in table.columns:
         return []
     pooled = table[table["group"] == "all"].dropna(subset=["a_dcf_sum"])
     out = []
     for (model, cm), part in pooled.groupby(["model", "cm"], sort=False):
         worst = part.loc[part["a_dcf_sum"].idxmax()]
+        resolved = part[part["cm_gain_resolved"].astype(str) == "True"]
+        lower, higher = int((resolved["cm_gain"] < 0).sum()), int((resolved["cm_gain"] > 0).sum())
         out.append(
             f"{model} with {cm}: a-DCF {format_value(part['a_dcf_asv'].mean())} alone, "
             f"{format_value(part['a_dcf_sum'].mean())} with the summed LLRs, "
             f"{format_value(part['a_dcf_product'].mean())} with the product of posteriors (mean over "
-            f"{len(part)} cells); worst cell {worst['cell']}: {format_value(worst['a_dcf_sum'])} "
-            f"(t-EER {format_value(worst['t_eer'])})"
+            f"{len(part)} cells); {verdict(lower, higher, len(part))}; worst cell {worst['cell']}: "
+            f"{format_value(worst['a_dcf_sum'])} "
+            f"(change {signed(worst['cm_gain'])}, 95% CI [{signed(worst['cm_gain_lo'])}, "
+            f"{signed(worst['cm_gain_hi'])}]; t-EER {format_value(worst['t_eer'])})"
         )
     return out
+
+
+def verdict(lower: int, higher: int, cells: int) -> str:
+    """How many cells' CM gain is resolved, in words."""
+    if lower == higher == 0:
+        return f"the summed fusion's change is resolved in none of the {cells} cells"
+    return f"the summed fusion lowers a-DCF resolvably in {lower} and raises it in {higher} of {cells} cells"
 
 
 def sasv_section(folder: Path, rep: Report) -> None:
@@ -282,7 +320,7 @@ def sasv_section(folder: Path, rep: Report) -> None:
     table = read_sasv_fusion(folder)
     if table is None:
         return
-    metrics = [c for c in METRICS if c in table.columns]
+    metrics = [c for c in METRICS[:4] if c in table.columns]
     pooled = table[table["group"] == "all"]
     rep.heading("ASV + CM fusion")
     words = {"calibrated": "the CM score used as its LLR", "logistic-dev": "a logistic calibration fitted on dev"}
@@ -292,7 +330,7 @@ def sasv_section(folder: Path, rep: Report) -> None:
         f"Does a countermeasure keep spoofs out? Per model and CM, the minimum a-DCF (ASVspoof 5 costs) of the "
         f"speaker verifier alone (a_dcf_asv), fused with the CM by the sum of calibrated LLRs (a_dcf_sum) and by the "
         f"product of posteriors (a_dcf_product), and the tandem t-EER, each the mean over the "
-        f"{pooled['cell'].nunique()} cell(s) (CM side: {hows}; lower is better; no interval is computed):"
+        f"{pooled['cell'].nunique()} cell(s) (CM side: {hows}; lower is better; intervals per cell below):"
     )
     rep.table(means, ["model", "cm", *metrics])
     worst = []
@@ -306,5 +344,9 @@ def sasv_section(folder: Path, rep: Report) -> None:
     if worst:
         rep.para("The group the fused system serves worst:")
         rep.bullets(worst)
-    rep.para(f"Per cell, pooled over groups ({SASV_FUSION} has every group):")
-    rep.table(pooled, ["model", "cm", "cell", *metrics], collapsed="a-DCF and t-EER per cell")
+    rep.para(
+        f"Per cell, pooled over groups ({SASV_FUSION} has every group); cm_gain = a_dcf_sum − a_dcf_asv with the 95% "
+        f"percentile interval of a {N_BOOT}-replicate speaker bootstrap:"
+    )
+    gain = [c for c in ("cm_gain", "cm_gain_lo", "cm_gain_hi") if c in table.columns]
+    rep.table(pooled, ["model", "cm", "cell", *metrics, *gain], collapsed="a-DCF and t-EER per cell")

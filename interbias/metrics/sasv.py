@@ -64,6 +64,36 @@ def a_dcf(target: object, nontarget: object, spoof: object, cost: ADCFCost = ADC
     return float(costs[k] / cost.norm), float(grid[k])
 
 
+def _weight_below(scores: np.ndarray, weights: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(B, len(grid)): per row of ``weights`` the weight of ``scores`` < each grid value."""
+    order = np.argsort(scores, kind="stable")
+    cum = np.zeros((weights.shape[0], len(scores) + 1))
+    np.cumsum(weights[:, order], axis=1, out=cum[:, 1:])
+    return cum[:, np.searchsorted(scores[order], grid, side="left")]
+
+
+def a_dcf_weighted(
+    scores: tuple[object, object, object], weights: tuple[object, object, object], cost: ADCFCost = ADCFCost()
+) -> np.ndarray:
+    """:func:`a_dcf` (its minimum) under each row of trial multiplicities: ``scores`` the (target,
+    non-target, spoof) scores, ``weights`` their (B, n_class) non-negative weights. Each rate is a
+    weighted share, e.g. P_miss(t) = Σ w·[tar < t] / Σ w; a row whose weights of a class sum to 0
+    gives NaN. Unit weights give :func:`a_dcf` exactly."""
+    s = [np.asarray(x, dtype=np.float64) for x in scores]
+    w = [np.atleast_2d(np.asarray(x, dtype=np.float64)) for x in weights]
+    if any(wi.shape[1] != len(si) for si, wi in zip(s, w, strict=True)) or len({wi.shape[0] for wi in w}) != 1:
+        raise MetricError("a-DCF weights: one row of weights per replicate and one weight per score")
+    grid = np.r_[np.unique(np.concatenate(s)), np.inf]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = [_weight_below(si, wi, grid) / wi.sum(axis=1, keepdims=True) for si, wi in zip(s, w, strict=True)]
+        costs = (
+            cost.c_miss * cost.p_tar * share[0]
+            + cost.c_fa_asv * cost.p_non * (1.0 - share[1])
+            + cost.c_fa_cm * cost.p_spf * (1.0 - share[2])
+        )
+    return costs.min(axis=1) / cost.norm
+
+
 @dataclass(frozen=True)
 class TDCFCost:
     """t-DCF cost model of the ASVspoof 5 evaluation package (``calculate_metrics.py``): priors
