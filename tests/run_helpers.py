@@ -9,9 +9,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import interbias
 from interbias.corpora.manifest import Manifest
+
+if TYPE_CHECKING:
+    from interbias.run.conductor import RunOutcome
 
 #: The repository root of the package under test (put first on a child's PYTHONPATH).
 REPO = Path(interbias.__file__).resolve().parent.parent
@@ -83,3 +87,16 @@ def isolated_cache(tmp: Path, session_cache: Path) -> Path:
         (session_cache / sub).mkdir(exist_ok=True)
         (cache / sub).symlink_to(session_cache / sub)
     return cache
+
+
+def run_in_process(exp: Path, tmp: Path, session_cache: Path, **options: Any) -> RunOutcome:
+    """One quiet mfcc-stats run of ``exp`` in this process: results under ``tmp/results``, the
+    cache of :func:`isolated_cache`; ``options`` are further :class:`RunOptions` fields."""
+    from interbias.run.conductor import RunOptions, run
+
+    cache = isolated_cache(tmp, session_cache)
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp / "results", cache_dir=cache, quiet=True,
+        command=["t"], **options,
+    )  # fmt: skip
+    return run(opts)

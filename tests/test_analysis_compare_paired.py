@@ -127,7 +127,7 @@ def test_null_pairs_pass_the_gate_in_at_least_95_percent() -> None:
 
 
 def _run(tmp_path: Path, session_cache, name: str, snr_db: float, draws: int = 1) -> Path:
-    from conftest import tiny_experiment
+    from conftest import gender_factor, tiny_experiment
     from run_helpers import isolated_cache
 
     from interbias.run.conductor import RunOptions, run
@@ -136,8 +136,7 @@ def _run(tmp_path: Path, session_cache, name: str, snr_db: float, draws: int = 1
     folder.mkdir()
     noise = {"clean": [], "noisy": [{"op": "noise", "kind": "gaussian", "snr_db": snr_db}]}
     factors = [
-        {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
-         "levels": {"female": "female", "male": "male"}},
+        gender_factor(),
         {"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean", "levels": noise},
     ]  # fmt: skip
     exp = tiny_experiment(folder, factors=factors, trials={"targets": 40, "min_speakers": 4, "operator_draws": draws})

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from run_helpers import isolated_cache
+from run_helpers import run_in_process
 
 from interbias.audio.frontend import SPEECH_FLOOR_DBFS, FrontEnd, load
 from interbias.audio.vad import ENERGY_FRAME_S, keep_speech, speech_mask
@@ -125,20 +125,10 @@ def test_a_run_with_a_vad_records_the_share_in_every_cell(tmp_path: Path, sessio
 
     from conftest import tiny_experiment
 
-    from interbias.run.conductor import RunOptions, run
     from interbias.run.rundir import RunDir
 
-    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4}, frontend={"vad": "energy"})
-    opts = RunOptions(
-        experiment=str(exp),
-        encoders=["mfcc-stats"],
-        out=tmp_path / "results",
-        cache_dir=cache,
-        quiet=True,
-        command=["t"],
-    )
-    out = run(opts)
+    out = run_in_process(exp, tmp_path, session_cache)
     assert len(out.results) == 4 and (out.results["n_dropped_trials"] == 0).all()
     ops = RunDir(out.run_dir).read_operations()
     shares = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from run_helpers import isolated_cache
+from run_helpers import run_in_process
 
 from interbias.audio.frontend import FrontEnd
 from interbias.audio.windows import window_spans
@@ -108,20 +108,9 @@ def test_a_file_shorter_than_the_window_is_refused_under_every_chain(tmp_path: P
 def test_a_windowed_run_counts_its_windowed_utterances(tmp_path: Path, session_cache: Path, tiny_corpus) -> None:
     from conftest import tiny_experiment
 
-    from interbias.run.conductor import RunOptions, run
-
-    cache = isolated_cache(tmp_path, session_cache)
     fe = {"long_audio": "window", "window_s": 1.0, "hop_s": 0.5}
     exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4}, frontend=fe)
-    opts = RunOptions(
-        experiment=str(exp),
-        encoders=["mfcc-stats"],
-        out=tmp_path / "results",
-        cache_dir=cache,
-        quiet=True,
-        command=["t"],
-    )
-    out = run(opts)
+    out = run_in_process(exp, tmp_path, session_cache)
     res = out.results
     assert len(res) == 4 and "n_windowed" in res.columns
     # every utterance of the tiny corpus is longer than 1 s: each (utterance, side) of a cell is windowed

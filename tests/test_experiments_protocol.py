@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import NOISE, VAD, gender_factor, tiny_experiment
-from run_helpers import isolated_cache
+from run_helpers import isolated_cache, run_in_process
 
 from interbias.embedding.cache import cache_chain_key
 from interbias.experiments.schema import load_experiment, parse_experiment, with_data
@@ -255,14 +255,8 @@ def _findings(run_dir: Path, out: Path, boot: int) -> pd.DataFrame:
 def test_a_protocol_factor_gets_main_effects_and_interactions_like_any_factor(
     tmp_path: Path, session_cache: Path, tiny_corpus
 ) -> None:
-    from interbias.run.conductor import RunOptions, run
-
-    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, factors=[ENROL, NOISE], trials={"targets": 8, "min_speakers": 4})
-    opts = RunOptions(
-        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", cache_dir=cache, quiet=True, command=["t"]
-    )
-    out = run(opts)
+    out = run_in_process(exp, tmp_path, session_cache)
     f = _findings(out.run_dir, tmp_path / "a", 200)
     effects = set(f["effect"])
     assert "main enrolment=k3 − enrolment=k1 (averaged over noise)" in effects

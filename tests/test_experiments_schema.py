@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import gender_factor
 
 from interbias.experiments.schema import load_experiment
 from interbias.utils.errors import ConfigError
@@ -12,13 +13,7 @@ BASE = {
     "name": "X1",
     "corpus": "synthetic",
     "factors": [
-        {
-            "name": "gender",
-            "type": "population",
-            "attribute": "gender",
-            "reference": "female",
-            "levels": {"female": "female", "male": "male"},
-        },
+        gender_factor(),
         {
             "name": "noise",
             "type": "acoustic",

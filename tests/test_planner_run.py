@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import gender_factor
 from synthetic_runs import ScoreModel, write_run
 
 from interbias.analysis import planner
@@ -46,15 +47,7 @@ def _experiment(folder: Path) -> Path:
     data = {
         "name": "P01",
         "corpus": {"name": "synthetic"},
-        "factors": [
-            {
-                "name": "gender",
-                "type": "population",
-                "attribute": "gender",
-                "reference": "female",
-                "levels": {"female": "female", "male": "male"},
-            }
-        ],
+        "factors": [gender_factor()],
         "trials": {"targets": 375, "nontargets": 375, "min_speakers": 4, "speakers_per_stratum": 60},
     }
     path = folder / "P01.yaml"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
-from run_helpers import isolated_cache
+from run_helpers import run_in_process
 from test_run_cells import CELL, FakeEmbedder, FakeEncoder, _unit
 
 from interbias.experiments.schema import load_experiment
@@ -173,19 +173,9 @@ def test_a_failed_enrolment_utterance_drops_its_trials() -> None:
 
 
 def test_a_run_embeds_and_scores_every_enrolment_utterance(tmp_path: Path, session_cache: Path, tiny_corpus) -> None:
-    from interbias.run.conductor import RunOptions, run
 
-    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 12, "min_speakers": 4, "enrol_utterances": 3})
-    opts = RunOptions(
-        experiment=str(exp),
-        encoders=["mfcc-stats"],
-        out=tmp_path / "results",
-        cache_dir=cache,
-        quiet=True,
-        command=["t"],
-    )
-    out = run(opts)
+    out = run_in_process(exp, tmp_path, session_cache)
     rd = RunDir(out.run_dir)
     tl = rd.read_trials()
     rows = pd.read_csv(out.run_dir / "results.csv")

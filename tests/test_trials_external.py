@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import gender_factor
 
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment, parse_experiment, with_data
@@ -27,15 +28,7 @@ def gender_exp(**extra) -> object:
     data = {
         "name": "G1",
         "corpus": "x",
-        "factors": [
-            {
-                "name": "gender",
-                "type": "population",
-                "attribute": "gender",
-                "reference": "female",
-                "levels": {"female": "female", "male": "male"},
-            }
-        ],
+        "factors": [gender_factor()],
     }
     data.update(extra)
     return parse_experiment(data, where="G1.yaml")

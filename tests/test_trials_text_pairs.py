@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import tiny_experiment
-from run_helpers import isolated_cache
+from run_helpers import run_in_process
 
 from interbias.experiments.schema import load_experiment
 from interbias.metrics import verification as metrics
@@ -99,20 +99,9 @@ def test_run_writes_text_pairs_whose_counts_match_the_trial_list(
     tmp_path: Path, session_cache: Path, tiny_corpus
 ) -> None:
     from interbias.analysis.after_run import run_analyses
-    from interbias.run.conductor import RunOptions, run
 
-    cache = isolated_cache(tmp_path, session_cache)
     exp = tiny_experiment(tmp_path, trials={"targets": 12, "nontargets": 40, "min_speakers": 4, "text": "balanced"})
-    opts = RunOptions(
-        experiment=str(exp),
-        encoders=["mfcc-stats"],
-        out=tmp_path / "results",
-        cache_dir=cache,
-        quiet=True,
-        command=["t"],
-        after_run=run_analyses,
-    )
-    out = run(opts)
+    out = run_in_process(exp, tmp_path, session_cache, after_run=run_analyses)
     rd = RunDir(out.run_dir)
     table = pd.read_csv(rd.file(TEXT_PAIRS))
     tl = rd.read_trials()

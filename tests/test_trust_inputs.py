@@ -33,6 +33,18 @@ RATE = 16000
 runner = CliRunner()
 
 
+def lossy_factor(reference: str) -> dict:
+    """A test-side factor: level ``clean`` (no operator) and level ``all`` (packet loss at rate
+    0.999, which leaves silence), with ``reference`` the reference level."""
+    return {
+        "name": "loss",
+        "type": "acoustic",
+        "apply_to": "test",
+        "reference": reference,
+        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
+    }
+
+
 def _one_line(res, message: str | None = None) -> str:
     assert res.exit_code == 1, res.output
     assert "Traceback" not in res.output
@@ -82,13 +94,7 @@ def test_chain_output_floor() -> None:
 
 
 def test_packet_loss_silence_is_a_counted_failure_and_refused_over_the_share(data: Path, tmp_path: Path) -> None:
-    lossy = {
-        "name": "loss",
-        "type": "acoustic",
-        "apply_to": "test",
-        "reference": "clean",
-        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
-    }
+    lossy = lossy_factor("clean")
     gender = gender_factor()
     exp = tiny_experiment(tmp_path, name="S01", corpus={"manifest": str(data)}, trials=SMALL, factors=[gender, lossy])
     cache = tmp_path / "cache"
@@ -302,13 +308,7 @@ def test_a_silent_reference_level_with_a_dev_split_is_a_counted_failure(data: Pa
     cells error with their cell and model named, the fairness step says it has no reference
     cell (was: ValueError 'No objects to concatenate', no run.json), run.json counts every
     failed utterance of the errored cells, and a rerun says the same."""
-    lossy = {
-        "name": "loss",
-        "type": "acoustic",
-        "apply_to": "test",
-        "reference": "all",
-        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
-    }
+    lossy = lossy_factor("all")
     trials = {"targets": 4, "min_speakers": 2, "dev_share": 0.5}
     exp = tiny_experiment(
         tmp_path, name="S02", corpus={"manifest": str(data)}, trials=trials, factors=[gender_factor(), lossy]
@@ -374,13 +374,7 @@ def test_the_audio_verdict_does_not_depend_on_the_cache_nor_on_sv_or_cm(
     dithered = table.id[0]
     noise = np.random.default_rng(0).standard_normal(RATE * 2) * 10 ** (-96 / 20)
     sf.write(manifest.parent / table.path[0], noise, RATE, subtype="PCM_24")
-    lossy = {
-        "name": "loss",
-        "type": "acoustic",
-        "apply_to": "test",
-        "reference": "clean",
-        "levels": {"clean": [], "all": [{"op": "packet_loss", "rate": 0.999}]},
-    }
+    lossy = lossy_factor("clean")
     trials = {"targets": 6, "min_speakers": 3}
     exp = tiny_experiment(
         tmp_path, name="V01", corpus={"manifest": str(manifest)}, trials=trials, factors=[gender_factor(), lossy]

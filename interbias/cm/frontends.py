@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from interbias.utils.errors import AudioError, ConfigError, EncoderError
+from interbias.utils.seeding import canonical_json, sha256_text
 
 FRONTENDS = ("logspec", "cqt", "lfcc", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")
@@ -255,6 +256,24 @@ class InputPolicy:
         from interbias.audio.resample import resampler_record
 
         return {**asdict(self), "resampler": resampler_record(self.resampler)}
+
+
+class FixedLengthConfig:
+    """Base of the CM training configs (:class:`~interbias.cm.train.TrainConfig`,
+    :class:`~interbias.cm.gmm.GMMConfig`): frozen dataclasses with ``duration_s`` (seconds) and
+    ``sample_rate_hz`` fields."""
+
+    duration_s: float
+    sample_rate_hz: int
+
+    @property
+    def n_samples(self) -> int:
+        """Samples per input: round(duration_s × sample_rate_hz)."""
+        return int(round(self.duration_s * self.sample_rate_hz))
+
+    def sha256(self) -> str:
+        """sha256 of the canonical JSON of every field."""
+        return sha256_text(canonical_json(asdict(self)))  # type: ignore[call-overload]
 
 
 def frames(n_samples: int, hop: int) -> int:

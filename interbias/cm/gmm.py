@@ -21,24 +21,24 @@ checkpoint into a :class:`GMMScorer`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from interbias.cm.frontends import LFCC
+from interbias.cm.frontends import LFCC, FixedLengthConfig
 from interbias.utils.errors import ConfigError
 from interbias.utils.keyvalue import typed_overrides
-from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
+from interbias.utils.seeding import derive_rng
 
 CLASSES = ("bonafide", "spoof")
 LOG_2PI = float(np.log(2 * np.pi))
 
 
 @dataclass(frozen=True)
-class GMMConfig:
+class GMMConfig(FixedLengthConfig):
     """Every setting of a ``GMM-lfcc`` training run."""
 
     n_components: int = 512
@@ -49,13 +49,6 @@ class GMMConfig:
     duration_s: float = 4.0
     seed: int = 0
     max_per_class: int | None = None
-
-    @property
-    def n_samples(self) -> int:
-        return int(round(self.duration_s * self.sample_rate_hz))
-
-    def sha256(self) -> str:
-        return sha256_text(canonical_json(asdict(self)))
 
     def override(self, pairs: dict[str, str]) -> GMMConfig:
         kw = typed_overrides(self, pairs, "cm train GMM-lfcc")

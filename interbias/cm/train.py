@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from interbias.cm.frontends import FixedLengthConfig
 from interbias.cm.loop import train_epochs
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.corpora.cm_corpus import check_cm_manifest
@@ -39,7 +40,7 @@ from interbias.utils.seeding import canonical_json, derive_rng, sha256_text
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(FixedLengthConfig):
     """Every hyper-parameter of a training run (``paper`` preset = the study's recipe)."""
 
     lr: float = 3e-5
@@ -57,13 +58,6 @@ class TrainConfig:
     seed: int = 0
     #: At most this many utterances per split × label (None = all), chosen by a derived seed.
     max_per_class: int | None = None
-
-    @property
-    def n_samples(self) -> int:
-        return int(round(self.duration_s * self.sample_rate_hz))
-
-    def sha256(self) -> str:
-        return sha256_text(canonical_json(asdict(self)))
 
     def check_numbers(self) -> None:
         """Every number finite and in its range (one line naming the setting, else)."""
