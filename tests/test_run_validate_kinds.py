@@ -9,20 +9,12 @@ from pathlib import Path
 
 import pytest
 from cm_fixtures import SPEAKERS, TRACK_FACTORS, cm_manifest
+from test_cm_experiment import YAML as CM_YAML  # the tiny CM experiment: two CMs, a 2 × 2 test-side grid
 from typer.testing import CliRunner
 
 from interbias.cli import app
 
 runner = CliRunner()
-
-CM_YAML = """name: V91
-title: tiny CM experiment
-use: contrast
-corpus: {{name: manifest, manifest: {manifest}}}
-countermeasures:
-  models: [ResNet18-logspec, ResNet18-cqt]
-  bootstrap: 30
-{factors}"""
 
 TRACKS_YAML = """name: V92
 title: tiny tracks experiment
@@ -51,7 +43,7 @@ def _split_sizes() -> dict[str, int]:
 def data(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("vk")
     cm_manifest(root / "data", per_class=PER_CLASS)
-    (root / "cm.yaml").write_text(CM_YAML.format(manifest=root / "data" / "manifest.csv", factors=TRACK_FACTORS))
+    (root / "cm.yaml").write_text(CM_YAML.format(manifest=root / "data" / "manifest.csv"))
     (root / "tracks.yaml").write_text(
         TRACKS_YAML.format(manifest=root / "data" / "manifest.csv", factors=TRACK_FACTORS)
     )
