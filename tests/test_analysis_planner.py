@@ -85,7 +85,7 @@ def test_plan_cli_writes_plan_csv_and_states_the_model(tmp_path: Path) -> None:
     # the pilot is not from the catalogue: the follow-up hint names a placeholder for its YAML
     assert "a follow-up of the planned size: interbias run EXPERIMENT.yaml --plan" in res.output
     bad = CliRunner().invoke(app, ["plan", str(run), "--power", "1.5"])
-    assert bad.exit_code == 1 and bad.output.startswith("error: --power must be in (0, 1)")
+    assert bad.exit_code == 1 and bad.output.startswith("error: --power must be a finite number in (0, 1), got 1.5")
 
 
 #: Simulation size: draws of the follow-up run, bootstrap replicates per draw.

@@ -152,3 +152,52 @@ def test_paths_that_are_not_files_say_what_they_are(tmp_path) -> None:
         with pytest.raises(AudioError) as info:
             audio.load(tmp_path / name)
         assert str(info.value) == f"{tmp_path / name}: {what}"
+
+
+def _click(seconds: float = 2.0, rate: int = 16000, offset: float = 0.0) -> np.ndarray:
+    """A 1 ms impulse of amplitude 0.5 in the middle of ``seconds`` of digital silence (at ``offset``)."""
+    x = np.full(int(seconds * rate), offset, dtype=np.float32)
+    x[len(x) // 2 : len(x) // 2 + rate // 1000] += 0.5
+    return x
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.2])
+def test_a_click_in_digital_silence_is_refused_as_an_utterance_with_its_reason(offset: float) -> None:
+    """Without a VAD the minimum duration applies to the audio that holds signal: the click's
+    one 20 ms frame (a constant DC offset is no signal)."""
+    with pytest.raises(AudioError) as info:
+        audio.prepare(_click(offset=offset), 16000, audio.FrontEnd(), where="click.wav", vad=True)
+    assert str(info.value) == (
+        "click.wav: only 0.020 s of its 2.000 s holds signal above -90 dBFS (the rest is digital silence), "
+        "shorter than the minimum 1 s; nothing to embed"
+    )
+    # audio that is not an utterance to embed (noise, other talkers) is loaded as before
+    assert audio.prepare(_click(offset=offset), 16000, audio.FrontEnd(), where="click.wav").samples.size == 32000
+
+
+def test_speech_padded_with_digital_silence_counts_its_signal_only() -> None:
+    rate = 16000
+    tone = (0.3 * np.sin(2 * np.pi * 220 * np.arange(rate) / rate)).astype(np.float32)
+    short = np.concatenate([np.zeros(rate // 2, np.float32), tone[: int(0.9 * rate)], np.zeros(rate, np.float32)])
+    with pytest.raises(AudioError, match=r"only 0\.900 s of its 2\.400 s holds signal"):
+        audio.prepare(short, rate, audio.FrontEnd(), where="s.wav", vad=True)
+    enough = np.concatenate([np.zeros(rate // 2, np.float32), tone, np.zeros(rate, np.float32)])
+    assert audio.prepare(enough, rate, audio.FrontEnd(), where="e.wav", vad=True).samples.size == len(enough)
+    # a recording's noise floor (-60 dBFS) is signal: the rule catches digital silence, not quiet rooms
+    noisy = enough + np.float32(1e-3) * np.random.default_rng(0).standard_normal(len(enough)).astype(np.float32)
+    noisy[: rate // 2] = np.float32(1e-3)
+    assert audio.signal_duration_s(noisy[rate // 2 :], rate) == pytest.approx(len(noisy[rate // 2 :]) / rate)
+
+
+@FAST
+@given(st.integers(min_value=1, max_value=5000), st.integers(min_value=8000, max_value=48000), st.integers(0, 2**31))
+def test_signal_duration_equals_a_frame_by_frame_restatement(n: int, rate: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * rng.choice([0.0, 1e-6, 1e-3], size=n)).astype(np.float32)
+    flen = max(1, round(0.02 * rate))
+    held = 0
+    for start in range(0, n, flen):
+        frame = x[start : start + flen].astype(np.float64)
+        if np.mean((frame - frame.mean()) ** 2) >= 1e-9:
+            held += len(frame)
+    assert audio.signal_duration_s(x, rate) == pytest.approx(held / rate, abs=1e-12)

@@ -95,3 +95,15 @@ def test_embed_errors_are_one_line(wavs: list[Path], tmp_path: Path) -> None:
         res.output
         == "error: unavailable encoder(s): CAM++: unknown option(s) path; valid: checkpoint; see docs/guide/encoders.md\n"
     )
+
+
+def test_embed_refuses_a_click_in_digital_silence_in_one_line(tmp_path: Path) -> None:
+    x = np.zeros(32000, dtype=np.float32)
+    x[16000:16016] = 0.5
+    sf.write(tmp_path / "click.wav", x, 16000, subtype="FLOAT")
+    res = runner.invoke(app, ["encoders", "embed", str(tmp_path / "click.wav"), "-e", "mfcc-stats"])
+    assert res.exit_code == 1
+    assert res.output == (
+        f"error: {tmp_path / 'click.wav'}: only 0.020 s of its 2.000 s holds signal above -90 dBFS (the rest is "
+        "digital silence), shorter than the minimum 1 s; nothing to embed\n"
+    )

@@ -16,6 +16,7 @@ from interbias.analysis.cm_eval import recognition_of_files
 from interbias.cli import app
 from interbias.cm.openset import UNKNOWN
 from interbias.cm.recognition import known_classes, load_recogniser, run_track3, train_recogniser, with_algorithms
+from interbias.corpora.manifest import Manifest, Utterance
 from interbias.utils.errors import ConfigError, EncoderError
 
 TINY = {"duration_s": "0.5", "width": "8", "max_epochs": "3", "batch_size": "4", "lr": "0.003"}
@@ -67,6 +68,16 @@ def test_bad_input_one_line_each(corpus, tmp_path):
         known_classes(corpus, ["A01", "A02"])
     with pytest.raises(ConfigError, match="class 'A09' is not in the manifest"):
         known_classes(corpus, ["A09"])
+    # spoofs without an algorithm label: said so, not "class 'A01' is not in the manifest"
+    stripped = [
+        Utterance.from_dict({**u.to_dict(), "attack": None}) if u.get("label") == "spoof" else u for u in corpus
+    ]
+    n_spoofs = sum(u.get("label") == "spoof" for u in corpus)
+    with pytest.raises(
+        ConfigError,
+        match=rf"^recognition: {n_spoofs} of {n_spoofs} spoof utterance\(s\) of manifest .* carry no algorithm label",
+    ):
+        known_classes(Manifest(corpus.name, corpus.root, tuple(stripped)), ["A01"])
     ids = [u.id for u in corpus][:4]  # f1/bonafide0-2, f1/A010
     sub = with_algorithms(corpus, [(ids[0], "bonafide"), (ids[3], "B07")])
     assert [u.get("attack") for u in sub] == ["bonafide", "B07"] and len(sub) == 2

@@ -92,3 +92,11 @@ def test_track3_refusals_are_one_line(tmp_path):
         _run(tmp_path, tmp_path / "data" / "manifest.csv", item="    threshold: 0.5\n")
     with pytest.raises(ConfigError, match=r"track 3: unknown key 'window'; valid: track, unknown, model"):
         _run(tmp_path, tmp_path / "data" / "manifest.csv", item=ITEM + "    window: 3\n")
+
+
+def test_cm_eval_recognition_says_when_unknown_leaves_no_known_class(tmp_path):
+    ref = tmp_path / "reference.txt"
+    ref.write_text("u1 A01\nu2 unknown\n")
+    res = CliRunner().invoke(app, ["scores", "cm-eval", "recognition", str(ref), str(ref), "--unknown", "A01,unknown"])
+    assert res.exit_code == 1
+    assert res.output == "error: --unknown A01,unknown leaves no known class: the reference's labels are A01, unknown\n"

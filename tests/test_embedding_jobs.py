@@ -128,7 +128,7 @@ def test_cli_refuses_bad_jobs_and_runtime_before_any_work(tmp_path: Path) -> Non
     exp = tiny_experiment(tmp_path, name="T17")
     out = ["--out", str(tmp_path / "r"), "--encoders", "mfcc-stats"]
     res = CliRunner().invoke(app, ["run", str(exp), "--jobs", "0", *out])
-    assert res.exit_code == 1 and "error: --jobs must be at least 1, got 0" in res.output
+    assert res.exit_code == 1 and "error: --jobs must be a whole number >= 1, got 0" in res.output
     res = CliRunner().invoke(app, ["run", str(exp), "--runtime", "tensorrt", *out])
     assert res.exit_code == 1 and "--runtime 'tensorrt': use auto, eager, onnxruntime" in res.output
     assert not (tmp_path / "r").exists()

@@ -126,4 +126,8 @@ def test_a_voice_axis_with_one_voice_per_group_is_refused_in_one_line(tones: Pat
         "6 of 6 groups have one (first: 'a'); pass coarser --groups\n"
     )
     res = _prepare(tones, tmp_path / "p.csv", "gender", voice=-1)
-    assert res.exit_code == 1 and res.output.count("\n") == 1 and "--voice-variants must be >= 0" in res.output
+    assert (
+        res.exit_code == 1
+        and res.output.count("\n") == 1
+        and "error: --voice-variants must be a whole number >= 0, got -1" in res.output
+    )

@@ -30,3 +30,19 @@ def test_inventory_of_a_folder_of_runs(tmp_path) -> None:
     assert done.exit_code == 0, done.output
     assert pd.read_csv(out)["run"].tolist() == ["r1", "r2"]
     assert max(len(line) for line in done.output.splitlines()) <= 80
+
+
+def test_a_folder_of_symbolic_links_to_runs_is_a_folder_of_runs(tmp_path) -> None:
+    """Links are followed; a run linked twice is one row; a link back up ends the walk."""
+    gender_noise_run(tmp_path / "real" / "r1", MEANS, n=6, m=3)
+    gender_noise_run(tmp_path / "real" / "r2", MEANS, n=8, m=2, seed="other")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "a").symlink_to(tmp_path / "real" / "r1", target_is_directory=True)
+    (links / "b").symlink_to(tmp_path / "real" / "r2", target_is_directory=True)
+    (links / "b-again").symlink_to(tmp_path / "real" / "r2", target_is_directory=True)
+    (links / "up").symlink_to(links, target_is_directory=True)
+    assert inventory([links])["run"].tolist() == ["a", "b"]
+    done = CliRunner().invoke(app, ["runs", "inventory", str(links), "--out", str(tmp_path / "inv.csv")])
+    assert done.exit_code == 0, done.output
+    assert pd.read_csv(tmp_path / "inv.csv")["n_trials"].tolist() == [2 * 6 * 2 * 3, 2 * 8 * 2 * 2]

@@ -3,6 +3,7 @@ and scoring a K-utterance model against a hand-computed mean embedding."""
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -232,8 +233,15 @@ def test_an_external_list_with_several_enrolment_files_per_model_round_trips(tmp
     back = run.read_trials()
     assert back.sha256 == tl.sha256 and back.frame.equals(f)
     # bad inputs: one line each
-    mfile.write_text(mfile.read_text().replace(models[f["enrol_name"][0]][2], "no-such-file", 1))
-    with pytest.raises(TrialError, match=r"1 of \d+ utterance name\(s\) match no entry of manifest .*'no-such-file'"):
+    good = mfile.read_text()
+    mfile.write_text(good.replace(models[f["enrol_name"][0]][2], "no-such-file", 1))
+    # an error of the models file names the models file and its line, not the trial list
+    first = rf"^models file {re.escape(str(mfile))}: 1 of \d+ utterance name\(s\) match no entry of manifest"
+    with pytest.raises(TrialError, match=first + r" .*'no-such-file' \(line 1\)"):
+        read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
+    (m1, ids1), (_, ids2) = list(models.items())[:2]
+    mfile.write_text(good.replace(" ".join(ids1), " ".join([*ids1[:2], ids2[0]]), 1))
+    with pytest.raises(TrialError, match=rf"^models file {re.escape(str(mfile))}: line 1: model '{m1}' mixes speakers"):
         read_trial_list(tfile, tiny_corpus, exp, models_file=mfile)
     mfile.write_text("m-x a b\nm-y c\n")
     with pytest.raises(TrialError, match=r"models have 1, 2 utterances; every model needs the same number"):

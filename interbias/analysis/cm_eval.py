@@ -109,6 +109,11 @@ def recognition_of_files(
     else:
         unk = set(comma_list(unknown or ""))
         classes = sorted(set(ref.values()) - unk)
+        if not classes:
+            raise MetricError(
+                f"--unknown {unknown} leaves no known class: the reference's labels are "
+                f"{', '.join(sorted(set(ref.values())))}"
+            )
     ids = sorted(ref)
     return open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes), classes
 

@@ -8,6 +8,7 @@ are paired differences. Runs with different trial lists are independent samples.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,20 +29,37 @@ class RunAnalysis:
 
 def expand(paths: list[Path]) -> list[Path]:
     """Run directories named by ``paths``: a folder holding results.csv is a run; any other
-    folder stands for every run below it (sorted)."""
+    folder stands for every run below it (sorted), symbolic links to folders included."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if (p / RESULTS).is_file():
             out.append(p)
         elif p.is_dir():
-            found = sorted(r.parent for r in p.rglob(RESULTS))
+            found = runs_below(p)
             if not found:
                 raise AnalysisError(f"{p}: no run directory (results.csv) in it")
             out += found
         else:
             raise AnalysisError(f"run directory {p} does not exist")
     return list(dict.fromkeys(out))
+
+
+def runs_below(folder: Path) -> list[Path]:
+    """Every folder below ``folder`` that holds results.csv, sorted. Symbolic links to folders
+    are followed (a folder of links to runs is a folder of runs); each real folder is visited
+    once, so a link back up ends the walk."""
+    found: list[Path] = []
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs.clear()
+            continue
+        seen.add(real)
+        if RESULTS in files:
+            found.append(Path(root))
+    return sorted(found)
 
 
 def load(paths: list[Path], options: Options) -> list[RunAnalysis]:

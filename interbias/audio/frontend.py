@@ -230,7 +230,9 @@ def prepare(
     """Apply the front end's rate, minimum and maximum to mono samples at ``source_rate_hz``; with
     ``require_signal``, audio without any signal (:func:`check_signal`) is refused; with ``vad``
     (an input to embed), the front end's VAD (:mod:`interbias.audio.vad`) keeps the speech before
-    truncation, and under ``long_audio: window`` audio shorter than one window is refused."""
+    truncation (without a VAD, less than the minimum of signal is refused:
+    :func:`check_signal_duration`), and under ``long_audio: window`` audio shorter than one
+    window is refused."""
     if not np.isfinite(mono).all():
         raise AudioError(f"{where}: non-finite (NaN/Inf) samples")
     duration = len(mono) / source_rate_hz
@@ -239,6 +241,8 @@ def prepare(
     if require_signal:
         check_signal(mono, where=where)
         check_speech_floor(mono, source_rate_hz, where=where)
+        if vad and frontend.vad == "none":  # an input to embed, no VAD to measure its speech
+            check_signal_duration(mono, source_rate_hz, frontend.min_duration_s, where=where)
     x = resample(mono, source_rate_hz, frontend.sample_rate_hz, frontend.resampler)
     share = None
     if vad and frontend.vad != "none":
@@ -296,6 +300,33 @@ def check_speech_floor(mono: np.ndarray, sample_rate_hz: int, *, where: str) -> 
         raise AudioError(
             f"{where}: near-silence: its loudest 20 ms frame is {loudest:.1f} dBFS, under the floor "
             f"{SPEECH_FLOOR_DBFS:g} dBFS (16-bit quantisation noise); nothing to embed"
+        )
+
+
+def signal_duration_s(x: np.ndarray, sample_rate_hz: int) -> float:
+    """Seconds of ``x`` in 20 ms frames (the last one shorter) whose power about the frame's
+    own mean (its variance) reaches :data:`SPEECH_FLOOR_DBFS`: the audio that holds any signal,
+    with digital silence and a constant DC offset left out."""
+    flen = max(1, int(round(SPEECH_FRAME_S * sample_rate_hz)))
+    starts = np.arange(0, len(x), flen)
+    sizes = np.diff(np.append(starts, len(x)))
+    x64 = x.astype(np.float64)
+    mean = np.add.reduceat(x64, starts) / sizes
+    power = np.add.reduceat(x64**2, starts) / sizes - mean**2
+    return float(sizes[power >= 10 ** (SPEECH_FLOOR_DBFS / 10)].sum()) / sample_rate_hz
+
+
+def check_signal_duration(mono: np.ndarray, sample_rate_hz: int, min_duration_s: float, *, where: str) -> None:
+    """Without a VAD, the minimum duration applies to the audio that holds signal
+    (:func:`signal_duration_s`), not to the file's length: a click in two seconds of digital
+    silence is refused, not embedded as an utterance. Recorded audio has a noise floor above
+    :data:`SPEECH_FLOOR_DBFS` and passes whole."""
+    held = signal_duration_s(mono, sample_rate_hz)
+    if held < min_duration_s:
+        raise AudioError(
+            f"{where}: only {held:.3f} s of its {len(mono) / sample_rate_hz:.3f} s holds signal above "
+            f"{SPEECH_FLOOR_DBFS:g} dBFS (the rest is digital silence), shorter than the minimum "
+            f"{min_duration_s:g} s; nothing to embed"
         )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.metrics.registry import analysable
 from interbias.utils.progress import Reporter
@@ -142,6 +143,8 @@ def analyze(
 ) -> None:
     """Findings (every main effect, interaction and gap with its interval), contrasts (IE, NLI),
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
+    check_numbers("analyze", bootstrap=bootstrap, ci_level=ci_level, permutations=permutations)
+    check_numbers("analyze", tolerance=tolerance, gap_floor=gap_floor, equivalence=equivalence)
     from interbias.analysis.findings_store import write_findings
     from interbias.analysis.headline import headline
     from interbias.analysis.suite import analyse, write_tables

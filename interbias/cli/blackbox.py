@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -50,18 +51,22 @@ def prepare_cmd(
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
     the test's style, only its text, only its noise condition, or only the voice (columns:
     docs/outputs.md)."""
+    check_numbers(
+        "audit blackbox prepare", nontargets=nontargets, text_variants=text_variants, voice_variants=voice_variants
+    )
     from interbias.audits.blackbox import ProtocolOptions, prepare, with_paths
     from interbias.audits.source import load_manifest
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
+    from interbias.utils.numbers import require
 
     try:
         snrs = tuple(float(x) for x in comma_list(noise_snr))
     except ValueError:
         raise AnalysisError(f"--noise-snr {noise_snr!r}: comma-separated numbers (dB)") from None
+    for snr in snrs:
+        require("--noise-snr", snr, error=AnalysisError)
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
-    if voice_variants < 0:
-        raise AnalysisError(f"--voice-variants must be >= 0; got {voice_variants}")
     opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs, voice_variants)
     frame = with_paths(prepare(m, comma_list(groups), opts), m, out.parent / "audio")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +118,7 @@ def analyze_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
 ) -> None:
     """Invariance-violation ratio per axis, accuracy and EER per group, gaps with speaker-level p."""
+    check_numbers("audit blackbox analyze", threshold=threshold, permutations=permutations)
     from interbias.audits.blackbox import analyze, read_answers, read_protocol
     from interbias.utils import atomic
 

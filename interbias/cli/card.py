@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.analyze import SeedOpt
+from interbias.cli.numeric import check_numbers
 
 
 @app.command(epilog="Example: interbias runs card CAM++ results/ --out cards")
@@ -22,6 +23,7 @@ def card(
 ) -> None:
     """One page per encoder across runs: identity, macro EER/minDCF with intervals, damaging
     conditions, resolved effects, fairness/spoofing/geometry where present; missing listed."""
+    check_numbers("runs card", bootstrap=bootstrap)
     from interbias.analysis.encoder_page import build_page, write_page
     from interbias.analysis.runs import load
     from interbias.analysis.suite import Options

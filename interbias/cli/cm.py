@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ChainAlias, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
 
 cm_app = typer.Typer(
@@ -80,6 +81,7 @@ def train(
     algorithm with the --unknown ones held out (ADD 2023 Track 3).
 
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
+    check_numbers("cm train", stop_after=stop_after)
     from interbias.cm.models import CM_MODELS
     from interbias.cm.train import cm_manifest, parse_settings, train_model
     from interbias.utils.paths import cache_dir as default_cache
@@ -236,6 +238,7 @@ def score(
     model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,
     with --regions, its located fake regions instead. A file that cannot be scored is one line
     on stderr and the exit status is 1; the others are still written."""
+    check_numbers("cm score", threshold=threshold, min_region_s=min_region_s)
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files

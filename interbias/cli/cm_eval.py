@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.cli.tables import print_frame
 
@@ -71,6 +72,7 @@ def track1(
     """ASVspoof 5 Track 1 metrics of a countermeasure (higher score = bona fide): min DCF
     (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
     C_llr read the scores as natural-log likelihood ratios (docs/countermeasures.md)."""
+    check_numbers("scores cm-eval track1", p_spoof=p_spoof, c_miss=c_miss, c_fa=c_fa)
     from interbias.analysis.cm_track1 import json_ready, track1_of_file
     from interbias.metrics.spoof import Track1Cost
 
@@ -128,6 +130,7 @@ def wdsr(
 ) -> None:
     """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
     δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
+    check_numbers("scores cm-eval wdsr", gamma=gamma, delta=delta, alpha=alpha, beta=beta)
     from interbias.analysis.cm_eval import read_dsr
     from interbias.analysis.spoofing import weighted_dsr
 
@@ -228,6 +231,9 @@ def adcf(
     """a-DCF of ASVspoof 5 for a verification score alone: the minimum over thresholds of the
     normalised cost of misses, accepted non-targets and accepted spoofs (defaults: ASVspoof 5's
     cost model)."""
+    check_numbers(
+        "scores cm-eval adcf", p_spf=p_spf, p_non=p_non, p_tar=p_tar, c_miss=c_miss, c_fa_asv=c_fa_asv, c_fa_cm=c_fa_cm
+    )
     from interbias.analysis.sasv import a_dcf_of_file
     from interbias.metrics.sasv import ADCFCost
 

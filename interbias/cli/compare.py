@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.metrics.registry import results_columns
 from interbias.utils.keyvalue import comma_list
 
@@ -55,6 +56,9 @@ def compare(
     by more than the tolerance or a row is missing from either file. With --paired (two run
     directories on one trial list): exit 1 only when a regression larger than --margin is
     resolved, or with --equivalence only when some row is not shown within the margin."""
+    check_numbers(
+        "runs compare", tolerance=tolerance, margin=margin, equivalence=equivalence, alpha=alpha, bootstrap=bootstrap
+    )
     from interbias.analysis.compare import compare_results
     from interbias.corpora.fingerprint import corpora_differ
 

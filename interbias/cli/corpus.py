@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt, QuietOpt
 
 corpus_app = typer.Typer(
@@ -67,6 +68,7 @@ def build(
     quiet: QuietOpt = False,
 ) -> None:
     """Build the embedded synthetic corpus into the cache (reused when already built)."""
+    check_numbers("data build", workers=workers, speakers=speakers)
     from interbias.corpora.fingerprint import corpus_verdict
     from interbias.corpora.synthetic import build_info
     from interbias.corpora.tasks import build_corpus

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.utils.errors import see_docs
 
@@ -47,6 +48,7 @@ def embed(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the embeddings).")] = False,
 ) -> None:
     """Embed audio files with one encoder: dimension, checkpoint sha256 and the cosine matrix."""
+    check_numbers("encoders embed", layer=layer)
     import numpy as np
 
     from interbias.encoders.status import embed_files

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
@@ -76,11 +77,10 @@ def fairness(
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
+    check_numbers("scores fairness", alpha=alpha, bootstrap=bootstrap)
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
     from interbias.utils.errors import AnalysisError
 
-    if not 0 < alpha < 1:
-        raise AnalysisError("--alpha must be in (0, 1)")
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:
             raise AnalysisError(

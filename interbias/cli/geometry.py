@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -76,6 +77,8 @@ def geometry(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
+    check_numbers("audit geometry", layer=layer, sentences=sentences, permutations=permutations)
+    check_numbers("audit geometry", m=m, tau_rel=tau_rel, bootstrap=bootstrap)
     from interbias.audits.geometry import GeometryOptions, run_geometry
 
     options = GeometryOptions(

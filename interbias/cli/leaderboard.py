@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.analyze import MetricOpt, SeedOpt
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 
 
@@ -24,6 +25,7 @@ def leaderboard(
 ) -> None:
     """Encoders × experiments with intervals, the macro column and a rank that separates two
     encoders only when their paired bootstrap difference is significant after Holm's adjustment over all pairs."""
+    check_numbers("runs leaderboard", bootstrap=bootstrap, ci_level=ci_level)
     from interbias.analysis import leaderboard as lb
     from interbias.analysis.runs import load
     from interbias.analysis.suite import Options

@@ -10,6 +10,7 @@ import numpy as np
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.metrics.verification import P_TARGET
 from interbias.run.measured import SV_LINE, read_score_file
@@ -31,6 +32,7 @@ def metrics(
     as_json: JsonOpt = False,
 ) -> None:
     """The results.csv metrics of a score file: EER (interpolated and legacy), minDCF, AUC, FRR at FAR 1 %."""
+    check_numbers("scores metrics", p_target=p_target)
     from interbias.metrics.verification import summarize
 
     s, lab = read_scores(scores)

@@ -9,6 +9,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.analyze import DesignOpt, GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ def plan(
 ) -> None:
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
+    check_numbers("plan", effect=effect, power=power, alpha=alpha, bootstrap=bootstrap, speakers=speakers)
     from interbias.analysis import planner
     from interbias.analysis.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse

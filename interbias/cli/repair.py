@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -120,9 +121,10 @@ def repair(
     from interbias.audits.repair import RepairOptions, run_repair
     from interbias.encoders import restore_threads
 
-    restore_threads()
     flags = dict(steps=steps, batch=batch, lr=lr, hidden=hidden, temperature=temperature, w_sem=w_sem,
                  w_voice=w_voice, w_expr=w_expr, w_orth=w_orth, w_keep=w_keep, voice_share=voice_share)  # fmt: skip
+    check_numbers("audit repair", sentences=sentences, heldout_share=heldout_share, permutations=permutations, **flags)
+    restore_threads()
     config = orca_config(set_, flags, no_orthogonality=no_orthogonality, no_balanced_sampling=no_balanced_sampling)
     outcome = run_repair(
         RepairOptions(

@@ -22,6 +22,7 @@ from interbias.cli.analyze import (
     UnitOpt,
     analysis_options,
 )
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import echo_wrapped
 
 
@@ -60,6 +61,7 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
+    check_numbers("report", bootstrap=bootstrap, permutations=permutations, tolerance=tolerance, gap_floor=gap_floor)
     from interbias.analysis.findings_store import saved_findings, write_findings
     from interbias.analysis.headline import headline
     from interbias.analysis.report import build_report

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.run.results import SUMMARY_COLUMNS
 
@@ -137,6 +138,7 @@ def run(
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
+    check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
     from interbias.run.conductor import RunOptions
     from interbias.run.preflight import experiment_for_run
     from interbias.run.tasks import run_experiment

@@ -65,10 +65,24 @@ def with_algorithms(manifest: Manifest, items: Sequence[tuple[str, str]]) -> Man
     return Manifest(manifest.name, manifest.root, tuple(utts))
 
 
+def check_algorithms(manifest: Manifest) -> None:
+    """Refuse a manifest with a spoof that carries no algorithm label (``attack``): it would be
+    trained and scored as a class named ''."""
+    spoofs = [u for u in manifest if u.get("label") == "spoof"]
+    bad = [u.id for u in spoofs if not u.get("attack")]
+    if bad:
+        raise ConfigError(
+            f"recognition: {len(bad)} of {len(spoofs)} spoof utterance(s) of manifest {manifest.name!r} carry no "
+            f"algorithm label (attack); recognition needs one per spoof; first: {bad[0]}"
+        )
+
+
 def known_classes(manifest: Manifest, unknown: Sequence[str], known: Sequence[str] | None = None) -> tuple[str, ...]:
     """The classes to train on: ``known``, else every algorithm of the train split but the
-    ``unknown`` ones (sorted). Refuses an unknown class among ``known``, fewer than two known
-    classes, and a known or unknown class the manifest does not hold."""
+    ``unknown`` ones (sorted). Refuses a spoof without an algorithm label, an unknown class
+    among ``known``, fewer than two known classes, and a known or unknown class the manifest
+    does not hold."""
+    check_algorithms(manifest)
     train = [algorithm(u) for u in manifest if u.get("split") == "train"]
     every = {algorithm(u) for u in manifest}
     missing = [x for x in (*unknown, *(known or ())) if x not in every]

@@ -65,12 +65,21 @@ def track3_manifest(ctx: TrackContext, spec: dict[str, Any]) -> Any:
         manifest = load_corpus(merged, cache=ctx.cache, reporter=ctx.reporter)
     else:
         manifest = ctx.manifest
+    check_algorithm_labels(manifest)
+    return manifest
+
+
+def check_algorithm_labels(manifest: Any) -> None:
+    """Refuse a manifest without algorithm labels (no spoof with an ``attack``), or with a spoof
+    that lacks one (:func:`interbias.cm.recognition.check_algorithms`)."""
+    from interbias.cm.recognition import check_algorithms
+
     if not any(u.get("label") == "spoof" and u.get("attack") for u in manifest):
         raise ConfigError(
             f"tracks: track 3: manifest {manifest.name!r} has no algorithm labels (no spoof with an attack); "
             "Track 3 needs them (for add2023 give the item corpus: {track: 3})"
         )
-    return manifest
+    check_algorithms(manifest)
 
 
 def train_track3(ctx: TrackContext, spec: dict[str, Any], manifest: Any) -> tuple[Path, dict[str, Any]]:

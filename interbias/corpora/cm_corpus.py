@@ -144,7 +144,7 @@ def build_cm_corpus(cache: Path, spec: CMCorpusSpec = CMCorpusSpec(), reporter: 
     from interbias.corpora.synthetic import SyntheticSpec, build
     from interbias.experiments.schema import CorpusSpec
 
-    final = Path(cache) / "cm-corpora" / f"synthetic-cm-v{VERSION}-{spec.key()}"
+    final = cm_corpus_folder(cache, spec)
     if (final / "manifest.jsonl").is_file():
         return Manifest.read(final / "manifest.jsonl", name="synthetic-cm")
     options = spec.synthetic_options()
@@ -180,6 +180,11 @@ def build_cm_corpus(cache: Path, spec: CMCorpusSpec = CMCorpusSpec(), reporter: 
     return manifest
 
 
+def cm_corpus_folder(cache: Path, spec: CMCorpusSpec) -> Path:
+    """Where :func:`build_cm_corpus` writes (and reuses) the corpus of ``spec``."""
+    return Path(cache) / "cm-corpora" / f"synthetic-cm-v{VERSION}-{spec.key()}"
+
+
 def summary(manifest: Manifest) -> dict[str, Any]:
     """Counts per split × label × gender and speakers per split × gender."""
     counts: dict[str, int] = {}
@@ -193,12 +198,17 @@ def summary(manifest: Manifest) -> dict[str, Any]:
 
 def prepare_synthetic_cm(root: Path | None, cache: Path, options: dict[str, Any], reporter: Any = None) -> Manifest:
     """The ``synthetic-cm`` corpus adapter: options are the fields of :class:`CMCorpusSpec`."""
+    return build_cm_corpus(cache, cm_spec_from_options(options), reporter=reporter)
+
+
+def cm_spec_from_options(options: dict[str, Any]) -> CMCorpusSpec:
+    """The :class:`CMCorpusSpec` of the ``synthetic-cm`` options (its field names, numbers)."""
     valid = set(CMCorpusSpec.__dataclass_fields__)
     unknown = sorted(set(options) - valid)
     if unknown:
         raise CorpusError(f"synthetic-cm: unknown option {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
     kw = {k: (tuple(float(x) for x in v) if k == "shares" else int(v)) for k, v in options.items()}
-    return build_cm_corpus(cache, CMCorpusSpec(**kw), reporter=reporter)
+    return CMCorpusSpec(**kw)
 
 
 register(

@@ -95,10 +95,15 @@ def build_had_corpus(cache: Path, spec: HADSpec = HADSpec(), reporter: Any = Non
     """Build (or reuse) the HAD-style corpus under ``cache`` (module docstring)."""
     spec.check()
     cache = Path(cache).resolve()
-    final = cache / "cm-corpora" / f"synthetic-had-v{VERSION}-{spec.key()}"
+    final = had_corpus_folder(cache, spec)
     if (final / "manifest.jsonl").is_file():
         return Manifest.read(final / "manifest.jsonl", name="synthetic-had")
     return write_had(build_cm_corpus(cache, spec.cm_spec(), reporter=reporter), final, spec)
+
+
+def had_corpus_folder(cache: Path, spec: HADSpec) -> Path:
+    """Where :func:`build_had_corpus` writes (and reuses) the corpus of ``spec``."""
+    return Path(cache).resolve() / "cm-corpora" / f"synthetic-had-v{VERSION}-{spec.key()}"
 
 
 def write_had(base: Manifest, final: Path, spec: HADSpec) -> Manifest:

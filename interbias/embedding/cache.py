@@ -82,9 +82,11 @@ NORM_TOLERANCE = 1e-3
 
 
 #: Version of the audio checks every stored embedding passed: the input's speech floor
-#: (:func:`interbias.audio.frontend.check_speech_floor`) and the chain output's near-silence
-#: check (:func:`interbias.operators.silence.check_chain_output`). Raise it when either changes.
-AUDIO_CHECKS = 1
+#: (:func:`interbias.audio.frontend.check_speech_floor`), the input's signal duration without a
+#: VAD (:func:`interbias.audio.frontend.check_signal_duration`, from version 2) and the chain
+#: output's near-silence check (:func:`interbias.operators.silence.check_chain_output`). Raise
+#: it when any of them changes.
+AUDIO_CHECKS = 2
 _VERDICT = {"audio_checks": AUDIO_CHECKS}
 
 

@@ -50,5 +50,5 @@ def embed_files(
     if layer is not None:
         options["layer"] = layer
     enc = load_encoders([label], device, {label: options})[0]
-    loaded = [audio.load(p) for p in wavs]
+    loaded = [audio.load(p, vad=True) for p in wavs]  # utterances to embed: the input rules of a run
     return enc, loaded, enc.embed([a.samples for a in loaded])

@@ -216,7 +216,9 @@ def open_set_f1(y_true: Sequence[str], y_pred: Sequence[str], known: Sequence[st
     if len(t) != len(p) or len(t) == 0:
         raise MetricError(f"open-set F1: {len(t)} reference and {len(p)} predicted labels")
     classes = [str(k) for k in known]
-    if not classes or len(set(classes)) != len(classes):
+    if not classes:
+        raise MetricError("open-set F1: no known class given")
+    if len(set(classes)) != len(classes):
         raise MetricError("open-set F1: give each known class once")
     rows, notes = [], []
     for c in classes:

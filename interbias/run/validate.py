@@ -18,6 +18,9 @@ data, operator resources), and estimate its size and cost:
   of :data:`BENCH_X_REALTIME` (× real time per core, ``benchmarks/bench_throughput.py`` on the
   reference 2-core VM) spread over the run's worker processes (one per core from
   :data:`JOBS_FROM` items on), plus :data:`START_S` for loading encoders and workers.
+
+A countermeasure or tracks experiment embeds nothing and has no trials: its estimate counts the
+CM or track scorings its run makes (:mod:`interbias.run.validate_kinds`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from interbias.run.estimate import Estimate
 from interbias.utils.errors import InterbiasError
 
 #: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
@@ -50,57 +54,6 @@ DEFAULT_ENCODERS = ("CAM++", "GE2E", "mfcc-stats")
 
 
 @dataclass
-class Estimate:
-    """Size and cost of one resolved experiment (a file, or one of its variants)."""
-
-    label: str
-    corpus: str
-    n_strata: int = 0
-    n_chains: int = 0
-    n_cells: int = 0
-    n_rows: int = 0
-    trials_per_stratum: int | None = 0
-    #: How the trials are counted when not sampled by the trial spec (an external list).
-    trials_note: str = ""
-    runs_here: str = ""
-    n_utterances: int | None = None
-    n_items: int | None = None
-    n_embeddings: int | None = None
-    seconds: float | None = None
-    utterances_from: str = ""
-    notes: list[str] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        out = [
-            f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "
-            f"{self.n_cells} cells → {self.n_rows} results rows; "
-            f"{self.trials_note or f'{self.trials_per_stratum} trials per stratum'}; "
-            f"{self.runs_here}"
-        ]
-        if self.n_embeddings is None:
-            out.append(f"  cost: unknown ({self.utterances_from})")
-        else:
-            out.append(
-                f"  cost: {self.n_utterances} utterances → {self.n_items} (utterance, chain) items × encoders = "
-                f"{self.n_embeddings} embeddings, about {_duration(self.seconds or 0.0)} on this machine "
-                f"({self.utterances_from})"
-            )
-        out += [f"  note: {n}" for n in self.notes]
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-@dataclass
 class FileReport:
     path: Path
     estimates: list[Estimate] = field(default_factory=list)
@@ -118,12 +71,14 @@ def validate_file(
     report = FileReport(Path(path))
     cache = cache or cache_dir()
     errors = report.errors
-    errors += encoder_problems(encoders)
     try:
         default = load_experiment(path, corpus=corpus)
     except InterbiasError as exc:
+        errors += encoder_problems(encoders)
         errors.append(str(exc))
         return report
+    if default.kind == "verification":  # a CM experiment's --encoders name CMs (checked by its estimate)
+        errors += encoder_problems(encoders)
     variants = [None] if corpus else [None, *sorted((default.raw.get("variants") or {}).keys())]
     for variant in variants:
         try:
@@ -143,15 +98,16 @@ def encoder_problems(labels: Sequence[str]) -> list[str]:
 
 
 def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
-    """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
-    from interbias.run.preflight import availability, check_experiment, is_countermeasure
+    """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``; for a
+    countermeasure or tracks experiment what its run scores (:mod:`interbias.run.validate_kinds`)."""
+    from interbias.run.preflight import availability, check_experiment
+    from interbias.run.validate_kinds import cm_estimate, tracks_estimate
 
-    if is_countermeasure(exp):
-        from interbias.run.tasks.countermeasure import cm_spec
-
-        cm_spec(exp)
-    else:
-        check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
+    if exp.kind == "countermeasure":
+        return cm_estimate(exp, encoders, cache, DEFAULT_ENCODERS)
+    if exp.kind == "tracks":
+        return tracks_estimate(exp, cache)
+    check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
     cells = exp.cells()
     strata = exp.strata()
     t = exp.trials
@@ -164,7 +120,7 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     why = availability(exp)
     est.runs_here = "runs here" if why.runnable else f"does not run here ({why.reason})"
     manifest, table, est.utterances_from = corpus_here(exp, cache)
-    if manifest is not None and not is_countermeasure(exp):
+    if manifest is not None:
         check_trials(exp, manifest, est)
     elif t.list_file is not None:
         est.trials_per_stratum, est.trials_note = None, f"trials from the list (not read: {est.utterances_from})"

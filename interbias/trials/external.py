@@ -345,11 +345,17 @@ def read_trial_list(
     models = parse_models(Path(models_file)) if models_file is not None else None
     if models is None:
         resolved, matched_by = match_names(listed, manifest, where)
-    else:
-        stand_ins = [ListedTrial(t.line, t.test, t.test, 0) for t in listed]
-        stand_ins += [ListedTrial(line, name, name, 0) for line, name in model_names(listed, models, where)]
-        resolved, matched_by = match_names(stand_ins, manifest, where)
-        resolved = check_models(listed, models, resolved, where)
+    else:  # the test names are the list's, the model utterances the models file's: each error names its file
+        tests = [ListedTrial(t.line, t.test, t.test, 0) for t in listed]
+        resolved, matched_by = match_names(tests, manifest, where)
+        names = [(line, name) for line, name in model_names(listed, models, where) if name not in resolved]
+        of_models, more = match_names(
+            [ListedTrial(ln, n, n, 0) for ln, n in names], manifest, f"models file {models_file}"
+        )
+        matched_by = {k: n + more[k] for k, n in matched_by.items()}
+        resolved = check_models(
+            listed, models, {**resolved, **of_models}, where, models_where=f"models file {models_file}"
+        )
     check_pairs(listed, resolved, where)
     got = assign_strata(listed, resolved, exp, where)
     if got.n_excluded and unassigned != "exclude":

@@ -69,14 +69,16 @@ def check_models(
     models: dict[str, tuple[int, list[str]]],
     resolved: dict[str, Utterance],
     where: str,
+    models_where: str = "models file",
 ) -> dict[str, Utterance]:
     """``resolved`` with each model name mapped to its first utterance; a model of several
-    speakers, or a trial whose test utterance is in its model, is an error."""
+    speakers (an error of ``models_where``, the models file), or a trial whose test utterance
+    is in its model (an error of ``where``, the trial list), is an error."""
     out = dict(resolved)
     for model, (line, names) in models.items():
         speakers = sorted({resolved[n].speaker for n in names})
         if len(speakers) > 1:
-            raise TrialError(f"{where}: model {model!r} (models line {line}) mixes speakers {', '.join(speakers)}")
+            raise TrialError(f"{models_where}: line {line}: model {model!r} mixes speakers {', '.join(speakers)}")
         out[model] = resolved[names[0]]
     selfs = [f"line {t.line}" for t in listed if resolved[t.test].id in {resolved[n].id for n in models[t.enrol][1]}]
     if selfs:

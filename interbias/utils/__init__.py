@@ -8,5 +8,7 @@
 - :mod:`~interbias.utils.paths`: where things live (cache, conditions, corpora) and ``slug``;
 - :mod:`~interbias.utils.registry`: one registry per pluggable kind;
 - :mod:`~interbias.utils.seeding`: seeds derived from names, file hashes;
-- :mod:`~interbias.utils.progress`: progress bars and notices (quiet without a TTY).
+- :mod:`~interbias.utils.progress`: progress bars and notices (quiet without a TTY);
+- :mod:`~interbias.utils.moved`: module paths that moved in the last round, each import of one
+  answered with its new path.
 """

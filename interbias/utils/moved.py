@@ -1,0 +1,51 @@
+"""Pointers from module paths that moved in the last round to where their code is now.
+
+Importing a path in :data:`MOVED` raises ``ModuleNotFoundError`` naming the new path, e.g.
+``interbias.quality.snr moved to interbias.audio.wada_snr in interbias 0.1.0; import that``.
+The old path stays an error; it is not an alias, so no code runs under two names. The finder
+is consulted only after every other finder has failed to find a module, so it never shadows
+a module that exists. The table is kept for one release, then removed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+#: Old module path -> where its code is now (the round of 2026-12-04). A package that is gone
+#: answers for its modules too (Python imports the package first), so its entry names them.
+MOVED: dict[str, str] = {
+    "interbias.quality": "interbias.audio (quality.snr is audio.wada_snr, quality.measures is audio.quality)",
+    "interbias.run.fuse": "interbias.analysis.fuse",
+    "interbias.repair.blackbox": "interbias.audits.blackbox",
+    "interbias.repair.blackbox_voice": "interbias.audits.blackbox_voice",
+    "interbias.repair.run": "interbias.audits.repair",
+    "interbias.analysis.geometry.pipeline": "interbias.audits.geometry",
+    "interbias.analysis.geometry.sweep": "interbias.audits.geometry_sweep",
+    "interbias.cm.report": "interbias.analysis.cm_run",
+    "interbias.cm.experiment": "interbias.run.tasks.countermeasure",
+    "interbias.cm.tracks": "interbias.run.tasks.tracks",
+}
+
+
+class MovedModuleFinder:
+    """A meta-path finder that answers only for the paths of :data:`MOVED`, with the pointer."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        new = MOVED.get(fullname)
+        if new is None:
+            return None
+        raise ModuleNotFoundError(f"{fullname} moved to {new} in interbias {self.version}; import that", name=fullname)
+
+
+def install(version: str) -> None:
+    """Append the finder to ``sys.meta_path`` (once), after the finders that find real modules."""
+    if not any(isinstance(f, MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(MovedModuleFinder(version))  # type: ignore[arg-type]
