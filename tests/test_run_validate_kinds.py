@@ -121,3 +121,24 @@ def test_an_offline_cm_corpus_not_built_is_priced_by_its_rule(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert "cost: unknown (the synthetic-cm corpus is built at run time); each CM scores the dev and eval" in res.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spoofing_run_with_cms_names_their_work_and_a_missing_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    from conftest import tiny_experiment
+
+    monkeypatch.setenv("INTERBIAS_MODELS", str(tmp_path / "models"))
+    (tmp_path / "attacks.csv").write_text("path,target_speaker,generator\nx.flac,s1,copy\n")
+    exp = tiny_experiment(
+        tmp_path, name="V93", trials={"targets": 24, "min_speakers": 3, "dev_share": 0.5},
+        spoofing={"attacks": str(tmp_path / "attacks.csv"), "countermeasures": ["GMM-lfcc"]},
+    )  # fmt: skip
+    res = runner.invoke(app, ["validate", str(exp), "--encoders", "mfcc-stats"])
+    assert res.exit_code == 0, res.output
+    assert "does not run here (GMM-lfcc: no checkpoint in" in res.output
+    assert "note: countermeasures GMM-lfcc also score each cell's distinct eval test utterances" in res.output
+    assert "in the 2 reference cell(s)" in res.output  # gender × noise: the two clean cells
+    ckpt = tmp_path / "models" / "cm" / "GMM-lfcc" / "checkpoint.pt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"looked up, never loaded")
+    res = runner.invoke(app, ["validate", str(exp), "--encoders", "mfcc-stats"])
+    assert "no checkpoint" not in res.output and "countermeasures GMM-lfcc" in res.output

@@ -101,7 +101,7 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``; for a
     countermeasure or tracks experiment what its run scores (:mod:`interbias.run.validate_kinds`)."""
     from interbias.run.preflight import availability, check_experiment
-    from interbias.run.validate_kinds import cm_estimate, tracks_estimate
+    from interbias.run.validate_kinds import cm_estimate, runs_here_text, spoofing_cm_note, tracks_estimate
 
     if exp.kind == "countermeasure":
         return cm_estimate(exp, encoders, cache, DEFAULT_ENCODERS)
@@ -118,7 +118,9 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     est.n_rows = len(cells) * len(encoders)
     est.trials_per_stratum = t.targets + t.n_nontargets + (t.n_spoofs if exp.spoofing else 0)
     why = availability(exp)
-    est.runs_here = "runs here" if why.runnable else f"does not run here ({why.reason})"
+    missing, cm_note = spoofing_cm_note(exp)
+    est.runs_here = runs_here_text(why, missing)
+    est.notes += [cm_note] if cm_note else []
     manifest, table, est.utterances_from = corpus_here(exp, cache)
     if manifest is not None:
         check_trials(exp, manifest, est)

@@ -96,7 +96,7 @@ def cm_estimate(exp: Any, encoders: Sequence[str], cache: Path, default_encoders
     est.n_rows = len(cells) * len(models)
     why = availability(exp)
     missing = missing_checkpoints(models)
-    est.runs_here = _runs_here(why, missing)
+    est.runs_here = runs_here_text(why, missing)
     est.headline = (
         f"{est.label}: corpus {est.corpus}, countermeasure experiment: {len(cells)} cells × {len(models)} CM(s) "
         f"({', '.join(models)}) → {est.n_rows} results rows; {est.runs_here}"
@@ -135,7 +135,7 @@ def tracks_estimate(exp: Any, cache: Path) -> Estimate:
     cells = exp.cells()
     est = _base(exp, "tracks", len(cells))
     est.n_rows = None  # one row per track × cell × group: the groups are known only from the data
-    est.runs_here = _runs_here(availability(exp), [])
+    est.runs_here = runs_here_text(availability(exp), [])
     numbers = ", ".join(str(s["track"]) for s in specs)
     est.headline = (
         f"{est.label}: corpus {est.corpus}, tracks experiment: track(s) {numbers} × {len(cells)} cells; {est.runs_here}"
@@ -206,7 +206,8 @@ def _base(exp: Any, kind: str, n_cells: int) -> Estimate:
     return est
 
 
-def _runs_here(why: Any, missing: list[str]) -> str:
+def runs_here_text(why: Any, missing: list[str]) -> str:
+    """``runs here``, else ``does not run here (why)``: the data first, then the CM checkpoints."""
     if not why.runnable:
         return f"does not run here ({why.reason})"
     if len(missing) > 1:
@@ -214,3 +215,19 @@ def _runs_here(why: Any, missing: list[str]) -> str:
     if missing:
         return f"does not run here ({missing[0]})"
     return "runs here"
+
+
+def spoofing_cm_note(exp: Any) -> tuple[list[str], str | None]:
+    """(the missing CM checkpoints, a note on the CM work) of a spoofing experiment that names
+    countermeasures (:mod:`interbias.run.cm_stage`); ``([], None)`` for any other."""
+    labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
+    if not labels:
+        return [], None
+    from interbias.run.cm_stage import reference_cell
+
+    refs = sum(reference_cell(exp, c) for c in exp.cells())
+    note = (
+        f"countermeasures {', '.join(labels)} also score each cell's distinct eval test utterances, and in the "
+        f"{refs} reference cell(s) the dev trials' test utterances and the attacks imitating dev speakers; {NO_TIME}"
+    )
+    return missing_checkpoints(labels), note
