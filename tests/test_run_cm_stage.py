@@ -9,6 +9,7 @@ byte, and bad requests are one line each, before any run directory exists."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -189,3 +190,12 @@ def test_bad_requests_are_one_line_before_any_run_directory(staged, tmp_path) ->
         assert code != 0 and words in out, (args, out)
         assert "Traceback" not in out and len(out.strip().splitlines()) <= 3, out
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_a_catalogue_run_whose_cm_checkpoint_is_missing_does_not_run_here(tmp_path) -> None:
+    env = {"INTERBIAS_MODELS": str(tmp_path / "none"), "COLUMNS": "200"}
+    code, out = _cli(["list"], env)
+    assert code == 0 and re.search(r"^E26 .*synthetic\(6\) ✗models$", out, flags=re.M), out
+    code, out = _cli(["run", "E26", "--corpus", "synthetic", "--out", str(tmp_path / "o")], env)
+    assert code == 1 and "E26 cannot run here: GMM-lfcc: no checkpoint in" in out
+    assert out.strip().endswith("See docs/countermeasures.md") and not (tmp_path / "o").exists()

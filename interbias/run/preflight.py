@@ -44,6 +44,7 @@ REASONS = {
     "manifest": "the experiment's manifest file does not exist",
     "adapter": "no adapter for the corpus",
     "ops": "an operator's resources are missing (noise recordings, a codec backend, room simulation)",
+    "models": "a countermeasure's checkpoint is not here (interbias cm train; docs/countermeasures.md)",
     "invalid": "the experiment file is invalid",
 }
 
@@ -59,8 +60,9 @@ class Availability:
     detail: str = ""
 
 
-def availability(exp: Any, *, root: Path | None = None) -> Availability:
-    """Whether the loaded experiment ``exp`` runs here: its data, then its operators' resources."""
+def availability(exp: Any, *, root: Path | None = None, models: bool = True) -> Availability:
+    """Whether the loaded experiment ``exp`` runs here: its data, then its operators' resources,
+    then (``models``) the checkpoints of the CMs it names."""
     from interbias.corpora import check_runnable
     from interbias.experiments.schema import resource_problems
 
@@ -72,11 +74,26 @@ def availability(exp: Any, *, root: Path | None = None) -> Availability:
         data = None
     problems = resource_problems(exp)
     if not problems:
-        return data or Availability(True)
+        return data or (models_availability(exp) if models else Availability(True))
     ops = "; ".join(problems)
     if data is not None:
         return Availability(False, data.key, data.reason, f"{exp.name}: operators need: {ops}; {data.detail}")
     return Availability(False, "ops", ops, f"{exp.name}: operators need: {ops}")
+
+
+def models_availability(exp: Any) -> Availability:
+    """Runnable, else why not: the first CM checkpoint the run would load that is not here (the
+    file is looked up, never loaded; experiments without CMs import nothing)."""
+    if exp.kind != "countermeasure" and not (exp.spoofing is not None and exp.spoofing.countermeasures):
+        return Availability(True)
+    from interbias.cm.models import experiment_cms, missing_checkpoints
+
+    labels = experiment_cms(exp)
+
+    missing = missing_checkpoints(labels)
+    if not missing:
+        return Availability(True)
+    return Availability(False, "models", missing[0], f"{exp.name}: {'; '.join(missing)}")
 
 
 def runnable_variants(path: Path, *, skip: str | None = None) -> list[str]:
@@ -99,7 +116,7 @@ def unavailable_message(exp: Any, why: Availability, *, argument: str, variants:
     """``E14 cannot run here: <reason>. It needs: <data>. See docs/guide/corpora.md. Runs here:
     interbias run E14 --corpus synthetic`` (the operators page when an operator's resources are missing)."""
     needs = " ".join(exp.requires.split()).rstrip(".")
-    page = DOCS_PAGES["operators" if why.key == "ops" else "corpora"]
+    page = DOCS_PAGES[{"ops": "operators", "models": "countermeasures"}.get(why.key, "corpora")]
     # an operator's own message may name the page already: said once, at the end
     sentences = [f"{exp.name} cannot run here: {why.reason.replace(f'; see {page}', '')}"]
     if needs:
@@ -110,10 +127,11 @@ def unavailable_message(exp: Any, why: Availability, *, argument: str, variants:
     return ". ".join(sentences)
 
 
-def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None) -> None:
+def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None, *, models: bool = True) -> None:
     """Raise :class:`DataMissingError` when the loaded experiment ``exp`` (``argument``: ``E14``
-    or a YAML path, read from ``path``) cannot run here; the message ends with a command that does."""
-    why = availability(exp, root=root)
+    or a YAML path, read from ``path``) cannot run here; the message ends with a command that does
+    (``models`` False: the CMs are chosen on the command line, so their checkpoints are not judged here)."""
+    why = availability(exp, root=root, models=models)
     if why.runnable:
         return
     variants = runnable_variants(path, skip=exp.variant)
@@ -145,7 +163,9 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     exp = load_experiment(path, corpus=options.corpus)
     user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
     if not user_data:  # the experiment's own data: say what runs here
-        check_can_run(exp, options.experiment, path, options.corpus_root)
+        named = exp.kind == "countermeasure" and tuple(options.encoders) != tuple(type(options).encoders)
+        chosen = options.countermeasures is not None or named  # CMs named on the command line
+        check_can_run(exp, options.experiment, path, options.corpus_root, models=not chosen)
     if is_countermeasure(exp):
         if options.countermeasures is not None:
             raise ConfigError(

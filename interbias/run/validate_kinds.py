@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from interbias.run.estimate import Estimate
-from interbias.utils.errors import EncoderError
 
 NO_TIME = "time not estimated (no throughput figure for CM scoring or training)"
 
@@ -68,21 +67,9 @@ def manifest_here(spec: Any, cache: Path, offline: dict[str, Any]) -> tuple[Any,
     return None, f"the {spec.name} manifest is prepared at run time"
 
 
-def missing_checkpoints(labels: Sequence[str]) -> list[str]:
-    """One line per CM whose checkpoint file is not here (the file is looked up, not loaded)."""
-    from interbias.cm.models import CM_MODELS
-
-    out = []
-    for label in labels:
-        try:
-            CM_MODELS.get(label).checkpoint()
-        except EncoderError as exc:
-            out.append(str(exc))
-    return out
-
-
 def cm_estimate(exp: Any, encoders: Sequence[str], cache: Path, default_encoders: Sequence[str]) -> Estimate:
     """What a countermeasure run of ``exp`` scores (module docstring)."""
+    from interbias.cm.models import missing_checkpoints
     from interbias.corpora.cm_corpus import check_cm_manifest, cm_corpus_folder, cm_spec_from_options
     from interbias.run.preflight import availability
     from interbias.run.tasks.countermeasure import choose_models, cm_spec, grid
@@ -94,7 +81,7 @@ def cm_estimate(exp: Any, encoders: Sequence[str], cache: Path, default_encoders
     _, ref, _ = grid(exp)
     est = _base(exp, "countermeasure", len(cells))
     est.n_rows = len(cells) * len(models)
-    why = availability(exp)
+    why = availability(exp, models=False)  # the CMs this run loads are judged below
     missing = missing_checkpoints(models)
     est.runs_here = runs_here_text(why, missing)
     est.headline = (
@@ -223,6 +210,7 @@ def spoofing_cm_note(exp: Any) -> tuple[list[str], str | None]:
     labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
     if not labels:
         return [], None
+    from interbias.cm.models import missing_checkpoints
     from interbias.run.cm_stage import reference_cell
 
     refs = sum(reference_cell(exp, c) for c in exp.cells())

@@ -73,6 +73,7 @@ class ExecutorError(RunError):
 #: repository root; tests/test_docs.py checks that each exists).
 DOCS_PAGES = {
     "corpora": "docs/guide/corpora.md",
+    "countermeasures": "docs/countermeasures.md",
     "encoders": "docs/guide/encoders.md",
     "operators": "docs/guide/operators.md",
     "scaling": "docs/guide/scaling.md",
