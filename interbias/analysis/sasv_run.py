@@ -46,7 +46,8 @@ from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import ADCFCost, a_dcf, a_dcf_weighted
 from interbias.metrics.sasv_fusion import COLUMNS as FUSION_COLUMNS
-from interbias.metrics.sasv_fusion import KEYS, sasv_row
+from interbias.metrics.sasv_fusion import KEYS, sasv_row, sum_fusion
+from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
 from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
@@ -58,7 +59,7 @@ COLUMNS = [
 #: Speaker-bootstrap replicates of the CM's gain (master seed :data:`SEED`).
 N_BOOT = 500
 SEED = 0
-CM_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
+CM_COLUMNS = TRIAL_COLUMNS
 #: The numeric columns of sasv_fusion.csv: the four metrics (the report's order), then the CM's gain and its bounds.
 METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain", "cm_gain_lo", "cm_gain_hi")
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
@@ -103,7 +104,7 @@ def read_cm_dev(run: RunDir) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     frame = pd.read_parquet(path)
-    missing = [c for c in ("cm", "cell", "cm_class", "cm_score") if c not in frame.columns]
+    missing = [c for c in DEV_COLUMNS if c not in frame.columns]
     if missing:
         raise AnalysisError(f"{path}: lacks column(s) {', '.join(missing)}")
     return frame
@@ -165,7 +166,7 @@ def slice_row(frame: pd.DataFrame, cost: ADCFCost, weights: np.ndarray | None = 
     if weights is not None:
         keys = frame["key"].to_numpy()
         w = tuple(weights[:, keys == k] for k in KEYS)
-        fused = [frame.loc[frame["key"] == k, ["asv_llr", "cm_llr"]].sum(axis=1).to_numpy() for k in KEYS]
+        fused = [sum_fusion(*(frame.loc[frame["key"] == k, c] for c in ("asv_llr", "cm_llr"))) for k in KEYS]
         reps = a_dcf_weighted(tuple(fused), w, cost) - a_dcf_weighted(tuple(asv), w, cost)
         lo, hi = (float(v) for v in percentile_ci(reps)[:2])
     return {**row, "cm_gain_lo": lo, "cm_gain_hi": hi, "cm_gain_resolved": bool(lo > 0 or hi < 0)}

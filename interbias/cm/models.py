@@ -213,13 +213,6 @@ def missing_checkpoints(labels: Any) -> list[str]:
     return out
 
 
-def experiment_cms(exp: Any) -> tuple[str, ...]:
-    """The CM labels an experiment's run loads: a CM experiment's models, a spoofing run's countermeasures."""
-    own = exp.countermeasures.models if getattr(exp, "countermeasures", None) is not None else ()
-    spoofing = getattr(exp, "spoofing", None)
-    return tuple(own) + tuple(spoofing.countermeasures if spoofing is not None else ())
-
-
 def posterior(logits: np.ndarray) -> np.ndarray:
     """softmax(logits)[:, 1] in float64 (``torch.softmax``)."""
     import torch

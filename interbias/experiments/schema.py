@@ -178,6 +178,17 @@ class Experiment:
         return [f for f in self.factors if f.type == "population"]
 
     @property
+    def spoofing_cms(self) -> tuple[str, ...]:
+        """The CMs that score a spoofing run's trials (``spoofing.countermeasures``); empty: none."""
+        return self.spoofing.countermeasures if self.spoofing is not None else ()
+
+    @property
+    def cm_labels(self) -> tuple[str, ...]:
+        """Every CM label a run of this experiment loads: a CM experiment's models, then a spoofing run's CMs."""
+        own = self.countermeasures.models if self.countermeasures is not None else ()
+        return tuple(own) + self.spoofing_cms
+
+    @property
     def acoustic_factors(self) -> list[Factor]:
         return [f for f in self.factors if f.type == "acoustic"]
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 CELL_COLUMNS = ("cm", "cell", "role", "id", "cm_class", "cm_score")
 #: Utterances decoded and degraded before the CMs score them (bounds the waveforms held in memory).
 CHUNK = 256
+#: Columns of cm_trials.parquet.
+TRIAL_COLUMNS = ("cm", "cell", "trial_id", "cm_score", "calibrated")
 #: Columns of cm_dev.parquet.
 DEV_COLUMNS = ("cm", "cell", "id", "cm_class", "cm_score")
 
@@ -52,19 +54,17 @@ DEV_COLUMNS = ("cm", "cell", "id", "cm_class", "cm_score")
 def load_countermeasures(exp: Experiment) -> dict[str, Any]:
     """The CMs ``exp`` names (label -> loaded CM), checked against every cell's front end before
     any work: a missing checkpoint or another sample rate is one error line."""
-    labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
-    if not labels:
+    if not exp.spoofing_cms:
         return {}
     from interbias.cm.models import load_cm
 
-    rates = {exp.frontend_for(c).sample_rate_hz for c in exp.cells()}
-    resamplers = {exp.frontend_for(c).resampler for c in exp.cells()}
-    models = {label: load_cm(label, resampler=sorted(resamplers)[0]) for label in labels}
+    fe = exp.frontend  # a cell's front end differs from it in its VAD only (Experiment.frontend_for)
+    models = {label: load_cm(label, resampler=fe.resampler) for label in exp.spoofing_cms}
     for label, cm in models.items():
-        if rates != {cm.policy.sample_rate_hz}:
+        if fe.sample_rate_hz != cm.policy.sample_rate_hz:
             raise EncoderError(
                 f"{label}: it takes {cm.policy.sample_rate_hz} Hz audio and this experiment's front end gives "
-                f"{', '.join(str(r) for r in sorted(rates))} Hz; spoofing.countermeasures needs "
+                f"{fe.sample_rate_hz} Hz; spoofing.countermeasures needs "
                 f"frontend.sample_rate_hz: {cm.policy.sample_rate_hz}"
             )
     return models
@@ -189,7 +189,7 @@ def write_tables(ctx: RunContext, rows: pd.DataFrame, cells: Sequence[Cell]) -> 
                      "cm_score": by_id.reindex(hit["test"]).to_numpy(dtype=np.float64), "calibrated": False}
                 )
             )  # fmt: skip
-    columns = ["cm", "cell", "trial_id", "cm_score", "calibrated"]
+    columns = list(TRIAL_COLUMNS)
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
     atomic.write_parquet(ctx.run.file(CM_TRIALS), table[columns].reset_index(drop=True))
     dev = rows[rows["role"] == "dev"][list(DEV_COLUMNS)].reset_index(drop=True)
@@ -199,12 +199,11 @@ def write_tables(ctx: RunContext, rows: pd.DataFrame, cells: Sequence[Cell]) -> 
 def check_spoofing_cms(exp: Experiment) -> None:
     """``spoofing.countermeasures`` names CM labels of the registry (no checkpoint is looked for:
     a missing one is refused when the run loads its CMs, before any work, as for E19)."""
-    labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
-    if not labels:
+    if not exp.spoofing_cms:
         return
     from interbias.cm.models import CM_MODELS
 
-    bad = [label for label in labels if label not in CM_MODELS]
+    bad = [label for label in exp.spoofing_cms if label not in CM_MODELS]
     if bad:
         raise ConfigError(
             f"{exp.name}: spoofing.countermeasures: {', '.join(bad)} is not a CM label; known: "

@@ -84,13 +84,11 @@ def availability(exp: Any, *, root: Path | None = None, models: bool = True) -> 
 def models_availability(exp: Any) -> Availability:
     """Runnable, else why not: the first CM checkpoint the run would load that is not here (the
     file is looked up, never loaded; experiments without CMs import nothing)."""
-    if exp.kind != "countermeasure" and not (exp.spoofing is not None and exp.spoofing.countermeasures):
+    if not exp.cm_labels:
         return Availability(True)
-    from interbias.cm.models import experiment_cms, missing_checkpoints
+    from interbias.cm.models import missing_checkpoints
 
-    labels = experiment_cms(exp)
-
-    missing = missing_checkpoints(labels)
+    missing = missing_checkpoints(exp.cm_labels)
     if not missing:
         return Availability(True)
     return Availability(False, "models", missing[0], f"{exp.name}: {'; '.join(missing)}")

@@ -205,14 +205,7 @@ class RunDir:
 
     def cell_record(self, model: str, cell: str) -> dict[str, Any] | None:
         """The completion record of a finished cell (its scores file present), else ``None``."""
-        path = self.cell_record_path(model, cell)
-        if not path.is_file() or not self.scores_path(model, cell).is_file():
-            return None
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return rec if isinstance(rec, dict) else None
+        return completion_record(self.cell_record_path(model, cell), self.scores_path(model, cell))
 
     def cm_cell_path(self, cell: str, suffix: str = ".parquet") -> Path:
         """The CM scores (``.parquet``) or completion record (``.json``) of ``cell``."""
@@ -225,13 +218,7 @@ class RunDir:
 
     def cm_cell_record(self, cell: str) -> dict[str, Any] | None:
         """The completion record of a cell the CMs finished (its rows present), else ``None``."""
-        if not self.cm_cell_path(cell).is_file():
-            return None
-        try:
-            rec = json.loads(self.cm_cell_path(cell, ".json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return rec if isinstance(rec, dict) else None
+        return completion_record(self.cm_cell_path(cell, ".json"), self.cm_cell_path(cell))
 
     def read_cm_cell(self, cell: str) -> pd.DataFrame:
         return pd.read_parquet(self.cm_cell_path(cell))
@@ -289,6 +276,18 @@ class RunDir:
             )
         except ConfigError as exc:
             raise error(str(exc)) from exc
+
+
+def completion_record(path: Path, data: Path) -> dict[str, Any] | None:
+    """The JSON record at ``path`` when it and the ``data`` file it completes are both there and
+    it reads as a mapping, else ``None`` (a torn or foreign record means: not finished)."""
+    if not path.is_file() or not data.is_file():
+        return None
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 def _json_text(record: dict[str, Any]) -> str:

@@ -118,9 +118,8 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     est.n_rows = len(cells) * len(encoders)
     est.trials_per_stratum = t.targets + t.n_nontargets + (t.n_spoofs if exp.spoofing else 0)
     why = availability(exp)
-    missing, cm_note = spoofing_cm_note(exp)
-    est.runs_here = runs_here_text(why, missing)
-    est.notes += [cm_note] if cm_note else []
+    est.runs_here = runs_here_text(why, [])
+    est.notes += [note] if (note := spoofing_cm_note(exp)) else []
     manifest, table, est.utterances_from = corpus_here(exp, cache)
     if manifest is not None:
         check_trials(exp, manifest, est)

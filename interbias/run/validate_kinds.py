@@ -204,18 +204,17 @@ def runs_here_text(why: Any, missing: list[str]) -> str:
     return "runs here"
 
 
-def spoofing_cm_note(exp: Any) -> tuple[list[str], str | None]:
-    """(the missing CM checkpoints, a note on the CM work) of a spoofing experiment that names
-    countermeasures (:mod:`interbias.run.cm_stage`); ``([], None)`` for any other."""
-    labels = exp.spoofing.countermeasures if exp.spoofing is not None else ()
-    if not labels:
-        return [], None
-    from interbias.cm.models import missing_checkpoints
+def spoofing_cm_note(exp: Any) -> str | None:
+    """A note on the CM work of a spoofing experiment that names countermeasures
+    (:mod:`interbias.run.cm_stage`; whether their checkpoints are here is ``availability``'s);
+    None for any other."""
+    if not exp.spoofing_cms:
+        return None
     from interbias.run.cm_stage import reference_cell
 
     refs = sum(reference_cell(exp, c) for c in exp.cells())
-    note = (
-        f"countermeasures {', '.join(labels)} also score each cell's distinct eval test utterances, and in the "
-        f"{refs} reference cell(s) the dev trials' test utterances and the attacks imitating dev speakers; {NO_TIME}"
+    return (
+        f"countermeasures {', '.join(exp.spoofing_cms)} also score each cell's distinct eval test utterances, and in "
+        f"the {refs} reference cell(s) the dev trials' test utterances and the attacks imitating dev speakers; "
+        f"{NO_TIME}"
     )
-    return missing_checkpoints(labels), note
