@@ -204,10 +204,7 @@ def score(
     files: Annotated[list[Path] | None, typer.Argument(help="Audio files to score.")] = None,
     manifest: Annotated[
         Path | None,
-        typer.Option(
-            help="Score every utterance of this manifest (its label, attack, speaker, gender, family, voice, "
-            "text_id and split columns kept)."
-        ),
+        typer.Option(help="Score every utterance of this manifest (label, attack, family, voice, gender kept)."),
     ] = None,
     checkpoint: Annotated[
         Path | None, typer.Option(help="Checkpoint file or folder (default: the label's model folder).")
@@ -264,8 +261,7 @@ def score(
         return
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
-    if manifest is not None:
-        table = with_manifest_columns(table, manifest)
+    table = with_manifest_columns(table, manifest)
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
     if out is not None and out.suffix == ".json":
         atomic.write_text(out, json.dumps(doc, indent=2) + "\n")

@@ -19,7 +19,7 @@ def build_same_text_cli(
     quiet: bool,
 ) -> None:
     """Build (or reuse) the set and print what it holds, what was left out and what failed."""
-    from interbias.corpora.same_text import NAME, SameTextSpec, build_same_text, family_counts
+    from interbias.corpora.same_text import NAME, PEAK, SameTextSpec, build_same_text, family_counts
     from interbias.utils.errors import CorpusError
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
@@ -41,9 +41,7 @@ def build_same_text_cli(
         typer.echo(json.dumps(out, indent=2))
         return
     when = f"built in {built.seconds:.1f} s" if built.built_now else "already built (reused)"
-    typer.echo(
-        f"{NAME}: {len(record.get('texts', []))} texts read by {record.get('bonafide')} and the synthesisers; {when}"
-    )
+    typer.echo(f"{NAME}: {when}; {len(record.get('texts', []))} texts, bona fide: {record.get('bonafide')}")
     for family, (voices, files) in counts.items():
         typer.echo(f"  {family:12s} {voices:3d} voice(s) {files:5d} files")
     for line in built.left_out:
@@ -52,9 +50,7 @@ def build_same_text_cli(
         typer.echo(f"failed: {line}")
     if record.get("attenuated"):
         n = len(record["attenuated"])
-        typer.echo(f"attenuated to a peak of 0.99 (else they would clip): {n} file(s), gain_db in the manifest")
+        typer.echo(f"attenuated to a peak of {PEAK:g} (else they would clip): {n} file(s), see gain_db")
     typer.echo(f"manifest: {path} (sha256 {built.manifest.sha256()[:16]}…)")
-    typer.echo(
-        f"next: interbias cm score GMM-lfcc --manifest {path} --out scores.csv; "
-        "interbias scores cm-eval track1 scores.csv --by family"
-    )
+    typer.echo(f"next: interbias cm score GMM-lfcc --manifest {path} --out scores.csv")
+    typer.echo("      interbias scores cm-eval track1 scores.csv --by family")

@@ -56,10 +56,13 @@ def jobs_from(files: list[Path], manifest: Path | None) -> list[tuple[Path, str,
     return [(m.resolve(u), u.id, str(u.get("label") or ""), str(u.get("attack") or "")) for u in m]
 
 
-def with_manifest_columns(table: pd.DataFrame, manifest: Path) -> pd.DataFrame:
-    """``table`` with the :data:`KEPT_COLUMNS` that ``manifest`` has, matched by utterance id."""
+def with_manifest_columns(table: pd.DataFrame, manifest: Path | None) -> pd.DataFrame:
+    """``table`` with the :data:`KEPT_COLUMNS` that ``manifest`` has, matched by utterance id
+    (without a manifest, ``table`` as it is)."""
     from interbias.corpora.manifest import Manifest
 
+    if manifest is None:
+        return table
     m = Manifest.read(Path(manifest))
     have = [c for c in KEPT_COLUMNS if c in m.columns() and c not in table.columns]
     by_id = m.by_id()

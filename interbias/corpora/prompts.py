@@ -29,13 +29,15 @@ _GENDER = {"f": "female", "m": "male"}
 
 @dataclass(frozen=True)
 class PromptVoice:
-    """One recorded voice: its folder, language, region, gender and speaker name."""
+    """One recorded voice: its folder, language, region, gender and speaker name (and where the
+    documentation folders, holding the transcripts, are)."""
 
     folder: Path
     language: str
     region: str
     gender: str
     name: str
+    doc_dir: Path = DOC_DIR
 
     @property
     def package(self) -> str:
@@ -44,7 +46,7 @@ class PromptVoice:
 
     @property
     def transcripts(self) -> Path:
-        return DOC_DIR / f"asterisk-core-sounds-{self.language}" / f"core-sounds-{self.language}.txt.gz"
+        return self.doc_dir / f"asterisk-core-sounds-{self.language}" / f"core-sounds-{self.language}.txt.gz"
 
 
 @dataclass(frozen=True)
