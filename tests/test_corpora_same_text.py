@@ -65,6 +65,8 @@ def test_spec_options_are_checked() -> None:
         SameTextSpec.from_options({"voices": "x"})
     with pytest.raises(CorpusError, match="texts must be at least 1"):
         SameTextSpec.from_options({"texts": "0"})
+    with pytest.raises(CorpusError, match="rate_hz must be between 1000 and 384000 Hz, got 500"):
+        SameTextSpec.from_options({"rate_hz": "500"})
     res = cli.invoke(app, ["data", "build", "same-text", "--speakers", "4"])
     assert res.exit_code == 1 and "--speakers does not apply" in res.output
 

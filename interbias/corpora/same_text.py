@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from interbias.audio.frontend import RATE_LIMITS_HZ
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.corpora.prompts import Prompt, PromptVoice, prompt_voice, prompts, spoken
 from interbias.corpora.synthesisers import FAMILIES, VOICES, SynthVoice, package_versions, synthesise
@@ -71,6 +72,9 @@ class SameTextSpec:
                 raise CorpusError(f"{NAME}: {key} must be a whole number, got {value!r}") from None
             if kw[names[key]] < 1:
                 raise CorpusError(f"{NAME}: {key} must be at least 1, got {value!r}")
+        low, high = RATE_LIMITS_HZ
+        if not low <= kw.get("rate_hz", low) <= high:
+            raise CorpusError(f"{NAME}: rate_hz must be between {low} and {high} Hz, got {kw['rate_hz']}")
         return cls(**kw)
 
 
