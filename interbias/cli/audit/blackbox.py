@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
@@ -18,7 +19,7 @@ blackbox_app = typer.Typer(
     epilog="Example: interbias audit blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv",
     no_args_is_help=True,
 )
-app.add_typer(blackbox_app, name="blackbox")
+audit_app.add_typer(blackbox_app, name="blackbox")
 
 GroupsOpt = Annotated[str, typer.Option(help="Comma-separated speaker-level group attributes.")]
 

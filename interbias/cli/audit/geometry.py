@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
@@ -28,7 +29,7 @@ NoiseOpt = Annotated[
 ]
 
 
-@app.command(epilog="Example: interbias audit geometry --encoder CAM++ --sentences 8")
+@audit_app.command(epilog="Example: interbias audit geometry --encoder CAM++ --sentences 8")
 @guarded
 def geometry(
     encoder: Annotated[

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
@@ -78,7 +79,7 @@ GroupsOpt = Annotated[
 OutOpt = Annotated[Path, typer.Option(help="Output folder (adapters, repair.csv, repair-summary.csv).")]
 
 
-@app.command(epilog=EXAMPLE)
+@audit_app.command(epilog=EXAMPLE)
 @guarded
 def repair(
     encoder: Annotated[str | None, typer.Option(help="Encoder label whose clean-grid embeddings ORCA adapts.")] = None,
