@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from interbias.audio import frontend as audio
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
 from interbias.utils.errors import AudioError, OperatorError, see_docs
 
@@ -114,7 +114,7 @@ def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
     return out, file_rate_hz
 
 
-@OPERATORS.register("noise")
+@register_operator
 @dataclass(frozen=True)
 class Noise(Operator):
     """Add noise of ``kind`` at ``snr_db`` (dB, active-speech power over noise power).
@@ -128,6 +128,7 @@ class Noise(Operator):
     noise_dir: str | None = None
     n_talkers: int | None = None
     name = "noise"
+    recorded = ("snr_db_requested", "snr_db_achieved", "noise_kind", "noise_file", "noise_offset_s", "noise_talkers")
     stochastic = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "snr_db": (-20.0, 80.0, "dB"),
@@ -196,6 +197,17 @@ class Noise(Operator):
                 f"{see_docs('operators')}"
             )
         return folder, files
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        talkers = record.get("talkers") or []
+        return {
+            "snr_db_requested": float(self.snr_db),
+            "snr_db_achieved": record.get("snr_db_achieved"),
+            "noise_kind": record.get("kind"),
+            "noise_file": record.get("file") or ";".join(t["utterance"] for t in talkers) or None,
+            "noise_offset_s": record.get("offset_s", talkers[0]["offset_s"] if talkers else None),
+            "noise_talkers": len(talkers) or None,
+        }
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         n, sample_rate_hz = len(x), ctx.sample_rate_hz

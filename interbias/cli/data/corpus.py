@@ -9,16 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.data import data_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt, QuietOpt
-
-corpus_app = typer.Typer(
-    help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
-    no_args_is_help=True,
-    epilog="Example: interbias data build synthetic",
-)
-app.add_typer(corpus_app, name="corpus")
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -48,7 +42,7 @@ def _print_summary(manifest: Any, *, as_json: bool) -> None:
             typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
 
 
-@corpus_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
+@data_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
 @guarded
 def build(
     name: Annotated[
@@ -80,7 +74,7 @@ def build(
     Debian's synthesisers reading their texts), into the cache (reused when already built)."""
     check_numbers("data build", workers=workers, speakers=speakers)
     if name == "same-text":
-        from interbias.cli.same_text import build_same_text_cli
+        from interbias.cli.data.same_text import build_same_text_cli
 
         build_same_text_cli(_options(set_ or []), cache_dir, workers, speakers, as_json=as_json, quiet=quiet)
         return
@@ -130,7 +124,7 @@ def build(
     _print_summary(manifest, as_json=False)
 
 
-@corpus_app.command(
+@data_app.command(
     "prepare", epilog="Example: interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
 )
 @guarded
@@ -165,7 +159,7 @@ def prepare(
         typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
 
 
-@corpus_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
+@data_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
 @guarded
 def info(
     manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
