@@ -249,12 +249,30 @@ def load(path: Path, frontend: FrontEnd = FrontEnd(), *, vad: bool = False, span
     downmix to mono (channel mean), trim digital silence (``frontend.trim_silence``), resample,
     check and truncate one file; with ``vad``, keep only the speech the front end's VAD finds,
     before truncating (utterances to embed; noise and other talkers' audio are loaded without)."""
+    return load_decoded(*read(path, span), path, frontend, vad=vad)
+
+
+def read(path: Path, span: Span | None = None) -> tuple[np.ndarray, int, tuple[int, int] | None]:
+    """The decoded samples (frames, channels) of ``path``, or of ``span`` of it, their rate, and
+    the segment read (first sample, samples; ``None`` for the whole file)."""
     if span is None:
         data, source_rate_hz = decode(path)
-        segment = None
-    else:
-        data, source_rate_hz, first = decode_span(path, span)
-        segment = (first, int(data.shape[0]))
+        return data, source_rate_hz, None
+    data, source_rate_hz, first = decode_span(path, span)
+    return data, source_rate_hz, (first, int(data.shape[0]))
+
+
+def load_decoded(
+    data: np.ndarray,
+    source_rate_hz: int,
+    segment: tuple[int, int] | None,
+    path: Path,
+    frontend: FrontEnd,
+    *,
+    vad: bool = False,
+) -> LoadedAudio:
+    """:func:`load` of samples :func:`read` decoded from ``path`` (``interbias data info`` judges
+    what it has decoded with this same code)."""
     channels = data.shape[1]
     if data.shape[0] == 0:
         raise AudioError(f"{path}: file holds no samples")
