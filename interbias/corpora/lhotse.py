@@ -47,11 +47,14 @@ def is_lhotse_file(path: Path) -> str | None:
     path = Path(path)
     if not path.is_file() or not path.name.endswith(_SUFFIXES):
         return None
-    for _, record in _records(path):
-        if "recording_id" in record:
-            return "supervisions"
-        if "sources" in record and "sampling_rate" in record:
-            return "recordings"
+    try:
+        for _, record in _records(path):
+            if "recording_id" in record:
+                return "supervisions"
+            if "sources" in record and "sampling_rate" in record:
+                return "recordings"
+            return None
+    except ManifestError:  # not JSON lines at all: whatever reads it next says why
         return None
     return None
 
@@ -156,7 +159,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         opener = gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
         with opener as fh:
             yield from jsonl_records(fh, where=str(path))
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot read ({exc})") from exc
 
 
