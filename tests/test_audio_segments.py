@@ -142,3 +142,33 @@ def test_span_past_the_end_is_a_counted_failure(tmp_path: Path, recording: Path,
     chain = Chain()
     emb.run({chain.fingerprint: (chain, {"late"})})
     assert emb.failures == {("late", chain.fingerprint): f"{recording}: {message}"}
+
+
+def test_a_run_on_segment_rows_with_trim_records_both(tmp_path: Path, session_cache: Path, tiny_corpus) -> None:
+    """The tiny corpus with each utterance read as a segment of itself (from 0.1 s on) under
+    --trim-silence: results count the segments and trims, run.json records trim_silence, and
+    the run id differs from the untrimmed run's."""
+    import dataclasses
+    import json
+
+    from conftest import tiny_experiment
+    from run_helpers import run_in_process
+
+    utts = tuple(dataclasses.replace(u, path=str(tiny_corpus.resolve(u)), sha256=None, offset=0.1) for u in tiny_corpus)
+    Manifest(tiny_corpus.name, tmp_path, utts).write(tmp_path / "segments.csv")
+    exp = tiny_experiment(tmp_path, trials={"targets": 6, "min_speakers": 4})
+    out = run_in_process(exp, tmp_path, session_cache, manifest=tmp_path / "segments.csv", trim_silence=True)
+    res = out.results
+    from interbias.run.rundir import RunDir
+
+    trials = RunDir(out.run_dir).read_trials()
+    for row in res.itertuples(index=False):  # every (utterance, side) embedded was read as a segment
+        sub = trials.for_stratum(row.stratum)
+        assert row.n_segments + row.n_failed == sub["enrol"].nunique() + sub["test"].nunique()
+    assert (res["n_segments"] > 0).all() and "n_trimmed" in res.columns
+    run_json = json.loads((out.run_dir / "run.json").read_text())
+    assert run_json["frontend"]["trim_silence"] is True
+    assert run_json["experiment"]["frontend"]["trim_silence"] is True
+    plain = run_in_process(exp, tmp_path / "plain", session_cache, manifest=tmp_path / "segments.csv")
+    assert plain.run_dir.name != out.run_dir.name and "n_trimmed" not in plain.results.columns
+    assert "trim_silence" not in json.loads((plain.run_dir / "run.json").read_text())["frontend"]
