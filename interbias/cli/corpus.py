@@ -189,7 +189,10 @@ def info(
         typer.Option(help="Judge the audio by this experiment's front end (id or YAML; default 16 kHz, 1 s)."),
     ] = None,
     trim_silence: Annotated[
-        bool, typer.Option("--trim-silence", help="Judge it with the front end trimming digital silence, as run does.")
+        bool,
+        typer.Option(
+            "--trim-silence", help="Judge it with the front end trimming digital silence, as run --trim-silence does."
+        ),
     ] = False,
     audio: Annotated[bool, typer.Option(help="Read the audio (--no-audio: the counts only).")] = True,
 ) -> None:
