@@ -1,11 +1,13 @@
 """Real recordings through the user path: Debian's recorded telephone prompts (two professional
 voices, en_US_f_Allison and fr_CA_f_June, 8 kHz, with transcripts) in a hand-written CSV
-manifest -> ``interbias validate`` -> ``interbias run`` -> ``interbias report``.
+manifest -> ``interbias data info`` -> ``interbias validate`` -> ``interbias run`` ->
+``interbias report``.
 
 The experiment is the test's own: a GSM round trip against the clean prompts, the two voices
 pooled (one speaker per language, so a language stratum would have no non-target trials). A few
 prompts whose digital-silence padding leaves under 1 s of signal are in the manifest on purpose:
-the run must refuse exactly those, say why, and count them; every other file is upsampled from
+``data info`` must report the padding and name exactly those before any run, and the run must
+refuse the same ones, say why, and count them; every other file is upsampled from
 8 kHz to mfcc-stats's 16 kHz and counted as such. Skips where the prompts are not installed;
 fails under CI, where ``make test`` installs them.
 """
@@ -15,14 +17,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import soundfile as sf
 import yaml
 from real_audio import prompt_voices_or_skip
 from typer.testing import CliRunner
 
 from interbias.audio.frontend import decode, signal_duration_s
 from interbias.cli import app
+from interbias.corpora.manifest import Manifest
 from interbias.corpora.prompts import SOUNDS_DIR, prompts, spoken
 
 cli = CliRunner()
@@ -80,6 +85,8 @@ def prompts_run(tmp_path_factory):
             sort_keys=False,
         )
     )
+    info = cli.invoke(app, ["data", "info", str(manifest), "--data-root", str(SOUNDS_DIR), "--json"])
+    assert info.exit_code == 0, info.output
     validated = cli.invoke(app, ["validate", str(exp)])
     assert validated.exit_code == 0, validated.output
     args = ["run", str(exp), "--manifest", str(manifest), "--data-root", str(SOUNDS_DIR), "--encoders", "mfcc-stats"]
@@ -89,7 +96,7 @@ def prompts_run(tmp_path_factory):
     run_dir = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     reported = cli.invoke(app, ["report", str(run_dir)])
     assert reported.exit_code == 0, reported.output
-    return {"run_dir": run_dir, "manifest": manifest, "padded": padded, "validate": validated.output}
+    return {"run_dir": run_dir, "manifest": manifest, "padded": padded, "info": json.loads(info.output)}
 
 
 def test_every_prompt_is_upsampled_from_8_khz_and_counted(prompts_run) -> None:
@@ -111,10 +118,29 @@ def test_every_prompt_is_upsampled_from_8_khz_and_counted(prompts_run) -> None:
     assert "Upsampled audio" in report and "mfcc-stats / codec=gsm: " + f"{embedded} from 8000 Hz" in report
 
 
+def _edge_silence(path: Path) -> tuple[bool, bool]:
+    """Whether the file starts / ends with 20 ms or more of samples within one 16-bit step of zero."""
+    x, rate = sf.read(path, dtype="int16")
+    quiet = np.abs(x.astype(np.int32)) <= 1
+    n = int(0.02 * rate)
+    return bool(quiet[:n].all()), bool(quiet[-n:].all())
+
+
+def test_data_info_reports_padding_and_names_the_refused_before_any_run(prompts_run) -> None:
+    audio = prompts_run["info"]["audio"]
+    m = Manifest.read(prompts_run["manifest"], root=SOUNDS_DIR)
+    edges = [_edge_silence(m.resolve(u)) for u in m]
+    assert audio["n_leading_silence"] == sum(a for a, _ in edges) > 0
+    assert audio["n_trailing_silence"] == sum(b for _, b in edges) > 0
+    assert audio["sample_rates_hz"] == {"8000": len(m)}
+    assert {r["id"] for r in audio["refused"]} == set(prompts_run["padded"])
+
+
 def test_padded_prompts_are_refused_by_name_and_counted(prompts_run) -> None:
     run = json.loads((prompts_run["run_dir"] / "run.json").read_text())
     refused = {f["utterance"] for f in run["failures"]}
-    assert refused == set(prompts_run["padded"])
+    # the run refuses exactly what data info named beforehand
+    assert refused == set(prompts_run["padded"]) == {r["id"] for r in prompts_run["info"]["audio"]["refused"]}
     for f in run["failures"]:
         assert "(the rest is digital silence), shorter than the minimum 1 s" in f["error"], f
     res = pd.read_csv(prompts_run["run_dir"] / "results.csv")
@@ -123,8 +149,6 @@ def test_padded_prompts_are_refused_by_name_and_counted(prompts_run) -> None:
 
 
 def test_the_run_records_the_manifest_it_measured(prompts_run) -> None:
-    from interbias.corpora.manifest import Manifest
-
     run = json.loads((prompts_run["run_dir"] / "run.json").read_text())
     m = Manifest.read(prompts_run["manifest"])
     assert run["corpus"]["name"] == "calls" and run["corpus"]["n_utterances"] == len(m)
