@@ -88,8 +88,11 @@ def file_listing(folder: Path, files: list[Path]) -> list[list[Any]]:
 def talker_pool(corpus: Any) -> dict[str, Any]:
     """The utterances a talker-drawing operator may mix in: (id, speaker, path, sha256) of each
     utterance of ``corpus``, sorted by id, with the corpus root when a file's sha256 is not
-    recorded (then the root decides which audio the path is)."""
-    rows = sorted([u.id, u.speaker, u.path, u.sha256 or ""] for u in corpus.utterances)
+    recorded (then the root decides which audio the path is); a segment's row ends with its
+    offset and duration."""
+    rows = sorted(
+        [u.id, u.speaker, u.path, u.sha256 or "", *([list(u.span)] if u.span else [])] for u in corpus.utterances
+    )
     pool: dict[str, Any] = {"talkers": rows}
     if any(not r[3] for r in rows):
         pool["root"] = str(Path(corpus.root).resolve())
@@ -97,8 +100,8 @@ def talker_pool(corpus: Any) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
-def _load_cached(path: str, frontend: audio.FrontEnd) -> np.ndarray:
-    samples = audio.load(Path(path), frontend).samples
+def _load_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> np.ndarray:
+    samples = audio.load(Path(path), frontend, span=span).samples
     samples.setflags(write=False)
     return samples
 
@@ -266,7 +269,7 @@ class Noise(Operator):
             utts = sorted(by_speaker[spk], key=lambda u: u.id)
             u = utts[int(ctx.rng.integers(len(utts)))]
             try:
-                talker = np.asarray(_load_cached(str(ctx.corpus.resolve(u)), frontend), np.float64)
+                talker = np.asarray(_load_cached(str(ctx.corpus.resolve(u)), frontend, u.span), np.float64)
                 power = active_power(talker, active_mask(talker, ctx.sample_rate_hz))
             except (AudioError, OperatorError) as exc:
                 raise OperatorError(f"noise kind={self.kind}: cannot use talker utterance {u.id}: {exc}") from exc
