@@ -71,6 +71,12 @@ class Operator:
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
 
+    def recorded_input(self) -> tuple[str, str] | None:
+        """(parameter, what it holds) when this operator reads recordings the user brings in a
+        folder (``("noise_dir", "recorded noise")``); ``None`` when it needs none. An experiment's
+        requirements (:mod:`interbias.experiments.requirements`) are built from it."""
+        return None
+
     def inputs(self, corpus: Any) -> Any:
         """What the output depends on beyond the parameters, the utterance and the seed (the
         talker pool of ``corpus``, a folder's files, a room bank's version), as JSON-able data;
