@@ -86,6 +86,13 @@ ManifestOption = Annotated[
         "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
     ),
 ]
+NoiseDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder of recorded noise (.wav files) for the experiment's environmental-noise levels; "
+        "on a --manifest without it those levels are left out and the run and report say so."
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -113,6 +120,7 @@ def run(
         Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
     ] = None,
     trials: TrialsOption = None,
+    noise_dir: NoiseDirOption = None,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,
@@ -160,6 +168,7 @@ def run(
         data_root=data_root,
         trials=trials,
         trials_format=trials_format,
+        noise_dir=noise_dir,
         executor=executor,
         address=address,
         plan=plan,
