@@ -41,6 +41,7 @@ from interbias.analysis.headline import (
 )
 from interbias.analysis.paper_tables import paper_section
 from interbias.analysis.qmf_gap import qmf_section
+from interbias.analysis.report_corpus import about_corpus, countermeasure_lines
 from interbias.analysis.report_document import Report
 from interbias.analysis.report_sections import (
     calibration_section,
@@ -131,6 +132,8 @@ def _provenance(a: Analysis, rep: Report) -> None:
         if "encoder_source" in enc.columns:
             enc["encoder_source"] = enc["encoder_source"].map(short_source)
     rep.table(enc)
+    for line in countermeasure_lines(rj):  # the CMs that scored the trials
+        rep.para(line)
     trials = rj.get("trials", {})
     sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
     lines = [
@@ -542,8 +545,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     rep.toc()
     _findings(a, rep, h)
     rep.heading("About this run")
-    if resolved.get("description"):
-        rep.para(str(resolved["description"]).strip())
+    about_corpus(a.run.run_json or {}, resolved, rep)  # the description, the corpus measured, what was left out
     rep.para(
         f"Use: {resolved.get('use', 'unknown')}. "
         + (
