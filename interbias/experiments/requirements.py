@@ -88,8 +88,9 @@ class InputNeed:
         """``--noise-dir DIR``, else where the definition expects them."""
         if self.what in INPUT_OPTIONS:
             return INPUT_OPTIONS[self.what]
-        where = f"a folder at {self.folder}" if self.folder else "a folder"
-        return f"{where} (the operator's {self.param}, in a copy of the experiment file)"
+        if self.folder:
+            return f"recordings in {self.folder} (the {self.param} its levels name)"
+        return f"a folder of them in the operator's {self.param}"
 
     def text(self) -> str:
         """``recorded noise for environmental_25/15/5 (--noise-dir DIR)``."""

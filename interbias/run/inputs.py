@@ -127,7 +127,8 @@ def read_corpus(
     """The corpus manifest (checked), the external trial list if the experiment names one, and
     the attack set if it has spoofing; their times go into ``timings``."""
     t = time.perf_counter()
-    reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
+    named = Path(exp.corpus.manifest).name if exp.corpus.manifest else exp.corpus.name
+    reporter.info(f"corpus {named}: {'reading' if exp.corpus.manifest else 'preparing'} manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
     if exp.corpus.manifest and (short := judge_manifest(exp, manifest)):  # one line per missing thing
         raise ShortfallError([s.line() for s in short])

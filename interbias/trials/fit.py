@@ -38,7 +38,7 @@ def judge_manifest(exp: Experiment, manifest: Manifest, *, label: str | None = N
                 Shortfall(
                     f"{exp.name} selects by {need.text()}",
                     f"{name} has no {need.attribute} column",
-                    f"add a {need.attribute} column to the manifest",
+                    f"add {'an' if need.attribute[:1] in 'aeiou' else 'a'} {need.attribute} column to the manifest",
                 )
             )
     if out or req.speakers is None:
