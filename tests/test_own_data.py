@@ -95,4 +95,5 @@ def test_own_corpus_from_folder_to_report(calls: Path, tmp_path: Path) -> None:
     assert f"Corpus: manifest calls.csv ({calls}, sha256 {sha}), 60 utterances." in text
     assert "gender=female 6 speakers, 30 utterances; gender=male 6 speakers, 30 utterances" in text
     assert "environmental_25/15/5 left out: they need recorded noise: --noise-dir DIR." in text
+    assert f"Corpus: manifest calls.csv, file sha256 {sha}; records sha256 {rj['corpus']['manifest_sha256']}." in text
     assert "synthetic corpus" not in text and "Common Voice" not in text

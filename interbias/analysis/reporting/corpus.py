@@ -5,7 +5,8 @@ own, never a variant's that names another corpus), the corpus actually used — 
 file name, path and the file's sha256, else the corpus by name — its speakers and utterances
 per stratum, how the speakers were split into evaluation and dev, what the trial draw could
 not give, and the levels left out for recordings the user did not give. Provenance names the
-checkpoint sha256 of every countermeasure that scored the run's trials.
+corpus by its manifest's sha256 and the checkpoint sha256 of every countermeasure that scored
+the run's trials.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from interbias.analysis.report_document import Report
+from interbias.analysis.reporting.document import Report
 from interbias.experiments.sections import LeftOut
 from interbias.trials.sampler import shortfall
 
@@ -60,10 +61,21 @@ def corpus_lines(run_json: dict[str, Any], resolved: dict[str, Any]) -> list[str
     return lines
 
 
-def countermeasure_lines(run_json: dict[str, Any]) -> list[str]:
-    """One line per countermeasure that scored the run's trials: its checkpoint and sha256."""
+def provenance_lines(run_json: dict[str, Any]) -> list[str]:
+    """Provenance of the data and the CMs: the corpus by the sha256 of its manifest (the file's,
+    for a manifest file, and of its records), then one line per countermeasure that scored the
+    run's trials with its checkpoint and sha256."""
+    corpus = run_json.get("corpus") or {}
+    lines = []
+    if corpus.get("manifest"):
+        lines.append(
+            f"Corpus: manifest {Path(str(corpus['manifest'])).name}, file sha256 "
+            f"{corpus.get('manifest_file_sha256', 'unknown')}; records sha256 {corpus.get('manifest_sha256', 'unknown')}."
+        )
+    elif corpus.get("manifest_sha256"):
+        lines.append(f"Corpus: {corpus.get('name', 'unknown')}, manifest records sha256 {corpus['manifest_sha256']}.")
     models = (run_json.get("countermeasures") or {}).get("models") or {}
-    return [
+    return lines + [
         f"Countermeasure {label}: checkpoint {m.get('checkpoint', 'unknown')}, sha256 {m.get('checkpoint_sha256')}."
         for label, m in models.items()
     ]
