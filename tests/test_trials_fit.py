@@ -51,3 +51,13 @@ def test_corpus_strata_counts_what_the_corpus_offers() -> None:
         "gender=female": {"speakers": 3, "utterances": 6},
         "gender=male": {"speakers": 4, "utterances": 8},
     }
+
+
+def test_labels_the_experiment_does_not_use_are_named_with_the_values_there() -> None:
+    exp = load_experiment(conditions_dir() / "E16.yaml")
+    utts = [Utterance(f"s{i}/{k}", f"s{i}/{k}.wav", f"s{i}", gender="FM"[i % 2]) for i in range(30) for k in range(3)]
+    lines = [s.line() for s in judge_manifest(exp, Manifest("calls", Path("."), tuple(utts)), label="calls.csv")]
+    assert lines == [
+        "E16 stratifies by gender = female, male; no utterance of calls.csv has it (gender values there: F, M): "
+        "relabel them, or copy the experiment file and name your values in its levels"
+    ]

@@ -11,6 +11,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.cli.tables import print_frame
 from interbias.run.results import SUMMARY_COLUMNS
 
@@ -86,13 +87,6 @@ ManifestOption = Annotated[
         "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
     ),
 ]
-NoiseDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        help="Folder of recorded noise (.wav files) for the experiment's environmental-noise levels; "
-        "on a --manifest without it those levels are left out and the run and report say so."
-    ),
-]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -116,11 +110,9 @@ def run(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     manifest: ManifestOption = None,
-    data_root: Annotated[
-        Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
-    ] = None,
+    data_root: DataRootOpt = None,
     trials: TrialsOption = None,
-    noise_dir: NoiseDirOption = None,
+    noise_dir: NoiseDirOpt = None,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.utils.keyvalue import comma_list
 
 EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,GE2E"
@@ -36,12 +37,8 @@ def validate(
         Path | None,
         typer.Option(help="Judge the experiment on your corpus (as run --manifest): what it lacks, one line each."),
     ] = None,
-    data_root: Annotated[
-        Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
-    ] = None,
-    noise_dir: Annotated[
-        Path | None, typer.Option(help="Folder of recorded noise for the environmental-noise levels (as run).")
-    ] = None,
+    data_root: DataRootOpt = None,
+    noise_dir: NoiseDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per file, its estimates and errors.")] = False,
 ) -> None:
     """Parse and resolve each experiment file (variants, defaults, operators, trial spec), check

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interbias.experiments import yamlfile
-from interbias.experiments.sections import AcousticLevel, LeftOut, short_levels
+from interbias.experiments.sections import AcousticLevel, LeftOut, PopulationLevel, short_levels
 from interbias.operators.spec import op_mapping
 from interbias.utils.errors import ConfigError, OperatorError
 
@@ -159,10 +159,7 @@ def requirements(exp: Experiment) -> Requirements:
     """The records of what ``exp`` needs from a corpus (see the module docstring)."""
     attrs: dict[str, set[str] | None] = {a: set(v) for a, v in exp.population.items()}
     for f in exp.population_factors:
-        values: set[str] = set()
-        for lv in f.levels:
-            for side in (lv.enrol, lv.test):  # type: ignore[union-attr]
-                values |= set(side or ())
+        values = set().union(*(lv.values for lv in f.levels if isinstance(lv, PopulationLevel)))
         known = attrs.get(str(f.attribute), set())
         attrs[str(f.attribute)] = None if known is None else known | values
     needs = tuple(AttributeNeed(a, tuple(sorted(v)) if v else None) for a, v in attrs.items())

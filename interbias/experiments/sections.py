@@ -66,6 +66,11 @@ class PopulationLevel:
     enrol: tuple[str, ...] | None
     test: tuple[str, ...] | None
 
+    @property
+    def values(self) -> frozenset[str]:
+        """The values either side selects (empty: any value)."""
+        return frozenset(self.enrol or ()) | frozenset(self.test or ())
+
 
 @dataclass(frozen=True)
 class AcousticLevel:

@@ -16,6 +16,7 @@ from pathlib import Path
 from interbias.corpora.manifest import Manifest
 from interbias.experiments.requirements import Shortfall, requirements
 from interbias.experiments.schema import Experiment
+from interbias.experiments.sections import PopulationLevel
 from interbias.trials.sampler import eligible_utterances, matches_selectors
 
 
@@ -41,6 +42,7 @@ def judge_manifest(exp: Experiment, manifest: Manifest, *, label: str | None = N
                     f"add {'an' if need.attribute[:1] in 'aeiou' else 'a'} {need.attribute} column to the manifest",
                 )
             )
+    out += level_values(exp, manifest, name) if not out else []
     if out or req.speakers is None:
         return out
     counts, short_utts = usable_speakers(exp, manifest, req.speakers.utterances)
@@ -55,6 +57,28 @@ def judge_manifest(exp: Experiment, manifest: Manifest, *, label: str | None = N
             "record more speakers, or copy the experiment file and lower trials.min_speakers",
         )
     )
+    return out
+
+
+def level_values(exp: Experiment, manifest: Manifest, name: str) -> list[Shortfall]:
+    """One shortfall per population factor with levels whose values no utterance carries
+    (``F``/``M`` where the experiment names ``female``/``male``), naming the values there are."""
+    out = []
+    for f in exp.population_factors:
+        attr = str(f.attribute)
+        present = {v for u in manifest if (v := u.get(attr)) is not None}
+        levels = [lv for lv in f.levels if isinstance(lv, PopulationLevel)]
+        lacking = [lv for lv in levels if lv.values and not lv.values & present]
+        if lacking:
+            values = sorted(frozenset().union(*(lv.values for lv in lacking)))
+            there = ", ".join(sorted(present)[:10]) + (", …" if len(present) > 10 else "")
+            out.append(
+                Shortfall(
+                    f"{exp.name} stratifies by {attr} = {', '.join(values)}",
+                    f"no utterance of {name} has it ({attr} values there: {there})",
+                    "relabel them, or copy the experiment file and name your values in its levels",
+                )
+            )
     return out
 
 
