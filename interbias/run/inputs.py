@@ -60,6 +60,8 @@ class RunOptions:
     trials_format: str | None = None
     #: A folder of recorded noise for the experiment's environmental-noise levels (``--noise-dir``).
     noise_dir: Path | None = None
+    #: Trim leading and trailing digital silence from every input (``--trim-silence``; sets ``frontend.trim_silence``).
+    trim_silence: bool = False
     #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).

@@ -158,6 +158,7 @@ def experiment_for_run(options: RunOptions) -> Experiment:
         resource_problems,
         with_countermeasures,
         with_data,
+        with_trim_silence,
     )
     from interbias.utils.paths import conditions_dir
 
@@ -165,6 +166,8 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     exp = load_experiment(path, corpus=options.corpus)
     if options.noise_dir is not None and options.manifest is None:  # on a manifest: manifest_form applies it
         exp = with_noise_dir(exp, options.noise_dir)
+    if options.trim_silence:
+        exp = with_trim_silence(exp)
     user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
     if not user_data:  # the experiment's own data: say what runs here
         named = exp.kind == "countermeasure" and tuple(options.encoders) != tuple(type(options).encoders)
