@@ -7,7 +7,7 @@ from pathlib import Path
 
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment
-from interbias.trials.fit import corpus_strata, judge_manifest, serves
+from interbias.trials.fit import catalogue_fit, corpus_strata, judge_manifest, serves
 from interbias.utils.paths import conditions_dir
 
 
@@ -61,3 +61,11 @@ def test_labels_the_experiment_does_not_use_are_named_with_the_values_there() ->
         "E16 stratifies by gender = female, male; no utterance of calls.csv has it (gender values there: F, M): "
         "relabel them, or copy the experiment file and name your values in its levels"
     ]
+
+
+def test_catalogue_fit_lists_what_a_gender_labelled_corpus_serves() -> None:
+    fit = catalogue_fit(_manifest(24, 24), label="calls.csv")
+    assert sorted(fit) == sorted(p.stem for p in conditions_dir().glob("*.yaml"))
+    assert fit["E16"] == [] and fit["E10"] == []
+    assert [s.line() for s in fit["E24"]][0].startswith("E24 needs ≥ 32 speakers per gender (22 evaluation + 10 dev)")
+    assert fit["E14"][0].line().startswith("E14 selects by style (")

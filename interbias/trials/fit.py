@@ -6,7 +6,7 @@ filter and the front end's known-duration minimum of :func:`interbias.trials.sam
 a stratum's enrolment and test selectors, K + 1 utterances per speaker for K-utterance models).
 ``run --manifest`` refuses a corpus with shortfalls before any embedding, ``validate --manifest``
 lists them, and ``data info`` can list which catalogue experiments a corpus serves
-(:func:`serves`).
+(:func:`catalogue_fit`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from interbias.corpora.manifest import Manifest
-from interbias.experiments.requirements import Shortfall, requirements
-from interbias.experiments.schema import Experiment
+from interbias.experiments.requirements import Shortfall, manifest_form, requirements
+from interbias.experiments.schema import Experiment, load_experiment
 from interbias.experiments.sections import PopulationLevel
 from interbias.trials.sampler import eligible_utterances, matches_selectors
+from interbias.utils.errors import InterbiasError
+from interbias.utils.paths import conditions_dir
 
 
 def judge_manifest(exp: Experiment, manifest: Manifest, *, label: str | None = None) -> list[Shortfall]:
@@ -115,4 +117,20 @@ def corpus_strata(exp: Experiment, manifest: Manifest) -> dict[str, dict[str, in
     for st in exp.strata():
         mine = [u for u in utts if matches_selectors(u, st.enrol) or matches_selectors(u, st.test)]
         out[st.name] = {"speakers": len({u.speaker for u in mine}), "utterances": len(mine)}
+    return out
+
+
+def catalogue_fit(manifest: Manifest, *, label: str | None = None) -> dict[str, list[Shortfall]]:
+    """Per catalogue experiment (``conditions/*.yaml``, by name): what ``manifest`` lacks for it
+    in the form ``run --manifest`` runs it (empty: the corpus serves it). For ``data info``'s
+    list of the experiments a corpus can serve."""
+    out = {}
+    for path in sorted(conditions_dir().glob("*.yaml")):
+        exp = load_experiment(path)
+        try:
+            form = manifest_form(exp) if exp.kind == "verification" else exp
+        except InterbiasError as exc:
+            out[exp.name] = [Shortfall(f"{exp.name} cannot run on a manifest", str(exc))]
+            continue
+        out[exp.name] = judge_manifest(form, manifest, label=label)
     return out
