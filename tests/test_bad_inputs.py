@@ -164,9 +164,9 @@ def audio_empty_file(env: Env, tmp: Path) -> tuple[list[str], str]:
 
 def stratum_too_few_speakers(env: Env, tmp: Path) -> tuple[list[str], str]:
     path = env.yaml_with("B09", lambda d: d["trials"].update(min_speakers=50))
-    return [path], (
-        "B09: stratum gender=female has 6 speaker(s) with usable enrol and test utterances (enrol side 6, "
-        "test side 6); at least 50 are needed"
+    return [path], (  # the experiment's needs against the manifest, before any draw (interbias.trials.fit)
+        "B09 needs ≥ 50 speakers per gender; manifest.csv has 6 female, 6 male: record more speakers, or copy the "
+        "experiment file and lower trials.min_speakers"
     )
 
 
