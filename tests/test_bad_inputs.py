@@ -147,7 +147,10 @@ def corpus_layout_mismatch(env: Env, tmp: Path) -> tuple[list[str], str]:
 
 
 def manifest_missing(env: Env, tmp: Path) -> tuple[list[str], str]:
-    return [env.exp, "--manifest", tmp / "gone.csv"], f"B01: manifest {tmp / 'gone.csv'} does not exist"
+    return [env.exp, "--manifest", tmp / "gone.csv"], (  # what the experiment needs of a manifest follows
+        f"B01: manifest {tmp / 'gone.csv'} does not exist; needs: a manifest with gender (female, male); "
+        "≥ 4 speakers per gender, each with ≥ 2 utterances"
+    )
 
 
 def audio_empty_file(env: Env, tmp: Path) -> tuple[list[str], str]:
