@@ -7,9 +7,10 @@ The experiment is the test's own: a GSM round trip against the clean prompts, th
 pooled (one speaker per language, so a language stratum would have no non-target trials). A few
 prompts whose digital-silence padding leaves under 1 s of signal are in the manifest on purpose:
 ``data info`` must report the padding and name exactly those before any run, and the run must
-refuse the same ones, say why, and count them; every other file is upsampled from
-8 kHz to mfcc-stats's 16 kHz and counted as such. Skips where the prompts are not installed;
-fails under CI, where ``make test`` installs them.
+refuse the same ones, say why, and count them; every other file is upsampled from 8 kHz to
+mfcc-stats's 16 kHz and counted as such. ``validate --manifest`` and the report name the
+manifest measured. Skips where the prompts are not installed; fails under CI, where ``make
+test`` installs them.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def prompts_run(tmp_path_factory):
     )
     info = cli.invoke(app, ["data", "info", str(manifest), "--data-root", str(SOUNDS_DIR), "--json"])
     assert info.exit_code == 0, info.output
-    validated = cli.invoke(app, ["validate", str(exp)])
+    validated = cli.invoke(app, ["validate", str(exp), "--manifest", str(manifest), "--data-root", str(SOUNDS_DIR)])
     assert validated.exit_code == 0, validated.output
     args = ["run", str(exp), "--manifest", str(manifest), "--data-root", str(SOUNDS_DIR), "--encoders", "mfcc-stats"]
     args += ["--out", str(tmp / "results"), "--max-failure-share", "0.4", "--quiet"]
@@ -96,7 +97,8 @@ def prompts_run(tmp_path_factory):
     run_dir = Path(res.output.split("results: ")[1].splitlines()[0].strip()).parent
     reported = cli.invoke(app, ["report", str(run_dir)])
     assert reported.exit_code == 0, reported.output
-    return {"run_dir": run_dir, "manifest": manifest, "padded": padded, "info": json.loads(info.output)}
+    out = {"run_dir": run_dir, "manifest": manifest, "padded": padded, "info": json.loads(info.output)}
+    return out | {"validate": validated.output}
 
 
 def test_every_prompt_is_upsampled_from_8_khz_and_counted(prompts_run) -> None:
@@ -155,3 +157,16 @@ def test_the_run_records_the_manifest_it_measured(prompts_run) -> None:
     assert run["corpus"]["manifest_sha256"] == m.sha256()
     res = pd.read_csv(prompts_run["run_dir"] / "results.csv")
     assert set(res["dataset"]) == {"calls"}
+
+
+def test_validate_and_the_report_name_the_manifest_measured(prompts_run) -> None:
+    import hashlib
+
+    manifest = prompts_run["manifest"]
+    assert "P01: corpus calls.csv," in prompts_run["validate"] and "runs here" in prompts_run["validate"]
+    report = (prompts_run["run_dir"] / "report.md").read_text()
+    m = Manifest.read(manifest)
+    file_sha = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    assert f"Corpus: manifest calls.csv ({manifest}, sha256 {file_sha}), {len(m)} utterances." in report
+    assert f"all 2 speakers, {len(m)} utterances" in report and m.sha256() in report
+    assert "synthetic corpus" not in report
