@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from synthetic_runs import gender_noise_run
 
-from interbias.analysis.answer import answer, central_line, question
-from interbias.analysis.headline import headline
+from interbias.analysis.reporting.answer import answer, central_line, question
+from interbias.analysis.reporting.headline import headline
 from interbias.analysis.suite import Options, analyse
 
 MEANS = {
@@ -91,7 +91,7 @@ def test_new_kinds_and_rows_without_interval_drop_in(findings: pd.DataFrame) -> 
 def test_an_mde_above_the_bound_is_explained_on_the_same_line(findings: pd.DataFrame) -> None:
     """'median MDE 0.189' beside 'within ±0.177' read as a contradiction: when the median MDE
     of the unresolved effects exceeds the simultaneous bound, the line says why both hold."""
-    from interbias.analysis.answer import bound, kind_line
+    from interbias.analysis.reporting.answer import bound, kind_line
 
     grp = findings[(findings.model == "flat") & (findings.kind == "gap")].copy()
     b = bound(grp)

@@ -1,4 +1,4 @@
-"""ASV + CM fusion inside a run (interbias/analysis/sasv_run.py): a small spoofing run with a dev
+"""ASV + CM fusion inside a run (interbias/analysis/security/sasv_run.py): a small spoofing run with a dev
 split is built here; once cm_trials.parquet sits beside its score files, a rerun's after-run
 analyses write sasv_fusion.csv, whose numbers equal the library function (sasv_table) applied
 by hand on the run's files, and every file the run had before stays byte-identical."""
@@ -17,8 +17,8 @@ from conftest import tiny_experiment
 
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness_stats import pair_groups
-from interbias.analysis.report_document import Report, to_markdown
-from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
+from interbias.analysis.reporting.document import Report, to_markdown
+from interbias.analysis.security.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import a_dcf
 from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
@@ -159,10 +159,10 @@ def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monk
     for this check, the interval is the one computed here."""
     from scipy.stats import t as student_t
 
-    from interbias.analysis.bootstrap import Resampler, TrialDesign
     from interbias.analysis.effects import Correction
-    from interbias.analysis.multiplicity import adjust
-    from interbias.analysis.sasv_run import N_BOOT, SEED
+    from interbias.analysis.security.sasv_run import N_BOOT, SEED
+    from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+    from interbias.analysis.stats.multiplicity import adjust
     from interbias.analysis.suite import design_constants
 
     run_dir = fused["run"]
@@ -178,7 +178,7 @@ def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monk
     assert (got["cm_gain_status"] == "too few speakers").all() and not got["cm_gain_resolved"].astype(bool).any()
     assert (got["cm_gain_lo"] == "").all()  # no interval is printed for too few speakers
     import interbias.analysis.effect_rule as rule
-    from interbias.analysis.sasv_run import sasv_fusion_for_run
+    from interbias.analysis.security.sasv_run import sasv_fusion_for_run
 
     monkeypatch.setattr(rule, "MIN_SPEAKERS", 2)
     got = sasv_fusion_for_run(RunDir(run_dir))

@@ -66,7 +66,7 @@ def test_holm_over_the_family_decides_resolved() -> None:
 def test_a_null_design_with_three_speakers_per_group_is_never_resolved() -> None:
     """24 null per-group rows (3 speakers each, the E26 per-accent case): the plain percentile
     interval excludes 0 in some of them; the rule calls every one "too few speakers"."""
-    from interbias.analysis.bootstrap import TrialDesign
+    from interbias.analysis.stats.bootstrap import TrialDesign
 
     rng = np.random.default_rng(3)
     rows, statuses, percentile_hits = [], [], 0

@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import t as student_t
 from test_analysis_compare_paired import rows_for, trial_list
 
-from interbias.analysis.compare_paired import LOW_DF, PairedRow, paired_test
-from interbias.analysis.paired_power import MIN_DF, POWER, noncentrality
+from interbias.analysis.across.compare_paired import LOW_DF, PairedRow, paired_test
+from interbias.analysis.across.paired_power import MIN_DF, POWER, noncentrality
 from interbias.metrics import verification as metrics
 
 ROWS = 6  # one regressed row in a family of six
@@ -100,7 +100,7 @@ def test_noncentrality_gives_the_stated_power_by_simulation() -> None:
 def test_rows_with_too_few_df_are_left_out_and_counted() -> None:
     """Two speakers per stratum: the corrected SE's df falls below the minimum; the row is not
     in the Holm family (no p_holm) and the family line counts it."""
-    from interbias.analysis.compare_paired import PairedComparison
+    from interbias.analysis.across.compare_paired import PairedComparison
 
     rng = np.random.default_rng(3)
     trials = trial_list(rng, n_speakers=30, per=10)

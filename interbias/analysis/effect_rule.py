@@ -4,7 +4,7 @@
 Each effect gets what a finding gets (:mod:`interbias.analysis.effects`, ``corrected`` design):
 
 - SE² = a·V_S − c·V_N: V_S the variance of the effect's speaker-bootstrap replicates, V_N of its
-  non-target-pair replicates (the same trials, :class:`~interbias.analysis.bootstrap.Resampler`
+  non-target-pair replicates (the same trials, :class:`~interbias.analysis.stats.bootstrap.Resampler`
   with ``unit="nontarget"``), a and c the design constants of
   :class:`~interbias.analysis.effects.Correction` over the trials the effect reads; the Student-t
   interval with the Satterthwaite df; no interval when the corrected variance is not positive;
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.effects import Correction
 from interbias.analysis.fairness_cluster import MIN_SPEAKERS
-from interbias.analysis.multiplicity import adjust, wald_interval, wald_p
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.multiplicity import adjust, wald_interval, wald_p
 from interbias.analysis.suite import design_constants
 
 RESOLVED, UNRESOLVED, TOO_FEW, NO_INTERVAL = "resolved", "not resolved", "too few speakers", "no interval"

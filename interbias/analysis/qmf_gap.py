@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import TrialDesign, check_replicates
 from interbias.analysis.effect_rule import (
     FIELDS,
     RESOLVED,
@@ -31,6 +30,7 @@ from interbias.analysis.effect_rule import (
     corrected_interval,
     decide,
 )
+from interbias.analysis.stats.bootstrap import TrialDesign, check_replicates
 from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import measured
 from interbias.run.rundir import RunDir

@@ -170,6 +170,7 @@ register(
         column=True,
         draw_sd=True,
         upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
+        p_target=verification.P_TARGET,
     )
 )
 register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
