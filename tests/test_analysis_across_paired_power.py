@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import t as student_t
-from test_analysis_compare_paired import rows_for, trial_list
+from test_analysis_across_compare_paired import rows_for, trial_list
 
 from interbias.analysis.across.compare_paired import LOW_DF, PairedRow, paired_test
 from interbias.analysis.across.paired_power import MIN_DF, POWER, noncentrality
