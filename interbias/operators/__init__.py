@@ -80,6 +80,12 @@ class Operator:
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
 
+    def recorded_input(self) -> tuple[str, str] | None:
+        """(parameter, what it holds) when this operator reads recordings the user brings in a
+        folder (``("noise_dir", "recorded noise")``); ``None`` when it needs none. An experiment's
+        requirements (:mod:`interbias.experiments.requirements`) are built from it."""
+        return None
+
     def columns(self, record: dict[str, Any]) -> dict[str, Any]:
         """This operator's columns of operations.parquet (:attr:`recorded`) from the ``record``
         :meth:`apply` returned."""

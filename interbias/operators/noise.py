@@ -169,6 +169,11 @@ class Noise(Operator):
         if self.kind in FOLDER_KINDS:
             self.noise_folder()
 
+    def recorded_input(self) -> tuple[str, str] | None:
+        if self.kind not in FOLDER_KINDS:
+            return None
+        return "noise_dir", "recorded music" if self.kind == "music" else "recorded noise"
+
     def inputs(self, corpus: Any) -> Any:
         """The talker pool (babble, crosstalk) or the noise folder's files (environmental, music)."""
         if self.draws_talkers:

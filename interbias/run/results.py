@@ -16,8 +16,9 @@ import pandas as pd
 from interbias import __version__
 from interbias.corpora.fingerprint import corpus_verdict
 from interbias.metrics.registry import results_columns
+from interbias.trials.fit import corpus_strata
 from interbias.utils.paths import PACKAGE_DIR
-from interbias.utils.seeding import canonical_json, sha256_text
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
 
 if TYPE_CHECKING:
     from interbias.corpora.manifest import Manifest
@@ -307,6 +308,8 @@ def run_record(
             "manifest_sha256": manifest.sha256(),
             "n_utterances": len(manifest),
             **({"fingerprint": v.record()} if (v := corpus_verdict(manifest)) is not None else {}),
+            **manifest_file(exp),
+            "strata": corpus_strata(exp, manifest),
         },
         "encoders": [e.provenance() for e in encoders],
         "trials": {
@@ -325,6 +328,15 @@ def run_record(
         "frontend": exp.frontend.record(),
         **extra,
     }
+
+
+def manifest_file(exp: Experiment) -> dict[str, Any]:
+    """A run on a manifest file: its path and the file's sha256 (``sha256sum`` gives the same);
+    nothing for a corpus adapter or a Lhotse folder (``manifest_sha256`` hashes the records)."""
+    path = Path(exp.corpus.manifest).expanduser() if exp.corpus.manifest else None
+    if path is None or not path.is_file():
+        return {}
+    return {"manifest": str(path), "manifest_file_sha256": sha256_file(path)}
 
 
 def normalise_results(results: pd.DataFrame) -> pd.DataFrame:

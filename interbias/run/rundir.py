@@ -264,15 +264,13 @@ class RunDir:
 
     def experiment(self, error: type[InterbiasError] = RunError) -> Experiment | None:
         """The experiment as run, parsed (``None`` when the directory holds none)."""
-        from interbias.experiments.schema import parse_experiment
+        from interbias.experiments.schema import from_resolved
 
         resolved = self.read_json(EXPERIMENT, error)
         if resolved is None:
             return None
         try:
-            return parse_experiment(
-                {k: v for k, v in resolved.items() if k != "variant"}, where=str(self.file(EXPERIMENT))
-            )
+            return from_resolved(resolved, where=str(self.file(EXPERIMENT)))
         except ConfigError as exc:
             raise error(str(exc)) from exc
 
