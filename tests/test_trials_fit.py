@@ -3,8 +3,12 @@ thing, speakers counted per stratum with the dev split, as the sampler would use
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from interbias.cli import app
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment
 from interbias.trials.fit import catalogue_fit, corpus_strata, judge_manifest, serves
@@ -69,3 +73,37 @@ def test_catalogue_fit_lists_what_a_gender_labelled_corpus_serves() -> None:
     assert fit["E16"] == [] and fit["E10"] == []
     assert [s.line() for s in fit["E24"]][0].startswith("E24 needs ≥ 32 speakers per gender (22 evaluation + 10 dev)")
     assert fit["E14"][0].line().startswith("E14 selects by style (")
+
+
+def _calls_csv(tmp: Path, per_gender: int) -> Path:
+    rows = ["path,speaker,gender"]
+    for g in ("female", "male"):
+        for s in range(per_gender):
+            rows += [f"{g}{s:02d}/u{u}.wav,{g}{s:02d},{g}" for u in range(6)]
+    path = tmp / "calls.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_data_info_says_which_catalogue_experiments_a_manifest_serves(tmp_path: Path) -> None:
+    calls = _calls_csv(tmp_path, 24)
+    res = CliRunner().invoke(app, ["data", "info", str(calls), "--no-audio"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "catalogue experiments (interbias run NAME --manifest ...):" in lines
+    serves = " ".join(lines[lines.index("catalogue experiments (interbias run NAME --manifest ...):") + 1 :])
+    assert serves.startswith("  serves: ") and "E16" in serves.split("E03")[0]
+    assert any(line.startswith("  E14: E14 selects by style") for line in lines)
+    assert "Common Voice" not in res.output
+    assert max(len(line) for line in lines) <= 80
+    as_json = CliRunner().invoke(app, ["data", "info", str(calls), "--no-audio", "--json"])
+    data = json.loads(as_json.output)["catalogue"]
+    assert data["E16"] == [] and data["E14"][0]["need"].startswith("E14 selects by style")
+
+
+def test_too_few_speakers_is_what_the_catalogue_lists(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["data", "info", str(_calls_csv(tmp_path, 20)), "--no-audio", "--json"])
+    assert res.exit_code == 0, res.output
+    e16 = json.loads(res.output)["catalogue"]["E16"]
+    assert [s["need"] for s in e16] == ["E16 needs ≥ 22 speakers per gender (15 evaluation + 7 dev)"]
+    assert e16[0]["have"] == "calls has 20 female, 20 male"

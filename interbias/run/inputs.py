@@ -217,7 +217,8 @@ def load_inputs(
     attacks_sha256 = attacks.sha256 if attacks else None
     rid = run_id(exp, manifest, encoders, rev=rev, max_trials=options.max_trials, listed=listed,
                  attacks_sha256=attacks_sha256, audio_sha256=shas,
-                 countermeasures={k: m.checkpoint_sha256 for k, m in (cms or {}).items()})  # fmt: skip
+                 countermeasures={k: m.checkpoint_sha256 for k, m in (cms or {}).items()},
+                 operator_files=operator_files(exp))  # fmt: skip
     return RunContext(
         options=options,
         reporter=reporter,
@@ -239,3 +240,14 @@ def load_inputs(
         cohort=cohort,
         cms=dict(cms or {}),
     )
+
+
+def operator_files(exp: Experiment) -> dict[str, str]:
+    """Chain fingerprint -> the sha256 fingerprint of the files its operators read from disk,
+    for every chain of ``exp``'s cells that reads any (the run id includes them)."""
+    out: dict[str, str] = {}
+    for cell in exp.cells():
+        for chain in (cell.enrol_chain, cell.test_chain):
+            if chain.fingerprint not in out and (fp := chain.files_fingerprint()):
+                out[chain.fingerprint] = fp
+    return out

@@ -187,6 +187,7 @@ def run_id(
     attacks_sha256: str | None,
     audio_sha256: dict[str, str],
     countermeasures: dict[str, str] | None = None,
+    operator_files: dict[str, str] | None = None,
 ) -> str:
     """The run id, ``<experiment>-<12 hex>`` (the one place it is computed): a digest of what was
     asked (resolved experiment, manifest, trial cap, encoders and their fingerprints, code
@@ -194,7 +195,10 @@ def run_id(
     utterance's file (``audio_sha256``: utterance id -> sha256 of its file, ``""`` when unreadable,
     from :func:`interbias.embedding.stage.audio_digests`), so the same command on the same audio
     resumes the same directory and any change starts a new one. ``countermeasures``: label ->
-    checkpoint sha256 of the CMs a spoofing run scores its trials with (absent without CMs)."""
+    checkpoint sha256 of the CMs a spoofing run scores its trials with (absent without CMs).
+    ``operator_files``: chain fingerprint -> :meth:`~interbias.operators.Chain.files_fingerprint`
+    of the chains whose operators read files (noise folders, impulse responses; absent when none
+    does): other noise recordings make a new run."""
     payload = {
         "experiment": exp.resolved(),
         "manifest": manifest.sha256(),
@@ -210,6 +214,8 @@ def run_id(
         payload["attacks"] = attacks_sha256
     if countermeasures:  # the CMs' checkpoints: retrained weights make a new run
         payload["countermeasures"] = countermeasures
+    if operator_files:  # the content of the files operators read (noise, impulse responses)
+        payload["operator_files"] = dict(sorted(operator_files.items()))
     # the content of every utterance's file: other bytes at the same paths make a new run
     payload["audio"] = sha256_text(canonical_json(sorted(audio_sha256.items())))
     return content_run_id(exp.name, payload)

@@ -34,14 +34,13 @@ import pandas as pd
 
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError, InterbiasError, RunError
-from interbias.utils.paths import slug
+from interbias.utils.paths import RUN_JSON, slug
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Experiment
     from interbias.trials.sampler import TrialList
 
 RESULTS = "results.csv"
-RUN_JSON = "run.json"
 EXPERIMENT = "experiment.resolved.json"
 TRIALS = "trials.parquet"
 TRIALS_META = "trials.json"

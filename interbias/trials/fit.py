@@ -11,8 +11,11 @@ lists them, and ``data info`` can list which catalogue experiments a corpus serv
 
 from __future__ import annotations
 
+import dataclasses
+import textwrap
 from pathlib import Path
 
+from interbias.corpora.info import INFO_SECTIONS, Section
 from interbias.corpora.manifest import Manifest
 from interbias.experiments.requirements import Shortfall, manifest_form, requirements
 from interbias.experiments.schema import Experiment, load_experiment
@@ -134,3 +137,28 @@ def catalogue_fit(manifest: Manifest, *, label: str | None = None) -> dict[str, 
             continue
         out[exp.name] = judge_manifest(form, manifest, label=label)
     return out
+
+
+@INFO_SECTIONS.register("catalogue")
+def catalogue_section(manifest: Manifest) -> Section:
+    """``data info``'s list of the catalogue experiments ``manifest`` can serve as ``run NAME
+    --manifest`` runs them, and for each other one the first thing it lacks (80 columns)."""
+    fit = catalogue_fit(manifest)
+    serves = [name for name, lacks in fit.items() if not lacks]
+    lines = ["", "catalogue experiments (interbias run NAME --manifest ...):"]
+    lines += textwrap.wrap(
+        "serves: " + (", ".join(serves) or "none"), width=80, initial_indent="  ", subsequent_indent="    "
+    )
+    for name, lacks in fit.items():
+        if lacks:
+            more = f" (and {len(lacks) - 1} more)" if len(lacks) > 1 else ""
+            lines += textwrap.wrap(
+                f"{name}: {lacks[0].line()}{more}",
+                width=80,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+    data = {name: [dataclasses.asdict(s) for s in lacks] for name, lacks in fit.items()}
+    return Section("catalogue", lines, data)

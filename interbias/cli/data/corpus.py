@@ -27,6 +27,7 @@ def _print_summary(manifest: Any, *, as_json: bool, frontend: Any = None) -> Non
     """The counts, then (``frontend`` given) the audio as that front end reads and judges it,
     then the registered sections (:data:`interbias.corpora.info.INFO_SECTIONS`)."""
     from interbias.corpora.info import info_sections, summarize
+    from interbias.trials import fit  # noqa: F401  (registers the catalogue section)
 
     summary = summarize(manifest)
     audit = None
