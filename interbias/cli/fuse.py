@@ -11,7 +11,7 @@ from interbias.cli import app, guarded
 from interbias.utils.keyvalue import comma_list
 
 
-@app.command(epilog='Example: interbias fuse results/E16-… --models "CAM++,mfcc-stats" --out results/E16-fused')
+@app.command(epilog='Example: interbias fuse results/<run_id> --models "CAM++,mfcc-stats" --out results/E16-fused')
 @guarded
 def fuse(
     run_dir: Annotated[Path, typer.Argument(help="A finished run directory with a dev split.")],

@@ -146,7 +146,7 @@ _register(
         "gmm",
         "lfcc",
         "two diagonal GMMs (bona fide, spoof) over LFCC frames (30 ms / 15 ms), log-likelihood ratio; ADD 2023 baseline S01",
-        "train it: interbias cm train --model GMM-lfcc",
+        "train it: interbias cm train --model GMM-lfcc --config small",
     )
 )
 
