@@ -26,19 +26,19 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import fake_corpora
 import numpy as np
 import pandas as pd
 import pytest
 import soundfile as sf
 import typer
 import yaml
+from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-import fake_corpora
 from interbias.cli import app
 from interbias.utils.paths import conditions_dir
 from interbias.utils.seeding import derive_rng
-from synthetic_runs import gender_noise_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
@@ -185,7 +185,7 @@ SKIPPED: dict[str, str] = {
 #: the commands that read one.
 SLOW_PATTERNS = (r"results/<run_id>", r"results/E16-", r"\binterbias run ", r"results/( |$)", r"data build", r"audit ")
 SLOW_ALSO = {
-    "interbias validate conditions/*.yaml --encoders CAM++,mfcc-stats",  # every experiment: a minute
+    "interbias validate conditions/*.yaml",  # every experiment: a minute
     "interbias encoders embed a.wav b.wav --encoder CAM++",  # loading CAM++: tens of seconds
     "interbias data degrade in.wav out.wav --op noise:kind=babble,snr_db=5 --json",  # renders babble voices
 }
@@ -233,11 +233,16 @@ def scores_files(folder: Path) -> None:
     (folder / "scores.txt").write_text("".join(line for line in text.splitlines(True) if "spoof" not in line))
     bona, spoof = rng.normal(1, 1, 40), rng.normal(-1, 1, 30)
     (folder / "cm_scores.txt").write_text(
-        "".join(f"u{i} {float(s)!r} {k}\n" for i, (s, k) in enumerate([(x, "bonafide") for x in bona] + [(x, "spoof") for x in spoof]))
+        "".join(
+            f"u{i} {float(s)!r} {k}\n"
+            for i, (s, k) in enumerate([(x, "bonafide") for x in bona] + [(x, "spoof") for x in spoof])
+        )
     )
     for name in ("round1.csv", "round2.csv", "aasist.csv", "rawgat.csv"):
         b, s = rng.normal(1, 1, 30), rng.normal(-1, 1, 30)
-        pd.DataFrame({"score": np.r_[b, s], "label": ["bonafide"] * 30 + ["spoof"] * 30}).to_csv(folder / name, index=False)
+        pd.DataFrame({"score": np.r_[b, s], "label": ["bonafide"] * 30 + ["spoof"] * 30}).to_csv(
+            folder / name, index=False
+        )
     n = 80
     pd.DataFrame(
         {
@@ -248,7 +253,9 @@ def scores_files(folder: Path) -> None:
         }
     ).to_csv(folder / "cm_scores.csv", index=False)
     (folder / "r1_dsr.json").write_text(json.dumps({"dsr": 0.3791}))
-    (folder / "reference.txt").write_text("u1 0.00-1.00-T/1.00-2.00-F 0\nu2 0.00-2.50-T 1\nu3 0.00-0.50-F/0.50-2.00-T 0\n")
+    (folder / "reference.txt").write_text(
+        "u1 0.00-1.00-T/1.00-2.00-F 0\nu2 0.00-2.50-T 1\nu3 0.00-0.50-F/0.50-2.00-T 0\n"
+    )
     (folder / "prediction.txt").write_text("u1 0.00-1.50-T/1.50-2.00-F 0\nu2 0.00-2.50-T 1\nu3 0.00-2.00-T 1\n")
     (folder / "classes.txt").write_text("u1 A01\nu2 A02\nu3 bonafide\nu4 unknown\n")
     (folder / "predicted.txt").write_text("u1 A01\nu2 A01\nu3 bonafide\nu4 A02\n")
@@ -276,8 +283,13 @@ def fairness_tables(folder: Path) -> None:
                 for t in range(6):
                     label = int(s == t)
                     rows.append(
-                        {"score": rng.normal(2.0 * label - shift, 1), "label": label, "gender": gender,
-                         "enrol_speaker": f"{gender}{s}", "test_speaker": f"{gender}{t}"}  # fmt: skip
+                        {
+                            "score": rng.normal(2.0 * label - shift, 1),
+                            "label": label,
+                            "gender": gender,
+                            "enrol_speaker": f"{gender}{s}",
+                            "test_speaker": f"{gender}{t}",
+                        }
                     )
         pd.DataFrame(rows).to_csv(folder / name, index=False)
 
@@ -308,7 +320,9 @@ def workspace(tiny_corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
     scores_files(folder)
     fake_corpora.ravdess(folder / "home" / "corpora" / "ravdess")
     for name in ("base", "new"):  # two runs of one model: `runs compare` finds no change
-        gender_noise_run(folder / name, {"mfcc-stats": {(g, n): 2.0 for g in ("female", "male") for n in ("clean", "n5")}})
+        gender_noise_run(
+            folder / name, {"mfcc-stats": {(g, n): 2.0 for g in ("female", "male") for n in ("clean", "n5")}}
+        )
     return folder
 
 
@@ -339,7 +353,12 @@ def command_args(line: str, folder: Path, run: Path | None) -> list[str]:
 
 
 #: Example → the example that writes its input (run first, in the same folder).
-NEEDS = {"interbias data info ravdess.jsonl": "interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"}
+NEEDS = {
+    "interbias data info ravdess.jsonl": "interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl",
+    "interbias run E16 --corpus synthetic --plan results/<run_id>/plan.csv": (
+        "interbias plan results/<run_id> --effect 0.01 --power 0.8"
+    ),
+}
 
 
 def run_example(line: str, folder: Path, monkeypatch: pytest.MonkeyPatch, run: Path | None = None) -> str:
@@ -359,3 +378,26 @@ SLOW = [line for line in lines() if line not in SKIPPED and line not in FAST]
 @pytest.mark.parametrize("line", FAST)
 def test_example_runs(line: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_example(line, workspace, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def fixture_run(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Path:
+    """The run ``results/<run_id>`` stands for: E16's copy on the test's own-data folder, with
+    CAM++ and mfcc-stats (``fuse``'s example fuses the two), written under ``results/``."""
+    before = set((workspace / "results").glob("*")) if (workspace / "results").is_dir() else set()
+    line = "interbias run {e16} --manifest calls.csv --data-root calls --encoders CAM++,mfcc-stats"
+    run_example(line, workspace, monkeypatch_module)
+    (made,) = set((workspace / "results").glob("*")) - before
+    return made
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", SLOW)
+def test_slow_example_runs(line: str, workspace: Path, fixture_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_example(line, workspace, monkeypatch, fixture_run)

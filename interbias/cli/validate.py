@@ -12,7 +12,7 @@ from interbias.cli import app, guarded
 from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.utils.keyvalue import comma_list
 
-EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,mfcc-stats"
+EPILOG = "Example: interbias validate conditions/*.yaml"
 
 
 @app.command(epilog=EPILOG)
