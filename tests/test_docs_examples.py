@@ -328,10 +328,10 @@ def workspace(tiny_corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def voxceleb_trials(path: Path, rows: list[str]) -> None:
     """``label enrol test`` lines over the manifest's utterance ids (path without extension)."""
-    utts = [(r.split(",")[0].removesuffix(".wav"), r.split(",")[1]) for r in rows]
+    utts = [(r.split(",")[0].removesuffix(".wav"), r.split(",")[1], r.split(",")[2]) for r in rows]
     out = []
-    for i, (a, sa) in enumerate(utts):
-        for b, sb in utts[i + 1 : i + 4]:
+    for i, (a, sa, ga) in enumerate(utts):  # pairs within a gender: each trial in one stratum
+        for b, sb, _ in [u for u in utts[i + 1 :] if u[2] == ga][:3]:
             out.append(f"{int(sa == sb)} {a} {b}")
     path.write_text("\n".join(out) + "\n")
 
@@ -355,8 +355,10 @@ def command_args(line: str, folder: Path, run: Path | None) -> list[str]:
 #: Example → the example that writes its input (run first, in the same folder).
 NEEDS = {
     "interbias data info ravdess.jsonl": "interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl",
+    # the guide's `plan --effect 0.01` plans thousands of voices per gender, more than the
+    # synthetic corpus has (run --plan refuses that, as the guide says): a plan it can serve
     "interbias run E16 --corpus synthetic --plan results/<run_id>/plan.csv": (
-        "interbias plan results/<run_id> --effect 0.01 --power 0.8"
+        "interbias plan results/<run_id> --effect 0.2 --power 0.8"
     ),
 }
 
