@@ -12,9 +12,10 @@ import pytest
 from cm_fixtures import TRACK_FACTORS, cm_manifest
 
 from interbias.analysis.cm import location_scores, read_segment_labels
+from interbias.cm.track_base import TRACKS, safe
 from interbias.corpora.had import HADSpec, write_had
 from interbias.experiments.schema import load_experiment
-from interbias.run.tasks.tracks import TRACK_RUNNERS, run_tracks_experiment, safe
+from interbias.run.tasks.tracks import run_tracks_experiment
 from interbias.utils.errors import ConfigError
 
 YAML = """name: E99
@@ -80,10 +81,10 @@ def test_a_second_run_reuses_the_detector_and_writes_the_same_scores(tmp_path):
 
 
 def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
-    assert set(TRACK_RUNNERS) == {2, 3}  # Track 3 registers itself (interbias.cm.track3, test_cm_track3.py)
+    assert set(TRACKS) == {2, 3}  # each track registers itself (interbias.cm.track2, interbias.cm.track3)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="  - track: 4\n")
     with pytest.raises(
-        ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.run.tasks.tracks"
+        ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.cm.track_base"
     ):
         run_tracks_experiment(_options(tmp_path), exp=exp)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="    window: 3\n")
