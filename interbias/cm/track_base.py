@@ -9,18 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from interbias.utils import crashpoints
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 
 @dataclass
 class TrackContext:
     """What a track runner gets: the experiment, its CM manifest, cache, run folder, reporter."""
 
-    exp: Any
+    exp: Experiment
     manifest: Any
     cache: Path
     folder: Path

@@ -1,6 +1,6 @@
 """The record ``interbias validate`` prints per experiment (a file, or one of its variants):
 its grid, whether it runs here, and what its run would embed or score (:mod:`interbias.run.validate`
-for verification, :mod:`interbias.run.validate_kinds` for countermeasure and tracks)."""
+and the estimate of each kind's task, :meth:`interbias.run.tasks.base.Task.estimate`)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ MOVED: dict[str, str] = {
     "interbias.cm.report": "interbias.analysis.cm_run",
     "interbias.cm.experiment": "interbias.run.tasks.countermeasure",
     "interbias.cm.tracks": "interbias.run.tasks.tracks",
+    "interbias.run.validate_kinds": "interbias.run.tasks (countermeasure.cm_estimate, tracks.tracks_estimate, base)",
 }
 
 

@@ -1,9 +1,6 @@
-"""``interbias validate``: what ``interbias run`` would do with an experiment file, without
-running it or touching a run directory.
-
-For a file and each of its ``variants:`` (or the one ``corpus`` names): parse and resolve it
-(defaults, operators, trial spec), check the encoder labels, say whether it runs here (corpus
-data, operator resources), and estimate its size and cost:
+"""The estimate of a speaker-verification experiment (``interbias validate``, through the
+verification task :mod:`interbias.run.tasks.verification`): whether it runs here (corpus data,
+operator resources) and its size and cost:
 
 - grid: strata (population-level combinations) × acoustic levels = cells; cells × encoders =
   results rows; trials per stratum = targets + non-targets (+ spoofs);
@@ -18,23 +15,23 @@ data, operator resources), and estimate its size and cost:
   of :data:`BENCH_X_REALTIME` (× real time per core, ``benchmarks/bench_throughput.py`` on the
   reference 2-core VM) spread over the run's worker processes (one per core from
   :data:`JOBS_FROM` items on), plus :data:`START_S` for loading encoders and workers.
-
-A countermeasure or tracks experiment embeds nothing and has no trials: its estimate counts the
-CM or track scorings its run makes (:mod:`interbias.run.validate_kinds`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from interbias.run.estimate import Estimate
-from interbias.utils.errors import InterbiasError
+from interbias.run.tasks.base import NO_TIME, runs_here_text
+
+if TYPE_CHECKING:
+    from interbias.corpora.manifest import Manifest
+    from interbias.experiments.schema import Experiment
 
 #: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
 #: AMD EPYC VM (AVX2): CAM++ and GE2E under onnxruntime (their CPU default), mfcc-stats eager
@@ -50,63 +47,12 @@ DEFAULT_DURATION_S = 2.1
 START_S = 9.0
 #: A run starts one worker per core from this many items to embed (interbias.embedding.executors).
 JOBS_FROM = 256
-DEFAULT_ENCODERS = ("CAM++", "GE2E", "mfcc-stats")
 
 
-@dataclass
-class FileReport:
-    path: Path
-    estimates: list[Estimate] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-def validate_file(
-    path: Path, *, encoders: Sequence[str] = DEFAULT_ENCODERS, corpus: str | None = None, cache: Path | None = None
-) -> FileReport:
-    """Every check of ``interbias validate`` on one experiment file (see the module docstring);
-    problems are collected as one line each, never raised."""
-    from interbias.experiments.schema import load_experiment
-    from interbias.utils.paths import cache_dir
-
-    report = FileReport(Path(path))
-    cache = cache or cache_dir()
-    errors = report.errors
-    try:
-        default = load_experiment(path, corpus=corpus)
-    except InterbiasError as exc:
-        errors += encoder_problems(encoders)
-        errors.append(str(exc))
-        return report
-    if default.kind == "verification":  # a CM experiment's --encoders name CMs (checked by its estimate)
-        errors += encoder_problems(encoders)
-    variants = [None] if corpus else [None, *sorted((default.raw.get("variants") or {}).keys())]
-    for variant in variants:
-        try:
-            exp = default if variant is None else load_experiment(path, corpus=variant)
-            report.estimates.append(estimate(exp, encoders, cache))
-        except InterbiasError as exc:
-            errors.append(f"{Path(path).name}: variant {variant}: {exc}" if variant else str(exc))
-    return report
-
-
-def encoder_problems(labels: Sequence[str]) -> list[str]:
-    """Labels that are not registered encoders (one line each, listing the valid labels)."""
-    from interbias.encoders import ENCODERS
-
-    known = ENCODERS.names()
-    return [f"unknown encoder {label!r}; valid: {', '.join(known)}" for label in labels if label not in known]
-
-
-def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
-    """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``; for a
-    countermeasure or tracks experiment what its run scores (:mod:`interbias.run.validate_kinds`)."""
+def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path) -> Estimate:
+    """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
     from interbias.run.preflight import availability, check_experiment
-    from interbias.run.validate_kinds import cm_estimate, runs_here_text, spoofing_cm_note, tracks_estimate
 
-    if exp.kind == "countermeasure":
-        return cm_estimate(exp, encoders, cache, DEFAULT_ENCODERS)
-    if exp.kind == "tracks":
-        return tracks_estimate(exp, cache)
     check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
     cells = exp.cells()
     strata = exp.strata()
@@ -143,7 +89,7 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     return est
 
 
-def check_trials(exp: Any, manifest: Any, est: Estimate) -> None:
+def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> None:
     """Read the external trial list, or draw the trials, and draw the cohort, as ``run`` does
     (:func:`interbias.run.inputs.draw_inputs`): what ``run`` refuses (enrolment above what the
     speakers have, a missing or unmatched list, a cohort the corpus cannot give) is an error. A
@@ -163,14 +109,14 @@ def check_trials(exp: Any, manifest: Any, est: Estimate) -> None:
         est.trials_note = f"{len(trials.frame)} trials from the list{spread}"
 
 
-def utterance_table(exp: Any, cache: Path) -> tuple[pd.DataFrame | None, str]:
+def utterance_table(exp: Experiment, cache: Path) -> tuple[pd.DataFrame | None, str]:
     """The corpus's utterances (id, speaker, duration_s, attributes) as far as they are known
     here without preparing or building anything, and where they came from."""
     _, table, where = corpus_here(exp, cache)
     return table, where
 
 
-def corpus_here(exp: Any, cache: Path) -> tuple[Any, pd.DataFrame | None, str]:
+def corpus_here(exp: Experiment, cache: Path) -> tuple[Manifest | None, pd.DataFrame | None, str]:
     """(the manifest when it is here, else None; :func:`utterance_table`'s table and where)."""
     spec = exp.corpus
     if spec.manifest:
@@ -192,7 +138,7 @@ def corpus_here(exp: Any, cache: Path) -> tuple[Any, pd.DataFrame | None, str]:
     return None, planned, "the synthetic spec (not built yet: durations assumed)"
 
 
-def _read_manifest(path: Path, exp: Any, name: str | None = None) -> Any:
+def _read_manifest(path: Path, exp: Experiment, name: str | None = None) -> Manifest:
     """The manifest read as ``run`` reads it (an id defaults to the path without its extension);
     what ``run`` refuses of it for ``exp`` (an attribute it selects by that no utterance has, a
     population attribute that varies within a speaker and is not declared in
@@ -205,7 +151,7 @@ def _read_manifest(path: Path, exp: Any, name: str | None = None) -> Any:
     return manifest
 
 
-def _table(manifest: Any) -> pd.DataFrame:
+def _table(manifest: Manifest) -> pd.DataFrame:
     """One row per utterance with its fields and free attributes as strings."""
     return pd.DataFrame([{k: str(v) for k, v in u.to_dict().items()} for u in manifest])
 
@@ -222,7 +168,7 @@ def _matching(table: pd.DataFrame, selectors: dict[str, Any]) -> pd.Series:
     return keep
 
 
-def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
+def embedding_items(exp: Experiment, table: pd.DataFrame) -> tuple[int, int, float]:
     """(distinct (utterance, chain) items, distinct utterances, their audio seconds) the run
     would embed, from the pools of each stratum (see the module docstring). Linear in the grid:
     each stratum side's pool is selected once, and each chain's items are the union of the
@@ -259,3 +205,19 @@ def embedding_items(exp: Any, table: pd.DataFrame) -> tuple[int, int, float]:
         durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
         seconds = float(durations.reindex(sorted(used)).fillna(DEFAULT_DURATION_S).sum())
     return n_items, len(used), seconds
+
+
+def spoofing_cm_note(exp: Experiment) -> str | None:
+    """A note on the CM work of a spoofing experiment that names countermeasures
+    (:mod:`interbias.run.cm_stage`; whether their checkpoints are here is ``availability``'s);
+    None for any other."""
+    if not exp.spoofing_cms:
+        return None
+    from interbias.run.cm_stage import reference_cell
+
+    refs = sum(reference_cell(exp, c) for c in exp.cells())
+    return (
+        f"countermeasures {', '.join(exp.spoofing_cms)} also score each cell's distinct eval test utterances, and in "
+        f"the {refs} reference cell(s) the dev trials' test utterances and the attacks imitating dev speakers; "
+        f"{NO_TIME}"
+    )
