@@ -173,7 +173,7 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
             ctx.reporter,
             exclude=exclude,
             known_sha=work.shas,
-            quality=ctx.exp.scoring.calibration.kind == "qmf",
+            quality=ctx.exp.scoring.calibration.quality_aware,
         ),
     )
     if not work.pending:
