@@ -19,7 +19,7 @@ from interbias.analysis.text_pairs import text_pairs_table
 from interbias.run.frame import Analyses, RunEnd
 from interbias.run.rundir import ATTACKS, ATTRIBUTES, EXPERIMENT, TEXT_PAIRS
 from interbias.utils import atomic
-from interbias.utils.errors import InterbiasError
+from interbias.utils.errors import AnalysisError, InterbiasError
 
 
 def after_run(end: RunEnd) -> Analyses:
@@ -35,7 +35,8 @@ def run_analyses(end: RunEnd) -> Analyses:
     and the fairness report (comparisons and per-group values) when dev trials exist. A
     failure here is reported like an errored cell; results.csv is already written."""
     run, results, trials, scored = end.run, end.results, end.trials, end.scored
-    assert results is not None and trials is not None and scored is not None  # a verification run's end
+    if results is None or trials is None or scored is None:
+        raise AnalysisError(f"{run.path}: a verification run ends with its results, trials and corpus")
     out: dict[str, Any] = {}
     try:
         if end.spoofing and len(results):

@@ -14,6 +14,7 @@ from interbias.run.frame import Analyses, RunEnd
 from interbias.run.rundir import RESULTS
 from interbias.run.tasks.countermeasure import grid
 from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Experiment
@@ -30,7 +31,8 @@ def cm_analyses(end: RunEnd) -> Analyses:
     results rows (the run frame writes them to results.csv); run.json lists the files under
     ``analyses``."""
     run = end.run
-    assert end.scores is not None  # a countermeasure run's end
+    if end.scores is None:
+        raise AnalysisError(f"{run.path}: a countermeasure run ends with its scores")
     results = write_outputs(run.path, end.scores, end.detail)
     files = sorted(p.name for p in run.path.glob("cm_*") if p.name != "cm_scores.csv") + [RESULTS]
     return Analyses({"cm": files}, results)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from interbias.run.estimate import Estimate
-from interbias.run.frame import RunEnd, RunOutcome, finish, header, opened, seconds_since
+from interbias.run.frame import RunEnd, RunOutcome, cache_of, finish, header, loaded, opened, seconds_since
 from interbias.run.inputs import RunOptions
 from interbias.run.results import base_record, content_run_id
 from interbias.run.rundir import RESULTS, RunDir
@@ -146,7 +146,6 @@ def run_cm(
 ) -> RunOutcome:
     """Score (resuming by cell), analyse and write a CM experiment (module docstring)."""
     from interbias.cm.frontends import cm_frontend
-    from interbias.run.frame import cache_of, loaded
 
     t0 = time.perf_counter()
     exp = loaded(options, exp)
@@ -176,13 +175,13 @@ def run_cm(
                 "analyses": analyses.files, "seconds": seconds_since(t0),
             },
         )  # fmt: skip
-        written = finish(run, end, options.after_run, record)
-        results = written if written is not None else earlier_results(run)
+        finish(run, end, options.after_run, record)
+        results = written_results(run)
     return RunOutcome(run.path, results, len(scores), 0, reused, [])
 
 
-def earlier_results(run: RunDir) -> pd.DataFrame:
-    """results.csv as an earlier invocation wrote it (a run without analyses writes none), else no rows."""
+def written_results(run: RunDir) -> pd.DataFrame:
+    """results.csv as written (by this invocation's analyses, or an earlier one's), else no rows."""
     return run.read_results() if run.file(RESULTS).is_file() else pd.DataFrame()
 
 
