@@ -38,7 +38,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        if self.kind != "verification":
+        if self.headline:  # a countermeasure or tracks estimate says its own first line
             return [self.headline, *self.work, *(f"  note: {n}" for n in self.notes)]
         out = [
             f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "
