@@ -144,14 +144,20 @@ def user_data(options: RunOptions) -> bool:
     return bool(options.manifest or options.data_root or options.trials or options.trials_format)
 
 
-def verification_experiment(options: RunOptions) -> Experiment:
-    """The speaker-verification experiment ``options`` names, loaded and checked as
-    :func:`interbias.run.tasks.experiment_for_run` checks it (the conductor called directly)."""
-    from interbias.experiments.schema import find_experiment, load_experiment
+def loaded_for_run(options: RunOptions) -> tuple[Path, Experiment]:
+    """The file ``options`` names and its experiment as ``run`` reads it (``--trim-silence`` applied)."""
+    from interbias.experiments.schema import find_experiment, load_experiment, with_trim_silence
     from interbias.utils.paths import conditions_dir
 
     path = find_experiment(options.experiment, conditions_dir())
     exp = load_experiment(path, corpus=options.corpus)
+    return path, with_trim_silence(exp) if options.trim_silence else exp
+
+
+def verification_experiment(options: RunOptions) -> Experiment:
+    """The speaker-verification experiment ``options`` names, loaded and checked as
+    :func:`interbias.run.tasks.experiment_for_run` checks it (the conductor called directly)."""
+    path, exp = loaded_for_run(options)
     if not user_data(options):
         check_can_run(exp, options.experiment, path, options.corpus_root, models=options.countermeasures is None)
     return verification_for_run(exp, options)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from interbias.run.preflight import check_can_run, user_data
+from interbias.run.preflight import check_can_run, loaded_for_run, user_data
 from interbias.run.tasks.base import Task
 from interbias.run.tasks.countermeasure import COUNTERMEASURE
 from interbias.run.tasks.tracks import TRACKS_TASK
@@ -42,14 +42,10 @@ def task_of(exp: Experiment) -> Task:
 
 
 def experiment_for_run(options: RunOptions) -> Experiment:
-    """The experiment ``interbias run`` runs, read once and checked before any work: whether it
-    runs here (its data, its operators' resources, its CMs unless the command line names them),
+    """The experiment ``interbias run`` runs, read once (``--trim-silence`` applied) and checked
+    before any work: whether it runs here (its data, its operators' resources, its CMs unless the command line names them),
     then its task's checks (:meth:`~interbias.run.tasks.base.Task.check`)."""
-    from interbias.experiments.schema import find_experiment, load_experiment
-    from interbias.utils.paths import conditions_dir
-
-    path = find_experiment(options.experiment, conditions_dir())
-    exp = load_experiment(path, corpus=options.corpus)
+    path, exp = loaded_for_run(options)
     task = task_of(exp)
     if not user_data(options):  # the experiment's own data: say what runs here
         chosen = options.countermeasures is not None or task.names_models(options)  # CMs named on the command line

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
-@app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
+@scores_app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
     scores: Annotated[
