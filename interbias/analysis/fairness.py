@@ -273,7 +273,7 @@ def fairness_for_files(
     if not groups:
         raise AnalysisError("give at least one --group column")
     frame = read_score_table(scores)
-    if the_rule.kind == "fixed":
+    if not the_rule.from_dev:
         source = "fixed"
         value = the_rule.choose(None, None)
     else:

@@ -16,7 +16,8 @@ from interbias.cli.tables import print_frame
 from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
-    from interbias.run.conductor import RunOutcome
+    from interbias.experiments.schema import Experiment
+    from interbias.run.frame import Analyses, RunEnd, RunOutcome
 from interbias.utils.errors import EncoderError, RunError
 from interbias.utils.keyvalue import comma_list
 
@@ -29,19 +30,21 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
-def check_precision_used(precision: str, exp: Any) -> None:
-    """``--precision`` other than fp32 is for speaker-verification runs (the countermeasure and
-    tracks runs load their models in fp32): anything else is an error, not ignored."""
-    if precision != "fp32" and exp.kind != "verification":
+def check_precision_used(precision: str, exp: Experiment) -> None:
+    """``--precision`` other than fp32 is for runs that embed with speaker encoders (the
+    countermeasure and tracks runs load their models in fp32): anything else is an error, not ignored."""
+    from interbias.run.tasks import task_of
+
+    if precision != "fp32" and not task_of(exp).embeds:
         raise RunError(f"--precision {precision} applies to speaker-verification experiments; this one runs in fp32")
 
 
-def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def after_run_analyses(end: RunEnd) -> Analyses:
     """The analyses ``interbias run`` writes beside results.csv, for every run kind
     (:func:`interbias.analysis.after_run.after_run`, imported only when a run ends)."""
     from interbias.analysis.after_run import after_run
 
-    return after_run(*args, **kwargs)
+    return after_run(end)
 
 
 PlanOpt = Annotated[
@@ -149,8 +152,7 @@ def run(
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
     from interbias.run.conductor import RunOptions
-    from interbias.run.preflight import experiment_for_run
-    from interbias.run.tasks import run_experiment
+    from interbias.run.tasks import experiment_for_run, run_experiment
 
     started = time.monotonic()
     options = RunOptions(

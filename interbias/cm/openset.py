@@ -99,11 +99,12 @@ def distances(av: np.ndarray, mean: np.ndarray, kind: str) -> np.ndarray:
     """Distance of each row of ``av`` to ``mean`` (module docstring)."""
     av = np.atleast_2d(np.asarray(av, dtype=np.float64))
     eu = np.sqrt(((av - mean) ** 2).sum(axis=1))
-    if kind == "euclidean":
-        return eu
-    if kind == "eucos":
-        cos = (av @ mean) / (np.linalg.norm(av, axis=1) * np.linalg.norm(mean))
-        return eu / 200.0 + 1.0 - cos
+    match kind:
+        case "euclidean":
+            return eu
+        case "eucos":
+            cos = (av @ mean) / (np.linalg.norm(av, axis=1) * np.linalg.norm(mean))
+            return eu / 200.0 + 1.0 - cos
     raise ConfigError(f"OpenMax distance {kind!r}; valid: {', '.join(DISTANCES)}")
 
 

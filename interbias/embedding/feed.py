@@ -135,12 +135,13 @@ def fed(items: Iterable[T.Loaded], device: str, depth: int = QUEUE_DEPTH) -> Ite
     thread.start()
     try:
         while True:
-            kind, value = box.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
+            match box.get():
+                case ("end", _):
+                    return
+                case ("error", exc):
+                    raise exc
+                case (_, value):
+                    yield value
     finally:
         stop.set()
         thread.join()

@@ -85,6 +85,15 @@ class ScoreCalibrationSpec:
     kind: str = "linear"
     measures: tuple[str, ...] = ()
 
+    @property
+    def quality_aware(self) -> bool:
+        """Whether the calibration is QMF (the trial's quality measures beside its score)."""
+        match self.kind:
+            case "qmf":
+                return True
+            case _:
+                return False
+
 
 @dataclass(frozen=True)
 class ScoreNormSpec:
@@ -224,15 +233,15 @@ def parse_score_calibration(spec: Any, where: str) -> ScoreCalibrationSpec:
     if not isinstance(spec, dict):
         raise ConfigError(f"{here}: a mapping {{kind: linear|qmf, measures: [{', '.join(MEASURES)}]}}")
     check_keys(spec, {"kind", "measures"}, where, "scoring.calibration")
-    kind = _choice(spec, "kind", ("linear", "qmf"), "linear", here)
+    method = _choice(spec, "kind", ("linear", "qmf"), "linear", here)
     raw = spec.get("measures", [])
     if not isinstance(raw, list) or any(m not in MEASURES for m in raw) or len(set(raw)) != len(raw):
         raise ConfigError(f"{here}.measures: a list of distinct measures out of {', '.join(MEASURES)}, got {raw!r}")
-    if kind == "qmf" and not raw:
+    if method == "qmf" and not raw:
         raise ConfigError(f"{here}.measures: kind qmf needs at least one of {', '.join(MEASURES)}")
-    if kind == "linear" and raw:
+    if method == "linear" and raw:
         raise ConfigError(f"{here}.measures: only kind qmf uses measures (kind is linear)")
-    return ScoreCalibrationSpec(kind, tuple(str(m) for m in raw))
+    return ScoreCalibrationSpec(method, tuple(str(m) for m in raw))
 
 
 def resolved_scoring(raw: Any, spec: ScoreNormSpec) -> Any:

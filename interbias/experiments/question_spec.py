@@ -33,11 +33,14 @@ class KeyEffect:
         """Whether a findings row (its kind, effect label, condition and group) is this effect."""
         if kind != self.kind:
             return False
-        if kind == "interaction":
-            contrast = effect.removeprefix("IE ").split(" at ")[0]
-            return set(contrast.split("×")) == set(self.factors)
-        name = (group if kind == "gap" else condition).split("=")[0]
-        return name == self.factors[0]
+        match kind:
+            case "interaction":
+                contrast = effect.removeprefix("IE ").split(" at ")[0]
+                return set(contrast.split("×")) == set(self.factors)
+            case "gap":
+                return group.split("=")[0] == self.factors[0]
+            case _:
+                return condition.split("=")[0] == self.factors[0]
 
 
 @dataclass(frozen=True)

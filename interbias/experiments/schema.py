@@ -169,6 +169,12 @@ class Experiment:
     #: (:func:`interbias.experiments.requirements.leave_out_missing`).
     left_out: tuple[LeftOut, ...] = ()
 
+    @property
+    def draws_trials(self) -> bool:
+        """Whether its run draws verification trials from a manifest (a user's, with
+        ``--manifest``); a countermeasure or tracks experiment scores its own corpus."""
+        return self.countermeasures is None and self.tracks is None
+
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
         out = {k: v for k, v in self.raw.items() if k != "variants"}

@@ -43,6 +43,10 @@ NOISE_DIR_ENV = "INTERBIAS_NOISE_DIR"
 MUSIC_DIR_ENV = "INTERBIAS_MUSIC_DIR"
 #: Kinds that read recordings from a folder, and the environment variable of each.
 FOLDER_KINDS = {"environmental": NOISE_DIR_ENV, "music": MUSIC_DIR_ENV}
+#: What each folder kind's recordings are called in messages.
+FOLDER_WHAT = {"environmental": "noise", "music": "music"}
+#: The kinds whose number of talkers ``n_talkers`` sets (crosstalk is one talker).
+COUNTED_TALKERS = ("babble",)
 #: File suffixes read from a noise folder.
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aac", ".webm")
 #: Below this frequency coloured noise is flat (keeps brown noise from being all rumble), Hz.
@@ -137,7 +141,7 @@ class Noise(Operator):
     }
 
     def __post_init__(self) -> None:
-        if self.kind == "babble" and self.n_talkers is None:
+        if self.kind in COUNTED_TALKERS and self.n_talkers is None:
             object.__setattr__(self, "n_talkers", DEFAULT_TALKERS)
         env = FOLDER_KINDS.get(self.kind)
         if env and self.noise_dir is None and os.environ.get(env):
@@ -158,11 +162,11 @@ class Noise(Operator):
             raise OperatorError(f"noise.snr_db: {self.snr_db} dB is outside [-20, 80]")
         if self.noise_dir is not None and self.kind not in FOLDER_KINDS:
             raise OperatorError(f"noise.noise_dir: applies only to kind=environmental or music, not kind={self.kind}")
-        if self.n_talkers is not None and self.kind != "babble":
+        if self.n_talkers is not None and self.kind not in COUNTED_TALKERS:
             raise OperatorError(
                 f"noise.n_talkers: applies only to kind=babble (crosstalk is one talker), not kind={self.kind}"
             )
-        if self.kind == "babble" and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
+        if self.kind in COUNTED_TALKERS and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
             raise OperatorError(f"noise.n_talkers: {self.n_talkers} is outside [2, 64]")
 
     def check_resources(self) -> None:
@@ -172,7 +176,7 @@ class Noise(Operator):
     def recorded_input(self) -> tuple[str, str] | None:
         if self.kind not in FOLDER_KINDS:
             return None
-        return "noise_dir", "recorded music" if self.kind == "music" else "recorded noise"
+        return "noise_dir", {"music": "recorded music"}.get(self.kind, "recorded noise")
 
     def inputs(self, corpus: Any) -> Any:
         """The talker pool (babble, crosstalk) or the noise folder's files (environmental, music)."""
@@ -188,7 +192,7 @@ class Noise(Operator):
 
     def noise_folder(self) -> tuple[Path, list[Path]]:
         """The noise folder and its audio files; one clear error when either is missing."""
-        what = "music" if self.kind == "music" else "noise"
+        what = FOLDER_WHAT.get(self.kind, "noise")
         if self.noise_dir is None:
             raise OperatorError(
                 f"noise kind={self.kind} needs a folder of {what} recordings: set the noise_dir parameter "
@@ -252,7 +256,7 @@ class Noise(Operator):
         }
 
     def _talkers(self, n: int, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        k = self.n_talkers if self.kind == "babble" else 1
+        k = self.n_talkers if self.kind in COUNTED_TALKERS else 1
         if ctx.corpus is None:
             raise OperatorError(f"noise kind={self.kind} draws other talkers from a corpus, but none was given")
         exclude = set(ctx.exclude_speakers) | {ctx.speaker}
