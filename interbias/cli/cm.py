@@ -10,7 +10,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ChainAlias, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
+from interbias.cli.options import ChainAlias, ForceOpt, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
@@ -233,6 +233,7 @@ def score(
     threshold: ThresholdOption = 0.5,
     min_region_s: MinRegionOption = 0.05,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
     model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,
@@ -242,6 +243,7 @@ def score(
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
+    from interbias.run.outputs import check_output, csv_header, json_header
     from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
@@ -261,8 +263,12 @@ def score(
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
+    text = json.dumps(doc, indent=2) + "\n"
+    if out is not None:
+        first = json_header(text) if out.suffix == ".json" else csv_header(table)
+        check_output(out, force=force, inputs=[*(files or []), *([manifest] if manifest else [])], header=first)
     if out is not None and out.suffix == ".json":
-        atomic.write_text(out, json.dumps(doc, indent=2) + "\n")
+        atomic.write_text(out, text)
     elif out is not None:
         atomic.write_csv(out, table)
     elif as_json:
