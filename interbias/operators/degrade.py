@@ -33,6 +33,21 @@ def refuse_overwrite(src: Path, dst: Path) -> None:
         )
 
 
+def chain_op(spec: str) -> Any:
+    """The operator of one ``--op`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``
+    (:mod:`interbias.operators.spec`); every error names the spec."""
+    from interbias.operators import make_operator
+    from interbias.operators.spec import parse_op_spec
+
+    where = f"--op {spec!r}"
+    try:
+        name, params = parse_op_spec(spec)
+        return make_operator(name, params, where=where)
+    except OperatorError as exc:
+        msg = str(exc)
+        raise OperatorError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
 def degrade_file(
     src: Path,
     dst: Path,
