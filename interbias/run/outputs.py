@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interbias.run.rundir import RUN_JSON
+from interbias.run import rundir
 from interbias.utils.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def run_dir_of(path: Path) -> Path | None:
     :data:`RUN_DEPTH` levels up), or ``None``."""
     folder = Path(path).absolute().parent
     for _ in range(RUN_DEPTH):
-        if (folder / RUN_JSON).is_file():
+        if (folder / rundir.RUN_JSON).is_file():
             return folder
         if folder.parent == folder:
             return None
@@ -79,10 +79,49 @@ def check_output(
         )
     if header is not None and _starts_with(path, header):
         return
+    why = "this command did not write it" if header is not None else "nothing tells it from your own files"
     raise ConfigError(
-        f"{option} {path}: the file exists and this command did not write it; writing it would "
-        "replace it (choose another file, or --force)"
+        f"{option} {path}: the file exists and {why}; writing it would replace it (choose another file, or --force)"
     )
+
+
+#: The files ``run`` writes into a run directory (:mod:`interbias.run.rundir`'s layout).
+RUN_FILES = frozenset(
+    {
+        rundir.RESULTS,
+        rundir.RUN_JSON,
+        rundir.EXPERIMENT,
+        rundir.TRIALS,
+        rundir.TRIALS_META,
+        rundir.ATTRIBUTES,
+        rundir.OPERATIONS,
+        rundir.CALIBRATION,
+        rundir.SPOOFING,
+        rundir.FAIRNESS,
+        rundir.FAIRNESS_GROUPS,
+        rundir.TEXT_PAIRS,
+        rundir.ATTACKS,
+        rundir.CM_TRIALS,
+        rundir.CM_DEV,
+        rundir.SASV_FUSION,
+    }
+)
+
+
+def check_output_folder(folder: Path, names: Iterable[str], *, force: bool = False, option: str = "--out") -> None:
+    """Refuse (:class:`ConfigError`) to write files ``names`` into ``folder`` when it is a run
+    directory that already holds one of them as a file of its own layout (:data:`RUN_FILES`,
+    e.g. fairness.csv), unless ``force``: ``run`` wrote it, and a command's other settings
+    (another threshold) would replace it without a word."""
+    folder = Path(folder)
+    if force or not (folder / rundir.RUN_JSON).is_file():
+        return
+    for name in names:
+        if name in RUN_FILES and (folder / name).exists():
+            raise ConfigError(
+                f"{option} {folder}: is a run directory and holds its own {name}; writing it would "
+                "replace the run's data (choose another folder, or --force)"
+            )
 
 
 def csv_header(frame: pd.DataFrame) -> str:

@@ -1,0 +1,205 @@
+"""Issue 63's hostile round 5: each case's input reproduced, its one-line answer asserted.
+
+Outputs written onto inputs: every command that writes a file where it is told (``--out FILE``,
+``OUT``) refuses a run's own files and any existing file it did not write, unless ``--force``
+(interbias.run.outputs). Repeated ``--op`` in ``data degrade`` is a chain, as in ``cm score``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from synthetic_runs import gender_noise_run
+from test_cm_score_files import aasist_l  # noqa: F401  (the fixture)
+from test_repair_blackbox import tones  # noqa: F401  (the fixture)
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.run.outputs import check_output, check_output_folder, run_dir_of
+from interbias.utils.errors import ConfigError
+
+runner = CliRunner()
+RATE = 16000
+
+
+def _one_line(res, message: str) -> None:
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output
+    lines = res.output.splitlines()
+    assert lines == [f"error: {message}"], res.output
+
+
+def _run(tmp_path: Path) -> Path:
+    means = {"m": {(g, n): 2.0 for g in ("female", "male") for n in ("clean", "n5")}}
+    return gender_noise_run(tmp_path / "RUN", means, n=4, m=3)
+
+
+def _kept(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (run / "results.csv", run / "run.json")}
+
+
+def _run_file(path: Path, run: Path) -> str:
+    return (
+        f"--out {path}: is a file of the run {run}; writing it would replace the run's own data "
+        "(choose another file, or --force)"
+    )
+
+
+# ---- 1: outputs written onto inputs (data loss) -------------------------------------------------
+
+
+def test_runs_inventory_refuses_to_write_over_a_runs_results(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    before = _kept(run)
+    target = run / "results.csv"
+    res = runner.invoke(app, ["runs", "inventory", str(tmp_path), "--out", str(target)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.splitlines()[-1] == f"error: {_run_file(target, run)}"
+    assert _kept(run) == before
+    # an inventory beside the runs is written, and written again (its own file)
+    inv = tmp_path / "inventory.csv"
+    for _ in range(2):
+        res = runner.invoke(app, ["runs", "inventory", str(tmp_path), "--out", str(inv)])
+        assert res.exit_code == 0, res.output
+    # someone's file of the same name is not
+    inv.write_text("my notes\n")
+    res = runner.invoke(app, ["runs", "inventory", str(tmp_path), "--out", str(inv)])
+    assert res.output.splitlines()[-1] == (
+        f"error: --out {inv}: the file exists and this command did not write it; writing it would "
+        "replace it (choose another file, or --force)"
+    )
+    assert inv.read_text() == "my notes\n"
+    res = runner.invoke(app, ["runs", "inventory", str(tmp_path), "--out", str(inv), "--force"])
+    assert res.exit_code == 0, res.output
+    assert inv.read_text().splitlines()[1:] and inv.read_text() != "my notes\n"
+
+
+def test_cm_score_refuses_a_runs_results(aasist_l, tmp_path: Path) -> None:  # noqa: F811
+    run = _run(tmp_path)
+    before = _kept(run)
+    wav = tmp_path / "a.wav"
+    sf.write(wav, 0.1 * np.sin(np.arange(RATE) * 0.05), RATE)
+    target = run / "results.csv"
+    res = runner.invoke(
+        app, ["cm", "score", "AASIST-L", str(wav), "--checkpoint", str(aasist_l[0]), "--out", str(target)]
+    )
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.splitlines()[-1] == f"error: {_run_file(target, run)}"
+    assert _kept(run) == before
+    # its own earlier output is replaced
+    own = tmp_path / "scores.json"
+    for _ in range(2):
+        res = runner.invoke(
+            app, ["cm", "score", "AASIST-L", str(wav), "--checkpoint", str(aasist_l[0]), "--out", str(own)]
+        )
+        assert res.exit_code == 0, res.output
+    assert json.loads(own.read_text())["n_scored"] == 1
+
+
+def test_blackbox_prepare_refuses_a_runs_results(tones: Path, tmp_path: Path) -> None:  # noqa: F811
+    run = _run(tmp_path)
+    before = _kept(run)
+    target = run / "results.csv"
+    args = ["audit", "blackbox", "prepare", "--manifest", str(tones / "manifest.jsonl"), "--groups", "gender"]
+    res = runner.invoke(app, [*args, "--out", str(target), "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.splitlines()[-1] == f"error: {_run_file(target, run)}"
+    assert _kept(run) == before
+    # the manifest it reads is an input: never written, even with --force
+    manifest = tones / "manifest.jsonl"
+    kept = manifest.read_bytes()
+    res = runner.invoke(app, [*args, "--out", str(manifest), "--force", "--cache-dir", str(tmp_path / "cache")])
+    assert res.output.splitlines()[-1] == (
+        f"error: --out {manifest}: the output is an input of this command; writing it would destroy it"
+    )
+    assert manifest.read_bytes() == kept
+
+
+def test_data_prepare_refuses_an_existing_hand_written_manifest(tmp_path: Path) -> None:
+    import fake_corpora
+
+    root = fake_corpora.torgo(tmp_path / "torgo")
+    out = tmp_path / "mine.jsonl"
+    out.write_text('{"id": "x", "path": "/a.wav", "speaker": "s"}\n')
+    args = ["data", "prepare", "torgo", "--root", str(root), "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+    res = runner.invoke(app, args)
+    _one_line(
+        res,
+        f"--out {out}: the file exists and nothing tells it from your own files; writing it would "
+        "replace it (choose another file, or --force)",
+    )
+    assert out.read_text().startswith('{"id": "x"')
+    assert runner.invoke(app, [*args, "--force"]).exit_code == 0
+    assert len(out.read_text().splitlines()) == 32
+
+
+def test_degrade_refuses_an_existing_output_and_a_runs_file(tmp_path: Path) -> None:
+    src = tmp_path / "in.wav"
+    sf.write(src, 0.1 * np.sin(np.arange(RATE) * 0.05), RATE)
+    dst = tmp_path / "mine.wav"
+    sf.write(dst, np.zeros(100), RATE)
+    kept = dst.read_bytes()
+    args = ["data", "degrade", str(src), str(dst), "--op", "gain:gain_db=-3"]
+    _one_line(
+        runner.invoke(app, args),
+        f"OUT {dst}: the file exists and nothing tells it from your own files; writing it would "
+        "replace it (choose another file, or --force)",
+    )
+    assert dst.read_bytes() == kept
+    assert runner.invoke(app, [*args, "--force"]).exit_code == 0
+    assert dst.read_bytes() != kept
+
+
+def test_fairness_out_refuses_another_runs_fairness_files(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    (run / "fairness.csv").write_text("the run's own\n")
+    res = runner.invoke(app, ["scores", "fairness", str(run), "--out", str(run)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.splitlines()[-1] == (
+        f"error: --out {run}: is a run directory and holds its own fairness.csv; writing it would "
+        "replace the run's data (choose another folder, or --force)"
+    )
+    assert (run / "fairness.csv").read_text() == "the run's own\n"
+
+
+def test_the_guard_finds_the_run_above_a_score_file(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    score = next((run / "scores").rglob("*.parquet"))
+    assert run_dir_of(score) == run.absolute()
+    assert run_dir_of(tmp_path / "elsewhere.csv") is None
+    with pytest.raises(ConfigError, match="is a file of the run"):
+        check_output(score, header="trial_id")
+    check_output(score, force=True)  # told to
+    check_output(run / "new.csv")  # a new file beside a run's files is not one of them
+    with pytest.raises(ConfigError, match="is a folder"):
+        check_output(run)
+    check_output_folder(tmp_path, ["fairness.csv"])  # not a run directory
+
+
+# ---- 5: repeated --op in data degrade is a chain ------------------------------------------------
+
+
+def test_degrade_chains_repeated_ops_as_cm_score_does(tmp_path: Path) -> None:
+    src = tmp_path / "in.wav"
+    sf.write(src, 0.1 * np.sin(np.arange(RATE) * 0.05), RATE)
+    outs = {}
+    for name, ops in (
+        ("both", ["--op", "gain:gain_db=-6", "--op", "gain:gain_db=-6"]),
+        ("one", ["--op", "gain:gain_db=-12"]),
+        ("last", ["--op", "gain:gain_db=-6"]),
+    ):
+        res = runner.invoke(app, ["data", "degrade", str(src), str(tmp_path / f"{name}.wav"), *ops])
+        assert res.exit_code == 0, res.output
+        outs[name] = sf.read(tmp_path / f"{name}.wav")[0]
+    assert res.output.startswith("gain(gain_db=-6.0) -> ")
+    # two -6 dB steps are one -12 dB step, not the last -6 dB step alone
+    assert np.allclose(outs["both"], outs["one"], atol=2 / 32768)
+    assert not np.allclose(outs["both"], outs["last"], atol=2 / 32768)
+    res = runner.invoke(
+        app,
+        ["data", "degrade", str(src), str(tmp_path / "x.wav"), "--op", "gain:gain_db=-6", "--op", "gain:gain_db=-6"],
+    )
+    assert res.output.startswith("gain(gain_db=-6.0)+gain(gain_db=-6.0) -> ")
