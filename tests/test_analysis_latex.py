@@ -11,7 +11,7 @@ import pytest
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-from interbias.analysis.latex import Col, booktabs, escape, interval, number
+from interbias.analysis.reporting.latex import Col, booktabs, escape, interval, number
 from interbias.cli import app
 
 MEANS = {

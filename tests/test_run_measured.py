@@ -12,8 +12,8 @@ import pytest
 import soundfile as sf
 from conftest import tiny_experiment
 
-from interbias.analysis.cm import read_cm_frame
 from interbias.analysis.fairness import read_score_table
+from interbias.analysis.security.cm import read_cm_frame
 from interbias.cli.metrics import read_scores
 from interbias.metrics.verification import summarize
 from interbias.run.conductor import RunOptions, run

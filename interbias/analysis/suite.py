@@ -11,15 +11,15 @@ import pandas as pd
 
 from interbias.analysis import effects, read_results
 from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
 from interbias.analysis.effects import DESIGNS, Correction
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
-from interbias.analysis.intervals import method_name, unify
-from interbias.analysis.multiplicity import check_method
-from interbias.analysis.permutation import RunPermutations
-from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.scored_run import ScoredRun
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.intervals import method_name, unify
+from interbias.analysis.stats.multiplicity import check_method
+from interbias.analysis.stats.permutation import RunPermutations
+from interbias.analysis.stats.replicates import Replicates, bootstrap_cells
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.metrics import registry
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared

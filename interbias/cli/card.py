@@ -24,8 +24,8 @@ def card(
     """One page per encoder across runs: identity, macro EER/minDCF with intervals, damaging
     conditions, resolved effects, fairness/spoofing/geometry where present; missing listed."""
     check_numbers("runs card", bootstrap=bootstrap)
-    from interbias.analysis.encoder_page import build_page, write_page
-    from interbias.analysis.runs import load
+    from interbias.analysis.across.encoder_page import build_page, write_page
+    from interbias.analysis.across.runs import load
     from interbias.analysis.suite import Options
 
     by_metric = {m: load(list(runs), Options(m, bootstrap, seed)) for m in ("eer", "min_dcf")}

@@ -36,7 +36,7 @@ def eer(
     as_json: JsonOpt = False,
 ) -> None:
     """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
-    from interbias.analysis.cm_eval import round_eers
+    from interbias.analysis.security.cm_eval import round_eers
 
     out = round_eers(scores, weights)
     rounds = out["rounds"]
@@ -73,7 +73,7 @@ def track1(
     (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
     C_llr read the scores as natural-log likelihood ratios (docs/countermeasures.md)."""
     check_numbers("scores cm-eval track1", p_spoof=p_spoof, c_miss=c_miss, c_fa=c_fa)
-    from interbias.analysis.cm_track1 import json_ready, track1_of_file
+    from interbias.analysis.security.cm_track1 import json_ready, track1_of_file
     from interbias.metrics.spoof import Track1Cost
 
     out = track1_of_file(scores, list(by or []), Track1Cost(p_spoof, c_miss, c_fa), score_column)
@@ -105,7 +105,7 @@ def dsr(
 ) -> None:
     """Deception success rate DSR = W / (A × N): attack samples each detector accepts at its own
     EER threshold, over A samples and N detectors."""
-    from interbias.analysis.cm_eval import dsr_of_files
+    from interbias.analysis.security.cm_eval import dsr_of_files
 
     res = dsr_of_files(scores, attack)
     if as_json:
@@ -131,8 +131,8 @@ def wdsr(
     """ADD 2023's weighted deception success rate of a generation team: WDSR = γ·DSR_R1 +
     δ·(α·DSR_R2,baseline + β·DSR_R2) (ADD 2023, Eqs. 2–3; defaults its weights)."""
     check_numbers("scores cm-eval wdsr", gamma=gamma, delta=delta, alpha=alpha, beta=beta)
-    from interbias.analysis.cm_eval import read_dsr
-    from interbias.analysis.spoofing import weighted_dsr
+    from interbias.analysis.security.cm_eval import read_dsr
+    from interbias.analysis.security.spoofing import weighted_dsr
 
     d1, d2, d2b = read_dsr(r1, "--r1"), read_dsr(r2, "--r2"), read_dsr(r2_baseline, "--r2-baseline")
     value = weighted_dsr(d1, d2, d2b, gamma=gamma, delta=delta, alpha=alpha, beta=beta)
@@ -162,7 +162,7 @@ def location(
     """Manipulated-region location: sentence accuracy over all utterances, segment
     precision/recall/F1 over reference-fake utterances (at the stated resolution) and score =
     0.3·accuracy + 0.7·F1."""
-    from interbias.analysis.cm import location_scores, parse_resolution, read_segment_labels
+    from interbias.analysis.security.cm import location_scores, parse_resolution, read_segment_labels
 
     res = location_scores(
         read_segment_labels(reference, reference=True),
@@ -193,7 +193,7 @@ def recognition(
 ) -> None:
     """Open-set algorithm recognition: macro precision and recall over the known classes (the
     unknown class counted in FP/FN) and their harmonic mean F1."""
-    from interbias.analysis.cm_eval import recognition_of_files
+    from interbias.analysis.security.cm_eval import recognition_of_files
     from interbias.metrics.cm import recognition_record
 
     res, classes = recognition_of_files(reference, prediction, known, unknown)
@@ -234,7 +234,7 @@ def adcf(
     check_numbers(
         "scores cm-eval adcf", p_spf=p_spf, p_non=p_non, p_tar=p_tar, c_miss=c_miss, c_fa_asv=c_fa_asv, c_fa_cm=c_fa_cm
     )
-    from interbias.analysis.sasv import a_dcf_of_file
+    from interbias.analysis.security.sasv import a_dcf_of_file
     from interbias.metrics.sasv import ADCFCost
 
     cost = ADCFCost(p_spf, p_non, p_tar, c_miss, c_fa_asv, c_fa_cm)
@@ -268,7 +268,7 @@ def tdcf(
 ) -> None:
     """Minimum tandem detection cost (t-DCF) of a countermeasure in front of an ASV system, with
     the ASVspoof 5 package's cost model; the ASV's error rates are taken at its EER threshold."""
-    from interbias.analysis.sasv import min_t_dcf_of_files
+    from interbias.analysis.security.sasv import min_t_dcf_of_files
     from interbias.metrics.sasv import TDCFCost
 
     cost = TDCFCost()
@@ -293,7 +293,7 @@ def teer(
     """Concurrent tandem equal error rate (t-EER, ASVspoof 5 track 2) of a countermeasure in front of
     an ASV system: the point where the tandem's miss rate, non-target and spoof false-accept rates
     are equal, over every pair of thresholds; no cost parameters (docs/calibration.md)."""
-    from interbias.analysis.sasv import t_eer_of_files
+    from interbias.analysis.security.sasv import t_eer_of_files
 
     out = t_eer_of_files(asv, cm)
     if as_json:

@@ -59,7 +59,7 @@ def compare(
     check_numbers(
         "runs compare", tolerance=tolerance, margin=margin, equivalence=equivalence, alpha=alpha, bootstrap=bootstrap
     )
-    from interbias.analysis.compare import compare_results
+    from interbias.analysis.across.compare import compare_results
     from interbias.corpora.fingerprint import corpora_differ
 
     names = tuple(comma_list(metrics)) if metrics else None
@@ -101,7 +101,7 @@ def _paired(
     boot: tuple[int, str],
     show_all: bool,
 ) -> None:
-    from interbias.analysis.compare_paired import compare_paired
+    from interbias.analysis.across.compare_paired import compare_paired
 
     cmp = compare_paired(
         base, new, metrics=names, margin=margin, equivalence=equivalence, alpha=alpha, n_boot=boot[0], design=boot[1]

@@ -26,8 +26,8 @@ def leaderboard(
     """Encoders × experiments with intervals, the macro column and a rank that separates two
     encoders only when their paired bootstrap difference is significant after Holm's adjustment over all pairs."""
     check_numbers("runs leaderboard", bootstrap=bootstrap, ci_level=ci_level)
-    from interbias.analysis import leaderboard as lb
-    from interbias.analysis.runs import load
+    from interbias.analysis.across import leaderboard as lb
+    from interbias.analysis.across.runs import load
     from interbias.analysis.suite import Options
     from interbias.utils import atomic
 

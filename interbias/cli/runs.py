@@ -26,8 +26,8 @@ def inventory(
 ) -> None:
     """One row per run: experiment, corpus, encoders, cells, scored rows, trials, and the pooled
     EER, minDCF and AUC (mean ± SD over the run's results rows)."""
-    from interbias.analysis.inventory import display
-    from interbias.analysis.inventory import inventory as build
+    from interbias.analysis.across.inventory import display
+    from interbias.analysis.across.inventory import inventory as build
     from interbias.run.outputs import check_output, csv_header
     from interbias.utils import atomic
 

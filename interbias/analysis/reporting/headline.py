@@ -2,8 +2,8 @@
 the resolved effects as sentences (largest harm first) and the unresolved ones with the
 smallest effect the run could have detected (the planner's MDE at power 0.8 and alpha/m, the
 level resolved needs: the same figures as ``interbias plan``), and the cells as a conditions × models pivot with intervals. Effects, p-values and the
-family: :mod:`interbias.analysis.effects`, :mod:`interbias.analysis.multiplicity`; the answer
-lines that open the report: :mod:`interbias.analysis.answer`.
+family: :mod:`interbias.analysis.effects`, :mod:`interbias.analysis.stats.multiplicity`; the answer
+lines that open the report: :mod:`interbias.analysis.reporting.answer`.
 
 One unit everywhere: metric values and their differences are fractions of the metric's own
 scale, three decimals (EER 0.050 = 5 %; a difference of 0.010 = one percentage point); p-values
@@ -20,8 +20,8 @@ import pandas as pd
 
 from interbias.analysis import planner
 from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
-from interbias.analysis.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
-from interbias.analysis.numbers import p_text
+from interbias.analysis.reporting.numbers import p_text
+from interbias.analysis.stats.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
 from interbias.metrics.registry import names
 

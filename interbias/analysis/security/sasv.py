@@ -94,7 +94,7 @@ def min_t_dcf_of_files(
     """min t-DCF of a CM score file (bonafide|spoof) in tandem with the ASV system of an ASV
     score file (target|nontarget|spoof): the ASV's error rates (accept >= threshold) at its bona
     fide EER threshold placed by ``asv_threshold`` (:func:`asv_threshold_of`)."""
-    from interbias.analysis.cm import read_cm_scores
+    from interbias.analysis.security.cm import read_cm_scores
 
     asv = read_sasv_scores(asv_path)
     tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)
@@ -115,7 +115,7 @@ def t_eer_of_files(asv_path: Path, cm_path: Path) -> dict[str, float | int | str
     """Concurrent t-EER (:func:`interbias.metrics.sasv.t_eer`) of a CM score file (bonafide|spoof)
     in tandem with the ASV system of an ASV score file (target|nontarget|spoof), with the
     operating point (thresholds, tandem rates) and the trial counts."""
-    from interbias.analysis.cm import read_cm_scores
+    from interbias.analysis.security.cm import read_cm_scores
 
     asv = read_sasv_scores(asv_path)
     tar, non, spf = (asv.loc[asv["key"] == k, "score"].to_numpy() for k in KEYS)

@@ -30,8 +30,8 @@ def cm_analyses(run: RunDir, scores: pd.DataFrame, ctx: dict[str, Any]) -> dict[
 
 def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd.DataFrame:
     """Write every analysis file of a CM run into ``folder``; returns the results frame."""
-    from interbias.analysis import cm_fairness as cf
-    from interbias.analysis.cm_track1 import run_table
+    from interbias.analysis.security import cm_fairness as cf
+    from interbias.analysis.security.cm_track1 import run_table
 
     exp, spec = ctx["exp"], ctx["spec"]
     factors, ref, rows = grid(exp)
@@ -59,7 +59,7 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
 
 def results_frame(ev: pd.DataFrame, thresholds: dict, boots: dict, ctx: dict[str, Any]) -> pd.DataFrame:
     """One row per model × cell: CM EER on eval (with its bootstrap interval) and provenance."""
-    from interbias.analysis.cm_fairness import interval, labels01
+    from interbias.analysis.security.cm_fairness import interval, labels01
     from interbias.metrics import verification as metrics
     from interbias.run.results import revision
 
@@ -120,7 +120,7 @@ def gap_figure(path: Path, tables: pd.DataFrame) -> str:
 
 def report_section(exp: Any, results: pd.DataFrame, tables: pd.DataFrame, inter: pd.DataFrame, figure: str) -> str:
     """The Markdown report section: EER per cell, Tables I–V, interaction contrasts, the figure."""
-    from interbias.analysis.cm_fairness import fmt_value, markdown_tables
+    from interbias.analysis.security.cm_fairness import fmt_value, markdown_tables
 
     lines = [f"## Countermeasure fairness under compound conditions ({exp.name})", ""]
     lines += [

@@ -8,7 +8,7 @@ the macro average); the macro column is the mean of an encoder's columns.
 Rank: computed on the macro over the columns every ranked encoder has (``common``). For two
 encoders, ``observed_diff`` = macro(a) − macro(b) on the data, and the paired difference of
 their macro replicates gives a percentile interval (``lo``, ``hi``), an SE and a two-sided
-p-value (:mod:`interbias.analysis.multiplicity`: Wald test with the bootstrap SE). Replicates
+p-value (:mod:`interbias.analysis.stats.multiplicity`: Wald test with the bootstrap SE). Replicates
 are paired within a trial list (the same speaker resample for every encoder); replicate ``b``
 of every run uses the same seed, so across trial lists the resamples are not independent
 draws (they pick the same positions where speaker blocks have the same sizes): a column
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from interbias.analysis import multiplicity
-from interbias.analysis.bootstrap import percentile_ci
-from interbias.analysis.runs import RunAnalysis, experiment_replicates
+from interbias.analysis.across.runs import RunAnalysis, experiment_replicates
+from interbias.analysis.stats import multiplicity
+from interbias.analysis.stats.bootstrap import percentile_ci
 
 
 @dataclass(frozen=True)

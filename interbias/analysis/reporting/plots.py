@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
-from interbias.analysis.numbers import signed
+from interbias.analysis.reporting.numbers import signed
 from interbias.metrics.registry import chance_levels
 
 _DET_TICKS = np.array([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99])

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from interbias.analysis import multiplicity
 from interbias.analysis.planner import findings_df
+from interbias.analysis.stats import multiplicity
 from interbias.utils.errors import AnalysisError
 
 #: Columns :func:`tost` adds to a findings table.
@@ -57,8 +57,8 @@ def tost(frame: pd.DataFrame, margin: float, alpha: float, method: str = "holm")
 
 def lines(frame: pd.DataFrame, margin: float, method: str) -> list[str]:
     """Per model and kind: how many effects are shown within ±``margin`` after ``method``."""
-    from interbias.analysis.answer import WORDS
-    from interbias.analysis.headline import kinds_of, num
+    from interbias.analysis.reporting.answer import WORDS
+    from interbias.analysis.reporting.headline import kinds_of, num
 
     out = []
     for model, grp in frame.groupby("model", sort=False):

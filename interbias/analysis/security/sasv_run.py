@@ -22,7 +22,7 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
   :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs);
 - ``cm_gain`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost) with the 95 % percentile
   interval ``cm_gain_lo``/``cm_gain_hi`` of a speaker-cluster bootstrap
-  (:class:`interbias.analysis.bootstrap.Resampler`, :data:`N_BOOT` replicates, the same resample
+  (:class:`interbias.analysis.stats.bootstrap.Resampler`, :data:`N_BOOT` replicates, the same resample
   for both terms, the calibrations held fixed; :func:`interbias.metrics.sasv.a_dcf_weighted`) and
   ``cm_gain_resolved`` (the interval excludes 0). Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.fairness_stats import pair_groups
-from interbias.analysis.numbers import format_value, signed
-from interbias.analysis.report_document import Report
+from interbias.analysis.reporting.document import Report
+from interbias.analysis.reporting.numbers import format_value, signed
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import ADCFCost, a_dcf, a_dcf_weighted

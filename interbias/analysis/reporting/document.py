@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.analysis import plots
-from interbias.analysis.numbers import format_value
+from interbias.analysis.reporting import plots
+from interbias.analysis.reporting.numbers import format_value
 from interbias.utils import atomic
 
 #: Tables with more rows than this are collapsed.

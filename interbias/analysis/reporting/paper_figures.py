@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from interbias.analysis.plots import legend_outside, new_figure
+from interbias.analysis.reporting.plots import legend_outside, new_figure
 
 
 def scatter_figure(contrasts: pd.DataFrame, metric: str, ceiling: float | None) -> Figure:

@@ -1,6 +1,6 @@
 """What ``interbias scores cm-eval`` computes from score and label files (the CLI parses and prints):
 ADD 2023's per-round EER and weighted EER, DSR over detectors, open-set recognition; the
-metrics themselves are in :mod:`interbias.analysis.cm` and :mod:`interbias.analysis.sasv`."""
+metrics themselves are in :mod:`interbias.analysis.security.cm` and :mod:`interbias.analysis.security.sasv`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from interbias.analysis.cm import (
+from interbias.analysis.security.cm import (
     ADD_ROUND_WEIGHTS,
     OpenSetScores,
     dsr_at_eer,
@@ -70,7 +70,7 @@ def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, A
 
 
 def dsr_of_files(paths: Sequence[Path], attack: str | None = None) -> dict[str, Any]:
-    """DSR (:func:`interbias.analysis.cm.dsr_at_eer`) of one score file per detector; ``attack``
+    """DSR (:func:`interbias.analysis.security.cm.dsr_at_eer`) of one score file per detector; ``attack``
     COLUMN=VALUE selects the attack samples (default: every spoof sample)."""
     sets, masks = [], []
     for path in paths:

@@ -167,7 +167,7 @@ def summary_table(a: Analysis) -> str | None:
 
 
 def models_table(a: Analysis) -> str | None:
-    from interbias.analysis.headline import cell_pivot
+    from interbias.analysis.reporting.headline import cell_pivot
 
     frame = cell_pivot(a)
     if frame is None or not len(frame):
@@ -207,7 +207,7 @@ def gaps_table(a: Analysis) -> str | None:
 def grid_tables(a: Analysis) -> str | None:
     """Per experiment × model the metric as a grid (rows: the first factor's levels; columns:
     the other factors' settings), each cell with its interval."""
-    from interbias.analysis.paper_tables import grids
+    from interbias.analysis.reporting.paper_tables import grids
 
     out = []
     for exp, model, grid in grids(a.results, a.options.metric, a.cells):
@@ -223,7 +223,7 @@ def grid_tables(a: Analysis) -> str | None:
 def settings_table(a: Analysis) -> str | None:
     """Table 12: per setting the observed metric and the additive prediction (means over
     encoders), the mean IE per family and the chance ceiling."""
-    from interbias.analysis.paper_tables import setting_table
+    from interbias.analysis.reporting.paper_tables import setting_table
 
     frame = setting_table(a.contrasts.contrasts, a.options.metric)
     if not len(frame):
@@ -240,7 +240,7 @@ def settings_table(a: Analysis) -> str | None:
 
 def conditions_table(a: Analysis) -> str | None:
     """Tables 14–30: per experiment and cell the metric's mean ± SD over encoders."""
-    from interbias.analysis.paper_tables import condition_table
+    from interbias.analysis.reporting.paper_tables import condition_table
 
     frame = condition_table(a.results, a.options.metric)
     if not len(frame):
@@ -284,8 +284,8 @@ def _yes_no(col: str) -> Callable[[pd.Series], str]:
 
 
 def leaderboard_table(a: Analysis) -> str | None:
-    from interbias.analysis import leaderboard as lb
-    from interbias.analysis.runs import RunAnalysis
+    from interbias.analysis.across import leaderboard as lb
+    from interbias.analysis.across.runs import RunAnalysis
 
     if a.replicates is None:
         return None

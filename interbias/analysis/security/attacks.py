@@ -3,7 +3,7 @@
 - ``attack_summary.csv``: per model, cell, kind, method, norm and budget the success rate
   (impostor: share of attacked non-targets accepted; lock-out: share of attacked targets
   rejected) over the attacked trials, mean achieved L∞, SNR and queries, and a 95 % percentile
-  interval from the speaker bootstrap (:class:`interbias.analysis.bootstrap.Resampler` over the
+  interval from the speaker bootstrap (:class:`interbias.analysis.stats.bootstrap.Resampler` over the
   attacked trials; a replicate's rate is Σ w·success / Σ w with w the trial multiplicities),
   ``unchanged`` (trials whose decision the attacked audio leaves as the clean trial's: the budget
   cannot change it) and ``kept_clean`` (trials where no iterate within the budget moved the score
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
-from interbias.analysis.multiplicity import adjust
-from interbias.analysis.plots import legend_outside, new_figure, palette, png
+from interbias.analysis.reporting.plots import legend_outside, new_figure, palette, png
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.stats.multiplicity import adjust
 from interbias.utils import atomic
 
 SUMMARY = "attack_summary.csv"
@@ -210,7 +210,7 @@ def attack_analysis(run_path: Path, resolved: dict[str, Any], *, n_boot: int = N
 
 def attack_section(folder: Path, rep: Any) -> None:
     """The report's section on the attack tables and curves, when the run wrote them."""
-    from interbias.analysis.report_document import Figure
+    from interbias.analysis.reporting.document import Figure
 
     folder = Path(folder)
     if not (folder / SUMMARY).is_file():

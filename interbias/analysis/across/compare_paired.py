@@ -40,9 +40,9 @@ import pandas as pd
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from interbias.analysis.bootstrap import MIN_BOOT, MIN_BOOT_CORRECTED, Resampler, TrialDesign
 from interbias.analysis.effects import DESIGNS, MIN_EVENTS, Correction
 from interbias.analysis.fairness_stats import holm
+from interbias.analysis.stats.bootstrap import MIN_BOOT, MIN_BOOT_CORRECTED, Resampler, TrialDesign
 from interbias.analysis.suite import design_constants
 from interbias.metrics.registry import replicable
 from interbias.metrics.weighted import metric_batch, sort_cell

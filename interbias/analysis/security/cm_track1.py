@@ -23,9 +23,9 @@ METRICS = ("min_dcf", "act_dcf", "cllr", "eer")
 
 
 def read_track1(path: Path, score_column: str | None = None) -> pd.DataFrame:
-    """The score file (:func:`interbias.analysis.cm.read_cm_frame`), its ``score`` replaced by
+    """The score file (:func:`interbias.analysis.security.cm.read_cm_frame`), its ``score`` replaced by
     ``score_column`` when given (e.g. ``log_odds`` of ``cm score``: LLR-like, for C_llr and actDCF)."""
-    from interbias.analysis.cm import read_cm_frame
+    from interbias.analysis.security.cm import read_cm_frame
 
     frame = read_cm_frame(path)
     if score_column is not None and score_column != "score":

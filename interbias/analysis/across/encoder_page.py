@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import planner
-from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
+from interbias.analysis.across.runs import RunAnalysis, experiment_replicates
 from interbias.analysis.contrasts import SLOTS
 from interbias.analysis.effects import COLUMNS as EFFECT_COLUMNS
 from interbias.analysis.gaps import population_factors
-from interbias.analysis.report_document import Report
-from interbias.analysis.runs import RunAnalysis, experiment_replicates
+from interbias.analysis.reporting.document import Report
+from interbias.analysis.stats.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
 from interbias.metrics.operating_points import P_TARGET, too_small_line
 from interbias.metrics.registry import names
 from interbias.run.rundir import RunDir
@@ -267,7 +267,7 @@ def build_page(label: str, by_metric: dict[str, list[RunAnalysis]]) -> EncoderPa
 
 def write_page(page: EncoderPage, folder: Path) -> tuple[Path, Path]:
     """``card_<label>.md`` and a self-contained ``card_<label>.html`` in ``folder``."""
-    from interbias.analysis.report_document import to_html, to_markdown
+    from interbias.analysis.reporting.document import to_html, to_markdown
     from interbias.utils import atomic
     from interbias.utils.paths import readable_slug
 

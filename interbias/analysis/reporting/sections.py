@@ -12,7 +12,7 @@ import pandas as pd
 
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
-from interbias.analysis.report_document import Figure, Report
+from interbias.analysis.reporting.document import Figure, Report
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.run.operations import kept_whole_summary, snr_summary

@@ -1,7 +1,7 @@
 """Bootstrap replicates of every results cell's metric, shared by contrasts, gaps and macros.
 
 Each cell × model gets ``B`` replicate values from the same trial weights (one resample per
-replicate for the whole run, see :mod:`interbias.analysis.bootstrap`), so any statistic built
+replicate for the whole run, see :mod:`interbias.analysis.stats.bootstrap`), so any statistic built
 from cells (IE, gap, mean over models) gets its replicates by the same arithmetic applied to
 the cells' replicates, and its percentile interval from those.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, percentile_ci
 from interbias.analysis.scored_run import CellScores, ScoredRun
+from interbias.analysis.stats.bootstrap import Resampler, percentile_ci
 from interbias.metrics.weighted import SortedCell, metric_by_class
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.utils.errors import AnalysisError

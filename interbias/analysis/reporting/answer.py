@@ -1,7 +1,7 @@
 """The answer a report opens with: the experiment's question, then per model one line per
 effect kind (how many resolved, the largest resolved harm as a sentence, and for the
 unresolved the median minimum detectable effect and the speakers per stratum a run would need
-to detect :data:`~interbias.analysis.headline.HEADLINE_EFFECT`), and a plain statement on the
+to detect :data:`~interbias.analysis.reporting.headline.HEADLINE_EFFECT`), and a plain statement on the
 experiment's central effect: the interaction for ``use: contrast``, the subgroup gap for
 ``use: gap``. Kinds are read from the findings (``main``, ``simple``, ``interaction``, ``gap``,
 or any other), so a new kind gets its line without a change here.
@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.headline import (
+from interbias.analysis.planner import median_need
+from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
     count,
@@ -30,7 +31,6 @@ from interbias.analysis.headline import (
     sentence,
     span,
 )
-from interbias.analysis.planner import median_need
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.

@@ -9,8 +9,8 @@ counts, failures, overlap warnings); figures (DET curves per cell, metric by con
 model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
 subgroup gaps; additivity validation; macro averages; the long per-cell list. A figure that cannot be drawn is listed with the reason, never left out silently.
 SNR and noise kind come from the operator parameters in ``experiment.resolved.json``.
-The document and its rendering are :mod:`~interbias.analysis.report_document`; the sections
-read from the run's other files are :mod:`~interbias.analysis.report_sections`.
+The document and its rendering are :mod:`~interbias.analysis.reporting.document`; the sections
+read from the run's other files are :mod:`~interbias.analysis.reporting.sections`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis import plots
-from interbias.analysis.answer import answer, question
-from interbias.analysis.attacks import attack_section
 from interbias.analysis.contrasts import CHANCE, SLOTS
-from interbias.analysis.headline import (
+from interbias.analysis.qmf_gap import qmf_section
+from interbias.analysis.reporting import plots
+from interbias.analysis.reporting.answer import answer, question
+from interbias.analysis.reporting.document import Report
+from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
     PERCENT,
@@ -39,10 +40,8 @@ from interbias.analysis.headline import (
     resolved_mask,
     sentence,
 )
-from interbias.analysis.paper_tables import paper_section
-from interbias.analysis.qmf_gap import qmf_section
-from interbias.analysis.report_document import Report
-from interbias.analysis.report_sections import (
+from interbias.analysis.reporting.paper_tables import paper_section
+from interbias.analysis.reporting.sections import (
     calibration_section,
     deployment_section,
     draws_section,
@@ -50,7 +49,8 @@ from interbias.analysis.report_sections import (
     operations_section,
     robustness_section,
 )
-from interbias.analysis.sasv_run import sasv_answer, sasv_section
+from interbias.analysis.security.attacks import attack_section
+from interbias.analysis.security.sasv_run import sasv_answer, sasv_section
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.experiments.schema import AcousticLevel, Experiment
 from interbias.metrics import verification as metrics

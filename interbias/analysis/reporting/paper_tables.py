@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, normalised
-from interbias.analysis.numbers import format_value
+from interbias.analysis.reporting.numbers import format_value
 
 if TYPE_CHECKING:
-    from interbias.analysis.report_document import Report
+    from interbias.analysis.reporting.document import Report
     from interbias.analysis.suite import Analysis
 
 
@@ -117,7 +117,7 @@ def condition_table(results: pd.DataFrame, metric: str) -> pd.DataFrame:
 def paper_section(a: Analysis, rep: Report) -> None:
     """The report's "Paper tables" section: the grid per model, the settings table (Table 12),
     the conditions table (Tables 14–30), Fig. 3 and the interaction figure."""
-    from interbias.analysis import paper_figures
+    from interbias.analysis.reporting import paper_figures
     from interbias.utils.paths import slug
 
     metric = a.options.metric

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import read_results
-from interbias.analysis.runs import expand
+from interbias.analysis.across.runs import expand
 from interbias.run.rundir import EXPERIMENT, TRIALS_META, RunDir
 from interbias.utils.errors import AnalysisError
 
@@ -57,13 +57,13 @@ def run_row(path: Path) -> dict:
 
 
 def inventory(paths: list[Path]) -> pd.DataFrame:
-    """One row per run found under ``paths`` (:func:`interbias.analysis.runs.expand`)."""
+    """One row per run found under ``paths`` (:func:`interbias.analysis.across.runs.expand`)."""
     return pd.DataFrame([run_row(p) for p in expand(paths)])
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
     """The inventory as printed: counts under short names, each pooled metric as ``mean ± SD``."""
-    from interbias.analysis.numbers import format_value
+    from interbias.analysis.reporting.numbers import format_value
 
     out = frame[["run", "experiment", "corpus"]].copy()
     for col in ("n_encoders", "n_cells", "n_scored_rows", "n_trials"):

@@ -68,7 +68,7 @@ def dsr_at_eer(score_sets: Sequence[tuple[np.ndarray, np.ndarray]], attack: Sequ
     ``score_sets``: per detector (scores, labels with 1 = bona fide) on one evaluation set;
     ``attack``: per detector, a mask of the attack samples (default: every spoof sample). W =
     attack samples scoring ≥ the detector's EER threshold (accepted as bona fide)."""
-    from interbias.analysis.spoofing import deception_success_rate
+    from interbias.analysis.security.spoofing import deception_success_rate
 
     wrong, sizes, thresholds = [], [], []
     for i, (s, lab) in enumerate(score_sets):
