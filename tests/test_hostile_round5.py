@@ -203,3 +203,53 @@ def test_degrade_chains_repeated_ops_as_cm_score_does(tmp_path: Path) -> None:
         ["data", "degrade", str(src), str(tmp_path / "x.wav"), "--op", "gain:gain_db=-6", "--op", "gain:gain_db=-6"],
     )
     assert res.output.startswith("gain(gain_db=-6.0)+gain(gain_db=-6.0) -> ")
+
+
+# ---- 3: FRR at FAR 1 % wherever a metric is ----------------------------------------------------
+
+
+def test_frr_at_far1_is_refused_with_its_reason_and_pooled_by_the_inventory(tmp_path: Path) -> None:
+    from interbias.metrics import registry
+
+    run = _run(tmp_path)
+    why = registry.spec("frr_at_far1").no_interval
+    assert why and "small-support" in why
+    for cmd in (["analyze", str(run)], ["runs", "leaderboard", str(run)]):
+        res = runner.invoke(app, [*cmd, "--metric", "frr_at_far1"])
+        assert res.exit_code == 1 and "Traceback" not in res.output
+        assert res.output.splitlines()[-1] == (
+            f"error: --metric 'frr_at_far1': no interval or test of it: {why}; its values are in "
+            "results.csv (runs inventory pools them); valid: eer, eer_legacy, min_dcf, act_dcf, "
+            "calibration_loss, cllr"
+        )
+    # the inventory pools every summary metric of the registry, FRR at FAR 1 % among them
+    import pandas as pd
+
+    from interbias.analysis.across.inventory import inventory
+    from interbias.metrics import verification
+
+    assert "frr_at_far1" in registry.summary_metrics()
+    from interbias.run.rundir import RunDir
+
+    results = pd.read_csv(run / "results.csv")
+    frr = []
+    for model, cell_id in zip(results["model"], results["cell"], strict=True):
+        cell = pd.read_parquet(RunDir(run).scores_path(model, cell_id))
+        frr.append(verification.frr_at_far1(cell["score"].to_numpy(), cell["label"].to_numpy(bool)))
+    results["frr_at_far1"] = frr  # as every run writes it
+    results.to_csv(run / "results.csv", index=False)
+    assert len(set(frr)) > 1
+    row = inventory([tmp_path]).iloc[0]
+    assert row["frr_at_far1"] == pytest.approx(float(np.mean(frr)), abs=1e-12)
+    assert row["frr_at_far1_sd"] == pytest.approx(float(np.std(frr, ddof=1)), abs=1e-12)
+
+
+def test_the_card_names_the_summary_metrics_it_has_no_interval_of() -> None:
+    from interbias.analysis.across.encoder_page import left_off_line
+    from interbias.metrics import registry
+
+    line = left_off_line({"eer": [], "min_dcf": []})
+    assert line == (
+        "Not on this card (no interval; runs inventory pools their values): "
+        f"auc: {registry.spec('auc').no_interval}; frr_at_far1: {registry.spec('frr_at_far1').no_interval}."
+    )

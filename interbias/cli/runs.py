@@ -25,7 +25,7 @@ def inventory(
     force: ForceOpt = False,
 ) -> None:
     """One row per run: experiment, corpus, encoders, cells, scored rows, trials, and the pooled
-    EER, minDCF and AUC (mean ± SD over the run's results rows)."""
+    EER, minDCF, AUC and FRR at FAR 1 % (mean ± SD over the run's results rows)."""
     from interbias.analysis.across.inventory import display
     from interbias.analysis.across.inventory import inventory as build
     from interbias.run.outputs import check_output, csv_header
