@@ -253,3 +253,37 @@ def test_the_card_names_the_summary_metrics_it_has_no_interval_of() -> None:
         "Not on this card (no interval; runs inventory pools their values): "
         f"auc: {registry.spec('auc').no_interval}; frr_at_far1: {registry.spec('frr_at_far1').no_interval}."
     )
+
+
+# ---- 2: E23 runs ---------------------------------------------------------------------------------
+
+
+def test_openmax_that_cannot_be_fitted_says_what_to_change() -> None:
+    """E23's failure: a recogniser that put every TTS training utterance but one in the bona fide
+    class; OpenMax cannot model a class from one sample, and says so with the remedy."""
+    from interbias.cm.openset import fit_openmax
+    from interbias.utils.errors import MetricError
+
+    classes = ("bonafide", "tts")
+    av = np.array([[3.0, 0.0]] * 58 + [[0.0, 3.0]] * 2 + [[2.5, 0.5]] * 59 + [[0.2, 2.0]])
+    av = av + 0.1 * np.random.default_rng(63).standard_normal(av.shape)
+    labels = ["bonafide"] * 60 + ["tts"] * 60
+    with pytest.raises(MetricError) as err:
+        fit_openmax(av, labels, classes)
+    assert str(err.value) == (
+        "OpenMax fit: class 'tts' has 1 correctly classified training sample(s); needs 2 (the network "
+        "has not learnt the class: train it on more of its utterances or longer, e.g. train: set: "
+        "max_per_class, max_epochs)"
+    )
+
+
+def test_e23_trains_track3_on_every_known_training_utterance() -> None:
+    """The fix: the synthetic variant's recogniser sees all 96 TTS training utterances (60 left it
+    at epoch 1 with one TTS utterance classified right); the slow test runs it."""
+    import yaml
+
+    from interbias.utils.paths import conditions_dir
+
+    doc = yaml.safe_load((conditions_dir() / "E23.yaml").read_text(encoding="utf-8"))
+    track3 = next(t for t in doc["variants"]["synthetic"]["tracks"] if t["track"] == 3)
+    assert int(track3["train"]["set"]["max_per_class"]) >= 96
