@@ -287,3 +287,36 @@ def test_e23_trains_track3_on_every_known_training_utterance() -> None:
     doc = yaml.safe_load((conditions_dir() / "E23.yaml").read_text(encoding="utf-8"))
     track3 = next(t for t in doc["variants"]["synthetic"]["tracks"] if t["track"] == 3)
     assert int(track3["train"]["set"]["max_per_class"]) >= 96
+
+
+# ---- 4: impossible question effects refused at validate ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("effect", "message"),
+    [
+        (
+            "noise gap",
+            "'noise gap': a gap is between the levels of a population factor and 'noise' is acoustic; "
+            "population factors: gender",
+        ),
+        ("gender × gender", "'gender × gender' names 'gender' twice; an interaction is between different factors"),
+        ("noise x noise", "'noise x noise' names 'noise' twice; an interaction is between different factors"),
+    ],
+)
+def test_impossible_question_effects_are_refused_with_the_reason(tmp_path: Path, effect: str, message: str) -> None:
+    from conftest import tiny_experiment
+
+    exp = tiny_experiment(tmp_path, question={"text": "Does it?", "effects": [effect]})
+    res = runner.invoke(app, ["validate", str(exp)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.splitlines() == [f"error: {exp}: {exp.name}: question.effects: {message}", "0 of 1 file(s) valid"]
+
+
+def test_possible_question_effects_still_validate(tmp_path: Path) -> None:
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+
+    exp = tiny_experiment(tmp_path, question={"text": "Does it?", "effects": ["gender gap", "gender × noise", "noise"]})
+    assert [e.kind for e in load_experiment(exp).key_effects] == ["gap", "interaction", "main"]
