@@ -320,3 +320,66 @@ def test_possible_question_effects_still_validate(tmp_path: Path) -> None:
 
     exp = tiny_experiment(tmp_path, question={"text": "Does it?", "effects": ["gender gap", "gender × noise", "noise"]})
     assert [e.kind for e in load_experiment(exp).key_effects] == ["gap", "interaction", "main"]
+
+
+# ---- 6: huge counts: the memory they imply, before the work -------------------------------------
+
+
+def test_a_huge_bootstrap_or_permutation_count_is_one_line_with_its_memory(tmp_path: Path) -> None:
+    from interbias.utils.budget import available_bytes
+
+    run = _run(tmp_path)
+    trials = len(__import__("pandas").read_parquet(run / "trials.parquet"))
+    for cmd, flag, each in (
+        (
+            ["analyze", str(run)],
+            "--bootstrap",
+            f"a count per speaker and a weight per trial, (8 + {trials:,}) × 8 bytes each",
+        ),
+        (
+            ["analyze", str(run), "--bootstrap", "0"],
+            "--permutations",
+            f"a group weight per trial, {trials:,} × 8 bytes each",
+        ),
+    ):
+        res = runner.invoke(app, [*cmd, flag, "1000000000"])
+        assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+        last = res.output.splitlines()[-1]
+        assert last.startswith(f"error: {flag} 1,000,000,000: needs at least "), last
+        assert f"of memory ({each}); this machine has " in last, last
+        assert available_bytes() > 0
+    # the fairness report's speaker bootstrap (its own resampler)
+    from interbias.analysis.fairness_cluster import SpeakerBootstrap
+    from interbias.utils.errors import AnalysisError
+
+    spk = np.array(["a", "b", "c", "d"])
+    message = r"^--bootstrap 1,000,000,000: needs at least .* \(a count per speaker and a draw per speaker, 2 × 4 × 8 bytes each\)"
+    with pytest.raises(AnalysisError, match=message):
+        SpeakerBootstrap.draw(
+            spk, spk[::-1], np.array(["f", "f", "m", "m"]), n_boot=10**9, rng=np.random.default_rng(0)
+        )
+
+
+def test_check_memory_states_the_implied_memory_and_what_fits() -> None:
+    from interbias.utils.budget import GIB, check_memory
+
+    check_memory("--bootstrap", 1000, 8 * 2000, "w", available=GIB)  # 16 MB fits
+    with pytest.raises(ConfigError) as err:
+        check_memory("--bootstrap", 10**9, 8 * 34, "a weight per trial, 34 × 8 bytes", available=16 * GIB)
+    assert str(err.value) == (
+        "--bootstrap 1,000,000,000: needs at least 253 GiB of memory (a weight per trial, 34 × 8 bytes each); "
+        "this machine has 16 GiB free, enough for at most 63,161,283"
+    )
+
+
+def test_repair_hidden_and_batch_are_checked_before_torch_allocates() -> None:
+    from interbias.repair.orca import OrcaConfig, check_sizes
+    from interbias.utils.errors import AnalysisError
+
+    check_sizes(192, OrcaConfig())
+    for key, message in (
+        ("hidden", "--set hidden 1,000,000,000: needs at least"),
+        ("batch", "--set batch 1,000,000,000"),
+    ):
+        with pytest.raises(AnalysisError, match=message):
+            check_sizes(192, OrcaConfig(**{key: 10**9}))
