@@ -383,3 +383,17 @@ def test_repair_hidden_and_batch_are_checked_before_torch_allocates() -> None:
     ):
         with pytest.raises(AnalysisError, match=message):
             check_sizes(192, OrcaConfig(**{key: 10**9}))
+
+
+def test_jobs_above_two_per_core_are_capped_with_a_note() -> None:
+    from interbias.embedding.jobs import jobs_note, max_jobs, usable_cores
+    from interbias.embedding.local import LocalExecutor
+
+    assert max_jobs() == 2 * usable_cores()
+    assert LocalExecutor(jobs=999).resolve_jobs(10**6) == max_jobs()
+    assert LocalExecutor(jobs=1).resolve_jobs(10**6) == 1
+    assert jobs_note(max_jobs()) is None
+    assert jobs_note(999) == (
+        f"note: --jobs 999 is more than 2 per usable core ({usable_cores()} here): using at most "
+        f"{max_jobs()} worker(s), each with its own copy of the encoders"
+    )

@@ -139,6 +139,10 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
+    from interbias.embedding.jobs import jobs_note
+
+    if jobs_note(jobs):
+        typer.echo(jobs_note(jobs), err=True)
     from interbias.run.conductor import RunOptions
     from interbias.run.preflight import experiment_for_run
     from interbias.run.tasks import run_experiment

@@ -41,6 +41,26 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+#: Most worker processes per usable core: each holds its own copy of the encoders (hundreds of MB),
+#: and more than two per core only wait for the cores.
+JOBS_PER_CORE = 2
+
+
+def max_jobs() -> int:
+    """The most worker processes ``--jobs`` starts: :data:`JOBS_PER_CORE` per usable core."""
+    return JOBS_PER_CORE * usable_cores()
+
+
+def jobs_note(asked: int | None) -> str | None:
+    """The note a ``--jobs`` above :func:`max_jobs` gets (``None`` when within it)."""
+    if asked is None or asked <= max_jobs():
+        return None
+    return (
+        f"note: --jobs {asked:,} is more than {JOBS_PER_CORE} per usable core ({usable_cores()} here): "
+        f"using at most {max_jobs()} worker(s), each with its own copy of the encoders"
+    )
+
+
 @dataclass
 class PoolSpec(Generic[U, R]):
     """How to run units: ``fn(unit)`` in ``jobs`` processes set up by ``initializer(*initargs)``;
