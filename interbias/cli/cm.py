@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -194,6 +194,21 @@ MinRegionOption = Annotated[
 ]
 
 
+def _write_scores(out: Path, doc: dict, table: Any, *, force: bool, inputs: list[Path]) -> None:
+    """``cm score --out``: JSON (the whole document) or CSV (the table), through the output guard."""
+    from interbias.run.outputs import check_output, csv_header, json_header
+    from interbias.utils import atomic
+
+    text = json.dumps(doc, indent=2) + "\n"
+    check_output(
+        out, force=force, inputs=inputs, header=json_header(text) if out.suffix == ".json" else csv_header(table)
+    )
+    if out.suffix == ".json":
+        atomic.write_text(out, text)
+    else:
+        atomic.write_csv(out, table)
+
+
 @cm_app.command(
     "score",
     epilog="Example: interbias cm score AASIST a.flac b.wav --out scores.csv",
@@ -243,8 +258,6 @@ def score(
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
-    from interbias.run.outputs import check_output, csv_header, json_header
-    from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
 
@@ -263,14 +276,8 @@ def score(
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
-    text = json.dumps(doc, indent=2) + "\n"
     if out is not None:
-        first = json_header(text) if out.suffix == ".json" else csv_header(table)
-        check_output(out, force=force, inputs=[*(files or []), *([manifest] if manifest else [])], header=first)
-    if out is not None and out.suffix == ".json":
-        atomic.write_text(out, text)
-    elif out is not None:
-        atomic.write_csv(out, table)
+        _write_scores(out, doc, table, force=force, inputs=[*(files or []), *([manifest] if manifest else [])])
     elif as_json:
         typer.echo(json.dumps(doc, indent=2))
     else:

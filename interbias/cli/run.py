@@ -86,6 +86,14 @@ ManifestOption = Annotated[
         "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
     ),
 ]
+TrimSilenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--trim-silence",
+        help="Trim leading and trailing digital silence from every input before its checks "
+        "(sets frontend.trim_silence; in the cache key and run.json).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -113,6 +121,7 @@ def run(
         Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
     ] = None,
     trials: TrialsOption = None,
+    trim_silence: TrimSilenceOption = False,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,
@@ -139,10 +148,7 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
-    from interbias.embedding.jobs import jobs_note
-
-    if jobs_note(jobs):
-        typer.echo(jobs_note(jobs), err=True)
+    _note_jobs(jobs)
     from interbias.run.conductor import RunOptions
     from interbias.run.preflight import experiment_for_run
     from interbias.run.tasks import run_experiment
@@ -164,6 +170,7 @@ def run(
         data_root=data_root,
         trials=trials,
         trials_format=trials_format,
+        trim_silence=trim_silence,
         executor=executor,
         address=address,
         plan=plan,
@@ -291,3 +298,12 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _note_jobs(jobs: int | None) -> None:
+    """Say on stderr that a ``--jobs`` above the cap is capped (:func:`interbias.embedding.jobs.jobs_note`)."""
+    from interbias.embedding.jobs import jobs_note
+
+    note = jobs_note(jobs)
+    if note:
+        typer.echo(note, err=True)

@@ -19,7 +19,7 @@ from interbias.utils.registry import Registry
 #: The units of an error-rate metric, as the report states them.
 FRACTION = "fractions; 0.01 = one percentage point"
 #: Cell-interval rules: the percentile interval, or the reflected one (for a minimum over
-#: thresholds, whose replicates are biased low; see :func:`interbias.analysis.bootstrap.reflected_ci`).
+#: thresholds, whose replicates are biased low; see :func:`interbias.analysis.stats.bootstrap.reflected_ci`).
 INTERVALS = ("percentile", "reflected")
 
 
@@ -60,6 +60,9 @@ class MetricSpec:
     #: Why it has no weighted twin (no interval, test or ``analyze --metric``), in words the
     #: commands that refuse it print; ``None`` when it has one or is calibrated.
     no_interval: str | None = None
+    #: The fixed target prior a detection-cost metric is read at (min_dcf: 0.01); ``None`` for a
+    #: calibrated metric (read at its calibration's operating point) or one without a prior.
+    p_target: float | None = None
 
     def __post_init__(self) -> None:
         if self.interval not in INTERVALS:

@@ -165,6 +165,7 @@ register(
         column=True,
         draw_sd=True,
         summary=True,
+        p_target=verification.P_TARGET,
     )
 )
 AUC_WHY = "the bootstrap form of AUC is not built (and higher is better)"

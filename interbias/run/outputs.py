@@ -108,11 +108,15 @@ RUN_FILES = frozenset(
 )
 
 
-def check_output_folder(folder: Path, names: Iterable[str], *, force: bool = False, option: str = "--out") -> None:
+def check_output_folder(
+    folder: Path | None, names: Iterable[str], *, force: bool = False, option: str = "--out"
+) -> None:
     """Refuse (:class:`ConfigError`) to write files ``names`` into ``folder`` when it is a run
     directory that already holds one of them as a file of its own layout (:data:`RUN_FILES`,
     e.g. fairness.csv), unless ``force``: ``run`` wrote it, and a command's other settings
-    (another threshold) would replace it without a word."""
+    (another threshold) would replace it without a word. ``None`` (no folder asked for) passes."""
+    if folder is None:
+        return
     folder = Path(folder)
     if force or not (folder / rundir.RUN_JSON).is_file():
         return

@@ -1,6 +1,7 @@
 """Paper-ready LaTeX tables of one analysed run (``interbias report --latex``).
 
-Writes ``tables/<name>.tex`` (one booktabs ``table`` each, to ``\\input`` into a paper) and
+Writes ``tables/<name>.tex`` (one booktabs ``table`` each, a ``longtable`` past
+:data:`LONG_ROWS` rows, to ``\\input`` into a paper) and
 ``tables.tex`` (a standalone document that inputs them all, to check they compile):
 
 - ``contrasts``: the interaction effect per model and contrast, over the settings with all
@@ -97,21 +98,57 @@ def with_ci(col: str, header: str | None = None) -> Col:
     return Col(escape(header or col), lambda r: interval(r.get(col), r.get(f"{col}_lo"), r.get(f"{col}_hi")))
 
 
+#: Tables with more rows than this are a ``longtable`` that breaks across pages (a ``table``
+#: float of 228 rows cannot be typeset on one page).
+LONG_ROWS = 40
+
+
 def booktabs(frame: pd.DataFrame, cols: Sequence[Col], caption: str, label: str) -> str:
-    """A ``table`` environment with a booktabs ``tabular`` of ``frame``'s rows."""
+    """A ``table`` environment with a booktabs ``tabular`` of ``frame``'s rows, or a booktabs
+    ``longtable`` (header repeated on every page) when it has more than :data:`LONG_ROWS` rows."""
+    header = [r"\toprule", " & ".join(c.header for c in cols) + r" \\", r"\midrule"]
+    rows = [" & ".join(c.cell(row) for c in cols) + r" \\" for _, row in frame.iterrows()]
+    spec = "".join(c.align for c in cols)
+    if len(rows) > LONG_ROWS:
+        return longtable(spec, len(cols), header, rows, caption, label)
     lines = [
         r"\begin{table}[htbp]",
         r"\centering",
         r"\small",
         rf"\caption{{{caption}}}",
         rf"\label{{tab:{label}}}",
-        r"\begin{tabular}{" + "".join(c.align for c in cols) + "}",
-        r"\toprule",
-        " & ".join(c.header for c in cols) + r" \\",
-        r"\midrule",
+        r"\begin{tabular}{" + spec + "}",
+        *header,
     ]
-    lines += [" & ".join(c.cell(row) for c in cols) + r" \\" for _, row in frame.iterrows()]
+    lines += rows
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def longtable(spec: str, n: int, header: list[str], rows: list[str], caption: str, label: str) -> str:
+    """A booktabs ``longtable``: caption and header on the first page, the header again under a
+    "continued" line on the next ones; ``n`` columns (needs ``\\usepackage{longtable}``, as
+    tables.tex has)."""
+    lines = [
+        r"% a longtable: \usepackage{longtable} and \usepackage{booktabs} in the preamble",
+        r"\begingroup\small",
+        r"\begin{longtable}{" + spec + "}",
+        rf"\caption{{{caption}}}\label{{tab:{label}}}\\",
+        *header,
+        r"\endfirsthead",
+        rf"\multicolumn{{{n}}}{{l}}{{\itshape Table \thetable, continued}}\\",
+        *header,
+        r"\endhead",
+        r"\midrule",
+        rf"\multicolumn{{{n}}}{{r}}{{\itshape continued on the next page}}\\",
+        r"\endfoot",
+        r"\bottomrule",
+        r"\endlastfoot",
+        *rows,
+        r"\end{longtable}",
+        r"\endgroup",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -321,6 +358,7 @@ PREAMBLE = r"""\documentclass{article}
 \usepackage[T1]{fontenc}
 \usepackage[utf8]{inputenc}
 \usepackage{booktabs}
+\usepackage{longtable}
 \usepackage[margin=1.5cm,landscape]{geometry}
 \begin{document}
 """

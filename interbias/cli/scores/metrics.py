@@ -9,9 +9,10 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
+from interbias.cli.scores import scores_app
 from interbias.metrics.verification import P_TARGET
 from interbias.run.measured import SV_LINE, read_score_file
 from interbias.utils.errors import MetricError
@@ -24,7 +25,7 @@ def read_scores(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return frame["score"].to_numpy(np.float64), frame["label"].to_numpy(np.int8)
 
 
-@app.command(epilog="Example: interbias scores metrics scores.txt --json")
+@scores_app.command(epilog="Example: interbias scores metrics scores.txt --json")
 @guarded
 def metrics(
     scores: Annotated[Path, typer.Argument(help="CSV with score,label or 'enrol test score target|nontarget'.")],

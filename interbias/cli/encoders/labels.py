@@ -8,13 +8,14 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.encoders import encoders_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.utils.errors import see_docs
 
 
-@app.command("encoders", epilog="Example: interbias encoders list --json")
+@encoders_app.command("list", epilog="Example: interbias encoders list --json")
 @guarded
 def list_encoders(as_json: JsonOpt = False) -> None:
     """Every encoder label: family, backend, dimension, whether its files are here, and where."""
@@ -37,7 +38,7 @@ def list_encoders(as_json: JsonOpt = False) -> None:
         typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias encoders fetch`")
 
 
-@app.command(epilog="Example: interbias encoders embed a.wav b.wav --encoder CAM++")
+@encoders_app.command(epilog="Example: interbias encoders embed a.wav b.wav --encoder CAM++")
 @guarded
 def embed(
     wavs: Annotated[list[Path], typer.Argument(help="Audio files (any format the front end decodes).")],

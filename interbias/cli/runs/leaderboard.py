@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.analyze import MetricOpt, SeedOpt
 from interbias.cli.numeric import check_numbers
+from interbias.cli.runs import runs_app
 from interbias.cli.tables import print_frame
 
 
-@app.command(epilog="Example: interbias runs leaderboard results/ --out leaderboard")
+@runs_app.command(epilog="Example: interbias runs leaderboard results/ --out leaderboard")
 @guarded
 def leaderboard(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or a folder of runs.")],

@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
+from interbias.cli.scores import scores_app
 from interbias.cli.tables import print_frame
 
 cm_app = typer.Typer(
@@ -20,7 +21,7 @@ cm_app = typer.Typer(
     no_args_is_help=True,
     epilog="Example: interbias scores cm-eval eer round1.csv round2.csv",
 )
-app.add_typer(cm_app, name="cm-eval")
+scores_app.add_typer(cm_app, name="cm-eval")
 
 
 @cm_app.command("eer", epilog="Example: interbias scores cm-eval eer round1.csv round2.csv --weights 0.4,0.6")

@@ -8,11 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.data import data_app
 from interbias.cli.options import ForceOpt, JsonOpt, OpSetOpt, ParamAlias, op_settings
 
 
-@app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
+@data_app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
 @guarded
 def degrade(
     src: Annotated[Path, typer.Argument(metavar="IN", help="Input audio file (WAV, FLAC, ...).")],
@@ -66,7 +67,7 @@ def degrade(
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
 
 
-@app.command("operators", epilog="Example: interbias data operators --json")
+@data_app.command("operators", epilog="Example: interbias data operators --json")
 @guarded
 def list_operators(as_json: JsonOpt = False) -> None:
     """The degradation operators, their parameters, and what runs on this machine."""

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
+from interbias.cli.audit.source import (
+    CacheDirOpt,
+    CorpusOpt,
+    CorpusRootOpt,
+    EmbeddingsOpt,
+    GroupsOpt,
+    ManifestOpt,
+    SentencesOpt,
+)
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
@@ -28,32 +38,19 @@ NoiseOpt = Annotated[
 ]
 
 
-@app.command(epilog="Example: interbias audit geometry --encoder CAM++ --sentences 8")
+@audit_app.command(epilog="Example: interbias audit geometry --encoder CAM++ --sentences 8")
 @guarded
 def geometry(
     encoder: Annotated[
         str | None, typer.Option(help="Encoder label to embed the corpus's clean grid with (e.g. CAM++).")
     ] = None,
-    embeddings: Annotated[
-        Path | None,
-        typer.Option(
-            help="A CSV/parquet table instead of an encoder: columns e0..e{d-1} (embedding), text, voice, "
-            "style and the --groups columns (constant within each voice)."
-        ),
-    ] = None,
-    corpus: Annotated[str, typer.Option(help="Corpus to embed (a factorial text × voice × style grid).")] = "synthetic",
-    corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
-    manifest: Annotated[
-        Path | None, typer.Option(help="A manifest file (CSV/JSONL with speaker, text, style) instead of --corpus.")
-    ] = None,
+    embeddings: EmbeddingsOpt = None,
+    corpus: CorpusOpt = "synthetic",
+    corpus_root: CorpusRootOpt = None,
+    manifest: ManifestOpt = None,
     layer: Annotated[int | None, typer.Option(help="Layer N, passed to encoders that take one (SSL).")] = None,
-    sentences: Annotated[
-        int | None,
-        typer.Option(help="Use only the first N sentences (all voices and styles: still balanced)."),
-    ] = None,
-    groups: Annotated[
-        str, typer.Option(help="Comma-separated voice-level group attributes for F_{a|g} and Γ.")
-    ] = "gender,age_band,accent",
+    sentences: SentencesOpt = None,
+    groups: GroupsOpt = "gender,age_band,accent",
     out: Annotated[Path, typer.Option(help="Output folder (geometry.csv, geometry.json, geometry.png).")] = Path(
         "results/geometry"
     ),
@@ -67,7 +64,7 @@ def geometry(
     save_embeddings: Annotated[
         bool, typer.Option("--save-embeddings", help="Also write the grid as an --embeddings parquet table.")
     ] = False,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    cache_dir: CacheDirOpt = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     encoders: EncodersOpt = None,
     layers: LayersOpt = None,

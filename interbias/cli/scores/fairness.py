@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
+from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
-@app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
+@scores_app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
     scores: Annotated[
@@ -85,8 +86,7 @@ def fairness(
     from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
     from interbias.utils.errors import AnalysisError
 
-    if out is not None:
-        check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
+    check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
 
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:

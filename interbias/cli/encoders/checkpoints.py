@@ -1,4 +1,4 @@
-"""``interbias encoders fetch|verify|list``: fetch encoder checkpoints, pinned and hash-locked."""
+"""``interbias encoders fetch|verify|status``: fetch encoder checkpoints, pinned and hash-locked."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.encoders import encoders_app
 from interbias.cli.options import JsonOpt
-
-models_app = typer.Typer(
-    help="Fetch encoder checkpoints from the Hugging Face Hub into their folders, pinned in models.lock.",
-    no_args_is_help=True,
-    epilog="Example: interbias encoders fetch ECAPA-TDNN",
-)
-app.add_typer(models_app, name="models")
 
 
 def _labels(labels: list[str] | None, all_: bool, default: list[str]) -> list[str]:
@@ -33,7 +27,7 @@ def _labels(labels: list[str] | None, all_: bool, default: list[str]) -> list[st
     return list(labels)
 
 
-@models_app.command("fetch", epilog="Example: interbias encoders fetch ECAPA-TDNN WavLM-Base+")
+@encoders_app.command("fetch", epilog="Example: interbias encoders fetch ECAPA-TDNN WavLM-Base+")
 @guarded
 def fetch(
     labels: Annotated[list[str] | None, typer.Argument(help="Encoder labels (see `interbias encoders list`).")] = None,
@@ -61,7 +55,7 @@ def fetch(
             typer.echo(result.message)
 
 
-@models_app.command("verify", epilog="Example: interbias encoders verify")
+@encoders_app.command("verify", epilog="Example: interbias encoders verify")
 @guarded
 def verify(
     labels: Annotated[list[str] | None, typer.Argument(help="Labels to check (default: every locked label).")] = None,
@@ -87,7 +81,7 @@ def verify(
         raise EncoderError(f"{len(bad)} label(s) differ from {models_lock_path()}: {', '.join(bad)}")
 
 
-@models_app.command("list", epilog="Example: interbias encoders status --quick")
+@encoders_app.command("status", epilog="Example: interbias encoders status --quick")
 @guarded
 def list_models(
     as_json: JsonOpt = False,

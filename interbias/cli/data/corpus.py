@@ -9,16 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.data import data_app
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt, JsonOpt, QuietOpt
-
-corpus_app = typer.Typer(
-    help="Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
-    no_args_is_help=True,
-    epilog="Example: interbias data build synthetic",
-)
-app.add_typer(corpus_app, name="corpus")
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -29,13 +23,33 @@ def _options(pairs: list[str]) -> dict[str, Any]:
     return parse_key_values(pairs, option="--set", error=CorpusError, lists=True)
 
 
-def _print_summary(manifest: Any, *, as_json: bool) -> None:
-    from interbias.corpora.info import summarize
+def _print_summary(manifest: Any, *, as_json: bool, frontend: Any = None) -> None:
+    """The counts, then (``frontend`` given) the audio as that front end reads and judges it,
+    then the registered sections (:data:`interbias.corpora.info.INFO_SECTIONS`)."""
+    from interbias.corpora.info import info_sections, summarize
 
     summary = summarize(manifest)
+    audit = None
+    if frontend is not None:
+        from interbias.audits.corpus_audio import audit_audio
+
+        audit = audit_audio(manifest, frontend)
+    sections = info_sections(manifest)
     if as_json:
-        typer.echo(json.dumps(summary.as_dict(), indent=2))
+        extra = {"audio": audit.as_dict()} if audit is not None else {}
+        extra.update({s.key: s.data for s in sections})
+        typer.echo(json.dumps({**summary.as_dict(), **extra}, indent=2))
         return
+    _print_counts(summary)
+    if audit is not None:
+        from interbias.audits.corpus_audio import audit_lines
+
+        typer.echo("\n".join(audit_lines(audit)))
+    for s in sections:
+        typer.echo("\n".join(s.lines))
+
+
+def _print_counts(summary: Any) -> None:
     hours = "" if summary.total_duration_s is None else f", {summary.total_duration_s / 3600:.2f} h"
     typer.echo(f"{summary.name}: {summary.n_utterances} utterances, {summary.n_speakers} speakers{hours}")
     for a in summary.attributes:
@@ -48,7 +62,7 @@ def _print_summary(manifest: Any, *, as_json: bool) -> None:
             typer.echo(f"    {value:24s} {spk:6d} speakers {utt:8d} utterances")
 
 
-@corpus_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
+@data_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
 @guarded
 def build(
     name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
@@ -115,7 +129,7 @@ def build(
     _print_summary(manifest, as_json=False)
 
 
-@corpus_app.command(
+@data_app.command(
     "prepare", epilog="Example: interbias data prepare ravdess --root ~/corpora/ravdess --out ravdess.jsonl"
 )
 @guarded
@@ -154,24 +168,55 @@ def prepare(
         typer.echo("official trial lists: " + (", ".join(str(p) for p in lists) if lists else "none found in the root"))
 
 
-@corpus_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
+@data_app.command("info", epilog="Example: interbias data info ravdess.jsonl")
 @guarded
 def info(
-    manifest: Annotated[Path, typer.Argument(help="A manifest file (.jsonl or .csv).")],
+    manifest: Annotated[
+        Path, typer.Argument(help="A manifest (.csv/.jsonl) or a Lhotse recordings+supervisions pair (file or folder).")
+    ],
     as_json: JsonOpt = False,
     by: Annotated[
         str | None,
         typer.Option(help="Two attributes ROWS,COLUMNS (e.g. split,gender): speakers and utterances per pair."),
     ] = None,
+    data_root: Annotated[
+        Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(help="Judge the audio by this experiment's front end (id or YAML; default 16 kHz, 1 s)."),
+    ] = None,
+    trim_silence: Annotated[
+        bool,
+        typer.Option(
+            "--trim-silence", help="Judge it with the front end trimming digital silence, as run --trim-silence does."
+        ),
+    ] = False,
+    audio: Annotated[bool, typer.Option(help="Read the audio (--no-audio: the counts only).")] = True,
 ) -> None:
-    """Count speakers and utterances per value of every speaker and recording attribute; with
-    --by A,B per pair of values of A and B (e.g. split × gender: speakers per split and gender)."""
-    from interbias.corpora.manifest import Manifest
+    """Count speakers and utterances per value of every attribute, then read every utterance as
+    a run would: durations, sample rates, channels, clipping, digital-silence padding, and each
+    utterance the front end will refuse, with its reason. With --by A,B: speakers and
+    utterances per pair of values of A and B (e.g. split × gender), no audio."""
+    from interbias.corpora.info import read_for_info
 
-    if by is None:
-        _print_summary(Manifest.read(manifest), as_json=as_json)
+    read = read_for_info(manifest, root=data_root)
+    if by is not None:
+        _print_crosstab(read, by, as_json=as_json)
         return
-    _print_crosstab(Manifest.read(manifest), by, as_json=as_json)
+    _print_summary(read, as_json=as_json, frontend=_info_frontend(experiment, trim_silence) if audio else None)
+
+
+def _info_frontend(experiment: str | None, trim_silence: bool) -> Any:
+    from interbias.audio.frontend import FrontEnd
+
+    frontend = FrontEnd()
+    if experiment is not None:
+        from interbias.experiments.schema import find_experiment, load_experiment
+        from interbias.utils.paths import conditions_dir
+
+        frontend = load_experiment(find_experiment(experiment, conditions_dir())).frontend
+    return dataclasses.replace(frontend, trim_silence=True) if trim_silence else frontend
 
 
 def _print_crosstab(manifest: Any, by: str, *, as_json: bool) -> None:

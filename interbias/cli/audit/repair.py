@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
+from interbias.cli.audit.source import (
+    CacheDirOpt,
+    CorpusOpt,
+    CorpusRootOpt,
+    EmbeddingsOpt,
+    GroupsOpt,
+    ManifestOpt,
+    SentencesOpt,
+)
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
@@ -66,29 +76,18 @@ AblationsOpt = Annotated[
     bool,
     typer.Option("--ablations", help="Also train and audit the ablations (no-orthogonality, ..., only-sem, ...)."),
 ]
-EmbeddingsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="A CSV/parquet grid table instead of an encoder (the `interbias audit geometry --embeddings` format)."
-    ),
-]
-GroupsOpt = Annotated[
-    str, typer.Option(help="Comma-separated voice-level group attributes (split strata, sampling, Γ).")
-]
 OutOpt = Annotated[Path, typer.Option(help="Output folder (adapters, repair.csv, repair-summary.csv).")]
 
 
-@app.command(epilog=EXAMPLE)
+@audit_app.command(epilog=EXAMPLE)
 @guarded
 def repair(
     encoder: Annotated[str | None, typer.Option(help="Encoder label whose clean-grid embeddings ORCA adapts.")] = None,
     embeddings: EmbeddingsOpt = None,
-    corpus: Annotated[str, typer.Option(help="Corpus to embed (a factorial text × voice × style grid).")] = "synthetic",
-    corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
-    manifest: Annotated[
-        Path | None, typer.Option(help="A manifest file (speaker, text, style, groups) instead of --corpus.")
-    ] = None,
-    sentences: Annotated[int | None, typer.Option(help="Use only the first N sentences (still balanced).")] = None,
+    corpus: CorpusOpt = "synthetic",
+    corpus_root: CorpusRootOpt = None,
+    manifest: ManifestOpt = None,
+    sentences: SentencesOpt = None,
     groups: GroupsOpt = "gender,age_band,accent",
     out: OutOpt = Path("results/repair"),
     seed: Annotated[int, typer.Option(help="Seed of the split, the initial weights and the batches.")] = 0,
@@ -110,7 +109,7 @@ def repair(
     ablations: AblationsOpt = False,
     permutations: Annotated[int, typer.Option(help="Speaker-level permutations per attribute in the audits.")] = 100,
     no_jackknife: Annotated[bool, typer.Option("--no-jackknife", help="Skip the jackknife half-widths.")] = False,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    cache_dir: CacheDirOpt = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] for the encoder (no fallback).")] = "cpu",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
 ) -> None:

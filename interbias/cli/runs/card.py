@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.analyze import SeedOpt
 from interbias.cli.numeric import check_numbers
+from interbias.cli.runs import runs_app
 
 
-@app.command(epilog="Example: interbias runs card CAM++ results/ --out cards")
+@runs_app.command(epilog="Example: interbias runs card CAM++ results/ --out cards")
 @guarded
 def card(
     label: Annotated[str, typer.Argument(help="Encoder label as in results.csv (e.g. CAM++).")],

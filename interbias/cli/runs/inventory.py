@@ -7,13 +7,11 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.analyze import WideOpt
 from interbias.cli.options import ForceOpt
+from interbias.cli.runs import runs_app
 from interbias.cli.tables import echo_wrapped, print_frame
-
-runs_app = typer.Typer(help="Folders of runs: what they hold.", no_args_is_help=True)
-app.add_typer(runs_app, name="runs")
 
 
 @runs_app.command("inventory", epilog="Example: interbias runs inventory results/")

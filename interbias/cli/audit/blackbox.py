@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
+from interbias.cli.audit import audit_app
+from interbias.cli.audit.source import CacheDirOpt, CorpusOpt, CorpusRootOpt, GroupsOpt, ManifestOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
 from interbias.cli.tables import print_frame
@@ -19,9 +21,7 @@ blackbox_app = typer.Typer(
     epilog="Example: interbias audit blackbox prepare --corpus synthetic --out results/blackbox/protocol.csv",
     no_args_is_help=True,
 )
-app.add_typer(blackbox_app, name="blackbox")
-
-GroupsOpt = Annotated[str, typer.Option(help="Comma-separated speaker-level group attributes.")]
+audit_app.add_typer(blackbox_app, name="blackbox")
 
 
 @blackbox_app.command(
@@ -32,9 +32,9 @@ def prepare_cmd(
     out: Annotated[Path, typer.Option(help="Protocol CSV to write (one row per trial).")] = Path(
         "results/blackbox/protocol.csv"
     ),
-    corpus: Annotated[str, typer.Option(help="Corpus with speaker, text and style labels.")] = "synthetic",
-    corpus_root: Annotated[Path | None, typer.Option(help="Root folder of the corpus on disk.")] = None,
-    manifest: Annotated[Path | None, typer.Option(help="A manifest file instead of --corpus.")] = None,
+    corpus: CorpusOpt = "synthetic",
+    corpus_root: CorpusRootOpt = None,
+    manifest: ManifestOpt = None,
     groups: GroupsOpt = "gender,age_band,accent",
     reference_style: Annotated[str, typer.Option(help="Style of every enrolment and base test.")] = "neutral",
     nontargets: Annotated[int, typer.Option(help="Non-target families per enrolled speaker.")] = 2,
@@ -47,7 +47,7 @@ def prepare_cmd(
         int,
         typer.Option(help="Voice variants per family within and across groups (the voice axis; 0: none)."),
     ] = 0,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
+    cache_dir: CacheDirOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """Write the matched-pair protocol: base target/non-target trials and variants that change only

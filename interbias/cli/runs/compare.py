@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
-from interbias.cli import app, guarded
+from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.runs import runs_app
 from interbias.metrics.registry import results_columns
 from interbias.utils.keyvalue import comma_list
 
 
-@app.command(epilog="Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005")
+@runs_app.command(epilog="Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005")
 @guarded
 def compare(
     base: Annotated[Path, typer.Argument(help="Baseline results.csv.")],
