@@ -397,3 +397,79 @@ def test_jobs_above_two_per_core_are_capped_with_a_note() -> None:
         f"note: --jobs 999 is more than 2 per usable core ({usable_cores()} here): using at most "
         f"{max_jobs()} worker(s), each with its own copy of the encoders"
     )
+
+
+# ---- 7: workers end with their driver ------------------------------------------------------------
+
+DRIVER = """
+import os, sys, time
+from interbias.embedding.jobs import PoolSpec, ordered_map
+
+def nap(unit):
+    time.sleep(120)
+    return unit
+
+def ready():
+    pass
+
+if __name__ == "__main__":
+    print(os.getpid(), flush=True)
+    list(ordered_map(PoolSpec(nap, 2, ready), [1, 2, 3, 4]))
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_workers_end_when_their_driver_is_killed(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from run_helpers import REPO
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    driver = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        pid = int(driver.stdout.readline())
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline:
+            # the two spawned workers (the resource tracker is a child too: it ends on EOF)
+            workers = [c for c in _children(pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+            if len(workers) == 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) == 2, _children(pid)
+        time.sleep(1.0)  # the watchdogs are running
+        os.kill(pid, signal.SIGKILL)
+        driver.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "a worker outlived its driver by 10 s"
+    finally:
+        if driver.poll() is None:
+            driver.kill()

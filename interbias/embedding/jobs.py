@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -77,6 +78,25 @@ class PoolSpec(Generic[U, R]):
     restarts: int = field(default=0, init=False)
 
 
+#: Seconds between a worker's checks that its driver is still alive.
+WATCH_S = 1.0
+
+
+def start_worker(driver: int, initializer: Callable[..., None], *initargs: Any) -> None:
+    """A worker's first act: a daemon thread that ends the worker once its driver (process
+    ``driver``) is gone — a driver killed with SIGKILL cannot shut its pool down, and orphaned
+    workers would hold the run's stdout open and hundreds of MB each — then ``initializer``."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == driver:
+            time.sleep(WATCH_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
+    initializer(*initargs)
+
+
 def ordered_map(spec: PoolSpec[U, R], units: Sequence[U]) -> Iterator[R]:
     """``map(spec.fn, units)`` in worker processes, in order (see the module doc)."""
     queue = deque(range(len(units)))
@@ -118,7 +138,9 @@ def pool_round(
     needs next (earlier than everything running or done)."""
     limit = spec.in_flight or 2 * spec.jobs
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(spec.jobs, mp_context=ctx, initializer=spec.initializer, initargs=spec.initargs)
+    pool = ProcessPoolExecutor(
+        spec.jobs, mp_context=ctx, initializer=start_worker, initargs=(os.getpid(), spec.initializer, *spec.initargs)
+    )
     running: dict[Future[R], int] = {}
     try:
         while queue or running:
