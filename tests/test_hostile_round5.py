@@ -473,3 +473,16 @@ def test_workers_end_when_their_driver_is_killed(tmp_path: Path) -> None:
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+def test_worker_deaths_are_said_on_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from interbias.cli.run import note_restarts
+
+    (tmp_path / "run.json").write_text(json.dumps({"executor": {"jobs": 2, "worker_restarts": 33}}))
+    note_restarts(tmp_path)
+    out = capsys.readouterr().out
+    assert out.startswith("note: worker processes died 33 time(s) and their work was redone in fresh ones")
+    assert "run.json executor.worker_restarts" in out
+    (tmp_path / "run.json").write_text(json.dumps({"executor": {"jobs": 2, "worker_restarts": 0}}))
+    note_restarts(tmp_path)
+    assert capsys.readouterr().out == ""

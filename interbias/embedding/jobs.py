@@ -82,7 +82,7 @@ class PoolSpec(Generic[U, R]):
 WATCH_S = 1.0
 
 
-def start_worker(driver: int, initializer: Callable[..., None], *initargs: Any) -> None:
+def watch_driver(driver: int, initializer: Callable[..., None], *initargs: Any) -> None:
     """A worker's first act: a daemon thread that ends the worker once its driver (process
     ``driver``) is gone — a driver killed with SIGKILL cannot shut its pool down, and orphaned
     workers would hold the run's stdout open and hundreds of MB each — then ``initializer``."""
@@ -139,7 +139,7 @@ def pool_round(
     limit = spec.in_flight or 2 * spec.jobs
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(
-        spec.jobs, mp_context=ctx, initializer=start_worker, initargs=(os.getpid(), spec.initializer, *spec.initargs)
+        spec.jobs, mp_context=ctx, initializer=watch_driver, initargs=(os.getpid(), spec.initializer, *spec.initargs)
     )
     running: dict[Future[R], int] = {}
     try:
