@@ -8,6 +8,7 @@ parse, hidden from ``--help``, and say their new form on stderr."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +19,17 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress outpu
 ForceOpt = Annotated[
     bool,
     typer.Option("--force", help="Replace an existing output file this command did not write (a run's own files too)."),
+]
+#: ``run`` and ``validate``: where a manifest's relative paths resolve, and recorded noise.
+DataRootOpt = Annotated[
+    Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
+]
+NoiseDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder of recorded noise (.wav files) for the experiment's environmental-noise levels; "
+        "on a --manifest without it those levels are left out and the run and report say so."
+    ),
 ]
 #: ``--op NAME --set KEY=VALUE``: the older spelling of ``--op NAME:KEY=VALUE`` (hidden).
 OpSetOpt = Annotated[

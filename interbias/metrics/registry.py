@@ -43,6 +43,9 @@ class MetricSpec:
     calibrated: bool = False
     #: The value of scores that rank the classes at random (``None``: no such diagnostic).
     chance: float | None = None
+    #: The metric's true maximum U (``None``: unbounded or not stated): the ceiling of an
+    #: interaction IE ≤ U − prediction. Chance is not a bound (EER reaches 1 on inverted scores).
+    upper: float | None = None
     #: ``"lower"`` or ``"higher"`` is better.
     better: str = "lower"
     #: How a cell's bootstrap interval is formed (one of :data:`INTERVALS`).
@@ -129,6 +132,11 @@ def not_analysable(name: str, *, option: str = "--metric") -> str:
         where = "; its values are in results.csv (runs inventory pools them)" if s.column else ""
         return f"{option} {name!r}: no interval or test of it: {why}{where}; {valid}"
     return f"{option} {name!r}: higher is better, and gaps and damage are read as increases; {valid}"
+
+
+def upper_bounds() -> dict[str, float]:
+    """The true maximum of every metric that has one (:attr:`MetricSpec.upper`)."""
+    return {s.name: s.upper for s in specs() if s.upper is not None}
 
 
 def chance_levels() -> dict[str, float]:

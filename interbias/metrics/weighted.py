@@ -150,10 +150,26 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
 
 
 # The raw-score metrics, in results.csv column order, each beside its weighted twin.
+# EER lies in [0, 1] (1 on inverted scores): U = 1; 0.5 is the chance reference, not a bound
 register(
-    MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, rate=True, column=True, draw_sd=True, summary=True)
+    MetricSpec(
+        "eer",
+        verification.eer,
+        FRACTION,
+        _eer,
+        chance=0.5,
+        upper=1.0,
+        rate=True,
+        column=True,
+        draw_sd=True,
+        summary=True,
+    )
 )
-register(MetricSpec("eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, rate=True, column=True))
+register(
+    MetricSpec(
+        "eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, upper=1.0, rate=True, column=True
+    )
+)
 register(
     MetricSpec(
         "min_dcf",
@@ -165,6 +181,7 @@ register(
         column=True,
         draw_sd=True,
         summary=True,
+        upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
         p_target=verification.P_TARGET,
     )
 )
@@ -180,7 +197,14 @@ FRR_WHY = (
 )
 register(
     MetricSpec(
-        "frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True, summary=True, no_interval=FRR_WHY
+        "frr_at_far1",
+        verification.frr_at_far1,
+        FRACTION,
+        rate=True,
+        column=True,
+        upper=1.0,
+        summary=True,
+        no_interval=FRR_WHY,
     )
 )
 
