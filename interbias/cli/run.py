@@ -151,6 +151,7 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
+    _note_jobs(jobs)
     from interbias.run.conductor import RunOptions
     from interbias.run.tasks import experiment_for_run, run_experiment
 
@@ -281,6 +282,7 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
         echo_wrapped(
             f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
         )
+        note_restarts(outcome.run_dir)
         typer.echo(f"results: {info['results']}")  # one line: make demo reads it
         if (macro := macro_line(outcome.results)) is not None:
             echo_wrapped(glue_values(macro))
@@ -300,3 +302,27 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _note_jobs(jobs: int | None) -> None:
+    """Say on stderr that a ``--jobs`` above the cap is capped (:func:`interbias.embedding.jobs.jobs_note`)."""
+    from interbias.embedding.jobs import jobs_note
+
+    note = jobs_note(jobs)
+    if note:
+        typer.echo(note, err=True)
+
+
+def note_restarts(run_dir: Path) -> None:
+    """Say when worker processes died and were restarted (run.json ``executor.worker_restarts``):
+    the results are complete, but a run that keeps losing workers is slower and worth a look."""
+    from interbias.cli.tables import echo_wrapped
+    from interbias.run.rundir import RUN_JSON, RunDir
+
+    record = RunDir(run_dir).read_json(RUN_JSON) or {}
+    n = int((record.get("executor") or {}).get("worker_restarts") or 0)
+    if n:
+        echo_wrapped(
+            f"note: worker processes died {n} time(s) and their work was redone in fresh ones (the results are "
+            "complete; run.json executor.worker_restarts; --jobs 1 shows a failure in this process)"
+        )

@@ -201,7 +201,9 @@ def fit_openmax(
         mine = av[(labels == c) & (pred == j)]
         if len(mine) < 2:
             raise MetricError(
-                f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2"
+                f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2 "
+                "(the network has not learnt the class: train it on more of its utterances or longer, "
+                "e.g. train: set: max_per_class, max_epochs)"
             )
         mu = mine.mean(axis=0)
         d = np.sort(distances(mine, mu, distance))[::-1][:tail_size]

@@ -11,7 +11,7 @@ Key effect grammar (factor names of the experiment):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,9 +51,10 @@ class QuestionSpec:
     effects: tuple[KeyEffect, ...] = ()
 
 
-def parse_key_effect(text: Any, where: str, factors: Sequence[str] | None = None) -> KeyEffect:
-    """One entry of ``question.effects`` (``factors``: the experiment's factor names, checked
-    when given)."""
+def parse_key_effect(text: Any, where: str, factors: Sequence[str] | Mapping[str, str] | None = None) -> KeyEffect:
+    """One entry of ``question.effects`` (``factors``: the experiment's factor names, or names
+    and types, checked when given). Effects no run can report are refused with the reason: a
+    factor named twice in an interaction, a gap of a factor that is not a population factor."""
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"{where}: question.effects: each entry is text such as 'noise × vad', got {text!r}")
     raw = text.strip()
@@ -68,10 +69,21 @@ def parse_key_effect(text: Any, where: str, factors: Sequence[str] | None = None
             f"{where}: question.effects: {raw!r} names {', '.join(map(repr, unknown))}, not a factor; "
             f"factors: {', '.join(factors or [])}"
         )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{where}: question.effects: {raw!r} names {twice[0]!r} twice; an interaction is between different factors"
+        )
+    if kind == "gap" and isinstance(factors, Mapping) and factors.get(names[0]) != "population":
+        pops = [n for n, t in factors.items() if t == "population"]
+        raise ConfigError(
+            f"{where}: question.effects: {raw!r}: a gap is between the levels of a population factor and "
+            f"{names[0]!r} is {factors.get(names[0])}; population factors: {', '.join(pops) or 'none'}"
+        )
     return KeyEffect(kind, names, raw)
 
 
-def parse_question(value: Any, where: str, factors: Sequence[str] | None = None) -> QuestionSpec:
+def parse_question(value: Any, where: str, factors: Sequence[str] | Mapping[str, str] | None = None) -> QuestionSpec:
     """``question``: one line of text or ``{text, effects}`` (see the module doc)."""
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"text", "effects"})

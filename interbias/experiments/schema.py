@@ -371,7 +371,7 @@ def _seed(value: Any, where: str) -> int:
 
 def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
     """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
-    asked = parse_question(value, where, [f.name for f in factors])
+    asked = parse_question(value, where, {f.name: f.type for f in factors})
     return {"question": asked.text, "key_effects": asked.effects}
 
 

@@ -10,6 +10,7 @@ import typer
 
 from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import ForceOpt
 from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
@@ -75,12 +76,17 @@ def fairness(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
     check_numbers("scores fairness", alpha=alpha, bootstrap=bootstrap)
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
+    from interbias.run.outputs import check_output_folder
+    from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
     from interbias.utils.errors import AnalysisError
+
+    check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
 
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:
