@@ -152,6 +152,7 @@ def experiment_for_run(options: RunOptions) -> Experiment:
         find_experiment,
         load_experiment,
         resource_problems,
+        with_backend,
         with_countermeasures,
         with_data,
         with_trim_silence,
@@ -162,6 +163,8 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     exp = load_experiment(path, corpus=options.corpus)
     if options.trim_silence:
         exp = with_trim_silence(exp)
+    if options.backend is not None and not is_countermeasure(exp):
+        exp = with_backend(exp, options.backend)
     user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
     if not user_data:  # the experiment's own data: say what runs here
         named = exp.kind == "countermeasure" and tuple(options.encoders) != tuple(type(options).encoders)
