@@ -27,7 +27,29 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
-@scores_app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
+GroupOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group",
+        help="Group attribute (repeatable): a column, or enrol_COLUMN and test_COLUMN (a trial "
+        "belongs to a group when both sides do; other pairs are reported as 'mixed'); "
+        "gender×age_band crosses attributes into one grouping of crossed cells.",
+    ),
+]
+CrossOption = Annotated[
+    bool,
+    typer.Option(
+        "--cross",
+        help="Cross the --group attributes into one grouping (gender×age_band): every crossed "
+        "cell with its speakers, Holm over the crossed family.",
+    ),
+]
+
+
+@scores_app.command(
+    epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv; "
+    "crossed: interbias scores fairness RUN --group gender --group age_band --cross"
+)
 @guarded
 def fairness(
     scores: Annotated[
@@ -38,14 +60,8 @@ def fairness(
             "column(s); or a run directory with dev trials."
         ),
     ],
-    group: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--group",
-            help="Group attribute (repeatable): a column, or enrol_COLUMN and test_COLUMN (a trial "
-            "belongs to a group when both sides do; other pairs are reported as 'mixed').",
-        ),
-    ] = None,
+    group: GroupOption = None,
+    cross: CrossOption = False,
     dev: Annotated[
         Path | None, typer.Option(help="Development scores (score, label) the threshold is chosen on.")
     ] = None,
@@ -80,7 +96,11 @@ def fairness(
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
     check_numbers("scores fairness", alpha=alpha, bootstrap=bootstrap)
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
+    from interbias.analysis.fairness_cross import crossed
     from interbias.utils.errors import AnalysisError
+
+    if cross:
+        group = crossed(group or [])
 
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:
