@@ -57,7 +57,7 @@ def _files(tmp: Path) -> tuple[Path, Path]:
                             "test_speaker": t,
                             "gender": gender,
                             "age": age,
-                        }  # fmt: skip
+                        }
                     )
     frame = pd.DataFrame(rows)
     ev, dev = tmp / "eval.csv", tmp / "dev.csv"
