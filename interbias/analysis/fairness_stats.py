@@ -94,6 +94,7 @@ GROUP_TABLE = (
     SPOOF_METRIC,
     "act_dcf",
     "calibration_loss",
+    "cdet",
     "note",
 )
 COMPARISON_TABLE = (
