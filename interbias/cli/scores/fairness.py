@@ -46,10 +46,7 @@ CrossOption = Annotated[
 ]
 
 
-@scores_app.command(
-    epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv; "
-    "crossed: interbias scores fairness RUN --group gender --group age_band --cross"
-)
+@scores_app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
     scores: Annotated[
