@@ -59,6 +59,19 @@ MOVED: dict[str, str] = {
     "interbias.analysis.sasv": "interbias.analysis.security.sasv",
     "interbias.analysis.sasv_run": "interbias.analysis.security.sasv_run",
     "interbias.analysis.spoofing": "interbias.analysis.security.spoofing",
+    # the round of 2026-12-06: the CLI's folders are its nouns (cli/<noun>/)
+    "interbias.cli.blackbox": "interbias.cli.audit.blackbox",
+    "interbias.cli.card": "interbias.cli.runs.card",
+    "interbias.cli.cm_eval": "interbias.cli.scores.cm_eval",
+    "interbias.cli.compare": "interbias.cli.runs.compare",
+    "interbias.cli.corpus": "interbias.cli.data.corpus",
+    "interbias.cli.fairness": "interbias.cli.scores.fairness",
+    "interbias.cli.geometry": "interbias.cli.audit.geometry",
+    "interbias.cli.leaderboard": "interbias.cli.runs.leaderboard",
+    "interbias.cli.metrics": "interbias.cli.scores.metrics",
+    "interbias.cli.models": "interbias.cli.encoders.checkpoints",
+    "interbias.cli.operators": "interbias.cli.data.operators",
+    "interbias.cli.repair": "interbias.cli.audit.repair",
 }
 
 

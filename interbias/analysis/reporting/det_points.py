@@ -33,11 +33,16 @@ def deployed_marks(run: ScoredRun, frame: pd.DataFrame) -> dict[str, dict[str, t
     return out
 
 
-def marks_caption(marks: dict[str, dict[str, tuple[float, float]]]) -> str:
-    """The sentence the DET caption adds when curves carry the deployed point."""
+def det_caption(reference: str | None, marks: dict[str, dict[str, tuple[float, float]]]) -> str:
+    """The DET figure's caption; it says where the deployed threshold is marked, or why not."""
+    base = (
+        "Miss against false-alarm rate on normal-deviate axes: one row of panels per model, one panel per "
+        f"level named above it; the reference cell ({reference or 'none'}) dashed black in every panel. The dotted "
+        "diagonal is where the equal error rate is read; each cell's value is in the tables."
+    )
     if not marks:
-        return " No deployed threshold is marked: the run has no shared dev calibration."
-    return (
+        return base + " No deployed threshold is marked: the run has no shared dev calibration."
+    return base + (
         " A dot on each curve marks the deployed threshold (the shared dev calibration's Bayes "
         "threshold at the experiment's first operating point): that cell's (FAR, FRR) there."
     )

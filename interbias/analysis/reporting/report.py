@@ -25,7 +25,8 @@ from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
-from interbias.analysis.reporting.det_points import deployed_marks, marks_caption
+from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
+from interbias.analysis.reporting.det_points import deployed_marks, det_caption
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
@@ -132,6 +133,8 @@ def _provenance(a: Analysis, rep: Report) -> None:
         if "encoder_source" in enc.columns:
             enc["encoder_source"] = enc["encoder_source"].map(short_source)
     rep.table(enc)
+    for line in provenance_lines(rj):  # the corpus and the CMs that scored the trials
+        rep.para(line)
     trials = rj.get("trials", {})
     sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
     lines = [
@@ -252,15 +255,7 @@ def _figures(a: Analysis, rep: Report) -> None:
             curves.setdefault(r.model, []).append((r.cell, fpr, fnr, float(getattr(r, metric))))
         panels, ref = det_panels(frame)
         marks = deployed_marks(a.run, frame)
-        rep.draw(
-            "det",
-            "DET curves",
-            "Miss against false-alarm rate on normal-deviate axes: one row of panels per model, one panel per "
-            f"level named above it; the reference cell ({ref or 'none'}) dashed black in every panel. The dotted "
-            "diagonal is where the equal error rate is read; each cell's value is in the tables."
-            + marks_caption(marks),
-            lambda: plots.det_figure(curves, panels, ref, marks),
-        )
+        rep.draw("det", "DET curves", det_caption(ref, marks), lambda: plots.det_figure(curves, panels, ref, marks))
     else:
         rep.omitted.append("DET curves: need per-trial scores (trials.parquet and scores/ in the run directory)")
     cond = _condition_table(a)
@@ -545,8 +540,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     rep.toc()
     _findings(a, rep, h)
     rep.heading("About this run")
-    if resolved.get("description"):
-        rep.para(str(resolved["description"]).strip())
+    about_corpus(a.run.run_json or {}, resolved, rep)  # the description, the corpus measured, what was left out
     rep.para(
         f"Use: {resolved.get('use', 'unknown')}. "
         + (
