@@ -72,9 +72,11 @@ def test_crossed_report(tmp_path: Path) -> None:
     cells = rep.groups[rep.groups["kind"] == "group"]
     assert sorted(cells["group"]) == ["f×old", "f×young", "m×old", "m×young"]
     frame = pd.read_csv(ev)
-    for cell, n in zip(cells["group"], cells["n"], strict=True):
+    for cell, n, spk in zip(cells["group"], cells["n"], cells["speakers"], strict=True):
         g, a = cell.split("×")
-        assert n == int(((frame.gender == g) & (frame.age == a)).sum())
+        sub = frame[(frame.gender == g) & (frame.age == a)]
+        assert n == len(sub)
+        assert spk == len(set(sub.enrol_speaker) | set(sub.test_speaker)) == (3 if cell == "m×old" else 6)
     c = rep.comparisons
     assert set(c["group_by"]) == {"gender×age"}
     assert len(c.drop_duplicates(["group_a", "group_b"])) == 6  # every pair of the 4 cells
@@ -86,6 +88,13 @@ def test_crossed_report(tmp_path: Path) -> None:
     # one Holm family over the crossed comparisons
     want = holm(c.loc[c["p_value"].notna(), "p_value"].to_numpy())[0]
     np.testing.assert_allclose(c.loc[c["p_value"].notna(), "p_holm"].to_numpy(), want)
+
+
+def test_crossed_trial_z_keeps_the_minimum(tmp_path: Path) -> None:
+    ev, dev = _files(tmp_path)
+    c = fairness_for_files(ev, ["gender×age"], dev=dev, test="trial-z").comparisons
+    small = (c["group_a"] == "m×old") | (c["group_b"] == "m×old")
+    assert c.loc[small, "p_value"].isna().all() and c.loc[~small, "p_value"].notna().any()
 
 
 def test_cli_cross(tmp_path: Path) -> None:
