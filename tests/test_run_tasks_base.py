@@ -32,7 +32,7 @@ def test_a_cm_experiment_refuses_a_users_corpus_instead_of_ignoring_it(flag: str
     with pytest.raises(ConfigError) as err:
         check_own_data(exp, options)
     option = "--" + flag.replace("_", "-")
-    assert str(err.value).startswith(f"E19 is a countermeasure experiment: it scores its own corpus (")
+    assert str(err.value).startswith("E19 is a countermeasure experiment: it scores its own corpus (")
     assert f"so {option} would be ignored" in str(err.value)
 
 

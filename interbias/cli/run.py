@@ -98,6 +98,13 @@ TrimSilenceOption = Annotated[
         "(sets frontend.trim_silence; in the cache key and run.json).",
     ),
 ]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Scoring back-end: cosine, whiten+lnorm, lda+cosine or plda, fitted on the dev "
+        "split's clean embeddings (sets scoring.backend; docs/guide/backends.md).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -144,6 +151,7 @@ def run(
         ),
     ] = None,
     plan: PlanOpt = None,
+    backend: BackendOption = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
 ) -> None:
@@ -174,6 +182,7 @@ def run(
         trials_format=trials_format,
         noise_dir=noise_dir,
         trim_silence=trim_silence,
+        backend=backend,
         executor=executor,
         address=address,
         plan=plan,

@@ -74,7 +74,8 @@ def parse_key_effect(text: Any, where: str, factors: Sequence[str] | Mapping[str
         raise ConfigError(
             f"{where}: question.effects: {raw!r} names {twice[0]!r} twice; an interaction is between different factors"
         )
-    if kind == "gap" and isinstance(factors, Mapping) and factors.get(names[0]) != "population":
+    gap = raw.endswith(" gap")
+    if gap and isinstance(factors, Mapping) and factors.get(names[0]) != "population":
         pops = [n for n, t in factors.items() if t == "population"]
         raise ConfigError(
             f"{where}: question.effects: {raw!r}: a gap is between the levels of a population factor and "

@@ -85,7 +85,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}}",
+    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda}",
 }
 USES = ("contrast", "gap", "descriptive")
 
@@ -180,6 +180,8 @@ class Experiment:
         out = {k: v for k, v in self.raw.items() if k != "variants"}
         if "scoring" in out:
             out["scoring"] = resolved_scoring(out.get("scoring"), self.scoring)
+            if out["scoring"] == {} and self.raw.get("scoring"):  # it only said backend: cosine
+                del out["scoring"]
         out["variant"] = self.variant
         return out
 
@@ -333,6 +335,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         attacks=parse_attacks(raw.get("attacks"), where),
         **kind_sections(raw, where),
     )
+    check_backend(experiment, where)
     return check_attack_experiment(experiment, where)
 
 
@@ -361,6 +364,40 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
             f"{trials.enrol_utterances} (score normalisation needs one enrolment utterance per trial)"
         )
     return spec
+
+
+def check_backend(exp: Experiment, where: str) -> None:
+    """A fitted ``scoring.backend`` needs a dev split to be fitted on, and scores one
+    enrolment utterance per trial (plda), without score normalisation or attacks (both
+    score by cosine)."""
+    backend = exp.scoring.backend
+    if backend == "cosine":
+        return
+    here = f"{where}: scoring.backend: {backend}"
+    if exp.trials.dev_share is None:
+        raise ConfigError(f"{here} is fitted on the dev split's embeddings: set trials.dev_share")
+    if exp.scoring.norm != "none":
+        raise ConfigError(
+            f"{here} is not defined with scoring.norm {exp.scoring.norm} (the cohort is scored by cosine)"
+        )
+    if exp.attacks is not None:
+        raise ConfigError(f"{here} is not defined with attacks (the attack stage scores by cosine)")
+    if backend == "plda" and exp.trials.enrol_utterances > 1:
+        raise ConfigError(
+            f"{here} scores one enrolment utterance per trial (trials.enrol_utterances is "
+            f"{exp.trials.enrol_utterances})"
+        )
+
+
+def with_backend(exp: Experiment, kind: str) -> Experiment:
+    """``exp`` with ``scoring.backend: kind`` (``interbias run --backend``), checked as the YAML
+    key is; the resolved definition (run.json, the run id) shows it unless it is ``cosine``."""
+    raw = copy.deepcopy(exp.raw)
+    raw["scoring"] = {**(raw.get("scoring") or {}), "backend": kind}
+    where = exp.name
+    out = replace(exp, scoring=parse_scoring(raw["scoring"], where), raw=raw)
+    check_backend(out, where)
+    return out
 
 
 def _seed(value: Any, where: str) -> int:

@@ -36,6 +36,7 @@ from interbias.encoders import Encoder, load_encoders
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.attack_stage import check_attack_encoders, run_attacks
+from interbias.run.backend_stage import backend_record, fit_run_backends
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.run.cm_stage import load_countermeasures, run_countermeasures
@@ -93,6 +94,7 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
             # before any cell is written: a kill after it must not leave finished cells without
             # the record of what their operators did (a rerun reuses the cells and embeds nothing)
             _write_operations(ctx, work, emb)
+            ctx.backends = fit_run_backends(ctx, work, emb)
             _score(ctx, work, emb)
             try:
                 run_attacks(ctx)
@@ -211,6 +213,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                     ctx.options.max_failure_share,
                     ctx.exp.frontend.sample_rate_hz,
                     enrol=ctx.exp.scoring.enrol,
+                    backend=ctx.backends.get(enc.label),
                 )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
@@ -355,6 +358,7 @@ def _record(
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
             **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
+            **backend_record(ctx.exp.scoring.backend, ctx.backends, ctx.run),
         },
         **({"analyses": analyses.files} if analyses.files else {}),
         **({"countermeasures": cm_record} if cm_record else {}),

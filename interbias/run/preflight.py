@@ -176,9 +176,11 @@ def verification_for_run(exp: Experiment, options: RunOptions) -> Experiment:
     resources here, the failure share valid."""
     from interbias.corpora import check_runnable
     from interbias.experiments.requirements import manifest_form
-    from interbias.experiments.schema import resource_problems, with_countermeasures, with_data
+    from interbias.experiments.schema import resource_problems, with_backend, with_countermeasures, with_data
 
     own = user_data(options)
+    if options.backend is not None:  # run --backend: the scoring back-end fitted on the dev split
+        exp = with_backend(exp, options.backend)
     if options.countermeasures is not None:
         exp = with_countermeasures(exp, options.countermeasures)
     if options.manifest is not None:  # the user's corpus: levels without their recordings left out, visibly
