@@ -27,6 +27,8 @@ MOVED: dict[str, str] = {
     "interbias.cm.report": "interbias.analysis.cm_run",
     "interbias.cm.experiment": "interbias.run.tasks.countermeasure",
     "interbias.cm.tracks": "interbias.run.tasks.tracks",
+    "interbias.encoders.campplus_graph": "interbias.encoders.campplus.graph",
+    "interbias.encoders.campplus_masked": "interbias.encoders.campplus.masked",
 }
 
 

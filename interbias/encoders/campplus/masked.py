@@ -27,12 +27,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from interbias.encoders.campplus.constants import ONE_FRAME_STD, SEGMENT
 from interbias.encoders.masking import length_mask, masked_mean, masked_std, segment_means
-
-#: Frames per CAM segment (``CAMLayer.seg_pooling``'s ``seg_len``).
-SEGMENT = 100
-#: ``StatsPool``'s standard deviation for a one-frame input.
-ONE_FRAME_STD = 1e-2
 
 
 class CamPlusMasked(torch.nn.Module):
