@@ -166,6 +166,44 @@ def test_out_of_memory_halves_the_batch_counts_it_and_loses_nothing(
     assert merged.oom_retries == 6 and merged.batch_cap == {"stats": 2} and merged.samples["stats"] > 0
 
 
+class FlakyBatchEncoder(StatsEncoder):
+    """A batched path that raises once (on the first call given more than one waveform)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def embed(self, waves):  # type: ignore[override]
+        if len(waves) > 1 and self.broken:
+            self.broken = False
+            raise RuntimeError("masked path broke")
+        return super().embed(waves)
+
+
+def test_a_batch_that_fails_is_retried_one_at_a_time_counted_and_printed(tiny_corpus, tmp_path, pretend_cuda) -> None:
+    from interbias.cli.run import embedding_lines
+
+    ctx = context(tiny_corpus, tmp_path)
+    tasks = make_tasks(tiny_corpus, StatsEncoder(), 8, (Chain(),))
+    cpu = {r.uid: r.vector.tobytes() for r in T.embed_tasks(ctx, [StatsEncoder()], tasks, "cpu", T.ExecStats())}
+    enc, stats = FlakyBatchEncoder(), T.ExecStats()
+    got = list(T.embed_tasks(ctx, [enc], tasks, "cuda", stats))
+    assert {r.uid: r.vector.tobytes() for r in got} == cpu  # nothing lost: each item alone
+    assert enc.seen == [1] * 8  # after the failed batch of 8: eight calls of one
+    assert stats.batch_fallbacks == 1 and stats.oom_retries == 0
+    assert stats.fallback_reasons == {"stats": "RuntimeError: masked path broke"}
+    merged = T.ExecStats()
+    merged.merge(stats)
+    merged.merge(T.ExecStats())
+    assert merged.batch_fallbacks == 1 and merged.fallback_reasons == stats.fallback_reasons
+    info = {"embedded": 8, "from_cache": 0, "cells_reused": 0, "oom_retries": 0}
+    lines = embedding_lines({**info, "batch_fallbacks": 1, "batch_fallback_reasons": stats.fallback_reasons})
+    assert "batch fallbacks 1, out-of-memory halvings 0" in lines[0]
+    assert lines[1].startswith("warning: 1 network batch(es) failed and were embedded one at a time")
+    assert lines[1].endswith("first reason: stats: RuntimeError: masked path broke")
+    assert len(embedding_lines({**info, "batch_fallbacks": 0, "batch_fallback_reasons": {}})) == 1
+
+
 @pytest.mark.parametrize("poison_oom", [False, True])
 def test_one_failing_utterance_fails_alone_with_its_cpu_message(
     tiny_corpus, tmp_path, pretend_cuda, poison_oom

@@ -48,6 +48,8 @@ GPU_BUFFER = 1024
 #: Waveforms per ``Encoder.embed`` call on CUDA; the encoder cuts a call into network batches by
 #: its own frame budget (:meth:`interbias.encoders.Encoder.batch_groups`).
 GPU_BATCH = 256
+#: Longest reason kept for a batch that fell back to one at a time.
+FALLBACK_REASON_CHARS = 300
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,8 +125,9 @@ class ExecStats:
     thread there (all of the forward pass when torch uses one thread), both summed over
     workers, the forward passes run by remote workers (local ones are counted on the
     driver's encoders), the samples embedded per label (each waveform once per encoder, at
-    the front end's rate), and the out-of-memory halvings (:func:`embed_batch`) with the batch
-    size each label was cut to."""
+    the front end's rate), the out-of-memory halvings (:func:`embed_batch`) with the batch
+    size each label was cut to, and the batches that failed for another reason and were embedded
+    one at a time (``batch_fallbacks``; the first reason per label in ``fallback_reasons``)."""
 
     forward_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     forward_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
@@ -132,6 +135,8 @@ class ExecStats:
     samples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     oom_retries: int = 0
     batch_cap: dict[str, int] = field(default_factory=dict)
+    batch_fallbacks: int = 0
+    fallback_reasons: dict[str, str] = field(default_factory=dict)
     workers: int = 1
 
     def merge(self, other: ExecStats) -> None:
@@ -144,6 +149,9 @@ class ExecStats:
         for k, n in other.samples.items():
             self.samples[k] += n
         self.oom_retries += other.oom_retries
+        self.batch_fallbacks += other.batch_fallbacks
+        for k, why in other.fallback_reasons.items():
+            self.fallback_reasons.setdefault(k, why)
         for k, n in other.batch_cap.items():
             self.batch_cap[k] = min(n, self.batch_cap.get(k, n))
 
@@ -208,7 +216,9 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
     (``torch.cuda.OutOfMemoryError``) is halved and each half retried (counted in
     ``stats.oom_retries``; later batches of that encoder are cut to the half); any other
     failure, or out of memory on one item, retries each item alone, so one failing utterance
-    fails alone with the message it gives on CPU (failures counted, nothing dropped)."""
+    fails alone with the message it gives on CPU (failures counted, nothing dropped); a batch
+    retried so is counted in ``stats.batch_fallbacks`` with its reason (a broken batched path
+    would otherwise quietly run one at a time)."""
     fp = enc.fingerprint  # a hash: computed once per batch
     t, c = time.perf_counter(), time.thread_time()
     try:
@@ -231,6 +241,8 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
             stats.batch_cap[enc.label] = min(half, stats.batch_cap.get(enc.label, half))
             return embed_batch(enc, items[:half], stats) + embed_batch(enc, items[half:], stats)
         if len(items) > 1:
+            stats.batch_fallbacks += 1
+            stats.fallback_reasons.setdefault(enc.label, f"{type(exc).__name__}: {exc}"[:FALLBACK_REASON_CHARS])
             return [r for p in items for r in embed_batch(enc, [p], stats)]
         p = items[0]
         msg = str(exc) if isinstance(exc, EncoderError) else f"{enc.label} failed ({type(exc).__name__}: {exc})"

@@ -336,6 +336,7 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
         "forward_s": dict(stats.forward_s),
         "failed_items": emb.n_failures,
         "oom_retries": stats.oom_retries,
+        "batch_fallbacks": stats.batch_fallbacks,
     }
     header = {
         "run_id": ctx.run_id,
@@ -350,6 +351,7 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
+        **({"batch_fallback_reasons": dict(stats.fallback_reasons)} if stats.fallback_reasons else {}),
         "calibration": calibration.to_json(),
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
