@@ -37,7 +37,7 @@ from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
 from interbias.operators import Chain, OpContext
-from interbias.operators.silence import check_chain_output
+from interbias.operators.silence import check_chain_output, input_speech_db
 from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
 from interbias.utils.registry import Registry
 
@@ -171,6 +171,7 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
         front["speech_share"] = loaded.speech_share
     ready: list[Prepared] = []
     failed: list[EmbedResult] = []
+    speech_db: float | None = None  # the input's level, for every chain's near-silence check
     for chain, encs in task.chains:
         ckey = chain.key(task.exclude)
         try:
@@ -190,7 +191,9 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
                 ),
             )
             if chain.effective:
-                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz)
+                if speech_db is None:
+                    speech_db = input_speech_db(loaded.samples, loaded.sample_rate_hz)
+                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz, speech_db=speech_db)
         except OperatorError as exc:
             failed.append(EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {exc}", n_items=len(encs)))
             continue
