@@ -13,8 +13,10 @@ on a loader thread (:func:`prefetched`) while the encoders run; :func:`drive` is
 embeds prepared waveforms, shared with preparation in worker processes
 (:mod:`interbias.embedding.feed`). On CPU each waveform is embedded alone (byte-identical
 whatever else is in flight); on CUDA waveforms are handed to the encoder in length-sorted
-batches (:func:`length_batches`) from pinned host memory (:func:`pin`), a batch that runs out of
-device memory is halved and retried (:func:`embed_batch`).
+batches (:func:`ready_groups`: the encoder's network batches, a frame bucket's short last batch
+held for the next flush), each waveform copied once into the encoder's pinned batch buffer; a
+batch that runs out of device memory is halved and retried (:func:`embed_batch`), one that fails
+otherwise is retried one at a time and counted.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from interbias.audio.windows import pool, too_many_windows, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
+from interbias.encoders.batching import is_full
 from interbias.operators import Chain, OpContext
 from interbias.operators.silence import check_chain_output, input_speech_db
 from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
@@ -44,10 +47,12 @@ from interbias.utils.registry import Registry
 #: Utterances decoded ahead of the encoders by the loader thread.
 PREFETCH = 4
 #: Waveforms gathered before length-sorting them into CUDA calls (large: little padding).
-GPU_BUFFER = 1024
-#: Waveforms per ``Encoder.embed`` call on CUDA; the encoder cuts a call into network batches by
-#: its own frame budget (:meth:`interbias.encoders.Encoder.batch_groups`).
-GPU_BATCH = 256
+GPU_BUFFER = 2048
+#: Waveforms gathered before the first CUDA flush (the device starts early).
+FIRST_BUFFER = 256
+#: Waveforms per ``Encoder.embed`` call on CUDA (whole network batches; the encoder cuts a call
+#: into the same batches by its frame budget, :meth:`interbias.encoders.Encoder.batch_groups`).
+GPU_BATCH = 512
 #: Longest reason kept for a batch that fell back to one at a time.
 FALLBACK_REASON_CHARS = 300
 
@@ -288,7 +293,9 @@ def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]
 
 def pin(wave: np.ndarray, device: str) -> np.ndarray:
     """On CUDA, a copy of ``wave`` in page-locked host memory (fast, asynchronous copies to
-    the GPU); on CPU the array itself."""
+    the GPU); on CPU the array itself. The driver does not pin waveforms one by one (a masked
+    encoder copies each once into its pinned batch buffer); benchmarks feeding ``embed``
+    directly do."""
     if not device.startswith("cuda"):
         return wave
     import torch
@@ -320,45 +327,86 @@ def embed_tasks(
 ) -> Iterator[EmbedResult]:
     """Results for ``tasks`` in this process (see the module doc for CPU and CUDA)."""
 
-    def load(task: EmbedTask) -> Loaded:
-        ready, failed = prepare(ctx, task)
-        for p in ready:
-            p.wave = pin(p.wave, device)  # on the loader thread too
-        return ready, failed
+    # no per-waveform pinning: on CUDA each waveform is copied once, into the encoder's pinned
+    # batch buffer (interbias.encoders.masking.padded_waves)
+    return drive(encoders, prefetched(lambda task: prepare(ctx, task), tasks), device, stats)
 
-    return drive(encoders, prefetched(load, tasks), device, stats)
+
+def ready_groups(enc: Encoder, lengths: Sequence[int], *, final: bool) -> tuple[list[list[int]], list[int]]:
+    """(the network batches to run now, the indices held back) for waveforms of ``lengths``
+    given to ``enc`` at one flush: the encoder's batches (:meth:`Encoder.batch_groups`); with
+    frame buckets (:func:`interbias.encoders.batching.bucketed_batches`) a last batch short of
+    its bucket's rows is held for the next flush unless ``final``, so a run meets the same few
+    shapes whatever its flushes. One group per waveform when the encoder does not batch."""
+    if not enc.batches():
+        return [[i] for i in range(len(lengths))], []
+    if not lengths:
+        return [], []
+    groups = enc.batch_groups(lengths)
+    if final or not enc.frame_buckets:
+        return groups, []
+    frames = [enc.frame_count(lengths[i]) for i in groups[-1]]
+    if is_full(frames, enc.max_batch_items, enc.max_batch_frames):
+        return groups, []
+    return groups[:-1], groups[-1]
+
+
+def call_chunks(groups: Sequence[list[int]], size: int) -> list[list[int]]:
+    """Consecutive network batches joined into ``embed`` calls of at most ``size`` waveforms (a
+    batch is split only when it alone is larger, after an out-of-memory halving; otherwise the
+    encoder cuts each call into the same batches)."""
+    calls: list[list[int]] = []
+    current: list[int] = []
+    pieces = [g[i : i + size] for g in groups for i in range(0, len(g), size)]
+    for g in pieces:
+        if current and len(current) + len(g) > size:
+            calls.append(current)
+            current = []
+        current = current + g
+    if current:
+        calls.append(current)
+    return calls
 
 
 def drive(
     encoders: Sequence[Encoder], loaded: Iterable[Loaded], device: str, stats: ExecStats
 ) -> Iterator[EmbedResult]:
     """Embed prepared tasks in the order they come: on CPU each waveform alone as it comes; on
-    CUDA gathered by :data:`GPU_BUFFER` and cut into length-sorted batches of :data:`GPU_BATCH`
-    (or the smaller size an out-of-memory halving left), with cuDNN autotuning off
-    (:func:`interbias.embedding.device.device_scope`). Failures are passed on in place."""
+    CUDA gathered (the first :data:`FIRST_BUFFER` waveforms, then :data:`GPU_BUFFER` at a
+    time), sorted by length and cut into the encoder's network batches (:func:`ready_groups`:
+    a bucket's short last batch waits for the next flush), handed over in calls of about
+    :data:`GPU_BATCH` (or the smaller size an out-of-memory halving left), with cuDNN
+    autotuning off (:func:`interbias.embedding.device.device_scope`). Failures are passed on in
+    place."""
     by_fp = {e.fingerprint: e for e in encoders}
     cuda = device.startswith("cuda")
-    buffer: list[Prepared] = []
+    pending: dict[str, list[Prepared]] = {fp: [] for fp in by_fp}
+    size = {"buffered": 0, "limit": min(FIRST_BUFFER, GPU_BUFFER)}
 
-    def flush() -> Iterator[EmbedResult]:
+    def flush(final: bool) -> Iterator[EmbedResult]:
         for fp, enc in by_fp.items():
-            mine = [p for p in buffer if fp in p.encoders]
-            for batch in length_batches(mine, min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))):
-                yield from embed_batch(enc, batch, stats)
-        buffer.clear()
+            mine = sorted(pending[fp], key=lambda p: (len(p.wave), p.uid, p.chain_key))
+            groups, held = ready_groups(enc, [len(p.wave) for p in mine], final=final)
+            pending[fp] = [mine[i] for i in held]
+            cap = min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))
+            for call in call_chunks(groups, cap):
+                yield from embed_batch(enc, [mine[i] for i in call], stats)
+        size["buffered"], size["limit"] = sum(len(v) for v in pending.values()), GPU_BUFFER
 
     with device_scope(device):
         for ready, failed in loaded:
             yield from failed
             for p in ready:
-                if cuda:
-                    buffer.append(p)
+                if not cuda:
+                    for fp in p.encoders:
+                        yield from embed_batch(by_fp[fp], [p], stats)
                     continue
                 for fp in p.encoders:
-                    yield from embed_batch(by_fp[fp], [p], stats)
-            if len(buffer) >= GPU_BUFFER:
-                yield from flush()
-        yield from flush()
+                    pending[fp].append(p)
+                size["buffered"] += 1
+            if size["buffered"] >= size["limit"]:
+                yield from flush(final=False)
+        yield from flush(final=True)
 
 
 class Executor:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from interbias.encoders import (
     Encoder,
@@ -31,6 +32,7 @@ from interbias.encoders import (
     register,
     sha256_file,
 )
+from interbias.encoders.batching import frame_bucket
 from interbias.encoders.campplus.constants import CHECKPOINT, EMBEDDING_DIM, FEAT_DIM, MIN_ONNX_FRAMES
 from interbias.encoders.campplus.graph import GRAPH, CamPlusInference
 from interbias.encoders.campplus.masked import CamPlusMasked
@@ -45,6 +47,7 @@ class CamPlusPlus(Encoder):
     #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
     code_version = 2
     supports_masks = True
+    frame_buckets = True
 
     def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
         super().__init__(card, **kw)
@@ -71,9 +74,11 @@ class CamPlusPlus(Encoder):
         return num_frames(n_samples)
 
     def batch_features(self, waves: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-        """((N, frames, 80) mean-normalised fbank, zero past each row's frames; (N,) frame counts)."""
+        """((N, bucket, 80) mean-normalised fbank, zero past each row's frames up to the frame
+        bucket of the longest (:func:`frame_bucket`); (N,) frame counts)."""
         x, lengths = padded_waves(waves, self.device)
-        feats, frames = fbank_batch(x, lengths, num_mel_bins=80)
+        feats, frames = fbank_batch(x, lengths, num_mel_bins=FEAT_DIM)
+        feats = F.pad(feats, (0, 0, 0, frame_bucket(feats.shape[1]) - feats.shape[1]))
         mean = feats.sum(dim=1, keepdim=True) / frames.view(-1, 1, 1).to(feats.dtype)
         valid = torch.arange(feats.shape[1], device=feats.device).view(1, -1, 1) < frames.view(-1, 1, 1)
         return (feats - mean) * valid.to(feats.dtype), frames
