@@ -107,3 +107,16 @@ def machine() -> str:
     except OSError:
         load_s = ""
     return f"{model}, {os.cpu_count()} logical cores{mem}{blas}, Python {platform.python_version()}{load_s}"
+
+
+def device_available(device: str) -> str:
+    """Empty when usable, else why not."""
+    if device == "cpu":
+        return ""
+    import torch
+
+    if not device.startswith("cuda"):
+        return f"unknown device {device!r}"
+    if not torch.cuda.is_available():
+        return "CUDA is not available (torch.cuda.is_available() is False)"
+    return ""

@@ -87,11 +87,11 @@ def before() -> Iterator[None]:
     from interbias.utils.seeding import canonical_json, sha256_text
 
     @lru_cache(maxsize=128)
-    def clip_only(path: str, frontend: Any) -> np.ndarray:
-        return audio.load(Path(path), frontend).samples
+    def clip_only(path: str, frontend: Any, span: Any = None) -> np.ndarray:
+        return audio.load(Path(path), frontend, span=span).samples
 
-    def talker(path: str, frontend: Any) -> tuple[np.ndarray, float]:
-        clip = np.asarray(clip_only(path, frontend), np.float64)
+    def talker(path: str, frontend: Any, span: Any = None) -> tuple[np.ndarray, float]:
+        clip = np.asarray(clip_only(path, frontend, span), np.float64)
         return clip, active_power(clip, active_mask(clip, frontend.sample_rate_hz))
 
     def resolve(self: Any, utt: Any) -> Path:

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.metrics import verification as metrics
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.seeding import derive_rng

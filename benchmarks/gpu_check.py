@@ -25,7 +25,7 @@ import sys
 import time
 
 import numpy as np
-from _common import machine, table
+from _common import device_available, machine, table
 
 TOLERANCE = 1e-4
 #: The tolerance on ``--device cpu``: the masked batches against one at a time on one device.
@@ -52,19 +52,6 @@ def verdict(distances: np.ndarray, tolerance: float = TOLERANCE) -> str:
 
 def times_real_time(audio_s: float, wall_s: float) -> float:
     return audio_s / wall_s
-
-
-def device_available(device: str) -> str:
-    """Empty when usable, else why not."""
-    if device == "cpu":
-        return ""
-    import torch
-
-    if not device.startswith("cuda"):
-        return f"unknown device {device!r}"
-    if not torch.cuda.is_available():
-        return "CUDA is not available (torch.cuda.is_available() is False)"
-    return ""
 
 
 def load_waves(n: int, sentences: int) -> list[np.ndarray]:

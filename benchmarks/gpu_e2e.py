@@ -34,8 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, machine, table
-from gpu_check import device_available
+from _common import ROOT, device_available, machine, table
 
 #: (experiment, encoders) timed by default, as ``EXP:ENC1,ENC2`` joined by ``;``.
 RUNS = "E16:CAM++,mfcc-stats;E14:CAM++"

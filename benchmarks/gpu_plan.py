@@ -149,18 +149,16 @@ def max_distance(ref: np.ndarray, got: np.ndarray) -> float:
 def main(argv: list[str]) -> int:
     import sys
 
-    from _common import machine
+    from _common import device_available, machine
     from run_plan import run_plan
 
     from interbias.encoders import load_encoder
 
     args = parse(argv)
-    if args.device != "cpu":
-        import torch
-
-        if not (args.device.startswith("cuda") and torch.cuda.is_available()):
-            print(f"gpu_check: not run on {args.device}: CUDA is not available", file=sys.stderr)
-            return 2
+    why = device_available(args.device)
+    if why:
+        print(f"gpu_check: not run on {args.device}: {why}", file=sys.stderr)
+        return 2
     plan = run_plan(args.plan, args.corpus)
     order = sorted(range(len(plan.items)), key=lambda i: (plan.items[i][0], plan.items[i][1].fingerprint))
     all_lengths = plan.lengths()

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 from synthetic_runs import clustered_trials
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import compute_contrasts
 from interbias.analysis.effects import Correction, collect, decide
 from interbias.analysis.gaps import compute_gaps
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.replicates import Replicates
 from interbias.analysis.suite import design_constants
 from interbias.metrics import verification as metrics
 from interbias.metrics.weighted import metric_batch, sort_cell

@@ -1,4 +1,4 @@
-"""Attack success by group (interbias.analysis.attacks) on a hand-made attacks table: rates,
+"""Attack success by group (interbias.analysis.security.attacks) on a hand-made attacks table: rates,
 speaker-bootstrap replicates recomputed from the speaker counts by hand, gaps and gap changes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias.analysis.attacks import attack_analysis, replicates
-from interbias.analysis.bootstrap import Resampler, TrialDesign
+from interbias.analysis.security.attacks import attack_analysis, replicates
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.utils.seeding import derive_rng
 
 FACTORS = [

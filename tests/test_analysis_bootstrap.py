@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from synthetic_runs import ScoreModel, clustered_trials
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.metrics import verification as M
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.errors import AnalysisError

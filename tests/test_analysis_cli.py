@@ -129,7 +129,7 @@ def test_report_lists_figures_it_cannot_draw(tiny_run: Path, tmp_path: Path) -> 
 def test_matplotlib_uses_agg() -> None:
     import matplotlib
 
-    import interbias.analysis.plots  # noqa: F401
+    import interbias.analysis.reporting.plots  # noqa: F401
 
     assert matplotlib.get_backend().lower() == "agg"
 

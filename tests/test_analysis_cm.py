@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import precision_score, recall_score
 from typer.testing import CliRunner
 
-from interbias.analysis.cm import (
+from interbias.analysis.security.cm import (
     dsr_at_eer,
     location_scores,
     open_set_f1,
@@ -217,7 +217,7 @@ RES_PRED = "u1 0-0.73-T/0.73-1.234-F/1.234-2-T 0\nu2 0-0.2-T/0.2-0.6-F/0.6-1-T 0
     ],
 )
 def test_location_at_two_resolutions_hand_computed(tmp_path: Path, resolution: str, tp, fp, fn) -> None:
-    from interbias.analysis.cm import parse_resolution
+    from interbias.analysis.security.cm import parse_resolution
 
     (tmp_path / "ref.txt").write_text(RES_REF)
     (tmp_path / "pred.txt").write_text(RES_PRED)
@@ -240,7 +240,7 @@ def test_location_at_two_resolutions_hand_computed(tmp_path: Path, resolution: s
 
 
 def test_frame_rule_at_a_centre_and_bad_resolutions() -> None:
-    from interbias.analysis.cm import parse_resolution, to_frames
+    from interbias.analysis.security.cm import parse_resolution, to_frames
 
     # [0.05, 0.15) holds the centre 0.05 of frame 0 but not the centre 0.15 of frame 1
     assert to_frames([(0.05, 0.15), (0.0, 0.3)], 0.1) == [(0, 1), (0, 3)]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from interbias.analysis.cm_track1 import breakdown
+from interbias.analysis.security.cm_track1 import breakdown
 from interbias.cli import app
 from interbias.metrics.spoof import Track1Cost, track1_metrics
 from interbias.utils.errors import MetricError

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias.analysis.compare_paired import PairedRow, paired_test
+from interbias.analysis.across.compare_paired import PairedRow, paired_test
 from interbias.metrics import verification as metrics
 
 
@@ -73,7 +73,7 @@ def test_point_values_are_the_plain_metrics_and_a_regression_is_resolved() -> No
     # Holm over the family: 300 non-targets x 0.01 = 3 < 10 leaves minDCF out (counted)
     from statsmodels.stats.multitest import multipletests
 
-    from interbias.analysis.compare_paired import UNSUPPORTED
+    from interbias.analysis.across.compare_paired import UNSUPPORTED
 
     fam = out[out.left_out == ""]
     assert set(fam.metric) == {"eer"} and (out[out.metric == "min_dcf"].left_out == UNSUPPORTED).all()

@@ -11,7 +11,7 @@ from analysis_rows import frame_of, results_rows
 from scipy import stats
 
 from interbias.analysis.contrasts import PER_MODEL_BY, R_NOTE, compute_contrasts, summarize
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.replicates import Replicates
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.utils.errors import AnalysisError
 

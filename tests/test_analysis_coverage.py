@@ -8,7 +8,7 @@ speaker-cluster coverage 0.96 against 0.605 for trial-level resampling, mean wid
 0.057. The slow tests measured, at 400 simulations × B = 400: speaker 0.965, trial 0.6475,
 width ratio 2.08; for a gap between two strata (200 × 300): coverage 0.985, and a permutation
 rejection rate of 0.08 at p ≤ 0.05 under the null (the test is approximate, see
-interbias.analysis.permutation). The default test (40 × 150) gave 1.0 against 0.675.
+interbias.analysis.stats.permutation). The default test (40 × 150) gave 1.0 against 0.675.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
-from interbias.analysis.permutation import permutation_gap_test
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.stats.permutation import permutation_gap_test
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.utils.seeding import derive_rng
 

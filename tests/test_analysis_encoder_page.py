@@ -10,8 +10,8 @@ import pytest
 from synthetic_runs import pattern_run
 from typer.testing import CliRunner
 
-from interbias.analysis.encoder_page import build_page, damaging
-from interbias.analysis.runs import load
+from interbias.analysis.across.encoder_page import build_page, damaging
+from interbias.analysis.across.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
 from interbias.metrics import verification as metrics
@@ -94,7 +94,7 @@ def test_card_cli_writes_markdown_and_self_contained_html(runs: list[Path], tmp_
 def test_reflected_interval_contains_its_estimate_where_the_percentile_one_does_not() -> None:
     import numpy as np
 
-    from interbias.analysis.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
+    from interbias.analysis.stats.bootstrap import bootstrap_bias, percentile_ci, reflected_ci
     from interbias.utils.seeding import derive_rng
 
     reps = 0.80 + derive_rng("test-card", "dcf").normal(0, 0.03, 500)  # replicates above the estimate

@@ -10,7 +10,7 @@ from scipy import stats
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-from interbias.analysis.equivalence import tost, tost_p
+from interbias.analysis.stats.equivalence import tost, tost_p
 from interbias.cli import app
 from interbias.utils.errors import AnalysisError
 

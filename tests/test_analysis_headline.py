@@ -11,7 +11,7 @@ import pytest
 from synthetic_runs import gender_noise_run, pattern_run
 from typer.testing import CliRunner
 
-from interbias.analysis.headline import cell_pivot, headline
+from interbias.analysis.reporting.headline import cell_pivot, headline
 from interbias.analysis.suite import Options, analyse
 from interbias.cli import app
 

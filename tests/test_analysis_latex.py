@@ -3,6 +3,7 @@ vector figures beside every PNG (byte-stable), and (slow) a document that pdflat
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-from interbias.analysis.latex import Col, booktabs, escape, interval, number
+from interbias.analysis.reporting.latex import Col, booktabs, escape, interval, number
 from interbias.cli import app
 
 MEANS = {
@@ -115,3 +116,58 @@ def test_tables_compile_with_pdflatex(reported: tuple[Path, Path]) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert (out / "tables.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_a_long_table_is_a_longtable_that_breaks_across_pages() -> None:
+    """Past LONG_ROWS rows a table is a booktabs longtable (a float of 228 rows cannot be set on a
+    page): caption and label once, the header on the first page and again on every later one."""
+    import pandas as pd
+
+    from interbias.analysis.reporting.latex import LONG_ROWS
+
+    cols = [Col("model", lambda r: escape(r["model"]), "l"), Col("v", lambda r: number(r["v"]))]
+    short = pd.DataFrame({"model": [f"m{i}" for i in range(LONG_ROWS)], "v": [0.5] * LONG_ROWS})
+    assert r"\begin{table}" in booktabs(short, cols, "C", "x")
+    long = pd.DataFrame({"model": [f"m{i}" for i in range(LONG_ROWS + 1)], "v": [0.5] * (LONG_ROWS + 1)})
+    tex = booktabs(long, cols, "C", "x")
+    lines = tex.splitlines()
+    assert r"\begin{table}" not in tex and r"\begin{longtable}{lr}" in lines
+    assert tex.count(r"\caption{C}\label{tab:x}\\") == 1
+    assert tex.count(r"model & v \\") == 2  # the first page's header and the repeated one
+    first, head = lines.index(r"\endfirsthead"), lines.index(r"\endhead")
+    assert first < head < lines.index(r"\endfoot") < lines.index(r"\endlastfoot")
+    assert [line for line in lines if line.startswith("m") and line[1].isdigit()][-1] == rf"m{LONG_ROWS} & $0.500$ \\"
+    assert sum(1 for line in lines if line.startswith("m") and line[1].isdigit()) == LONG_ROWS + 1
+    assert lines[-2:] == [r"\end{longtable}", r"\endgroup"]
+
+
+@pytest.mark.slow
+def test_a_longtable_of_e14_size_compiles_and_spans_pages(tmp_path: Path) -> None:
+    """A findings-sized table (228 rows, E14's count) compiles under tables.tex's preamble and
+    breaks across pages instead of overflowing one."""
+    import pandas as pd
+
+    from interbias.analysis.reporting.latex import PREAMBLE
+
+    pdflatex = _pdflatex()
+    if pdflatex is None:
+        pytest.skip("pdflatex missing and Debian's texlive packages could not be installed")
+    frame = pd.DataFrame({"model": [f"m_{i}" for i in range(228)], "v": [i / 1000 for i in range(228)]})
+    body = booktabs(
+        frame, [Col("model", lambda r: escape(r["model"]), "l"), Col("v", lambda r: number(r["v"]))], "C", "x"
+    )
+    (tmp_path / "long.tex").write_text(PREAMBLE + body + "\n\\end{document}\n", encoding="utf-8")
+    done = subprocess.run(
+        [pdflatex, "-interaction=nonstopmode", "-halt-on-error", "long.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+
+    written = re.search(r"Output written on long\.pdf \((\d+) pages?", done.stdout)
+    assert written is not None, done.stdout[-2000:]
+    pages = int(written.group(1))
+    assert "Overfull \\vbox" not in done.stdout
+    assert pages >= 3, pages

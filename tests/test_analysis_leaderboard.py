@@ -15,8 +15,8 @@ from statsmodels.stats.multitest import multipletests
 from synthetic_runs import PATTERNS, pattern_run
 from typer.testing import CliRunner
 
-from interbias.analysis import leaderboard as lb
-from interbias.analysis.runs import load
+from interbias.analysis.across import leaderboard as lb
+from interbias.analysis.across.runs import load
 from interbias.analysis.suite import Options
 from interbias.cli import app
 from interbias.metrics import verification as metrics
@@ -127,7 +127,7 @@ def test_ten_equal_encoders_are_rarely_separated() -> None:
     7 % of simulated runs."""
     from synthetic_runs import ScoreModel, clustered_scores, clustered_trials
 
-    from interbias.analysis.bootstrap import Resampler, TrialDesign
+    from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
     from interbias.metrics.weighted import metric_batch, sort_cell
 
     trials = clustered_trials({"all": 20}, 6, 6)

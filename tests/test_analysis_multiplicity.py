@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from interbias.analysis import multiplicity as mt
+from interbias.analysis.stats import multiplicity as mt
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias.analysis.permutation import permutation_gap_test
+from interbias.analysis.stats.permutation import permutation_gap_test
 from interbias.metrics import verification as M
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng

@@ -13,7 +13,7 @@ from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write
 from typer.testing import CliRunner
 
 from interbias.analysis import planner
-from interbias.analysis.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.suite import Options, analyse
 from interbias.cli import app
 from interbias.metrics import verification as metrics

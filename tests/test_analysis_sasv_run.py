@@ -1,4 +1,4 @@
-"""ASV + CM fusion inside a run (interbias/analysis/sasv_run.py): a small spoofing run with a dev
+"""ASV + CM fusion inside a run (interbias/analysis/security/sasv_run.py): a small spoofing run with a dev
 split is built here; once cm_trials.parquet sits beside its score files, a rerun's after-run
 analyses write sasv_fusion.csv, whose numbers equal the library function (sasv_table) applied
 by hand on the run's files, and every file the run had before stays byte-identical."""
@@ -17,8 +17,8 @@ from conftest import tiny_experiment
 
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness_stats import pair_groups
-from interbias.analysis.report_document import Report, to_markdown
-from interbias.analysis.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
+from interbias.analysis.reporting.document import Report, to_markdown
+from interbias.analysis.security.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import a_dcf
 from interbias.metrics.sasv_fusion import COLUMNS, sasv_table
@@ -152,8 +152,8 @@ def test_asv_alone_column_is_the_a_dcf_of_the_asv_llr(fused: dict) -> None:
 
 
 def test_cm_gain_interval_is_a_speaker_bootstrap_of_the_difference(fused: dict) -> None:
-    from interbias.analysis.bootstrap import Resampler, TrialDesign
-    from interbias.analysis.sasv_run import N_BOOT, SEED
+    from interbias.analysis.security.sasv_run import N_BOOT, SEED
+    from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 
     run_dir = fused["run"]
     cal = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]

@@ -14,7 +14,7 @@ from run_helpers import isolated_cache
 from scipy.signal import lfilter
 from typer.testing import CliRunner
 
-from interbias.analysis.spoofing import (
+from interbias.analysis.security.spoofing import (
     SPOOF_COLUMNS,
     deception_success_rate,
     dsr_by_cell,

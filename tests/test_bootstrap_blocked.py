@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias.analysis import replicates
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.scored_run import CellScores
+from interbias.analysis.stats import replicates
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.metrics.llr import CostPoint
 from interbias.metrics.weighted import METRICS, metric_batch, metric_by_class, sort_cell
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration

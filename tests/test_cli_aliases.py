@@ -13,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.cli.layout import MOVES, renamed
+from interbias.cli.layout import OLD_NAMES, renamed
 
 runner = CliRunner()
 
@@ -37,7 +37,7 @@ TREE = click_tree()
 def old_paths() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """(old path, new path) of every leaf command that moved, a moved group's commands walked."""
     out = []
-    for new, old in MOVES.items():
+    for old, new in OLD_NAMES.items():
         for path in TREE:
             if path[: len(new)] == new and not hasattr(TREE[path], "commands"):
                 out.append(((*old, *path[len(new) :]), path))
@@ -108,21 +108,25 @@ def test_an_old_group_name_keeps_its_help() -> None:
     assert runner.invoke(app, ["corpus", "build", "--help"]).exit_code == 0
 
 
-def test_a_command_left_in_a_dissolved_group_or_a_move_of_nothing_is_an_error(monkeypatch) -> None:
-    """A command added to an old group that MOVES does not place would vanish: arranging refuses."""
+def test_an_old_name_of_no_command_is_an_error_naming_the_table(monkeypatch) -> None:
+    """An old name pointing at a path nothing registered would alias nothing: refused at import."""
     from interbias.cli import layout
 
-    def fresh() -> typer.Typer:
-        root, old = typer.Typer(), typer.Typer()
-        root.add_typer(old, name="corpus")
-        old.command("build")(lambda: None)
-        old.command("extra")(lambda: None)
-        return root
+    root, data = typer.Typer(), typer.Typer()
+    root.add_typer(data, name="data")
+    data.command("build")(lambda: None)
+    monkeypatch.setattr(layout, "OLD_NAMES", {("corpus", "x"): ("data", "x")})
+    with pytest.raises(RuntimeError, match="OLD_NAMES: no command `interbias data x`"):
+        layout.add_old_names(root)
+    monkeypatch.setattr(layout, "OLD_NAMES", {("corpus", "build"): ("data", "build")})
+    layout.add_old_names(root)
+    old = next(g for g in root.registered_groups if g.name == "corpus")
+    assert old.hidden and [layout.command_name(c) for c in old.typer_instance.registered_commands] == ["build"]
 
-    monkeypatch.setattr(layout, "GROUPS", {"data": ("Data.", "Example: interbias data build")})
-    monkeypatch.setattr(layout, "MOVES", {("data", "build"): ("corpus", "build")})
-    with pytest.raises(RuntimeError, match="corpus extra in no group"):
-        layout.arrange_nouns(fresh())
-    monkeypatch.setattr(layout, "MOVES", {("data", "build"): ("corpus", "build"), ("data", "x"): ("corpus", "x")})
-    with pytest.raises(RuntimeError, match="no command `corpus x`"):
-        layout.arrange_nouns(fresh())
+
+def test_a_command_with_no_old_name_has_no_alias() -> None:
+    """Only the names of :data:`OLD_NAMES` are aliases: ``runs inventory`` (born in its noun)
+    has no second, hidden path."""
+    hidden = {path for path, cmd in TREE.items() if path and TREE[path[:1]].hidden}
+    assert {old[:1] for old in OLD_NAMES} == {path[:1] for path in hidden}
+    assert not any(path[-1] == "inventory" for path in hidden)

@@ -12,7 +12,7 @@ import pytest
 from recognition_fixtures import three_class_manifest
 from typer.testing import CliRunner
 
-from interbias.analysis.cm_eval import recognition_of_files
+from interbias.analysis.security.cm_eval import recognition_of_files
 from interbias.cli import app
 from interbias.cm.openset import UNKNOWN
 from interbias.cm.recognition import known_classes, load_recogniser, run_track3, train_recogniser, with_algorithms

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from cm_fixtures import TRACK_FACTORS, cm_manifest
 
-from interbias.analysis.cm import location_scores, read_segment_labels
+from interbias.analysis.security.cm import location_scores, read_segment_labels
 from interbias.corpora.had import HADSpec, write_had
 from interbias.experiments.schema import load_experiment
 from interbias.run.tasks.tracks import TRACK_RUNNERS, run_tracks_experiment, safe

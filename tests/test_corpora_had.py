@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from cm_fixtures import cm_manifest
 
-from interbias.analysis.cm import read_segment_labels
+from interbias.analysis.security.cm import read_segment_labels
 from interbias.audio.frontend import FrontEnd, load
 from interbias.corpora.had import HADSpec, prepare_synthetic_had, write_had
 from interbias.utils.errors import CorpusError

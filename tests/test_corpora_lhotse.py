@@ -162,8 +162,8 @@ def test_supervision_problems_listed_together(tmp_path: Path) -> None:
     recs = [recording("a", "a.wav", 16000, 1.0), recording("b", "b.wav", 16000, 4.0)]
     sups = [
         supervision("a", "a", 1.0, speaker="s1"),
-        {**supervision("b-1", "b", 2.0, speaker="s2")},
-        {**supervision("b-2", "b", 2.0, speaker="s2"), "start": 2.0},
+        {**supervision("b-1", "b", 2.0, speaker="s2"), "start": 2.5},
+        {**supervision("b-2", "b", 2.0, speaker="s2"), "start": -1.0},
         supervision("c", "zz", 1.0, speaker="s3"),
         supervision("d", "a", 1.0),
         supervision("e", "a", 1.0, speaker="s4", custom={"speaker": "other"}),
@@ -173,9 +173,9 @@ def test_supervision_problems_listed_together(tmp_path: Path) -> None:
         read_manifest(sup_path)
     assert str(exc.value) == (
         f"{sup_path}: 5 supervision(s) cannot become utterances; first: "
-        "line 2 'b-1': covers 0-2 s of a 4 s recording; interbias scores whole files (cut the segments to their own "
-        "files first); line 3 'b-2': covers 2-4 s of a 4 s recording; interbias scores whole files (cut the "
-        "segments to their own files first); line 4 'c': recording_id 'zz' is not in recordings.jsonl; "
+        "line 2 'b-1': covers 2.5-4.5 s of a 4 s recording: it ends past the recording; "
+        "line 3 'b-2': start -1 s, duration 2 s: need start >= 0 and duration > 0; "
+        "line 4 'c': recording_id 'zz' is not in recordings.jsonl; "
         "line 5 'd': no speaker; supervision 'e': custom key(s) speaker clash with its own fields"
     )
 
@@ -203,3 +203,21 @@ def test_partner_file_missing(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as exc:
         read_manifest(sup)
     assert str(exc.value) == f"{sup}: its Lhotse recordings manifest is missing (looked for cv_recordings_test.jsonl)"
+
+
+def test_partial_supervisions_become_segment_rows(tmp_path: Path) -> None:
+    """Supervisions covering part of a recording are read as offset/duration rows (an end within
+    the tolerance past the recording is cut to its end); one covering the file stays whole."""
+    sf.write(tmp_path / "b.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
+    recs = [recording("b", "b.wav", 16000, 4.0)]
+    sups = [
+        supervision("b-1", "b", 2.0, speaker="s"),
+        {**supervision("b-2", "b", 2.01, speaker="s"), "start": 2.0},
+        supervision("b-all", "b", 4.0, speaker="t"),
+    ]
+    man = read_manifest(write_pair(tmp_path, recs, sups))
+    by_id = man.by_id()
+    assert by_id["b-1"].span == (0.0, 2.0)
+    assert by_id["b-2"].span == (2.0, 2.0)
+    assert by_id["b-2"].duration_s == 2.0
+    assert by_id["b-all"].span is None

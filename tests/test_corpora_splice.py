@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interbias.analysis.cm import parse_segment_line
+from interbias.analysis.security.cm import parse_segment_line
 from interbias.corpora.splice import Region, check_regions, place_regions, segment_line, splice
 from interbias.utils.errors import CorpusError
 from interbias.utils.seeding import derive_rng

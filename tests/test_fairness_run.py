@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
 from interbias.analysis.fairness import fairness_for_run
-from interbias.analysis.report_document import format_value
+from interbias.analysis.reporting.document import format_value
 from interbias.cli import app
 from interbias.experiments.decision_spec import DEFAULT_POINT
 from interbias.experiments.schema import load_experiment

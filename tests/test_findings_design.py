@@ -14,10 +14,10 @@ from scipy import stats
 from synthetic_runs import gender_noise_run, pattern_run
 from typer.testing import CliRunner
 
-from interbias.analysis import multiplicity as mt
-from interbias.analysis.bootstrap import Resampler
-from interbias.analysis.headline import headline
-from interbias.analysis.replicates import bootstrap_cells
+from interbias.analysis.reporting.headline import headline
+from interbias.analysis.stats import multiplicity as mt
+from interbias.analysis.stats.bootstrap import Resampler
+from interbias.analysis.stats.replicates import bootstrap_cells
 from interbias.analysis.suite import ANALYSIS_METRICS, Options, analyse, findings
 from interbias.cli import app
 from interbias.metrics.weighted_llr import SharedCalibration

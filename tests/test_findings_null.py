@@ -10,7 +10,7 @@ import pytest
 from e16_null import effects, simulate
 
 from interbias.analysis.effects import decide
-from interbias.analysis.multiplicity import DEFAULT_ADJUSTMENT
+from interbias.analysis.stats.multiplicity import DEFAULT_ADJUSTMENT
 
 
 def _shares(runs: int, n_boot: int, tag: int = 0) -> tuple[dict[str, float], float]:

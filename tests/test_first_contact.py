@@ -15,7 +15,7 @@ from conftest import tiny_experiment
 from test_utils_progress import TickingClock
 from typer.testing import CliRunner
 
-from interbias.analysis.spoofing import SPOOF_COLUMNS
+from interbias.analysis.security.spoofing import SPOOF_COLUMNS
 from interbias.cli import app
 from interbias.experiments.decision_spec import DEFAULT_POINT
 from interbias.run.calibrate import calibration_columns

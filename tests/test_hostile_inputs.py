@@ -432,7 +432,7 @@ def test_bootstrap_intervals_on_spoof_runs(experiment: str, tmp_path: Path) -> N
 
 
 def test_the_report_names_cells_whose_audio_was_upsampled() -> None:
-    from interbias.analysis.report import upsampled_note
+    from interbias.analysis.reporting.report import upsampled_note
 
     frame = pd.DataFrame(
         {

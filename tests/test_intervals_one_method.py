@@ -11,7 +11,7 @@ import pytest
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-from interbias.analysis.intervals import PERCENTILE, method_name
+from interbias.analysis.stats.intervals import PERCENTILE, method_name
 from interbias.cli import app
 
 MEANS = {

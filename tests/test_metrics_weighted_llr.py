@@ -112,8 +112,8 @@ def test_analyze_gaps_at_the_shared_calibration(cal_run, metric: str) -> None:  
 
 
 def test_report_gap_section_and_findings_name_the_shared_calibration(cal_run) -> None:  # noqa: F811
-    from interbias.analysis.report import build_report
-    from interbias.analysis.report_document import to_markdown
+    from interbias.analysis.reporting.document import to_markdown
+    from interbias.analysis.reporting.report import build_report
 
     a = analyse(cal_run.run_dir / "results.csv", Options(metric="act_dcf", n_boot=20, seed=1))
     md = to_markdown(build_report(a), "figs")
@@ -126,7 +126,7 @@ def test_permutation_gap_of_act_dcf_keeps_the_calibration(cal_run) -> None:  # n
     a = analyse(cal_run.run_dir / "results.csv", Options(metric="act_dcf", n_perm=30, seed=2))
     gaps = a.gaps.gaps
     assert gaps.p_perm.between(0, 1).all() and (gaps.n_perm_valid > 0).all()
-    from interbias.analysis.permutation import RunPermutations
+    from interbias.analysis.stats.permutation import RunPermutations
 
     perms = RunPermutations(a.run, "act_dcf", 5, seed=2)
     for g in gaps.itertuples(index=False):

@@ -131,8 +131,8 @@ def test_cli_degrade_with_missing_noise_dir_is_one_line(tmp_path: Path) -> None:
     sf.write(src, speechlike("cli"), RATE)
     res = CliRunner().invoke(
         app,
-        ["data", "degrade", str(src), str(tmp_path / "out.wav"), "--op", "noise", "--set", "kind=environmental",
-         "--set", "snr_db=5", "--set", f"noise_dir={tmp_path / 'none'}"],
+        ["data", "degrade", str(src), str(tmp_path / "out.wav"), "--op",
+         f"noise:kind=environmental,snr_db=5,noise_dir={tmp_path / 'none'}"],
     )  # fmt: skip
     assert res.exit_code == 1
     assert (

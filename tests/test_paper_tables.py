@@ -9,8 +9,8 @@ import pytest
 from analysis_rows import results_rows
 
 from interbias.analysis.contrasts import compute_contrasts
-from interbias.analysis.paper_figures import damage_table
-from interbias.analysis.paper_tables import condition_table, grid_table, setting_table
+from interbias.analysis.reporting.paper_figures import damage_table
+from interbias.analysis.reporting.paper_tables import condition_table, grid_table, setting_table
 
 M1 = {("a0", "b0"): 0.10, ("a1", "b0"): 0.20, ("a0", "b1"): 0.15, ("a1", "b1"): 0.40}
 M2 = {("a0", "b0"): 0.10, ("a1", "b0"): 0.10, ("a0", "b1"): 0.10, ("a1", "b1"): 0.20}
@@ -54,7 +54,7 @@ def test_damage_from_the_reference_by_level(results: pd.DataFrame) -> None:
 
 
 def test_forest_panels_share_one_x_scale() -> None:
-    from interbias.analysis.plots import forest_figure
+    from interbias.analysis.reporting.plots import forest_figure
 
     rows = pd.DataFrame(
         {"model": ["m1", "m2"], "kind": "interaction", "effect": ["IE A×B at a1, b1"] * 2, "estimate": [0.01, 0.3],
@@ -69,7 +69,7 @@ def test_forest_panels_share_one_x_scale() -> None:
 
 
 def test_condition_figure_never_joins_conditions() -> None:
-    from interbias.analysis.plots import condition_figure
+    from interbias.analysis.reporting.plots import condition_figure
 
     table = pd.DataFrame(
         {"model": "m", "condition": ["noise=gaussian_5", "noise=crosstalk_25"], "series": "female",
@@ -87,7 +87,7 @@ def test_forest_labels_have_one_grammar_for_every_kind(results: pd.DataFrame) ->
     :func:`enumerate_effects` writes them (a 2 × 2 grid, B as the group factor)."""
     from interbias.analysis.effects import enumerate_effects
     from interbias.analysis.gaps import compute_gaps
-    from interbias.analysis.plots import effect_label
+    from interbias.analysis.reporting.plots import effect_label
 
     m1 = results[results["model"] == "m1"]
     effects = enumerate_effects(

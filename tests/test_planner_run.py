@@ -23,11 +23,11 @@ from conftest import gender_factor
 from synthetic_runs import ScoreModel, write_run
 
 from interbias.analysis import planner
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import compute_contrasts
 from interbias.analysis.effects import collect, decide
 from interbias.analysis.gaps import compute_gaps
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.replicates import Replicates
 from interbias.analysis.suite import Options, analyse
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from synthetic_runs import gender_noise_run
 
-from interbias.analysis.answer import answer, key_lines, kind_line, question
-from interbias.analysis.headline import headline
+from interbias.analysis.reporting.answer import answer, key_lines, kind_line, question
+from interbias.analysis.reporting.headline import headline
 from interbias.analysis.suite import Options, analyse
 from interbias.experiments.question_spec import KeyEffect, parse_question
 from interbias.utils.errors import ConfigError

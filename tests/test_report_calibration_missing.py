@@ -8,7 +8,7 @@ from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
 from interbias.analysis.calibration import has_calibration, worst_cells
-from interbias.analysis.report_sections import not_measured_reason
+from interbias.analysis.reporting.sections import not_measured_reason
 from interbias.cli import app
 from interbias.run.rundir import CalibrationRecord
 

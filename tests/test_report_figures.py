@@ -15,8 +15,8 @@ import pytest
 from matplotlib.colors import to_hex
 from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write_run
 
-from interbias.analysis import report_document
-from interbias.analysis.report import build_report
+from interbias.analysis.reporting import document as report_document
+from interbias.analysis.reporting.report import build_report
 from interbias.analysis.suite import Options, analyse
 from interbias.utils.seeding import derive_rng
 
@@ -141,7 +141,7 @@ def test_e14_shaped_report_reads_short(runs: dict[str, Path], tmp_path: Path) ->
 
     from PIL import Image
 
-    from interbias.analysis.report_document import to_html, to_markdown, write_report
+    from interbias.analysis.reporting.document import to_html, to_markdown, write_report
 
     rep = build_report(analyse(runs["e14"], Options(n_boot=20)))
     md = to_markdown(rep, "report_figures")
@@ -166,8 +166,8 @@ def test_e14_shaped_report_reads_short(runs: dict[str, Path], tmp_path: Path) ->
 
 
 def test_a_warning_while_drawing_is_a_counted_figure_not_drawn() -> None:
-    from interbias.analysis import plots
-    from interbias.analysis.report_document import Report
+    from interbias.analysis.reporting import plots
+    from interbias.analysis.reporting.document import Report
 
     def crowded():
         fig = plots.new_figure(0.3, 0.3)  # far too small for its axes, labels and title

@@ -22,7 +22,7 @@ from run_helpers import only_run_dir, run_child
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
-from interbias.analysis.sasv_run import cm_llr
+from interbias.analysis.security.sasv_run import cm_llr
 from interbias.audio.frontend import load
 from interbias.cli import app
 from interbias.cm.models import load_cm

@@ -12,9 +12,9 @@ import pytest
 import soundfile as sf
 from conftest import tiny_experiment
 
-from interbias.analysis.cm import read_cm_frame
 from interbias.analysis.fairness import read_score_table
-from interbias.cli.metrics import read_scores
+from interbias.analysis.security.cm import read_cm_frame
+from interbias.cli.scores.metrics import read_scores
 from interbias.metrics.verification import summarize
 from interbias.run.conductor import RunOptions, run
 from interbias.run.export import export_scores

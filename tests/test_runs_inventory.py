@@ -7,7 +7,7 @@ import pytest
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
-from interbias.analysis.inventory import inventory
+from interbias.analysis.across.inventory import inventory
 from interbias.cli import app
 
 MEANS = {"m": {("female", "clean"): 2.0, ("female", "n10"): 1.5, ("male", "clean"): 2.0, ("male", "n10"): 1.2}}

@@ -180,9 +180,9 @@ def test_a_run_at_80_columns_says_its_work_once_and_ends_with_the_macro_eer(
 
 def test_numbers_have_one_format_everywhere() -> None:
     """Counts as integers, p-values as < 0.001, no negative zero, in tables, sentences and LaTeX."""
-    from interbias.analysis.headline import num, span
-    from interbias.analysis.latex import number
-    from interbias.analysis.numbers import format_value
+    from interbias.analysis.reporting.headline import num, span
+    from interbias.analysis.reporting.latex import number
+    from interbias.analysis.reporting.numbers import format_value
 
     assert format_value(4648.0, "speakers_per_stratum_needed") == "4648"
     assert format_value(12.0, "n_target") == "12" and format_value(6.5, "target_trials_per_speaker") == "6.500"

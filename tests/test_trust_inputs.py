@@ -230,7 +230,7 @@ def test_degrade_never_overwrites_its_input(tmp_path: Path, how: str, monkeypatc
     if how == "symlink":
         dst.symlink_to(src)
     monkeypatch.chdir(tmp_path)
-    res = runner.invoke(app, ["data", "degrade", str(src), str(dst), "--op", "noise", "--set", "snr_db=5"])
+    res = runner.invoke(app, ["data", "degrade", str(src), str(dst), "--op", "noise:snr_db=5"])
     _one_line(res, f"{dst}: the output is the input file; writing it would overwrite your audio (choose another OUT)")
     assert src.read_bytes() == before
 
@@ -458,7 +458,7 @@ def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_ru
     src, out = tmp_path / "in.wav", tmp_path / "out.wav"
     x = _speech(level=0.45)
     sf.write(src, x, RATE, subtype="FLOAT")
-    args = ["data", "degrade", str(src), str(out), "--op", "echo", "--set", "delay_ms=5", "--set", "decay=0.95"]
+    args = ["data", "degrade", str(src), str(out), "--op", "echo:delay_ms=5,decay=0.95"]
     res = runner.invoke(app, [*args, "--json"])
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
@@ -473,9 +473,7 @@ def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_ru
     assert f"  note: {expected} sample(s) over full scale (peak {info['peak']:.3g}) were clipped to it" in res.output
     loud = tmp_path / "loud.wav"
     sf.write(loud, _speech() * 3000, RATE, subtype="FLOAT")
-    res = runner.invoke(
-        app, ["data", "degrade", str(loud), str(tmp_path / "o2.wav"), "--op", "gain", "--set", "gain_db=0"]
-    )
+    res = runner.invoke(app, ["data", "degrade", str(loud), str(tmp_path / "o2.wav"), "--op", "gain:gain_db=0"])
     line = _one_line(res)
     assert re.match(rf"error: {re.escape(str(loud))}: samples reach (599\.9|600), more than 2× full scale", line)
     assert not (tmp_path / "o2.wav").exists()

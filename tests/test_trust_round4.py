@@ -136,7 +136,7 @@ def test_window_count_matches_the_spans_and_a_runaway_file_is_one_counted_failur
 def test_a_report_where_every_effect_is_resolved_is_written(tmp_path: Path) -> None:
     from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write_run
 
-    from interbias.analysis.plots import forest_rows
+    from interbias.analysis.reporting.plots import forest_rows
     from interbias.utils.seeding import derive_rng
 
     trials = clustered_trials({"all": 20}, 8, 8)
@@ -179,8 +179,8 @@ def test_cm_train_settings_are_finite_and_in_range(setting: str, message: str) -
 
 
 def test_region_rule_weights_wdsr_floor_and_margins_refuse_nan_negative_and_inf(two_speaker_run: Path) -> None:
-    from interbias.analysis.cm_eval import parse_floats
-    from interbias.analysis.spoofing import weighted_dsr
+    from interbias.analysis.security.cm_eval import parse_floats
+    from interbias.analysis.security.spoofing import weighted_dsr
     from interbias.cm.lcnn_frames import RegionRule
     from interbias.utils.errors import ConfigError, MetricError
 

@@ -1,6 +1,6 @@
 """The analyses a run writes beside its results (:mod:`interbias.run.rundir` names the files):
 the spoofing table (DSR over encoders per cell) for spoofing experiments; text_pairs.csv
-(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials; the attack tables and curves (:mod:`interbias.analysis.attacks`) when it has attacks.csv; sasv_fusion.csv (:mod:`interbias.analysis.sasv_run`) when its trials also have CM scores."""
+(:mod:`interbias.analysis.text_pairs`) when the experiment sets ``trials.text``; attributes.parquet and the fairness report when the run has dev trials; the attack tables and curves (:mod:`interbias.analysis.security.attacks`) when it has attacks.csv; sasv_fusion.csv (:mod:`interbias.analysis.security.sasv_run`) when its trials also have CM scores."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.analysis.attacks import attack_analysis
 from interbias.analysis.fairness import fairness_for_run
-from interbias.analysis.sasv_run import write_sasv_fusion
-from interbias.analysis.spoofing import dsr_by_cell
+from interbias.analysis.security.attacks import attack_analysis
+from interbias.analysis.security.sasv_run import write_sasv_fusion
+from interbias.analysis.security.spoofing import dsr_by_cell
 from interbias.analysis.text_pairs import text_pairs_table
 from interbias.corpora.manifest import Manifest
 from interbias.run.rundir import ATTACKS, ATTRIBUTES, EXPERIMENT, TEXT_PAIRS, RunDir
@@ -22,10 +22,10 @@ from interbias.utils.errors import InterbiasError
 
 def after_run(*args: Any, kind: str = "verification", **kwargs: Any) -> dict[str, Any]:
     """The after-run hook of every run kind (``RunOptions.after_run``): :func:`run_analyses` for a
-    verification run, :func:`interbias.analysis.cm_run.cm_analyses` for a countermeasure run
+    verification run, :func:`interbias.analysis.security.cm_run.cm_analyses` for a countermeasure run
     (``kind="countermeasure"``); returns what run.json lists under ``analyses``."""
     if kind == "countermeasure":
-        from interbias.analysis.cm_run import cm_analyses
+        from interbias.analysis.security.cm_run import cm_analyses
 
         return cm_analyses(*args, **kwargs)
     return run_analyses(*args, **kwargs)

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from interbias.analysis.plots import new_figure
+from interbias.analysis.reporting.plots import new_figure
 from interbias.metrics.llr import bayes_error_curve
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.replicates import Replicates
 from interbias.metrics.registry import chance_levels
 from interbias.run.results import NORMALISED, normalise_results
 from interbias.utils.errors import AnalysisError

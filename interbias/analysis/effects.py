@@ -16,7 +16,7 @@ Every effect is a linear combination Σ coefficient·M(cell) of one experiment �
   :mod:`interbias.analysis.gaps`.
 
 Family (``test_family``): ``confirmatory`` = every main effect, IE and gap of one experiment
-(all models), adjusted together by :mod:`interbias.analysis.multiplicity`; ``simple`` = the
+(all models), adjusted together by :mod:`interbias.analysis.stats.multiplicity`; ``simple`` = the
 simple effects, adjusted among themselves; ``left out`` = an effect of a DCF metric whose
 operating point the run cannot support (n_nontarget·p_target < ``MIN_EVENTS`` in one of its
 cells): shown, never tested. Resolved = adjusted p < α.
@@ -35,7 +35,7 @@ F Student's t with the corrected SE's Satterthwaite degrees of freedom (``df``; 
 the plain design);
 ``bc`` for DCF metrics (skewed, biased low), the bias-corrected percentile interval of the
 replicates shrunk to the corrected SE and the p-value inverting it
-(:func:`interbias.analysis.multiplicity.bc_interval`). Either way the interval excludes 0 exactly
+(:func:`interbias.analysis.stats.multiplicity.bc_interval`). Either way the interval excludes 0 exactly
 when p < 1 − level. ``lo_simultaneous``/``hi_simultaneous``: the same construction at the
 Bonferroni level 1 − α/m over the effect's family.
 """
@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis import multiplicity
 from interbias.analysis.contrasts import ContrastTables, Grid, grids, place
 from interbias.analysis.gaps import GapTables
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats import multiplicity
+from interbias.analysis.stats.replicates import Replicates
 from interbias.metrics.registry import names
 
 #: Order of kinds in the findings: the plain change a condition causes first.

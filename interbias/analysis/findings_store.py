@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from interbias.analysis.headline import Headline
+    from interbias.analysis.reporting.headline import Headline
     from interbias.analysis.suite import Analysis
 
 #: Options that decide the findings: a saved analysis is reused only when all of them match.
@@ -49,7 +49,7 @@ def saved_findings(a: Analysis, folder: Path) -> Headline | None:
     (same options and results.csv), as a Headline; else None."""
     import pandas as pd
 
-    from interbias.analysis.headline import Headline, family_line
+    from interbias.analysis.reporting.headline import Headline, family_line
 
     csv, stamp = folder / "findings.csv", folder / "findings.json"
     if a.replicates is None or not (csv.is_file() and stamp.is_file()):

@@ -9,7 +9,7 @@ only where the reference-condition gap is non-zero and always reported with ``ra
 when |gap(reference condition)| is below ``floor``: near-zero denominators make the ratio
 unstable (the paper's −157.6 to +193.7). With bootstrap replicates every gap, abs_gap and
 model mean gets a percentile interval from the same resample; with permutations each gap gets
-a speaker-level permutation p-value (:mod:`interbias.analysis.permutation`).
+a speaker-level permutation p-value (:mod:`interbias.analysis.stats.permutation`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.contrasts import SLOTS, Grid, grids, normalised, place
-from interbias.analysis.permutation import UNIT, RunPermutations
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.permutation import UNIT, RunPermutations
+from interbias.analysis.stats.replicates import Replicates
 from interbias.utils.errors import AnalysisError
 from interbias.utils.numbers import require
 

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from interbias.analysis.bootstrap import TrialDesign
+from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.analysis.suite import Analysis, findings
 from interbias.utils.errors import AnalysisError
 

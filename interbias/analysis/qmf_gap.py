@@ -6,7 +6,7 @@ For each model and acoustic level L, with groups R (the population factor's refe
 both computed from the cells' eval trials with the calibrations recorded in calibration.json
 (act_dcf at the run's first operating point). The change is |gap_qmf| − |gap_linear| (negative:
 QMF narrows the gap). Its 95 % interval is the percentile interval of a speaker-cluster bootstrap
-(:mod:`interbias.analysis.bootstrap`, the same resample for both calibrations and both groups, the
+(:mod:`interbias.analysis.stats.bootstrap`, the same resample for both calibrations and both groups, the
 calibrations held fixed); the change is resolved when the interval excludes 0.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import Resampler, TrialDesign, check_replicates, percentile_ci
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, check_replicates, percentile_ci
 from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import measured
 from interbias.run.rundir import RunDir

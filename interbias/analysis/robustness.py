@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from interbias.analysis import plots
 from interbias.analysis.contrasts import SLOTS, normalised
+from interbias.analysis.reporting import plots
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

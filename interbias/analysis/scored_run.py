@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import TrialDesign
+from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.metrics import registry
 from interbias.metrics.weighted import SortedCell, sort_cell
 from interbias.metrics.weighted_llr import SharedCalibration

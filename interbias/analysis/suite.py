@@ -11,15 +11,15 @@ import pandas as pd
 
 from interbias.analysis import effects, read_results
 from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
-from interbias.analysis.bootstrap import Resampler, TrialDesign
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
 from interbias.analysis.effects import DESIGNS, Correction
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
-from interbias.analysis.intervals import method_name, unify
-from interbias.analysis.multiplicity import check_method
-from interbias.analysis.permutation import RunPermutations
-from interbias.analysis.replicates import Replicates, bootstrap_cells
 from interbias.analysis.scored_run import ScoredRun
+from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.intervals import method_name, unify
+from interbias.analysis.stats.multiplicity import check_method
+from interbias.analysis.stats.permutation import RunPermutations
+from interbias.analysis.stats.replicates import Replicates, bootstrap_cells
 from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.metrics import registry
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared
@@ -214,15 +214,17 @@ def write_tables(a: Analysis, folder: Path) -> list[Path]:
 
 
 def support_of(a: Analysis) -> dict[tuple[str, str, str], float] | None:
-    """n_nontarget·p_target of every results cell for a DCF metric (p_target 0.01 for min_dcf,
-    the shared calibration's operating point otherwise); ``None`` for other metrics."""
+    """n_nontarget·p_target of every results cell for a DCF metric (the metric's own prior where it
+    has one, e.g. min_dcf's 0.01; the shared calibration's operating point otherwise); ``None``
+    for other metrics."""
     metric = a.options.metric
     if metric not in effects.SKEWED:
         return None
+    fixed = registry.spec(metric).p_target
     out = {}
     for r in a.results.itertuples(index=False):
         cs = a.run.cell(str(r.model), str(r.cell))
-        p = 0.01 if metric == "min_dcf" else a.run.calibration(str(r.model)).point.p_target
+        p = fixed if fixed is not None else a.run.calibration(str(r.model)).point.p_target
         out[(str(r.experiment), str(r.model), str(r.cell))] = float((~cs.labels).sum()) * p
     return out
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.bootstrap import bootstrap_bias, reflected_ci
 from interbias.analysis.contrasts import CHANCE, normalised
-from interbias.analysis.replicates import Replicates
+from interbias.analysis.stats.bootstrap import bootstrap_bias, reflected_ci
+from interbias.analysis.stats.replicates import Replicates
 from interbias.metrics.registry import names
 
 #: Metrics whose cell interval is reflected around the estimate (biased replicates: a minimum

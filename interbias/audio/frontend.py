@@ -18,6 +18,7 @@ import numpy as np
 # the resamplers live in interbias.audio.resample; their names stay importable from here
 from interbias.audio.resample import RESAMPLERS as RESAMPLERS
 from interbias.audio.resample import resample, resampler_record
+from interbias.audio.segments import span_samples, trim_padding
 from interbias.audio.vad import keep_speech
 from interbias.utils.errors import AudioError
 from interbias.utils.paths import not_a_file
@@ -41,7 +42,10 @@ SPEECH_FLOOR_DBFS = -90.0
 SPEECH_FRAME_S = 0.02
 
 #: FrontEnd fields the fingerprint records only when not at their defaults.
-_CHOICES = ("resampler", "vad", "long_audio", "window_s", "hop_s")
+_CHOICES = ("resampler", "vad", "long_audio", "window_s", "hop_s", "trim_silence")
+
+#: A segment of a file: offset and duration in s (``None``: from the start, to the end).
+Span = tuple[float | None, float | None]
 
 #: Containers decoded with PyAV rather than libsndfile.
 _AV_SUFFIXES = {".m4a", ".mp4", ".aac", ".webm", ".opus", ".amr", ".wma"}
@@ -68,12 +72,15 @@ class FrontEnd:
     long_audio: str = "truncate"
     window_s: float = 3.0
     hop_s: float = 1.5
+    #: Remove leading and trailing digital silence (:func:`interbias.audio.segments.trim_padding`)
+    #: from every file before its checks; off by default.
+    trim_silence: bool = False
 
     def fingerprint(self) -> dict[str, Any]:
         """What the embedding cache key and run.json record of these rules: the rate, the
         duration limits and, for any resampler but the default, its method and parameters (so
         the default's fingerprint, and every cache key made before resamplers were a choice,
-        stays as it was); a VAD other than ``none`` likewise."""
+        stays as it was); a VAD other than ``none`` and ``trim_silence`` likewise."""
         out: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self).items() if k not in _CHOICES}
         if self.resampler != "polyphase":
             out["resampler"] = resampler_record(self.resampler)
@@ -81,6 +88,8 @@ class FrontEnd:
             out["vad"] = self.vad
         if self.long_audio != "truncate":
             out.update(long_audio=self.long_audio, window_s=self.window_s, hop_s=self.hop_s)
+        if self.trim_silence:
+            out["trim_silence"] = True
         return out
 
     def record(self) -> dict[str, Any]:
@@ -91,6 +100,8 @@ class FrontEnd:
         if self.long_audio == "truncate":  # likewise for long recordings
             for k in ("long_audio", "window_s", "hop_s"):
                 del out[k]
+        if not self.trim_silence:  # likewise for trimming
+            del out["trim_silence"]
         return out
 
 
@@ -103,6 +114,28 @@ class LoadedAudio:
     truncated: bool
     #: Kept-speech share of the front end's VAD (``None`` without one).
     speech_share: float | None = None
+    #: (first sample, samples) of the file read, for a segment (``None``: the whole file).
+    segment: tuple[int, int] | None = None
+    #: Samples of digital silence removed (leading, trailing) under ``trim_silence`` (else ``None``).
+    trimmed: tuple[int, int] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """What the front end did to this file, as a run records it per utterance: source rate,
+        channels, truncation, and where present the VAD's speech share, the segment read
+        (``segment``: first sample and samples at the source rate) and the padding trimmed
+        (``trimmed``: leading and trailing samples at the source rate)."""
+        out: dict[str, Any] = {
+            "source_rate_hz": self.source_rate_hz,
+            "channels": self.source_channels,
+            "truncated": self.truncated,
+        }
+        if self.speech_share is not None:
+            out["speech_share"] = self.speech_share
+        if self.segment is not None:
+            out["segment"] = list(self.segment)
+        if self.trimmed is not None:
+            out["trimmed"] = list(self.trimmed)
+        return out
 
     @property
     def duration_s(self) -> float:
@@ -152,6 +185,32 @@ def decode(path: Path) -> tuple[np.ndarray, int]:
     return data, int(sample_rate_hz)
 
 
+def decode_span(path: Path, span: Span) -> tuple[np.ndarray, int, int]:
+    """The samples of ``span`` (offset, duration in s; :func:`interbias.audio.segments.span_samples`)
+    of ``path``, its sample rate and the first sample read. libsndfile reads only the span;
+    other containers are decoded whole and cut."""
+    path = Path(path)
+    if path.suffix.lower() in _AV_SUFFIXES or not_a_file(path) or path.stat().st_size == 0:
+        data, rate = decode(path)  # refuses a missing or empty file in decode's words
+        first, n = span_samples(*span, rate, data.shape[0], where=str(path))
+        return data[first : first + n], rate, first
+    import soundfile as sf
+
+    try:
+        with sf.SoundFile(str(path)) as fh:
+            rate = int(fh.samplerate)
+            first, n = span_samples(*span, rate, fh.frames, where=str(path))
+            fh.seek(first)
+            data = fh.read(n, dtype="float32", always_2d=True)
+    except AudioError:
+        raise
+    except Exception as exc:  # libsndfile raises LibsndfileError / RuntimeError / TypeError
+        raise AudioError(f"{path}: cannot decode audio ({_short(exc)})") from exc
+    if data.shape[0] != n:
+        raise AudioError(f"{path}: the segment's {n} samples from sample {first} decode to {data.shape[0]}")
+    return data, rate, first
+
+
 def _decode_av(path: Path) -> tuple[np.ndarray, int]:
     import av
 
@@ -185,11 +244,35 @@ def _short(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def load(path: Path, frontend: FrontEnd = FrontEnd(), *, vad: bool = False) -> LoadedAudio:
-    """Decode, downmix to mono (channel mean), resample, check and truncate one file; with
-    ``vad``, keep only the speech the front end's VAD finds, before truncating (utterances to
-    embed; noise and other talkers' audio are loaded without)."""
-    data, source_rate_hz = decode(path)
+def load(path: Path, frontend: FrontEnd = FrontEnd(), *, vad: bool = False, span: Span | None = None) -> LoadedAudio:
+    """Decode (only ``span``, offset and duration in s, where given: :func:`decode_span`),
+    downmix to mono (channel mean), trim digital silence (``frontend.trim_silence``), resample,
+    check and truncate one file; with ``vad``, keep only the speech the front end's VAD finds,
+    before truncating (utterances to embed; noise and other talkers' audio are loaded without)."""
+    return load_decoded(*read(path, span), path, frontend, vad=vad)
+
+
+def read(path: Path, span: Span | None = None) -> tuple[np.ndarray, int, tuple[int, int] | None]:
+    """The decoded samples (frames, channels) of ``path``, or of ``span`` of it, their rate, and
+    the segment read (first sample, samples; ``None`` for the whole file)."""
+    if span is None:
+        data, source_rate_hz = decode(path)
+        return data, source_rate_hz, None
+    data, source_rate_hz, first = decode_span(path, span)
+    return data, source_rate_hz, (first, int(data.shape[0]))
+
+
+def load_decoded(
+    data: np.ndarray,
+    source_rate_hz: int,
+    segment: tuple[int, int] | None,
+    path: Path,
+    frontend: FrontEnd,
+    *,
+    vad: bool = False,
+) -> LoadedAudio:
+    """:func:`load` of samples :func:`read` decoded from ``path`` (``interbias data info`` judges
+    what it has decoded with this same code)."""
     channels = data.shape[1]
     if data.shape[0] == 0:
         raise AudioError(f"{path}: file holds no samples")
@@ -200,7 +283,12 @@ def load(path: Path, frontend: FrontEnd = FrontEnd(), *, vad: bool = False) -> L
             f"{path}: its {channels} channels cancel when averaged to mono (one is the other inverted): "
             "the downmix is silence; keep one channel"
         )
-    return prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels, vad=vad)
+    trimmed = None
+    if frontend.trim_silence:
+        mono, lead, trail = trim_padding(mono)
+        trimmed = (lead, trail)
+    loaded = prepare(mono, source_rate_hz, frontend, where=str(path), channels=channels, vad=vad)
+    return dataclasses.replace(loaded, segment=segment, trimmed=trimmed)
 
 
 def check_range(data: np.ndarray, path: Path) -> None:

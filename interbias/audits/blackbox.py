@@ -227,7 +227,7 @@ def render_noise(manifest: Any, utt: Any, level: str, audio_dir: Path) -> Path:
 
     snr = float(level.removeprefix("gaussian_"))
     chain = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": snr}], where="blackbox noise")
-    wave = load(manifest.resolve(utt), FrontEnd()).samples
+    wave = load(manifest.resolve(utt), FrontEnd(), span=utt.span).samples
     sample_rate_hz = FrontEnd().sample_rate_hz
 
     def ctx(rng: np.random.Generator) -> OpContext:

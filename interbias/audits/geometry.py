@@ -32,7 +32,7 @@ import pandas as pd
 from interbias.analysis import geometry as geo
 from interbias.analysis.geometry.figure import geometry_figure
 from interbias.analysis.geometry.noise import collect_noise, noise_frame
-from interbias.analysis.plots import png, vectors
+from interbias.analysis.reporting.plots import png, vectors
 from interbias.audits.source import (
     embed_clean,
     encoder_options,

@@ -98,7 +98,7 @@ def run_across(
 
 def write_across(out: Path, result: Across) -> None:
     """across.csv and the figure (png, pdf, svg)."""
-    from interbias.analysis.plots import png, vectors
+    from interbias.analysis.reporting.plots import png, vectors
 
     atomic.write_csv(out / "across.csv", across_frame(result))
     figure = across_figure(result)

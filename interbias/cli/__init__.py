@@ -1,7 +1,8 @@
 """The ``interbias`` command line: thin typer commands over the library.
 
 Library errors (:class:`InterbiasError`) become one line on stderr and exit code 1; a
-traceback is shown only with ``--debug``. Each command module registers itself on ``app``.
+traceback is shown only with ``--debug``. Each command module registers itself where it lives:
+a module here on ``app``, a module of ``cli/<noun>/`` on that noun's group.
 
 When the reader of the output goes away (``interbias list | head -1``), a command stops
 quietly with exit code 141, what a shell reports for a program ended by SIGPIPE (as
@@ -11,8 +12,10 @@ quietly with exit code 141, what a shell reports for a program ended by SIGPIPE 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
+import pkgutil
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
@@ -99,33 +102,18 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
-from interbias.cli import analyze as _analyze  # noqa: E402,F401
-from interbias.cli import blackbox as _blackbox  # noqa: E402,F401
-from interbias.cli import card as _card  # noqa: E402,F401
-from interbias.cli import cm as _cm  # noqa: E402,F401
-from interbias.cli import cm_eval as _cm_eval  # noqa: E402,F401
-from interbias.cli import compare as _compare  # noqa: E402,F401
-from interbias.cli import corpus as _corpus  # noqa: E402,F401
-from interbias.cli import encoders as _encoders  # noqa: E402,F401
-from interbias.cli import export as _export  # noqa: E402,F401
-from interbias.cli import fairness as _fairness  # noqa: E402,F401
-from interbias.cli import fuse as _fuse  # noqa: E402,F401
-from interbias.cli import geometry as _geometry  # noqa: E402,F401
-from interbias.cli import leaderboard as _leaderboard  # noqa: E402,F401
-from interbias.cli import listing as _listing  # noqa: E402,F401
-from interbias.cli import metrics as _metrics  # noqa: E402,F401
-from interbias.cli import models as _models  # noqa: E402,F401
-from interbias.cli import operators as _operators  # noqa: E402,F401
-from interbias.cli import plan as _plan  # noqa: E402,F401
-from interbias.cli import repair as _repair  # noqa: E402,F401
-from interbias.cli import report as _report  # noqa: E402,F401
-from interbias.cli import run as _run  # noqa: E402,F401
-from interbias.cli import runs as _runs  # noqa: E402,F401
-from interbias.cli import validate as _validate  # noqa: E402,F401
-from interbias.cli.layout import arrange_nouns  # noqa: E402
+def _register_commands() -> None:
+    """Import every module of this package, in name order (deterministic): each registers its
+    commands where it lives (a noun's package registers the noun; a module of it, its commands)."""
+    for module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        importlib.import_module(module.name)
+
+
+_register_commands()
+from interbias.cli.layout import add_old_names  # noqa: E402
 
 #: The ``--help`` panels, in order, and the top-level entries each holds, in order: every entry
-#: is in one (the nouns and where each command moved: :mod:`interbias.cli.layout`).
+#: is in one (a noun's commands: its package, ``cli/<noun>/``).
 PANELS: dict[str, tuple[str, ...]] = {
     "Run": ("run", "validate", "list", "plan", "export"),
     "Analyse": ("analyze", "report", "fuse", "runs", "scores"),
@@ -154,8 +142,9 @@ def flowing(text: str) -> str:
 
 
 def _arrange(typer_app: typer.Typer, panels: dict[str, tuple[str, ...]] | None = None) -> None:
-    """Flowing help on every command and group (walked), and at the top level each command in
-    its panel of :data:`PANELS`, in the panels' order."""
+    """Flowing help on every command and group (walked); at the top level each command in its
+    panel of :data:`PANELS`, in the panels' order; in a group, its commands in the order they
+    registered (its modules by name, each module's commands as written)."""
     where = {name: panel for panel, names in (panels or {}).items() for name in names}
     order = {name: i for i, name in enumerate(where)}
     if panels is not None:
@@ -202,7 +191,7 @@ def _flags_without_type() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
-arrange_nouns(app)
+add_old_names(app)
 _arrange(app, PANELS)
 _flags_without_type()
 

@@ -76,7 +76,7 @@ def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Option
     """The analysis options of ``analyze`` and ``report`` (``fields``: the other
     :class:`~interbias.analysis.suite.Options` fields by name): B from :func:`default_boot`,
     refused below the minimum of the bootstrap design the options name."""
-    from interbias.analysis.bootstrap import check_replicates
+    from interbias.analysis.stats.bootstrap import check_replicates
     from interbias.analysis.suite import Options
 
     unit, design = fields.get("unit", "speaker"), fields.get("design", "corrected")
@@ -86,8 +86,8 @@ def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Option
 
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
     """The question, the central statement and one line per model and kind, wrapped to the width."""
-    from interbias.analysis.answer import answer, question
-    from interbias.analysis.headline import HEADLINE_POWER, PLAN_LEVEL
+    from interbias.analysis.reporting.answer import answer, question
+    from interbias.analysis.reporting.headline import HEADLINE_POWER, PLAN_LEVEL
     from interbias.cli.tables import echo_wrapped
 
     echo_wrapped("question: " + question(a.run.resolved or {}, a.options.metric), wide=wide)
@@ -146,7 +146,7 @@ def analyze(
     check_numbers("analyze", bootstrap=bootstrap, ci_level=ci_level, permutations=permutations)
     check_numbers("analyze", tolerance=tolerance, gap_floor=gap_floor, equivalence=equivalence)
     from interbias.analysis.findings_store import write_findings
-    from interbias.analysis.headline import headline
+    from interbias.analysis.reporting.headline import headline
     from interbias.analysis.suite import analyse, write_tables
     from interbias.cli.tables import echo_wrapped
 
@@ -181,11 +181,11 @@ def analyze(
 
 
 def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, paths: list[Path]) -> list[str]:
-    """With a margin: equivalence.csv (TOST per effect, :mod:`interbias.analysis.equivalence`)
+    """With a margin: equivalence.csv (TOST per effect, :mod:`interbias.analysis.stats.equivalence`)
     appended to ``paths``, and the per-model lines to print."""
     if margin is None:
         return []
-    from interbias.analysis import equivalence as eq
+    from interbias.analysis.stats import equivalence as eq
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
 

@@ -1,10 +1,11 @@
-"""Where each command lives: the nouns of ``interbias --help`` and the old names kept as aliases.
+"""The old names of commands, kept as hidden aliases: each runs the same function as the
+command's path now and first says that path, once, on stderr (so scripts written for the old
+names keep working).
 
-Each command module registers its commands on the root app under the name it has always had;
-:func:`arrange_nouns` then moves them into the noun groups of :data:`MOVES` and leaves each old
-name behind as a hidden alias that runs the same function and first says its new name, once, on
-stderr (so scripts written for the old names keep working). A command registered on the root
-and not moved stays a top-level entry (``run``, ``analyze``, ...).
+Where a command lives is where its module is: ``cli/<noun>/`` registers the noun's group and
+each of its modules registers its commands on it; a module directly in ``cli/`` registers a
+top-level command. :data:`OLD_NAMES` is only the table of names that came before; a new
+command needs no row here.
 """
 
 from __future__ import annotations
@@ -18,53 +19,32 @@ import typer
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
-#: The noun groups: name -> (help, example).
-GROUPS: dict[str, tuple[str, str]] = {
-    "runs": (
-        "Across runs: compare two, rank encoders (leaderboard), one page per encoder (card), what a folder holds (inventory).",
-        "Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005",
-    ),
-    "scores": (
-        "Metrics of score files: EER, minDCF and AUC; group fairness; countermeasure metrics (cm-eval).",
-        "Example: interbias scores metrics scores.txt --json",
-    ),
-    "encoders": (
-        "Speaker encoders: list the labels, fetch and verify their checkpoints, embed audio files.",
-        "Example: interbias encoders list --json",
-    ),
-    "audit": (
-        "Audits of an encoder's embedding space (TRIAD/ORCA): geometry, ORCA repair, and the "
-        "black-box audit of score-only systems.",
-        "Example: interbias audit geometry --encoder CAM++ --sentences 8",
-    ),
-    "data": (
-        "Corpora and conditions: build or prepare a corpus manifest, count its attributes, list the "
-        "degradation operators and degrade one file.",
-        "Example: interbias data build synthetic --speakers 96",
-    ),
+#: Each old name -> the command's (or group's) path now.
+OLD_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("compare",): ("runs", "compare"),
+    ("leaderboard",): ("runs", "leaderboard"),
+    ("card",): ("runs", "card"),
+    ("metrics",): ("scores", "metrics"),
+    ("fairness",): ("scores", "fairness"),
+    ("cm-eval",): ("scores", "cm-eval"),
+    ("embed",): ("encoders", "embed"),
+    ("models", "list"): ("encoders", "status"),
+    ("models", "fetch"): ("encoders", "fetch"),
+    ("models", "verify"): ("encoders", "verify"),
+    ("geometry",): ("audit", "geometry"),
+    ("repair",): ("audit", "repair"),
+    ("blackbox",): ("audit", "blackbox"),
+    ("corpus", "build"): ("data", "build"),
+    ("corpus", "prepare"): ("data", "prepare"),
+    ("corpus", "info"): ("data", "info"),
+    ("operators",): ("data", "operators"),
+    ("degrade",): ("data", "degrade"),
 }
 
-#: Each moved command: its path now -> the path its module registers it under (its old name).
-MOVES: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("runs", "compare"): ("compare",),
-    ("runs", "leaderboard"): ("leaderboard",),
-    ("runs", "card"): ("card",),
-    ("scores", "metrics"): ("metrics",),
-    ("scores", "fairness"): ("fairness",),
-    ("scores", "cm-eval"): ("cm-eval",),
-    ("encoders", "list"): ("encoders",),
-    ("encoders", "status"): ("models", "list"),
-    ("encoders", "fetch"): ("models", "fetch"),
-    ("encoders", "verify"): ("models", "verify"),
-    ("encoders", "embed"): ("embed",),
-    ("audit", "geometry"): ("geometry",),
-    ("audit", "repair"): ("repair",),
-    ("audit", "blackbox"): ("blackbox",),
-    ("data", "build"): ("corpus", "build"),
-    ("data", "prepare"): ("corpus", "prepare"),
-    ("data", "info"): ("corpus", "info"),
-    ("data", "operators"): ("operators",),
-    ("data", "degrade"): ("degrade",),
+#: The help of each old group of commands (``interbias models --help``).
+OLD_GROUPS: dict[str, str] = {
+    "models": "Fetch encoder checkpoints from the Hugging Face Hub into their folders, pinned in models.lock.",
+    "corpus": "Build the embedded corpus, prepare manifests of corpora on disk, and count their attributes.",
 }
 
 #: A group run with options only (or nothing) runs this command of it: ``interbias encoders
@@ -129,71 +109,40 @@ def _alias_command(info: CommandInfo, old: str, new: str, *, hidden: bool = True
     return alias
 
 
-def arrange_nouns(app: typer.Typer) -> None:
-    """Move the commands of ``app`` into :data:`GROUPS` after :data:`MOVES`, leaving each old
-    name as a hidden alias. A command of a dissolved old group that :data:`MOVES` does not
-    place is an error naming it (add it to :data:`MOVES`)."""
-    leaves = {command_name(c): c for c in app.registered_commands}
-    groups = {g.name or "": g for g in app.registered_groups}
-    nouns = {
-        name: typer.Typer(help=h, epilog=e, no_args_is_help=name not in DEFAULT_COMMAND)
-        for name, (h, e) in GROUPS.items()
-    }
-    for group in [g for g in app.registered_groups if g.name in nouns and g.typer_instance is not None]:
-        # a module that registers a group under a noun's own name adds its commands to the noun
-        nouns[group.name or ""].registered_commands.extend(group.typer_instance.registered_commands)
-        app.registered_groups.remove(group)
-    aliases: dict[str, typer.Typer] = {}  # a dissolved old group -> its hidden alias group
-    moved_leaves: set[str] = set()
-    moved_groups: set[str] = set()
-    for new, old in MOVES.items():
-        target = nouns[new[0]]
-        if len(old) == 1 and old[0] in leaves:
-            target.registered_commands.append(_renamed_copy(leaves[old[0]], new[-1]))
-            moved_leaves.add(old[0])
-            if old[0] not in GROUPS:  # a noun of the same name takes the old command's place
-                app.registered_commands.append(_alias_command(leaves[old[0]], old[0], " ".join(new)))
-        elif len(old) == 1 and old[0] in groups:
-            moved = copy.copy(groups[old[0]])
-            moved.name = new[-1]
-            target.registered_groups.append(moved)
-            moved_groups.add(old[0])
-            app.registered_groups.append(_alias_group(groups[old[0]], old[0], " ".join(new)))
-        elif len(old) == 2 and old[0] in groups:
-            sub = groups[old[0]].typer_instance
-            assert sub is not None
-            info = next((c for c in sub.registered_commands if command_name(c) == old[1]), None)
-            if info is None:
-                raise RuntimeError(f"interbias.cli.layout.MOVES: no command `{' '.join(old)}`")
-            target.registered_commands.append(_renamed_copy(info, new[-1]))
-            moved_groups.add(old[0])
-            if old[0] not in aliases:
-                moved_to = f"The commands of this group are now under `interbias {new[0]}`.\n\n"
-                aliases[old[0]] = typer.Typer(help=moved_to + (sub.info.help or ""), no_args_is_help=True)
-            aliases[old[0]].registered_commands.append(_alias_command(info, " ".join(old), " ".join(new), hidden=False))
-        else:
-            raise RuntimeError(f"interbias.cli.layout.MOVES: no command `{' '.join(old)}`")
-    for name in moved_groups & set(aliases):
-        sub = groups[name].typer_instance
-        assert sub is not None
-        left = {command_name(c) for c in sub.registered_commands} - {n for _, n in _moves_from(name)}
-        if left:
-            raise RuntimeError(
-                f"command(s) {', '.join(f'{name} {n}' for n in sorted(left))} in no group: add them to interbias.cli.layout.MOVES"
-            )
-        app.registered_groups.append(TyperInfo(aliases[name], name=name, hidden=True))
-    app.registered_commands[:] = [c for c in app.registered_commands if c.hidden or command_name(c) not in moved_leaves]
-    app.registered_groups[:] = [g for g in app.registered_groups if g.hidden or g.name not in moved_groups]
-    for name, noun in nouns.items():
-        cls = DefaultCommandGroup if name in DEFAULT_COMMAND else None
-        app.registered_groups.append(TyperInfo(noun, name=name, **({"cls": cls} if cls else {})))
+def _find(app: typer.Typer, path: tuple[str, ...]) -> CommandInfo | TyperInfo:
+    """The command or group of ``app`` at ``path``; an error naming :data:`OLD_NAMES` if none."""
+    here: typer.Typer | None = app
+    for i, name in enumerate(path):
+        assert here is not None
+        last = i == len(path) - 1
+        group = next((g for g in here.registered_groups if g.name == name), None)
+        if group is not None:
+            if last:
+                return group
+            here = group.typer_instance
+            continue
+        command = next((c for c in here.registered_commands if command_name(c) == name), None)
+        if command is not None and last:
+            return command
+        break
+    raise RuntimeError(f"interbias.cli.layout.OLD_NAMES: no command `interbias {' '.join(path)}`")
 
 
-def _moves_from(group: str) -> list[tuple[str, ...]]:
-    return [old for old in MOVES.values() if len(old) == 2 and old[0] == group]
-
-
-def _renamed_copy(info: CommandInfo, name: str) -> CommandInfo:
-    moved = copy.copy(info)
-    moved.name = name
-    return moved
+def add_old_names(app: typer.Typer) -> None:
+    """Register each old name of :data:`OLD_NAMES` on ``app`` as a hidden alias of the command
+    or group it names now; an old group (``models``) becomes a hidden group of the aliases."""
+    old_groups: dict[str, typer.Typer] = {}
+    for old, new in OLD_NAMES.items():
+        now = _find(app, new)
+        if isinstance(now, TyperInfo):
+            app.registered_groups.append(_alias_group(now, " ".join(old), " ".join(new)))
+            continue
+        alias = _alias_command(now, " ".join(old), " ".join(new), hidden=len(old) == 1)
+        if len(old) == 1:
+            app.registered_commands.append(alias)
+            continue
+        if old[0] not in old_groups:
+            moved_to = f"The commands of this group are now under `interbias {new[0]}`.\n\n"
+            old_groups[old[0]] = typer.Typer(help=moved_to + OLD_GROUPS.get(old[0], ""), no_args_is_help=True)
+            app.registered_groups.append(TyperInfo(old_groups[old[0]], name=old[0], hidden=True))
+        old_groups[old[0]].registered_commands.append(alias)

@@ -1,8 +1,10 @@
 """Options several commands share, as typer ``Annotated`` aliases: one spelling and one help
-text each. The key=value grammar is ``--set KEY=VALUE`` (repeatable), an operator or a chain is
-``--op NAME[:KEY=VALUE,...]`` (:mod:`interbias.operators.spec`, the form experiment files take
-too); the older spellings ``--param`` and ``--chain`` still parse, hidden from ``--help``, and
-say their new name on stderr."""
+text each. ``--set KEY=VALUE`` (repeatable) means one thing: a setting of the record the command
+is configured by (a CM's training settings, ORCA's hyper-parameters, a corpus spec's or an
+adapter's options). An operator or a chain is ``--op NAME[:KEY=VALUE,...]``
+(:mod:`interbias.operators.spec`, the form experiment files take too), its parameters in the
+spec; the older spellings ``--op NAME --set KEY=VALUE``, ``--param`` and ``--chain`` still
+parse, hidden from ``--help``, and say their new form on stderr."""
 
 from __future__ import annotations
 
@@ -12,16 +14,17 @@ import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+#: ``--op NAME --set KEY=VALUE``: the older spelling of ``--op NAME:KEY=VALUE`` (hidden).
 OpSetOpt = Annotated[
     list[str] | None,
-    typer.Option(
-        "--set",
-        metavar="KEY=VALUE",
-        help="A parameter of the one --op (repeatable); an unknown key is an error listing the valid ones.",
-    ),
+    typer.Option("--set", metavar="KEY=VALUE", hidden=True, help="Older spelling of --op NAME:KEY=VALUE."),
 ]
-#: ``--param KEY=VALUE``: the older spelling of ``--set`` (hidden).
-ParamAlias = Annotated[list[str] | None, typer.Option("--param", hidden=True, help="Older spelling of --set.")]
+#: ``--param KEY=VALUE``: an older spelling of ``--op NAME:KEY=VALUE`` (hidden).
+ParamAlias = Annotated[
+    list[str] | None, typer.Option("--param", hidden=True, help="Older spelling of --op NAME:KEY=VALUE.")
+]
+#: The form an operator's parameters take now.
+OP_FORM = "--op NAME:KEY=VALUE"
 #: ``--chain SPEC``: the older spelling of a repeated ``--op`` (hidden).
 ChainAlias = Annotated[list[str] | None, typer.Option("--chain", hidden=True, help="Older spelling of --op.")]
 
@@ -33,12 +36,13 @@ def older_spelling(old: str, new: str, given: Any) -> None:
 
 
 def op_settings(set_: list[str] | None, param: list[str] | None) -> dict[str, Any]:
-    """``--set`` and the older ``--param`` items as one mapping of raw values (a key given
-    twice, in either, is an error)."""
+    """The older ``--set`` and ``--param`` items after ``--op`` as one mapping of raw values (a
+    key given twice, in either, is an error); each says :data:`OP_FORM` on stderr."""
     from interbias.utils.errors import OperatorError
     from interbias.utils.keyvalue import parse_key_values
 
-    older_spelling("--param", "--set", param)
+    older_spelling("--param", OP_FORM, param)
+    older_spelling("--op NAME --set KEY=VALUE", OP_FORM, set_)
     return parse_key_values([*(param or []), *(set_ or [])], option="--set" if set_ else "--param", error=OperatorError)
 
 

@@ -55,7 +55,7 @@ def plan(
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
     check_numbers("plan", effect=effect, power=power, alpha=alpha, bootstrap=bootstrap, speakers=speakers)
     from interbias.analysis import planner
-    from interbias.analysis.bootstrap import check_replicates
+    from interbias.analysis.stats.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError

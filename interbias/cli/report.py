@@ -63,9 +63,9 @@ def report(
     run; with --latex, booktabs tables for a paper."""
     check_numbers("report", bootstrap=bootstrap, permutations=permutations, tolerance=tolerance, gap_floor=gap_floor)
     from interbias.analysis.findings_store import saved_findings, write_findings
-    from interbias.analysis.headline import headline
-    from interbias.analysis.report import build_report
-    from interbias.analysis.report_document import write_report
+    from interbias.analysis.reporting.document import write_report
+    from interbias.analysis.reporting.headline import headline
+    from interbias.analysis.reporting.report import build_report
     from interbias.analysis.suite import analyse
     from interbias.utils.errors import AnalysisError
 
@@ -98,7 +98,7 @@ def report(
         echo_wrapped(f"not drawn: {msg}", "  ")
     echo_wrapped(f"wrote {md} and {page}")
     if latex:
-        from interbias.analysis.latex import write_latex
+        from interbias.analysis.reporting.latex import write_latex
 
         tex = write_latex(a, folder)
         echo_wrapped(f"wrote {tex[0]} and {len(tex) - 1} table(s) in {tex[0].parent / 'tables'}")

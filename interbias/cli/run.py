@@ -86,6 +86,14 @@ ManifestOption = Annotated[
         "recordings+supervisions pair (a file of it, or their folder). Replaces the experiment's corpus."
     ),
 ]
+TrimSilenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--trim-silence",
+        help="Trim leading and trailing digital silence from every input before its checks "
+        "(sets frontend.trim_silence; in the cache key and run.json).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -113,6 +121,7 @@ def run(
         Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
     ] = None,
     trials: TrialsOption = None,
+    trim_silence: TrimSilenceOption = False,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
     ] = None,
@@ -160,6 +169,7 @@ def run(
         data_root=data_root,
         trials=trials,
         trials_format=trials_format,
+        trim_silence=trim_silence,
         executor=executor,
         address=address,
         plan=plan,

@@ -28,7 +28,7 @@ MAX_ROWS = 30
 def fmt(value: object, digits: int = 3, column: str = "") -> str:
     """A cell: floats with ``digits`` decimals (counts as integers, p-values ``< 0.001``),
     never ``-0.000``; NaN as empty."""
-    from interbias.analysis.numbers import format_value
+    from interbias.analysis.reporting.numbers import format_value
 
     return format_value(value, column, digits)
 

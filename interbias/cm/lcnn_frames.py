@@ -117,7 +117,7 @@ class FrameTrainer(Trainer):
 
         fe = FrontEnd(sample_rate_hz=self.cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
         x = featurize(net, load_waves(manifest, utts, self.cfg, "zero"))
-        lengths = [len(load(manifest.resolve(u), fe).samples) for u in utts]
+        lengths = [len(load(manifest.resolve(u), fe, span=u.span).samples) for u in utts]
         y = np.stack(
             [frame_labels(u, min(n, self.cfg.n_samples), x.shape[-1]) for u, n in zip(utts, lengths, strict=True)]
         )

@@ -346,7 +346,7 @@ def run_track3(
     rec = load_recogniser(out / "model", threshold=threshold, tail_size=tail_size, alpha=alpha)
     utts = sorted((u for u in manifest if u.get("split") == "eval"), key=lambda u: u.id)
     fe = FrontEnd(sample_rate_hz=16000, min_duration_s=0.0, max_duration_s=None)
-    waves = [load(manifest.resolve(u), fe).samples for u in utts]
+    waves = [load(manifest.resolve(u), fe, span=u.span).samples for u in utts]
     table = recognise(rec, [u.id for u in utts], waves, [algorithm(u) for u in utts])
     paths = write_recognition(out, table, rec.softmax.classes)
     summary: dict[str, Any] = {"label": label, "known": list(rec.softmax.classes), "unknown": list(unknown)}

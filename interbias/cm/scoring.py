@@ -47,7 +47,7 @@ def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any, fe:
     key = chain.key()
     for u in utts:
         try:
-            x = load(manifest.resolve(u), fe).samples
+            x = load(manifest.resolve(u), fe, span=u.span).samples
             y, _ = chain.apply(
                 x,
                 utterance_sha256=u.sha256 or u.id,

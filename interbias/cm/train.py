@@ -124,7 +124,7 @@ def load_waves(manifest: Manifest, utts: list[Any], cfg: TrainConfig, pad: str =
 
     policy = InputPolicy(cfg.n_samples, pad, cfg.sample_rate_hz)
     fe = FrontEnd(sample_rate_hz=cfg.sample_rate_hz, min_duration_s=0.0, max_duration_s=None)
-    return np.stack([policy.fit(load(manifest.resolve(u), fe).samples) for u in utts])
+    return np.stack([policy.fit(load(manifest.resolve(u), fe, span=u.span).samples) for u in utts])
 
 
 def featurize(net: Any, waves: np.ndarray, batch: int = 16) -> Any:

@@ -88,7 +88,7 @@ def _load(manifest: Manifest, u: Utterance) -> np.ndarray:
     from interbias.audio.frontend import FrontEnd, load
 
     fe = FrontEnd(sample_rate_hz=SAMPLE_RATE_HZ, min_duration_s=0.0, max_duration_s=None)
-    return load(manifest.resolve(u), fe).samples
+    return load(manifest.resolve(u), fe, span=u.span).samples
 
 
 def build_had_corpus(cache: Path, spec: HADSpec = HADSpec(), reporter: Any = None) -> Manifest:

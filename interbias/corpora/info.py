@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from interbias.corpora.manifest import Manifest
+from interbias.utils.errors import CorpusError
+from interbias.utils.registry import Registry
 
 #: Attributes that identify a recording rather than describe a speaker or condition.
-SKIP = {"id", "path", "speaker", "sha256", "duration_s", "text", "sample_rate_hz", "age"}
+SKIP = {"id", "path", "speaker", "sha256", "duration_s", "text", "sample_rate_hz", "age", "offset", "duration"}
 #: Attributes with more distinct values than this are summarised by their count only.
 MAX_LEVELS = 40
 
@@ -87,3 +91,40 @@ def crosstab(
         spks.setdefault(key, set()).add(u.speaker)
     out = {k: (len(spks[k]), utts[k]) for k in sorted(utts)}
     return out, sorted({r for r, _ in out}), sorted({c for _, c in out})
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of ``interbias data info`` after the counts and the audio: its key in the
+    ``--json`` object, its text lines (at most 80 columns) and its JSON value."""
+
+    key: str
+    lines: list[str]
+    data: Any
+
+
+#: Further parts of ``interbias data info``, each a function of the manifest returning a
+#: :class:`Section` (or ``None`` when it has nothing to say), shown in the order registered;
+#: a module registers one with ``@INFO_SECTIONS.register(NAME)`` and is imported by the
+#: command (:func:`info_sections`).
+INFO_SECTIONS: Registry[Callable[[Manifest], Section | None]] = Registry("data info section", CorpusError)
+
+
+def info_sections(manifest: Manifest) -> list[Section]:
+    """The registered sections that have something to say about ``manifest``."""
+    return [s for make in INFO_SECTIONS.registered() if (s := make(manifest)) is not None]
+
+
+def read_for_info(path: Path, *, root: Path | None = None) -> Manifest:
+    """A manifest as ``interbias data info`` reads it: CSV/JSONL without checking its audio
+    paths (a file that cannot be read is reported, not an error), a Lhotse pair as
+    :func:`interbias.corpora.read_manifest` reads it."""
+    from interbias.corpora import lhotse
+
+    if root is not None and not Path(root).is_dir():
+        raise CorpusError(
+            f"data root {root} does not exist or is not a folder (the manifest's paths resolve against it)"
+        )
+    if path.is_dir() or lhotse.is_lhotse_file(path):
+        return lhotse.read_lhotse(*lhotse.find_pair(path), root=root, name=path.name if path.is_dir() else None)
+    return Manifest.read(path, root=root)

@@ -8,17 +8,21 @@ each ``.jsonl`` or ``.jsonl.gz``.
 
 Each supervision becomes one utterance: ``id`` the supervision id, ``path`` the recording's
 file source, ``speaker``/``gender``/``text`` as given, ``language`` and every ``custom`` key
-as attributes (nested values as canonical JSON). interbias scores whole files, so what it
-cannot reproduce is an error listing the offending entries, never approximated: sources that
-are not one local file (``url``, ``command``, ``memory``, ``shar``, several files), recording
-``transforms`` (speed perturbation, resampling), multi-channel recordings (the front end would
-downmix the channels a supervision picks one of), and supervisions that cover only part of
-their recording (more than :data:`TOLERANCE_S` from either end).
+as attributes (nested values as canonical JSON). A supervision that covers only part of its
+recording (more than :data:`TOLERANCE_S` from either end) becomes a segment row: ``offset`` its
+``start``, ``duration`` its duration (an end up to :data:`TOLERANCE_S` past the recording's is
+cut to the recording's end), read sample-exactly by the front end
+(:mod:`interbias.audio.segments`). What interbias cannot reproduce is an error listing the
+offending entries, never approximated: sources that are not one local file (``url``,
+``command``, ``memory``, ``shar``, several files), recording ``transforms`` (speed
+perturbation, resampling), multi-channel recordings (the front end would downmix the channels a
+supervision picks one of), and supervisions that start before or end past their recording.
 """
 
 from __future__ import annotations
 
 import gzip
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,7 @@ _SUFFIXES = (".jsonl", ".jsonl.gz")
 #: Supervision keys that are not attributes of the utterance.
 _SEGMENT_KEYS = {"id", "recording_id", "start", "duration", "channel", "custom", "alignment"}
 #: Utterance fields this reader fills from the recording and supervision.
-_OWN_KEYS = {"id", "path", "duration_s", "sample_rate_hz", "recording_id"}
+_OWN_KEYS = {"id", "path", "duration_s", "sample_rate_hz", "recording_id", "offset", "duration"}
 
 
 def is_lhotse_file(path: Path) -> str | None:
@@ -43,11 +47,14 @@ def is_lhotse_file(path: Path) -> str | None:
     path = Path(path)
     if not path.is_file() or not path.name.endswith(_SUFFIXES):
         return None
-    for _, record in _records(path):
-        if "recording_id" in record:
-            return "supervisions"
-        if "sources" in record and "sampling_rate" in record:
-            return "recordings"
+    try:
+        for _, record in _records(path):
+            if "recording_id" in record:
+                return "supervisions"
+            if "sources" in record and "sampling_rate" in record:
+                return "recordings"
+            return None
+    except ManifestError:  # not JSON lines at all: whatever reads it next says why
         return None
     return None
 
@@ -116,15 +123,15 @@ def read_lhotse(recordings: Path, supervisions: Path, *, root: Path | None = Non
                 f"line {lineno} {sid!r}: recording_id {sup.get('recording_id')!r} is not in {recordings.name}"
             )
             continue
-        reason = _coverage_problem(sup, rec)
-        if reason:
-            problems.append(f"line {lineno} {sid!r}: {reason}")
+        span = _coverage(sup, rec)
+        if isinstance(span, str):
+            problems.append(f"line {lineno} {sid!r}: {span}")
             continue
         if not sup.get("speaker"):
             problems.append(f"line {lineno} {sid!r}: no speaker")
             continue
         try:
-            utts.append(Utterance.from_dict(_row(sup, rec), where=f"{supervisions}:{lineno}"))
+            utts.append(Utterance.from_dict(_row(sup, rec, span), where=f"{supervisions}:{lineno}"))
         except ManifestError as exc:
             problems.append(str(exc))
             continue
@@ -152,7 +159,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         opener = gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
         with opener as fh:
             yield from jsonl_records(fh, where=str(path))
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot read ({exc})") from exc
 
 
@@ -179,22 +186,25 @@ def _recording_problem(rec: dict[str, Any]) -> str | None:
     return None
 
 
-def _coverage_problem(sup: dict[str, Any], rec: dict[str, Any]) -> str | None:
+def _coverage(sup: dict[str, Any], rec: dict[str, Any]) -> tuple[float, float] | str | None:
+    """``None`` for a supervision covering its whole recording, (offset, duration) in s for one
+    covering part of it, or why it cannot be read."""
     try:
         start = float(sup.get("start", 0.0))
         duration = float(sup["duration"])
     except (KeyError, TypeError, ValueError):
         return "no numeric start/duration"
+    if not (math.isfinite(start) and math.isfinite(duration)) or start < 0 or duration <= 0:
+        return f"start {start:g} s, duration {duration:g} s: need start >= 0 and duration > 0"
     total = float(rec["duration"])
-    if start > TOLERANCE_S or abs(start + duration - total) > TOLERANCE_S:
-        return (
-            f"covers {start:g}-{start + duration:g} s of a {total:g} s recording; interbias scores whole files "
-            "(cut the segments to their own files first)"
-        )
-    return None
+    if start + duration > total + TOLERANCE_S:
+        return f"covers {start:g}-{start + duration:g} s of a {total:g} s recording: it ends past the recording"
+    if start <= TOLERANCE_S and abs(start + duration - total) <= TOLERANCE_S:
+        return None
+    return start, min(duration, total - start)
 
 
-def _row(sup: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
+def _row(sup: dict[str, Any], rec: dict[str, Any], span: tuple[float, float] | None) -> dict[str, Any]:
     row: dict[str, Any] = {}
     custom = sup.get("custom") or {}
     if not isinstance(custom, dict):
@@ -215,6 +225,8 @@ def _row(sup: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
             "sample_rate_hz": int(rec["sampling_rate"]),
         }
     )
+    if span is not None:
+        row.update(offset=span[0], duration=span[1], duration_s=span[1])
     if sup["recording_id"] != sup["id"]:
         row["recording_id"] = sup["recording_id"]
     return row

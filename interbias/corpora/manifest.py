@@ -36,8 +36,10 @@ SPEAKER_LEVEL = ("gender", "age", "age_band", "accent", "native_language", "l1",
 #: Attributes that may differ between one speaker's utterances.
 UTTERANCE_LEVEL = (
     "id", "path", "text", "duration_s", "sample_rate_hz", "sha256", "style", "emotion", "intensity",
-    "session", "date", "year", "years_from_first", "channel", "device", "proxy",
+    "session", "date", "year", "years_from_first", "channel", "device", "proxy", "offset", "duration",
 )  # fmt: skip
+#: Columns of a segment row: the span of its file, in seconds (NeMo's convention).
+SEGMENT_COLUMNS = ("offset", "duration")
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ class Utterance:
 
     ``age_band`` and ``style`` carry population labels; on the synthetic corpus they are
     prosodic proxies, which ``attrs['proxy']`` says. Free speaker/recording metadata lives
-    in ``attrs`` and is addressable by name like any field.
+    in ``attrs`` and is addressable by name like any field. ``offset`` and ``duration`` (s)
+    make the utterance a segment of its file (:attr:`span`).
     """
 
     id: str
@@ -62,7 +65,18 @@ class Utterance:
     duration_s: float | None = None
     sample_rate_hz: int | None = None
     sha256: str | None = None
+    #: Start of the segment in its file, s (``None``: the file's start).
+    offset: float | None = None
+    #: Length of the segment, s (``None``: to the file's end).
+    duration: float | None = None
     attrs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def span(self) -> tuple[float | None, float | None] | None:
+        """(offset, duration) in s of a segment row; ``None`` for a whole file."""
+        if self.offset is None and self.duration is None:
+            return None
+        return (self.offset, self.duration)
 
     def get(self, attribute: str) -> str | None:
         """The value of a field or free attribute, as a string (``None`` when absent)."""
@@ -105,7 +119,8 @@ class Utterance:
         for col in REQUIRED_COLUMNS:
             if col not in known:
                 raise ManifestError(f"{where}: row has no {col!r}")
-        known.setdefault("id", _default_id(known["path"]))
+        _check_span(known, where)
+        known.setdefault("id", _default_id(known["path"], known.get("offset"), known.get("duration")))
         try:
             for name in ("age", "duration_s"):
                 if name in known:
@@ -126,9 +141,37 @@ class Utterance:
 _FIELD_NAMES = {f.name for f in fields(Utterance)}
 
 
-def _default_id(path: str) -> str:
-    p = Path(path)
-    return str(p.with_suffix("")).replace("\\", "/")
+def _default_id(path: str, offset: float | None = None, duration: float | None = None) -> str:
+    """The path without its extension; a segment's adds ``@OFFSET+DURATION`` (s), so the
+    segments of one recording have distinct ids."""
+    base = str(Path(path).with_suffix("")).replace("\\", "/")
+    if offset is None and duration is None:
+        return base
+    return f"{base}@{_seconds(offset or 0.0)}+{'end' if duration is None else _seconds(duration)}"
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _check_span(known: dict[str, Any], where: str) -> None:
+    """Parse a row's ``offset``/``duration`` (s) in place: finite numbers, offset >= 0,
+    duration > 0; anything else is a :class:`ManifestError` naming the row."""
+    for name in SEGMENT_COLUMNS:
+        if name not in known:
+            continue
+        raw = known[name]
+        try:
+            value = math.nan if isinstance(raw, bool) else float(raw)
+        except (TypeError, ValueError, OverflowError):
+            value = math.nan
+        row = known.get("id", known["path"])
+        if not math.isfinite(value):
+            raise ManifestError(f"{where}: row {row!r}: {name} must be a finite number of seconds, got {raw!r}"[:300])
+        if value < 0 or (name == "duration" and value == 0):
+            need = "> 0" if name == "duration" else ">= 0"
+            raise ManifestError(f"{where}: row {row!r}: {name} must be {need} s, got {raw!r}")
+        known[name] = value
 
 
 @dataclass(frozen=True)
@@ -319,7 +362,10 @@ class Manifest:
                 f"(relative paths resolve against {self.root}); first: {first}"
             )
         check_distinct_paths(
-            [str(self.resolve(u)) for u in self.utterances], lines, where=where or f"manifest {self.name!r}"
+            [str(self.resolve(u)) for u in self.utterances],
+            lines,
+            where=where or f"manifest {self.name!r}",
+            spans=[u.span for u in self.utterances],
         )
 
 
@@ -400,7 +446,7 @@ def check_json_types(row: dict[str, Any], *, where: str) -> None:
             raise ManifestError(f"{where}: 'path' must be text, got {_json_kind(value)} {value!r}"[:300])
         if isinstance(value, (dict, list, bool)) and key != "attrs":
             raise ManifestError(f"{where}: {key!r} must be text or a number, got {_json_kind(value)}")
-        if key in ("age", "duration_s", "sample_rate_hz") and value != "":
+        if key in ("age", "duration_s", "sample_rate_hz", *SEGMENT_COLUMNS) and value != "":
             _json_number(key, value, where)
 
 

@@ -7,8 +7,9 @@
   numeric ids turned into floats or scientific notation (``1001.0``, ``1.001E+03``). Two names
   that agree after undoing all of these (:func:`speaker_key`) would make a second speaker out
   of one (its same-speaker pairs drawn as non-target trials): refused, naming both spellings.
-- **One audio file listed twice** (two rows whose paths resolve to the same file): a target
-  trial between them scores a file against itself. Refused, naming the lines.
+- **One audio file listed twice** (two rows whose paths resolve to the same file, or to the
+  same segment of it): a target trial between them scores a file against itself. Refused,
+  naming the lines. Distinct segments of one recording are distinct utterances.
 - **The same audio content in two files** (equal sha256 over the bytes): the same, caught
   when the run reads the trial files (:func:`check_distinct_audio`).
 """
@@ -59,16 +60,20 @@ def check_speaker_spellings(utts: Sequence[Any], lines: Sequence[int], *, where:
         )
 
 
-def check_distinct_paths(resolved: Sequence[str], lines: Sequence[int] | None, *, where: str) -> None:
-    """Refuse two rows whose audio paths resolve (links followed) to one file."""
-    seen: dict[str, int] = {}
+def check_distinct_paths(
+    resolved: Sequence[str], lines: Sequence[int] | None, *, where: str, spans: Sequence[Any] | None = None
+) -> None:
+    """Refuse two rows whose audio paths resolve (links followed) to one file and name the same
+    span of it (``spans``: each row's (offset, duration), ``None`` for the whole file)."""
+    seen: dict[tuple[str, Any], int] = {}
     dups: list[tuple[str, int, int]] = []
     for i, path in enumerate(resolved):
         real = os.path.realpath(path)
-        if real in seen:
-            dups.append((real, seen[real], i))
+        key = (real, spans[i] if spans is not None else None)
+        if key in seen:
+            dups.append((real, seen[key], i))
         else:
-            seen[real] = i
+            seen[key] = i
     if dups:
 
         def at(i: int) -> str:

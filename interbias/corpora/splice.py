@@ -11,7 +11,7 @@ be sorted and not overlap, and hold at least ``2c`` samples; anything else is on
 :class:`~interbias.utils.errors.CorpusError` line.
 
 **Segment files.** :func:`segment_line` writes one utterance in the layout ``cm-eval
-location`` reads (:mod:`interbias.analysis.cm`): ``UTT START-END-T/START-END-F/... LABEL``,
+location`` reads (:mod:`interbias.analysis.security.cm`): ``UTT START-END-T/START-END-F/... LABEL``,
 seconds = samples / rate printed with 7 decimals (exact for 16 kHz: 1/16000 = 0.0000625 s),
 genuine ``T`` segments filling the gaps, label ``0`` when a region is fake.
 :func:`read_segment_line` reads a line back (``cm-eval location`` and the ``add2023`` adapter).

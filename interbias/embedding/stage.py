@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,17 +53,35 @@ ChainItems = dict[str, tuple[Chain, set[str]]]
 
 
 def utterance_sha256(u: Utterance, manifest: Manifest) -> str:
-    """sha256 of the file's bytes (the cache key's audio component); a manifest that records
-    another sha256 means the file changed after the manifest was made: an error, not a key."""
+    """sha256 of the file's bytes (the cache key's audio component); for a segment row, that of
+    the file's sha256 with the segment's offset and duration (:func:`segment_sha256`), so each
+    segment keys its own vectors. A manifest that records another sha256 for the file means the
+    file changed after the manifest was made: an error, not a key."""
     try:
-        sha = sha256_file(manifest.resolve(u))
+        path = manifest.resolve(u)
+        if u.span is None:
+            sha = sha256_file(path)
+        else:  # one recording holds many segments: hash it once
+            st = path.stat()
+            sha = _file_sha256(str(path), st.st_size, st.st_mtime_ns)
     except OSError as exc:
         raise AudioError(f"{u.id}: cannot read {u.path} ({exc.strerror or exc})") from exc
     if u.sha256 and u.sha256 != sha:
         raise AudioError(
             f"{u.id}: {u.path} has sha256 {sha[:12]}…, the manifest records {u.sha256[:12]}… (the file changed)"
         )
-    return sha
+    return sha if u.span is None else segment_sha256(sha, u.span)
+
+
+def segment_sha256(file_sha256: str, span: tuple[float | None, float | None]) -> str:
+    """The audio key of a segment: sha256 of the canonical JSON ``[file sha256, offset, duration]``."""
+    return sha256_text(canonical_json([file_sha256, *span]))
+
+
+@lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, remembered while its size and modification time stay the same."""
+    return sha256_file(path)
 
 
 def chains_for_cells(cells: Iterable[Cell], trials_by_stratum: Any) -> ChainItems:

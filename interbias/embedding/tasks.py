@@ -165,15 +165,13 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
     """Decode the utterance once and apply each chain: waveforms, or counted failures."""
     u = ctx.utterance(task.uid)
     try:
-        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend, vad=True)
+        loaded = audio.load(ctx.manifest.resolve(u), ctx.frontend, vad=True, span=u.span)
     except AudioError as exc:
         return [], [
             EmbedResult(task.uid, c.fingerprint, c.key(task.exclude), error=str(exc), n_items=len(encs))
             for c, encs in task.chains
         ]
-    front = {"source_rate_hz": loaded.source_rate_hz, "channels": loaded.source_channels, "truncated": loaded.truncated}
-    if loaded.speech_share is not None:
-        front["speech_share"] = loaded.speech_share
+    front = loaded.record()
     ready: list[Prepared] = []
     failed: list[EmbedResult] = []
     speech_db: float | None = None  # the input's level, for every chain's near-silence check

@@ -377,6 +377,14 @@ def with_countermeasures(exp: Experiment, labels: Sequence[str]) -> Experiment:
     return replace(exp, spoofing=replace(exp.spoofing, countermeasures=labels), raw=raw)
 
 
+def with_trim_silence(exp: Experiment) -> Experiment:
+    """``exp`` with ``frontend.trim_silence: true`` (``interbias run --trim-silence``); the
+    resolved definition (run.json, the run id) shows it."""
+    raw = copy.deepcopy(exp.raw)
+    raw["frontend"] = {**(raw.get("frontend") or {}), "trim_silence": True}
+    return replace(exp, frontend=replace(exp.frontend, trim_silence=True), raw=raw)
+
+
 def with_data(
     exp: Experiment,
     *,

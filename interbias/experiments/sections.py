@@ -44,6 +44,7 @@ FRONTEND_KEYS = {
     "long_audio",
     "window_s",
     "hop_s",
+    "trim_silence",
 }
 SIDES = ("test", "enrol", "both")
 FACTOR_TYPES = ("population", "acoustic", "protocol")
@@ -469,7 +470,10 @@ def parse_frontend(spec: Any, where: str) -> FrontEnd:
         raise ConfigError(f"{where}: frontend.resampler: {resampler!r} is not one of {', '.join(RESAMPLERS)}")
     vad = spec.get("vad", base.vad)
     check_vad(vad, raw_rate, where)
-    return FrontEnd(raw_rate, min_d, max_d, resampler, vad, *_long_audio(spec, base, where))
+    trim = spec.get("trim_silence", base.trim_silence)
+    if not isinstance(trim, bool):
+        raise ConfigError(f"{where}: frontend.trim_silence: true or false, got {trim!r}")
+    return FrontEnd(raw_rate, min_d, max_d, resampler, vad, *_long_audio(spec, base, where), trim_silence=trim)
 
 
 def _long_audio(spec: dict[str, Any], base: FrontEnd, where: str) -> tuple[str, float, float]:

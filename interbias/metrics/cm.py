@@ -1,5 +1,5 @@
 """Countermeasure metrics of ADD 2023 (Sections 3.2–3.4), pure functions of labels and scores
-(the file readers are :mod:`interbias.analysis.cm`).
+(the file readers are :mod:`interbias.analysis.security.cm`).
 
 **Detection (Track 1.2).** Scores are higher for bona fide audio; label 1 = bona fide, 0 =
 spoof. The EER is :func:`interbias.metrics.verification.eer` (interpolated crossing). The weighted EER over

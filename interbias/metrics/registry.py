@@ -19,7 +19,7 @@ from interbias.utils.registry import Registry
 #: The units of an error-rate metric, as the report states them.
 FRACTION = "fractions; 0.01 = one percentage point"
 #: Cell-interval rules: the percentile interval, or the reflected one (for a minimum over
-#: thresholds, whose replicates are biased low; see :func:`interbias.analysis.bootstrap.reflected_ci`).
+#: thresholds, whose replicates are biased low; see :func:`interbias.analysis.stats.bootstrap.reflected_ci`).
 INTERVALS = ("percentile", "reflected")
 
 
@@ -55,6 +55,9 @@ class MetricSpec:
     column: bool = False
     #: Runs with random operators add ``<name>_draw_sd``, the SD between draws.
     draw_sd: bool = False
+    #: The fixed target prior a detection-cost metric is read at (min_dcf: 0.01); ``None`` for a
+    #: calibrated metric (read at its calibration's operating point) or one without a prior.
+    p_target: float | None = None
 
     def __post_init__(self) -> None:
         if self.interval not in INTERVALS:

@@ -1,6 +1,6 @@
 """Per-cell spoofing metrics of one verification system, computed by the run layer when a cell
 holds spoof trials (the columns :data:`SPOOF_COLUMNS` of results.csv); definitions in
-:mod:`interbias.analysis.spoofing`, which also aggregates them over systems (DSR, WDSR)."""
+:mod:`interbias.analysis.security.spoofing`, which also aggregates them over systems (DSR, WDSR)."""
 
 from __future__ import annotations
 

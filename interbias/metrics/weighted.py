@@ -162,6 +162,7 @@ register(
         skewed=True,
         column=True,
         draw_sd=True,
+        p_target=verification.P_TARGET,
     )
 )
 register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin

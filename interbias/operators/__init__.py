@@ -9,6 +9,8 @@ is returned as a record and stored with the embedding.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
@@ -63,6 +65,10 @@ class Operator:
     #: Unit and closed range of numeric parameters, ``name -> (low, high, unit)``: listed by
     #: ``interbias data operators`` and checked by :func:`check_ranges`.
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {}
+    #: The columns of operations.parquet this operator fills, in order (docs/outputs.md), their
+    #: values taken by :meth:`columns` from what it realised; every operator declares its own,
+    #: ``()`` when its record stays in the ``realised`` column only.
+    recorded: ClassVar[tuple[str, ...]] = ()
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         """Degrade float32 mono ``x``; return the output (same rate, and same length unless
@@ -71,6 +77,16 @@ class Operator:
 
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        """This operator's columns of operations.parquet (:attr:`recorded`) from the ``record``
+        :meth:`apply` returned."""
+        return {}
+
+    def notice(self, chain: str, records: list[dict[str, Any]]) -> str | None:
+        """One line when this operator, in the chain labelled ``chain``, did less than it was
+        asked on some utterances (``records``: its record on each), else ``None``."""
+        return None
 
     def inputs(self, corpus: Any) -> Any:
         """What the output depends on beyond the parameters, the utterance and the seed (the
@@ -352,17 +368,18 @@ def parse_chain(items: Any, *, where: str) -> Chain:
     return Chain(tuple(ops))
 
 
-# Register the built-in operator families.
-from interbias.operators import basic as _basic  # noqa: E402,F401
-from interbias.operators import codec as _codec  # noqa: E402,F401
-from interbias.operators import crop as _crop  # noqa: E402,F401
-from interbias.operators import dynamics as _dynamics  # noqa: E402,F401
-from interbias.operators import echo as _echo  # noqa: E402,F401
-from interbias.operators import filter as _filter  # noqa: E402,F401
-from interbias.operators import level as _level  # noqa: E402,F401
-from interbias.operators import noise as _noise  # noqa: E402,F401
-from interbias.operators import packet_loss as _packet_loss  # noqa: E402,F401
-from interbias.operators import pitch as _pitch  # noqa: E402,F401
-from interbias.operators import resample as _resample  # noqa: E402,F401
-from interbias.operators import reverb as _reverb  # noqa: E402,F401
-from interbias.operators import timescale as _timescale  # noqa: E402,F401
+def register_operator(cls: type[Operator]) -> type[Operator]:
+    """Class decorator: register an operator under its :attr:`Operator.name` (written once, in
+    the class)."""
+    OPERATORS.register(cls.name)(cls)
+    return cls
+
+
+def _import_operators() -> None:
+    """Import every module of this package, in name order (deterministic): each operator
+    registers itself where it is defined (:func:`register_operator`)."""
+    for module in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
+        importlib.import_module(module.name)
+
+
+_import_operators()

@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 
 
-@OPERATORS.register("identity")
+@register_operator
 @dataclass(frozen=True)
 class Identity(Operator):
     """Returns its input unchanged (and is skipped in chain fingerprints)."""
 
     name = "identity"
+    recorded = ()  # its record stays in the realised column
     is_identity = True
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from interbias.audio.frontend import resample
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.operators.codec_table import APTX_BITS, CODEC2_MODES, CODECS, CodecName, CodecSpec, fixed_bitrate
 from interbias.utils.errors import OperatorError, see_docs
 from interbias.utils.seeding import derive_rng
@@ -426,7 +426,7 @@ def roundtrip(
 # --------------------------------------------------------------------------- operator
 
 
-@OPERATORS.register("codec")
+@register_operator
 @dataclass(frozen=True)
 class Codec(Operator):
     """Encode and decode with ``codec`` at ``bitrate`` bits/s (default: the codec's usual rate).
@@ -439,6 +439,7 @@ class Codec(Operator):
     bitrate: int | None = None
     codec_rate_hz: int | None = None
     name = "codec"
+    recorded = ("codec", "codec_delay_samples")
 
     def __post_init__(self) -> None:
         spec = CODECS.get(self.codec)
@@ -478,6 +479,9 @@ class Codec(Operator):
             raise OperatorError(
                 f"codec {self.codec!r} is unavailable on this machine: {problem}; {see_docs('operators')}"
             )
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"codec": record.get("codec"), "codec_delay_samples": record.get("delay_samples")}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         crate = codec_rate(self.codec, ctx.sample_rate_hz, self.codec_rate_hz)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 from interbias.operators.levels import active_mask
 
 
@@ -33,7 +33,7 @@ def speech_window_start(x: np.ndarray, n_keep: int, rate_hz: int) -> int:
     return int(np.argmax(counts))
 
 
-@OPERATORS.register("crop")
+@register_operator
 @dataclass(frozen=True)
 class Crop(Operator):
     """Keep ``duration_s`` seconds (0.1–600 s) from the ``start``, a ``random`` start, or the
@@ -42,6 +42,7 @@ class Crop(Operator):
     duration_s: float
     where: Literal["start", "random", "speech"] = "start"
     name = "crop"
+    recorded = ("crop_start_s", "crop_length_s", "crop_kept_whole")
     changes_length = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"duration_s": (0.1, 600.0, "s")}
 
@@ -51,6 +52,23 @@ class Crop(Operator):
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "crop_start_s": record["crop_start_s"],
+            "crop_length_s": record["crop_length_s"],
+            "crop_kept_whole": record["kept_whole"],
+        }
+
+    def notice(self, chain: str, records: list[dict[str, Any]]) -> str | None:
+        k = sum(bool(r.get("kept_whole")) for r in records)
+        if not k:
+            return None
+        return (
+            f"note: {chain}: the crop kept {k} of {len(records)} utterance(s) whole (no longer "
+            f"than its {self.duration_s:g} s window): {'all' if k == len(records) else 'those'} "
+            "are scored on the audio without the crop"
+        )
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         sample_rate_hz = ctx.sample_rate_hz

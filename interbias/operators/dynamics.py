@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 from interbias.operators.levels import FRAME_S, active_mask, active_power
 
 
@@ -43,7 +43,7 @@ def level_range_db(x: np.ndarray, mask: np.ndarray, rate_hz: int) -> float:
     return float(p95 - p5)
 
 
-@OPERATORS.register("agc")
+@register_operator
 @dataclass(frozen=True)
 class Agc(Operator):
     """Compress above ``threshold_db`` (−80–0 dBFS) by ``ratio`` (1–100) with ``attack_ms`` and
@@ -55,6 +55,7 @@ class Agc(Operator):
     release_ms: float = 100.0
     target_dbfs: float | None = None
     name = "agc"
+    recorded = ("agc_level_range_in_db", "agc_level_range_out_db")
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "threshold_db": (-80.0, 0.0, "dBFS"),
         "ratio": (1.0, 100.0, ": 1"),
@@ -65,6 +66,12 @@ class Agc(Operator):
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "agc_level_range_in_db": record["level_range_in_db"],
+            "agc_level_range_out_db": record["level_range_out_db"],
+        }
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         import pedalboard

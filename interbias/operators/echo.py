@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 
 
-@OPERATORS.register("echo")
+@register_operator
 @dataclass(frozen=True)
 class Echo(Operator):
     """Add ``reflections`` (1–10) copies delayed by k × ``delay_ms`` (1–2000 ms) at amplitude
@@ -26,6 +26,7 @@ class Echo(Operator):
     decay: float = 0.5
     reflections: int = 1
     name = "echo"
+    recorded = ("echo_delay_samples",)
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "delay_ms": (1.0, 2000.0, "ms"),
         "decay": (0.0, 0.95, "(amplitude ratio)"),
@@ -34,6 +35,19 @@ class Echo(Operator):
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"echo_delay_samples": record["delay_samples"]}
+
+    def notice(self, chain: str, records: list[dict[str, Any]]) -> str | None:
+        k = sum(int(r.get("reflections_applied", self.reflections)) < self.reflections for r in records)
+        if not k:
+            return None
+        return (
+            f"note: {chain}: the echo added fewer than {self.reflections} reflection(s) to {k} of "
+            f"{len(records)} utterance(s) (its {self.delay_ms:g} ms delay reaches past the end of the "
+            "file; reflections_applied in operations.parquet)"
+        )
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         d = max(1, int(round(self.delay_ms * ctx.sample_rate_hz / 1000)))

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 from interbias.utils.errors import OperatorError
 
 #: Band edges of the presets, Hz.
@@ -71,7 +71,7 @@ def shelves(x: np.ndarray, bass: tuple[float, float], treble: tuple[float, float
     return board(np.asarray(x, np.float32), float(rate_hz)).astype(np.float64)
 
 
-@OPERATORS.register("filter")
+@register_operator
 @dataclass(frozen=True)
 class Filter(Operator):
     """Butterworth ``lowpass``/``highpass`` at ``cutoff_hz``, ``bandpass`` ``low_hz``–``high_hz``,
@@ -88,6 +88,7 @@ class Filter(Operator):
     bass_hz: float | None = None
     treble_hz: float | None = None
     name = "filter"
+    recorded = ()  # its record stays in the realised column
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "cutoff_hz": (20.0, 48000.0, "Hz"),
         "low_hz": (20.0, 48000.0, "Hz"),

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 from interbias.utils.errors import OperatorError
 
 #: Full scale of float samples.
@@ -36,17 +36,21 @@ def crest_factor_db(x: np.ndarray) -> float:
     return float(20 * np.log10(np.abs(x64).max() / rms))
 
 
-@OPERATORS.register("gain")
+@register_operator
 @dataclass(frozen=True)
 class Gain(Operator):
     """Multiply by ``gain_db`` dB (−60–40 dB); samples beyond full scale saturate at ±1 (counted)."""
 
     gain_db: float
     name = "gain"
+    recorded = ("gain_saturated_samples",)
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"gain_db": (-60.0, 40.0, "dB")}
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"gain_saturated_samples": record["saturated_samples"]}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         scaled = np.asarray(x, np.float64) * 10 ** (self.gain_db / 20)
@@ -61,7 +65,7 @@ class Gain(Operator):
         }
 
 
-@OPERATORS.register("clip")
+@register_operator
 @dataclass(frozen=True)
 class Clip(Operator):
     """Clip at ``threshold`` × the peak (0.01–1) or at ``level_dbfs`` (−60–0 dBFS), one of
@@ -71,6 +75,7 @@ class Clip(Operator):
     level_dbfs: float | None = None
     mode: Literal["hard", "tanh"] = "hard"
     name = "clip"
+    recorded = ("clipped_share",)
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "threshold": (0.01, 1.0, "× peak"),
         "level_dbfs": (-60.0, 0.0, "dBFS"),
@@ -80,6 +85,9 @@ class Clip(Operator):
         if (self.threshold is None) == (self.level_dbfs is None):
             raise OperatorError("clip: give exactly one of threshold (fraction of the peak) or level_dbfs")
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"clipped_share": record["clipped_share"]}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         x64 = np.asarray(x, np.float64)

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from interbias.audio import frontend as audio
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
 from interbias.utils.errors import AudioError, OperatorError, see_docs
 
@@ -89,8 +89,11 @@ def file_listing(folder: Path, files: list[Path]) -> list[list[Any]]:
 def talker_pool(corpus: Any) -> dict[str, Any]:
     """The utterances a talker-drawing operator may mix in: (id, speaker, path, sha256) of each
     utterance of ``corpus``, sorted by id, with the corpus root when a file's sha256 is not
-    recorded (then the root decides which audio the path is)."""
-    rows = sorted([u.id, u.speaker, u.path, u.sha256 or ""] for u in corpus.utterances)
+    recorded (then the root decides which audio the path is); a segment's row ends with its
+    offset and duration."""
+    rows = sorted(
+        [u.id, u.speaker, u.path, u.sha256 or "", *([list(u.span)] if u.span else [])] for u in corpus.utterances
+    )
     pool: dict[str, Any] = {"talkers": rows}
     if any(not r[3] for r in rows):
         pool["root"] = str(Path(corpus.root).resolve())
@@ -149,8 +152,8 @@ def talker_index(corpus: Any) -> TalkerIndex:
 
 
 @lru_cache(maxsize=128)  # talker clips (≤ 10 s each after the front end) and their active power
-def _talker_cached(path: str, frontend: audio.FrontEnd) -> tuple[np.ndarray, float]:
-    clip = audio.load(Path(path), frontend).samples
+def _talker_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> tuple[np.ndarray, float]:
+    clip = audio.load(Path(path), frontend, span=span).samples
     clip.setflags(write=False)
     talker = np.asarray(clip, np.float64)
     return clip, active_power(talker, active_mask(talker, frontend.sample_rate_hz))
@@ -167,7 +170,7 @@ def _decode_cached(path: str, rate_hz: int) -> tuple[np.ndarray, int]:
     return out, file_rate_hz
 
 
-@OPERATORS.register("noise")
+@register_operator
 @dataclass(frozen=True)
 class Noise(Operator):
     """Add noise of ``kind`` at ``snr_db`` (dB, active-speech power over noise power).
@@ -181,6 +184,7 @@ class Noise(Operator):
     noise_dir: str | None = None
     n_talkers: int | None = None
     name = "noise"
+    recorded = ("snr_db_requested", "snr_db_achieved", "noise_kind", "noise_file", "noise_offset_s", "noise_talkers")
     stochastic = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "snr_db": (-20.0, 80.0, "dB"),
@@ -250,6 +254,17 @@ class Noise(Operator):
             )
         return folder, files
 
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        talkers = record.get("talkers") or []
+        return {
+            "snr_db_requested": float(self.snr_db),
+            "snr_db_achieved": record.get("snr_db_achieved"),
+            "noise_kind": record.get("kind"),
+            "noise_file": record.get("file") or ";".join(t["utterance"] for t in talkers) or None,
+            "noise_offset_s": record.get("offset_s", talkers[0]["offset_s"] if talkers else None),
+            "noise_talkers": len(talkers) or None,
+        }
+
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         n, sample_rate_hz = len(x), ctx.sample_rate_hz
         if self.kind in _EXPONENT:
@@ -304,7 +319,7 @@ class Noise(Operator):
             utts = index.by_speaker[spk]
             u = utts[int(ctx.rng.integers(len(utts)))]
             try:
-                clip, power = _talker_cached(str(ctx.corpus.resolve(u)), frontend)
+                clip, power = _talker_cached(str(ctx.corpus.resolve(u)), frontend, u.span)
                 talker = np.asarray(clip, np.float64)
             except (AudioError, OperatorError) as exc:
                 raise OperatorError(f"noise kind={self.kind}: cannot use talker utterance {u.id}: {exc}") from exc

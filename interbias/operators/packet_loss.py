@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.utils.errors import OperatorError
 
 
@@ -52,7 +52,7 @@ def burst_lengths(lost: np.ndarray) -> np.ndarray:
     return np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
 
 
-@OPERATORS.register("packet_loss")
+@register_operator
 @dataclass(frozen=True)
 class PacketLoss(Operator):
     """Drop ``frame_ms`` frames at loss ``rate`` (0 ≤ rate < 1) with the given ``model`` and
@@ -64,6 +64,7 @@ class PacketLoss(Operator):
     frame_ms: float = 20.0
     concealment: Literal["zero", "repeat"] = "zero"
     name = "packet_loss"
+    recorded = ("loss_rate_realised",)
     stochastic = True
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {
         "rate": (0.0, 0.999, "(share of frames)"),
@@ -85,6 +86,9 @@ class PacketLoss(Operator):
                     f"packet_loss.rate: {self.rate} is above {ceiling:.3f}, the highest Gilbert–Elliott loss "
                     f"rate with burst_frames={self.burst_frames:g} (entering the bad state would need p > 1)"
                 )
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"loss_rate_realised": record["loss_rate_realised"]}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         flen = max(1, int(round(self.frame_ms * ctx.sample_rate_hz / 1000)))

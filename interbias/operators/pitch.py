@@ -12,20 +12,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 
 
-@OPERATORS.register("pitch")
+@register_operator
 @dataclass(frozen=True)
 class Pitch(Operator):
     """Shift the pitch by ``semitones`` (−12–12; frequency ratio 2^(semitones/12)), duration kept."""
 
     semitones: float
     name = "pitch"
+    recorded = ("pitch_ratio",)
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"semitones": (-12.0, 12.0, "semitones")}
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"pitch_ratio": record["ratio"]}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         import pedalboard

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interbias.operators import OPERATORS, OpContext, Operator, check_ranges
+from interbias.operators import OpContext, Operator, check_ranges, register_operator
 from interbias.utils.errors import OperatorError
 
 #: Kaiser β, cutoff (share of the lower Nyquist frequency) and half length (× max(L, M)).
@@ -61,7 +61,7 @@ def downsample(x: np.ndarray, rate_in: int, rate_out: int, anti_aliasing: bool) 
     return sharp_resample(x, rate_in, rate_in * up)[::down]
 
 
-@OPERATORS.register("resample")
+@register_operator
 @dataclass(frozen=True)
 class Resample(Operator):
     """Down to ``rate_hz`` (1000–48000 Hz, below the input's rate) and back up, with or
@@ -70,10 +70,14 @@ class Resample(Operator):
     rate_hz: int
     anti_aliasing: bool = True
     name = "resample"
+    recorded = ("resample_rate_hz",)
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"rate_hz": (1000, 48000, "Hz")}
 
     def validate(self) -> None:
         check_ranges(self)
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"resample_rate_hz": record["rate_hz"]}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         sample_rate_hz = ctx.sample_rate_hz

@@ -33,7 +33,7 @@ from interbias.audio.rooms import (  # the room simulation lives in interbias.au
     direct_path_onset,
     simulate_room,
 )
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.operators.noise import AUDIO_SUFFIXES, file_listing
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, OperatorError, see_docs
@@ -84,7 +84,7 @@ def _read_bank(path: Path) -> tuple[list[np.ndarray], list[dict[str, Any]]] | No
     return irs, rooms
 
 
-@OPERATORS.register("reverb")
+@register_operator
 @dataclass(frozen=True)
 class Reverb(Operator):
     """Convolve with a room impulse response: simulated for ``rt60_s`` seconds (a bank of
@@ -94,6 +94,7 @@ class Reverb(Operator):
     ir_dir: str | None = None
     bank_size: int | None = None
     name = "reverb"
+    recorded = ("rir_id",)
     stochastic = True
 
     def __post_init__(self) -> None:
@@ -148,6 +149,9 @@ class Reverb(Operator):
                 f"reverb: ir_dir {folder} holds no audio files ({', '.join(AUDIO_SUFFIXES)}); {see_docs('operators')}"
             )
         return folder, files
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {"rir_id": record.get("ir")}
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         sample_rate_hz = ctx.sample_rate_hz

@@ -16,20 +16,21 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interbias.audio.wsola import wsola
-from interbias.operators import OPERATORS, OpContext, Operator
+from interbias.operators import OpContext, Operator, register_operator
 from interbias.utils.errors import OperatorError
 
 FRAME_S = 0.025
 TOLERANCE_S = 0.00625
 
 
-@OPERATORS.register("time_scale")
+@register_operator
 @dataclass(frozen=True)
 class TimeScale(Operator):
     """Speaking rate × ``factor`` (0.5–2.0), pitch preserved: output duration = input / factor."""
 
     factor: float
     name = "time_scale"
+    recorded = ()  # its record stays in the realised column
     ranges: ClassVar[dict[str, tuple[float, float, str]]] = {"factor": (0.5, 2.0, "× speaking rate")}
     changes_length = True
     #: 2: the shared WSOLA of interbias.audio.wsola (see the module docstring).

@@ -261,7 +261,8 @@ def run_attacks(ctx: RunContext) -> str | None:
 def _attack_trial(stage: Stage, trial: Any, params: list[AttackParams], cells: list[Cell], advance: Any) -> list[dict]:
     """Rows of one trial: every encoder × attack × cell of its stratum."""
     ctx, emb = stage.ctx, stage.emb
-    loaded = audio.load(ctx.scored.resolve(ctx.scored.by_id()[trial.test]), ctx.exp.frontend, vad=True)
+    test = ctx.scored.by_id()[trial.test]
+    loaded = audio.load(ctx.scored.resolve(test), ctx.exp.frontend, vad=True, span=test.span)
     rate, rows = loaded.sample_rate_hz, []
     direction = KIND_TRIALS[trial.kind][1]
     for enc in ctx.encoders:

@@ -131,9 +131,10 @@ def frontend_counts(emb: Embedder, sides: list[tuple[np.ndarray, str]], sample_r
     """What the front end did to the cell's utterances, counted per (utterance, chain) side
     (``sides``: the utterance ids scored under each chain fingerprint): truncated, downmixed,
     and resampled (up and down separately, with the source rates; see
-    :func:`interbias.audio.frontend.rate_changes`)."""
-    truncated = downmixed = windowed = 0
-    any_windows = False
+    :func:`interbias.audio.frontend.rate_changes`); where the front end trimmed padding
+    (``n_trimmed``: digital silence removed) or read segments (``n_segments``), those too."""
+    truncated = downmixed = windowed = trimmed = segments = 0
+    any_windows = any_trim = False
     rates: list[int] = []
     for ids, fp in sides:
         for uid in ids:
@@ -146,10 +147,17 @@ def frontend_counts(emb: Embedder, sides: list[tuple[np.ndarray, str]], sample_r
             windowed += front.get("windows", 1) > 1
             rates.append(int(front.get("source_rate_hz", sample_rate_hz)))
             downmixed += front.get("channels", 1) > 1
+            any_trim = any_trim or "trimmed" in front
+            trimmed += sum(front.get("trimmed", ())) > 0
+            segments += "segment" in front
     changes = rate_changes(rates, sample_rate_hz)
     out = {"n_truncated": truncated, **changes, "n_downmixed": int(downmixed)}
     if any_windows:  # long_audio: window only
         out["n_windowed"] = int(windowed)
+    if any_trim:  # trim_silence only
+        out["n_trimmed"] = int(trimmed)
+    if segments:
+        out["n_segments"] = int(segments)
     return out
 
 

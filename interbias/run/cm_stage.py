@@ -1,7 +1,7 @@
 """The countermeasure stage of a spoofing verification run: every trial's test audio scored by
 the CMs the experiment names (``spoofing.countermeasures``, or ``interbias run --cm``), so the
 after-run analysis can fuse speaker verification with spoofing detection (sasv_fusion.csv,
-:mod:`interbias.analysis.sasv_run`).
+:mod:`interbias.analysis.security.sasv_run`).
 
 What each CM sees is the waveform the speaker encoders embedded: the utterance decoded by the
 cell's front end (its rate, VAD and length rules) and put through the cell's test chain (draw 0)

@@ -319,6 +319,8 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
     columns += ["n_windowed"] if ctx.exp.frontend.long_audio == "window" else []
+    columns += ["n_trimmed"] if ctx.exp.frontend.trim_silence else []
+    columns += ["n_segments"] if any(u.span for u in ctx.manifest) else []
     columns += experiment_qmf_columns(ctx.exp)
     results = pd.DataFrame(ordered, columns=columns)
     ctx.run.write_results(results)

@@ -57,6 +57,8 @@ class RunOptions:
     data_root: Path | None = None
     trials: Path | None = None
     trials_format: str | None = None
+    #: Trim leading and trailing digital silence from every input (``--trim-silence``; sets ``frontend.trim_silence``).
+    trim_silence: bool = False
     #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).

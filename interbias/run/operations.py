@@ -22,53 +22,35 @@ from interbias.utils.seeding import canonical_json
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Cell
-    from interbias.operators import Chain, Operator
+    from interbias.operators import Chain
 
-#: Columns of the operations record, in order (see docs/outputs.md).
-COLUMNS = [
-    "utterance", "speaker", "side", "chain", "chain_fp", "draw", "operators",
+#: Columns every row has before the operators' own (see docs/outputs.md).
+FIRST = ["utterance", "speaker", "side", "chain", "chain_fp", "draw", "operators"]
+#: Columns every row has after the operators' own.
+LAST = ["source_rate_hz", "realised"]
+#: The order the operators' columns (:attr:`interbias.operators.Operator.recorded`) have in
+#: the file as written so far; a column no operator here declares follows them, in the order
+#: the operators register.
+WRITTEN_ORDER = [
     "snr_db_requested", "snr_db_achieved", "noise_kind", "noise_file", "noise_offset_s", "noise_talkers",
     "crop_start_s", "crop_length_s", "crop_kept_whole",
     "clipped_share", "gain_saturated_samples", "loss_rate_realised",
     "codec", "codec_delay_samples", "rir_id", "pitch_ratio", "echo_delay_samples",
     "agc_level_range_in_db", "agc_level_range_out_db", "resample_rate_hz",
-    "source_rate_hz", "realised",
 ]  # fmt: skip
 
 
-def _noise(op: Operator, rec: dict[str, Any]) -> dict[str, Any]:
-    talkers = rec.get("talkers") or []
-    return {
-        "snr_db_requested": float(op.snr_db),  # type: ignore[attr-defined]
-        "snr_db_achieved": rec.get("snr_db_achieved"),
-        "noise_kind": rec.get("kind"),
-        "noise_file": rec.get("file") or ";".join(t["utterance"] for t in talkers) or None,
-        "noise_offset_s": rec.get("offset_s", talkers[0]["offset_s"] if talkers else None),
-        "noise_talkers": len(talkers) or None,
-    }
+def operator_columns() -> list[str]:
+    """Every registered operator's columns, in :data:`WRITTEN_ORDER`, then the rest as the
+    operators register."""
+    from interbias.operators import OPERATORS
+
+    declared = [c for cls in OPERATORS.registered() for c in cls.recorded]
+    return [c for c in WRITTEN_ORDER if c in declared] + [c for c in dict.fromkeys(declared) if c not in WRITTEN_ORDER]
 
 
-#: operator name -> its flattened columns from (operator, record).
-FLATTEN: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
-    "noise": _noise,
-    "crop": lambda op, r: {
-        "crop_start_s": r["crop_start_s"],
-        "crop_length_s": r["crop_length_s"],
-        "crop_kept_whole": r["kept_whole"],
-    },
-    "clip": lambda op, r: {"clipped_share": r["clipped_share"]},
-    "gain": lambda op, r: {"gain_saturated_samples": r["saturated_samples"]},
-    "packet_loss": lambda op, r: {"loss_rate_realised": r["loss_rate_realised"]},
-    "codec": lambda op, r: {"codec": r.get("codec"), "codec_delay_samples": r.get("delay_samples")},
-    "reverb": lambda op, r: {"rir_id": r.get("ir")},
-    "pitch": lambda op, r: {"pitch_ratio": r["ratio"]},
-    "echo": lambda op, r: {"echo_delay_samples": r["delay_samples"]},
-    "agc": lambda op, r: {
-        "agc_level_range_in_db": r["level_range_in_db"],
-        "agc_level_range_out_db": r["level_range_out_db"],
-    },
-    "resample": lambda op, r: {"resample_rate_hz": r["rate_hz"]},
-}
+#: Columns of the operations record, in order.
+COLUMNS = FIRST + operator_columns() + LAST
 
 
 def flatten(chain: Chain, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,9 +62,7 @@ def flatten(chain: Chain, records: list[dict[str, Any]]) -> dict[str, Any]:
     ops_records = records[1:] if has_front else records
     row["source_rate_hz"] = front.get("source_rate_hz")
     for op, rec in zip(chain.effective, ops_records, strict=False):
-        fn = FLATTEN.get(op.name)
-        if fn is not None:
-            row.update(fn(op, rec))
+        row.update(op.columns(rec))
     row["operators"] = "+".join(op.name for op in chain.effective) or "clean"
     row["chain"] = chain.label
     row["chain_fp"] = chain.fingerprint
@@ -169,9 +149,9 @@ def kept_whole_summary(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def operation_notices(ops: pd.DataFrame, cells: Iterable[Cell]) -> list[str]:
-    """One line per chain whose operator did less than it was asked on some utterances: a crop
-    that kept files whole (no longer than its window: those items are the audio without the
-    crop), an echo whose delay reached past the end of a file (fewer reflections added)."""
+    """One line per (chain, operator) that did less than it was asked on some utterances
+    (:meth:`interbias.operators.Operator.notice`: a crop that kept files whole, an echo whose
+    delay reached past the end of a file)."""
     chains = {c.fingerprint: c for cell in cells for pair in cell.draws() for c in pair}
     lines = []
     for fp, rows in ops.drop_duplicates(["chain_fp", "draw", "utterance"]).groupby("chain_fp", sort=True):
@@ -181,20 +161,7 @@ def operation_notices(ops: pd.DataFrame, cells: Iterable[Cell]) -> list[str]:
         records = [json.loads(r) for r in rows["realised"]]
         for i, op in enumerate(chain.effective):
             done = [recs[i + 1] for recs in records if len(recs) > i + 1 and recs[0].get("frontend") is not None]
-            if op.name == "crop":
-                k = sum(bool(r.get("kept_whole")) for r in done)
-                if k:
-                    lines.append(
-                        f"note: {chain.label}: the crop kept {k} of {len(done)} utterance(s) whole (no longer "
-                        f"than its {op.duration_s:g} s window): {'all' if k == len(done) else 'those'} "
-                        "are scored on the audio without the crop"
-                    )
-            elif op.name == "echo":
-                k = sum(int(r.get("reflections_applied", op.reflections)) < op.reflections for r in done)
-                if k:
-                    lines.append(
-                        f"note: {chain.label}: the echo added fewer than {op.reflections} reflection(s) to {k} of "
-                        f"{len(done)} utterance(s) (its {op.delay_ms:g} ms delay reaches past the end of the "
-                        "file; reflections_applied in operations.parquet)"
-                    )
+            line = op.notice(chain.label, done)
+            if line is not None:
+                lines.append(line)
     return lines

@@ -154,11 +154,14 @@ def experiment_for_run(options: RunOptions) -> Experiment:
         resource_problems,
         with_countermeasures,
         with_data,
+        with_trim_silence,
     )
     from interbias.utils.paths import conditions_dir
 
     path = find_experiment(options.experiment, conditions_dir())
     exp = load_experiment(path, corpus=options.corpus)
+    if options.trim_silence:
+        exp = with_trim_silence(exp)
     user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
     if not user_data:  # the experiment's own data: say what runs here
         named = exp.kind == "countermeasure" and tuple(options.encoders) != tuple(type(options).encoders)

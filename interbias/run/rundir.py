@@ -16,7 +16,7 @@ Layout::
     cm_trials.parquet               CM score per (CM, cell, eval trial) (spoofing runs with CMs: interbias.run.cm_stage)
     cm_dev.parquet                  CM score per (CM, reference cell, dev utterance): the CMs' calibration data
     cm_cells/<slug(cell)>.parquet, .json    a cell's CM scores and completion record (resume)
-    sasv_fusion.csv                 ASV + CM fusion per model, CM, cell, group (interbias.analysis.sasv_run)
+    sasv_fusion.csv                 ASV + CM fusion per model, CM, cell, group (interbias.analysis.security.sasv_run)
     fairness.csv, fairness_groups.csv   the fairness report at the dev threshold (runs with dev trials)
 
 Every file name of the layout is a constant of this module, and each file is read through a

@@ -128,7 +128,7 @@ def across_frame(result: Across) -> pd.DataFrame:
 
 def across_figure(result: Across) -> Figure:
     """D̄ against Λ, one point per encoder with ± half-widths, the least-squares line, r in the title."""
-    from interbias.analysis.plots import new_figure
+    from interbias.analysis.reporting.plots import new_figure
 
     t = result.table
     fig = new_figure(6, 4.6)

@@ -12,14 +12,14 @@ from matplotlib.figure import Figure
 
 from interbias.analysis.geometry.linalg import AXES, PAIRS
 from interbias.analysis.geometry.schema import AUDIT_KEY
-from interbias.analysis.plots import new_figure
+from interbias.analysis.reporting.plots import new_figure
 
 
 def geometry_figure(frame: pd.DataFrame) -> Figure:
     """Three panels over every audit in ``frame``: F per axis; Λ (bars) and ℓ (triangles) per axis
     pair, a grey dash at each audit's chance Λ = m/d; Γ per attribute × axis, * where the permutation
     p < 0.05. Error bars are the 95 % half-widths. Drawn on an Agg canvas without pyplot
-    (:func:`interbias.analysis.plots.new_figure`)."""
+    (:func:`interbias.analysis.reporting.plots.new_figure`)."""
 
     audits = [k for k, _ in frame.groupby(list(AUDIT_KEY), sort=True)]
     width = 0.8 / max(1, len(audits))

@@ -1,6 +1,6 @@
 """CM experiments (``countermeasures:`` in an experiment YAML, e.g. E19): score a CM manifest's
 dev and eval utterances through each cell's operator chain with each CM, and write the CM
-fairness tables (:mod:`interbias.analysis.cm_run`, through the run's after-run hook).
+fairness tables (:mod:`interbias.analysis.security.cm_run`, through the run's after-run hook).
 
 The YAML's ``countermeasures`` entry: ``models`` (CM labels, :mod:`interbias.cm.models`),
 optional ``bootstrap`` (replicates, default 200) and ``threshold`` (default ``eer``). The

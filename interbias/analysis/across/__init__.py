@@ -1,0 +1,1 @@
+"""Across runs: inventories, comparisons and the paired regression gate, leaderboards, encoder cards."""

@@ -1,0 +1,1 @@
+"""Report rendering: the answer, headline findings, report.md/html, figures, LaTeX tables."""

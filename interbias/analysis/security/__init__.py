@@ -1,0 +1,1 @@
+"""Countermeasure, spoof-aware (SASV) and adversarial-attack analysis of run directories."""

@@ -1,0 +1,1 @@
+"""Estimators shared by the analysis: speaker bootstrap, intervals, multiplicity, permutation, equivalence, replicates."""

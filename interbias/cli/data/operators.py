@@ -1,0 +1,84 @@
+"""``interbias data degrade`` and ``interbias data operators``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from interbias.cli import guarded
+from interbias.cli.data import data_app
+from interbias.cli.options import JsonOpt, OpSetOpt, ParamAlias, op_settings
+
+
+@data_app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
+@guarded
+def degrade(
+    src: Annotated[Path, typer.Argument(metavar="IN", help="Input audio file (WAV, FLAC, ...).")],
+    dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output audio file (at the input's rate).")],
+    op: Annotated[
+        str,
+        typer.Option(
+            "--op",
+            metavar="NAME[:KEY=VALUE,...]",
+            help="The operator and its parameters, e.g. codec:codec=gsm (see `interbias data operators`).",
+        ),
+    ],
+    set_: OpSetOpt = None,
+    param: ParamAlias = None,
+    seed: Annotated[int, typer.Option(help="Seed for the operator's random draws.")] = 0,
+    corpus: Annotated[str, typer.Option(help="Corpus whose talkers babble/crosstalk draw.")] = "synthetic",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+) -> None:
+    """Degrade one file with one operator so you can hear a condition."""
+    from interbias.operators.degrade import degrade_file
+    from interbias.operators.spec import with_settings
+
+    def talkers() -> Any:
+        from interbias.corpora import load_corpus
+        from interbias.experiments.sections import CorpusSpec
+        from interbias.utils.paths import cache_dir
+
+        typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
+        return load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
+
+    name, params, _ = with_settings([op], op_settings(set_, param))
+    info = degrade_file(src, dst, name or op, params, seed=seed, talkers=talkers)
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, default=str))
+        return
+    typer.echo(f"{info['label']} -> {dst} ({info['sample_rate_hz']} Hz, {info['subtype']})")
+    if info["clipped_samples"]:
+        typer.echo(
+            f"  note: {info['clipped_samples']} sample(s) over full scale (peak {info['peak']:.3g}) were clipped "
+            "to it in the file written"
+        )
+    for rec in info["realised"]:
+        typer.echo("  " + json.dumps(rec, default=str))
+    if info["channels_in"] > 1:
+        typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
+
+
+@data_app.command("operators", epilog="Example: interbias data operators --json")
+@guarded
+def list_operators(as_json: JsonOpt = False) -> None:
+    """The degradation operators, their parameters, and what runs on this machine."""
+    from interbias.operators.degrade import operator_entries
+
+    entries = operator_entries()
+    if as_json:
+        typer.echo(json.dumps(entries, indent=2, default=str))
+        return
+    for e in entries:
+        state = "yes" if e["available"] else f"NO ({e.get('why_not', '')})"
+        typer.echo(f"{e['name']}  available: {state}")
+        typer.echo(f"  {e['description']}")
+        for p in e["parameters"]:
+            req = "required" if p["required"] else f"default {p['default']}"
+            span = f"  {p['unit']} in [{p['range'][0]:g}, {p['range'][1]:g}]" if "range" in p else ""
+            typer.echo(f"  {p['name']}=  {p['type']}  ({req}){span}")
+        for c in e.get("codecs", []):
+            here = "yes" if c["available"] else f"NO: {c['why_not']}"
+            typer.echo(f"    codec={c['codec']:10s} {c['bitrates']:>28s}  default {c['default_bitrate']}  [{here}]")
