@@ -93,9 +93,11 @@ def bucketed_batches(
 ) -> list[list[int]]:
     """Indices sorted by (frames, index) cut into batches of shape (items, bucket): from the
     first item left, the smallest bucket whose row count (:func:`bucket_items`) of items all fit
-    in it; each batch is that many items, padded to that bucket, so a batch's shape is one of a
-    few per bucket. The last batch holds what is left (fewer rows: the caller may hold it back
-    for the next call, :func:`is_full`)."""
+    in it; each batch is that many items, padded to the bucket of its longest, so a batch's
+    shape is one of a few per bucket (when the cut steps up a bucket, the rows it takes may all
+    fit the bucket below: that batch is the lower bucket with the higher one's row count). The last batch
+    holds what is left (fewer rows: the caller may hold it back for the next call,
+    :func:`is_full`)."""
     order = sorted(range(len(frames)), key=lambda i: (frames[i], i))
     batches: list[list[int]] = []
     start = 0
