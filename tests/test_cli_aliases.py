@@ -130,3 +130,17 @@ def test_a_command_with_no_old_name_has_no_alias() -> None:
     hidden = {path for path, cmd in TREE.items() if path and TREE[path[:1]].hidden}
     assert {old[:1] for old in OLD_NAMES} == {path[:1] for path in hidden}
     assert not any(path[-1] == "inventory" for path in hidden)
+
+
+def test_a_command_copied_and_not_renamed_is_an_error_naming_both_places() -> None:
+    """typer would let the second ``compare`` hide the first: the CLI refuses at import."""
+    from interbias.cli import one_name_each
+
+    root, runs = typer.Typer(), typer.Typer()
+    root.add_typer(runs, name="runs")
+    runs.command("compare")(lambda: None)
+    runs.command("leaderboard")(lambda: None)
+    one_name_each(root)
+    runs.command("compare")(lambda: None)
+    with pytest.raises(RuntimeError, match=r"`interbias runs compare` is registered twice \(test_cli_aliases, "):
+        one_name_each(root)

@@ -82,7 +82,10 @@ def guarded(fn: F) -> F:
             msg = (
                 str(exc) if isinstance(exc, InterbiasError) else f"{exc.strerror or exc}: {exc.filename or ''}".strip()
             )
-            fail(msg.replace("\n", " "))
+            lines = getattr(exc, "lines", None) or (msg.replace("\n", " "),)  # ShortfallError: one per missing thing
+            for line in lines[:-1]:
+                typer.echo(f"error: {line}", err=True)
+            fail(lines[-1])
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
@@ -110,7 +113,7 @@ def _register_commands() -> None:
 
 
 _register_commands()
-from interbias.cli.layout import add_old_names  # noqa: E402
+from interbias.cli.layout import add_old_names, command_name  # noqa: E402
 
 #: The ``--help`` panels, in order, and the top-level entries each holds, in order: every entry
 #: is in one (a noun's commands: its package, ``cli/<noun>/``).
@@ -178,6 +181,24 @@ def _arrange(typer_app: typer.Typer, panels: dict[str, tuple[str, ...]] | None =
         typer_app.registered_groups.sort(key=lambda g: order.get(g.name or "", len(order)))
 
 
+def one_name_each(typer_app: typer.Typer, path: str = "interbias") -> None:
+    """Refuse two commands or groups of one name in a group (typer would let the later hide the
+    earlier: a command copied from a neighbour and not renamed would vanish), naming where each
+    is registered."""
+    seen: dict[str, str] = {}
+    entries = [
+        (command_name(c), f"{c.callback.__module__}" if c.callback else "?") for c in typer_app.registered_commands
+    ]
+    entries += [(g.name or "", f"the group {g.name}") for g in typer_app.registered_groups]
+    for name, where in entries:
+        if name in seen:
+            raise RuntimeError(f"`{path} {name}` is registered twice ({seen[name]}, {where}): rename one")
+        seen[name] = where
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            one_name_each(group.typer_instance, f"{path} {group.name}")
+
+
 def _flags_without_type() -> None:
     """typer (0.29) shows a flag's type (``--json <bool>``) though a flag takes no value: a
     flag's help shows none."""
@@ -192,6 +213,7 @@ def _flags_without_type() -> None:
 
 
 add_old_names(app)
+one_name_each(app)
 _arrange(app, PANELS)
 _flags_without_type()
 
