@@ -215,6 +215,9 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "embedded": outcome.n_embedded,
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
+        "batch_fallbacks": rj.get("counts", {}).get("batch_fallbacks", 0),
+        "oom_retries": rj.get("counts", {}).get("oom_retries", 0),
+        "batch_fallback_reasons": rj.get("batch_fallback_reasons", {}),
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
         "macro_eer": {m: round(v, 6) for m, (v, _) in macro_eer(frame).items()},
         "next": f"interbias report {outcome.run_dir}" if outcome.report is None else f"read {outcome.report}",
@@ -264,6 +267,23 @@ def glue_values(text: str) -> str:
     return re.sub(r"(\S) (\d+\.\d+)", "\\1\u00a0\\2", text)
 
 
+def embedding_lines(info: dict[str, Any]) -> list[str]:
+    """The closing lines about the embedding stage (``info``: :func:`closing`): what was
+    embedded or reused, the batches that fell back to one at a time and the out-of-memory
+    halvings, and a warning with the first reason when a batch fell back."""
+    lines = [
+        f"embedded {info['embedded']}, from cache {info['from_cache']}, cells reused {info['cells_reused']}, "
+        f"batch fallbacks {info['batch_fallbacks']}, out-of-memory halvings {info['oom_retries']}"
+    ]
+    if info["batch_fallbacks"]:
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(info["batch_fallback_reasons"].items()))
+        lines.append(
+            f"warning: {info['batch_fallbacks']} network batch(es) failed and were embedded one at a time "
+            f"(slower; run.json counts.batch_fallbacks); first reason: {why}"
+        )
+    return lines
+
+
 def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = False, as_json: bool = False) -> None:
     """A few closing lines (rows, failures, time, where the results are, the macro EER per model,
     the next command); the results table with --wide; exit 1 on errored cells."""
@@ -288,9 +308,8 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
             f"model{'' if info['models'] == 1 else 's'}), "
             f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
         )
-        echo_wrapped(
-            f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
-        )
+        for line in embedding_lines(info):
+            echo_wrapped(line)
         note_restarts(outcome.run_dir)
         typer.echo(f"results: {info['results']}")  # one line: make demo reads it
         if (macro := macro_line(outcome.results)) is not None:

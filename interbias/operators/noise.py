@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -101,11 +102,63 @@ def talker_pool(corpus: Any) -> dict[str, Any]:
     return pool
 
 
-@lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
-def _load_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> np.ndarray:
-    samples = audio.load(Path(path), frontend, span=span).samples
-    samples.setflags(write=False)
-    return samples
+@dataclass(frozen=True)
+class TalkerIndex:
+    """A corpus's talkers indexed once: each speaker's utterances sorted by id, the speakers
+    sorted, and (memoised per excluded set: one per trial stratum and speaker) the speakers
+    left outside a set. What a draw sees is what scanning the manifest each time gave."""
+
+    by_speaker: dict[str, tuple[Any, ...]]
+    speakers: tuple[str, ...]
+    outside: dict[frozenset[str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, corpus: Any) -> TalkerIndex:
+        groups: dict[str, list[Any]] = {}
+        for u in corpus.utterances:
+            groups.setdefault(u.speaker, []).append(u)
+        by_speaker = {spk: tuple(sorted(us, key=lambda u: u.id)) for spk, us in groups.items()}
+        return cls(by_speaker, tuple(sorted(by_speaker)))
+
+    def speakers_outside(self, exclude: frozenset[str]) -> tuple[str, ...]:
+        """The sorted speakers not in ``exclude``."""
+        got = self.outside.get(exclude)
+        if got is None:
+            if len(self.outside) >= MEMO_EXCLUDED:
+                self.outside.clear()
+            got = self.outside[exclude] = tuple(s for s in self.speakers if s not in exclude)
+        return got
+
+
+#: Corpora indexed so far, by object identity (an index lives as long as its corpus).
+_INDEXES: dict[int, tuple[weakref.ref[Any], TalkerIndex]] = {}
+#: Excluded sets memoised per index before it starts again.
+MEMO_EXCLUDED = 4096
+
+
+def talker_index(corpus: Any) -> TalkerIndex:
+    """``corpus``'s :class:`TalkerIndex`, built on first use and kept while ``corpus`` lives
+    (a manifest is immutable, so one index serves every application of a run)."""
+    key = id(corpus)
+    hit = _INDEXES.get(key)
+    if hit is not None and hit[0]() is corpus:
+        return hit[1]
+    index = TalkerIndex.of(corpus)
+
+    def forget(ref: weakref.ref[Any], key: int = key) -> None:
+        if _INDEXES.get(key, (None,))[0] is ref:
+            del _INDEXES[key]
+
+    _INDEXES[key] = (weakref.ref(corpus, forget), index)
+    return index
+
+
+@lru_cache(maxsize=128)  # talker clips (≤ 10 s each after the front end) and their active power
+def _talker_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> tuple[np.ndarray, float]:
+    clip = audio.load(Path(path), frontend, span=span).samples
+    clip.setflags(write=False)
+    talker = np.asarray(clip, np.float64)
+    return clip, active_power(talker, active_mask(talker, frontend.sample_rate_hz))
 
 
 @lru_cache(maxsize=16)  # noise recordings can be long
@@ -259,12 +312,9 @@ class Noise(Operator):
         k = self.n_talkers if self.kind in COUNTED_TALKERS else 1
         if ctx.corpus is None:
             raise OperatorError(f"noise kind={self.kind} draws other talkers from a corpus, but none was given")
-        exclude = set(ctx.exclude_speakers) | {ctx.speaker}
-        by_speaker: dict[str, list[Any]] = {}
-        for u in ctx.corpus.utterances:
-            if u.speaker not in exclude:
-                by_speaker.setdefault(u.speaker, []).append(u)
-        speakers = sorted(by_speaker)
+        exclude = frozenset(ctx.exclude_speakers) | {ctx.speaker}
+        index = talker_index(ctx.corpus)
+        speakers = index.speakers_outside(exclude)
         if len(speakers) < k:  # type: ignore[operator]
             raise OperatorError(
                 f"noise kind={self.kind} needs {k} other speaker(s); the corpus has {len(speakers)} "
@@ -277,11 +327,11 @@ class Noise(Operator):
         used = []
         for si in ctx.rng.choice(len(speakers), size=k, replace=False):
             spk = speakers[int(si)]
-            utts = sorted(by_speaker[spk], key=lambda u: u.id)
+            utts = index.by_speaker[spk]
             u = utts[int(ctx.rng.integers(len(utts)))]
             try:
-                talker = np.asarray(_load_cached(str(ctx.corpus.resolve(u)), frontend, u.span), np.float64)
-                power = active_power(talker, active_mask(talker, ctx.sample_rate_hz))
+                clip, power = _talker_cached(str(ctx.corpus.resolve(u)), frontend, u.span)
+                talker = np.asarray(clip, np.float64)
             except (AudioError, OperatorError) as exc:
                 raise OperatorError(f"noise kind={self.kind}: cannot use talker utterance {u.id}: {exc}") from exc
             looped = len(talker) < n

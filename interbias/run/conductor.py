@@ -339,6 +339,7 @@ def _record(
         "forward_s": dict(stats.forward_s),
         "failed_items": emb.n_failures,
         "oom_retries": stats.oom_retries,
+        "batch_fallbacks": stats.batch_fallbacks,
     }
     executor = {**ctx.executor.describe(), "torch_threads": torch_threads()}
     run_header = header(
@@ -354,6 +355,7 @@ def _record(
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
+        **({"batch_fallback_reasons": dict(stats.fallback_reasons)} if stats.fallback_reasons else {}),
         "calibration": calibration.to_json(),
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),

@@ -73,6 +73,8 @@ MOVED: dict[str, str] = {
     "interbias.cli.models": "interbias.cli.encoders.checkpoints",
     "interbias.cli.operators": "interbias.cli.data.operators",
     "interbias.cli.repair": "interbias.cli.audit.repair",
+    "interbias.encoders.campplus_graph": "interbias.encoders.campplus.graph",
+    "interbias.encoders.campplus_masked": "interbias.encoders.campplus.masked",
 }
 
 
