@@ -1,10 +1,9 @@
 """A readable report of one run: ``report.md`` (figures beside it) and a self-contained
 ``report.html`` (figures embedded as base64 PNG, no external files, scripts or fonts).
 
-Sections: the answer and the findings first, then what was run and how uncertainty was estimated; findings (the family and its
-multiplicity adjustment, resolved main effects as sentences, then interactions and gaps, the
-unresolved ones with their minimum detectable effect) and the cells as a
-conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
+Sections: the answer; findings (the family and its multiplicity adjustment, resolved main effects as sentences, then interactions and gaps, the
+unresolved ones with their minimum detectable effect); what was run and how uncertainty was
+estimated; the cells as a conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
 counts, failures, overlap warnings); figures (DET curves per cell, metric by condition per
 model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
 subgroup gaps; additivity validation; macro averages; the long per-cell list; then the sections
