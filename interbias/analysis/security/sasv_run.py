@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from interbias.analysis.effect_rule import FIELDS, NO_INTERVAL, Resamplers, corr
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.numbers import format_value, signed
+from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
@@ -57,6 +58,10 @@ from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
 from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
+
+if TYPE_CHECKING:
+    from interbias.analysis.suite import Analysis
+    from interbias.experiments.schema import Experiment
 
 COLUMNS = [
     "model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS,
@@ -93,7 +98,7 @@ def read_cm_trials(run: RunDir) -> pd.DataFrame | None:
     return frame.assign(cm_score=scores, calibrated=frame["calibrated"].astype(bool))
 
 
-def reference_cells(results: pd.DataFrame, exp: Any) -> set[str]:
+def reference_cells(results: pd.DataFrame, exp: Experiment) -> set[str]:
     """Cells of ``results`` with every acoustic factor at its reference level."""
     acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     out = set()
@@ -374,3 +379,9 @@ def sasv_section(folder: Path, rep: Report) -> None:
     )
     gain = [c for c in ("cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_status") if c in table.columns]
     rep.table(pooled, ["model", "cm", "cell", *metrics, *gain], collapsed="a-DCF and t-EER per cell")
+
+
+@report_section("sasv", 140)
+def sasv_report_section(a: Analysis, rep: Report) -> None:
+    """:func:`sasv_section` of the analysed run."""
+    sasv_section(a.run.path, rep)
