@@ -363,6 +363,10 @@ def run_example(line: str, folder: Path, monkeypatch: pytest.MonkeyPatch, run: P
     if line in NEEDS:
         run_example(NEEDS[line], folder, monkeypatch, run)
     args = command_args(line, folder, run)
+    if "--out" in args:  # a second run of an example writes anew (the guard keeps others' files)
+        out = folder / args[args.index("--out") + 1]
+        if out.is_file():
+            out.unlink()
     res = runner.invoke(app, args)
     assert res.exit_code == 0, f"`{line}` ran as {args}:\n{res.output}"
     return res.output
