@@ -32,18 +32,6 @@ def _wrapped(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, width(), subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
-def _packed(parts: list[str], total: int, indent: str) -> list[str]:
-    """``parts`` joined by `` · `` into lines of at most ``total`` characters (a part longer
-    than that stays whole on its own line), each starting with ``indent``."""
-    lines: list[str] = []
-    for part in parts:
-        if lines and len(lines[-1]) + 3 + len(part) <= total:
-            lines[-1] += " · " + part
-        else:
-            lines.append(indent + part)
-    return lines
-
-
 def _here(e: dict[str, Any]) -> str:
     """Where an entry runs, in one short cell: its corpus when that runs, else the first
     variant that does (``synthetic(42) ✓``), else the first variant one step from running
