@@ -15,7 +15,7 @@ from interbias.cli import app
 from interbias.run.validate import embedding_items, utterance_table, validate_file
 from interbias.utils.paths import conditions_dir
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "1000"})  # whole lines to match (80 columns: test_terminal_output)
 
 
 def _files(folder: Path) -> list[Path]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.run.estimate import Estimate
+from interbias.run.estimate import Estimate, machine_load, shared_jobs
 from interbias.utils.errors import InterbiasError
 
 #: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
@@ -135,6 +135,9 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     audio_s = items * mean_s
     per_encoder = [audio_s / BENCH_X_REALTIME.get(e, UNMEASURED_X_REALTIME) for e in encoders]
     est.seconds = START_S + sum(per_encoder) / jobs
+    est.cores, est.load = machine_load()
+    est.jobs = jobs
+    est.seconds_now = START_S + sum(per_encoder) / shared_jobs(jobs, est.cores, est.load)
     unmeasured = [e for e in encoders if e not in BENCH_X_REALTIME]
     if unmeasured:
         est.notes.append(
