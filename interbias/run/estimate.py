@@ -69,7 +69,7 @@ class Estimate:
     def cores_text(self) -> str:
         if self.jobs == 1 or self.cores == 1:
             return "1 core" if self.cores != 1 else "the 1 core"
-        return f"all {self.cores} cores"
+        return "both cores" if self.cores == 2 else f"all {self.cores} cores"
 
     def load_text(self) -> str:
         """``; at the load now (1-min load 3.1 on 2 cores) about 2.9 min``, or "" (no load average)."""
