@@ -5,6 +5,7 @@ and report read it like any other model; bad requests are refused in one line, n
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -137,3 +138,9 @@ def test_bad_requests_are_one_line_and_write_nothing(
         frame.to_parquet(path)
     refused(flat, "CAM++,mfcc-stats", "mfcc-stats is the same on every fitting trial")
     refused(no_dev, "CAM++,mfcc-stats", "has no dev split")
+    command = json.loads((no_dev / "run.json").read_text())["command"]
+    refused(
+        no_dev,
+        "CAM++,mfcc-stats",
+        f"add `dev_share: 0.3` under `trials:` in T52n's experiment file, run it again with `{shlex.join(command)}`",
+    )

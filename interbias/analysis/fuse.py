@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.fairness import fairness_for_run
-from interbias.analysis.fuse_compare import COMPARISON, comparison, copy_run_files, verdicts
+from interbias.analysis.fuse_compare import COMPARISON, comparison, copy_run_files, no_dev_advice, verdicts
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks
@@ -172,7 +172,7 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
         raise RunError(f"{run.path} holds no experiment.resolved.json")
     trials = run.read_trials().frame
     if "split" not in trials.columns or not bool((trials["split"] == "dev").any()):
-        raise RunError(f"{run.path} has no dev split to fit a fusion on (set trials.dev_share and run again)")
+        raise RunError(no_dev_advice(run.path, exp.name, (run.read_json(RUN_JSON) or {}).get("command")))
     have = [set(results.loc[results["model"] == m, "cell"].astype(str)) for m in models]
     cells = [c for c in exp.cells() if all(c.id in h for h in have)]
     frames = _frames(run, models, [c.id for c in cells])

@@ -85,3 +85,17 @@ def verdicts(frame: pd.DataFrame, label: str, metric: str = "eer") -> list[str]:
             f"lower in {better} of {len(part)} cells"
         )
     return lines
+
+
+def no_dev_advice(path: Path, experiment: str, command: Sequence[str] | None) -> str:
+    """Why a run without a dev split cannot be fused, and the commands that give one: the
+    experiment's trials with ``dev_share`` (no ``run`` option sets it), then the run's own
+    command (run.json) again, then fuse on the new run."""
+    import shlex
+
+    again = shlex.join(command) if command else f"interbias run {experiment}"
+    return (
+        f"{path} has no dev split to fit a fusion on (fuse fits its weights on dev trials, never on the "
+        f"eval trials it reports): add `dev_share: 0.3` under `trials:` in {experiment}'s experiment file, "
+        f"run it again with `{again}`, then fuse the new run"
+    )
