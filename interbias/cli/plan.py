@@ -81,6 +81,17 @@ def plan(
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", frame)
     reason = planner.no_plan_reason(frame)
+    follow = _follow_up(a, frame, folder, reason)
+    level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
+    title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
+    _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+
+
+def _follow_up(a: Any, frame: pd.DataFrame, folder: Path, reason: str | None) -> str:
+    """The follow-up line: why there is no plan, or the ``run --plan`` command, and when the
+    need is beyond the pilot's corpus, what would provide it (:func:`planner.beyond_corpus`)."""
+    from interbias.analysis import planner
+
     follow = (
         reason
         if reason is not None
@@ -100,9 +111,7 @@ def plan(
         )
         if limit:
             follow += f"; but {limit}"
-    level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
-    title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
-    _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+    return follow
 
 
 def _corpus_name(resolved: dict[str, Any]) -> str:
