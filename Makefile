@@ -33,6 +33,9 @@ $(DOCS_STAMP): $(STAMP) requirements/docs.txt
 	touch $@
 
 test: venv
+	# the real-audio tests' Debian packages (recorded prompts, classic synthesisers, ~1 min once):
+	# installed only as root on Debian with apt-get, only those missing; elsewhere the tests skip
+	bash requirements/debian-audio.sh
 	$(PY) -m pytest -q
 
 test-slow: venv docs-venv

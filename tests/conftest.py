@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from interbias.corpora.synthetic import SyntheticSpec, build
+
+# One verdict per commit: every hypothesis test draws the same examples on every run (derandomize)
+# and none replays a failure another run stored (no example database). Test files' own
+# ``settings(...)`` inherit this profile, which conftest loads before they are imported.
+settings.register_profile("interbias", derandomize=True, database=None)
+settings.load_profile("interbias")
 
 #: A small grid for fast tests: 2 accents × 2 genders × 3 voices, neutral, 5 sentences.
 TINY = {"accents": ["us", "wi"], "age_bands": ["adult"], "voices_per_cell": 3, "styles": ["neutral"], "n_sentences": 5}

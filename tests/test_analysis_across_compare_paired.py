@@ -4,6 +4,7 @@ equivalence gate both ways."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -165,7 +166,11 @@ def test_real_runs_a_draw_pair_passes_and_a_noisier_chain_fails(tmp_path: Path, 
             frame.assign(score=frame.score_d1).to_parquet(path, index=False)
     res = CliRunner().invoke(app, ["runs", "compare", str(base), str(other), "--paired", "--all", "--bootstrap", "300"])
     assert res.exit_code == 0, res.output
-    assert "0 of 2 value(s) with a resolved regression" in res.output
+    # 6 speakers per stratum: a row whose Satterthwaite df falls below 2 is left out and counted
+    tested = int(re.search(r"0 of (\d+) value\(s\) with a resolved regression", res.output).group(1))
+    low = re.search(r"(\d+) Satterthwaite df below 2", res.output)
+    assert tested + (int(low.group(1)) if low else 0) == 2, res.output
+    assert res.output.count("(Satterthwaite df below 2") == (int(low.group(1)) if low else 0)
     assert "left out of the family: 4 identical scores in both runs (identical inputs)" in res.output
     noisy = _run(tmp_path, session_cache, "noisy", 0.0)
     res = CliRunner().invoke(app, ["runs", "compare", str(base), str(noisy), "--paired", "--bootstrap", "300"])

@@ -125,3 +125,33 @@ def test_totals_equal_the_dense_weights_product_exactly() -> None:
     for values in (rng.random(2000) < 0.3, rng.integers(0, 3, size=2000)):
         per_pair = np.bincount(boot.pair, weights=values.astype(np.float64), minlength=len(boot.pairs))
         assert np.array_equal(boot.totals(values), boot.weights @ per_pair)
+
+
+def test_trial_z_prints_speakers_per_group_and_refuses_below_the_speaker_minimum() -> None:
+    """One speaker per gender with a large gap between them: the trial z-test would call it
+    significant, but a gap between two voices is not a gap between genders — not tested, with the
+    counts; with 20 speakers per group the same test runs. Each group row counts its speakers."""
+    from interbias.analysis.fairness_cluster import MIN_SPEAKERS
+
+    rng = np.random.default_rng(11)
+    frame = design(rng, n_speakers=40, per=8, shift=-1.5)
+    by = frame.drop_duplicates("enrol").groupby("group").enrol.apply(list)
+    one = [by["f"][0], by["m"][0]]
+    two = frame[(frame.enrol == frame.test) & frame.enrol.isin(one)]  # target trials of one voice each
+    few = frame[frame.enrol.isin(by["f"][:2] + by["m"][:2])]  # two enrolment voices per group
+    for part in (two, few):
+        rep = fairness_report([unit(part)], test="trial-z")
+        groups = rep.groups.set_index("group")
+        for g in ("f", "m"):  # independent count: distinct enrol or test speakers of the group
+            sel = part[part.group == g]
+            assert groups.loc[g, "speakers"] == len(set(sel.enrol) | set(sel.test))
+        if groups.loc[["f", "m"], "speakers"].min() >= MIN_SPEAKERS:
+            continue
+        c = rep.comparisons
+        assert c.p_value.isna().all() and c.significant.isna().all(), c
+        assert c.note.str.contains("too few speakers").all()
+        assert "not tested" in rep.family
+    full = fairness_report([unit(frame)], test="trial-z")
+    assert full.groups.set_index("group").loc[["f", "m"], "speakers"].min() >= MIN_SPEAKERS
+    assert np.isfinite(full.comparisons.p_value).all()
+    assert not full.comparisons.note.str.contains("too few speakers").any()

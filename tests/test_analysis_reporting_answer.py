@@ -86,3 +86,18 @@ def test_new_kinds_and_rows_without_interval_drop_in(findings: pd.DataFrame) -> 
     assert simple and simple[0].startswith("simple effects: 0 of ")
     kinds = [k for m, k, _ in ans.lines if m == extra.model.iloc[0]]
     assert kinds.index("simple") == kinds.index("main") + 1
+
+
+def test_an_mde_above_the_bound_is_explained_on_the_same_line(findings: pd.DataFrame) -> None:
+    """'median MDE 0.189' beside 'within ±0.177' read as a contradiction: when the median MDE
+    of the unresolved effects exceeds the simultaneous bound, the line says why both hold."""
+    from interbias.analysis.reporting.answer import bound, kind_line
+
+    grp = findings[(findings.model == "flat") & (findings.kind == "gap")].copy()
+    b = bound(grp)
+    assert np.isfinite(b)
+    for scale, explained in ((2.0, True), (0.5, False)):
+        grp["mde"] = b * scale  # every unresolved gap's MDE above (below) the bound
+        line = kind_line(grp, "gap", "eer", "95%")
+        assert f"median MDE {b * scale:.3f} (the size resolved with 80 % power)" in line
+        assert ("larger effects are ruled out" in line) is explained, line

@@ -151,36 +151,70 @@ def test_asv_alone_column_is_the_a_dcf_of_the_asv_llr(fused: dict) -> None:
         assert row.a_dcf_asv == pytest.approx(want, rel=1e-12)
 
 
-def test_cm_gain_interval_is_a_speaker_bootstrap_of_the_difference(fused: dict) -> None:
+def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monkeypatch) -> None:
+    """cm_gain's interval is the findings' rule, recomputed here from the replicates as repeated
+    trials: SE² = a·V_S − c·V_N over the speaker and non-target-pair resamples, Student t at the
+    Satterthwaite df; resolved only after Holm over the table's rows. The tiny run's cells hold 3
+    speakers each: every row is "too few speakers" (never resolved); with the minimum lowered to 2
+    for this check, the interval is the one computed here."""
+    from scipy.stats import t as student_t
+
+    from interbias.analysis.effects import Correction
     from interbias.analysis.security.sasv_run import N_BOOT, SEED
     from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+    from interbias.analysis.stats.multiplicity import adjust
+    from interbias.analysis.suite import design_constants
 
     run_dir = fused["run"]
     cal = json.loads((run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]
     trials = pd.read_parquet(run_dir / "trials.parquet")
     cm = pd.read_parquet(run_dir / CM_TRIALS)
     got = pd.read_csv(run_dir / SASV_FUSION, keep_default_na=False)
-    row = got[got["group"] == "all"].iloc[0]
-    sc = pd.read_parquet(RunDir(run_dir).scores_path("mfcc-stats", row["cell"])).set_index("trial_id")
+    sc = pd.read_parquet(RunDir(run_dir).scores_path("mfcc-stats", got["cell"].iloc[0])).set_index("trial_id")
     sc = sc[["score", "dropped"]].join(trials.set_index("trial_id"))
     sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
+    speakers = len(set(sc["enrol_speaker"]) | set(sc["test_speaker"]))
+    assert int(got["cm_gain_speakers"].iloc[0]) == speakers < 5
+    assert (got["cm_gain_status"] == "too few speakers").all() and not got["cm_gain_resolved"].astype(bool).any()
+    assert (got["cm_gain_lo"] == "").all()  # no interval is printed for too few speakers
+    import interbias.analysis.effect_rule as rule
+    from interbias.analysis.security.sasv_run import sasv_fusion_for_run
+
+    monkeypatch.setattr(rule, "MIN_SPEAKERS", 2)
+    got = sasv_fusion_for_run(RunDir(run_dir))
+    row = got[got["group"] == "all"].iloc[0]
     asv = cal["slope"] * sc["score"].to_numpy() + cal["offset"]
     fused_llr = asv + cm[cm["cell"] == row["cell"]].set_index("trial_id")["cm_score"].reindex(sc.index).to_numpy()
     key = sc["trial_type"].to_numpy()
-    resampler = Resampler(TrialDesign.from_frame(trials), n_boot=N_BOOT, seed=SEED)
-    weights = resampler.weights(resampler.design.rows(sc.index.to_numpy())).astype(int)
-    diffs = []
-    for w in weights:  # each replicate as the repeated trials it stands for
-        rep = {k: (np.repeat(asv[key == k], w[key == k]), np.repeat(fused_llr[key == k], w[key == k])) for k in
-               ("target", "nontarget", "spoof")}  # fmt: skip
-        if min(len(v[0]) for v in rep.values()) == 0:
-            continue
-        diffs.append(a_dcf(*(v[1] for v in rep.values()))[0] - a_dcf(*(v[0] for v in rep.values()))[0])
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
-    assert float(row["cm_gain_lo"]) == pytest.approx(lo, abs=1e-12)
-    assert float(row["cm_gain_hi"]) == pytest.approx(hi, abs=1e-12)
+    design = TrialDesign.from_frame(trials)
+    at = design.rows(sc.index.to_numpy())
+
+    def diffs(unit: str) -> np.ndarray:
+        out = []
+        for w in Resampler(design, n_boot=N_BOOT, seed=SEED, unit=unit).weights(at).astype(int):
+            rep = {k: (np.repeat(asv[key == k], w[key == k]), np.repeat(fused_llr[key == k], w[key == k])) for k in
+                   ("target", "nontarget", "spoof")}  # fmt: skip
+            if min(len(v[0]) for v in rep.values()) == 0:
+                continue
+            out.append(a_dcf(*(v[1] for v in rep.values()))[0] - a_dcf(*(v[0] for v in rep.values()))[0])
+        return np.asarray(out)
+
+    v_s, v_n = np.var(diffs("speaker"), ddof=1), np.var(diffs("nontarget"), ddof=1)
+    corr = Correction(None, *design_constants(design, [at]))  # type: ignore[arg-type]
+    a, c = corr.factors
+    se, df = np.sqrt(a * v_s - c * v_n), float(corr.df(np.array([v_s]), np.array([v_n]), N_BOOT)[0])
+    est = float(row["cm_gain"])
+    q = student_t.ppf(0.975, df)
+    assert float(row["cm_gain_se"]) == pytest.approx(se, rel=1e-9)
+    assert float(row["cm_gain_lo"]) == pytest.approx(est - q * se, abs=1e-9)
+    assert float(row["cm_gain_hi"]) == pytest.approx(est + q * se, abs=1e-9)
     assert float(row["cm_gain"]) == pytest.approx(float(row["a_dcf_sum"]) - float(row["a_dcf_asv"]), abs=1e-15)
-    assert (str(row["cm_gain_resolved"]) == "True") == (lo > 0 or hi < 0)
+    tested = got["cm_gain_status"].isin(["resolved", "not resolved"]).to_numpy()
+    assert tested.sum() >= len(got) // 2, got["cm_gain_status"].value_counts()
+    holm = adjust(got.loc[tested, "cm_gain_p"].to_numpy(float), "holm")
+    assert np.allclose(got.loc[tested, "cm_gain_p_holm"].to_numpy(float), holm)
+    assert ((got.loc[tested, "cm_gain_status"] == "resolved").to_numpy() == (holm < 0.05)).all()
+    assert (got["cm_gain_resolved"] == (got["cm_gain_status"] == "resolved")).all()
 
 
 def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -> None:

@@ -12,7 +12,9 @@ from interbias.audio import frontend as audio
 from interbias.utils.errors import AudioError
 from interbias.utils.seeding import canonical_json, sha256_text
 
-FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=40, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
 RATES = [8000, 11025, 16000, 22050, 44100, 48000]
 
 

@@ -147,7 +147,10 @@ def corpus_layout_mismatch(env: Env, tmp: Path) -> tuple[list[str], str]:
 
 
 def manifest_missing(env: Env, tmp: Path) -> tuple[list[str], str]:
-    return [env.exp, "--manifest", tmp / "gone.csv"], f"B01: manifest {tmp / 'gone.csv'} does not exist"
+    return [env.exp, "--manifest", tmp / "gone.csv"], (  # what the experiment needs of a manifest follows
+        f"B01: manifest {tmp / 'gone.csv'} does not exist; needs: a manifest with gender (female, male); "
+        "≥ 4 speakers per gender, each with ≥ 2 utterances"
+    )
 
 
 def audio_empty_file(env: Env, tmp: Path) -> tuple[list[str], str]:
@@ -164,9 +167,9 @@ def audio_empty_file(env: Env, tmp: Path) -> tuple[list[str], str]:
 
 def stratum_too_few_speakers(env: Env, tmp: Path) -> tuple[list[str], str]:
     path = env.yaml_with("B09", lambda d: d["trials"].update(min_speakers=50))
-    return [path], (
-        "B09: stratum gender=female has 6 speaker(s) with usable enrol and test utterances (enrol side 6, "
-        "test side 6); at least 50 are needed"
+    return [path], (  # the experiment's needs against the manifest, before any draw (interbias.trials.fit)
+        "B09 needs ≥ 50 speakers per gender; manifest.csv has 6 female, 6 male: record more speakers, or copy the "
+        "experiment file and lower trials.min_speakers"
     )
 
 

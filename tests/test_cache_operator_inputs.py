@@ -110,3 +110,74 @@ def test_entries_stored_before_the_inputs_key_are_recomputed_and_counted(tmp_pat
     db.put_many([(("a" * 64, old, "enc"), vec, [])])
     assert db.get_many([("a" * 64, new, "enc")]) == {}
     assert db.count_present([("a" * 64, pre_inputs_key(new), "enc"), ("b" * 64, old, "enc")]) == 1
+
+
+def _rewrite_keeping_size_and_times(path: Path, data: bytes) -> None:
+    """Other bytes of the same length, with the old access and modification times put back."""
+    import os
+
+    st = path.stat()
+    assert len(data) == st.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def test_a_noise_file_rewritten_with_the_same_size_and_mtime_gives_a_new_key_and_run_id(
+    tmp_path: Path, tiny_corpus
+) -> None:
+    """The noise folder enters the cache key and the run id by content: a file rewritten with the
+    same size and mtime makes both new; the same bytes written back give the old ones again."""
+    import hashlib
+
+    from conftest import gender_factor, tiny_experiment
+
+    from interbias.audio.frontend import FrontEnd
+    from interbias.embedding.cache import cache_chain_key
+    from interbias.experiments.schema import load_experiment
+    from interbias.run.inputs import operator_files
+    from interbias.run.results import run_id
+
+    folder = tmp_path / "noises"
+    folder.mkdir()
+    wav = folder / "hum.wav"
+    wav.write_bytes(b"RIFF" + bytes(range(60)))
+    noise = {"op": "noise", "kind": "environmental", "snr_db": 5, "noise_dir": str(folder)}
+    factors = [
+        gender_factor(),
+        {"name": "noise", "type": "acoustic", "apply_to": "test", "reference": "clean",
+         "levels": {"clean": [], "env": [noise]}},
+    ]  # fmt: skip
+    exp = load_experiment(tiny_experiment(tmp_path, factors=factors))
+    chain = Chain((make_operator("noise", {k: v for k, v in noise.items() if k != "op"}, check_resources=False),))
+
+    def keys() -> tuple[str, str, dict[str, str]]:
+        files = operator_files(exp)
+        rid = run_id(exp, tiny_corpus, [], rev="r", max_trials=None, listed=None, attacks_sha256=None,
+                     audio_sha256={}, operator_files=files)  # fmt: skip
+        return cache_chain_key(chain, frozenset(), FrontEnd(), chain.inputs_fingerprint(None)), rid, files
+
+    key0, rid0, files0 = keys()
+    assert list(files0) == [chain.fingerprint] and rid0 == keys()[1]
+    # the listing holds the file's sha256, computed here independently
+    assert chain.effective[0].inputs(None) == {"files": [["hum.wav", hashlib.sha256(wav.read_bytes()).hexdigest()]]}
+    original = wav.read_bytes()
+    _rewrite_keeping_size_and_times(wav, b"RIFF" + bytes(range(1, 61)))
+    key1, rid1, files1 = keys()
+    assert key1 != key0 and rid1 != rid0 and files1 != files0
+    _rewrite_keeping_size_and_times(wav, original)
+    assert keys() == (key0, rid0, files0)  # content, not times: the same bytes, the same keys
+
+
+def test_chains_without_file_inputs_leave_the_run_id_payload_alone(tiny_corpus, tmp_path: Path) -> None:
+    """Gaussian noise and crosstalk read no files: no operator_files entry, so the run ids of
+    experiments without noise folders (the demo's) are what they were."""
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+    from interbias.run.inputs import operator_files
+
+    assert operator_files(load_experiment(tiny_experiment(tmp_path))) == {}
+    crosstalk = Chain((make_operator("noise", {"kind": "crosstalk", "snr_db": 5}),))
+    assert crosstalk.files_fingerprint() == ""

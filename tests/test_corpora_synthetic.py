@@ -104,7 +104,7 @@ def test_cli_build_rejects_other_corpora_and_bad_options(tmp_path: Path) -> None
     res = runner.invoke(app, ["data", "build", "ravdess"])
     assert res.exit_code == 1
     assert res.output.strip() == (
-        "error: only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
+        "error: 'synthetic' and 'same-text' are built; a corpus on disk is prepared: "
         "interbias data prepare ravdess --root DIR"
     )
     res = runner.invoke(app, ["data", "build", "synthetic", "--set", "accents=us,xx", "--cache-dir", str(tmp_path)])

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from interbias.embedding.cache import AUDIO_CHECKS, EmbeddingCache
 from interbias.utils.errors import RunError
 
-FAST = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=40, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
 KEY = ("a" * 64, "chainkey@fe12345678", "encfp")
 #: A row's records as the current code stores them: none, then the audio checks' verdict.
 CHECKED = f'[{{"audio_checks": {AUDIO_CHECKS}}}]'

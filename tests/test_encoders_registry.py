@@ -129,7 +129,7 @@ def test_length_buckets_hand_example() -> None:
     assert length_buckets([5000], max_items=8, max_samples=100) == [[0]]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(
     st.lists(st.integers(1, 500), min_size=0, max_size=40),
     st.integers(1, 6),

@@ -17,7 +17,9 @@ from interbias.experiments import yamlfile
 from interbias.experiments.schema import load_experiment
 from interbias.utils.errors import ConfigError
 
-FAST = settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def _bomb(depth: int, width: int = 9) -> str:

@@ -4,6 +4,7 @@ over encoders) and the interaction figure's damage."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from analysis_rows import results_rows
@@ -35,9 +36,25 @@ def test_settings_table_is_table_12(results: pd.DataFrame) -> None:
     # m1: prediction 0.10 + 0.10 + 0.05 = 0.25, IE 0.15; m2: prediction 0.10, IE 0.10
     assert row.observed == pytest.approx((0.40 + 0.20) / 2) and row.predicted == pytest.approx((0.25 + 0.10) / 2)
     assert (row.ie_sv, row.ie_ssl, row.mean_ie) == pytest.approx((0.15, 0.10, 0.125))
-    assert row.ie_ceiling == pytest.approx(0.5 - 0.175)
+    # seed 001: "0.5 is the chance reference, not a hard upper bound ... For this EER, U = 1"
+    assert row.ie_ceiling == pytest.approx(1.0 - 0.175) and row.ie_chance == pytest.approx(0.5 - 0.175)
     costs = compute_contrasts(results.assign(min_dcf=results.eer), "min_dcf").contrasts
-    assert pd.isna(setting_table(costs, "min_dcf").ie_ceiling.iloc[0])  # no chance level: no ceiling
+    cost_row = setting_table(costs, "min_dcf").iloc[0]
+    assert cost_row.ie_ceiling == pytest.approx(1.0 - 0.175)  # normalised minDCF is at most 1
+    assert pd.isna(cost_row.ie_chance)  # no chance level: no chance line
+
+
+def test_the_ceiling_is_the_metrics_true_maximum() -> None:
+    """U is what the metric can reach: EER of perfectly inverted scores is 1 (above chance), and
+    normalised minDCF of any scores is at most 1 (accept-all / reject-all thresholds)."""
+    from interbias.analysis.reporting.paper_tables import UPPER
+    from interbias.metrics import verification as V
+
+    s, lab = np.r_[np.zeros(50), np.ones(50)], np.r_[np.ones(50), np.zeros(50)].astype(int)
+    assert V.eer(s, lab) == UPPER["eer"] == 1.0
+    rng = np.random.default_rng(0)
+    worst = max(V.min_dcf(rng.normal(size=400), rng.integers(0, 2, 400)) for _ in range(20))
+    assert worst <= UPPER["min_dcf"] == 1.0
 
 
 def test_conditions_mean_and_sd_over_encoders(results: pd.DataFrame) -> None:

@@ -3,6 +3,7 @@ manifest / trial-list files that read back exactly what was written."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from interbias.utils.errors import ManifestError, TrialError
 SETTINGS = settings(
     max_examples=int(__import__("os").environ.get("IB_EXAMPLES", 60)),
     deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -159,11 +162,33 @@ def test_manifest_files_read_back_what_was_written(utts: list[Utterance], suffix
             Manifest("m", Path(tmp), tuple(utts)).write(path)
             back = Manifest.read(path)
         except ManifestError as exc:
-            # two spellings of one speaker ('0' and '00', 'a' and 'A') are refused by design
-            assert "spelled more than one way" in str(exc)
+            # two spellings of one speaker ('0' and '00', 'a' and 'A') are refused by design, and
+            # so is a path that names no file ("/", "a/", "..")
+            nameless = [u.path for u in utts if u.path.replace("\\", "/").split("/")[-1] in ("", ".", "..")]
+            if nameless:
+                assert "has no file name" in str(exc)
+            else:
+                assert "spelled more than one way" in str(exc)
             return
         assert back.utterances == tuple(utts)
         assert back.sha256() == Manifest("x", Path("/elsewhere"), tuple(utts)).sha256()
+
+
+@pytest.mark.parametrize("path", ["/", "a/", "a/b/", "..", "a/..", ".", "a/.", "a\\"])
+@pytest.mark.parametrize("with_id", [False, True])
+def test_a_manifest_path_without_a_file_name_is_a_manifest_error(tmp_path: Path, path: str, with_id: bool) -> None:
+    """'/' once reached pathlib's ValueError through the default id; any nameless path is refused
+    as a ManifestError that names the path, whether or not the row carries its own id."""
+    row = {"id": "u1"} if with_id else {}
+    (tmp_path / "m.jsonl").write_text(json.dumps({**row, "path": path, "speaker": "s1"}) + "\n", encoding="utf-8")
+    with pytest.raises(ManifestError, match="has no file name") as info:
+        Manifest.read(tmp_path / "m.jsonl")
+    assert repr(path) in str(info.value)
+
+
+def test_a_manifest_path_with_a_file_name_still_reads(tmp_path: Path) -> None:
+    (tmp_path / "m.jsonl").write_text(json.dumps({"path": "a/b.wav", "speaker": "s1"}) + "\n", encoding="utf-8")
+    assert [u.id for u in Manifest.read(tmp_path / "m.jsonl").utterances] == ["a/b"]
 
 
 # ---- trial lists -----------------------------------------------------------------------------

@@ -199,3 +199,12 @@ def test_a_catalogue_run_whose_cm_checkpoint_is_missing_does_not_run_here(tmp_pa
     code, out = _cli(["run", "E26", "--corpus", "synthetic", "--out", str(tmp_path / "o")], env)
     assert code == 1 and "E26 cannot run here: GMM-lfcc: no checkpoint in" in out
     assert out.strip().endswith("See docs/countermeasures.md") and not (tmp_path / "o").exists()
+
+
+def test_the_report_names_each_cm_checkpoint_by_its_sha256(staged) -> None:
+    rj = json.loads((staged["run"] / "run.json").read_text())
+    checkpoint = Path(rj["countermeasures"]["models"][CM]["checkpoint"])
+    res = CliRunner().invoke(app, ["report", str(staged["run"]), "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    text = (staged["run"] / "report.md").read_text()
+    assert f"Countermeasure {CM}: checkpoint {checkpoint}, sha256 {sha256_file(checkpoint)}." in text

@@ -23,7 +23,9 @@ from interbias.corpora.manifest import (
 from interbias.experiments.schema import load_experiment
 from interbias.utils.errors import ManifestError
 
-FAST = settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(
+    max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def _manifest(rows: list[dict], *, utterance_level: frozenset[str] = frozenset()) -> Manifest:

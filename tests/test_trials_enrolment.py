@@ -254,7 +254,7 @@ def test_an_external_list_with_several_enrolment_files_per_model_round_trips(tmp
 
 
 def test_spoof_trials_get_k_enrolment_utterances_of_the_attacked_speaker(tmp_path: Path, tiny_corpus) -> None:
-    from test_analysis_spoofing import _hand_attacks
+    from test_analysis_security_spoofing import _hand_attacks
 
     from interbias.corpora.attacks import read_attacks
 

@@ -161,5 +161,30 @@ def clustered_z(
     return z, float(2 * norm.sf(abs(z))), se, ""
 
 
+def group_speakers(speakers: tuple | None, glabels: np.ndarray, groups: list[str], bona: np.ndarray) -> dict[str, int]:
+    """Distinct speakers (enrolment or test) in each group's bona fide trials; empty when the
+    trials' speakers are not known."""
+    if speakers is None:
+        return {}
+    enrol, test = (np.asarray(x).astype(str) for x in speakers)
+    masks = {g: (glabels == g) & bona for g in groups}
+    return {g: len(set(enrol[m]) | set(test[m])) for g, m in masks.items()}
+
+
+def too_few_speakers(counts: dict[str, int], a: str, b: str) -> str:
+    """The note of a comparison the trial z-test must not make: a group with fewer than
+    :data:`MIN_SPEAKERS` speakers (its trials are a handful of voices, not independent draws);
+    ``""`` when both groups have enough, or when speakers are not known."""
+    if not counts:
+        return ""
+    fewest = min(counts.get(a, 0), counts.get(b, 0))
+    if fewest >= MIN_SPEAKERS:
+        return ""
+    return (
+        f"not tested: too few speakers ({a} {counts.get(a, 0)}, {b} {counts.get(b, 0)}; the speaker test's "
+        f"minimum is {MIN_SPEAKERS}): trials of so few voices are not independent"
+    )
+
+
 def unit_rng(seed: int, attr: str) -> np.random.Generator:
     return derive_rng("fairness-speaker-bootstrap", seed, attr)

@@ -61,7 +61,9 @@ from interbias.analysis.fairness_cluster import (
     SpeakerBootstrap,
     check_test,
     clustered_z,
+    group_speakers,
     tested_indicators,
+    too_few_speakers,
     unit_rng,
 )
 from interbias.experiments.decision_spec import OperatingPoint
@@ -87,6 +89,7 @@ GROUP_TABLE = (
     "group_by",
     "group",
     "n",
+    "speakers",
     "threshold",
     "far",
     "frr",
@@ -447,7 +450,11 @@ def fairness_report(
             if len(glabels) != len(s):
                 raise AnalysisError(f"{unit.keys}: group column {attr!r} has {len(glabels)} values for {len(s)} trials")
             pure = sorted({g for g in glabels[~spoof] if g not in (MIXED, MISSING)})
+            start = len(group_rows)
             conf, spoofs = _group_rows(unit, attr, glabels, pure, s, lab, spoof, positive, group_rows)
+            counts = group_speakers(unit.speakers, glabels.astype(str), pure, ~spoof)
+            for row in group_rows[start:]:
+                row["speakers"] = counts.get(row["group"], np.nan)
             cluster = (
                 None
                 if test != "speaker"
@@ -457,7 +464,10 @@ def fairness_report(
             for name in names:
                 for i, ga in enumerate(pure):
                     for gb in pure[i + 1 :]:
-                        comp_rows.append(_comparison(unit, attr, name, (ga, gb), conf, spoofs, positive, cluster))
+                        row = _comparison(unit, attr, name, (ga, gb), conf, spoofs, positive, cluster)
+                        if cluster is None and (few := too_few_speakers(counts, ga, gb)):
+                            row.update(z=math.nan, p_value=math.nan, note="; ".join(filter(None, [row["note"], few])))
+                        comp_rows.append(row)
     comparisons = _adjusted(pd.DataFrame(comp_rows), alpha, test)
     groups = pd.DataFrame(group_rows)
     if len(groups) and "note" in groups:

@@ -5,9 +5,12 @@ For each model and acoustic level L, with groups R (the population factor's refe
 (each other level): gap_k = act_dcf_k(G, L) − act_dcf_k(R, L) for calibration k ∈ {linear, qmf},
 both computed from the cells' eval trials with the calibrations recorded in calibration.json
 (act_dcf at the run's first operating point). The change is |gap_qmf| − |gap_linear| (negative:
-QMF narrows the gap). Its 95 % interval is the percentile interval of a speaker-cluster bootstrap
-(:mod:`interbias.analysis.stats.bootstrap`, the same resample for both calibrations and both groups, the
-calibrations held fixed); the change is resolved when the interval excludes 0.
+QMF narrows the gap). Its interval is the findings' rule (:mod:`interbias.analysis.effect_rule`):
+the corrected-SE Student-t 95 % interval from speaker and non-target-pair resamples (the same
+resample for both calibrations and both groups, the calibrations held fixed), Holm over the
+table's rows, "too few speakers" (never resolved) when either group's trials hold fewer than 5
+speakers. A |gap| is biased away from 0 when the gap is small: ``bias`` (replicate mean − the
+estimate) states it; the interval is centred on the estimate.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, check_replicates, percentile_ci
+from interbias.analysis.effect_rule import (
+    FIELDS,
+    RESOLVED,
+    TOO_FEW,
+    UNRESOLVED,
+    Resamplers,
+    corrected_interval,
+    decide,
+)
+from interbias.analysis.stats.bootstrap import TrialDesign, check_replicates
 from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import measured
 from interbias.run.rundir import RunDir
@@ -28,7 +40,7 @@ if TYPE_CHECKING:
     from interbias.experiments.decision_spec import OperatingPoint
     from interbias.experiments.schema import Cell, Experiment
 
-COLUMNS = ["model", "level", "group", "reference", "gap_linear", "gap_qmf", "change", "lo", "hi", "resolved"]
+COLUMNS = ["model", "level", "group", "reference", "gap_linear", "gap_qmf", "change", *FIELDS]
 
 
 def weighted_act_dcf(llr: np.ndarray, labels: np.ndarray, weights: np.ndarray, point: OperatingPoint) -> np.ndarray:
@@ -90,34 +102,46 @@ def qmf_gaps(run_path: str | Any, *, n_boot: int = 500, seed: int = 0) -> pd.Dat
         return pd.DataFrame(columns=COLUMNS)
     check_replicates(n_boot)
     point = exp.operating_points[0]
-    resampler = Resampler(TrialDesign.from_frame(run.read_trials().frame), n_boot=n_boot, seed=seed)
-    design = resampler.design
+    boot = Resamplers.of(TrialDesign.from_frame(run.read_trials().frame), n_boot, seed)
     rows = []
     for model, record in sorted((calibration.models or {}).items()):
         if "qmf" not in record or "error" in record.get("qmf", {}):
             continue
         for level, group, ref, cell, ref_cell in gap_pairs(exp):
-            vals: dict[str, np.ndarray] = {}
-            est: dict[str, float] = {}
-            for side, c in (("g", cell), ("r", ref_cell)):
-                ids, lab, lin, qmf = _llrs(run, record, model, c.id)
-                w = resampler.weights(design.rows(ids))
-                one = np.ones((1, len(ids)))
-                for kind, llr in (("lin", lin), ("qmf", qmf)):
-                    vals[side + kind] = weighted_act_dcf(llr, lab, w, point)
-                    est[side + kind] = float(weighted_act_dcf(llr, lab, one, point)[0])
-            gap_lin, gap_qmf = est["glin"] - est["rlin"], est["gqmf"] - est["rqmf"]
-            reps = np.abs(vals["gqmf"] - vals["rqmf"]) - np.abs(vals["glin"] - vals["rlin"])
-            lo, hi, _ = percentile_ci(reps)
-            lo_f, hi_f = float(lo), float(hi)
-            rows.append(
-                {
-                    "model": model, "level": level, "group": group, "reference": ref,
-                    "gap_linear": gap_lin, "gap_qmf": gap_qmf, "change": abs(gap_qmf) - abs(gap_lin),
-                    "lo": lo_f, "hi": hi_f, "resolved": bool(lo_f > 0 or hi_f < 0),
-                }
-            )  # fmt: skip
-    return pd.DataFrame(rows, columns=COLUMNS)
+            rows.append({"model": model, "level": level, "group": group, "reference": ref,
+                         **_change(run, model, record, (cell.id, ref_cell.id), boot, point)})  # fmt: skip
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS)
+    return decide(pd.DataFrame(rows), "").reindex(columns=COLUMNS)
+
+
+def _change(
+    run: RunDir, model: str, record: dict[str, Any], cells: tuple[str, str], boot: Resamplers, point: Any
+) -> dict:
+    """Both gaps, the |gap| change and its interval (:mod:`interbias.analysis.effect_rule`) of one
+    group's cell against the reference's: the same speaker and non-target resamples for both
+    calibrations and both groups."""
+    reps: dict[str, dict[str, np.ndarray]] = {"s": {}, "n": {}}
+    est: dict[str, float] = {}
+    at, speakers = [], []
+    for side, cell in zip(("g", "r"), cells, strict=True):
+        ids, lab, lin, qmf = _llrs(run, record, model, cell)
+        rows = boot.design.rows(ids)
+        at.append(rows)
+        speakers.append(boot.speakers(rows))
+        one = np.ones((1, len(ids)))
+        for kind, llr in (("lin", lin), ("qmf", qmf)):
+            est[side + kind] = float(weighted_act_dcf(llr, lab, one, point)[0])
+            for unit, resampler in (("s", boot.speaker), ("n", boot.pairs)):
+                reps[unit][side + kind] = weighted_act_dcf(llr, lab, resampler.weights(rows), point)
+    gap_lin, gap_qmf = est["glin"] - est["rlin"], est["gqmf"] - est["rqmf"]
+
+    def change(v: dict[str, np.ndarray]) -> np.ndarray:
+        return np.abs(v["gqmf"] - v["rqmf"]) - np.abs(v["glin"] - v["rlin"])
+
+    found = corrected_interval(abs(gap_qmf) - abs(gap_lin), change(reps["s"]), change(reps["n"]),
+                               boot.correction(at), min(speakers))  # fmt: skip
+    return {"gap_linear": gap_lin, "gap_qmf": gap_qmf, "change": abs(gap_qmf) - abs(gap_lin), **found}
 
 
 def lowest_snr_levels(exp: Experiment) -> list[str]:
@@ -138,17 +162,22 @@ def answer_lines(table: pd.DataFrame, levels: Sequence[str]) -> list[str]:
     """One sentence per model × level in ``levels``: the gap under both calibrations and the change."""
     out = []
     for r in table[table["level"].isin(levels)].itertuples(index=False):
-        if r.gap_linear == r.gap_qmf == 0 and r.lo == r.hi == 0:
+        if r.gap_linear == r.gap_qmf == 0 and r.bias == 0:
             out.append(
                 f"{r.model}, {r.level}: no act_dcf gap {r.group} − {r.reference} under either calibration "
-                "(equal act_dcf in both groups in every bootstrap resample): nothing for QMF to close."
+                "(the resamples' mean change is 0 too): nothing for QMF to close."
             )
             continue
-        verdict = ("narrows" if r.change < 0 else "widens") + " it (resolved)" if r.resolved else "leaves it unresolved"
+        verdict = {
+            RESOLVED: ("narrows" if r.change < 0 else "widens") + " it (resolved after Holm)",
+            UNRESOLVED: "leaves it unresolved",
+            TOO_FEW: f"cannot be judged: too few speakers ({r.speakers}; 5 needed)",
+        }.get(r.status, "cannot be judged: no interval (the corrected variance is not positive)")
+        ci = f"95 % CI {r.lo:+.3f} to {r.hi:+.3f}" if np.isfinite(r.lo) else "no interval"
+        bias = f"; bootstrap bias {r.bias:+.3f} (|gap| is biased away from 0)" if abs(r.bias) > 0.001 else ""
         out.append(
             f"{r.model}, {r.level}: act_dcf gap {r.group} − {r.reference} {r.gap_linear:+.3f} with linear, "
-            f"{r.gap_qmf:+.3f} with QMF calibration; |gap| change {r.change:+.3f} "
-            f"(95 % CI {r.lo:+.3f} to {r.hi:+.3f}): QMF {verdict}."
+            f"{r.gap_qmf:+.3f} with QMF calibration; |gap| change {r.change:+.3f} ({ci}{bias}): QMF {verdict}."
         )
     return out
 
@@ -169,7 +198,9 @@ def qmf_section(run_path: str | Any, n_boot: int, rep: Any) -> None:
     rep.para(
         f"act_dcf gap = group − reference at the run's first operating point, per acoustic level, with the linear "
         f"calibration and with QMF (measures: {', '.join(exp.scoring.calibration.measures)}); change = |gap_qmf| − "
-        f"|gap_linear| (negative: QMF narrows the gap), 95 % speaker-bootstrap interval ({max(n_boot, 200)} "
-        "replicates); resolved when it excludes 0."
+        f"|gap_linear| (negative: QMF narrows the gap), the findings' 95 % corrected-SE t interval "
+        f"({max(n_boot, 200)} speaker and non-target replicates), Holm over the table's rows; fewer than 5 "
+        "speakers in a group: too few speakers, never resolved; bias = replicate mean − estimate."
     )
-    rep.table(table, COLUMNS)
+    rep.table(table, ["model", "level", "group", "reference", "gap_linear", "gap_qmf", "change", "lo", "hi",
+                      "p_holm", "bias", "speakers", "status"])  # fmt: skip

@@ -82,7 +82,10 @@ def guarded(fn: F) -> F:
             msg = (
                 str(exc) if isinstance(exc, InterbiasError) else f"{exc.strerror or exc}: {exc.filename or ''}".strip()
             )
-            fail(msg.replace("\n", " "))
+            lines = getattr(exc, "lines", None) or (msg.replace("\n", " "),)  # ShortfallError: one per missing thing
+            for line in lines[:-1]:
+                typer.echo(f"error: {line}", err=True)
+            fail(lines[-1])
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None

@@ -208,7 +208,8 @@ def score(
     model: Annotated[str, typer.Argument(help="CM label (interbias cm models).")],
     files: Annotated[list[Path] | None, typer.Argument(help="Audio files to score.")] = None,
     manifest: Annotated[
-        Path | None, typer.Option(help="Score every utterance of this manifest (label, attack columns kept).")
+        Path | None,
+        typer.Option(help="Score every utterance of this manifest (label, attack, family, voice, gender kept)."),
     ] = None,
     checkpoint: Annotated[
         Path | None, typer.Option(help="Checkpoint file or folder (default: the label's model folder).")
@@ -246,7 +247,7 @@ def score(
     check_numbers("cm score", threshold=threshold, min_region_s=min_region_s)
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
-    from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files
+    from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files, with_manifest_columns
     from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
@@ -265,6 +266,7 @@ def score(
         return
     cm = load_cm(model, path=checkpoint, frontend_path=frontend_path, resampler=resampler)
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
+    table = with_manifest_columns(table, manifest)
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
     if out is not None and out.suffix == ".json":
         atomic.write_text(out, json.dumps(doc, indent=2) + "\n")

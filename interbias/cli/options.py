@@ -8,12 +8,24 @@ parse, hidden from ``--help``, and say their new form on stderr."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+#: ``run`` and ``validate``: where a manifest's relative paths resolve, and recorded noise.
+DataRootOpt = Annotated[
+    Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
+]
+NoiseDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder of recorded noise (.wav files) for the experiment's environmental-noise levels; "
+        "on a --manifest without it those levels are left out and the run and report say so."
+    ),
+]
 #: ``--op NAME --set KEY=VALUE``: the older spelling of ``--op NAME:KEY=VALUE`` (hidden).
 OpSetOpt = Annotated[
     list[str] | None,

@@ -11,6 +11,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.cli.tables import print_frame
 from interbias.run.results import SUMMARY_COLUMNS
 
@@ -117,10 +118,9 @@ def run(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     manifest: ManifestOption = None,
-    data_root: Annotated[
-        Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")
-    ] = None,
+    data_root: DataRootOpt = None,
     trials: TrialsOption = None,
+    noise_dir: NoiseDirOpt = None,
     trim_silence: TrimSilenceOption = False,
     trials_format: Annotated[
         str | None, typer.Option(help="Trial list format: auto (default), voxceleb or kaldi.")
@@ -169,6 +169,7 @@ def run(
         data_root=data_root,
         trials=trials,
         trials_format=trials_format,
+        noise_dir=noise_dir,
         trim_silence=trim_silence,
         executor=executor,
         address=address,

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.cli.tables import echo_wrapped
 from interbias.utils.keyvalue import comma_list
 from interbias.utils.progress import terminal_width, wrapped
@@ -22,8 +23,12 @@ EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,GE2E"
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Experiment YAML files (e.g. conditions/*.yaml).")],
     encoders: Annotated[
-        str, typer.Option(help="Comma-separated encoder labels the run would use.")
-    ] = "CAM++,GE2E,mfcc-stats",
+        str | None,
+        typer.Option(
+            help="Comma-separated encoder labels the run would use (default CAM++,GE2E,mfcc-stats, less any "
+            "the experiment cannot run, named in a note)."
+        ),
+    ] = None,
     corpus: Annotated[
         str | None, typer.Option(help="Check only this variant (or corpus name) instead of the file and every variant.")
     ] = None,
@@ -31,6 +36,12 @@ def validate(
         Path | None,
         typer.Option(help="Cache folder where a built synthetic corpus is looked up (default $INTERBIAS_CACHE)."),
     ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(help="Judge the experiment on your corpus (as run --manifest): what it lacks, one line each."),
+    ] = None,
+    data_root: DataRootOpt = None,
+    noise_dir: NoiseDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per file, its estimates and errors.")] = False,
 ) -> None:
     """Parse and resolve each experiment file (variants, defaults, operators, trial spec), check
@@ -38,13 +49,14 @@ def validate(
     without running anything or touching a run directory. One line per error on stderr; exit 1
     when any file has an error."""
     from interbias.run.estimate import busy_note
-    from interbias.run.validate import validate_file
+    from interbias.run.validate import UserData, validate_file
 
-    labels = comma_list(encoders)
-    if not labels:
+    labels = comma_list(encoders) if encoders is not None else None
+    if labels is not None and not labels:
         typer.echo(f"error: --encoders names no encoder ({encoders!r})", err=True)
         raise typer.Exit(1)
-    reports = [validate_file(f, encoders=labels, corpus=corpus, cache=cache_dir) for f in files]
+    data = UserData(manifest, data_root, noise_dir)
+    reports = [validate_file(f, encoders=labels, corpus=corpus, cache=cache_dir, data=data) for f in files]
     if as_json:
         out = [
             {"file": str(r.path), "estimates": [e.as_dict() for e in r.estimates], "errors": r.errors} for r in reports

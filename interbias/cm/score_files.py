@@ -25,6 +25,10 @@ COLUMNS = (
     "model", "file", "id", "label", "attack", "duration_s", "logit_spoof", "logit_bonafide", "log_odds", "score",
 )  # fmt: skip
 
+#: Manifest columns ``cm score --manifest`` keeps after :data:`COLUMNS` (those the manifest has),
+#: so a breakdown such as ``scores cm-eval track1 --by family`` reads the score file alone.
+KEPT_COLUMNS = ("speaker", "gender", "family", "voice", "text_id", "split")
+
 
 @dataclass
 class ScoreJob:
@@ -50,6 +54,20 @@ def jobs_from(files: list[Path], manifest: Path | None) -> list[tuple[Path, str,
         return [(Path(f), Path(f).stem, "", "") for f in files]
     m = Manifest.read(Path(manifest))
     return [(m.resolve(u), u.id, str(u.get("label") or ""), str(u.get("attack") or "")) for u in m]
+
+
+def with_manifest_columns(table: pd.DataFrame, manifest: Path | None) -> pd.DataFrame:
+    """``table`` with the :data:`KEPT_COLUMNS` that ``manifest`` has, matched by utterance id
+    (without a manifest, ``table`` as it is)."""
+    from interbias.corpora.manifest import Manifest
+
+    if manifest is None:
+        return table
+    m = Manifest.read(Path(manifest))
+    have = [c for c in KEPT_COLUMNS if c in m.columns() and c not in table.columns]
+    by_id = m.by_id()
+    extra = {c: [by_id[uid].get(c) or "" for uid in table["id"]] for c in have}
+    return table.assign(**extra) if have else table
 
 
 def chain_op(spec: str) -> Any:

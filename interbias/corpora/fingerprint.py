@@ -17,6 +17,7 @@ from pathlib import Path
 
 from interbias.corpora.manifest import Manifest
 from interbias.utils.errors import InterbiasError
+from interbias.utils.paths import RUN_JSON
 from interbias.utils.seeding import sha256_file
 
 #: The environment the references were rendered in (requirements/ pins).
@@ -113,7 +114,7 @@ def corpora_differ(base: Path, new: Path) -> str | None:
 def _corpus_record(path: Path) -> dict | None:
     folder = path if path.is_dir() else path.parent
     try:
-        corpus = json.loads((folder / "run.json").read_text(encoding="utf-8")).get("corpus")
+        corpus = json.loads((folder / RUN_JSON).read_text(encoding="utf-8")).get("corpus")
     except (OSError, ValueError, AttributeError):
         return None
     return corpus if isinstance(corpus, dict) else None

@@ -118,6 +118,7 @@ class Utterance:
         for col in REQUIRED_COLUMNS:
             if col not in known:
                 raise ManifestError(f"{where}: row has no {col!r}")
+        _refuse_nameless_path(str(known["path"]), where)
         _check_span(known, where)
         known.setdefault("id", _default_id(known["path"], known.get("offset"), known.get("duration")))
         try:
@@ -138,6 +139,13 @@ class Utterance:
 
 
 _FIELD_NAMES = {f.name for f in fields(Utterance)}
+
+
+def _refuse_nameless_path(path: str, where: str) -> None:
+    """A manifest row names one audio file: a path that ends in a separator, or whose last part
+    is empty, ``.`` or ``..`` ("/", "a/", "..") names a folder or nothing."""
+    if path.replace("\\", "/").rsplit("/", 1)[-1] in ("", ".", ".."):
+        raise ManifestError(f"{where}: path {path!r} has no file name (a row names one audio file)")
 
 
 def _default_id(path: str, offset: float | None = None, duration: float | None = None) -> str:

@@ -29,7 +29,7 @@ def build_corpus(
 
     if name != "synthetic":
         raise CorpusError(
-            f"only the embedded 'synthetic' corpus is built; a corpus on disk is prepared: "
+            f"'synthetic' and 'same-text' are built; a corpus on disk is prepared: "
             f"interbias data prepare {name} --root DIR"
         )
     spec = SyntheticSpec.from_options(options)

@@ -40,6 +40,7 @@ from interbias.encoders.card import (
     combined_sha256,
     env_var,
     hash_files,
+    load_from_layouts,
     overlap_warning,
 )
 from interbias.encoders.precision import PRECISIONS, check_precision, precision_scope
@@ -63,22 +64,6 @@ ENCODERS: Registry[EncoderCard] = Registry("encoder", EncoderError)
 def register(card: EncoderCard) -> EncoderCard:
     ENCODERS.register(card.label)(card)
     return card
-
-
-def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | None = None, **options: Any) -> Encoder:
-    """Locate the card's files, check the options, hash every file, and call the layout's loader."""
-    located = card.locate_files(path)
-    unknown = sorted(set(options) - set(located.layout.options))
-    if unknown:
-        valid = ", ".join(("path", *located.layout.options))
-        raise EncoderError(f"{card.label}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
-    files = hash_files(located.folder, located.files)
-    from interbias.encoders.models_lock import enforce
-
-    pinned = enforce(card.label, located.folder, files)  # models.lock, when it describes this folder
-    encoder = located.layout.loader(card, located, files, device=device, **options)
-    encoder.models_lock = pinned.provenance() if pinned else None
-    return encoder
 
 
 def load_encoder(

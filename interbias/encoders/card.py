@@ -15,10 +15,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from interbias.utils.errors import EncoderError
 from interbias.utils.seeding import sha256_file
+
+if TYPE_CHECKING:
+    from interbias.encoders.base import Encoder
 
 Family = Literal["sv", "ssl", "baseline"]
 
@@ -185,3 +188,19 @@ def overlap_warning(card: EncoderCard, dataset: str) -> str:
     if not hits:
         return ""
     return f"{card.label} was trained on {', '.join(hits)}; evaluated on {dataset}"
+
+
+def load_from_layouts(card: EncoderCard, *, device: str = "cpu", path: str | None = None, **options: Any) -> Encoder:
+    """Locate the card's files, check the options, hash every file, and call the layout's loader."""
+    located = card.locate_files(path)
+    unknown = sorted(set(options) - set(located.layout.options))
+    if unknown:
+        valid = ", ".join(("path", *located.layout.options))
+        raise EncoderError(f"{card.label}: unknown option(s) {', '.join(unknown)}; valid: {valid}")
+    files = hash_files(located.folder, located.files)
+    from interbias.encoders.models_lock import enforce
+
+    pinned = enforce(card.label, located.folder, files)  # models.lock, when it describes this folder
+    encoder = located.layout.loader(card, located, files, device=device, **options)
+    encoder.models_lock = pinned.provenance() if pinned else None
+    return encoder

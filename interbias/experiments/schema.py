@@ -43,6 +43,7 @@ from interbias.experiments.sections import (
     CorpusSpec,
     Factor,
     FairnessSpec,
+    LeftOut,
     SpoofingSpec,
     TrialSpec,
     check_keys,
@@ -164,6 +165,9 @@ class Experiment:
     countermeasures: CountermeasureSpec | None = None
     tracks: TracksSpec | None = None
     kind: Kind = "verification"
+    #: Levels left out because they need recordings the user did not give
+    #: (:func:`interbias.experiments.requirements.leave_out_missing`).
+    left_out: tuple[LeftOut, ...] = ()
 
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
@@ -324,6 +328,16 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         **kind_sections(raw, where),
     )
     return check_attack_experiment(experiment, where)
+
+
+def from_resolved(resolved: dict[str, Any], *, where: str) -> Experiment:
+    """The experiment of a run directory's ``experiment.resolved.json``: the definition without
+    what the run recorded beside it (``variant``; ``left_out``, which is attached again)."""
+    exp = parse_experiment({k: v for k, v in resolved.items() if k not in ("variant", "left_out")}, where=where)
+    if not resolved.get("left_out"):
+        return exp
+    left = tuple(LeftOut.from_record(r) for r in resolved["left_out"])
+    return replace(exp, left_out=left, raw={**exp.raw, "left_out": resolved["left_out"]})
 
 
 def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = False) -> ScoreNormSpec:

@@ -67,6 +67,11 @@ class PopulationLevel:
     enrol: tuple[str, ...] | None
     test: tuple[str, ...] | None
 
+    @property
+    def values(self) -> frozenset[str]:
+        """The values either side selects (empty: any value)."""
+        return frozenset(self.enrol or ()) | frozenset(self.test or ())
+
 
 @dataclass(frozen=True)
 class AcousticLevel:
@@ -92,6 +97,39 @@ class Factor:
     @property
     def level_names(self) -> list[str]:
         return [lv.name for lv in self.levels]
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Levels of an acoustic factor left out of a run because they need recordings the user
+    did not give (``need``: "recorded noise"; ``fix``: how to give them). Stated in the run's
+    output, run.json (``experiment.left_out``) and the report; never substituted."""
+
+    factor: str
+    levels: tuple[str, ...]
+    need: str
+    fix: str
+
+    def line(self) -> str:
+        """``environmental_25/15/5 left out: they need recorded noise: --noise-dir DIR``."""
+        return f"{short_levels(self.levels)} left out: they need {self.need}: {self.fix}"
+
+    def record(self) -> dict[str, Any]:
+        return {"factor": self.factor, "levels": list(self.levels), "need": self.need, "fix": self.fix}
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> LeftOut:
+        return cls(str(r["factor"]), tuple(map(str, r["levels"])), str(r["need"]), str(r["fix"]))
+
+
+def short_levels(names: tuple[str, ...]) -> str:
+    """``environmental_25/15/5`` for levels that share a prefix up to their last ``_``; else
+    the names joined by ``, ``."""
+    heads = {n.rpartition("_")[0] for n in names}
+    if len(names) > 1 and len(heads) == 1 and "" not in heads:
+        head = heads.pop()
+        return f"{head}_" + "/".join(n.rpartition("_")[2] for n in names)
+    return ", ".join(names)
 
 
 @dataclass(frozen=True)

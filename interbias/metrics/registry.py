@@ -43,6 +43,9 @@ class MetricSpec:
     calibrated: bool = False
     #: The value of scores that rank the classes at random (``None``: no such diagnostic).
     chance: float | None = None
+    #: The metric's true maximum U (``None``: unbounded or not stated): the ceiling of an
+    #: interaction IE ≤ U − prediction. Chance is not a bound (EER reaches 1 on inverted scores).
+    upper: float | None = None
     #: ``"lower"`` or ``"higher"`` is better.
     better: str = "lower"
     #: How a cell's bootstrap interval is formed (one of :data:`INTERVALS`).
@@ -104,6 +107,11 @@ def analysable(*, calibrated: bool | None = None) -> tuple[str, ...]:
     """Metrics ``interbias analyze`` takes: a weighted twin (intervals, permutation and paired
     tests) and lower is better (gaps and damage read that way); ``calibrated`` as in :func:`replicable`."""
     return tuple(m for m in replicable(calibrated=calibrated) if spec(m).better == "lower")
+
+
+def upper_bounds() -> dict[str, float]:
+    """The true maximum of every metric that has one (:attr:`MetricSpec.upper`)."""
+    return {s.name: s.upper for s in specs() if s.upper is not None}
 
 
 def chance_levels() -> dict[str, float]:

@@ -150,8 +150,15 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
 
 
 # The raw-score metrics, in results.csv column order, each beside its weighted twin.
-register(MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, rate=True, column=True, draw_sd=True))
-register(MetricSpec("eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, rate=True, column=True))
+# EER lies in [0, 1] (1 on inverted scores): U = 1; 0.5 is the chance reference, not a bound
+register(
+    MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, upper=1.0, rate=True, column=True, draw_sd=True)
+)
+register(
+    MetricSpec(
+        "eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, upper=1.0, rate=True, column=True
+    )
+)
 register(
     MetricSpec(
         "min_dcf",
@@ -162,6 +169,7 @@ register(
         skewed=True,
         column=True,
         draw_sd=True,
+        upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
         p_target=verification.P_TARGET,
     )
 )
@@ -170,7 +178,7 @@ register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=T
 # small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
 # can a system whose few highest non-targets outscore every target however well it ranks the rest,
 # so a value above 0.99 does not mean that the scores rank the classes the wrong way round
-register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True))
+register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True, upper=1.0))
 
 #: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
 METRICS = replicable(calibrated=False)

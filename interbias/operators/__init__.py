@@ -56,6 +56,9 @@ class Operator:
     #: Operators that mix in other talkers of the corpus; their output depends on which
     #: speakers are excluded (``OpContext.exclude_speakers``), so cache keys include that set.
     draws_talkers: ClassVar[bool] = False
+    #: Operators that read files from disk (a noise folder, impulse responses): their
+    #: :meth:`inputs` carry each file's sha256, which the run id includes too.
+    reads_files: ClassVar[bool] = False
     #: Operators allowed to change the number of samples (time-scale modification).
     changes_length: ClassVar[bool] = False
     #: Operators that draw from their generator (noise segment, loss pattern, room, crop
@@ -76,6 +79,12 @@ class Operator:
 
     def validate(self) -> None:
         """Range checks beyond types; raise :class:`OperatorError` naming the parameter."""
+
+    def recorded_input(self) -> tuple[str, str] | None:
+        """(parameter, what it holds) when this operator reads recordings the user brings in a
+        folder (``("noise_dir", "recorded noise")``); ``None`` when it needs none. An experiment's
+        requirements (:mod:`interbias.experiments.requirements`) are built from it."""
+        return None
 
     def columns(self, record: dict[str, Any]) -> dict[str, Any]:
         """This operator's columns of operations.parquet (:attr:`recorded`) from the ``record``
@@ -309,6 +318,12 @@ class Chain:
         """sha256 (8 hex) of what the chain's operators read beyond their parameters
         (:meth:`Operator.inputs`, e.g. the talker pool of ``corpus``); ``""`` when none does."""
         inputs = [[i, op.name, got] for i, op in enumerate(self.effective) if (got := op.inputs(corpus)) is not None]
+        return sha256_text(canonical_json(inputs))[:8] if inputs else ""
+
+    def files_fingerprint(self) -> str:
+        """sha256 (8 hex) of the inputs of the chain's operators that read files from disk (their
+        contents' sha256); ``""`` when none does. Part of the run id."""
+        inputs = [[i, op.name, op.inputs(None)] for i, op in enumerate(self.effective) if op.reads_files]
         return sha256_text(canonical_json(inputs))[:8] if inputs else ""
 
     def __add__(self, other: Chain) -> Chain:

@@ -33,6 +33,7 @@ from interbias.audio import frontend as audio
 from interbias.operators import OpContext, Operator, register_operator
 from interbias.operators.levels import active_mask, active_power, mix_at_snr
 from interbias.utils.errors import AudioError, OperatorError, see_docs
+from interbias.utils.seeding import content_sha256
 
 NoiseKind = Literal["gaussian", "pink", "brown", "environmental", "babble", "crosstalk", "music"]
 
@@ -76,13 +77,10 @@ def noise_files(folder: Path) -> list[Path]:
 
 
 def file_listing(folder: Path, files: list[Path]) -> list[list[Any]]:
-    """(path below ``folder``, size in bytes, modification time in ns) of each file: a file
-    added, removed, replaced or edited changes the listing."""
-    out: list[list[Any]] = []
-    for f in files:
-        st = f.stat()
-        out.append([f.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns])
-    return out
+    """(path below ``folder``, sha256 of its bytes) of each file: a file added, removed, renamed
+    or with other content changes the listing, whatever its size and times say
+    (:func:`~interbias.utils.seeding.content_sha256`)."""
+    return [[f.relative_to(folder).as_posix(), content_sha256(f)] for f in files]
 
 
 def talker_pool(corpus: Any) -> dict[str, Any]:
@@ -151,6 +149,10 @@ class Noise(Operator):
     def draws_talkers(self) -> bool:  # type: ignore[override]
         return self.kind in ("babble", "crosstalk")
 
+    @property
+    def reads_files(self) -> bool:  # type: ignore[override]
+        return self.kind in FOLDER_KINDS
+
     def validate(self) -> None:
         if not -20.0 <= self.snr_db <= 80.0:
             raise OperatorError(f"noise.snr_db: {self.snr_db} dB is outside [-20, 80]")
@@ -166,6 +168,11 @@ class Noise(Operator):
     def check_resources(self) -> None:
         if self.kind in FOLDER_KINDS:
             self.noise_folder()
+
+    def recorded_input(self) -> tuple[str, str] | None:
+        if self.kind not in FOLDER_KINDS:
+            return None
+        return "noise_dir", "recorded music" if self.kind == "music" else "recorded noise"
 
     def inputs(self, corpus: Any) -> Any:
         """The talker pool (babble, crosstalk) or the noise folder's files (environmental, music)."""

@@ -129,6 +129,13 @@ class Reverb(Operator):
         else:
             self.ir_files()
 
+    @property
+    def reads_files(self) -> bool:  # type: ignore[override]
+        return self.ir_dir is not None
+
+    def recorded_input(self) -> tuple[str, str] | None:
+        return None if self.rt60_s is not None else ("ir_dir", "recorded room impulse responses")
+
     def inputs(self, corpus: Any) -> Any:
         """The room bank's version (simulated rooms) or the impulse-response folder's files."""
         if self.rt60_s is not None:

@@ -32,9 +32,10 @@ from interbias.run.results import revision, run_id
 from interbias.run.rundir import RunDir
 from interbias.trials.cohort import Cohort, draw_cohort
 from interbias.trials.external import external_trials
+from interbias.trials.fit import judge_manifest
 from interbias.trials.sampler import TrialList, draw_trials, shortfall
 from interbias.trials.speaker_budget import PlanRequest, apply_plan, check_drawn
-from interbias.utils.errors import RunError
+from interbias.utils.errors import RunError, ShortfallError
 from interbias.utils.paths import cache_dir as default_cache_dir
 from interbias.utils.progress import Reporter
 
@@ -57,6 +58,8 @@ class RunOptions:
     data_root: Path | None = None
     trials: Path | None = None
     trials_format: str | None = None
+    #: A folder of recorded noise for the experiment's environmental-noise levels (``--noise-dir``).
+    noise_dir: Path | None = None
     #: Trim leading and trailing digital silence from every input (``--trim-silence``; sets ``frontend.trim_silence``).
     trim_silence: bool = False
     #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
@@ -126,9 +129,14 @@ def read_corpus(
     """The corpus manifest (checked), the external trial list if the experiment names one, and
     the attack set if it has spoofing; their times go into ``timings``."""
     t = time.perf_counter()
-    reporter.info(f"corpus {exp.corpus.name}: preparing manifest")
+    named = Path(exp.corpus.manifest).name if exp.corpus.manifest else exp.corpus.name
+    reporter.info(f"corpus {named}: {'reading' if exp.corpus.manifest else 'preparing'} manifest")
     manifest = load_corpus(exp.corpus, root=options.corpus_root, cache=cache, reporter=reporter)
+    if exp.corpus.manifest and (short := judge_manifest(exp, manifest)):  # one line per missing thing
+        raise ShortfallError([s.line() for s in short])
     check_manifest(exp, manifest)
+    for left in exp.left_out:
+        reporter.notice(f"{exp.name}: {left.line()}", wrap=True)
     if (verdict := corpus_verdict(manifest)) is not None:
         (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line, wrap=True)
     if note := partly_labelled(
@@ -209,7 +217,8 @@ def load_inputs(
     attacks_sha256 = attacks.sha256 if attacks else None
     rid = run_id(exp, manifest, encoders, rev=rev, max_trials=options.max_trials, listed=listed,
                  attacks_sha256=attacks_sha256, audio_sha256=shas,
-                 countermeasures={k: m.checkpoint_sha256 for k, m in (cms or {}).items()})  # fmt: skip
+                 countermeasures={k: m.checkpoint_sha256 for k, m in (cms or {}).items()},
+                 operator_files=operator_files(exp))  # fmt: skip
     return RunContext(
         options=options,
         reporter=reporter,
@@ -231,3 +240,14 @@ def load_inputs(
         cohort=cohort,
         cms=dict(cms or {}),
     )
+
+
+def operator_files(exp: Experiment) -> dict[str, str]:
+    """Chain fingerprint -> the sha256 fingerprint of the files its operators read from disk,
+    for every chain of ``exp``'s cells that reads any (the run id includes them)."""
+    out: dict[str, str] = {}
+    for cell in exp.cells():
+        for chain in (cell.enrol_chain, cell.test_chain):
+            if chain.fingerprint not in out and (fp := chain.files_fingerprint()):
+                out[chain.fingerprint] = fp
+    return out

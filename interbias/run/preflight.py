@@ -146,8 +146,12 @@ def is_countermeasure(exp: Any) -> bool:
 def experiment_for_run(options: RunOptions) -> Experiment:
     """The experiment ``interbias run`` runs, read once and checked before any work: its data and operators' resources are here (a user's
     ``--manifest``/``--trials`` applied), its grid is within :func:`max_rows`, the failure share
-    is valid. A countermeasure experiment is returned as written, its data checked."""
+    is valid. On a ``--manifest`` the experiment runs in its
+    :func:`~interbias.experiments.requirements.manifest_form` (levels whose recordings are not
+    given left out, recorded in ``left_out``); ``--noise-dir`` supplies recorded noise. A
+    countermeasure experiment is returned as written, its data checked."""
     from interbias.corpora import check_runnable
+    from interbias.experiments.requirements import manifest_form, with_noise_dir
     from interbias.experiments.schema import (
         find_experiment,
         load_experiment,
@@ -160,6 +164,8 @@ def experiment_for_run(options: RunOptions) -> Experiment:
 
     path = find_experiment(options.experiment, conditions_dir())
     exp = load_experiment(path, corpus=options.corpus)
+    if options.noise_dir is not None and options.manifest is None:  # on a manifest: manifest_form applies it
+        exp = with_noise_dir(exp, options.noise_dir)
     if options.trim_silence:
         exp = with_trim_silence(exp)
     user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
@@ -178,6 +184,8 @@ def experiment_for_run(options: RunOptions) -> Experiment:
         return exp
     if options.countermeasures is not None:
         exp = with_countermeasures(exp, options.countermeasures)
+    if options.manifest is not None:  # the user's corpus: levels without their recordings left out, visibly
+        exp = manifest_form(exp, noise_dir=options.noise_dir)
     if user_data:
         exp = with_data(
             exp,

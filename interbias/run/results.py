@@ -16,8 +16,9 @@ import pandas as pd
 from interbias import __version__
 from interbias.corpora.fingerprint import corpus_verdict
 from interbias.metrics.registry import results_columns
+from interbias.trials.fit import corpus_strata
 from interbias.utils.paths import PACKAGE_DIR
-from interbias.utils.seeding import canonical_json, sha256_text
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
 
 if TYPE_CHECKING:
     from interbias.corpora.manifest import Manifest
@@ -186,6 +187,7 @@ def run_id(
     attacks_sha256: str | None,
     audio_sha256: dict[str, str],
     countermeasures: dict[str, str] | None = None,
+    operator_files: dict[str, str] | None = None,
 ) -> str:
     """The run id, ``<experiment>-<12 hex>`` (the one place it is computed): a digest of what was
     asked (resolved experiment, manifest, trial cap, encoders and their fingerprints, code
@@ -193,7 +195,10 @@ def run_id(
     utterance's file (``audio_sha256``: utterance id -> sha256 of its file, ``""`` when unreadable,
     from :func:`interbias.embedding.stage.audio_digests`), so the same command on the same audio
     resumes the same directory and any change starts a new one. ``countermeasures``: label ->
-    checkpoint sha256 of the CMs a spoofing run scores its trials with (absent without CMs)."""
+    checkpoint sha256 of the CMs a spoofing run scores its trials with (absent without CMs).
+    ``operator_files``: chain fingerprint -> :meth:`~interbias.operators.Chain.files_fingerprint`
+    of the chains whose operators read files (noise folders, impulse responses; absent when none
+    does): other noise recordings make a new run."""
     payload = {
         "experiment": exp.resolved(),
         "manifest": manifest.sha256(),
@@ -209,6 +214,8 @@ def run_id(
         payload["attacks"] = attacks_sha256
     if countermeasures:  # the CMs' checkpoints: retrained weights make a new run
         payload["countermeasures"] = countermeasures
+    if operator_files:  # the content of the files operators read (noise, impulse responses)
+        payload["operator_files"] = dict(sorted(operator_files.items()))
     # the content of every utterance's file: other bytes at the same paths make a new run
     payload["audio"] = sha256_text(canonical_json(sorted(audio_sha256.items())))
     return content_run_id(exp.name, payload)
@@ -301,6 +308,8 @@ def run_record(
             "manifest_sha256": manifest.sha256(),
             "n_utterances": len(manifest),
             **({"fingerprint": v.record()} if (v := corpus_verdict(manifest)) is not None else {}),
+            **manifest_file(exp),
+            "strata": corpus_strata(exp, manifest),
         },
         "encoders": [e.provenance() for e in encoders],
         "trials": {
@@ -319,6 +328,15 @@ def run_record(
         "frontend": exp.frontend.record(),
         **extra,
     }
+
+
+def manifest_file(exp: Experiment) -> dict[str, Any]:
+    """A run on a manifest file: its path and the file's sha256 (``sha256sum`` gives the same);
+    nothing for a corpus adapter or a Lhotse folder (``manifest_sha256`` hashes the records)."""
+    path = Path(exp.corpus.manifest).expanduser() if exp.corpus.manifest else None
+    if path is None or not path.is_file():
+        return {}
+    return {"manifest": str(path), "manifest_file_sha256": sha256_file(path)}
 
 
 def normalise_results(results: pd.DataFrame) -> pd.DataFrame:

@@ -34,14 +34,13 @@ import pandas as pd
 
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError, InterbiasError, RunError
-from interbias.utils.paths import slug
+from interbias.utils.paths import RUN_JSON, slug
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Experiment
     from interbias.trials.sampler import TrialList
 
 RESULTS = "results.csv"
-RUN_JSON = "run.json"
 EXPERIMENT = "experiment.resolved.json"
 TRIALS = "trials.parquet"
 TRIALS_META = "trials.json"
@@ -265,15 +264,13 @@ class RunDir:
 
     def experiment(self, error: type[InterbiasError] = RunError) -> Experiment | None:
         """The experiment as run, parsed (``None`` when the directory holds none)."""
-        from interbias.experiments.schema import parse_experiment
+        from interbias.experiments.schema import from_resolved
 
         resolved = self.read_json(EXPERIMENT, error)
         if resolved is None:
             return None
         try:
-            return parse_experiment(
-                {k: v for k, v in resolved.items() if k != "variant"}, where=str(self.file(EXPERIMENT))
-            )
+            return from_resolved(resolved, where=str(self.file(EXPERIMENT)))
         except ConfigError as exc:
             raise error(str(exc)) from exc
 

@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from interbias.run.estimate import Estimate, machine_load, shared_jobs
-from interbias.utils.errors import InterbiasError
+from interbias.utils.errors import InterbiasError, ShortfallError
 
 #: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
 #: AMD EPYC VM (AVX2): CAM++ and GE2E under onnxruntime (their CPU default), mfcc-stats eager
@@ -53,6 +53,28 @@ JOBS_FROM = 256
 DEFAULT_ENCODERS = ("CAM++", "GE2E", "mfcc-stats")
 
 
+@dataclass(frozen=True)
+class UserData:
+    """A user's corpus to judge the experiment on (``--manifest``, ``--data-root``) and the
+    recorded noise given for it (``--noise-dir``), as ``run`` takes them."""
+
+    manifest: Path | None = None
+    data_root: Path | None = None
+    noise_dir: Path | None = None
+
+    def applied(self, exp: Any) -> Any:
+        """``exp`` as ``run`` would run it with these (:func:`interbias.run.preflight.experiment_for_run`)."""
+        from interbias.experiments.requirements import manifest_form, with_noise_dir
+        from interbias.experiments.schema import with_data
+
+        if self.manifest is None:
+            return exp if self.noise_dir is None else with_noise_dir(exp, self.noise_dir)
+        if exp.kind != "verification":
+            return exp
+        exp = manifest_form(exp, noise_dir=self.noise_dir)
+        return with_data(exp, manifest=self.manifest, data_root=self.data_root)
+
+
 @dataclass
 class FileReport:
     path: Path
@@ -61,32 +83,62 @@ class FileReport:
 
 
 def validate_file(
-    path: Path, *, encoders: Sequence[str] = DEFAULT_ENCODERS, corpus: str | None = None, cache: Path | None = None
+    path: Path,
+    *,
+    encoders: Sequence[str] | None = None,
+    corpus: str | None = None,
+    cache: Path | None = None,
+    data: UserData | None = None,
 ) -> FileReport:
     """Every check of ``interbias validate`` on one experiment file (see the module docstring);
-    problems are collected as one line each, never raised."""
+    problems are collected as one line each, never raised. ``encoders`` None: the run's default
+    list, less the encoders the experiment cannot run (each named in a note); ``data``: judge it
+    on a user's corpus, as ``run --manifest`` would run it (then the file's variants are not
+    checked unless ``corpus`` names one)."""
     from interbias.experiments.schema import load_experiment
     from interbias.utils.paths import cache_dir
 
     report = FileReport(Path(path))
     cache = cache or cache_dir()
+    data = data or UserData()
+    labels = list(encoders) if encoders is not None else list(DEFAULT_ENCODERS)
     errors = report.errors
     try:
         default = load_experiment(path, corpus=corpus)
     except InterbiasError as exc:
-        errors += encoder_problems(encoders)
+        errors += encoder_problems(labels)
         errors.append(str(exc))
         return report
     if default.kind == "verification":  # a CM experiment's --encoders name CMs (checked by its estimate)
-        errors += encoder_problems(encoders)
-    variants = [None] if corpus else [None, *sorted((default.raw.get("variants") or {}).keys())]
-    for variant in variants:
+        errors += encoder_problems(labels)
+    own = [] if corpus or data.manifest else sorted((default.raw.get("variants") or {}).keys())
+    for variant in [None, *own]:
         try:
-            exp = default if variant is None else load_experiment(path, corpus=variant)
-            report.estimates.append(estimate(exp, encoders, cache))
+            exp = data.applied(default if variant is None else load_experiment(path, corpus=variant))
+            report.estimates.append(estimate(exp, labels, cache, named=encoders is not None))
+        except ShortfallError as exc:  # one line per missing thing
+            errors += list(exc.lines)
         except InterbiasError as exc:
             errors.append(f"{Path(path).name}: variant {variant}: {exc}" if variant else str(exc))
     return report
+
+
+def runnable_defaults(exp: Any, labels: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The default encoder labels ``exp`` can run and one note per label it refuses (a
+    white-box attack on an encoder without a differentiable path), naming the list that runs."""
+    from interbias.experiments.attack_spec import check_attack_labels
+
+    kept, notes = [], []
+    for label in labels:
+        try:
+            check_attack_labels(exp, [label])
+        except InterbiasError as exc:
+            notes.append(f"{label} left out of the default encoders: {exc}")
+        else:
+            kept.append(label)
+    if notes and kept:
+        notes.append(f"run it with --encoders {','.join(kept)}")
+    return kept, notes
 
 
 def encoder_problems(labels: Sequence[str]) -> list[str]:
@@ -97,9 +149,11 @@ def encoder_problems(labels: Sequence[str]) -> list[str]:
     return [f"unknown encoder {label!r}; valid: {', '.join(known)}" for label in labels if label not in known]
 
 
-def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
+def estimate(exp: Any, encoders: Sequence[str], cache: Path, *, named: bool = True) -> Estimate:
     """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``; for a
-    countermeasure or tracks experiment what its run scores (:mod:`interbias.run.validate_kinds`)."""
+    countermeasure or tracks experiment what its run scores (:mod:`interbias.run.validate_kinds`).
+    ``named`` False: ``encoders`` is the default list, and those ``exp`` cannot run are left out
+    with a note (:func:`runnable_defaults`) instead of refused."""
     from interbias.run.preflight import availability, check_experiment
     from interbias.run.validate_kinds import cm_estimate, runs_here_text, spoofing_cm_note, tracks_estimate
 
@@ -107,12 +161,13 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
         return cm_estimate(exp, encoders, cache, DEFAULT_ENCODERS)
     if exp.kind == "tracks":
         return tracks_estimate(exp, cache)
+    encoders, dropped = (list(encoders), []) if named else runnable_defaults(exp, encoders)
     check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
     cells = exp.cells()
     strata = exp.strata()
     t = exp.trials
     label = exp.name + (f" --corpus {exp.variant}" if exp.variant else "")
-    est = Estimate(label, exp.corpus.name)
+    est = Estimate(label, Path(exp.corpus.manifest).name if exp.corpus.manifest else exp.corpus.name)
     est.n_strata, est.n_cells = len(strata), len(cells)
     est.n_chains = len(cells) // max(1, len(strata))
     est.n_rows = len(cells) * len(encoders)
@@ -120,6 +175,7 @@ def estimate(exp: Any, encoders: Sequence[str], cache: Path) -> Estimate:
     why = availability(exp)
     est.runs_here = runs_here_text(why, [])
     est.notes += [note] if (note := spoofing_cm_note(exp)) else []
+    est.notes += dropped + [left.line() for left in exp.left_out]
     manifest, table, est.utterances_from = corpus_here(exp, cache)
     if manifest is not None:
         check_trials(exp, manifest, est)
@@ -154,11 +210,14 @@ def check_trials(exp: Any, manifest: Any, est: Estimate) -> None:
     is made at run time)."""
     from interbias.run.inputs import draw_inputs
     from interbias.trials.external import external_trials
+    from interbias.trials.sampler import shortfall
 
     listed = external_trials(exp, manifest)
     if exp.spoofing is not None:
         return
     trials, _ = draw_inputs(exp, manifest, listed)
+    if listed is None and (short := shortfall(trials.info)):  # what run will say it drew
+        est.notes.append(short)
     if listed is not None:
         per = trials.frame.groupby("stratum").size()
         spread = f" ({per.min()}–{per.max()} per stratum)" if len(per) > 1 else ""
@@ -202,8 +261,11 @@ def _read_manifest(path: Path, exp: Any, name: str | None = None) -> Any:
     ``utterance_attributes``) is an error."""
     from interbias.corpora import check_manifest
     from interbias.corpora.manifest import Manifest
+    from interbias.trials.fit import judge_manifest
 
     manifest = Manifest.read(path, name=name)
+    if exp.corpus.manifest and (short := judge_manifest(exp, manifest)):  # as run: one line per missing thing
+        raise ShortfallError([s.line() for s in short])
     check_manifest(exp, manifest)
     return manifest
 

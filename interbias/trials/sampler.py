@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.corpora.manifest import Manifest, Utterance
+from interbias.experiments.requirements import dev_count
 from interbias.experiments.schema import Experiment, Stratum
 from interbias.trials.enrolment import (
     check_enrolment,
@@ -267,8 +268,7 @@ def split_speakers(
     for profile, speakers in sorted(groups.items()):
         order = derive_rng(*rng_parts, profile).permutation(len(speakers))
         n = len(speakers)
-        n_dev = int(np.floor(dev_share * n + 0.5))
-        n_dev = 0 if n < 2 else min(max(n_dev, 1), n - 1)
+        n_dev = dev_count(n, dev_share)
         for rank, idx in enumerate(order.tolist()):
             assign[speakers[idx]] = "dev" if rank < n_dev else "eval"
         record[profile] = {"dev": n_dev, "eval": n - n_dev}

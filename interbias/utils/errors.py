@@ -17,6 +17,15 @@ class CorpusError(InterbiasError):
     """A corpus root is missing, malformed, or cannot be built."""
 
 
+class ShortfallError(CorpusError):
+    """A corpus lacks what an experiment needs; ``lines`` holds one line per missing thing with
+    its fix (the CLI prints each on its own line; ``str`` joins them with "; ")."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = tuple(lines)
+
+
 class AudioError(InterbiasError):
     """One audio file cannot be used (corrupt, empty, too short, non-finite)."""
 

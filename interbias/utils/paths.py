@@ -9,6 +9,9 @@ import stat
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
+#: A run directory's provenance record: its one spelling (:mod:`interbias.run.rundir` names every
+#: other file of a run; this one lives here so that ``corpora`` can read it without ``run``).
+RUN_JSON = "run.json"
 
 
 def cache_dir() -> Path:

@@ -32,6 +32,23 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+#: (resolved path, size, mtime ns, ctime ns, inode) -> sha256, for :func:`content_sha256`.
+_HASHED: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def content_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, the key of every operator input read from disk.
+
+    The file's stat (size, mtime, ctime, inode) is only a shortcut to a hash already computed in
+    this process, never a stand-in for one: a rewrite changes the ctime even when size and mtime
+    are put back (``os.utime`` cannot set ctime), so the file is hashed again."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key not in _HASHED:
+        _HASHED[key] = sha256_file(path)
+    return _HASHED[key]
+
+
 def derive_seed(*parts: Any) -> int:
     """A 63-bit seed: the first 8 bytes of sha256(canonical_json(parts)), top bit cleared.
 

@@ -12,14 +12,17 @@ of :class:`~interbias.analysis.effects.Correction` (``design="speaker"``: SE² =
 
 The family: every row × metric except rows whose scores are identical in both runs (identical
 inputs, e.g. clean cells: d = 0 exactly), minDCF rows without support at p_target 0.01
-(n_nontarget·0.01 < :data:`~interbias.analysis.effects.MIN_EVENTS`) and rows whose corrected
-variance is not positive (no interval); those are counted and said (``family``).
+(n_nontarget·0.01 < :data:`~interbias.analysis.effects.MIN_EVENTS`) and rows whose Satterthwaite
+df is below :data:`~interbias.analysis.across.paired_power.MIN_DF` (a t test there can hardly ever
+reject at a Holm level, yet would enlarge the family); those are counted and said (``family``).
 
 - regression (the default): one-sided p = P(T > (d − margin) / SE), T Student's t with the
   corrected SE's Satterthwaite df, per row; Holm over the family; the gate fails (exit 1) only
   when a regression larger than ``margin`` is resolved after Holm (or a row is missing). The
-  smallest detectable regression (80 % power for one regression, Holm's first step α/m, the
-  median SE of the family's rows of a metric) is stated.
+  smallest detectable regression is stated from that same test
+  (:mod:`interbias.analysis.across.paired_power`: 80 % power for one regression at Holm's first level
+  α/m, the noncentral t at the row's df, the SE measured under a planted regression of that
+  size at the family's median-SE row).
 - equivalence (``--equivalence E``): two one-sided tests, p = max(P(T > (d + E)/SE),
   P(T < (d − E)/SE)); the gate passes only when every row of the family is shown within ±E at
   α (the intersection-union test needs no multiplicity adjustment).
@@ -40,6 +43,7 @@ import pandas as pd
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from interbias.analysis.across.paired_power import MIN_DF, POWER, Detectable, PlantContext, detectable, row_spread
 from interbias.analysis.effects import DESIGNS, MIN_EVENTS, Correction
 from interbias.analysis.fairness_stats import holm
 from interbias.analysis.stats.bootstrap import MIN_BOOT, MIN_BOOT_CORRECTED, Resampler, TrialDesign
@@ -54,14 +58,13 @@ COLUMNS = (
     *KEY, "metric", "n_trials", "base", "new", "diff", "se", "se_speaker", "df", "ci_low", "ci_high",
     "p_regression", "p_holm", "regression", "p_equivalence", "equivalent", "left_out", "note",
 )  # fmt: skip
-#: Power at which the smallest detectable regression is stated.
-POWER = 0.8
 #: Why a row × metric is not in the gate's family (``left_out``).
 IDENTICAL = "identical scores in both runs (identical inputs)"
 UNSUPPORTED = "minDCF without support at p_target 0.01"
 #: Said of rows whose corrected variance is not positive (too few speakers or pairs): they keep
 #: the larger, conservative SE √(a·V_S) and the normal.
 SPEAKER_SE = "with the speaker SE (corrected variance not positive: too few speakers or pairs)"
+LOW_DF = f"Satterthwaite df below {MIN_DF:g} (too few speakers or pairs for a t test)"
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class PairedComparison:
         return (
             f"regression: {n} row x metric value(s), one-sided tests of new - base > {self.margin:g}, "
             f"Holm-adjusted together at alpha {self.alpha:g}; SE from a {se} ({self.n_boot} replicates){out}"
-            f"{detectable_line(tested, self.alpha, self.margin)}"
+            f"{detectable_line(self.rows)}"
         )
 
     @property
@@ -123,21 +126,18 @@ def left_out_line(rows: pd.DataFrame) -> str:
     return out + (f"; {noted} {SPEAKER_SE}" if noted else "")
 
 
-def detectable_line(tested: pd.DataFrame, alpha: float, margin: float) -> str:
-    """The smallest regression the gate resolves with :data:`POWER` when it is the only one: margin
-    + (z_{1−α/m} + z_power)·median SE per metric (m = the family's size)."""
-    m = len(tested)
-    if not m:
+def detectable_line(rows: pd.DataFrame) -> str:
+    """``; smallest detectable regression (80 % power, …): eer 0.0412 (t, df 23, SE …)`` from
+    the sizes :func:`paired_test` attached (empty when none)."""
+    found: tuple[Detectable, ...] = rows.attrs.get("detectable", ())
+    if not found:
         return ""
-    z = float(norm.isf(alpha / m) + norm.isf(1 - POWER))
-    parts = [
-        f"{metric} {margin + z * float(np.nanmedian(part['se'])):.4f}"
-        for metric, part in tested.groupby("metric", sort=False)
-        if np.isfinite(part["se"]).any()
-    ]
-    if not parts:
-        return ""
-    return f"; smallest detectable regression ({POWER:.0%} power, alone, median SE): " + ", ".join(parts)
+    m = found[0].family
+    return (
+        f"; smallest detectable regression ({POWER:.0%} power when it is the only one; one-sided t at "
+        f"Holm's first level alpha/{m}; SE measured with a regression of that size planted in the "
+        "median-SE row): " + ", ".join(d.text() for d in found)
+    )
 
 
 def paired_test(
@@ -151,10 +151,12 @@ def paired_test(
     n_boot: int = 1000,
     seed: int = 0,
     design: str = "corrected",
+    state_power: bool = True,
 ) -> pd.DataFrame:
     """One row per paired results row × metric (columns :data:`COLUMNS`). ``trials``: the
     shared trial list (``trial_id``, ``enrol_speaker``, ``test_speaker``, ``label``,
-    ``stratum``)."""
+    ``stratum``). With ``state_power`` (regression gate), ``attrs["detectable"]`` holds each
+    metric's smallest detectable regression (:func:`detectable_line`)."""
     _check(metrics, margin, equivalence, alpha, n_boot, design)
     frame_in = trials if "stratum" in trials.columns else trials.assign(stratum="all")
     trial_design = TrialDesign.from_frame(frame_in)
@@ -177,7 +179,35 @@ def paired_test(
         frame.loc[tested, "p_holm"] = adj
         frame.loc[tested, "regression"] = rej
     frame["equivalent"] = frame["p_equivalence"] <= alpha
-    return frame[list(COLUMNS)]
+    frame = frame[list(COLUMNS)]
+    if state_power and equivalence is None and tested.any():
+        found = _detectable(frame, rows, (speaker, pairs, trial_design), margin=margin, alpha=alpha, n_boot=n_boot)
+        frame.attrs["detectable"] = found
+    return frame
+
+
+def _detectable(
+    frame: pd.DataFrame, rows: Sequence[PairedRow], boot: tuple, *, margin: float, alpha: float, n_boot: int
+) -> tuple[Detectable, ...]:
+    """Per metric, the smallest detectable regression at the family's median-SE row
+    (:mod:`interbias.analysis.across.paired_power`)."""
+    speaker, pairs, trial_design = boot
+    tested = frame[frame["left_out"] == ""]
+    by_key = {row.key: row for row in rows}
+    out = []
+    for metric, part in tested.groupby("metric", sort=False):
+        part = part[np.isfinite(part["se"])].sort_values("se", kind="stable")
+        if not len(part):
+            continue
+        pick = part.iloc[(len(part) - 1) // 2]
+        row = by_key[tuple(str(pick[k]) for k in KEY)]
+        corr = Correction(None, *design_constants(trial_design, [row.trial_rows])) if pairs is not None else None  # type: ignore[arg-type]
+        w_n = pairs.weights(row.trial_rows) if pairs is not None else None
+        ctx = PlantContext(row.key, row.labels, row.base, row.new, speaker.weights(row.trial_rows), w_n, corr, n_boot)
+        null = row_spread(str(metric), (sort_cell(row.base, row.labels), sort_cell(row.new, row.labels)),
+                          ctx.w_s, w_n, corr, n_boot, SPEAKER_SE)  # fmt: skip
+        out.append(detectable(ctx, str(metric), null, family=len(tested), alpha=alpha, margin=margin))
+    return tuple(out)
 
 
 def _one(
@@ -197,26 +227,15 @@ def _one(
     one = np.ones((1, len(row.labels)))
     b, n = (float(metric_batch(metric, c, one)[0]) for c in cells)
     d = n - b
-    reps = metric_batch(metric, cells[1], w_s) - metric_batch(metric, cells[0], w_s)
-    ok = np.isfinite(reps)
-    v_s = float(np.var(reps[ok], ddof=1)) if ok.sum() > 1 else math.nan
-    se, df = math.sqrt(v_s) if np.isfinite(v_s) else math.nan, math.inf
-    why, note = "", ""
-    if corr is not None and w_n is not None and v_s > 0:
-        nt = metric_batch(metric, cells[1], w_n) - metric_batch(metric, cells[0], w_n)
-        v_n = float(np.nanvar(nt, ddof=1))
-        a, c = corr.factors
-        var = a * v_s - c * v_n
-        if var > 0:
-            se, df = math.sqrt(var), float(corr.df(np.array([v_s]), np.array([v_n]), n_boot)[0])
-        else:
-            se, note = math.sqrt(a * v_s) if np.isfinite(a) else se, SPEAKER_SE
-        if not df > 0:
-            df = math.inf
+    spread = row_spread(metric, cells, w_s, w_n, corr, n_boot, SPEAKER_SE)
+    se, df, v_s = spread.se, spread.df, spread.v_s
+    why = ""
     if np.array_equal(row.base, row.new):
         why = IDENTICAL
     elif metric == "min_dcf" and (~row.labels).sum() * 0.01 < MIN_EVENTS:
         why = UNSUPPORTED
+    elif df < MIN_DF:
+        why = LOW_DF
     q = float(student_t.isf(alpha / 2, df)) if np.isfinite(df) else float(norm.isf(alpha / 2))
     lo, hi = (d - q * se, d + q * se) if se > 0 else (d, d) if v_s == 0 else (math.nan, math.nan)
     return {
@@ -225,7 +244,7 @@ def _one(
         "df": df, "ci_low": lo, "ci_high": hi,
         "p_regression": _upper(d - margin, se if v_s > 0 else 0.0, df),
         "p_equivalence": math.nan if equivalence is None else _tost(d, se if v_s > 0 else 0.0, equivalence, df),
-        "left_out": why, "note": note if not why else "",
+        "left_out": why, "note": spread.note if not why else "",
     }  # fmt: skip
 
 

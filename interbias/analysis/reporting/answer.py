@@ -155,14 +155,21 @@ def harm(part: pd.DataFrame) -> pd.Series | None:
     return part.loc[key.idxmax()]
 
 
+def median_mde(part: pd.DataFrame) -> float:
+    """The median minimum detectable effect over ``part`` (NaN when none has one)."""
+    mde = part["mde"].astype(float).to_numpy() if "mde" in part else np.array([])
+    mde = mde[np.isfinite(mde)]
+    return float(np.median(mde)) if len(mde) else float("nan")
+
+
 def _unresolved(part: pd.DataFrame, n_pilot: int) -> str:
     """Median MDE and median speakers per stratum needed, over ``part``'s unresolved rows."""
-    mde = part["mde"].astype(float).to_numpy()
     need = part["speakers_per_stratum_needed"].astype(float).to_numpy()
-    mde, need = mde[np.isfinite(mde)], need[np.isfinite(need)]
-    if not len(mde):
+    need = need[np.isfinite(need)]
+    mde = median_mde(part)
+    if not np.isfinite(mde):
         return f"{len(part)} unresolved, none can be planned (no bootstrap spread)"
-    text = f"{len(part)} unresolved, median MDE {num(np.median(mde))}"
+    text = f"{len(part)} unresolved, median MDE {num(mde)} (the size resolved with 80 % power)"
     if len(need):
         text += (
             f"; detecting {num(HEADLINE_EFFECT)} would need a median {count(median_need(need))} speakers per stratum "
@@ -190,6 +197,10 @@ def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
     within = bound_text(part, kind, pct)
     if within:
         text += "; " + within
+        mde = median_mde(unres) if len(unres) else float("nan")
+        if np.isfinite(mde) and mde > bound(part):
+            # both hold: larger effects are ruled out, yet one at the bound is resolved less often than 80 %
+            text += f" — larger effects are ruled out, though one of ±{num(bound(part))} is below the MDE"
     return text + ("" if text.endswith(".") else ".")
 
 

@@ -259,18 +259,19 @@ def grid_tables(a: Analysis) -> str | None:
 
 def settings_table(a: Analysis) -> str | None:
     """Table 12: per setting the observed metric and the additive prediction (means over
-    encoders), the mean IE per family and the chance ceiling."""
+    encoders), the mean IE per family, the ceiling (U − prediction) and the chance line."""
     from interbias.analysis.reporting.paper_tables import setting_table
 
     frame = setting_table(a.contrasts.contrasts, a.options.metric)
     if not len(frame):
         return None
-    fams = [c for c in frame.columns if c.startswith("ie_") and c != "ie_ceiling"]
+    fams = [c for c in frame.columns if c.startswith("ie_") and c not in ("ie_ceiling", "ie_chance")]
     cols = [text("contrast"), text("level_a"), text("level_b"), num("observed"), num("predicted", "additive")]
-    cols += [num(c, f"IE {c[3:]}") for c in fams] + [num("ie_ceiling", "ceiling")]
+    cols += [num(c, f"IE {c[3:]}") for c in fams] + [num("ie_ceiling", "ceiling"), num("ie_chance", "chance line")]
     caption = (
         "Per setting: observed and additive prediction, each the mean over encoders; the mean IE per model family; "
-        f"ceiling = chance $-$ prediction, the largest IE the chance level leaves room for. {_rounding(a, intervals=False)}"
+        "ceiling = U $-$ prediction, the largest IE the metric's maximum U leaves room for (U = 1 for EER); "
+        f"chance line = chance $-$ prediction, a reference, not a bound. {_rounding(a, intervals=False)}"
     )
     return booktabs(frame, cols, caption, "settings")
 

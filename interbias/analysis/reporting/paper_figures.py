@@ -13,9 +13,10 @@ from matplotlib.figure import Figure
 from interbias.analysis.reporting.plots import legend_outside, new_figure
 
 
-def scatter_figure(contrasts: pd.DataFrame, metric: str, ceiling: float | None) -> Figure:
+def scatter_figure(contrasts: pd.DataFrame, metric: str, ceiling: float | None, chance: float | None = None) -> Figure:
     """Additive prediction (x) against IE (y), one colour per model family; the dashed line is
-    the chance ceiling IE = U − prediction when the metric has a chance level U."""
+    the ceiling IE = U − prediction (``ceiling`` = U, the metric's maximum), the dotted one the
+    chance line IE = chance − prediction (a reference, not a bound)."""
     fig = new_figure(6.0, 4.5)
     ax = fig.subplots()
     families = list(dict.fromkeys(contrasts["family"].astype(str)))
@@ -31,6 +32,9 @@ def scatter_figure(contrasts: pd.DataFrame, metric: str, ceiling: float | None) 
     if ceiling is not None and len(x):
         xs = np.linspace(float(x.min()), float(x.max()), 2)
         ax.plot(xs, ceiling - xs, color="0.4", ls="--", lw=0.9, label="ceiling")
+    if chance is not None and len(x):
+        xs = np.linspace(float(x.min()), float(x.max()), 2)
+        ax.plot(xs, chance - xs, color="0.6", ls=":", lw=0.9, label="chance line")
     ax.axhline(0.0, color="0.6", lw=0.8)
     ax.set_xlabel(f"additive prediction ({metric})")
     ax.set_ylabel("IE (observed − prediction)")

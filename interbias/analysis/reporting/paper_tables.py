@@ -4,9 +4,10 @@
   first factor, columns the settings of the others, each cell ``value [lo, hi]`` (the cell's
   bootstrap interval, :func:`interbias.analysis.summaries.cell_intervals`);
 * :func:`setting_table` (InterBias-SV Table 12): per contrast setting the observed metric and
-  the additive prediction, each the mean over encoders, the family-mean IE, and the ceiling
-  bound IE ≤ U − prediction (U the metric's chance level, :data:`~interbias.analysis.contrasts.CHANCE`:
-  the observed value cannot pass chance, so neither can an IE beyond U − prediction);
+  the additive prediction, each the mean over encoders, the family-mean IE, the ceiling bound
+  ``ie_ceiling`` = U − prediction (U the metric's true maximum, :data:`UPPER`: 1 for EER, which
+  reaches 1 on inverted scores, so IE ≤ U − prediction) and, labelled apart, the chance line
+  ``ie_chance`` = chance − prediction (0.5 for EER: a reference, not a bound — seed 001);
 * :func:`condition_table` (Tables 14–30): per experiment and cell the metric's mean ± SD
   (ddof 1) over encoders.
 """
@@ -20,6 +21,10 @@ import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, normalised
 from interbias.analysis.reporting.numbers import format_value
+from interbias.metrics.registry import upper_bounds
+
+#: The true maximum U of each bounded metric: the ceiling IE ≤ U − prediction.
+UPPER = upper_bounds()
 
 if TYPE_CHECKING:
     from interbias.analysis.reporting.document import Report
@@ -79,8 +84,9 @@ def grids(results: pd.DataFrame, metric: str, cells: pd.DataFrame | None) -> lis
 
 def setting_table(contrasts: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per experiment × contrast × setting: observed and additive prediction (means over
-    encoders), n_models, the mean IE per model family (``ie_<family>``) and over all, and
-    ``ie_ceiling`` = U − mean prediction (NaN for metrics without a chance level)."""
+    encoders), n_models, the mean IE per model family (``ie_<family>``) and over all,
+    ``ie_ceiling`` = U − mean prediction (U the metric's true maximum; NaN without one) and
+    ``ie_chance`` = chance − mean prediction (a reference line; NaN without a chance level)."""
     if contrasts.empty:
         return pd.DataFrame()
     keys = ["experiment", "contrast", "level_a", "level_b", "level_c"]
@@ -96,8 +102,9 @@ def setting_table(contrasts: pd.DataFrame, metric: str) -> pd.DataFrame:
         )
         for fam, f in grp.groupby("family", sort=True):
             row[f"ie_{fam}"] = float(f["ie"].astype(float).mean())
-        chance = CHANCE.get(metric)
-        row["ie_ceiling"] = chance - row["predicted"] if chance is not None else np.nan
+        upper, chance = UPPER.get(metric), CHANCE.get(metric)
+        row["ie_ceiling"] = upper - row["predicted"] if upper is not None else np.nan
+        row["ie_chance"] = chance - row["predicted"] if chance is not None else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -130,8 +137,9 @@ def paper_section(a: Analysis, rep: Report) -> None:
     if len(settings):
         rep.para(
             "Per setting (Table 12): observed and additive prediction, each the mean over encoders; mean IE over "
-            "all encoders and per model family (ie_<family>); ie_ceiling = chance − prediction, the largest IE the "
-            "chance level leaves room for."
+            "all encoders and per model family (ie_<family>); ie_ceiling = U − prediction, the largest IE the "
+            "metric's maximum U leaves room for (U = 1 for EER); ie_chance = chance − prediction, a reference "
+            "line only (0.5 for EER: scores can do worse than chance)."
         )
         rep.table(settings)
     rep.para(f"Per condition (Tables 14–30): {metric} mean and SD (ddof 1) over encoders.")
@@ -141,9 +149,10 @@ def paper_section(a: Analysis, rep: Report) -> None:
         rep.draw(
             "prediction_vs_ie",
             "Additive prediction against IE",
-            "One point per setting and model, one colour per family; dashed: the chance ceiling IE = chance − "
-            "prediction (metrics with a chance level).",
-            lambda: paper_figures.scatter_figure(c, metric, CHANCE.get(metric)),
+            "One point per setting and model, one colour per family; dashed: the ceiling IE = U − prediction "
+            "(U the metric's maximum, 1 for EER); dotted: the chance line IE = chance − prediction (a reference, "
+            "not a bound).",
+            lambda: paper_figures.scatter_figure(c, metric, UPPER.get(metric), CHANCE.get(metric)),
         )
     damage = paper_figures.damage_table(normalised(a.results), metric)
     if len(damage):

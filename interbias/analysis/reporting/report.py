@@ -25,6 +25,7 @@ from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
+from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
@@ -131,6 +132,8 @@ def _provenance(a: Analysis, rep: Report) -> None:
         if "encoder_source" in enc.columns:
             enc["encoder_source"] = enc["encoder_source"].map(short_source)
     rep.table(enc)
+    for line in provenance_lines(rj):  # the corpus and the CMs that scored the trials
+        rep.para(line)
     trials = rj.get("trials", {})
     sha = trials.get("sha256") or ", ".join(sorted(set(frame.get("trials_sha256", pd.Series(dtype=str)))))
     lines = [
@@ -542,8 +545,7 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
     rep.toc()
     _findings(a, rep, h)
     rep.heading("About this run")
-    if resolved.get("description"):
-        rep.para(str(resolved["description"]).strip())
+    about_corpus(a.run.run_json or {}, resolved, rep)  # the description, the corpus measured, what was left out
     rep.para(
         f"Use: {resolved.get('use', 'unknown')}. "
         + (

@@ -20,11 +20,15 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
 - ``a_dcf_asv`` (the minimum a-DCF of the ASV llr alone: what the CM adds is its difference
   to the fused ones), ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
   :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs);
-- ``cm_gain`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost) with the 95 % percentile
-  interval ``cm_gain_lo``/``cm_gain_hi`` of a speaker-cluster bootstrap
-  (:class:`interbias.analysis.stats.bootstrap.Resampler`, :data:`N_BOOT` replicates, the same resample
-  for both terms, the calibrations held fixed; :func:`interbias.metrics.sasv.a_dcf_weighted`) and
-  ``cm_gain_resolved`` (the interval excludes 0). Groups: ``all`` and,
+- ``cm_gain`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost) with the findings'
+  interval rule (:mod:`interbias.analysis.effect_rule`): the corrected-SE Student-t 95 % interval
+  ``cm_gain_lo``/``cm_gain_hi`` from :data:`N_BOOT` speaker and non-target-pair replicates (the
+  same resample for both terms, the calibrations held fixed;
+  :func:`interbias.metrics.sasv.a_dcf_weighted`), ``cm_gain_bias`` (replicate mean − estimate),
+  ``cm_gain_speakers``, Holm over every row of the table (``cm_gain_p_holm``) and
+  ``cm_gain_status``: resolved, not resolved, too few speakers (a slice of fewer than
+  :data:`~interbias.analysis.fairness_cluster.MIN_SPEAKERS`: never resolved) or no interval;
+  ``cm_gain_resolved`` is True only for resolved. Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
   A slice lacking a trial class keeps its counts and has empty metrics.
 """
@@ -32,16 +36,18 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.effect_rule import FIELDS, NO_INTERVAL, Resamplers, corrected_interval, decide
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.numbers import format_value, signed
-from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
+from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import ADCFCost, a_dcf, a_dcf_weighted
@@ -54,14 +60,14 @@ from interbias.utils.errors import AnalysisError, InterbiasError
 
 COLUMNS = [
     "model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS,
-    "cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_resolved",
+    "cm_gain", *(f"cm_gain_{f}" for f in FIELDS),
 ]  # fmt: skip
 #: Speaker-bootstrap replicates of the CM's gain (master seed :data:`SEED`).
 N_BOOT = 500
 SEED = 0
 CM_COLUMNS = TRIAL_COLUMNS
 #: The numeric columns of sasv_fusion.csv: the four metrics (the report's order), then the CM's gain and its bounds.
-METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain", "cm_gain_lo", "cm_gain_hi")
+METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_se")
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
 CM_PRIOR = 0.5
 
@@ -152,24 +158,39 @@ def _slices(frame: pd.DataFrame, groups: dict[str, np.ndarray]) -> Iterator[tupl
             yield attr, str(g), values == g
 
 
-def slice_row(frame: pd.DataFrame, cost: ADCFCost, weights: np.ndarray | None = None) -> dict[str, Any]:
-    """:func:`sasv_row`, ``a_dcf_asv`` and the CM's gain (``weights``: the slice's bootstrap
-    multiplicities, B × len(frame)) of a slice; its counts and empty metrics when it lacks a class."""
+def slice_row(frame: pd.DataFrame, cost: ADCFCost, boot: SliceBoot | None = None) -> dict[str, Any]:
+    """:func:`sasv_row`, ``a_dcf_asv`` and the CM's gain with the one interval rule of
+    :mod:`interbias.analysis.effect_rule` (``boot``: the slice's replicate weights, correction and
+    speakers); its counts and empty metrics when it lacks a class."""
     counts = {f"n_{k}": int((frame["key"] == k).sum()) for k in KEYS}
+    gain_cols = {f"cm_gain_{f}": float("nan") for f in FIELDS if f not in ("status", "resolved", "p_holm")}
     if min(counts.values()) == 0:
         empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain"), float("nan"))
-        return {**empty, **counts, "cm_gain_lo": float("nan"), "cm_gain_hi": float("nan"), "cm_gain_resolved": False}
+        return {**empty, **counts, **gain_cols, "cm_gain_status": NO_INTERVAL}
     asv = [frame.loc[frame["key"] == k, "asv_llr"].to_numpy() for k in KEYS]
     row = {"a_dcf_asv": a_dcf(*asv, cost)[0], **sasv_row(frame, cost)}
     row["cm_gain"] = row["a_dcf_sum"] - row["a_dcf_asv"]
-    lo = hi = float("nan")
-    if weights is not None:
-        keys = frame["key"].to_numpy()
+    if boot is None:
+        return {**row, **gain_cols, "cm_gain_status": NO_INTERVAL}
+    keys = frame["key"].to_numpy()
+    fused = [sum_fusion(*(frame.loc[frame["key"] == k, c] for c in ("asv_llr", "cm_llr"))) for k in KEYS]
+
+    def gain(weights: np.ndarray) -> np.ndarray:
         w = tuple(weights[:, keys == k] for k in KEYS)
-        fused = [sum_fusion(*(frame.loc[frame["key"] == k, c] for c in ("asv_llr", "cm_llr"))) for k in KEYS]
-        reps = a_dcf_weighted(tuple(fused), w, cost) - a_dcf_weighted(tuple(asv), w, cost)
-        lo, hi = (float(v) for v in percentile_ci(reps)[:2])
-    return {**row, "cm_gain_lo": lo, "cm_gain_hi": hi, "cm_gain_resolved": bool(lo > 0 or hi < 0)}
+        return a_dcf_weighted(tuple(fused), w, cost) - a_dcf_weighted(tuple(asv), w, cost)
+
+    found = corrected_interval(row["cm_gain"], gain(boot.w_s), gain(boot.w_n), boot.corr, boot.speakers)
+    return {**row, **{f"cm_gain_{k}": v for k, v in found.items()}}
+
+
+@dataclass(frozen=True)
+class SliceBoot:
+    """A slice's speaker and non-target replicate weights (B × trials), its correction and speakers."""
+
+    w_s: np.ndarray
+    w_n: np.ndarray
+    corr: Any
+    speakers: int
 
 
 def fusion_frame(
@@ -243,18 +264,19 @@ def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFram
     absent = [a for a in attrs if table is not None and a not in table.columns]
     if absent:
         raise AnalysisError(f"{run.path.name}: fairness group attribute(s) {', '.join(absent)} not in {ATTRIBUTES}")
-    resampler = Resampler(TrialDesign.from_frame(trials.reset_index()), n_boot=N_BOOT, seed=SEED)
+    boot = Resamplers.of(TrialDesign.from_frame(trials.reset_index()), N_BOOT, SEED)
     rows = []
     for (model, cell), cal in cals.items():
         for name, side in cm.groupby("cm", sort=True):
             frame = fusion_frame(run, trials, model, cell, cal, side)
             groups = trial_groups(frame, table, attrs)
-            weights = resampler.weights(resampler.design.rows(frame.index.to_numpy()))
+            at = boot.design.rows(frame.index.to_numpy())
+            w_s, w_n = boot.speaker.weights(at), boot.pairs.weights(at)
             keys = {"model": model, "cm": name, "cell": cell, "cm_calibration": side["cm_calibration"].iloc[0]}
             for attr, group, mask in _slices(frame, groups):
-                part = slice_row(frame[mask], cost, weights[:, mask])
-                rows.append({**keys, "group_by": attr, "group": group, **part})
-    return pd.DataFrame(rows, columns=COLUMNS)
+                sl = SliceBoot(w_s[:, mask], w_n[:, mask], boot.correction([at[mask]]), boot.speakers(at[mask]))
+                rows.append({**keys, "group_by": attr, "group": group, **slice_row(frame[mask], cost, sl)})
+    return decide(pd.DataFrame(rows), "cm_gain_").reindex(columns=COLUMNS)
 
 
 def write_sasv_fusion(run: RunDir) -> str | None:
@@ -346,8 +368,9 @@ def sasv_section(folder: Path, rep: Report) -> None:
         rep.para("The group the fused system serves worst:")
         rep.bullets(worst)
     rep.para(
-        f"Per cell, pooled over groups ({SASV_FUSION} has every group); cm_gain = a_dcf_sum − a_dcf_asv with the 95% "
-        f"percentile interval of a {N_BOOT}-replicate speaker bootstrap:"
+        f"Per cell, pooled over groups ({SASV_FUSION} has every group); cm_gain = a_dcf_sum − a_dcf_asv with the "
+        f"findings' 95% corrected-SE t interval ({N_BOOT} speaker and non-target replicates) and its status after "
+        "Holm over every row of the table (groups of fewer than 5 speakers: too few speakers, never resolved):"
     )
-    gain = [c for c in ("cm_gain", "cm_gain_lo", "cm_gain_hi") if c in table.columns]
+    gain = [c for c in ("cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_status") if c in table.columns]
     rep.table(pooled, ["model", "cm", "cell", *metrics, *gain], collapsed="a-DCF and t-EER per cell")

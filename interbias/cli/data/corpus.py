@@ -27,6 +27,7 @@ def _print_summary(manifest: Any, *, as_json: bool, frontend: Any = None) -> Non
     """The counts, then (``frontend`` given) the audio as that front end reads and judges it,
     then the registered sections (:data:`interbias.corpora.info.INFO_SECTIONS`)."""
     from interbias.corpora.info import info_sections, summarize
+    from interbias.trials import fit  # noqa: F401  (registers the catalogue section)
 
     summary = summarize(manifest)
     audit = None
@@ -65,11 +66,20 @@ def _print_counts(summary: Any) -> None:
 @data_app.command("build", epilog="Example: interbias data build synthetic --speakers 96")
 @guarded
 def build(
-    name: Annotated[str, typer.Argument(help="The corpus to build (only 'synthetic' is built; others are prepared).")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="The corpus to build: synthetic (the embedded corpus) or same-text (recorded prompts and "
+            "Debian's synthesisers reading the same texts: a CM set on real audio); others are prepared."
+        ),
+    ],
     set_: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", metavar="KEY=VALUE", help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5."
+            "--set",
+            metavar="KEY=VALUE",
+            help="Spec option KEY=VALUE, e.g. --set accents=us,gb --set n_sentences=5 (same-text: texts=N, "
+            "rate_hz=N, min_words=N).",
         ),
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
@@ -81,8 +91,14 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Build the embedded synthetic corpus into the cache (reused when already built)."""
+    """Build the embedded synthetic corpus, or the same-text CM set (recorded prompts and
+    Debian's synthesisers reading their texts), into the cache (reused when already built)."""
     check_numbers("data build", workers=workers, speakers=speakers)
+    if name == "same-text":
+        from interbias.cli.data.same_text import build_same_text_cli
+
+        build_same_text_cli(_options(set_ or []), cache_dir, workers, speakers, as_json=as_json, quiet=quiet)
+        return
     from interbias.corpora.fingerprint import corpus_verdict
     from interbias.corpora.synthetic import build_info
     from interbias.corpora.tasks import build_corpus

@@ -107,7 +107,7 @@ def fairness(
 
 
 #: Columns a narrow terminal shows first (the rest follow in the table's order while they fit).
-GROUP_FIRST = ("model", "condition", "group", "n", "far", "frr")
+GROUP_FIRST = ("model", "condition", "group", "n", "speakers", "far", "frr")
 COMPARISON_FIRST = ("model", "condition", "metric", "difference", "p_holm", "significant", "group_a", "group_b")
 
 
