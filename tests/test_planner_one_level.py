@@ -99,6 +99,8 @@ def test_the_printed_build_command_is_accepted_as_printed(run: Path, tmp_path: P
     meta = json.loads((pilot / "trials.json").read_text())
     meta["strata"] = {"gender=female": {"n_speakers": 12}, "gender=male": {"n_speakers": 12}}  # every voice drawn
     (pilot / "trials.json").write_text(json.dumps(meta))
+    resolved = json.loads((pilot / "experiment.resolved.json").read_text())
+    (pilot / "experiment.resolved.json").write_text(json.dumps({**resolved, "variant": "synthetic"}))
     text = _invoke(["plan", str(pilot), "--bootstrap", "200", "--out", str(tmp_path)])
     lines = [
         line.strip()
@@ -107,7 +109,9 @@ def test_the_printed_build_command_is_accepted_as_printed(run: Path, tmp_path: P
     ]
     assert len(lines) == 1, text
     need = int(pd.read_csv(tmp_path / "plan.csv")["speakers_per_stratum_needed"].max())
-    assert f"needs {need} speakers per stratum, the synthetic corpus holds 12" in " ".join(text.split())
+    flat = " ".join(text.split())
+    assert f"needs {need} speakers per stratum, the synthetic corpus holds 12" in flat
+    assert "interbias run EXPERIMENT.yaml --corpus synthetic --plan" in flat  # the pilot's variant
 
     def build(spec, *args, **kwargs):
         raise _Built(spec)

@@ -96,7 +96,8 @@ def _follow_up(a: Any, frame: pd.DataFrame, folder: Path, reason: str | None) ->
         reason
         if reason is not None
         else (
-            f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
+            f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))}{_variant(a.run.resolved or {})} "
+            f"--plan {folder / 'plan.csv'} "
             f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
         )
     )
@@ -112,6 +113,13 @@ def _follow_up(a: Any, frame: pd.DataFrame, folder: Path, reason: str | None) ->
         if limit:
             follow += f"; but {limit}"
     return follow
+
+
+def _variant(resolved: dict[str, Any]) -> str:
+    """`` --corpus V`` when the pilot ran a variant ``V`` of its experiment ("" otherwise), so the
+    follow-up command runs on the pilot's corpus as printed."""
+    variant = resolved.get("variant")
+    return f" --corpus {variant}" if variant else ""
 
 
 def _corpus_name(resolved: dict[str, Any]) -> str:
