@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from interbias.run import rundir
+from interbias.run.backend_stage import BACKENDS_DIR
 
 #: The files and folders a run writes (``interbias.run.rundir``): what the fused copy takes.
 RUN_FILES = (
@@ -34,6 +35,7 @@ RUN_FILES = (
     rundir.CM_DEV,
     rundir.CM_CELLS,
     rundir.SASV_FUSION,
+    BACKENDS_DIR,
 )
 #: The comparison's file in the fused copy.
 COMPARISON = "fusion_comparison.csv"
