@@ -7,7 +7,7 @@
   the additive prediction, each the mean over encoders, the family-mean IE, the ceiling bound
   ``ie_ceiling`` = U − prediction (U the metric's true maximum, :data:`UPPER`: 1 for EER, which
   reaches 1 on inverted scores, so IE ≤ U − prediction) and, labelled apart, the chance line
-  ``ie_chance`` = chance − prediction (0.5 for EER: a reference, not a bound — seed 001);
+  ``ie_chance`` = chance − prediction (0.5 for EER: a reference, not a bound, as InterBias-SV says);
 * :func:`condition_table` (Tables 14–30): per experiment and cell the metric's mean ± SD
   (ddof 1) over encoders.
 """
