@@ -29,7 +29,6 @@ from interbias.analysis.reporting.headline import (
     pval,
     resolved_mask,
     sentence,
-    span,
 )
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
