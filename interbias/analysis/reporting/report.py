@@ -366,6 +366,12 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
     metric = a.options.metric
     rep.heading("Answer")
     rep.para("Question: " + question((a.run.resolved or {}), metric))
+    if sasv := sasv_answer(a.run.path):
+        rep.para(
+            "What the countermeasure does: with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
+            "in [0, 1], lower is better; sasv_fusion.csv):"
+        )
+        rep.bullets(sasv)
     if h.findings is None:
         rep.para(h.lines[0])
         return
@@ -378,12 +384,6 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
     rep.para(_unit_line(a))
-    if sasv := sasv_answer(a.run.path):
-        rep.para(
-            "Against spoofs, with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
-            "in [0, 1], lower is better):"
-        )
-        rep.bullets(sasv)
     if h.findings.empty:
         return
     kinds = kinds_of(h.findings)
