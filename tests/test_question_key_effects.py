@@ -63,7 +63,7 @@ def test_answer_states_the_named_effects_first_with_intervals(findings: pd.DataF
     ie = findings[(findings.kind == "interaction") & (findings.model == "flat")].iloc[0]
     word, ends = ("above", (ie.lo, ie.hi)) if ie.estimate > 0 else ("below", (-ie.hi, -ie.lo))
     assert (
-        f"at male, n10, EER is {word} the additive prediction by {abs(ie.estimate):.3f} "
+        f"gender × noise at male, n10: EER is {word} the additive prediction by {abs(ie.estimate):.3f} "
         f"(95% CI [{ends[0]:.3f}, {ends[1]:.3f}])" in ans.key[1]
     )
     assert key_lines(findings, {"question": "plain"}, "eer", "95%") == []
@@ -86,15 +86,15 @@ def test_direction_turns_a_negative_effect_into_words_and_a_size(findings: pd.Da
     gap = findings[findings.kind == "gap"].iloc[0].copy()
     gap[["estimate", "lo", "hi"]] = [-0.031, -0.050, -0.012]
     text = direction(gap, "eer")
-    assert text == f"EER for male is lower than for female at {gap.condition} by 0.031 [0.012, 0.050]"
+    at = gap.condition.split("=")[-1]
+    assert text == f"gender male − female at {at}: EER for male is lower than for female by 0.031 [0.012, 0.050]"
     gap[["estimate", "lo", "hi"]] = [0.031, 0.012, 0.050]
     assert "is higher than for female" in direction(gap, "eer") and "[0.012, 0.050]" in direction(gap, "eer")
     brief = key_brief(findings, {"question": ASKED}, "eer")
     assert [line.split(":")[0] for line in brief] == [
         "gender × noise, big", "gender × noise, flat", "gender gap, big", "gender gap, flat"
     ]  # fmt: skip
-    n_gaps = int(((findings.kind == "gap") & (findings.model == "big")).sum())
-    assert (
-        f"gender gap, big: {int(findings[(findings.kind == 'gap') & (findings.model == 'big')].resolved.astype(bool).sum())} of {n_gaps} resolved; largest: EER for male is "
-        in brief[2]
-    )
+    gaps = findings[(findings.kind == "gap") & (findings.model == "big")]
+    n_res = int(gaps.resolved.astype(bool).sum())
+    assert brief[2].startswith(f"gender gap, big: {n_res} of {len(gaps)} resolved; largest: gender male − female at ")
+    assert ": EER for male is higher than for female by " in brief[2]

@@ -21,6 +21,11 @@ def _change(condition: str, reference: str) -> str:
     return f"{factor} {level} − {reference.partition('=')[2] or reference}" if level else f"{condition} − {reference}"
 
 
+def contrast_name(factors: list[str]) -> str:
+    """``gender × noise``: the interaction of ``factors`` as every name of one writes it."""
+    return " × ".join(f.strip() for f in factors)
+
+
 def effect_name(r: Any) -> str:
     """An effect's one display name, ``WHAT [at LEVELS] [over FACTORS]``: WHAT is
     ``factor level − reference`` (main, simple, gap) or ``factor × factor`` (interaction); ``at``
@@ -35,7 +40,7 @@ def effect_name(r: Any) -> str:
     over = ""
     if kind == "interaction" and " at " in effect:
         what, levels = effect.split(" ", 1)[-1].split(" at ", 1)
-        what, at = " × ".join(f.strip() for f in what.split("×")), [v.strip() for v in levels.split(",")]
+        what, at = contrast_name(what.split("×")), [v.strip() for v in levels.split(",")]
     elif kind in ("main", "simple") and cond and ref:
         what = _change(cond, ref)
         if kind == "simple":

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.planner import median_need
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
@@ -103,9 +104,14 @@ def _level(text: Any) -> str:
 
 
 def direction(r: Any, metric: str, pct: str = "") -> str:
-    """One effect's direction and size in words, its interval turned with it (the size of a
-    negative effect is ``-estimate``, its interval ``[-hi, -lo]``): ``EER for male is lower than
-    for female at noise=n10 by 0.031 [0.012, 0.050]`` (``pct``: written before the interval)."""
+    """One effect by its name (:func:`effect_name`) with its direction and size in words, its
+    interval turned with it (the size of a negative effect is ``-estimate``, its interval
+    ``[-hi, -lo]``): ``gender male − female at n10: EER for male is lower than for female by
+    0.031 [0.012, 0.050]`` (``pct``: written before the interval)."""
+    return f"{effect_name(r)}: {_words(r, metric, pct)}"
+
+
+def _words(r: Any, metric: str, pct: str) -> str:
     est, lo, hi = float(r.estimate), float(r.lo), float(r.hi)
     ends = (lo, hi) if est >= 0 else (-hi, -lo)
     ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
@@ -113,13 +119,12 @@ def direction(r: Any, metric: str, pct: str = "") -> str:
     name = metric_name(metric)
     if r.kind == "gap":
         word = "higher" if est > 0 else ("lower" if est < 0 else "no different")
-        return f"{name} for {_level(r.group)} is {word} than for {_level(r.reference)} at {r.condition} {size}"
+        return f"{name} for {_level(r.group)} is {word} than for {_level(r.reference)} {size}"
     if r.kind == "interaction":
         word = "above" if est > 0 else ("below" if est < 0 else "at")
-        return f"at {str(r.effect).split(' at ', 1)[-1]}, {name} is {word} the additive prediction {size}"
+        return f"{name} is {word} the additive prediction {size}"
     verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
-    where = f" at {r.group}" if r.kind == "simple" and str(r.group or "") else ""
-    return f"{r.condition}{where} {verb} {name} {size}"
+    return f"{verb} {name} {size}"
 
 
 def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str) -> list[str]:

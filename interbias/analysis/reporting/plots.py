@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
-from interbias.analysis.effect_names import effect_name
+from interbias.analysis.effect_names import contrast_name, effect_name
 from interbias.analysis.reporting.numbers import signed
 from interbias.metrics.registry import chance_levels
 
@@ -171,7 +171,8 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
         ax.set_yticks(range(len(a_levels)), a_levels, fontsize=8)
         ax.set_xlabel(str(sub["factor_b"].iloc[0]))
         ax.set_ylabel(str(sub["factor_a"].iloc[0]))
-        title = f"IE: {model}" + (f" ({sub['factor_c'].iloc[0]}={c})" if c else "")
+        name = contrast_name([str(sub["factor_a"].iloc[0]), str(sub["factor_b"].iloc[0])])
+        title = f"{name}, {model}" + (f" at {c}" if c else "")
         ax.set_title(title, fontsize=10)
     for ax in axes[len(held) :]:
         ax.set_visible(False)

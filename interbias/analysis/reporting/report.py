@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, SLOTS
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
@@ -454,8 +455,8 @@ def all_effects(rep: Report, h: Headline) -> None:
 
 
 def labelled(findings: pd.DataFrame) -> pd.DataFrame:
-    """``findings`` with each effect in the forest plot's one grammar (:func:`plots.effect_label`)."""
-    return findings.assign(effect=[plots.effect_label(r) for r in findings.itertuples(index=False)])
+    """``findings`` with each effect under its one name (:func:`effect_name`)."""
+    return findings.assign(effect=[effect_name(r) for r in findings.itertuples(index=False)])
 
 
 def _cells_section(a: Analysis, rep: Report) -> None:
