@@ -314,3 +314,20 @@ def test_a_bad_cm_trials_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AnalysisError, match=r"lacks column\(s\) calibrated"):
         read_cm_trials(RunDir(tmp_path))
     assert read_cm_trials(RunDir(tmp_path / "none")) is None
+
+
+def test_analyze_ends_with_what_the_cm_does(fused: dict, monkeypatch) -> None:
+    """analyze's last lines on a run with a CM: the question, then the CM's lines (its EER,
+    a-DCF alone and with it, the change per gender in words, the worst group)."""
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["analyze", str(fused["run"]), "--bootstrap", "0", "--out", str(fused["run"] / "a")])
+    assert out.exit_code == 0, out.output
+    tail = " ".join(x.strip() for x in out.stdout.splitlines()[-20:])
+    want = sasv_answer(fused["run"])
+    assert "answer: " in tail and "per gender: the CM " in tail
+    for line in want:
+        assert line in tail, (line, tail)
