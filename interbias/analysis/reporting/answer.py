@@ -64,16 +64,23 @@ def key_effects(resolved: dict[str, Any]) -> tuple[KeyEffect, ...]:
     return parse_question(asked, "experiment.resolved.json").effects
 
 
-def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> list[str]:
-    """Per key effect and model: its effects with estimate, interval and adjusted p (the
-    :data:`KEY_ROWS` largest; the rest counted, with their simultaneous bound)."""
+def key_hits(findings: pd.DataFrame, resolved: dict[str, Any]) -> list[tuple[KeyEffect, pd.DataFrame]]:
+    """Per key effect the question names, its rows of ``findings`` (empty when none matches)."""
     out = []
     for key in key_effects(resolved):
         mask = [
             key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group))
             for r in findings.itertuples(index=False)
         ]
-        hits = findings[pd.Series(mask, index=findings.index, dtype=bool)]
+        out.append((key, findings[pd.Series(mask, index=findings.index, dtype=bool)]))
+    return out
+
+
+def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> list[str]:
+    """Per key effect and model: its effects with estimate, interval and adjusted p (the
+    :data:`KEY_ROWS` largest; the rest counted, with their simultaneous bound)."""
+    out = []
+    for key, hits in key_hits(findings, resolved):
         if hits.empty:
             out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
             continue
@@ -131,12 +138,7 @@ def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str) -> 
     """Per key effect and model one short line for the terminal's last lines: how many of its
     effects are resolved and the largest (the largest resolved when any) in words."""
     out = []
-    for key in key_effects(resolved):
-        mask = [
-            key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group))
-            for r in findings.itertuples(index=False)
-        ]
-        hits = findings[pd.Series(mask, index=findings.index, dtype=bool)]
+    for key, hits in key_hits(findings, resolved):
         if hits.empty:
             out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
         for model, grp in hits.groupby("model", sort=False):
