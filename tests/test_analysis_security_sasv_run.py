@@ -331,3 +331,18 @@ def test_analyze_ends_with_what_the_cm_does(fused: dict, monkeypatch) -> None:
     assert "answer: " in tail and "per gender: the CM " in tail
     for line in want:
         assert line in tail, (line, tail)
+
+
+def test_report_answer_opens_with_what_the_cm_does(fused: dict, tmp_path: Path) -> None:
+    """report.md's Answer: the question, then the CM's lines before anything else."""
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    out = CliRunner().invoke(app, ["report", str(fused["run"]), "--bootstrap", "0", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    md = (tmp_path / "report.md").read_text()
+    answer = md.split("## Answer\n\n", 1)[1].split("\n## ", 1)[0]
+    first = answer.split("\n\n")
+    assert first[0].startswith("Question: ") and first[1].startswith("What the countermeasure does: ")
+    assert all(f"- {line}" in first[2] for line in sasv_answer(fused["run"])), first[2]
