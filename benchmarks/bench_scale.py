@@ -294,6 +294,7 @@ def stage_run(d: Path, trials: int, out: dict[str, Any]) -> None:
 
     def write() -> None:
         from interbias.analysis.after_run import run_analyses
+        from interbias.run.frame import RunEnd
 
         columns = COLUMNS + calibration_columns(exp.operating_points)
         results = pd.DataFrame([rows[(m, c.id)] for m in ENCODERS for c in exp.cells()], columns=columns)
@@ -301,7 +302,7 @@ def stage_run(d: Path, trials: int, out: dict[str, Any]) -> None:
         manifest = Manifest.read(d / "manifest.jsonl", name="bench")
         header = {"run_id": "bench-run", "revision": "bench", "command": ["bench_scale"], "device": "cpu"}
         run.write_run_json(_run_record(exp, manifest, encoders, listed, header, cal))
-        run_analyses(run, results, listed, manifest, False, [])
+        run_analyses(RunEnd("verification", run, [], results=results, trials=listed, scored=manifest))
 
     _timed(out, "results", write)
 

@@ -12,7 +12,9 @@ largest distance is ≤ the tolerance (1e-4; on ``--device cpu``, where both pat
 batches average ≥ 0.75 × ``--batch`` utterances per call. Exit 0 on PASS, 1 on FAIL, 2 when the
 device is not available (nothing is run then).
 ``--e2e`` times whole ``interbias run`` invocations instead (``benchmarks/gpu_e2e.py``; its
-options: ``gpu_check.py --e2e --help``).
+options: ``gpu_check.py --e2e --help``); ``--plan EXP`` replays a run of EXP's batching on its
+waveform lengths and reports shapes, padding, operators per forward and agreement as JSON with
+``--json`` (``benchmarks/gpu_plan.py``; ``gpu_check.py --plan E14 --help``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         from gpu_e2e import main as e2e
 
         return e2e([a for a in argv if a != "--e2e"])
+    if "--plan" in argv:  # the run's batching on an experiment's lengths (benchmarks/gpu_plan.py)
+        from gpu_plan import main as plan
+
+        return plan(argv)
     args = parse(argv)
     why = device_available(args.device)
     if why:

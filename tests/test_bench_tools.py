@@ -190,3 +190,30 @@ def test_estimate_row_sets_validates_estimate_beside_the_runs_own_time(tmp_path:
 def test_a_pipe_inside_a_table_cell_is_escaped() -> None:
     out = _common.table("T", ["max |Δ|"], [["a|b"]])
     assert out.splitlines()[2] == "| max \\|Δ\\| |" and out.splitlines()[4] == "| a\\|b      |"
+
+
+def test_gpu_plan_replays_the_drivers_flushes_and_counts_padding_from_the_shapes() -> None:
+    import gpu_plan
+
+    from interbias.encoders import Encoder, EncoderCard
+
+    class Bucketed(Encoder):
+        supports_masks = True
+        frame_buckets = True
+
+        def frame_count(self, n_samples: int) -> int:
+            return n_samples // 160
+
+    card = EncoderCard(label="b", family="baseline", backend="test", embedding_dim=3)
+    enc = Bucketed(card, source="test", checkpoint_sha256="0" * 64)
+    enc.set_batching("always")
+    rng = np.random.default_rng(7)
+    lengths = [int(n) for n in rng.integers(16_000, 80_000, 3000)]
+    got = gpu_plan.replay(enc, lengths)
+    shapes = {tuple(map(int, k.split("x"))): c for k, c in got["shapes"].items()}
+    assert got["waveforms"] == 3000 and sum(n * c for (n, _), c in shapes.items()) == 3000
+    assert got["network_batches"] == sum(shapes.values()) and got["distinct_shapes"] == len(shapes) <= 16
+    all_frames = sum(n * f * c for (n, f), c in shapes.items())
+    valid = sum(n // 160 for n in lengths)
+    assert got["padding_share"] == pytest.approx((all_frames - valid) / all_frames) and got["padding_share"] < 0.1
+    assert all(n * f <= enc.max_batch_frames for n, f in shapes)

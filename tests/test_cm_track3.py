@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -18,6 +17,7 @@ from interbias.cli import app
 from interbias.cm.track_base import safe
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.experiments.schema import load_experiment
+from interbias.run.inputs import RunOptions
 from interbias.run.tasks.tracks import run_tracks_experiment
 from interbias.utils.errors import ConfigError
 
@@ -39,7 +39,7 @@ ITEM = """    unknown: [A02]
 def _run(tmp_path: Path, manifest: Path, item: str = ITEM):
     path = tmp_path / "E98.yaml"
     path.write_text(YAML.format(manifest=manifest, item=item, factors=TRACK_FACTORS))
-    options = SimpleNamespace(experiment="E98", corpus=None, corpus_root=None, cache_dir=str(tmp_path / "cache"),
+    options = RunOptions(experiment="E98", corpus=None, corpus_root=None, cache_dir=str(tmp_path / "cache"),
                               out=str(tmp_path / "runs"), quiet=True, command=["interbias", "run"])  # fmt: skip
     return run_tracks_experiment(options, exp=load_experiment(path))
 

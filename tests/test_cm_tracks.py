@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 from cm_fixtures import TRACK_FACTORS, cm_manifest
 
 from interbias.analysis.security.cm import location_scores, read_segment_labels
+from interbias.cm.track_base import TRACKS, safe
 from interbias.corpora.had import HADSpec, write_had
 from interbias.experiments.schema import load_experiment
-from interbias.run.tasks.tracks import TRACK_RUNNERS, run_tracks_experiment, safe
+from interbias.run.inputs import RunOptions
+from interbias.run.tasks.tracks import run_tracks_experiment
 from interbias.utils.errors import ConfigError
 
 YAML = """name: E99
@@ -38,7 +39,7 @@ def _exp(tmp_path: Path, manifest: Path, resolution: str = "0.01", extra: str = 
 
 
 def _options(tmp_path: Path):
-    return SimpleNamespace(experiment="E99", corpus=None, corpus_root=None, cache_dir=str(tmp_path / "cache"),
+    return RunOptions(experiment="E99", corpus=None, corpus_root=None, cache_dir=str(tmp_path / "cache"),
                            out=str(tmp_path / "runs"), quiet=True, command=["interbias", "run"])  # fmt: skip
 
 
@@ -80,10 +81,10 @@ def test_a_second_run_reuses_the_detector_and_writes_the_same_scores(tmp_path):
 
 
 def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
-    assert set(TRACK_RUNNERS) == {2, 3}  # Track 3 registers itself (interbias.cm.track3, test_cm_track3.py)
+    assert set(TRACKS) == {2, 3}  # each track registers itself (interbias.cm.track2, interbias.cm.track3)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="  - track: 4\n")
     with pytest.raises(
-        ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.run.tasks.tracks"
+        ConfigError, match=r"track 4 has no runner here \(registered: 2, 3\); see interbias.cm.track_base"
     ):
         run_tracks_experiment(_options(tmp_path), exp=exp)
     exp = _exp(tmp_path, tmp_path / "m.jsonl", extra="    window: 3\n")
@@ -92,8 +93,8 @@ def test_unregistered_track_and_bad_settings_are_one_line(tmp_path):
 
 
 def test_run_dispatches_a_tracks_experiment(tmp_path):
-    from interbias.run.preflight import is_countermeasure
-    from interbias.run.tasks import task_for
+    from interbias.run.tasks import TASKS, task_of
+    from interbias.run.tasks.tracks import TRACKS_TASK
 
     exp = _exp(tmp_path, tmp_path / "m.jsonl")
-    assert is_countermeasure(exp) and exp.kind == "tracks" and task_for(exp.kind) is run_tracks_experiment
+    assert task_of(exp) is TRACKS_TASK is TASKS.get("tracks") and not TRACKS_TASK.embeds

@@ -124,7 +124,7 @@ def test_the_feeder_passes_errors_on_and_stops_when_the_driver_stops() -> None:
         yield [], []
         raise ValueError("decoder broke")
 
-    it = F.fed(boom(), "cpu", depth=1)
+    it = F.fed(boom(), depth=1)
     assert next(it) == ([], [])
     with pytest.raises(ValueError, match="decoder broke"):
         next(it)
@@ -138,7 +138,7 @@ def test_the_feeder_passes_errors_on_and_stops_when_the_driver_stops() -> None:
         finally:
             closed.set()
 
-    it = F.fed(endless(), "cpu", depth=2)
+    it = F.fed(endless(), depth=2)
     next(it)
     it.close()  # the driver stops early: the feeder stops and closes its source
     assert closed.wait(5)
@@ -164,6 +164,87 @@ def test_out_of_memory_halves_the_batch_counts_it_and_loses_nothing(
     merged.merge(stats)
     merged.merge(stats)
     assert merged.oom_retries == 6 and merged.batch_cap == {"stats": 2} and merged.samples["stats"] > 0
+
+
+class FlakyBatchEncoder(StatsEncoder):
+    """A batched path that raises once (on the first call given more than one waveform)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def embed(self, waves):  # type: ignore[override]
+        if len(waves) > 1 and self.broken:
+            self.broken = False
+            raise RuntimeError("masked path broke")
+        return super().embed(waves)
+
+
+def test_a_batch_that_fails_is_retried_one_at_a_time_counted_and_printed(tiny_corpus, tmp_path, pretend_cuda) -> None:
+    from interbias.cli.run import embedding_lines
+
+    ctx = context(tiny_corpus, tmp_path)
+    tasks = make_tasks(tiny_corpus, StatsEncoder(), 8, (Chain(),))
+    cpu = {r.uid: r.vector.tobytes() for r in T.embed_tasks(ctx, [StatsEncoder()], tasks, "cpu", T.ExecStats())}
+    enc, stats = FlakyBatchEncoder(), T.ExecStats()
+    got = list(T.embed_tasks(ctx, [enc], tasks, "cuda", stats))
+    assert {r.uid: r.vector.tobytes() for r in got} == cpu  # nothing lost: each item alone
+    assert enc.seen == [1] * 8  # after the failed batch of 8: eight calls of one
+    assert stats.batch_fallbacks == 1 and stats.oom_retries == 0
+    assert stats.fallback_reasons == {"stats": "RuntimeError: masked path broke"}
+    merged = T.ExecStats()
+    merged.merge(stats)
+    merged.merge(T.ExecStats())
+    assert merged.batch_fallbacks == 1 and merged.fallback_reasons == stats.fallback_reasons
+    info = {"embedded": 8, "from_cache": 0, "cells_reused": 0, "oom_retries": 0}
+    lines = embedding_lines({**info, "batch_fallbacks": 1, "batch_fallback_reasons": stats.fallback_reasons})
+    assert "batch fallbacks 1, out-of-memory halvings 0" in lines[0]
+    assert lines[1].startswith("warning: 1 network batch(es) failed and were embedded one at a time")
+    assert lines[1].endswith("first reason: stats: RuntimeError: masked path broke")
+    assert len(embedding_lines({**info, "batch_fallbacks": 0, "batch_fallback_reasons": {}})) == 1
+
+
+class BucketStats(StatsEncoder):
+    """Masked batches in frame buckets (10 frames per second), each network batch's frame counts recorded."""
+
+    supports_masks = True
+    frame_buckets = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_batching("always")
+        self.max_batch_frames = 64
+        self.batches_seen: list[list[int]] = []
+
+    def frame_count(self, n_samples: int) -> int:
+        return n_samples // 1600
+
+    def _embed_batch(self, waves):  # type: ignore[override]
+        self.batches_seen.append([self.frame_count(w.size) for w in waves])
+        return [self._embed_one(w) for w in waves]
+
+
+def test_the_driver_holds_a_short_last_batch_for_the_next_flush(tiny_corpus, tmp_path, pretend_cuda) -> None:
+    from interbias.encoders.batching import frame_bucket, is_full
+
+    ctx = context(tiny_corpus, tmp_path)
+    tasks = make_tasks(tiny_corpus, StatsEncoder(), 24, (Chain(),))
+    cpu = {r.uid: r.vector.tobytes() for r in T.embed_tasks(ctx, [StatsEncoder()], tasks, "cpu", T.ExecStats())}
+    enc, stats = BucketStats(), T.ExecStats()
+    mine = make_tasks(tiny_corpus, enc, 24, (Chain(),))  # its own fingerprint (batched keys)
+    got = {r.uid: r.vector.tobytes() for r in T.embed_tasks(ctx, [enc], mine, "cuda", stats)}
+    assert got == cpu and stats.batch_fallbacks == 0
+    seen = enc.batches_seen
+    assert sum(len(b) for b in seen) == 24 and len(seen) > 3
+    # every batch but the very last holds a bucket's full row count: its own bucket's, or a
+    # larger bucket's when its longest row made the cut step up (bucketed_batches)
+    ladder = [frame_bucket(f) for f in range(1, 65)]
+    for b in seen[:-1]:
+        assert is_full(b, enc.max_batch_items, 64) or len(b) in {64 // k for k in ladder if k >= max(b)}
+    shapes = {(len(b), frame_bucket(max(b))) for b in seen}
+    assert all(n * f <= 64 for n, f in shapes)
+    assert T.call_chunks([[0, 1, 2], [3], [4, 5]], 4) == [[0, 1, 2, 3], [4, 5]]
+    assert T.call_chunks([[0, 1, 2, 3, 4]], 2) == [[0, 1], [2, 3], [4]]  # after a halving: split
 
 
 @pytest.mark.parametrize("poison_oom", [False, True])

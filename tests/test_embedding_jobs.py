@@ -74,6 +74,7 @@ def test_jobs_2_equals_one_process_byte_for_byte(tmp_path: Path, session_cache, 
     assert (ex["jobs"], ex["jobs_requested"], ex["threads_per_job"], ex["worker_restarts"]) == (2, 2, 1, 0)
     assert info_2["counts"]["forward_calls"] == info_1["counts"]["forward_calls"]
     assert info_1["precision"] == "fp32" and info_1["counts"]["oom_retries"] == 0
+    assert info_1["counts"]["batch_fallbacks"] == info_2["counts"]["batch_fallbacks"] == 0
     assert info_1["timings"]["embedded_audio_s"] == info_2["timings"]["embedded_audio_s"] > 0
 
 

@@ -1,4 +1,4 @@
-"""CAM++'s restated network (``campplus_graph``) against the wheel's module it restates, and its
+"""CAM++'s restated network (``campplus.graph``) against the wheel's module it restates, and its
 pieces against the torch operations they replace."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from interbias.encoders import load_encoder
-from interbias.encoders.campplus_graph import SEGMENT, CamPlusInference, bn_relu_conv, segment_matrices
+from interbias.encoders.campplus.graph import SEGMENT, CamPlusInference, bn_relu_conv, segment_matrices
 
 
 @pytest.fixture(scope="module")

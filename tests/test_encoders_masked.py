@@ -7,6 +7,7 @@ and GE2E), so the check covers the masked network, the batched features and the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,6 +135,41 @@ def test_frame_budget_batches_hand_example_and_limits() -> None:
         assert len(b) <= 16 and (len(b) == 1 or len(b) * max(frames[i] for i in b) <= 8000)
 
 
+def test_frame_buckets_ladder_and_bucketed_batches_hand_example() -> None:
+    from interbias.encoders.batching import bucket_items, bucketed_batches, frame_bucket, is_full
+
+    # step 16, ratio 1.08: 16, 32, …, 128, 144 (128·1.08 = 138.2 → 144), 160, 176, 192, 208, 240 (224.6 → 240)
+    ladder = sorted({frame_bucket(f, 16, 1.08) for f in range(1, 241)})
+    assert ladder == [16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 240]
+    # sorted 10(0) 12(2) 20(1) 30(3); budget 64, step 16, ratio 1: bucket 16 holds 4 rows but
+    # the 4th (30) exceeds it, bucket 32 holds 2 rows and both fit: [0, 2]; then [1, 3] in 32
+    assert bucketed_batches([10, 20, 12, 30], 8, 64, 16, 1.0) == [[0, 2], [1, 3]]
+    assert bucketed_batches([], 8, 64) == []
+    rng = derive_rng("test-masked-batches", "buckets")
+    frames = [int(f) for f in rng.integers(100, 1000, 500)]
+    batches = bucketed_batches(frames, 256, 32_000)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for k, b in enumerate(batches):
+        bucket = frame_bucket(max(frames[i] for i in b))
+        assert len(b) * bucket <= 32_000 and max(frames[i] for i in b) <= bucket
+        assert is_full([frames[i] for i in b], 256, 32_000) or k == len(batches) - 1
+        assert len(b) == bucket_items(bucket, 256, 32_000) or k == len(batches) - 1
+    assert len({(len(b), frame_bucket(max(frames[i] for i in b))) for b in batches}) <= len(batches)
+
+
+def test_frame_masks_context_is_the_masked_mean_plus_segment_means() -> None:
+    from interbias.encoders.masking import FrameMasks
+
+    lengths = torch.tensor([1, 99, 100, 101, 250])
+    x = torch.randn(5, 3, 250, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = x * length_mask(lengths, 250).unsqueeze(1)
+    masks = FrameMasks.of(lengths, 250, 100, torch.float32)
+    want = masked_mean(x, length_mask(lengths, 250), lengths).unsqueeze(-1) + segment_means(x, lengths, 100)
+    got = masks.mean_and_segments(x.float())
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-6)
+    assert masks.index.tolist() == [t // 100 for t in range(250)] and masks.weights.shape == (5, 1, 250)
+
+
 def test_a_failing_utterance_fails_alone_with_the_cpu_message(campplus) -> None:
     """embed_batch (interbias.embedding.tasks) retries a failed batch item by item: the short
     waveform fails with the one-at-a-time message, the others get their one-at-a-time vectors."""
@@ -174,3 +210,13 @@ def test_precision_option_keys_runs_and_restores(campplus) -> None:
         load_encoder("CAM++", options={"precision": "bf16", "runtime": "onnxruntime"})
     with pytest.raises(EncoderError, match=r"CAM\+\+: batch 'sometimes': use auto, always, never"):
         load_encoder("CAM++", options={"batch": "sometimes"})
+
+
+def test_tf32_is_switched_through_one_api_the_new_one() -> None:
+    """torch 2.13 raises on reading a legacy ``allow_tf32`` flag after the ``fp32_precision``
+    API set it: interbias uses the new API only."""
+    import interbias
+
+    root = Path(interbias.__file__).parent
+    assert [p.name for p in root.rglob("*.py") if "allow_tf32" in p.read_text(encoding="utf-8")] == []
+    assert "fp32_precision" in (root / "encoders" / "precision.py").read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ import torch
 from interbias.audio import frontend as audio
 from interbias.encoders import load_encoder, probe_wave
 from interbias.encoders.campplus import MIN_ONNX_FRAMES
-from interbias.encoders.campplus_graph import GRAPH
+from interbias.encoders.campplus.graph import GRAPH
 from interbias.encoders.ort_runtime import graph_key
 from interbias.utils.errors import EncoderError
 
@@ -57,7 +57,7 @@ def test_runtime_in_fingerprint_and_provenance(waves) -> None:
 
     assert prov["name"] == "onnxruntime" and prov["onnxruntime"] == onnxruntime.__version__
     assert prov["exporter"].startswith(f"torch.onnx.export {torch.__version__}")
-    assert prov["restatement"] == GRAPH  # CAM++ exports its restated network (campplus_graph)
+    assert prov["restatement"] == GRAPH  # CAM++ exports its restated network (campplus.graph)
     assert prov["graph"]["sha256"] == hashlib.sha256(Path(prov["graph"]["path"]).read_bytes()).hexdigest()
     assert eager.provenance()["runtime"] == {"name": "eager", "torch": torch.__version__}
 

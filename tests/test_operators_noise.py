@@ -188,6 +188,31 @@ def test_talkers_never_include_the_trials_speakers(tiny_corpus, kind: str, n_tal
         np.testing.assert_allclose(noise, talker_noise(tiny_corpus, rec, len(x)), atol=2e-3)
 
 
+def test_the_talker_index_is_what_a_scan_of_the_manifest_gives_and_is_built_once(tiny_corpus) -> None:
+    from interbias.operators.noise import talker_index
+
+    index = talker_index(tiny_corpus)
+    assert talker_index(tiny_corpus) is index  # one index per corpus object
+    speakers = sorted({u.speaker for u in tiny_corpus.utterances})
+    for k in range(len(speakers)):
+        exclude = frozenset(speakers[k : k + 3])
+        scanned: dict[str, list] = {}
+        for u in tiny_corpus.utterances:
+            if u.speaker not in exclude:
+                scanned.setdefault(u.speaker, []).append(u)
+        assert index.speakers_outside(exclude) == tuple(sorted(scanned))
+        for spk, utts in scanned.items():
+            assert index.by_speaker[spk] == tuple(sorted(utts, key=lambda u: u.id))
+    # the same draw from the same generator, whichever way the pool is found
+    op = make_operator("noise", {"kind": "babble", "snr_db": 5, "n_talkers": 3})
+    u = tiny_corpus.utterances[0]
+    x = audio.load(tiny_corpus.resolve(u)).samples
+    first = op.apply(x, OpContext(RATE, u.id, u.speaker, derive_rng("i"), corpus=tiny_corpus))
+    index.outside.clear()
+    again = op.apply(x, OpContext(RATE, u.id, u.speaker, derive_rng("i"), corpus=tiny_corpus))
+    assert first[0].tobytes() == again[0].tobytes() and first[1] == again[1]
+
+
 def test_babble_key_includes_the_exclusions_but_gaussian_does_not() -> None:
     babble = parse_chain([{"op": "noise", "kind": "babble", "snr_db": 5}], where="t")
     gauss = parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": 5}], where="t")

@@ -12,7 +12,8 @@ from conftest import tiny_experiment
 from typer.testing import CliRunner
 
 from interbias.cli import app
-from interbias.run.validate import embedding_items, utterance_table, validate_file
+from interbias.run.tasks.verification_estimate import embedding_items, utterance_table
+from interbias.run.validate import validate_file
 from interbias.utils.paths import conditions_dir
 
 runner = CliRunner()

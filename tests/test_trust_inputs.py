@@ -469,7 +469,7 @@ def test_degrade_writes_pcm_with_its_clipped_samples_counted_and_refuses_what_ru
     assert expected > 0 and info["clipped_samples"] == expected and info["subtype"] == "PCM_16"
     assert info["peak"] == pytest.approx(float(np.abs(y).max()), rel=1e-6)
     assert sf.info(str(out)).subtype == "PCM_16" and np.abs(sf.read(out)[0]).max() <= 1.0
-    res = runner.invoke(app, args)
+    res = runner.invoke(app, [*args, "--force"])  # replacing its own earlier OUT is asked for
     assert f"  note: {expected} sample(s) over full scale (peak {info['peak']:.3g}) were clipped to it" in res.output
     loud = tmp_path / "loud.wav"
     sf.write(loud, _speech() * 3000, RATE, subtype="FLOAT")

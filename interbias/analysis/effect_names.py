@@ -38,21 +38,22 @@ def effect_name(r: Any) -> str:
     group, cond, ref = (str(getattr(r, c, "") or "") for c in ("group", "condition", "reference"))
     at: list[str] = []
     over = ""
-    if kind == "interaction" and " at " in effect:
-        what, levels = effect.split(" ", 1)[-1].split(" at ", 1)
-        what, at = contrast_name(what.split("×")), [v.strip() for v in levels.split(",")]
-    elif kind in ("main", "simple") and cond and ref:
-        what = _change(cond, ref)
-        if kind == "simple":
-            at = _values(group)
-        if m := re.search(r"\(averaged over ([^)]*)\)", effect):
-            over = m.group(1)
-        if m := re.search(r"\(at ([^:]*): the only level", effect):
-            at = _values(m.group(1))
-    elif kind == "gap" and group and ref:
-        what = _change(group, ref)
-        at = _values(cond)
-    else:
-        head, _, rest = effect.partition(" ")
-        what = rest if head in ("main", "IE", "gap", "simple") and rest else effect
+    match kind:
+        case "interaction" if " at " in effect:
+            what, levels = effect.split(" ", 1)[-1].split(" at ", 1)
+            what, at = contrast_name(what.split("×")), [v.strip() for v in levels.split(",")]
+        case "main" | "simple" if cond and ref:
+            what = _change(cond, ref)
+            if kind != "main":  # a simple effect: at the group's levels
+                at = _values(group)
+            if m := re.search(r"\(averaged over ([^)]*)\)", effect):
+                over = m.group(1)
+            if m := re.search(r"\(at ([^:]*): the only level", effect):
+                at = _values(m.group(1))
+        case "gap" if group and ref:
+            what = _change(group, ref)
+            at = _values(cond)
+        case _:
+            head, _, rest = effect.partition(" ")
+            what = rest if head in ("main", "IE", "gap", "simple") and rest else effect
     return what + (f" at {', '.join(at)}" if at else "") + (f" over {over}" if over else "")

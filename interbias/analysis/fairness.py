@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.fairness_cluster import DEFAULT_BOOT, TESTS
+from interbias.analysis.fairness_cross import attribute_columns, grouping
 from interbias.analysis.fairness_stats import (
     COMPARISON_TABLE,
     GROUP_TABLE,
@@ -103,7 +104,7 @@ def fairness_for_run(
     pop_attrs = [str(f.attribute) for f in exp.population_factors]
     attrs = list(groups or list(cfg.groups or ()) or dict.fromkeys(pop_attrs) or ["gender"])
     table = pd.read_parquet(run.file(ATTRIBUTES)).set_index("id")
-    absent = [a for a in attrs if a not in table.columns]
+    absent = [a for a in attribute_columns(attrs) if a not in table.columns]
     if absent:
         raise AnalysisError(
             f"{run.path}: group attribute(s) {', '.join(absent)} not in the manifest; valid: "
@@ -143,13 +144,16 @@ class _TrialSides:
         return scores.set_index("trial_id")[["label", "score", "dropped"]].join(self.trials[cols], how="left")
 
     def groups(self, ev: pd.DataFrame) -> dict[str, np.ndarray]:
-        return {
-            a: pair_groups(
+        """Per grouping (an attribute, or a crossing ``a×b``: :mod:`interbias.analysis.fairness_cross`),
+        each eval trial's group."""
+
+        def pure(a: str) -> np.ndarray:
+            return pair_groups(
                 self.table[a].reindex(ev["enrol"]).to_numpy(dtype=object),
                 self.table[a].reindex(ev["test"]).to_numpy(dtype=object),
             )
-            for a in self.attrs
-        }
+
+        return {name: grouping(name, pure) for name in self.attrs}
 
 
 def _model_units(
@@ -273,7 +277,7 @@ def fairness_for_files(
     if not groups:
         raise AnalysisError("give at least one --group column")
     frame = read_score_table(scores)
-    if the_rule.kind == "fixed":
+    if not the_rule.from_dev:
         source = "fixed"
         value = the_rule.choose(None, None)
     else:
@@ -287,7 +291,7 @@ def fairness_for_files(
         keys={},
         scores=frame["score"].to_numpy(),
         labels=frame["label"].to_numpy(),
-        groups={g: groups_of(frame, g, where=str(scores)) for g in groups},
+        groups={g: grouping(g, lambda a: groups_of(frame, a, where=str(scores))) for g in groups},
         threshold=Threshold(value, the_rule.label, source),
         speakers=_speakers(frame),
     )

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.stats import norm
 
+from interbias.utils.budget import check_memory
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
@@ -77,6 +78,8 @@ class SpeakerBootstrap:
         enrol, test = np.asarray(enrol).astype(str), np.asarray(test).astype(str)
         codes, speakers = pd.factorize(np.concatenate([enrol, test]), sort=True)
         e, t = codes[: len(enrol)], codes[len(enrol) :]
+        each = f"a count per speaker and a draw per speaker, 2 × {len(speakers):,} × 8 bytes"
+        check_memory("--bootstrap", n_boot, 16 * len(speakers), each, error=AnalysisError)
         keys, pair = np.unique(e.astype(np.int64) * len(speakers) + t, return_inverse=True)
         pairs = np.stack([keys // len(speakers), keys % len(speakers)], axis=1)
         names, g = np.unique(np.asarray(groups).astype(str), return_inverse=True)

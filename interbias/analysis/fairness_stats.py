@@ -97,6 +97,7 @@ GROUP_TABLE = (
     SPOOF_METRIC,
     "act_dcf",
     "calibration_loss",
+    "cdet",
     "note",
 )
 COMPARISON_TABLE = (

@@ -208,8 +208,7 @@ def _write(
     merged = fused_cal.to_json() if calibration is None else {**calibration.to_json(), "models": models_cal}
     atomic.write_text(dest.file(CALIBRATION), json.dumps(merged, indent=2, sort_keys=True, default=str) + "\n")
     new = pd.DataFrame([rows[(label, c.id)] for c in cells], columns=list(results.columns))
-    text = dest.file(RESULTS).read_text(encoding="utf-8")  # the run's rows stay byte for byte
-    atomic.write_text(dest.file(RESULTS), text + new.to_csv(index=False, header=False, lineterminator="\n"))
+    dest.append_results(new)
     record = dest.read_json(RUN_JSON) or {}
     record["calibration"] = merged
     record.setdefault("fusions", {})[label] = {

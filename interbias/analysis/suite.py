@@ -103,7 +103,7 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     with ``n_boot``/``n_perm``, intervals and permutation p-values from the per-trial scores.
     ``reporter`` shows the bootstrap's progress (cells resampled)."""
     if options.metric not in ANALYSIS_METRICS:
-        raise AnalysisError(f"--metric {options.metric!r}: valid: {', '.join(ANALYSIS_METRICS)}")
+        raise AnalysisError(registry.not_analysable(options.metric))
     check_method(options.adjust)
     if options.n_boot < 0 or options.n_perm < 0:
         raise AnalysisError("--bootstrap and --permutations must be >= 0")

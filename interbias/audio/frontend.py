@@ -227,7 +227,7 @@ def _decode_av(path: Path) -> tuple[np.ndarray, int]:
                     arr = arr.T
                 else:
                     arr = arr.reshape(-1, len(frame.layout.channels))
-                if arr.dtype.kind == "i":
+                if np.issubdtype(arr.dtype, np.signedinteger):
                     arr = arr.astype(np.float32) / float(np.iinfo(arr.dtype).max + 1)
                 chunks.append(arr.astype(np.float32))
     except AudioError:

@@ -253,8 +253,8 @@ def read_answers(path: Path, protocol: pd.DataFrame) -> pd.DataFrame:
         ans = pd.read_csv(path, dtype={"trial_id": str})
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise AnalysisError(f"{path}: not a readable CSV ({exc})") from exc
-    kind = "score" if "score" in ans.columns else "decision" if "decision" in ans.columns else None
-    if "trial_id" not in ans.columns or kind is None:
+    answer = "score" if "score" in ans.columns else "decision" if "decision" in ans.columns else None
+    if "trial_id" not in ans.columns or answer is None:
         raise AnalysisError(f"{path}: needs columns trial_id and score (or decision); found {', '.join(ans.columns)}")
     dup = ans["trial_id"][ans["trial_id"].duplicated()]
     if len(dup):
@@ -265,14 +265,14 @@ def read_answers(path: Path, protocol: pd.DataFrame) -> pd.DataFrame:
             f"{path}: {len(unknown)} answer(s) for trial ids not in the protocol (an answers file of another "
             f"protocol?); first: {unknown.iloc[0]!r}"
         )
-    merged = protocol.merge(ans[["trial_id", kind]], on="trial_id", how="left", validate="one_to_one")
-    missing = merged[kind].isna()
+    merged = protocol.merge(ans[["trial_id", answer]], on="trial_id", how="left", validate="one_to_one")
+    missing = merged[answer].isna()
     if missing.any():
         raise AnalysisError(
             f"{path}: {int(missing.sum())} of {len(merged)} protocol trials have no answer; first: "
             f"{merged['trial_id'][missing].iloc[0]!r}"
         )
-    if kind == "score":
+    if answer == "score":
         merged["score"] = pd.to_numeric(merged["score"], errors="coerce")
         if not np.isfinite(merged["score"]).all():
             raise AnalysisError(f"{path}: score values must be finite numbers")

@@ -78,12 +78,12 @@ def voice_rows(
         if s not in excluded and (s, text, style) in index and (not target or (s, first_text, style) in index)
     ]
     rows = []
-    for kind in KINDS:
-        same = kind == "within"
+    for pairing in KINDS:
+        same = pairing == "within"
         pool = [s for s in usable if (group_of[s] == group_of[replaced]) == same]
         for i in rng.permutation(len(pool))[:n]:
             spk = pool[int(i)]
-            row = dict(base, axis="voice", level=f"{kind}:{spk}", test_speaker=spk, _test=index[(spk, text, style)])
+            row = dict(base, axis="voice", level=f"{pairing}:{spk}", test_speaker=spk, _test=index[(spk, text, style)])
             row["test"] = row["_test"].id
             if target:
                 row.update(enrol_speaker=spk, _enrol=index[(spk, first_text, style)])

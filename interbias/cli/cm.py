@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ChainAlias, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
+from interbias.cli.options import ChainAlias, ForceOpt, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
@@ -194,6 +194,21 @@ MinRegionOption = Annotated[
 ]
 
 
+def _write_scores(out: Path, doc: dict, table: Any, *, force: bool, inputs: list[Path]) -> None:
+    """``cm score --out``: JSON (the whole document) or CSV (the table), through the output guard."""
+    from interbias.run.outputs import check_output, csv_header, json_header
+    from interbias.utils import atomic
+
+    text = json.dumps(doc, indent=2) + "\n"
+    check_output(
+        out, force=force, inputs=inputs, header=json_header(text) if out.suffix == ".json" else csv_header(table)
+    )
+    if out.suffix == ".json":
+        atomic.write_text(out, text)
+    else:
+        atomic.write_csv(out, table)
+
+
 @cm_app.command(
     "score",
     epilog="Example: interbias cm score AASIST a.flac b.wav --out scores.csv",
@@ -234,6 +249,7 @@ def score(
     threshold: ThresholdOption = 0.5,
     min_region_s: MinRegionOption = 0.05,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Per file: the CM's two logits (spoof, bona fide) and the bona fide posterior, after the
     model's own input policy (docs/countermeasures.md); for the frame detector LCNN-LFCC-frames,
@@ -243,7 +259,6 @@ def score(
     from interbias.audio.resample import RESAMPLERS
     from interbias.cm.models import SCORE_CONVENTION, load_cm
     from interbias.cm.score_files import ScoreJob, chain_for, header, jobs_from, score_files, with_manifest_columns
-    from interbias.utils import atomic
     from interbias.utils.errors import ConfigError
     from interbias.utils.progress import Reporter
 
@@ -263,10 +278,8 @@ def score(
     table, failed = score_files(cm, job, Reporter(quiet=quiet))
     table = with_manifest_columns(table, manifest)
     doc = {**header(cm, job), "n_scored": len(table), "failed": failed, "scores": table.to_dict(orient="records")}
-    if out is not None and out.suffix == ".json":
-        atomic.write_text(out, json.dumps(doc, indent=2) + "\n")
-    elif out is not None:
-        atomic.write_csv(out, table)
+    if out is not None:
+        _write_scores(out, doc, table, force=force, inputs=[*(files or []), *([manifest] if manifest else [])])
     elif as_json:
         typer.echo(json.dumps(doc, indent=2))
     else:

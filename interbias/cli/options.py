@@ -15,6 +15,11 @@ import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+#: ``--force``: replace an existing output file the command did not write (interbias.run.outputs).
+ForceOpt = Annotated[
+    bool,
+    typer.Option("--force", help="Replace an existing output file this command did not write (a run's own files too)."),
+]
 #: ``run`` and ``validate``: where a manifest's relative paths resolve, and recorded noise.
 DataRootOpt = Annotated[
     Path | None, typer.Option(help="Folder the manifest's relative paths resolve against (default: its folder).")

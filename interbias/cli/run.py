@@ -16,7 +16,8 @@ from interbias.cli.tables import print_frame
 from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
-    from interbias.run.conductor import RunOutcome
+    from interbias.experiments.schema import Experiment
+    from interbias.run.frame import Analyses, RunEnd, RunOutcome
 from interbias.utils.errors import EncoderError, RunError
 from interbias.utils.keyvalue import comma_list
 
@@ -29,19 +30,21 @@ def encoder_labels(text: str) -> list[str]:
     return labels
 
 
-def check_precision_used(precision: str, exp: Any) -> None:
-    """``--precision`` other than fp32 is for speaker-verification runs (the countermeasure and
-    tracks runs load their models in fp32): anything else is an error, not ignored."""
-    if precision != "fp32" and exp.kind != "verification":
+def check_precision_used(precision: str, exp: Experiment) -> None:
+    """``--precision`` other than fp32 is for runs that embed with speaker encoders (the
+    countermeasure and tracks runs load their models in fp32): anything else is an error, not ignored."""
+    from interbias.run.tasks import task_of
+
+    if precision != "fp32" and not task_of(exp).embeds:
         raise RunError(f"--precision {precision} applies to speaker-verification experiments; this one runs in fp32")
 
 
-def after_run_analyses(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def after_run_analyses(end: RunEnd) -> Analyses:
     """The analyses ``interbias run`` writes beside results.csv, for every run kind
     (:func:`interbias.analysis.after_run.after_run`, imported only when a run ends)."""
     from interbias.analysis.after_run import after_run
 
-    return after_run(*args, **kwargs)
+    return after_run(end)
 
 
 PlanOpt = Annotated[
@@ -95,6 +98,13 @@ TrimSilenceOption = Annotated[
         "(sets frontend.trim_silence; in the cache key and run.json).",
     ),
 ]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Scoring back-end: cosine, whiten+lnorm, lda+cosine or plda, fitted on the dev "
+        "split's clean embeddings (sets scoring.backend; docs/guide/backends.md).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -141,6 +151,7 @@ def run(
         ),
     ] = None,
     plan: PlanOpt = None,
+    backend: BackendOption = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
 ) -> None:
@@ -148,9 +159,9 @@ def run(
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
     check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
+    _note_jobs(jobs)
     from interbias.run.conductor import RunOptions
-    from interbias.run.preflight import experiment_for_run
-    from interbias.run.tasks import run_experiment
+    from interbias.run.tasks import experiment_for_run, run_experiment
 
     started = time.monotonic()
     options = RunOptions(
@@ -171,6 +182,7 @@ def run(
         trials_format=trials_format,
         noise_dir=noise_dir,
         trim_silence=trim_silence,
+        backend=backend,
         executor=executor,
         address=address,
         plan=plan,
@@ -203,6 +215,9 @@ def closing(outcome: RunOutcome, seconds: float) -> dict[str, Any]:
         "embedded": outcome.n_embedded,
         "from_cache": outcome.n_cached,
         "cells_reused": outcome.cells_done_before,
+        "batch_fallbacks": rj.get("counts", {}).get("batch_fallbacks", 0),
+        "oom_retries": rj.get("counts", {}).get("oom_retries", 0),
+        "batch_fallback_reasons": rj.get("batch_fallback_reasons", {}),
         "results": str(RunDir(outcome.run_dir).file(RESULTS)),
         "macro_eer": {m: round(v, 6) for m, (v, _) in macro_eer(frame).items()},
         "next": f"interbias report {outcome.run_dir}" if outcome.report is None else f"read {outcome.report}",
@@ -252,6 +267,23 @@ def glue_values(text: str) -> str:
     return re.sub(r"(\S) (\d+\.\d+)", "\\1\u00a0\\2", text)
 
 
+def embedding_lines(info: dict[str, Any]) -> list[str]:
+    """The closing lines about the embedding stage (``info``: :func:`closing`): what was
+    embedded or reused, the batches that fell back to one at a time and the out-of-memory
+    halvings, and a warning with the first reason when a batch fell back."""
+    lines = [
+        f"embedded {info['embedded']}, from cache {info['from_cache']}, cells reused {info['cells_reused']}, "
+        f"batch fallbacks {info['batch_fallbacks']}, out-of-memory halvings {info['oom_retries']}"
+    ]
+    if info["batch_fallbacks"]:
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(info["batch_fallback_reasons"].items()))
+        lines.append(
+            f"warning: {info['batch_fallbacks']} network batch(es) failed and were embedded one at a time "
+            f"(slower; run.json counts.batch_fallbacks); first reason: {why}"
+        )
+    return lines
+
+
 def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = False, as_json: bool = False) -> None:
     """A few closing lines (rows, failures, time, where the results are, the macro EER per model,
     the next command); the results table with --wide; exit 1 on errored cells."""
@@ -276,9 +308,9 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
             f"model{'' if info['models'] == 1 else 's'}), "
             f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
         )
-        echo_wrapped(
-            f"embedded {outcome.n_embedded}, from cache {outcome.n_cached}, cells reused {outcome.cells_done_before}"
-        )
+        for line in embedding_lines(info):
+            echo_wrapped(line)
+        note_restarts(outcome.run_dir)
         typer.echo(f"results: {info['results']}")  # one line: make demo reads it
         if (macro := macro_line(outcome.results)) is not None:
             echo_wrapped(glue_values(macro))
@@ -298,3 +330,27 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _note_jobs(jobs: int | None) -> None:
+    """Say on stderr that a ``--jobs`` above the cap is capped (:func:`interbias.embedding.jobs.jobs_note`)."""
+    from interbias.embedding.jobs import jobs_note
+
+    note = jobs_note(jobs)
+    if note:
+        typer.echo(note, err=True)
+
+
+def note_restarts(run_dir: Path) -> None:
+    """Say when worker processes died and were restarted (run.json ``executor.worker_restarts``):
+    the results are complete, but a run that keeps losing workers is slower and worth a look."""
+    from interbias.cli.tables import echo_wrapped
+    from interbias.run.rundir import RUN_JSON, RunDir
+
+    record = RunDir(run_dir).read_json(RUN_JSON) or {}
+    n = int((record.get("executor") or {}).get("worker_restarts") or 0)
+    if n:
+        echo_wrapped(
+            f"note: worker processes died {n} time(s) and their work was redone in fresh ones (the results are "
+            "complete; run.json executor.worker_restarts; --jobs 1 shows a failure in this process)"
+        )

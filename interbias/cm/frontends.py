@@ -29,7 +29,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -37,6 +37,10 @@ from torch import nn
 
 from interbias.utils.errors import AudioError, ConfigError, EncoderError
 from interbias.utils.seeding import canonical_json, sha256_text
+
+if TYPE_CHECKING:
+    from interbias.audio.frontend import FrontEnd
+    from interbias.experiments.schema import Experiment
 
 FRONTENDS = ("logspec", "cqt", "lfcc", "wavlm", "wav2vec2")
 SSL_FRONTENDS = ("wavlm", "wav2vec2")
@@ -287,7 +291,7 @@ def frames(n_samples: int, hop: int) -> int:
 LENGTH_KEYS = ("min_duration_s", "max_duration_s")
 
 
-def cm_frontend(exp: Any) -> Any:
+def cm_frontend(exp: Experiment) -> FrontEnd:
     """The front end a CM experiment loads audio with: the CMs' 16 kHz, no duration limits (each
     CM's input policy fits the length), the YAML's ``frontend.resampler``. A duration key, or a
     rate other than 16 kHz, is refused: the CM path could not honour it."""

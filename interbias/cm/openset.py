@@ -99,11 +99,12 @@ def distances(av: np.ndarray, mean: np.ndarray, kind: str) -> np.ndarray:
     """Distance of each row of ``av`` to ``mean`` (module docstring)."""
     av = np.atleast_2d(np.asarray(av, dtype=np.float64))
     eu = np.sqrt(((av - mean) ** 2).sum(axis=1))
-    if kind == "euclidean":
-        return eu
-    if kind == "eucos":
-        cos = (av @ mean) / (np.linalg.norm(av, axis=1) * np.linalg.norm(mean))
-        return eu / 200.0 + 1.0 - cos
+    match kind:
+        case "euclidean":
+            return eu
+        case "eucos":
+            cos = (av @ mean) / (np.linalg.norm(av, axis=1) * np.linalg.norm(mean))
+            return eu / 200.0 + 1.0 - cos
     raise ConfigError(f"OpenMax distance {kind!r}; valid: {', '.join(DISTANCES)}")
 
 
@@ -200,7 +201,9 @@ def fit_openmax(
         mine = av[(labels == c) & (pred == j)]
         if len(mine) < 2:
             raise MetricError(
-                f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2"
+                f"OpenMax fit: class {c!r} has {len(mine)} correctly classified training sample(s); needs 2 "
+                "(the network has not learnt the class: train it on more of its utterances or longer, "
+                "e.g. train: set: max_per_class, max_epochs)"
             )
         mu = mine.mean(axis=0)
         d = np.sort(distances(mine, mu, distance))[::-1][:tail_size]

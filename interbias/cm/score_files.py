@@ -70,26 +70,12 @@ def with_manifest_columns(table: pd.DataFrame, manifest: Path | None) -> pd.Data
     return table.assign(**extra) if have else table
 
 
-def chain_op(spec: str) -> Any:
-    """The operator of one ``--op`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``
-    (:mod:`interbias.operators.spec`); every error names the spec."""
-    from interbias.operators import make_operator
-    from interbias.operators.spec import parse_op_spec
-
-    where = f"--op {spec!r}"
-    try:
-        name, params = parse_op_spec(spec)
-        return make_operator(name, params, where=where)
-    except OperatorError as exc:
-        msg = str(exc)
-        raise OperatorError(msg if msg.startswith(where) else f"{where}: {msg}") from None
-
-
 def chain_for(op: str | None, params: dict[str, str], chain: list[str] | tuple[str, ...] = ()) -> Any:
     """The chain of one ``--op`` with its ``--set`` parameters, or of several ``--op`` specs in order
     (None: no operator); an operator that mixes in other talkers is refused (``cm score`` has no
     corpus to draw them from)."""
     from interbias.operators import Chain, make_operator
+    from interbias.operators.degrade import chain_op
 
     if op is not None and chain:
         raise OperatorError("cm score: give one operator (--op with --set) or a chain (several --op), not both")

@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.cm.track_base import TrackContext, TrackResult, cell_rows, safe
+from interbias.cm.track_base import Track, TrackContext, TrackResult, cell_rows, register_track, safe
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError
 from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
@@ -182,3 +182,6 @@ def track3_section(rows: list[dict[str, Any]], record: dict[str, Any]) -> list[s
     for _, r in wide.iterrows():
         lines.append(f"| {r['recogniser']} | {r['cell']} | " + " | ".join(f"{r[c]:.3f}" for c in groups) + " |")
     return lines
+
+
+register_track(Track(3, run_track3_cells, check_track3, model="ResNet18-lfcc", does="recognises the algorithm of"))

@@ -1,24 +1,29 @@
-"""What the ``tracks:`` conductor (:mod:`interbias.run.tasks.tracks`) and each track's runner share:
-the context a runner gets, the result it returns, the cell file names, and the per-cell
-completion records (:func:`cell_rows`) that let a rerun reuse finished cells."""
+"""What the ``tracks:`` task (:mod:`interbias.run.tasks.tracks`) and each track share: the
+registry of tracks (:data:`TRACKS`: a :class:`Track` per number; Track 2 in
+:mod:`interbias.cm.track2`, Track 3 in :mod:`interbias.cm.track3`), the context a track's
+runner gets, the result it returns, the cell file names, and the per-cell completion records
+(:func:`cell_rows`) that let a rerun reuse finished cells."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from interbias.utils import crashpoints
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 
 @dataclass
 class TrackContext:
     """What a track runner gets: the experiment, its CM manifest, cache, run folder, reporter."""
 
-    exp: Any
+    exp: Experiment
     manifest: Any
     cache: Path
     folder: Path
@@ -37,6 +42,31 @@ class TrackResult:
     #: (utterance, cell) items scored, and those a cell's chain or decoding failed on.
     n_scored: int = 0
     n_failed: int = 0
+
+
+@dataclass(frozen=True)
+class Track:
+    """One ADD 2023 track: its number, its runner (context and the item's settings in, a
+    :class:`TrackResult` out), the check of its settings (item, where), the default model and
+    what it does to each eval utterance (``validate``'s line)."""
+
+    number: int
+    run: Callable[[TrackContext, dict[str, Any]], TrackResult]
+    check: Callable[[dict[str, Any], str], None]
+    model: str
+    does: str
+
+
+#: The tracks a ``tracks:`` experiment can name, by number (:func:`register_track`).
+TRACKS: dict[int, Track] = {}
+
+
+def register_track(track: Track) -> Track:
+    """Add ``track`` to :data:`TRACKS` (a number is registered once)."""
+    if track.number in TRACKS:
+        raise ValueError(f"track {track.number} is registered twice")
+    TRACKS[track.number] = track
+    return track
 
 
 def safe(cell_id: str) -> str:

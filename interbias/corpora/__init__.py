@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interbias.corpora.manifest import Manifest, check_speaker_attributes, speaker_level_attributes
 from interbias.utils.errors import CorpusError, DataMissingError, see_docs
 from interbias.utils.progress import Reporter
 from interbias.utils.registry import Registry
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 #: Attributes every manifest has.
 BASE_ATTRIBUTES = ("id", "path", "speaker")
@@ -108,13 +111,13 @@ def corpus_root_for(spec: Any, root: Path | None = None) -> Path:
     return root or (Path(spec.root).expanduser() if spec.root else corpora_dir() / spec.name)
 
 
-def needed_attributes(exp: Any) -> list[str]:
+def needed_attributes(exp: Experiment) -> list[str]:
     """Attributes an experiment selects by: its population filter and population factors."""
     names = list(exp.population) + [f.attribute for f in exp.factors if f.type == "population"]
     return list(dict.fromkeys(names))
 
 
-def check_runnable(exp: Any, *, root: Path | None = None) -> None:
+def check_runnable(exp: Experiment, *, root: Path | None = None) -> None:
     """Raise one :class:`CorpusError` when ``exp`` cannot run on its corpus here, before any work.
 
     Checks, in order: the corpus has an adapter (or its manifest file exists); the adapter's
@@ -163,7 +166,7 @@ def check_runnable(exp: Any, *, root: Path | None = None) -> None:
             raise DataMissingError(f"{exp.name}: {reason} ({cond.why}){need}", key="file", reason=reason)
 
 
-def check_manifest(exp: Any, manifest: Manifest) -> None:
+def check_manifest(exp: Experiment, manifest: Manifest) -> None:
     """Raise when no utterance of ``manifest`` carries an attribute ``exp`` selects by, or
     when a speaker-level attribute differs between one speaker's utterances."""
     need = f"; needs: {exp.requires.strip()}" if exp.requires.strip() else ""
@@ -175,7 +178,7 @@ def check_manifest(exp: Any, manifest: Manifest) -> None:
     check_speaker_attributes(manifest, speaker_attributes(exp, manifest), where=f"{exp.name}: corpus {manifest.name!r}")
 
 
-def speaker_attributes(exp: Any, manifest: Manifest) -> list[str]:
+def speaker_attributes(exp: Experiment, manifest: Manifest) -> list[str]:
     """The attributes that must be constant per speaker for experiment ``exp`` on ``manifest``:
     :func:`interbias.corpora.manifest.speaker_level_attributes` with what ``exp`` selects or groups
     speakers by (population filter and factors, split attributes, fairness groups) and the

@@ -75,21 +75,21 @@ def find_pair(path: Path) -> tuple[Path, Path]:
                 f"(.jsonl or .jsonl.gz); found {len(found['recordings'])} and {len(found['supervisions'])}"
             )
         return found["recordings"][0], found["supervisions"][0]
-    kind = is_lhotse_file(path)
-    if kind is None:
+    part = is_lhotse_file(path)
+    if part is None:
         raise ManifestError(f"{path}: not a Lhotse recordings or supervisions manifest")
-    other_kind = "recordings" if kind == "supervisions" else "supervisions"
-    if kind not in path.name:
+    other_part = "recordings" if part == "supervisions" else "supervisions"
+    if part not in path.name:
         raise ManifestError(
-            f"{path}: a Lhotse {kind} manifest whose partner cannot be found by name; "
-            f"pass the folder holding both, or name the files *{kind}*.jsonl[.gz] and *{other_kind}*.jsonl[.gz]"
+            f"{path}: a Lhotse {part} manifest whose partner cannot be found by name; "
+            f"pass the folder holding both, or name the files *{part}*.jsonl[.gz] and *{other_part}*.jsonl[.gz]"
         )
-    stem = path.name.removesuffix(".gz").removesuffix(".jsonl").replace(kind, other_kind)
+    stem = path.name.removesuffix(".gz").removesuffix(".jsonl").replace(part, other_part)
     candidates = [path.with_name(stem + suffix) for suffix in _SUFFIXES]
     partner = next((c for c in candidates if c.is_file()), None)
     if partner is None:
-        raise ManifestError(f"{path}: its Lhotse {other_kind} manifest is missing (looked for {candidates[0].name})")
-    return (path, partner) if kind == "recordings" else (partner, path)
+        raise ManifestError(f"{path}: its Lhotse {other_part} manifest is missing (looked for {candidates[0].name})")
+    return (path, partner) if part == "recordings" else (partner, path)
 
 
 def read_lhotse(recordings: Path, supervisions: Path, *, root: Path | None = None, name: str | None = None) -> Manifest:

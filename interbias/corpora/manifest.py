@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -214,13 +215,19 @@ class Manifest:
     def by_id(self) -> dict[str, Utterance]:
         return {u.id: u for u in self.utterances}
 
+    @cached_property
+    def root_resolved(self) -> Path:
+        """``root`` with links resolved, once (:meth:`resolve` uses it for an absolute root; a
+        relative root is resolved on each call, against the working folder of the moment)."""
+        return self.root.resolve()
+
     def resolve(self, utt: Utterance) -> Path:
         """Absolute path of ``utt``; a relative path that escapes the root is rejected."""
         p = Path(utt.path)
         if p.is_absolute():
             return p
         try:
-            root = self.root.resolve()
+            root = self.root_resolved if self.root.is_absolute() else self.root.resolve()
             full = (root / p).resolve()
         except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError on a link loop
             raise ManifestError(f"utterance {utt.id!r}: path {utt.path!r} is a symbolic-link loop ({exc})") from None

@@ -406,7 +406,7 @@ def render_chunks(
     """Render every chunk in a fresh process (``workers`` at a time) forked from a forkserver
     that has the rendering modules imported but has never run libespeak-ng; results by job id
     and the number of processes used at a time. ``reporter`` shows utterances rendered."""
-    n = workers or max(1, min(len(chunks), os.cpu_count() or 1))
+    n = max(1, min(len(chunks), workers or os.cpu_count() or 1))  # never more than chunks of work
     ctx = get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)  # no effect when this process's forkserver already runs
     done: dict[str, dict[str, Any]] = {}

@@ -99,8 +99,8 @@ def preparation_spec(ctx: T.EmbedContext, jobs: int) -> PoolSpec[list[T.EmbedTas
     )
 
 
-def fed(items: Iterable[T.Loaded], device: str, depth: int = QUEUE_DEPTH) -> Iterator[T.Loaded]:
-    """``items`` taken by a feeder thread (waveforms pinned on the way) through a queue of
+def fed(items: Iterable[T.Loaded], depth: int = QUEUE_DEPTH) -> Iterator[T.Loaded]:
+    """``items`` taken by a feeder thread through a queue of
     ``depth``; an exception there is raised here, and closing this iterator stops the feeder
     (which closes ``items``)."""
     box: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
@@ -119,8 +119,6 @@ def fed(items: Iterable[T.Loaded], device: str, depth: int = QUEUE_DEPTH) -> Ite
         it = iter(items)
         try:
             for ready, failed in it:
-                for p in ready:
-                    p.wave = T.pin(p.wave, device)
                 if not put(("item", (ready, failed))):
                     return
             put(("end", None))
@@ -135,12 +133,13 @@ def fed(items: Iterable[T.Loaded], device: str, depth: int = QUEUE_DEPTH) -> Ite
     thread.start()
     try:
         while True:
-            kind, value = box.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
+            match box.get():
+                case ("end", _):
+                    return
+                case ("error", exc):
+                    raise exc
+                case (_, value):
+                    yield value
     finally:
         stop.set()
         thread.join()
@@ -154,4 +153,4 @@ def embed_fed(
     spec: PoolSpec[list[T.EmbedTask], list[T.Loaded]],
 ) -> Iterator[T.EmbedResult]:
     """Results for ``tasks``: prepared by ``spec``'s workers, embedded here on ``device``."""
-    return T.drive(encoders, fed(prepared_in_workers(spec, tasks), device), device, stats)
+    return T.drive(encoders, fed(prepared_in_workers(spec, tasks)), device, stats)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -41,6 +42,26 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+#: Most worker processes per usable core: each holds its own copy of the encoders (hundreds of MB),
+#: and more than two per core only wait for the cores.
+JOBS_PER_CORE = 2
+
+
+def max_jobs() -> int:
+    """The most worker processes ``--jobs`` starts: :data:`JOBS_PER_CORE` per usable core."""
+    return JOBS_PER_CORE * usable_cores()
+
+
+def jobs_note(asked: int | None) -> str | None:
+    """The note a ``--jobs`` above :func:`max_jobs` gets (``None`` when within it)."""
+    if asked is None or asked <= max_jobs():
+        return None
+    return (
+        f"note: --jobs {asked:,} is more than {JOBS_PER_CORE} per usable core ({usable_cores()} here): "
+        f"using at most {max_jobs()} worker(s), each with its own copy of the encoders"
+    )
+
+
 @dataclass
 class PoolSpec(Generic[U, R]):
     """How to run units: ``fn(unit)`` in ``jobs`` processes set up by ``initializer(*initargs)``;
@@ -55,6 +76,25 @@ class PoolSpec(Generic[U, R]):
     name: Callable[[U], str] = str
     #: Fresh pools started after a crash (for the caller's record).
     restarts: int = field(default=0, init=False)
+
+
+#: Seconds between a worker's checks that its driver is still alive.
+WATCH_S = 1.0
+
+
+def watch_driver(driver: int, initializer: Callable[..., None], *initargs: Any) -> None:
+    """A worker's first act: a daemon thread that ends the worker once its driver (process
+    ``driver``) is gone — a driver killed with SIGKILL cannot shut its pool down, and orphaned
+    workers would hold the run's stdout open and hundreds of MB each — then ``initializer``."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == driver:
+            time.sleep(WATCH_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
+    initializer(*initargs)
 
 
 def ordered_map(spec: PoolSpec[U, R], units: Sequence[U]) -> Iterator[R]:
@@ -98,7 +138,9 @@ def pool_round(
     needs next (earlier than everything running or done)."""
     limit = spec.in_flight or 2 * spec.jobs
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(spec.jobs, mp_context=ctx, initializer=spec.initializer, initargs=spec.initargs)
+    pool = ProcessPoolExecutor(
+        spec.jobs, mp_context=ctx, initializer=watch_driver, initargs=(os.getpid(), spec.initializer, *spec.initargs)
+    )
     running: dict[Future[R], int] = {}
     try:
         while queue or running:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from interbias.embedding.feed import PREP_CHUNK, embed_fed, preparation_spec
-from interbias.embedding.jobs import PoolSpec, ordered_map, usable_cores
+from interbias.embedding.jobs import PoolSpec, max_jobs, ordered_map, usable_cores
 from interbias.embedding.tasks import (
     EmbedContext,
     EmbedResult,
@@ -63,7 +63,7 @@ class LocalExecutor(Executor):
         if self.jobs_asked is None:
             wanted = (usable_cores() if cpu else usable_cores() - 1) if n_tasks >= AUTO_JOBS_MIN_TASKS else 1
         else:
-            wanted = self.jobs_asked
+            wanted = min(self.jobs_asked, max_jobs())  # the run's console said so (jobs_note)
         return max(1, min(wanted, -(-n_tasks // (JOB_CHUNK if cpu else PREP_CHUNK))))
 
     def embed(

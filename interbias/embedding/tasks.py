@@ -13,8 +13,10 @@ on a loader thread (:func:`prefetched`) while the encoders run; :func:`drive` is
 embeds prepared waveforms, shared with preparation in worker processes
 (:mod:`interbias.embedding.feed`). On CPU each waveform is embedded alone (byte-identical
 whatever else is in flight); on CUDA waveforms are handed to the encoder in length-sorted
-batches (:func:`length_batches`) from pinned host memory (:func:`pin`), a batch that runs out of
-device memory is halved and retried (:func:`embed_batch`).
+batches (:func:`ready_groups`: the encoder's network batches, a frame bucket's short last batch
+held for the next flush), each waveform copied once into the encoder's pinned batch buffer; a
+batch that runs out of device memory is halved and retried (:func:`embed_batch`), one that fails
+otherwise is retried one at a time and counted.
 """
 
 from __future__ import annotations
@@ -36,18 +38,23 @@ from interbias.audio.windows import pool, too_many_windows, window_spans
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.device import device_scope, out_of_memory, release_memory
 from interbias.encoders import Encoder
+from interbias.encoders.batching import is_full
 from interbias.operators import Chain, OpContext
-from interbias.operators.silence import check_chain_output
+from interbias.operators.silence import check_chain_output, input_speech_db
 from interbias.utils.errors import AudioError, EncoderError, OperatorError, RunError
 from interbias.utils.registry import Registry
 
 #: Utterances decoded ahead of the encoders by the loader thread.
 PREFETCH = 4
 #: Waveforms gathered before length-sorting them into CUDA calls (large: little padding).
-GPU_BUFFER = 1024
-#: Waveforms per ``Encoder.embed`` call on CUDA; the encoder cuts a call into network batches by
-#: its own frame budget (:meth:`interbias.encoders.Encoder.batch_groups`).
-GPU_BATCH = 256
+GPU_BUFFER = 2048
+#: Waveforms gathered before the first CUDA flush (the device starts early).
+FIRST_BUFFER = 256
+#: Waveforms per ``Encoder.embed`` call on CUDA (whole network batches; the encoder cuts a call
+#: into the same batches by its frame budget, :meth:`interbias.encoders.Encoder.batch_groups`).
+GPU_BATCH = 512
+#: Longest reason kept for a batch that fell back to one at a time.
+FALLBACK_REASON_CHARS = 300
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,8 +130,9 @@ class ExecStats:
     thread there (all of the forward pass when torch uses one thread), both summed over
     workers, the forward passes run by remote workers (local ones are counted on the
     driver's encoders), the samples embedded per label (each waveform once per encoder, at
-    the front end's rate), and the out-of-memory halvings (:func:`embed_batch`) with the batch
-    size each label was cut to."""
+    the front end's rate), the out-of-memory halvings (:func:`embed_batch`) with the batch
+    size each label was cut to, and the batches that failed for another reason and were embedded
+    one at a time (``batch_fallbacks``; the first reason per label in ``fallback_reasons``)."""
 
     forward_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     forward_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
@@ -132,6 +140,8 @@ class ExecStats:
     samples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     oom_retries: int = 0
     batch_cap: dict[str, int] = field(default_factory=dict)
+    batch_fallbacks: int = 0
+    fallback_reasons: dict[str, str] = field(default_factory=dict)
     workers: int = 1
 
     def merge(self, other: ExecStats) -> None:
@@ -144,6 +154,9 @@ class ExecStats:
         for k, n in other.samples.items():
             self.samples[k] += n
         self.oom_retries += other.oom_retries
+        self.batch_fallbacks += other.batch_fallbacks
+        for k, why in other.fallback_reasons.items():
+            self.fallback_reasons.setdefault(k, why)
         for k, n in other.batch_cap.items():
             self.batch_cap[k] = min(n, self.batch_cap.get(k, n))
 
@@ -161,6 +174,7 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
     front = loaded.record()
     ready: list[Prepared] = []
     failed: list[EmbedResult] = []
+    speech_db: float | None = None  # the input's level, for every chain's near-silence check
     for chain, encs in task.chains:
         ckey = chain.key(task.exclude)
         try:
@@ -180,7 +194,9 @@ def prepare(ctx: EmbedContext, task: EmbedTask) -> tuple[list[Prepared], list[Em
                 ),
             )
             if chain.effective:
-                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz)
+                if speech_db is None:
+                    speech_db = input_speech_db(loaded.samples, loaded.sample_rate_hz)
+                check_chain_output(loaded.samples, wave, loaded.sample_rate_hz, speech_db=speech_db)
         except OperatorError as exc:
             failed.append(EmbedResult(task.uid, chain.fingerprint, ckey, error=f"{task.uid}: {exc}", n_items=len(encs)))
             continue
@@ -206,7 +222,9 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
     (``torch.cuda.OutOfMemoryError``) is halved and each half retried (counted in
     ``stats.oom_retries``; later batches of that encoder are cut to the half); any other
     failure, or out of memory on one item, retries each item alone, so one failing utterance
-    fails alone with the message it gives on CPU (failures counted, nothing dropped)."""
+    fails alone with the message it gives on CPU (failures counted, nothing dropped); a batch
+    retried so is counted in ``stats.batch_fallbacks`` with its reason (a broken batched path
+    would otherwise quietly run one at a time)."""
     fp = enc.fingerprint  # a hash: computed once per batch
     t, c = time.perf_counter(), time.thread_time()
     try:
@@ -229,6 +247,8 @@ def embed_batch(enc: Encoder, items: Sequence[Prepared], stats: ExecStats) -> li
             stats.batch_cap[enc.label] = min(half, stats.batch_cap.get(enc.label, half))
             return embed_batch(enc, items[:half], stats) + embed_batch(enc, items[half:], stats)
         if len(items) > 1:
+            stats.batch_fallbacks += 1
+            stats.fallback_reasons.setdefault(enc.label, f"{type(exc).__name__}: {exc}"[:FALLBACK_REASON_CHARS])
             return [r for p in items for r in embed_batch(enc, [p], stats)]
         p = items[0]
         msg = str(exc) if isinstance(exc, EncoderError) else f"{enc.label} failed ({type(exc).__name__}: {exc})"
@@ -271,7 +291,9 @@ def length_batches(items: Sequence[Prepared], size: int) -> list[list[Prepared]]
 
 def pin(wave: np.ndarray, device: str) -> np.ndarray:
     """On CUDA, a copy of ``wave`` in page-locked host memory (fast, asynchronous copies to
-    the GPU); on CPU the array itself."""
+    the GPU); on CPU the array itself. The driver does not pin waveforms one by one (a masked
+    encoder copies each once into its pinned batch buffer); benchmarks feeding ``embed``
+    directly do."""
     if not device.startswith("cuda"):
         return wave
     import torch
@@ -303,45 +325,86 @@ def embed_tasks(
 ) -> Iterator[EmbedResult]:
     """Results for ``tasks`` in this process (see the module doc for CPU and CUDA)."""
 
-    def load(task: EmbedTask) -> Loaded:
-        ready, failed = prepare(ctx, task)
-        for p in ready:
-            p.wave = pin(p.wave, device)  # on the loader thread too
-        return ready, failed
+    # no per-waveform pinning: on CUDA each waveform is copied once, into the encoder's pinned
+    # batch buffer (interbias.encoders.masking.padded_waves)
+    return drive(encoders, prefetched(lambda task: prepare(ctx, task), tasks), device, stats)
 
-    return drive(encoders, prefetched(load, tasks), device, stats)
+
+def ready_groups(enc: Encoder, lengths: Sequence[int], *, final: bool) -> tuple[list[list[int]], list[int]]:
+    """(the network batches to run now, the indices held back) for waveforms of ``lengths``
+    given to ``enc`` at one flush: the encoder's batches (:meth:`Encoder.batch_groups`); with
+    frame buckets (:func:`interbias.encoders.batching.bucketed_batches`) a last batch short of
+    its bucket's rows is held for the next flush unless ``final``, so a run meets the same few
+    shapes whatever its flushes. One group per waveform when the encoder does not batch."""
+    if not enc.batches():
+        return [[i] for i in range(len(lengths))], []
+    if not lengths:
+        return [], []
+    groups = enc.batch_groups(lengths)
+    if final or not enc.frame_buckets:
+        return groups, []
+    frames = [enc.frame_count(lengths[i]) for i in groups[-1]]
+    if is_full(frames, enc.max_batch_items, enc.max_batch_frames):
+        return groups, []
+    return groups[:-1], groups[-1]
+
+
+def call_chunks(groups: Sequence[list[int]], size: int) -> list[list[int]]:
+    """Consecutive network batches joined into ``embed`` calls of at most ``size`` waveforms (a
+    batch is split only when it alone is larger, after an out-of-memory halving; otherwise the
+    encoder cuts each call into the same batches)."""
+    calls: list[list[int]] = []
+    current: list[int] = []
+    pieces = [g[i : i + size] for g in groups for i in range(0, len(g), size)]
+    for g in pieces:
+        if current and len(current) + len(g) > size:
+            calls.append(current)
+            current = []
+        current = current + g
+    if current:
+        calls.append(current)
+    return calls
 
 
 def drive(
     encoders: Sequence[Encoder], loaded: Iterable[Loaded], device: str, stats: ExecStats
 ) -> Iterator[EmbedResult]:
     """Embed prepared tasks in the order they come: on CPU each waveform alone as it comes; on
-    CUDA gathered by :data:`GPU_BUFFER` and cut into length-sorted batches of :data:`GPU_BATCH`
-    (or the smaller size an out-of-memory halving left), with cuDNN autotuning off
-    (:func:`interbias.embedding.device.device_scope`). Failures are passed on in place."""
+    CUDA gathered (the first :data:`FIRST_BUFFER` waveforms, then :data:`GPU_BUFFER` at a
+    time), sorted by length and cut into the encoder's network batches (:func:`ready_groups`:
+    a bucket's short last batch waits for the next flush), handed over in calls of about
+    :data:`GPU_BATCH` (or the smaller size an out-of-memory halving left), with cuDNN
+    autotuning off (:func:`interbias.embedding.device.device_scope`). Failures are passed on in
+    place."""
     by_fp = {e.fingerprint: e for e in encoders}
     cuda = device.startswith("cuda")
-    buffer: list[Prepared] = []
+    pending: dict[str, list[Prepared]] = {fp: [] for fp in by_fp}
+    size = {"buffered": 0, "limit": min(FIRST_BUFFER, GPU_BUFFER)}
 
-    def flush() -> Iterator[EmbedResult]:
+    def flush(final: bool) -> Iterator[EmbedResult]:
         for fp, enc in by_fp.items():
-            mine = [p for p in buffer if fp in p.encoders]
-            for batch in length_batches(mine, min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))):
-                yield from embed_batch(enc, batch, stats)
-        buffer.clear()
+            mine = sorted(pending[fp], key=lambda p: (len(p.wave), p.uid, p.chain_key))
+            groups, held = ready_groups(enc, [len(p.wave) for p in mine], final=final)
+            pending[fp] = [mine[i] for i in held]
+            cap = min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))
+            for call in call_chunks(groups, cap):
+                yield from embed_batch(enc, [mine[i] for i in call], stats)
+        size["buffered"], size["limit"] = sum(len(v) for v in pending.values()), GPU_BUFFER
 
     with device_scope(device):
         for ready, failed in loaded:
             yield from failed
             for p in ready:
-                if cuda:
-                    buffer.append(p)
+                if not cuda:
+                    for fp in p.encoders:
+                        yield from embed_batch(by_fp[fp], [p], stats)
                     continue
                 for fp in p.encoders:
-                    yield from embed_batch(by_fp[fp], [p], stats)
-            if len(buffer) >= GPU_BUFFER:
-                yield from flush()
-        yield from flush()
+                    pending[fp].append(p)
+                size["buffered"] += 1
+            if size["buffered"] >= size["limit"]:
+                yield from flush(final=False)
+        yield from flush(final=True)
 
 
 class Executor:

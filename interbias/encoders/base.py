@@ -11,11 +11,16 @@ import numpy as np
 
 from interbias.encoders.batching import (
     BATCH_MODES,
+    BUCKET_RATIO,
+    FRAME_STEP,
     MAX_BATCH_FRAMES,
     MAX_BATCH_ITEMS,
     MAX_BATCH_SAMPLES,
     MAX_LENGTH_RATIO,
+    MAX_MASKED_ITEMS,
+    bucketed_batches,
     equal_frame_batches,
+    frame_bucket,
     frame_budget_batches,
     length_buckets,
 )
@@ -53,6 +58,9 @@ class Encoder:
     #: Whether a masked batch pads its rows (False: rows are stacked without padding, e.g. GE2E's
     #: fixed-size partial windows; nothing counts as padded).
     pads_rows: ClassVar[bool] = True
+    #: Whether masked batches are cut into (items, frame bucket) shapes and padded to the bucket
+    #: (:func:`bucketed_batches`: few shapes per run), up to :data:`MAX_MASKED_ITEMS` rows.
+    frame_buckets: ClassVar[bool] = False
     #: The models.lock pin the files were checked against (repo, commit, digest), if any.
     models_lock: dict[str, str] | None = None
 
@@ -77,7 +85,7 @@ class Encoder:
         self.last_norms: list[float] = []
         #: Network calls (a batch counts once); forward_calls counts embeddings.
         self.batch_calls = 0
-        self.max_batch_items = MAX_BATCH_ITEMS
+        self.max_batch_items = MAX_MASKED_ITEMS if self.frame_buckets else MAX_BATCH_ITEMS
         self.max_batch_samples = MAX_BATCH_SAMPLES
         #: Masked batches: most ``items × longest frame count`` per network call.
         self.max_batch_frames = MAX_BATCH_FRAMES
@@ -130,6 +138,8 @@ class Encoder:
             payload["precision"] = self.precision
         if self.batches() and self.supports_masks:
             payload["masked_batches"] = [self.max_batch_items, self.max_batch_frames]
+            if self.frame_buckets:
+                payload["frame_buckets"] = [FRAME_STEP, BUCKET_RATIO]
         elif self.batches() and self.supports_padding:
             payload["padded_batches"] = [self.max_batch_items, self.max_batch_samples, MAX_LENGTH_RATIO]
         elif self.batches():
@@ -158,6 +168,9 @@ class Encoder:
 
     def batch_groups(self, lengths: Sequence[int]) -> list[list[int]]:
         """Indices of one :meth:`embed` call grouped into the batches the network gets."""
+        if self.supports_masks and self.frame_buckets:
+            frames = [self.frame_count(n) for n in lengths]
+            return bucketed_batches(frames, self.max_batch_items, self.max_batch_frames)
         if self.supports_masks:
             return frame_budget_batches(
                 [self.frame_count(n) for n in lengths], self.max_batch_items, self.max_batch_frames
@@ -216,7 +229,8 @@ class Encoder:
         frames = [self.frame_count(n) for n in lengths]
         self.valid_frames += sum(frames)
         if self.pads_rows:
-            self.padded_frames += len(frames) * max(frames) - sum(frames)
+            longest = frame_bucket(max(frames)) if self.frame_buckets else max(frames)
+            self.padded_frames += len(frames) * longest - sum(frames)
 
     def padding_share(self) -> float:
         """Padded / (valid + padded) frames over the masked batches so far (0 when none)."""
@@ -281,6 +295,8 @@ class Encoder:
                 if self.supports_masks
                 else {"max_samples": self.max_batch_samples}
             )
+            if self.supports_masks and self.frame_buckets:
+                limits["frame_buckets"] = {"step": FRAME_STEP, "ratio": BUCKET_RATIO}
             out["batching"] = {"kind": kind, **limits, "module": "eager"}
         return out
 

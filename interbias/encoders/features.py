@@ -46,10 +46,11 @@ def _mel_banks(num_bins: int, padded: int, sample_rate_hz: int, low: float, high
 def _window(kind: str, n: int) -> torch.Tensor:
     """Kaldi's analysis windows: ``povey`` (Hann to the power 0.85) or ``hamming``."""
     k = torch.arange(n, dtype=torch.float64)
-    if kind == "povey":
-        return (0.5 - 0.5 * torch.cos(2 * math.pi * k / (n - 1))).pow(0.85)
-    if kind == "hamming":
-        return 0.54 - 0.46 * torch.cos(2 * math.pi * k / (n - 1))
+    match kind:
+        case "povey":
+            return (0.5 - 0.5 * torch.cos(2 * math.pi * k / (n - 1))).pow(0.85)
+        case "hamming":
+            return 0.54 - 0.46 * torch.cos(2 * math.pi * k / (n - 1))
     raise ValueError(f"unknown window {kind!r} (povey, hamming)")
 
 

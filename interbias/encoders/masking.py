@@ -7,6 +7,7 @@ sums beyond 256 are not exact in bfloat16)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -61,6 +62,42 @@ def segment_means(x: torch.Tensor, lengths: torch.Tensor, segment: int) -> torch
     starts = torch.arange(s, device=x.device).unsqueeze(0) * segment
     counts = (lengths.unsqueeze(1) - starts).clamp(min=0, max=segment)  # (N, S)
     return sums / counts.clamp(min=1).to(x.dtype).unsqueeze(1)
+
+
+@dataclass(frozen=True)
+class FrameMasks:
+    """One batch's masks at one frame rate, computed once and passed to every layer:
+    ``weights`` (N, 1, T) 1.0 at valid frames, 0.0 at padding; ``lengths`` (N,) valid frames;
+    ``context`` (N, T, S) the matrix whose product with (N, C, T) ``x`` zeroed at padding is
+    the valid-frame mean of each row plus the mean of each ``segment``-frame segment over its
+    valid frames (a row's last partial segment over its own frames, segments past its end 0:
+    :func:`masked_mean` + :func:`segment_means` as one matrix product); ``index`` (T,) the
+    segment of each frame."""
+
+    weights: torch.Tensor
+    lengths: torch.Tensor
+    context: torch.Tensor
+    index: torch.Tensor
+
+    @classmethod
+    def of(cls, lengths: torch.Tensor, frames: int, segment: int, dtype: torch.dtype) -> FrameMasks:
+        device = lengths.device
+        t = torch.arange(frames, device=device)
+        valid = (t.unsqueeze(0) < lengths.unsqueeze(1)).to(torch.float32)  # (N, T)
+        index = torch.div(t, segment, rounding_mode="floor")
+        s = -(-frames // segment)
+        starts = torch.arange(s, device=device).unsqueeze(0) * segment
+        counts = (lengths.unsqueeze(1) - starts).clamp(min=0, max=segment).clamp(min=1)  # (N, S)
+        member = (index.unsqueeze(1) == torch.arange(s, device=device).unsqueeze(0)).to(torch.float32)  # (T, S)
+        per_row = valid.unsqueeze(2) * member.unsqueeze(0) / counts.unsqueeze(1).to(torch.float32)
+        context = per_row + (valid / lengths.clamp(min=1).unsqueeze(1).to(torch.float32)).unsqueeze(2)
+        return cls(valid.unsqueeze(1).to(dtype), lengths, context, index)
+
+    def mean_and_segments(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, C, S) valid-frame mean + segment mean of (N, C, T) ``x`` zeroed at padding, in
+        float32 (outside autocast: frame counts beyond 256 are not exact in bfloat16)."""
+        with torch.autocast(x.device.type, enabled=False):
+            return torch.bmm(wide(x), self.context)
 
 
 def padded_waves(waves: Sequence[np.ndarray], device: str) -> tuple[torch.Tensor, list[int]]:

@@ -28,6 +28,9 @@ from interbias.encoders.features import nemo_mel
 from interbias.utils.errors import EncoderError
 
 INPUTS = {"waveform": 2, "wespeaker-fbank": 3, "nemo-mel": 3}
+#: The axis of the feature bins in a feature input's shape: (batch, frames, bins) for WeSpeaker's
+#: fbank, (batch, bins, frames) for NeMo's mel.
+FEATURE_AXIS = {"wespeaker-fbank": 2, "nemo-mel": 1}
 
 
 def _dims(shape: list[Any]) -> list[int | None]:
@@ -59,16 +62,17 @@ class OnnxEncoder(Encoder):
 
     def features(self, wave: np.ndarray) -> tuple[np.ndarray, int]:
         """The model input for one waveform (batch axis included) and its length."""
-        if self.input_kind == "waveform":
-            return wave[None, :], wave.size
-        x = torch.from_numpy(wave)
-        if self.input_kind == "wespeaker-fbank":
-            from interbias.encoders.wespeaker import wespeaker_fbank
+        match self.input_kind:
+            case "waveform":
+                return wave[None, :], wave.size
+            case "wespeaker-fbank":
+                from interbias.encoders.wespeaker import wespeaker_fbank
 
-            feats = wespeaker_fbank(x, self.bins or 80).numpy()
-            return feats[None], feats.shape[0]
-        feats = nemo_mel(x, num_mel_bins=self.bins or 80).numpy()
-        return feats[None], feats.shape[1]
+                feats = wespeaker_fbank(torch.from_numpy(wave), self.bins or 80).numpy()
+                return feats[None], feats.shape[0]
+            case _:
+                feats = nemo_mel(torch.from_numpy(wave), num_mel_bins=self.bins or 80).numpy()
+                return feats[None], feats.shape[1]
 
     def _embed_one(self, wave: np.ndarray) -> np.ndarray:
         feats, n = self.features(wave)
@@ -116,7 +120,7 @@ def load_onnx(card: EncoderCard, located: Located, files: dict[str, str], *, dev
         )
     bins = None
     if kind != "waveform":
-        bins = shape[2] if kind == "wespeaker-fbank" else shape[1]
+        bins = shape[FEATURE_AXIS.get(kind, 1)]
         want_bins = card.expect.get("bins")
         if want_bins and bins not in (None, want_bins):
             raise card.error(folder, f"{name}: input takes {bins} feature bins; {card.label} uses {want_bins}")

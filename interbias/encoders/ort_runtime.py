@@ -58,7 +58,7 @@ class OnnxSpec:
     length_axis: int = 1
     min_length: int = 1
     #: Names the module exported when it is not the encoder's own network but a restatement
-    #: of it for onnxruntime (e.g. ``campplus_graph.GRAPH``); enters the cache key and provenance.
+    #: of it for onnxruntime (e.g. ``campplus.graph.GRAPH``); enters the cache key and provenance.
     restatement: str = "none"
 
 

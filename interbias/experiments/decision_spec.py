@@ -6,7 +6,7 @@ and :mod:`interbias.metrics.score_norm`; every problem is one :class:`ConfigErro
     calibration: {fit_on: reference | each, split: dev}
     scoring: {enrol: embedding-mean | score-mean, norm: none | s-norm | as-norm, top_k: 100,
               cohort: {speakers: 40, utterances_per_speaker: 2, pool: speaker | utterance},
-              cohort_chain: clean | matched}
+              cohort_chain: clean | matched, backend: cosine | whiten+lnorm | lda+cosine | plda}
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interbias.experiments.sections import check_keys
+from interbias.metrics.backends import BACKENDS
 from interbias.metrics.llr import CostPoint
 from interbias.metrics.verification import P_TARGET
 from interbias.utils.errors import ConfigError, MetricError
@@ -85,6 +86,15 @@ class ScoreCalibrationSpec:
     kind: str = "linear"
     measures: tuple[str, ...] = ()
 
+    @property
+    def quality_aware(self) -> bool:
+        """Whether the calibration is QMF (the trial's quality measures beside its score)."""
+        match self.kind:
+            case "qmf":
+                return True
+            case _:
+                return False
+
 
 @dataclass(frozen=True)
 class ScoreNormSpec:
@@ -97,6 +107,9 @@ class ScoreNormSpec:
     #: How K > 1 enrolment utterances become one score (:data:`ENROL_MODES`).
     enrol: str = "embedding-mean"
     calibration: ScoreCalibrationSpec = field(default_factory=ScoreCalibrationSpec)
+    #: The scoring back-end (:data:`interbias.metrics.backends.BACKENDS`; docs/guide/backends.md):
+    #: every one but ``cosine`` is fitted on the reference cells' dev-split embeddings.
+    backend: str = "cosine"
 
 
 def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
@@ -182,7 +195,8 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
         return ScoreNormSpec()
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: scoring: a mapping {{enrol, norm, top_k, cohort, cohort_chain}}")
-    check_keys(spec, {"enrol", "norm", "top_k", "cohort", "cohort_chain", "calibration"}, where, "scoring")
+    keys = {"enrol", "norm", "top_k", "cohort", "cohort_chain", "calibration", "backend"}
+    check_keys(spec, keys, where, "scoring")
     here = f"{where}: scoring"
     cohort_raw = spec.get("cohort") or {}
     if not isinstance(cohort_raw, dict):
@@ -204,6 +218,7 @@ def parse_scoring(spec: Any, where: str) -> ScoreNormSpec:
         _choice(spec, "cohort_chain", COHORT_CHAINS, "clean", here),
         _choice(spec, "enrol", ENROL_MODES, "embedding-mean", here),
         parse_score_calibration(spec.get("calibration"), where),
+        _choice(spec, "backend", BACKENDS, "cosine", here),
     )
     if out.norm == "as-norm" and out.top_k > cohort.entries:
         raise ConfigError(
@@ -224,15 +239,15 @@ def parse_score_calibration(spec: Any, where: str) -> ScoreCalibrationSpec:
     if not isinstance(spec, dict):
         raise ConfigError(f"{here}: a mapping {{kind: linear|qmf, measures: [{', '.join(MEASURES)}]}}")
     check_keys(spec, {"kind", "measures"}, where, "scoring.calibration")
-    kind = _choice(spec, "kind", ("linear", "qmf"), "linear", here)
+    method = _choice(spec, "kind", ("linear", "qmf"), "linear", here)
     raw = spec.get("measures", [])
     if not isinstance(raw, list) or any(m not in MEASURES for m in raw) or len(set(raw)) != len(raw):
         raise ConfigError(f"{here}.measures: a list of distinct measures out of {', '.join(MEASURES)}, got {raw!r}")
-    if kind == "qmf" and not raw:
+    if method == "qmf" and not raw:
         raise ConfigError(f"{here}.measures: kind qmf needs at least one of {', '.join(MEASURES)}")
-    if kind == "linear" and raw:
+    if method == "linear" and raw:
         raise ConfigError(f"{here}.measures: only kind qmf uses measures (kind is linear)")
-    return ScoreCalibrationSpec(kind, tuple(str(m) for m in raw))
+    return ScoreCalibrationSpec(method, tuple(str(m) for m in raw))
 
 
 def resolved_scoring(raw: Any, spec: ScoreNormSpec) -> Any:
@@ -243,6 +258,8 @@ def resolved_scoring(raw: Any, spec: ScoreNormSpec) -> Any:
     if not isinstance(raw, dict):
         return raw
     out = dict(raw)
+    if out.get("backend") == "cosine":  # the default written out: the same scores, the same run id
+        del out["backend"]
     cohort = out.get("cohort")
     if isinstance(cohort, dict) and "pool" in cohort:
         cohort = {k: v for k, v in cohort.items() if k != "pool"}

@@ -11,7 +11,7 @@ Key effect grammar (factor names of the experiment):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,14 @@ class KeyEffect:
         """Whether a findings row (its kind, effect label, condition and group) is this effect."""
         if kind != self.kind:
             return False
-        if kind == "interaction":
-            contrast = effect.removeprefix("IE ").split(" at ")[0]
-            return set(contrast.split("×")) == set(self.factors)
-        name = (group if kind == "gap" else condition).split("=")[0]
-        return name == self.factors[0]
+        match kind:
+            case "interaction":
+                contrast = effect.removeprefix("IE ").split(" at ")[0]
+                return set(contrast.split("×")) == set(self.factors)
+            case "gap":
+                return group.split("=")[0] == self.factors[0]
+            case _:
+                return condition.split("=")[0] == self.factors[0]
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,10 @@ class QuestionSpec:
     effects: tuple[KeyEffect, ...] = ()
 
 
-def parse_key_effect(text: Any, where: str, factors: Sequence[str] | None = None) -> KeyEffect:
-    """One entry of ``question.effects`` (``factors``: the experiment's factor names, checked
-    when given)."""
+def parse_key_effect(text: Any, where: str, factors: Sequence[str] | Mapping[str, str] | None = None) -> KeyEffect:
+    """One entry of ``question.effects`` (``factors``: the experiment's factor names, or names
+    and types, checked when given). Effects no run can report are refused with the reason: a
+    factor named twice in an interaction, a gap of a factor that is not a population factor."""
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"{where}: question.effects: each entry is text such as 'noise × vad', got {text!r}")
     raw = text.strip()
@@ -65,10 +69,22 @@ def parse_key_effect(text: Any, where: str, factors: Sequence[str] | None = None
             f"{where}: question.effects: {raw!r} names {', '.join(map(repr, unknown))}, not a factor; "
             f"factors: {', '.join(factors or [])}"
         )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{where}: question.effects: {raw!r} names {twice[0]!r} twice; an interaction is between different factors"
+        )
+    gap = raw.endswith(" gap")
+    if gap and isinstance(factors, Mapping) and factors.get(names[0]) != "population":
+        pops = [n for n, t in factors.items() if t == "population"]
+        raise ConfigError(
+            f"{where}: question.effects: {raw!r}: a gap is between the levels of a population factor and "
+            f"{names[0]!r} is {factors.get(names[0])}; population factors: {', '.join(pops) or 'none'}"
+        )
     return KeyEffect(kind, names, raw)
 
 
-def parse_question(value: Any, where: str, factors: Sequence[str] | None = None) -> QuestionSpec:
+def parse_question(value: Any, where: str, factors: Sequence[str] | Mapping[str, str] | None = None) -> QuestionSpec:
     """``question``: one line of text or ``{text, effects}`` (see the module doc)."""
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"text", "effects"})

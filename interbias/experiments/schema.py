@@ -85,7 +85,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}}",
+    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda}",
 }
 USES = ("contrast", "gap", "descriptive")
 
@@ -169,11 +169,19 @@ class Experiment:
     #: (:func:`interbias.experiments.requirements.leave_out_missing`).
     left_out: tuple[LeftOut, ...] = ()
 
+    @property
+    def draws_trials(self) -> bool:
+        """Whether its run draws verification trials from a manifest (a user's, with
+        ``--manifest``); a countermeasure or tracks experiment scores its own corpus."""
+        return self.countermeasures is None and self.tracks is None
+
     def resolved(self) -> dict[str, Any]:
         """The resolved definition (variant applied) as plain data, for hashing and run.json."""
         out = {k: v for k, v in self.raw.items() if k != "variants"}
         if "scoring" in out:
             out["scoring"] = resolved_scoring(out.get("scoring"), self.scoring)
+            if out["scoring"] == {} and self.raw.get("scoring"):  # it only said backend: cosine
+                del out["scoring"]
         out["variant"] = self.variant
         return out
 
@@ -327,6 +335,7 @@ def parse_experiment(data: Any, *, where: str, path: Path | None = None, corpus:
         attacks=parse_attacks(raw.get("attacks"), where),
         **kind_sections(raw, where),
     )
+    check_backend(experiment, where)
     return check_attack_experiment(experiment, where)
 
 
@@ -357,6 +366,40 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
     return spec
 
 
+def check_backend(exp: Experiment, where: str) -> None:
+    """A fitted ``scoring.backend`` needs a dev split to be fitted on, and scores one
+    enrolment utterance per trial (plda), without score normalisation or attacks (both
+    score by cosine)."""
+    backend = exp.scoring.backend
+    if backend == "cosine":
+        return
+    here = f"{where}: scoring.backend: {backend}"
+    if exp.trials.dev_share is None:
+        raise ConfigError(f"{here} is fitted on the dev split's embeddings: set trials.dev_share")
+    if exp.scoring.norm != "none":
+        raise ConfigError(
+            f"{here} is not defined with scoring.norm {exp.scoring.norm} (the cohort is scored by cosine)"
+        )
+    if exp.attacks is not None:
+        raise ConfigError(f"{here} is not defined with attacks (the attack stage scores by cosine)")
+    if backend == "plda" and exp.trials.enrol_utterances > 1:
+        raise ConfigError(
+            f"{here} scores one enrolment utterance per trial (trials.enrol_utterances is "
+            f"{exp.trials.enrol_utterances})"
+        )
+
+
+def with_backend(exp: Experiment, kind: str) -> Experiment:
+    """``exp`` with ``scoring.backend: kind`` (``interbias run --backend``), checked as the YAML
+    key is; the resolved definition (run.json, the run id) shows it unless it is ``cosine``."""
+    raw = copy.deepcopy(exp.raw)
+    raw["scoring"] = {**(raw.get("scoring") or {}), "backend": kind}
+    where = exp.name
+    out = replace(exp, scoring=parse_scoring(raw["scoring"], where), raw=raw)
+    check_backend(out, where)
+    return out
+
+
 def _seed(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{where}: seed: must be an integer, got {value!r}")
@@ -365,7 +408,7 @@ def _seed(value: Any, where: str) -> int:
 
 def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
     """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
-    asked = parse_question(value, where, [f.name for f in factors])
+    asked = parse_question(value, where, {f.name: f.type for f in factors})
     return {"question": asked.text, "key_effects": asked.effects}
 
 

@@ -58,6 +58,11 @@ class MetricSpec:
     column: bool = False
     #: Runs with random operators add ``<name>_draw_sd``, the SD between draws.
     draw_sd: bool = False
+    #: Shown where runs are summarised (``runs inventory`` pools it, ``runs card`` lists it).
+    summary: bool = False
+    #: Why it has no weighted twin (no interval, test or ``analyze --metric``), in words the
+    #: commands that refuse it print; ``None`` when it has one or is calibrated.
+    no_interval: str | None = None
     #: The fixed target prior a detection-cost metric is read at (min_dcf: 0.01); ``None`` for a
     #: calibrated metric (read at its calibration's operating point) or one without a prior.
     p_target: float | None = None
@@ -107,6 +112,26 @@ def analysable(*, calibrated: bool | None = None) -> tuple[str, ...]:
     """Metrics ``interbias analyze`` takes: a weighted twin (intervals, permutation and paired
     tests) and lower is better (gaps and damage read that way); ``calibrated`` as in :func:`replicable`."""
     return tuple(m for m in replicable(calibrated=calibrated) if spec(m).better == "lower")
+
+
+def summary_metrics() -> tuple[str, ...]:
+    """The metrics shown where runs are summarised (``runs inventory``, ``runs card``)."""
+    return names(lambda s: s.summary)
+
+
+def not_analysable(name: str, *, option: str = "--metric") -> str:
+    """Why ``name`` is not a metric ``analyze`` (and every command with intervals) takes, in one
+    line ending with the valid choices: an unknown name, a metric with no weighted twin (its
+    reason, and that results.csv holds it), or one where higher is better."""
+    valid = f"valid: {', '.join(analysable())}"
+    if name not in METRICS:
+        return f"{option} {name!r}: not a metric; {valid}"
+    s = spec(name)
+    if s.weighted is None:
+        why = s.no_interval or "it has no bootstrap form"
+        where = "; its values are in results.csv (runs inventory pools them)" if s.column else ""
+        return f"{option} {name!r}: no interval or test of it: {why}{where}; {valid}"
+    return f"{option} {name!r}: higher is better, and gaps and damage are read as increases; {valid}"
 
 
 def upper_bounds() -> dict[str, float]:

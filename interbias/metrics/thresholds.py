@@ -25,22 +25,31 @@ class ThresholdRule:
         t = str(text).strip()
         if t == "eer":
             return cls("eer")
-        kind, _, raw = t.partition(":")
-        if kind in ("fixed", "far") and raw:
+        rule, _, raw = t.partition(":")
+        if rule in ("fixed", "far") and raw:
             try:
                 value = float(raw)
             except ValueError:
                 value = math.nan
             if not math.isfinite(value):
                 raise AnalysisError(f"threshold rule {t!r}: {raw!r} is not a finite number")
-            if kind == "far" and not 0 <= value < 1:
+            if rule == "far" and not 0 <= value < 1:
                 raise AnalysisError(f"threshold rule {t!r}: the target FAR must be in [0, 1)")
-            return cls(kind, value)  # type: ignore[arg-type]
+            return cls(rule, value)  # type: ignore[arg-type]
         raise AnalysisError(f"threshold rule {t!r}: valid: eer, fixed:X, far:X")
 
     @property
+    def from_dev(self) -> bool:
+        """Whether the threshold is chosen from development scores (all but ``fixed:X``)."""
+        return self.kind in ("eer", "far")
+
+    @property
     def label(self) -> str:
-        return "eer" if self.kind == "eer" else f"{self.kind}:{self.value:g}"
+        match self.kind:
+            case "eer":
+                return "eer"
+            case _:
+                return f"{self.kind}:{self.value:g}"
 
     def choose(self, dev_scores: object, dev_labels: object) -> float:
         """The threshold from development scores (not needed for ``fixed``).
@@ -48,14 +57,14 @@ class ThresholdRule:
         ``eer``: the interpolated EER threshold of :func:`interbias.metrics.verification.eer_from_sweep`.
         ``far:X``: the lowest distinct dev score t with FAR(t) = P(s ≥ t | label 0) ≤ X.
         """
-        if self.kind == "fixed":
-            return float(self.value)  # type: ignore[arg-type]
-        p = metrics.threshold_sweep(dev_scores, dev_labels)
-        if self.kind == "eer":
-            thr = metrics.eer_from_sweep(p)[1]
-        else:
-            k = int(np.argmax(p.fpr <= self.value))
-            thr = float(p.thresholds[k])
+        match self.kind:
+            case "fixed":
+                return float(self.value)  # type: ignore[arg-type]
+            case "eer":
+                thr = metrics.eer_from_sweep(metrics.threshold_sweep(dev_scores, dev_labels))[1]
+            case _:
+                p = metrics.threshold_sweep(dev_scores, dev_labels)
+                thr = float(p.thresholds[int(np.argmax(p.fpr <= self.value))])
         if not np.isfinite(thr):
             raise AnalysisError(
                 f"threshold rule {self.label}: no finite dev threshold exists (the highest dev score is a "

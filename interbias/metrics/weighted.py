@@ -152,7 +152,18 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
 # The raw-score metrics, in results.csv column order, each beside its weighted twin.
 # EER lies in [0, 1] (1 on inverted scores): U = 1; 0.5 is the chance reference, not a bound
 register(
-    MetricSpec("eer", verification.eer, FRACTION, _eer, chance=0.5, upper=1.0, rate=True, column=True, draw_sd=True)
+    MetricSpec(
+        "eer",
+        verification.eer,
+        FRACTION,
+        _eer,
+        chance=0.5,
+        upper=1.0,
+        rate=True,
+        column=True,
+        draw_sd=True,
+        summary=True,
+    )
 )
 register(
     MetricSpec(
@@ -169,16 +180,33 @@ register(
         skewed=True,
         column=True,
         draw_sd=True,
+        summary=True,
         upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
         p_target=verification.P_TARGET,
     )
 )
-register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True))  # no weighted twin
+AUC_WHY = "the bootstrap form of AUC is not built (and higher is better)"
+register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True, summary=True, no_interval=AUC_WHY))
 # no weighted twin (so no bootstrap or analyze --metric): its intervals would need min_dcf's
 # small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
 # can a system whose few highest non-targets outscore every target however well it ranks the rest,
 # so a value above 0.99 does not mean that the scores rank the classes the wrong way round
-register(MetricSpec("frr_at_far1", verification.frr_at_far1, FRACTION, rate=True, column=True, upper=1.0))
+FRR_WHY = (
+    "it is read at the one threshold where FAR reaches 1 %, set by the few highest non-target "
+    "scores, and its interval would need minDCF's small-support check (n_nontarget × FAR >= 10)"
+)
+register(
+    MetricSpec(
+        "frr_at_far1",
+        verification.frr_at_far1,
+        FRACTION,
+        rate=True,
+        column=True,
+        upper=1.0,
+        summary=True,
+        no_interval=FRR_WHY,
+    )
+)
 
 #: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
 METRICS = replicable(calibrated=False)

@@ -14,6 +14,7 @@ import pkgutil
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -268,10 +269,10 @@ class Chain:
     def records(self) -> list[dict[str, Any]]:
         return [dict(op.to_record(), version=op.version) for op in self.effective]
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """sha256 (16 hex) of the canonical records of its non-identity operators and versions
-        (with the draw index when it is above 0)."""
+        (with the draw index when it is above 0); computed once per chain (operators are frozen)."""
         if self.draw:
             return sha256_text(canonical_json({"chain": self.records(), "draw": self.draw}))[:16]
         return sha256_text(canonical_json(self.records()))[:16]

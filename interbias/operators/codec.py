@@ -125,7 +125,7 @@ def _frame_to_float(frame: Any) -> np.ndarray:
     nch = len(frame.layout.channels)
     if not frame.format.is_planar:
         arr = arr.reshape(-1, nch).T
-    if arr.dtype.kind == "i":
+    if np.issubdtype(arr.dtype, np.signedinteger):
         arr = arr.astype(np.float64) / float(np.iinfo(arr.dtype).max + 1)
     return arr.astype(np.float64).mean(axis=0)
 

@@ -33,16 +33,33 @@ def refuse_overwrite(src: Path, dst: Path) -> None:
         )
 
 
+def chain_op(spec: str) -> Any:
+    """The operator of one ``--op`` spec ``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]``
+    (:mod:`interbias.operators.spec`); every error names the spec."""
+    from interbias.operators import make_operator
+    from interbias.operators.spec import parse_op_spec
+
+    where = f"--op {spec!r}"
+    try:
+        name, params = parse_op_spec(spec)
+        return make_operator(name, params, where=where)
+    except OperatorError as exc:
+        msg = str(exc)
+        raise OperatorError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
 def degrade_file(
     src: Path,
     dst: Path,
-    op_name: str,
+    op_name: str | None,
     params: dict[str, str],
     *,
     seed: int = 0,
     talkers: Callable[[], Any] | None = None,
+    chain_specs: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Apply one operator to an audio file at its own rate and write the result. ``talkers``
+    """Apply one operator (or, given ``chain_specs``, the chain of those ``--op`` specs in
+    order, as ``cm score`` does) to an audio file at its own rate and write the result. ``talkers``
     returns the manifest whose talkers babble/crosstalk draw, called only when the operator
     mixes in other talkers (the caller loads the corpus, so operators stay below corpora).
     Input that ``run`` refuses (non-finite, far over full scale) is refused; the output is 16-bit
@@ -52,8 +69,12 @@ def degrade_file(
     from interbias.utils.paths import cache_dir
 
     refuse_overwrite(Path(src), Path(dst))
-    op = make_operator(op_name, params, where="--op")
-    chain = Chain((op,))
+    if chain_specs:
+        chain = Chain(tuple(chain_op(s) for s in chain_specs))
+    elif op_name is not None:
+        chain = Chain((make_operator(op_name, params, where="--op"),))
+    else:
+        raise OperatorError("--op: give an operator (see interbias data operators)")
     data, sample_rate_hz = audio.decode(src)
     if data.shape[0] == 0:
         raise AudioError(f"{src}: file holds no samples")
@@ -70,7 +91,7 @@ def degrade_file(
     if chain.draws_talkers:
         if talkers is None:
             raise OperatorError(
-                f"--op {op_name}: this operator mixes in other talkers; name a corpus to draw them from"
+                f"--op {chain.label}: this operator mixes in other talkers; name a corpus to draw them from"
             )
         manifest = talkers()
     sha = sha256_file(src)
@@ -96,7 +117,7 @@ def degrade_file(
         "sample_rate_hz": sample_rate_hz,
         "channels_in": int(data.shape[1]),
         "seed": seed,
-        "operator": op.to_record(),
+        "operator": chain.ops[0].to_record() if len(chain.ops) == 1 else [o.to_record() for o in chain.ops],
         "label": chain.label,
         **written,
         "realised": realised,

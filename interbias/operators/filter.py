@@ -106,38 +106,41 @@ class Filter(Operator):
             if getattr(self, pname) is not None and pname not in takes:
                 raise OperatorError(f"filter.{pname}: applies only to kind={'/'.join(_kinds_taking(pname))}")
         check_ranges(self)
-        if self.kind in ("lowpass", "highpass") and self.cutoff_hz is None:
-            raise OperatorError(f"filter kind={self.kind} needs cutoff_hz")
-        if self.kind == "bandpass":
-            if self.low_hz is None or self.high_hz is None:
+        match self.kind:
+            case "lowpass" | "highpass" if self.cutoff_hz is None:
+                raise OperatorError(f"filter kind={self.kind} needs cutoff_hz")
+            case "bandpass" if self.low_hz is None or self.high_hz is None:
                 raise OperatorError("filter kind=bandpass needs low_hz and high_hz")
-            if self.low_hz >= self.high_hz:
+            case "bandpass" if self.low_hz >= self.high_hz:  # type: ignore[operator]
                 raise OperatorError(f"filter: low_hz {self.low_hz:g} Hz must be below high_hz {self.high_hz:g} Hz")
-        if self.kind == "shelf" and self.bass_db is None and self.treble_db is None:
-            raise OperatorError("filter kind=shelf needs bass_db or treble_db (dB)")
+            case "shelf" if self.bass_db is None and self.treble_db is None:
+                raise OperatorError("filter kind=shelf needs bass_db or treble_db (dB)")
 
     def edges(self) -> tuple[float, ...]:
         """The cutoff(s) in Hz of a Butterworth kind."""
         if self.kind in PRESETS:
             return PRESETS[self.kind]
-        if self.kind == "bandpass":
-            return (self.low_hz, self.high_hz)  # type: ignore[return-value]
-        return (self.cutoff_hz,)  # type: ignore[return-value]
+        match self.kind:
+            case "bandpass":
+                return (self.low_hz, self.high_hz)  # type: ignore[return-value]
+            case _:
+                return (self.cutoff_hz,)  # type: ignore[return-value]
 
     def apply(self, x: np.ndarray, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
         sample_rate_hz = ctx.sample_rate_hz
-        if self.kind == "shelf":
-            bass = (self.bass_hz or 100.0, self.bass_db or 0.0)
-            treble = (self.treble_hz or 3000.0, self.treble_db or 0.0)
-            if treble[0] >= sample_rate_hz / 2:
-                raise OperatorError(f"filter: treble_hz {treble[0]:g} Hz is at or above the Nyquist frequency")
-            y = shelves(x, bass, treble, sample_rate_hz)
-            record: dict[str, Any] = {"library": "pedalboard", "bass_hz": bass[0], "bass_db": bass[1]}
-            record.update({"treble_hz": treble[0], "treble_db": treble[1]})
-        else:
-            edges = self.edges()
-            y = butterworth(x, self.kind, edges, self.order, sample_rate_hz)
-            record = {"library": "scipy.signal", "edges_hz": list(edges), "order": self.order}
+        match self.kind:
+            case "shelf":
+                bass = (self.bass_hz or 100.0, self.bass_db or 0.0)
+                treble = (self.treble_hz or 3000.0, self.treble_db or 0.0)
+                if treble[0] >= sample_rate_hz / 2:
+                    raise OperatorError(f"filter: treble_hz {treble[0]:g} Hz is at or above the Nyquist frequency")
+                y = shelves(x, bass, treble, sample_rate_hz)
+                record: dict[str, Any] = {"library": "pedalboard", "bass_hz": bass[0], "bass_db": bass[1]}
+                record.update({"treble_hz": treble[0], "treble_db": treble[1]})
+            case _:
+                edges = self.edges()
+                y = butterworth(x, self.kind, edges, self.order, sample_rate_hz)
+                record = {"library": "scipy.signal", "edges_hz": list(edges), "order": self.order}
         out = y.astype(np.float32)
         over = np.abs(out) > 1.0
         return out, {"kind": self.kind, **record, "samples_over_full_scale": int(over.sum())}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,6 +44,10 @@ NOISE_DIR_ENV = "INTERBIAS_NOISE_DIR"
 MUSIC_DIR_ENV = "INTERBIAS_MUSIC_DIR"
 #: Kinds that read recordings from a folder, and the environment variable of each.
 FOLDER_KINDS = {"environmental": NOISE_DIR_ENV, "music": MUSIC_DIR_ENV}
+#: What each folder kind's recordings are called in messages.
+FOLDER_WHAT = {"environmental": "noise", "music": "music"}
+#: The kinds whose number of talkers ``n_talkers`` sets (crosstalk is one talker).
+COUNTED_TALKERS = ("babble",)
 #: File suffixes read from a noise folder.
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aac", ".webm")
 #: Below this frequency coloured noise is flat (keeps brown noise from being all rumble), Hz.
@@ -97,11 +102,63 @@ def talker_pool(corpus: Any) -> dict[str, Any]:
     return pool
 
 
-@lru_cache(maxsize=128)  # talker clips: ≤ 10 s each after the front end
-def _load_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> np.ndarray:
-    samples = audio.load(Path(path), frontend, span=span).samples
-    samples.setflags(write=False)
-    return samples
+@dataclass(frozen=True)
+class TalkerIndex:
+    """A corpus's talkers indexed once: each speaker's utterances sorted by id, the speakers
+    sorted, and (memoised per excluded set: one per trial stratum and speaker) the speakers
+    left outside a set. What a draw sees is what scanning the manifest each time gave."""
+
+    by_speaker: dict[str, tuple[Any, ...]]
+    speakers: tuple[str, ...]
+    outside: dict[frozenset[str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, corpus: Any) -> TalkerIndex:
+        groups: dict[str, list[Any]] = {}
+        for u in corpus.utterances:
+            groups.setdefault(u.speaker, []).append(u)
+        by_speaker = {spk: tuple(sorted(us, key=lambda u: u.id)) for spk, us in groups.items()}
+        return cls(by_speaker, tuple(sorted(by_speaker)))
+
+    def speakers_outside(self, exclude: frozenset[str]) -> tuple[str, ...]:
+        """The sorted speakers not in ``exclude``."""
+        got = self.outside.get(exclude)
+        if got is None:
+            if len(self.outside) >= MEMO_EXCLUDED:
+                self.outside.clear()
+            got = self.outside[exclude] = tuple(s for s in self.speakers if s not in exclude)
+        return got
+
+
+#: Corpora indexed so far, by object identity (an index lives as long as its corpus).
+_INDEXES: dict[int, tuple[weakref.ref[Any], TalkerIndex]] = {}
+#: Excluded sets memoised per index before it starts again.
+MEMO_EXCLUDED = 4096
+
+
+def talker_index(corpus: Any) -> TalkerIndex:
+    """``corpus``'s :class:`TalkerIndex`, built on first use and kept while ``corpus`` lives
+    (a manifest is immutable, so one index serves every application of a run)."""
+    key = id(corpus)
+    hit = _INDEXES.get(key)
+    if hit is not None and hit[0]() is corpus:
+        return hit[1]
+    index = TalkerIndex.of(corpus)
+
+    def forget(ref: weakref.ref[Any], key: int = key) -> None:
+        if _INDEXES.get(key, (None,))[0] is ref:
+            del _INDEXES[key]
+
+    _INDEXES[key] = (weakref.ref(corpus, forget), index)
+    return index
+
+
+@lru_cache(maxsize=128)  # talker clips (≤ 10 s each after the front end) and their active power
+def _talker_cached(path: str, frontend: audio.FrontEnd, span: audio.Span | None = None) -> tuple[np.ndarray, float]:
+    clip = audio.load(Path(path), frontend, span=span).samples
+    clip.setflags(write=False)
+    talker = np.asarray(clip, np.float64)
+    return clip, active_power(talker, active_mask(talker, frontend.sample_rate_hz))
 
 
 @lru_cache(maxsize=16)  # noise recordings can be long
@@ -137,7 +194,7 @@ class Noise(Operator):
     }
 
     def __post_init__(self) -> None:
-        if self.kind == "babble" and self.n_talkers is None:
+        if self.kind in COUNTED_TALKERS and self.n_talkers is None:
             object.__setattr__(self, "n_talkers", DEFAULT_TALKERS)
         env = FOLDER_KINDS.get(self.kind)
         if env and self.noise_dir is None and os.environ.get(env):
@@ -158,11 +215,11 @@ class Noise(Operator):
             raise OperatorError(f"noise.snr_db: {self.snr_db} dB is outside [-20, 80]")
         if self.noise_dir is not None and self.kind not in FOLDER_KINDS:
             raise OperatorError(f"noise.noise_dir: applies only to kind=environmental or music, not kind={self.kind}")
-        if self.n_talkers is not None and self.kind != "babble":
+        if self.n_talkers is not None and self.kind not in COUNTED_TALKERS:
             raise OperatorError(
                 f"noise.n_talkers: applies only to kind=babble (crosstalk is one talker), not kind={self.kind}"
             )
-        if self.kind == "babble" and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
+        if self.kind in COUNTED_TALKERS and not 2 <= self.n_talkers <= 64:  # type: ignore[operator]
             raise OperatorError(f"noise.n_talkers: {self.n_talkers} is outside [2, 64]")
 
     def check_resources(self) -> None:
@@ -172,7 +229,7 @@ class Noise(Operator):
     def recorded_input(self) -> tuple[str, str] | None:
         if self.kind not in FOLDER_KINDS:
             return None
-        return "noise_dir", "recorded music" if self.kind == "music" else "recorded noise"
+        return "noise_dir", {"music": "recorded music"}.get(self.kind, "recorded noise")
 
     def inputs(self, corpus: Any) -> Any:
         """The talker pool (babble, crosstalk) or the noise folder's files (environmental, music)."""
@@ -188,7 +245,7 @@ class Noise(Operator):
 
     def noise_folder(self) -> tuple[Path, list[Path]]:
         """The noise folder and its audio files; one clear error when either is missing."""
-        what = "music" if self.kind == "music" else "noise"
+        what = FOLDER_WHAT.get(self.kind, "noise")
         if self.noise_dir is None:
             raise OperatorError(
                 f"noise kind={self.kind} needs a folder of {what} recordings: set the noise_dir parameter "
@@ -252,15 +309,12 @@ class Noise(Operator):
         }
 
     def _talkers(self, n: int, ctx: OpContext) -> tuple[np.ndarray, dict[str, Any]]:
-        k = self.n_talkers if self.kind == "babble" else 1
+        k = self.n_talkers if self.kind in COUNTED_TALKERS else 1
         if ctx.corpus is None:
             raise OperatorError(f"noise kind={self.kind} draws other talkers from a corpus, but none was given")
-        exclude = set(ctx.exclude_speakers) | {ctx.speaker}
-        by_speaker: dict[str, list[Any]] = {}
-        for u in ctx.corpus.utterances:
-            if u.speaker not in exclude:
-                by_speaker.setdefault(u.speaker, []).append(u)
-        speakers = sorted(by_speaker)
+        exclude = frozenset(ctx.exclude_speakers) | {ctx.speaker}
+        index = talker_index(ctx.corpus)
+        speakers = index.speakers_outside(exclude)
         if len(speakers) < k:  # type: ignore[operator]
             raise OperatorError(
                 f"noise kind={self.kind} needs {k} other speaker(s); the corpus has {len(speakers)} "
@@ -273,11 +327,11 @@ class Noise(Operator):
         used = []
         for si in ctx.rng.choice(len(speakers), size=k, replace=False):
             spk = speakers[int(si)]
-            utts = sorted(by_speaker[spk], key=lambda u: u.id)
+            utts = index.by_speaker[spk]
             u = utts[int(ctx.rng.integers(len(utts)))]
             try:
-                talker = np.asarray(_load_cached(str(ctx.corpus.resolve(u)), frontend, u.span), np.float64)
-                power = active_power(talker, active_mask(talker, ctx.sample_rate_hz))
+                clip, power = _talker_cached(str(ctx.corpus.resolve(u)), frontend, u.span)
+                talker = np.asarray(clip, np.float64)
             except (AudioError, OperatorError) as exc:
                 raise OperatorError(f"noise kind={self.kind}: cannot use talker utterance {u.id}: {exc}") from exc
             looped = len(talker) < n

@@ -52,16 +52,26 @@ def frame_levels_db(x: np.ndarray, sample_rate_hz: int) -> np.ndarray:
         return 10 * np.log10(power)
 
 
-def check_chain_output(before: np.ndarray, after: np.ndarray, sample_rate_hz: int) -> None:
+def input_speech_db(before: np.ndarray, sample_rate_hz: int) -> float:
+    """Active-speech level (dBFS) of a chain's input, as :func:`check_chain_output` measures it
+    (computed once per input when several chains share it)."""
+    try:
+        return _db(active_power(before, active_mask(before, sample_rate_hz)))
+    except OperatorError:  # a silent input is refused by the front end before the chain runs
+        return ABSOLUTE_FLOOR_DBFS
+
+
+def check_chain_output(
+    before: np.ndarray, after: np.ndarray, sample_rate_hz: int, *, speech_db: float | None = None
+) -> None:
     """Raise :class:`OperatorError` when the chain turned ``before`` (the front end's input to
-    the chain) into near-silence ``after`` (see module docs for the floor and its reasons)."""
+    the chain) into near-silence ``after`` (see module docs for the floor and its reasons);
+    ``speech_db``: :func:`input_speech_db` of ``before`` when already known."""
     span = float(np.max(after) - np.min(after)) if len(after) else 0.0
     if span == 0.0:
         raise OperatorError("the chain's output is silence (every sample is the same value): nothing to embed")
-    try:
-        speech_db = _db(active_power(before, active_mask(before, sample_rate_hz)))
-    except OperatorError:  # a silent input is refused by the front end before the chain runs
-        speech_db = ABSOLUTE_FLOOR_DBFS
+    if speech_db is None:
+        speech_db = input_speech_db(before, sample_rate_hz)
     floor = max(speech_db - RELATIVE_FLOOR_DB, ABSOLUTE_FLOOR_DBFS)
     loudest = float(frame_levels_db(after, sample_rate_hz).max())
     if loudest < floor:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from interbias.encoders.adapter import AXES, TENSORS
+from interbias.utils.budget import check_memory
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng, derive_seed
 
@@ -236,10 +237,23 @@ def keep_scores(adapted_i: Any, adapted_j: Any, base_i: Any, base_j: Any) -> Any
 # ---- the network --------------------------------------------------------------------------------
 
 
+def check_sizes(d: int, cfg: OrcaConfig) -> None:
+    """Refuse a width or batch whose tensors cannot fit in free memory (one line naming the
+    memory implied), before torch tries: each hidden unit holds two d-wide float32 weight rows
+    with their gradients and two Adam moments; each batch row a float32 similarity row of the
+    whole batch and its hidden activations."""
+    each = f"2 weight rows of {d} float32 with gradient and 2 Adam moments, 32 × {d} bytes"
+    check_memory("--set hidden", cfg.hidden, 32 * d, each, error=AnalysisError)
+    row = cfg.batch + cfg.hidden + d
+    each = f"a float32 row of similarities, activations and outputs, 4 × ({cfg.batch:,} + {cfg.hidden} + {d}) bytes"
+    check_memory("--set batch", cfg.batch, 4 * row, each, error=AnalysisError)
+
+
 def init_tensors(d: int, cfg: OrcaConfig, seed: int) -> dict[str, Any]:
     """Initial float32 tensors: ``W₁``, heads ~ N(0, 1/d); ``b₁`` = 0; ``W₂``, ``b₂`` = 0 (identity)."""
     import torch
 
+    check_sizes(d, cfg)
     g = torch.Generator().manual_seed(derive_seed("orca", seed, "init"))
     scale = 1.0 / math.sqrt(d)
     t = {

@@ -81,9 +81,18 @@ def attacked_trials(exp: Experiment, frame: pd.DataFrame, stratum: str, kind: st
     return sub.iloc[np.sort(order[: exp.attacks.trials])]
 
 
+def succeeded(trial_kind: str, accepted: bool) -> bool:
+    """Whether an attack on a trial succeeded: an impostor trial accepted, a target trial rejected."""
+    match trial_kind:
+        case "impostor":
+            return accepted
+        case _:
+            return not accepted
+
+
 def dev_threshold(rule: ThresholdRule, emb: Embedder, cells: list[Cell], frame: pd.DataFrame, enc: Encoder) -> float:
     """The encoder's threshold from the reference cells' dev trials (pooled); ``fixed:X`` as given."""
-    if rule.kind == "fixed":
+    if not rule.from_dev:
         return rule.choose([], [])
     scores, labels = [], []
     for cell in cells:
@@ -301,7 +310,7 @@ def _attack_trial(stage: Stage, trial: Any, params: list[AttackParams], cells: l
                         "threshold": thr,
                         "clean_score": float(scores[0]),
                         "score": float(scores[1]),
-                        "success": int(accepted == (trial.kind == "impostor")),
+                        "success": int(succeeded(trial.kind, accepted)),
                         "linf": hit.linf,
                         "snr_db": hit.snr_db,
                         "steps": hit.steps,

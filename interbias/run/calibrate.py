@@ -37,6 +37,7 @@ import pandas as pd
 from interbias.experiments.decision_spec import OperatingPoint
 from interbias.metrics import verification as metrics
 from interbias.metrics.calibration import LinearCalibration, fit_linear
+from interbias.metrics.deployed import deployed_point
 from interbias.metrics.llr import act_dcf, cllr, min_cllr
 from interbias.run.measured import calibration_trials, measured
 from interbias.run.qmf import experiment_qmf_columns, qmf_model
@@ -205,12 +206,19 @@ def group_values(
     scores: np.ndarray, labels: np.ndarray, cal: tuple[float, float], point: OperatingPoint
 ) -> dict[str, Any]:
     """``act_dcf``, ``min_dcf_at_point``, ``calibration_loss`` and ``cllr`` of one group's trials
-    under the shared calibration ``cal`` = (slope, offset) at ``point``; NaN when the group
-    lacks target or non-target trials."""
+    under the shared calibration ``cal`` = (slope, offset) at ``point``, and the group's
+    ``far_deployed``, ``frr_deployed`` and ``cdet`` at the deployed threshold
+    (:mod:`interbias.metrics.deployed`); NaN when the group lacks target or non-target trials."""
     lab = np.asarray(labels).astype(bool)
+    names = ("act_dcf", "min_dcf_at_point", "calibration_loss", "cllr", "far_deployed", "frr_deployed", "cdet")
     if lab.all() or not lab.any():
-        return {"act_dcf": np.nan, "min_dcf_at_point": np.nan, "calibration_loss": np.nan, "cllr": np.nan}
+        return dict.fromkeys(names, np.nan)
     llr = cal[0] * np.asarray(scores, dtype=np.float64) + cal[1]
     act = act_dcf(llr, lab, point.cost)
     low = metrics.min_dcf(scores, lab, p_target=point.cost.p_target, c_miss=point.cost.c_miss, c_fa=point.cost.c_fa)
-    return {"act_dcf": act, "min_dcf_at_point": low, "calibration_loss": act - low, "cllr": cllr(llr, lab)}
+    out = {"act_dcf": act, "min_dcf_at_point": low, "calibration_loss": act - low, "cllr": cllr(llr, lab)}
+    dp = deployed_point(scores, lab, cal[0], cal[1], point.cost) if cal[0] > 0 else None
+    out.update(
+        far_deployed=dp.far if dp else np.nan, frr_deployed=dp.frr if dp else np.nan, cdet=dp.cdet if dp else np.nan
+    )
+    return out

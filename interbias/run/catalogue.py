@@ -4,13 +4,16 @@ its corpus, factors, cells and whether it runs here now (``interbias list``, ``i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 #: The short reason key of an entry that does not run here (shown in the table, not in --json).
 REASON_KEY = "why_key"
 
 
-def describe_experiment(exp: Any) -> dict[str, Any]:
+def describe_experiment(exp: Experiment) -> dict[str, Any]:
     """Corpus, factors with levels, cells, and runnability of one loaded experiment."""
     from interbias.run.preflight import availability
 

@@ -31,6 +31,7 @@ from interbias.embedding.stage import Embedder
 from interbias.encoders import Encoder
 from interbias.experiments.schema import Cell
 from interbias.metrics import verification as metrics
+from interbias.metrics.backends import FittedBackend, backend_scores
 from interbias.metrics.registry import results_columns, spec
 from interbias.metrics.spoof import spoof_summary
 from interbias.run.measured import in_split, measured
@@ -110,11 +111,21 @@ def _stack(emb: Embedder, ids: np.ndarray, chain_fp: str, enc: Encoder) -> np.nd
 
 
 def model_scores(
-    enrol: np.ndarray, test: np.ndarray, enrol_idx: np.ndarray, test_idx: np.ndarray, mode: str
+    enrol: np.ndarray,
+    test: np.ndarray,
+    enrol_idx: np.ndarray,
+    test_idx: np.ndarray,
+    mode: str,
+    backend: FittedBackend | None = None,
 ) -> np.ndarray:
     """Scores of trials whose models are rows of ``enrol_idx`` (n trials × K enrolment rows of
     ``enrol``) against ``test[test_idx]``, as the module docs say (``mode``: embedding-mean or
-    score-mean); with K = 1 the plain cosine scores."""
+    score-mean); with K = 1 the plain cosine scores. With a fitted ``backend`` the rows are
+    first mapped to its features, and a PLDA back-end scores by its log-likelihood ratio."""
+    if backend is not None:
+        enrol, test = backend.features(enrol), backend.features(test)
+        if backend.plda is not None:
+            return backend_scores(backend, enrol, test, enrol_idx[:, 0], test_idx)
     if enrol_idx.shape[1] == 1:
         return cosine_scores(enrol, test, enrol_idx[:, 0], test_idx)
     if mode == "score-mean":
@@ -170,6 +181,7 @@ def score_cell(
     sample_rate_hz: int,
     *,
     enrol: str = "embedding-mean",
+    backend: FittedBackend | None = None,
 ) -> CellScore:
     """Score ``trials`` (the cell's stratum) with ``enc``'s vectors, once per draw of its random
     operators (see the module docs); raise :class:`CellError` (with the failed utterances) when
@@ -186,6 +198,7 @@ def score_cell(
                 max_failure_share,
                 sample_rate_hz,
                 enrol=enrol,
+                backend=backend,
             )
             for e, t in draws
         ]
@@ -226,6 +239,7 @@ def score_draw(
     sample_rate_hz: int,
     *,
     enrol: str = "embedding-mean",
+    backend: FittedBackend | None = None,
 ) -> CellScore:
     """Score ``trials`` under the cell's two chains (one draw)."""
     efp, tfp = cell.enrol_chain.fingerprint, cell.test_chain.fingerprint
@@ -253,7 +267,7 @@ def score_draw(
     uniq_t, test_idx = _used(ids_t, codes_t[keep, 0])
     scores = np.full(len(trials), np.nan)
     scores[keep] = model_scores(
-        _stack(emb, uniq_e, efp, enc), _stack(emb, uniq_t, tfp, enc), enrol_idx, test_idx, enrol
+        _stack(emb, uniq_e, efp, enc), _stack(emb, uniq_t, tfp, enc), enrol_idx, test_idx, enrol, backend
     )
     labels = trials["label"].to_numpy()
     use = keep & in_split(trials, "eval")

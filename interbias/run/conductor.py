@@ -2,12 +2,13 @@
 
 :func:`run` reads as the data flow:
 
-1. load: the experiment, read and checked once (:func:`interbias.run.preflight.experiment_for_run`,
+1. load: the experiment, read and checked once (:func:`interbias.run.tasks.experiment_for_run`,
    unless the caller hands it over), the executor and every encoder, then the corpus manifest
    and the trial list (drawn, or an external list: :func:`interbias.run.inputs.load_inputs`);
    all failures come before work; the run id (:func:`interbias.run.results.run_id`) follows from
    what was asked and the bytes of every trial utterance's file (other audio: another run directory);
-2. lock ``results/<run_id>/`` (:class:`interbias.run.rundir.RunDir`) and save (or verify) the trials;
+2. open and lock ``results/<run_id>/`` (the run frame, :func:`interbias.run.frame.opened`) and
+   save (or verify) the trials;
 3. find the work: which cell × encoder pairs finished earlier (reused, never scored again) and which
    (utterance, chain) items the rest need; a finished cell over this invocation's
    ``max_failure_share`` stops it here, before anything is written;
@@ -15,16 +16,15 @@
 5. score: :func:`interbias.run.cells.score_cell` per pending cell × encoder; each writes its
    scores file and completion record; then the countermeasures of a spoofing run that names
    them score every trial's test audio (:mod:`interbias.run.cm_stage`);
-6. write: results.csv (every finished cell: a rerun never drops a row) and run.json
-   (:mod:`interbias.run.results`), then the run's analyses (``RunOptions.after_run``).
+6. finish (:func:`interbias.run.frame.finish`): results.csv (every finished cell: a rerun never
+   drops a row), the run's analyses (``RunOptions.after_run``), run.json (:mod:`interbias.run.results`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -36,12 +36,13 @@ from interbias.encoders import Encoder, load_encoders
 from interbias.experiments.schema import Cell, Experiment
 from interbias.metrics.spoof import SPOOF_COLUMNS
 from interbias.run.attack_stage import check_attack_encoders, run_attacks
+from interbias.run.backend_stage import backend_record, fit_run_backends
 from interbias.run.calibrate import DRAW_CALIBRATION_COLUMNS, calibrate_rows, calibration_columns
 from interbias.run.cells import DRAW_COLUMNS, CellScore, score_cell
 from interbias.run.cm_stage import load_countermeasures, run_countermeasures
+from interbias.run.frame import Analyses, RunEnd, RunOutcome, finish, header, opened
 from interbias.run.frontends import CellEmbedders
 from interbias.run.inputs import RunContext, RunOptions, load_inputs, with_plan
-from interbias.run.lock import RunLock
 from interbias.run.normalise import (
     add_cohort_items,
     cohort_digest,
@@ -51,7 +52,7 @@ from interbias.run.normalise import (
     scoring_record,
 )
 from interbias.run.operations import merge_operations, operation_notices
-from interbias.run.preflight import experiment_for_run
+from interbias.run.preflight import verification_experiment
 from interbias.run.qmf import experiment_qmf_columns
 from interbias.run.results import (
     COLUMNS,
@@ -60,7 +61,7 @@ from interbias.run.results import (
     run_record,
     torch_threads,
 )
-from interbias.run.rundir import TRIALS_META
+from interbias.run.rundir import TRIALS_META, CalibrationRecord
 from interbias.run.work import RunWork, find_work
 from interbias.trials.enrolment import first_enrolment
 from interbias.trials.sampler import partners
@@ -69,25 +70,13 @@ from interbias.utils.errors import InterbiasError, RunError
 from interbias.utils.progress import Reporter
 
 
-@dataclass
-class RunOutcome:
-    run_dir: Path
-    results: pd.DataFrame
-    n_embedded: int
-    n_cached: int
-    cells_done_before: int
-    errored_cells: list[str]
-    #: A report the run wrote itself (a tracks run's tracks_report.md); None: ``interbias report`` makes one.
-    report: Path | None = None
-
-
 def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experiment | None = None) -> RunOutcome:
     """Run an experiment (see the module docs); rerunning the same command resumes it. ``exp``:
-    the experiment as :func:`interbias.run.preflight.experiment_for_run` loaded and checked it
-    (None: that preflight runs here)."""
+    the experiment as :func:`interbias.run.tasks.experiment_for_run` loaded and checked it
+    (None: :func:`interbias.run.preflight.verification_experiment` loads and checks it here)."""
     reporter = reporter or Reporter(quiet=options.quiet)
     t0 = time.perf_counter()
-    exp, request = with_plan(options, exp if exp is not None else experiment_for_run(options), reporter)
+    exp, request = with_plan(options, exp if exp is not None else verification_experiment(options), reporter)
     precision = precision_options(options.precision, options.device, options.encoders, options.executor)
     executor = make_executor(options.executor, device=options.device, address=options.address, jobs=options.jobs)
     executor.encoder_options = {"precision": options.precision} if precision else {}
@@ -97,12 +86,7 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
     check_attack_encoders(exp, encoders)
     cms = load_countermeasures(exp)
     ctx = load_inputs(options, exp, request, (executor, encoders), reporter, t0, cms)
-    with RunLock(ctx.run.path) as lock:
-        if lock.previous_pid:
-            ctx.reporter.notice(
-                f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
-            )
-        atomic.remove_stale_temps(ctx.run.path)
+    with opened(ctx.run.path, ctx.reporter):
         try:
             _save_trials(ctx)
             work = _find_work(ctx)
@@ -110,6 +94,7 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experimen
             # before any cell is written: a kill after it must not leave finished cells without
             # the record of what their operators did (a rerun reuses the cells and embeds nothing)
             _write_operations(ctx, work, emb)
+            ctx.backends = fit_run_backends(ctx, work, emb)
             _score(ctx, work, emb)
             try:
                 run_attacks(ctx)
@@ -190,7 +175,7 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
             ctx.reporter,
             exclude=exclude,
             known_sha=work.shas,
-            quality=ctx.exp.scoring.calibration.kind == "qmf",
+            quality=ctx.exp.scoring.calibration.quality_aware,
         ),
     )
     if not work.pending:
@@ -228,6 +213,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                     ctx.options.max_failure_share,
                     ctx.exp.frontend.sample_rate_hz,
                     enrol=ctx.exp.scoring.enrol,
+                    backend=ctx.backends.get(enc.label),
                 )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
@@ -323,14 +309,29 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
     columns += ["n_segments"] if any(u.span for u in ctx.manifest) else []
     columns += experiment_qmf_columns(ctx.exp)
     results = pd.DataFrame(ordered, columns=columns)
-    ctx.run.write_results(results)
-    after = ctx.options.after_run
-    analyses = after(ctx.run, results, ctx.trials, ctx.scored, ctx.attacks is not None, work.errored) if after else {}
+    end = RunEnd(
+        "verification", ctx.run, work.errored, results=results, trials=ctx.trials, scored=ctx.scored,
+        spoofing=ctx.attacks is not None,
+    )  # fmt: skip
+    finish(ctx.run, end, ctx.options.after_run, partial(_record, ctx, work, emb, calibration, cm_record, len(ordered)))
+    return RunOutcome(ctx.run.path, results, emb.n_embedded, emb.n_cached, work.reused, work.errored)
+
+
+def _record(
+    ctx: RunContext,
+    work: RunWork,
+    emb: CellEmbedders,
+    calibration: CalibrationRecord,
+    cm_record: dict | None,
+    n_complete: int,
+    analyses: Analyses,
+) -> dict[str, Any]:
+    """run.json (:func:`interbias.run.results.run_record`) once the analyses are written."""
     ctx.timings["total_s"] = time.perf_counter() - ctx.t0
     stats = ctx.executor.stats
     counts = {
         "cells": len(work.cells) * len(ctx.models()),
-        "cells_complete": len(ordered),
+        "cells_complete": n_complete,
         "cells_reused": work.reused,
         "embedded": emb.n_embedded,
         "from_cache": emb.n_cached,
@@ -338,38 +339,39 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
         "forward_s": dict(stats.forward_s),
         "failed_items": emb.n_failures,
         "oom_retries": stats.oom_retries,
+        "batch_fallbacks": stats.batch_fallbacks,
     }
-    header = {
-        "run_id": ctx.run_id,
-        "revision": ctx.rev,
-        "command": ctx.options.command,
-        "device": ctx.options.device,
-        "precision": ctx.options.precision,
-        "executor": {**ctx.executor.describe(), "torch_threads": torch_threads()},
-    }
+    executor = {**ctx.executor.describe(), "torch_threads": torch_threads()}
+    run_header = header(
+        ctx.run_id,
+        ctx.options.command,
+        rev=ctx.rev,
+        device=ctx.options.device,
+        precision=ctx.options.precision,
+        executor=executor,
+    )
     extra = {
         "errored_cells": work.errored,
         "timings": ctx.timings,
         "max_failure_share": ctx.options.max_failure_share,
         "cache": str(ctx.cache),
+        **({"batch_fallback_reasons": dict(stats.fallback_reasons)} if stats.fallback_reasons else {}),
         "calibration": calibration.to_json(),
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
             **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
+            **backend_record(ctx.exp.scoring.backend, ctx.backends, ctx.run),
         },
-        **({"analyses": analyses} if analyses else {}),
+        **({"analyses": analyses.files} if analyses.files else {}),
         **({"countermeasures": cm_record} if cm_record else {}),
     }
-    ctx.run.write_run_json(
-        run_record(
-            header=header,
-            exp=ctx.exp,
-            manifest=ctx.manifest,
-            encoders=ctx.encoders,
-            trials=ctx.trials,
-            counts=counts,
-            failures=work.failures,
-            extra=extra,
-        )
+    return run_record(
+        header=run_header,
+        exp=ctx.exp,
+        manifest=ctx.manifest,
+        encoders=ctx.encoders,
+        trials=ctx.trials,
+        counts=counts,
+        failures=work.failures,
+        extra=extra,
     )
-    return RunOutcome(ctx.run.path, results, emb.n_embedded, emb.n_cached, work.reused, work.errored)

@@ -1,6 +1,6 @@
 """The record ``interbias validate`` prints per experiment (a file, or one of its variants):
 its grid, whether it runs here, and what its run would embed or score (:mod:`interbias.run.validate`
-for verification, :mod:`interbias.run.validate_kinds` for countermeasure and tracks)."""
+and the estimate of each kind's task, :meth:`interbias.run.tasks.base.Task.estimate`)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        if self.kind != "verification":
+        if self.headline:  # a countermeasure or tracks estimate says its own first line
             return [self.headline, *self.work, *(f"  note: {n}" for n in self.notes)]
         out = [
             f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "

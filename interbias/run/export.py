@@ -33,7 +33,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +46,10 @@ from interbias.trials.sampler import partners
 from interbias.utils import atomic
 from interbias.utils.errors import AudioError, RunError
 from interbias.utils.paths import readable_slug
+
+if TYPE_CHECKING:
+    from interbias.corpora.manifest import Manifest
+    from interbias.experiments.schema import Experiment
 
 FORMATS = ("wespeaker", "kaldi", "csv")
 _SUFFIX = {"wespeaker": ".score", "kaldi": ".scores", "csv": ".csv"}
@@ -169,7 +173,6 @@ def export_scores(run_dir: Path, fmt: str, out: Path) -> ExportSummary:
 def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
     """Write the run's cached embeddings per encoder and chain as ``.npz`` (see module docs)."""
     from interbias.corpora import load_corpus
-    from interbias.corpora.manifest import Manifest
     from interbias.embedding.cache import EmbeddingCache
     from interbias.embedding.stage import chains_for_cells
 
@@ -219,7 +222,9 @@ def export_embeddings(run_dir: Path, out: Path, *, cache_dir: Path | None = None
         db.close()
 
 
-def _cohort(info: dict[str, Any], exp: Any, manifest: Any) -> tuple[list[str], dict[str, str], str, dict] | None:
+def _cohort(
+    info: dict[str, Any], exp: Experiment, manifest: Manifest
+) -> tuple[list[str], dict[str, str], str, dict] | None:
     """(cohort utterance ids, their speakers, pool, chains by fingerprint) of a normalised run."""
     from interbias.operators import Chain
 

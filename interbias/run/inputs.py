@@ -1,7 +1,7 @@
 """The inputs of a run, loaded and checked before its directory exists.
 
 :class:`RunOptions` is what ``interbias run`` was asked; :func:`load_inputs` takes the
-experiment as the preflight loaded it (:func:`interbias.run.preflight.experiment_for_run`) and
+experiment as the preflight loaded it (:func:`interbias.run.tasks.experiment_for_run`) and
 loads the rest: a speaker plan, the executor and every encoder, the corpus manifest (checked),
 an external trial list or attack set, then draws the trials and the score-normalisation cohort,
 reads every trial utterance's file once and computes the run id
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,8 @@ from interbias.embedding.executors import Executor
 from interbias.embedding.stage import audio_digests
 from interbias.encoders import Encoder
 from interbias.experiments.schema import Experiment
+from interbias.metrics.backends import FittedBackend
+from interbias.run.frame import AfterRun
 from interbias.run.normalise import cohort_audio_sha256, norm_label
 from interbias.run.results import revision, run_id
 from interbias.run.rundir import RunDir
@@ -62,6 +64,8 @@ class RunOptions:
     noise_dir: Path | None = None
     #: Trim leading and trailing digital silence from every input (``--trim-silence``; sets ``frontend.trim_silence``).
     trim_silence: bool = False
+    #: The scoring back-end (``--backend``; sets ``scoring.backend``); None: the experiment's.
+    backend: str | None = None
     #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).
@@ -77,12 +81,13 @@ class RunOptions:
     #: CM labels that score every trial's test audio (``--cm``; sets ``spoofing.countermeasures``); None: the YAML's.
     countermeasures: tuple[str, ...] | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
-    #: The analyses written beside results.csv once it is written, called as
-    #: ``after_run(run, results, trials, scored, spoofing, errored)`` and returning what run.json
-    #: lists under ``analyses``: ``interbias run`` passes
-    #: :func:`interbias.analysis.after_run.run_analyses` (the spoofing table, attributes.parquet,
-    #: fairness); None writes none (the run layer does not import the analysis).
-    after_run: Callable[..., dict[str, Any]] | None = None
+    #: The after-run hook of every kind (:data:`interbias.run.frame.AfterRun`: a
+    #: :class:`~interbias.run.frame.RunEnd` in, :class:`~interbias.run.frame.Analyses` out), called
+    #: by the run frame once the task's rows are written: ``interbias run`` passes
+    #: :func:`interbias.analysis.after_run.after_run` (the spoofing table, attributes.parquet,
+    #: fairness; a CM run's results rows and tables); None writes none (the run layer does not
+    #: import the analysis).
+    after_run: AfterRun | None = None
 
 
 @dataclass
@@ -112,6 +117,8 @@ class RunContext:
     #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
     cohort: Cohort | None = None
     cohort_missing: dict[str, int] = field(default_factory=dict)
+    #: Each model's fitted scoring back-end (:mod:`interbias.run.backend_stage`; empty for cosine).
+    backends: dict[str, FittedBackend] = field(default_factory=dict)
     #: The countermeasures that score every trial's test audio (label -> loaded CM; :mod:`interbias.run.cm_stage`).
     cms: dict[str, Any] = field(default_factory=dict)
 

@@ -2,11 +2,11 @@
 
 :func:`availability` answers for one loaded experiment (a short reason key for tables, one
 clause for errors, the full message for ``interbias list -v``) on its default corpus or a
-variant. :func:`experiment_for_run` is the preflight of ``interbias run``: it reads the
-experiment file once, refuses what cannot run here (:func:`check_can_run`: the error says what
-is missing, names the data the corpus needs in a second sentence, and ends with the command that
-runs here when a variant does) and a grid too large to run (:func:`check_grid_size`), and hands
-the loaded experiment to the conductor.
+variant. The preflight of ``interbias run`` (:func:`interbias.run.tasks.experiment_for_run`)
+reads the experiment file once and refuses what cannot run here (:func:`check_can_run`: the
+error says what is missing, names the data the corpus needs in a second sentence, and ends with
+the command that runs here when a variant does); a verification experiment's own checks
+(:func:`verification_for_run`) refuse a grid too large to run (:func:`check_grid_size`).
 
 The grid's size is counted before any work. A run scores every cell (one level per factor: the
 product of the factors' level counts) with every encoder; each cell × encoder is one results
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from interbias.utils.errors import DOCS_PAGES, ConfigError, DataMissingError, InterbiasError, RunError
 
@@ -60,7 +61,7 @@ class Availability:
     detail: str = ""
 
 
-def availability(exp: Any, *, root: Path | None = None, models: bool = True) -> Availability:
+def availability(exp: Experiment, *, root: Path | None = None, models: bool = True) -> Availability:
     """Whether the loaded experiment ``exp`` runs here: its data, then its operators' resources,
     then (``models``) the checkpoints of the CMs it names."""
     from interbias.corpora import check_runnable
@@ -81,7 +82,7 @@ def availability(exp: Any, *, root: Path | None = None, models: bool = True) -> 
     return Availability(False, "ops", ops, f"{exp.name}: operators need: {ops}")
 
 
-def models_availability(exp: Any) -> Availability:
+def models_availability(exp: Experiment) -> Availability:
     """Runnable, else why not: the first CM checkpoint the run would load that is not here (the
     file is looked up, never loaded; experiments without CMs import nothing)."""
     if not exp.cm_labels:
@@ -110,7 +111,7 @@ def runnable_variants(path: Path, *, skip: str | None = None) -> list[str]:
     return out
 
 
-def unavailable_message(exp: Any, why: Availability, *, argument: str, variants: list[str]) -> str:
+def unavailable_message(exp: Experiment, why: Availability, *, argument: str, variants: list[str]) -> str:
     """``E14 cannot run here: <reason>. It needs: <data>. See docs/guide/corpora.md. Runs here:
     interbias run E14 --corpus synthetic`` (the operators page when an operator's resources are missing)."""
     needs = " ".join(exp.requires.split()).rstrip(".")
@@ -125,7 +126,7 @@ def unavailable_message(exp: Any, why: Availability, *, argument: str, variants:
     return ". ".join(sentences)
 
 
-def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None, *, models: bool = True) -> None:
+def check_can_run(exp: Experiment, argument: str, path: Path, root: Path | None = None, *, models: bool = True) -> None:
     """Raise :class:`DataMissingError` when the loaded experiment ``exp`` (``argument``: ``E14``
     or a YAML path, read from ``path``) cannot run here; the message ends with a command that does
     (``models`` False: the CMs are chosen on the command line, so their checkpoints are not judged here)."""
@@ -138,55 +139,53 @@ def check_can_run(exp: Any, argument: str, path: Path, root: Path | None = None,
     )
 
 
-def is_countermeasure(exp: Any) -> bool:
-    """Whether ``exp`` is a countermeasure experiment (kind ``countermeasure`` or ``tracks``)."""
-    return bool(exp.kind != "verification")
+def user_data(options: RunOptions) -> bool:
+    """Whether the command line brings its own data (``--manifest``, ``--data-root``, ``--trials``)."""
+    return bool(options.manifest or options.data_root or options.trials or options.trials_format)
 
 
-def experiment_for_run(options: RunOptions) -> Experiment:
-    """The experiment ``interbias run`` runs, read once and checked before any work: its data and operators' resources are here (a user's
-    ``--manifest``/``--trials`` applied), its grid is within :func:`max_rows`, the failure share
-    is valid. On a ``--manifest`` the experiment runs in its
-    :func:`~interbias.experiments.requirements.manifest_form` (levels whose recordings are not
-    given left out, recorded in ``left_out``); ``--noise-dir`` supplies recorded noise. A
-    countermeasure experiment is returned as written, its data checked."""
-    from interbias.corpora import check_runnable
-    from interbias.experiments.requirements import manifest_form, with_noise_dir
-    from interbias.experiments.schema import (
-        find_experiment,
-        load_experiment,
-        resource_problems,
-        with_countermeasures,
-        with_data,
-        with_trim_silence,
-    )
+def loaded_for_run(options: RunOptions) -> tuple[Path, Experiment]:
+    """The file ``options`` names and its experiment as ``run`` reads it (``--trim-silence`` and,
+    without a manifest, ``--noise-dir`` applied)."""
+    from interbias.experiments.requirements import with_noise_dir
+    from interbias.experiments.schema import find_experiment, load_experiment, with_trim_silence
     from interbias.utils.paths import conditions_dir
 
     path = find_experiment(options.experiment, conditions_dir())
     exp = load_experiment(path, corpus=options.corpus)
     if options.noise_dir is not None and options.manifest is None:  # on a manifest: manifest_form applies it
         exp = with_noise_dir(exp, options.noise_dir)
-    if options.trim_silence:
-        exp = with_trim_silence(exp)
-    user_data = bool(options.manifest or options.data_root or options.trials or options.trials_format)
-    if not user_data:  # the experiment's own data: say what runs here
-        named = exp.kind == "countermeasure" and tuple(options.encoders) != tuple(type(options).encoders)
-        chosen = options.countermeasures is not None or named  # CMs named on the command line
-        check_can_run(exp, options.experiment, path, options.corpus_root, models=not chosen)
-    if is_countermeasure(exp):
-        if options.countermeasures is not None:
-            raise ConfigError(
-                f"{exp.name}: --cm adds CMs to a spoofing verification run; this experiment is of kind {exp.kind} "
-                "(its CMs are countermeasures.models, or --encoders)"
-            )
-        if user_data:
-            check_runnable(exp, root=options.corpus_root)
-        return exp
+    return path, with_trim_silence(exp) if options.trim_silence else exp
+
+
+def verification_experiment(options: RunOptions) -> Experiment:
+    """The speaker-verification experiment ``options`` names, loaded and checked as
+    :func:`interbias.run.tasks.experiment_for_run` checks it (the conductor called directly)."""
+    path, exp = loaded_for_run(options)
+    if not user_data(options):
+        check_can_run(exp, options.experiment, path, options.corpus_root, models=options.countermeasures is None)
+    return verification_for_run(exp, options)
+
+
+def verification_for_run(exp: Experiment, options: RunOptions) -> Experiment:
+    """The verification task's check before any work (:meth:`interbias.run.tasks.base.Task.check`):
+    the user's ``--cm``, ``--manifest``/``--trials`` applied (on a ``--manifest`` the experiment runs
+    in its :func:`~interbias.experiments.requirements.manifest_form`: levels whose recordings are not
+    given left out, recorded in ``left_out``; ``--noise-dir`` supplies recorded noise), its grid
+    within :func:`max_rows`, its white-box attacks possible, the user's data and operators'
+    resources here, the failure share valid."""
+    from interbias.corpora import check_runnable
+    from interbias.experiments.requirements import manifest_form
+    from interbias.experiments.schema import resource_problems, with_backend, with_countermeasures, with_data
+
+    own = user_data(options)
+    if options.backend is not None:  # run --backend: the scoring back-end fitted on the dev split
+        exp = with_backend(exp, options.backend)
     if options.countermeasures is not None:
         exp = with_countermeasures(exp, options.countermeasures)
     if options.manifest is not None:  # the user's corpus: levels without their recordings left out, visibly
         exp = manifest_form(exp, noise_dir=options.noise_dir)
-    if user_data:
+    if own:
         exp = with_data(
             exp,
             manifest=options.manifest,
@@ -195,7 +194,7 @@ def experiment_for_run(options: RunOptions) -> Experiment:
             trials_format=options.trials_format,
         )
     check_experiment(exp, options.encoders)
-    if user_data:  # the user's data and the operators' resources (availability checked them otherwise)
+    if own:  # the user's data and the operators' resources (availability checked them otherwise)
         check_runnable(exp, root=options.corpus_root)
         if problems := resource_problems(exp):
             raise RunError(f"{exp.name} cannot run here: " + "; ".join(problems))
@@ -204,7 +203,7 @@ def experiment_for_run(options: RunOptions) -> Experiment:
     return exp
 
 
-def check_experiment(exp: Any, labels: Any) -> None:
+def check_experiment(exp: Experiment, labels: Sequence[str]) -> None:
     """What ``run`` refuses of a verification experiment from its file and the encoder labels
     alone, before loading anything: a grid over :func:`max_rows`, a white-box attack on an
     encoder without a differentiable path (``validate`` runs the same checks)."""
@@ -219,7 +218,7 @@ def check_experiment(exp: Any, labels: Any) -> None:
 # ---- the grid's size ---------------------------------------------------------------------------
 
 
-def n_cells(exp: Any) -> int:
+def n_cells(exp: Experiment) -> int:
     """Cells of ``exp``'s grid: the product of its factors' level counts (no cell is built)."""
     return math.prod(len(f.levels) for f in exp.factors)
 
@@ -238,7 +237,7 @@ def max_rows() -> int:
     return value
 
 
-def check_grid_size(exp: Any, n_encoders: int) -> int:
+def check_grid_size(exp: Experiment, n_encoders: int) -> int:
     """The number of results rows (cells × encoders) ``exp`` would write; a :class:`ConfigError`
     with the count and how to raise the limit when it exceeds :func:`max_rows`."""
     cells = n_cells(exp)

@@ -140,4 +140,4 @@ def qmf_model(
 
 def experiment_qmf_columns(exp: Experiment) -> list[str]:
     """:func:`qmf_columns` for an experiment with ``scoring.calibration.kind: qmf``, else none."""
-    return qmf_columns(exp.operating_points) if exp.scoring.calibration.kind == "qmf" else []
+    return qmf_columns(exp.operating_points) if exp.scoring.calibration.quality_aware else []

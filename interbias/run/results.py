@@ -285,6 +285,13 @@ def chain_fingerprint(cell: Cell) -> str:
     return f"{cell.enrol_chain.fingerprint}:{cell.test_chain.fingerprint}"
 
 
+def base_record(*, header: dict[str, Any], exp: Experiment, extra: dict[str, Any]) -> dict[str, Any]:
+    """run.json of any run (the run frame's record, :mod:`interbias.run.frame`): ``header`` (run
+    id, revision, command …), the resolved experiment, packages, hardware, and ``extra`` (the
+    kind's own record)."""
+    return {**header, "experiment": exp.resolved(), "packages": package_versions(), "hardware": hardware(), **extra}
+
+
 def run_record(
     *,
     header: dict[str, Any],
@@ -296,12 +303,10 @@ def run_record(
     failures: list[dict[str, str]],
     extra: dict[str, Any],
 ) -> dict[str, Any]:
-    """run.json: ``header`` (run id, revision, command, device, executor), the experiment, corpus,
-    encoders and trial list provenance, ``counts``, the first 200 ``failures``, packages,
-    hardware, and ``extra`` (errored cells, timings, cache, analyses …)."""
-    return {
-        **header,
-        "experiment": exp.resolved(),
+    """run.json of a verification run: :func:`base_record` with the corpus, encoders and trial
+    list provenance, ``counts``, the first 200 ``failures``, the front end, and ``extra``
+    (errored cells, timings, cache, analyses …)."""
+    body = {
         "corpus": {
             "name": manifest.name,
             "root": str(manifest.root),
@@ -323,11 +328,9 @@ def run_record(
         "counts": counts,
         "failures": failures[:200],
         "n_failures": len(failures),
-        "packages": package_versions(),
-        "hardware": hardware(),
         "frontend": exp.frontend.record(),
-        **extra,
     }
+    return base_record(header=header, exp=exp, extra={**body, **extra})
 
 
 def manifest_file(exp: Experiment) -> dict[str, Any]:

@@ -167,7 +167,13 @@ class RunDir:
         atomic.write_text(self.cell_record_path(model, cell), json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     def write_results(self, results: pd.DataFrame) -> None:
+        """results.csv: its one writer (the run frame, :func:`interbias.run.frame.finish`)."""
         atomic.write_csv(self.file(RESULTS), results)
+
+    def append_results(self, rows: pd.DataFrame) -> None:
+        """``rows`` added to results.csv (same columns, no header); the run's rows stay byte for byte."""
+        text = self.file(RESULTS).read_text(encoding="utf-8")
+        atomic.write_text(self.file(RESULTS), text + rows.to_csv(index=False, header=False, lineterminator="\n"))
 
     def write_operations(self, frame: pd.DataFrame) -> None:
         """operations.parquet (:mod:`interbias.run.operations`)."""

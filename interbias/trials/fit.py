@@ -34,7 +34,7 @@ def judge_manifest(exp: Experiment, manifest: Manifest, *, label: str | None = N
     (:func:`interbias.experiments.requirements.leave_out_missing`). ``label``: how the
     corpus is named (default: the experiment's manifest file name, else the manifest's name)."""
     name = label or (Path(exp.corpus.manifest).name if exp.corpus.manifest else manifest.name)
-    if exp.kind != "verification":
+    if not exp.draws_trials:
         return [Shortfall(f"{exp.name} is a {exp.kind} experiment", f"it scores its own corpus, not {name}")]
     req = requirements(exp)
     out = []
@@ -131,7 +131,7 @@ def catalogue_fit(manifest: Manifest, *, label: str | None = None) -> dict[str, 
     for path in sorted(conditions_dir().glob("*.yaml")):
         exp = load_experiment(path)
         try:
-            form = manifest_form(exp) if exp.kind == "verification" else exp
+            form = manifest_form(exp) if exp.draws_trials else exp
         except InterbiasError as exc:
             out[exp.name] = [Shortfall(f"{exp.name} cannot run on a manifest", str(exc))]
             continue

@@ -27,6 +27,7 @@ MOVED: dict[str, str] = {
     "interbias.cm.report": "interbias.analysis.security.cm_run",
     "interbias.cm.experiment": "interbias.run.tasks.countermeasure",
     "interbias.cm.tracks": "interbias.run.tasks.tracks",
+    "interbias.run.validate_kinds": "interbias.run.tasks (countermeasure.cm_estimate, tracks.tracks_estimate, base)",
     # the round of 2026-12-06: analysis/ in rooms (reporting, security, across, stats)
     "interbias.analysis.answer": "interbias.analysis.reporting.answer",
     "interbias.analysis.attacks": "interbias.analysis.security.attacks",
@@ -72,6 +73,8 @@ MOVED: dict[str, str] = {
     "interbias.cli.models": "interbias.cli.encoders.checkpoints",
     "interbias.cli.operators": "interbias.cli.data.operators",
     "interbias.cli.repair": "interbias.cli.audit.repair",
+    "interbias.encoders.campplus_graph": "interbias.encoders.campplus.graph",
+    "interbias.encoders.campplus_masked": "interbias.encoders.campplus.masked",
 }
 
 

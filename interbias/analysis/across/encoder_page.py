@@ -139,6 +139,18 @@ def _macro(label: str, by_metric: dict[str, list[RunAnalysis]], rep: Report) -> 
     if "min_dcf" in by_metric:
         line = too_small_line(_smallest_nontarget(label, by_metric["min_dcf"]), where="the run")
         rep.para(line or f"minDCF at p_target {P_TARGET:g}: the runs have enough non-target trials for it.")
+    left = left_off_line(by_metric)
+    if left:
+        rep.para(left)
+
+
+def left_off_line(by_metric: dict[str, list[RunAnalysis]]) -> str:
+    """The summary metrics (registry) the card has no interval of, each with the reason."""
+    from interbias.metrics.registry import spec, summary_metrics
+
+    left = [m for m in summary_metrics() if m not in by_metric]
+    why = "; ".join(f"{m}: {spec(m).no_interval or 'not asked for'}" for m in left)
+    return f"Not on this card (no interval; runs inventory pools their values): {why}." if left else ""
 
 
 def damaging(label: str, r: RunAnalysis) -> pd.DataFrame:

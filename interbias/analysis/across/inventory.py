@@ -16,8 +16,11 @@ from interbias.utils.errors import AnalysisError
 
 
 def pooled_metrics() -> tuple[str, ...]:
-    """The metrics the inventory pools (those of the seed paper's Tables 5/6), where present."""
-    return ("eer", "min_dcf", "auc")
+    """The metrics the inventory pools, where present: the registry's summary metrics (the seed
+    paper's Tables 5/6 and FRR at FAR 1 %, :func:`interbias.metrics.registry.summary_metrics`)."""
+    from interbias.metrics.registry import summary_metrics
+
+    return summary_metrics()
 
 
 def _corpus(resolved: dict, results: pd.DataFrame) -> str:

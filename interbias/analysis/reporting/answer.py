@@ -230,6 +230,10 @@ def _unresolved(part: pd.DataFrame, n_pilot: int) -> str:
     return text
 
 
+#: Kinds whose largest harm is named whatever the sign of its estimate (a gap).
+SIGNLESS = ("gap",)
+
+
 def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
     """One model's line for one kind."""
     part = grp[grp["kind"] == kind]
@@ -237,7 +241,7 @@ def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
     word = WORDS.get(kind, kind)
     text = f"{word}: {len(res)} of {len(part)} resolved"
     top = harm(res)
-    if top is not None and (float(top["estimate"]) > 0 or kind == "gap"):
+    if top is not None and (float(top["estimate"]) > 0 or kind in SIGNLESS):
         text += f"; largest harm: {_short(top, metric, pct)}"
     good = benefit(res)
     if good is not None:

@@ -110,28 +110,28 @@ def _md_table(frame: pd.DataFrame) -> str:
 
 
 def _headings(rep: Report) -> list[str]:
-    return [payload for kind, payload in rep.blocks if kind == "h2"]
+    return [payload for tag, payload in rep.blocks if tag == "h2"]
 
 
 def to_markdown(rep: Report, figure_dir: str) -> str:
     out = [f"# {rep.title}", ""]
-    for kind, payload in rep.blocks:
-        if kind == "h2":
+    for tag, payload in rep.blocks:
+        if tag == "h2":
             out += [f'<a id="{anchor(payload)}"></a>', "", f"## {payload}", ""]
-        elif kind == "p":
+        elif tag == "p":
             out += [payload, ""]
-        elif kind == "ul":
+        elif tag == "ul":
             out += [*(f"- {item}" for item in payload), ""]
-        elif kind == "toc":
+        elif tag == "toc":
             out += ["Contents: " + " · ".join(f"[{h}](#{anchor(h)})" for h in _headings(rep)), ""]
-        elif kind == "table":
+        elif tag == "table":
             frame, collapsed = payload
             if collapsed:
                 out += ["<details>", f"<summary>{html.escape(collapsed)}</summary>", ""]
             out += [_md_table(frame), ""]
             if collapsed:
                 out += ["</details>", ""]
-        elif kind == "figure":
+        elif tag == "figure":
             out += [f"### {payload.title}", "", f"![{payload.title}]({figure_dir}/{payload.name}.png)", ""]
             out += [payload.caption, ""]
     return "\n".join(out)
@@ -153,21 +153,21 @@ def to_html(rep: Report) -> str:
         f"<title>{html.escape(rep.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(rep.title)}</h1>",
     ]
-    for kind, payload in rep.blocks:
-        if kind == "h2":
+    for tag, payload in rep.blocks:
+        if tag == "h2":
             out.append(f'<h2 id="{anchor(payload)}">{html.escape(payload)}</h2>')
-        elif kind == "p":
+        elif tag == "p":
             out.append(f"<p>{html.escape(payload)}</p>")
-        elif kind == "ul":
+        elif tag == "ul":
             out.append('<ul class="answer">' + "".join(f"<li>{html.escape(i)}</li>" for i in payload) + "</ul>")
-        elif kind == "toc":
+        elif tag == "toc":
             links = " · ".join(f'<a href="#{anchor(h)}">{html.escape(h)}</a>' for h in _headings(rep))
             out.append(f'<nav class="toc">Contents: {links}</nav>')
-        elif kind == "table":
+        elif tag == "table":
             frame, collapsed = payload
             table = _cells(frame).to_html(index=False, escape=True, border=0)
             out.append(f"<details><summary>{html.escape(collapsed)}</summary>{table}</details>" if collapsed else table)
-        elif kind == "figure":
+        elif tag == "figure":
             data = base64.b64encode(payload.png).decode("ascii")
             out.append(
                 f'<figure id="{html.escape(payload.name)}"><h3>{html.escape(payload.title)}</h3>'

@@ -36,6 +36,9 @@ from interbias.metrics.registry import chance_levels
 
 _DET_TICKS = np.array([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99])
 
+#: The rates a DET axis spans; a rate outside (0 or 1) is drawn at the nearer edge.
+DET_RANGE = (float(_DET_TICKS[0]), float(_DET_TICKS[-1]))
+
 
 def new_figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
@@ -95,15 +98,25 @@ def _det_axes(ax: object, title: str) -> None:
     ax.grid(alpha=0.3)  # type: ignore[attr-defined]
 
 
+def _dot(ax: object, point: tuple[float, float] | None, colour: object, clip: tuple[float, float]) -> None:
+    """The deployed threshold's (FAR, FRR) on a DET curve (nothing for a NaN rate)."""
+    if point is None or not all(np.isfinite(point)):
+        return
+    x, y = norm.ppf(np.clip(point, *clip))
+    ax.plot([x], [y], marker="o", ms=4, color=colour, mec="black", mew=0.5, ls="none")  # type: ignore[attr-defined]
+
+
 def det_figure(
     curves: Mapping[str, Sequence[tuple[str, np.ndarray, np.ndarray, float]]],
     panels: Mapping[str, tuple[str, str]],
     reference: str | None,
+    marks: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
 ) -> Figure:
     """Small multiples of DET curves: one row of panels per model, one panel per panel label;
     ``curves``: model -> [(cell, FPR, FNR, value)]; ``panels``: cell -> (panel label, series
     label); the ``reference`` cell is drawn (black, dashed) in every panel. One colour per
-    series label over the whole figure, one legend outside the panels."""
+    series label over the whole figure, one legend outside the panels. ``marks``: model ->
+    cell -> (FAR, FRR) at the deployed threshold, drawn as a dot on that cell's curve."""
     labels = list(dict.fromkeys(p for p, _ in panels.values()))
     series = list(dict.fromkeys(s for c, (_, s) in panels.items() if c != reference))
     colour = dict(zip(series, palette(len(series)), strict=True))
@@ -116,6 +129,7 @@ def det_figure(
     handles: dict[str, object] = {}
     for m, (model, items) in enumerate(curves.items()):
         by_cell = {cell: (fpr, fnr) for cell, fpr, fnr, _ in items}
+        dots = (marks or {}).get(model, {})
         for k, label in enumerate(labels):
             ax = axes[m * per_model + k // cols, k % cols]
             if reference in by_cell:
@@ -124,12 +138,14 @@ def det_figure(
                     norm.ppf(np.clip(fpr, *clip)), norm.ppf(np.clip(fnr, *clip)), color="black", ls="--", lw=1.0
                 )
                 handles.setdefault(f"reference ({reference})", h[0])
+                _dot(ax, dots.get(reference), "black", clip)
             for cell, (fpr, fnr) in by_cell.items():
                 if cell == reference or panels.get(cell, ("", ""))[0] != label:
                     continue
                 name = panels[cell][1]
                 x, y = norm.ppf(np.clip(fpr, *clip)), norm.ppf(np.clip(fnr, *clip))
                 handles.setdefault(name, ax.plot(x, y, lw=1.1, color=colour[name], label=name)[0])
+                _dot(ax, dots.get(cell), colour[name], clip)
             _det_axes(ax, f"{model}: {label}")
             if k % cols == 0:
                 ax.set_ylabel("miss rate (%)", fontsize=7)

@@ -27,6 +27,7 @@ from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
+from interbias.analysis.reporting.det_points import deployed_marks, det_caption
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
@@ -254,14 +255,8 @@ def _figures(a: Analysis, rep: Report) -> None:
             fpr, fnr = metrics.det_curve(cs.scores, cs.labels)
             curves.setdefault(r.model, []).append((r.cell, fpr, fnr, float(getattr(r, metric))))
         panels, ref = det_panels(frame)
-        rep.draw(
-            "det",
-            "DET curves",
-            "Miss against false-alarm rate on normal-deviate axes: one row of panels per model, one panel per "
-            f"level named above it; the reference cell ({ref or 'none'}) dashed black in every panel. The dotted "
-            "diagonal is where the equal error rate is read; each cell's value is in the tables.",
-            lambda: plots.det_figure(curves, panels, ref),
-        )
+        marks = deployed_marks(a.run, frame)
+        rep.draw("det", "DET curves", det_caption(ref, marks), lambda: plots.det_figure(curves, panels, ref, marks))
     else:
         rep.omitted.append("DET curves: need per-trial scores (trials.parquet and scores/ in the run directory)")
     cond = _condition_table(a)

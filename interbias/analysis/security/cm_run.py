@@ -1,18 +1,23 @@
 """The analyses of a CM run (its after-run hook, :mod:`interbias.run.tasks.countermeasure`):
-results rows, Tables I–V, interaction contrasts, the report section (Markdown) and its figure
+results rows (written by the run frame), Tables I–V, interaction contrasts, the report section (Markdown) and its figure
 (fairness gap per cell)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from interbias.run.rundir import RESULTS, RunDir
+from interbias.run.frame import Analyses, RunEnd
+from interbias.run.rundir import RESULTS
 from interbias.run.tasks.countermeasure import grid
 from interbias.utils import atomic
+from interbias.utils.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 RESULT_COLUMNS = (
     "experiment", "dataset", "model", "family", "cell", "factor_a", "level_a", "ref_a", "factor_b", "level_b",
@@ -21,15 +26,20 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 
 
-def cm_analyses(run: RunDir, scores: pd.DataFrame, ctx: dict[str, Any]) -> dict[str, Any]:
-    """The after-run hook of a CM run: every analysis file (:func:`write_outputs`); returns what
-    run.json lists under ``analyses``."""
-    write_outputs(run.path, scores, ctx)
-    return {"cm": sorted(p.name for p in run.path.glob("cm_*") if p.name != "cm_scores.csv") + [RESULTS]}
+def cm_analyses(end: RunEnd) -> Analyses:
+    """The after-run analyses of a CM run: every analysis file (:func:`write_outputs`), and the
+    results rows (the run frame writes them to results.csv); run.json lists the files under
+    ``analyses``."""
+    run = end.run
+    if end.scores is None:
+        raise AnalysisError(f"{run.path}: a countermeasure run ends with its scores")
+    results = write_outputs(run.path, end.scores, end.detail)
+    files = sorted(p.name for p in run.path.glob("cm_*") if p.name != "cm_scores.csv") + [RESULTS]
+    return Analyses({"cm": files}, results)
 
 
 def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd.DataFrame:
-    """Write every analysis file of a CM run into ``folder``; returns the results frame."""
+    """Write every analysis file of a CM run into ``folder``; returns the results rows (for results.csv)."""
     from interbias.analysis.security import cm_fairness as cf
     from interbias.analysis.security.cm_track1 import run_table
 
@@ -50,7 +60,6 @@ def write_outputs(folder: Path, scores: pd.DataFrame, ctx: dict[str, Any]) -> pd
     inter = cf.interaction_table(scores, thresholds, rows, factors, boots)
     atomic.write_csv(folder / "cm_interaction.csv", inter)
     results = results_frame(ev, thresholds, boots, ctx)
-    atomic.write_csv(RunDir(folder).file(RESULTS), results)
     atomic.write_csv(folder / "cm_track1.csv", run_table(scores))
     figure = gap_figure(folder / "cm_gap.png", tables)
     atomic.write_text(folder / "cm_report.md", report_section(exp, results, tables, inter, figure))
@@ -118,7 +127,9 @@ def gap_figure(path: Path, tables: pd.DataFrame) -> str:
     return path.name
 
 
-def report_section(exp: Any, results: pd.DataFrame, tables: pd.DataFrame, inter: pd.DataFrame, figure: str) -> str:
+def report_section(
+    exp: Experiment, results: pd.DataFrame, tables: pd.DataFrame, inter: pd.DataFrame, figure: str
+) -> str:
     """The Markdown report section: EER per cell, Tables I–V, interaction contrasts, the figure."""
     from interbias.analysis.security.cm_fairness import fmt_value, markdown_tables
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,9 @@ from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
 from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
+
+if TYPE_CHECKING:
+    from interbias.experiments.schema import Experiment
 
 COLUMNS = [
     "model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS,
@@ -101,7 +104,7 @@ def read_cm_trials(run: RunDir) -> pd.DataFrame | None:
     return frame.assign(cm_score=scores, calibrated=frame["calibrated"].astype(bool))
 
 
-def reference_cells(results: pd.DataFrame, exp: Any) -> set[str]:
+def reference_cells(results: pd.DataFrame, exp: Experiment) -> set[str]:
     """Cells of ``results`` with every acoustic factor at its reference level."""
     acoustic = {f.name: str(f.reference) for f in exp.acoustic_factors}
     out = set()

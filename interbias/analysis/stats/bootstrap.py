@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from interbias.utils.budget import check_memory
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng, derive_seed
 
@@ -119,6 +120,9 @@ class Resampler:
             raise AnalysisError(f"bootstrap unit {unit!r}: valid: {', '.join(UNITS)}")
         if n_boot < 1:
             raise AnalysisError(f"--bootstrap must be a positive number of replicates, got {n_boot}")
+        n_speakers, n_trials = len(design.speakers), len(design.label)
+        each = f"a count per speaker and a weight per trial, ({n_speakers:,} + {n_trials:,}) × 8 bytes"
+        check_memory("--bootstrap", n_boot, 8 * (n_speakers + n_trials), each, error=AnalysisError)
         self.design, self.n_boot, self.seed, self.unit = design, n_boot, seed, unit
         self._speaker_counts: np.ndarray | None = None
         self._trial_counts: dict[tuple[str, bool], np.ndarray] = {}

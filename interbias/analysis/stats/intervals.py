@@ -62,9 +62,8 @@ def unify(
     """Contrasts and gaps whose per-row intervals are the findings' (``found``: the decided
     findings in :func:`interbias.analysis.effects.collect` order, before any sorting: its
     interactions in contrasts order, its gaps in gaps order)."""
-    kind = found["kind"].astype(str)
-    ie = found[kind == "interaction"]
-    gap = found[kind == "gap"]
+    ie = found[found["kind"].astype(str).eq("interaction")]
+    gap = found[found["kind"].astype(str).eq("gap")]
     c = replace(contrasts, contrasts=_swap(contrasts.contrasts, "ie_lo", "ie_hi", ie, method))
     g = replace(gaps, gaps=_swap(gaps.gaps, "gap_lo", "gap_hi", gap, method))
     return c, g

@@ -25,6 +25,7 @@ import numpy as np
 from interbias.analysis.scored_run import ScoredRun
 from interbias.metrics.weighted import metric_batch, sort_cell
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
+from interbias.utils.budget import check_memory
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
 
@@ -72,6 +73,8 @@ def permutation_gap_test(
             raise AnalysisError(f"the permutation test of {metric} needs the shared calibration")
         return calibration.batch(metric, scores, labels, w, cell)
 
+    each = f"a group weight per trial, {len(scores):,} × 8 bytes"
+    check_memory("--permutations", n_perm, 8 * len(scores), each, error=AnalysisError)
     observed = in_group[unit_idx][None, :].astype(float)
     obs = batch(observed)[0] - batch(1.0 - observed)[0]
     assign = np.empty((n_perm, len(names)), dtype=bool)

@@ -11,6 +11,7 @@ from interbias.cli import guarded
 from interbias.cli.audit import audit_app
 from interbias.cli.audit.source import CacheDirOpt, CorpusOpt, CorpusRootOpt, GroupsOpt, ManifestOpt
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import ForceOpt
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -47,6 +48,7 @@ def prepare_cmd(
         typer.Option(help="Voice variants per family within and across groups (the voice axis; 0: none)."),
     ] = 0,
     cache_dir: CacheDirOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Write the matched-pair protocol: base target/non-target trials and variants that change only
     the test's style, only its text, only its noise condition, or only the voice (columns:
@@ -56,6 +58,7 @@ def prepare_cmd(
     )
     from interbias.audits.blackbox import ProtocolOptions, prepare, with_paths
     from interbias.audits.source import load_manifest
+    from interbias.run.outputs import check_output, csv_header
     from interbias.utils import atomic
     from interbias.utils.errors import AnalysisError
     from interbias.utils.numbers import require
@@ -69,6 +72,7 @@ def prepare_cmd(
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
     opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs, voice_variants)
     frame = with_paths(prepare(m, comma_list(groups), opts), m, out.parent / "audio")
+    check_output(out, force=force, inputs=[p for p in (manifest,) if p], header=csv_header(frame))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_csv(out, frame)
     counts = frame.groupby(["axis", "label"]).size()
@@ -85,15 +89,18 @@ def score_cmd(
     encoder: Annotated[str, typer.Option(help="A local encoder standing in for the closed system.")] = "CAM++",
     out: Annotated[Path | None, typer.Option(help="Scores CSV (default: scores-<encoder>.csv beside it).")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N].")] = "cpu",
+    force: ForceOpt = False,
 ) -> None:
     """Score a protocol with a local encoder (cosine of enrolment and test embeddings)."""
     from interbias.audits.blackbox import encoder_embedder, read_protocol, score_with
+    from interbias.run.outputs import check_output, csv_header
     from interbias.utils import atomic
     from interbias.utils.paths import readable_slug
 
     frame = read_protocol(protocol)
     scores = score_with(frame, encoder_embedder(encoder, device))
     path = out or protocol.parent / f"scores-{readable_slug(encoder)}.csv"
+    check_output(path, force=force, inputs=[protocol], header=csv_header(scores))
     atomic.write_csv(path, scores)
     typer.echo(f"wrote {path} ({len(scores)} trials)")
 
@@ -116,15 +123,18 @@ def analyze_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the permutations.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Result CSV (default: blackbox.csv beside the scores).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Invariance-violation ratio per axis, accuracy and EER per group, gaps with speaker-level p."""
     check_numbers("audit blackbox analyze", threshold=threshold, permutations=permutations)
     from interbias.audits.blackbox import analyze, read_answers, read_protocol
+    from interbias.run.outputs import check_output, csv_header
     from interbias.utils import atomic
 
     answers = read_answers(scores, read_protocol(protocol))
     result = analyze(answers, comma_list(groups), threshold=threshold, n_perm=permutations, seed=seed)
     path = out or scores.parent / "blackbox.csv"
+    check_output(path, force=force, inputs=[scores, protocol], header=csv_header(result.table))
     atomic.write_csv(path, result.table)
     if not quiet:
         print_frame(

@@ -12,7 +12,7 @@ import typer
 from interbias.cli import guarded
 from interbias.cli.data import data_app
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import JsonOpt, QuietOpt
+from interbias.cli.options import ForceOpt, JsonOpt, QuietOpt
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -165,11 +165,15 @@ def prepare(
     cache_dir: Annotated[
         Path | None, typer.Option(help="Cache folder for audio headers (default $INTERBIAS_CACHE).")
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
-    """Read a corpus in its published layout and write its manifest (absolute audio paths)."""
+    """Read a corpus in its published layout and write its manifest (absolute audio paths);
+    an existing manifest file is replaced only with --force (it may be hand-written)."""
     from interbias.corpora.tasks import prepare_corpus
+    from interbias.run.outputs import check_output
 
     target = out or Path(f"{name}.jsonl")
+    check_output(target, force=force)
     manifest = prepare_corpus(name, root, _options(set_ or []), cache=cache_dir)
     manifest.write(target)
     typer.echo(f"wrote {target}: {len(manifest)} utterances, {len(manifest.speakers())} speakers")

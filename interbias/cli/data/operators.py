@@ -10,7 +10,7 @@ import typer
 
 from interbias.cli import guarded
 from interbias.cli.data import data_app
-from interbias.cli.options import JsonOpt, OpSetOpt, ParamAlias, op_settings
+from interbias.cli.options import ForceOpt, JsonOpt, OpSetOpt, ParamAlias, op_settings
 
 
 @data_app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
@@ -19,11 +19,12 @@ def degrade(
     src: Annotated[Path, typer.Argument(metavar="IN", help="Input audio file (WAV, FLAC, ...).")],
     dst: Annotated[Path, typer.Argument(metavar="OUT", help="Output audio file (at the input's rate).")],
     op: Annotated[
-        str,
+        list[str],
         typer.Option(
             "--op",
             metavar="NAME[:KEY=VALUE,...]",
-            help="The operator and its parameters, e.g. codec:codec=gsm (see `interbias data operators`).",
+            help="The operator and its parameters, e.g. codec:codec=gsm (see `interbias data operators`); "
+            "repeated, a chain in the order given, as in cm score.",
         ),
     ],
     set_: OpSetOpt = None,
@@ -31,10 +32,13 @@ def degrade(
     seed: Annotated[int, typer.Option(help="Seed for the operator's random draws.")] = 0,
     corpus: Annotated[str, typer.Option(help="Corpus whose talkers babble/crosstalk draw.")] = "synthetic",
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+    force: ForceOpt = False,
 ) -> None:
-    """Degrade one file with one operator so you can hear a condition."""
-    from interbias.operators.degrade import degrade_file
+    """Degrade one file with an operator (or a chain of them) so you can hear a condition; an
+    existing OUT is replaced only with --force."""
+    from interbias.operators.degrade import degrade_file, refuse_overwrite
     from interbias.operators.spec import with_settings
+    from interbias.run.outputs import check_output
 
     def talkers() -> Any:
         from interbias.corpora import load_corpus
@@ -44,8 +48,10 @@ def degrade(
         typer.echo(f"talkers come from corpus {corpus!r} (prepared on first use under {cache_dir()})", err=True)
         return load_corpus(CorpusSpec(name=corpus), cache=cache_dir())
 
-    name, params, _ = with_settings([op], op_settings(set_, param))
-    info = degrade_file(src, dst, name or op, params, seed=seed, talkers=talkers)
+    name, params, specs = with_settings(op, op_settings(set_, param))
+    refuse_overwrite(src, dst)  # the input, refused always in the operator's own words
+    check_output(dst, force=force, option="OUT")
+    info = degrade_file(src, dst, name, params, seed=seed, talkers=talkers, chain_specs=specs)
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return

@@ -10,6 +10,7 @@ import typer
 
 from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import ForceOpt
 from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
@@ -27,6 +28,25 @@ class Positive(StrEnum):
     spoof = "spoof"
 
 
+GroupOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group",
+        help="Group attribute (repeatable): a column, or enrol_COLUMN and test_COLUMN (a trial "
+        "belongs to a group when both sides do; other pairs are reported as 'mixed'); "
+        "gender×age_band crosses attributes into one grouping of crossed cells.",
+    ),
+]
+CrossOption = Annotated[
+    bool,
+    typer.Option(
+        "--cross",
+        help="Cross the --group attributes into one grouping (gender×age_band): every crossed "
+        "cell with its speakers, Holm over the crossed family.",
+    ),
+]
+
+
 @scores_app.command(epilog="Example: interbias scores fairness eval.csv --group gender --dev dev.csv")
 @guarded
 def fairness(
@@ -38,14 +58,8 @@ def fairness(
             "column(s); or a run directory with dev trials."
         ),
     ],
-    group: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--group",
-            help="Group attribute (repeatable): a column, or enrol_COLUMN and test_COLUMN (a trial "
-            "belongs to a group when both sides do; other pairs are reported as 'mixed').",
-        ),
-    ] = None,
+    group: GroupOption = None,
+    cross: CrossOption = False,
     dev: Annotated[
         Path | None, typer.Option(help="Development scores (score, label) the threshold is chosen on.")
     ] = None,
@@ -75,12 +89,20 @@ def fairness(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
     check_numbers("scores fairness", alpha=alpha, bootstrap=bootstrap)
     from interbias.analysis.fairness import fairness_for_files, fairness_for_run
+    from interbias.analysis.fairness_cross import crossed
+    from interbias.run.outputs import check_output_folder
+    from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
     from interbias.utils.errors import AnalysisError
+
+    check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
+    if cross:
+        group = crossed(group or [])
 
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:

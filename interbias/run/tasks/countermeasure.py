@@ -18,31 +18,56 @@ checkpoints and scores only the rest. Then ``cm_scores.csv``, and from the after
 ``cm_`` + the fairness report's two files (comparisons, per-group values),
 ``cm_tables.csv`` + ``cm_tables.md`` (Tables I–V), ``cm_interaction.csv``, ``cm_track1.csv``
 (ASVspoof 5 Track 1 metrics per model × cell, pooled and per attack), ``cm_report.md``,
-``cm_gap.png``; last ``run.json`` with the packages and hardware (docs/outputs.md).
+``cm_gap.png``; last ``run.json`` with the packages and hardware (docs/outputs.md). The run
+frame (:mod:`interbias.run.frame`) opens and locks the directory, and writes results.csv (the
+rows the analyses compute) and run.json.
+
+``interbias validate`` counts what the run scores (:func:`cm_estimate`): in the reference cell
+each CM scores the CM manifest's dev and eval utterances, in every other cell the eval
+utterances; CM scorings = (dev + eval + (cells − 1) × eval) × CMs; ``results.csv`` has one row
+per CM × cell. The run also needs every CM's checkpoint file; a missing one means it does not
+run here. The manifest is read when it is here (a ``manifest:`` file, or ``synthetic-cm``
+already built in the cache); otherwise the estimate states the rule. No time is estimated.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from interbias.run.conductor import RunOutcome
+from interbias.run.estimate import Estimate
+from interbias.run.frame import RunEnd, RunOutcome, cache_of, finish, header, loaded, opened, seconds_since
 from interbias.run.inputs import RunOptions
-from interbias.run.lock import RunLock
-from interbias.run.results import content_run_id, hardware, package_versions, revision
+from interbias.run.results import base_record, content_run_id
 from interbias.run.rundir import RESULTS, RunDir
+from interbias.run.tasks.base import (
+    NO_TIME,
+    Task,
+    base_estimate,
+    check_own_data,
+    manifest_here,
+    runs_here_text,
+    split_counts,
+)
 from interbias.utils import atomic, crashpoints
 from interbias.utils.errors import ConfigError
 from interbias.utils.progress import Reporter
+
+if TYPE_CHECKING:
+    from interbias.audio.frontend import FrontEnd
+    from interbias.cm.models import LoadedCM
+    from interbias.corpora.manifest import Manifest
+    from interbias.experiments.schema import Experiment
 
 #: The model folder name of a CM run's per-cell scores and completion records (all models of a cell together).
 CELL_KEY = "cm"
 
 
-def cm_spec(exp: Any) -> dict[str, Any] | None:
+def cm_spec(exp: Experiment) -> dict[str, Any] | None:
     """The checked ``countermeasures`` section of an experiment (its models in the CM registry, two
     acoustic factors on the test side, a front end the CMs honour), or None for another kind."""
     from interbias.cm.models import CM_MODELS
@@ -77,7 +102,7 @@ def choose_models(spec: dict[str, Any], encoders: list[str], default: tuple[str,
     return list(encoders)
 
 
-def grid(exp: Any) -> tuple[tuple[str, str], str, list]:
+def grid(exp: Experiment) -> tuple[tuple[str, str], str, list]:
     """(factor names, reference cell id, IC grid rows (level_a, level_b, (cell_ab, cell_a, cell_b, cell_ref)))."""
     fa, fb = exp.factors
     cid = lambda a, b: f"{fa.name}={a},{fb.name}={b}"  # noqa: E731 - the cell id rule of experiments.Cell
@@ -91,9 +116,9 @@ def grid(exp: Any) -> tuple[tuple[str, str], str, list]:
     return (fa.name, fb.name), ref, rows
 
 
-def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Any = None) -> RunOutcome:
+def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Experiment | None = None) -> RunOutcome:
     """``interbias run`` of a countermeasure experiment (module docstring). ``exp``: the experiment
-    as loaded and checked by :func:`interbias.run.preflight.experiment_for_run` (None: loaded here)."""
+    as loaded and checked by :func:`interbias.run.tasks.experiment_for_run` (None: loaded here)."""
     reporter = reporter or Reporter(quiet=options.quiet)
     return run_cm(options, reporter, default_encoders=tuple(RunOptions.encoders), exp=exp)
 
@@ -102,7 +127,7 @@ def run(options: RunOptions, reporter: Reporter | None = None, *, exp: Any = Non
 run_cm_experiment = run
 
 
-def cm_manifest(exp: Any, options: Any, cache: Path, reporter: Any) -> Any:
+def cm_manifest(exp: Experiment, options: RunOptions, cache: Path, reporter: Reporter) -> Manifest:
     """The CM manifest: ``synthetic`` → its CM form (bona fide vs proxy attacks); any other corpus
     through its adapter; checked to be a CM manifest."""
     from interbias.corpora import load_corpus
@@ -116,54 +141,51 @@ def cm_manifest(exp: Any, options: Any, cache: Path, reporter: Any) -> Any:
     return manifest
 
 
-def run_cm(options: Any, reporter: Any, *, default_encoders: tuple[str, ...], exp: Any = None) -> RunOutcome:
+def run_cm(
+    options: RunOptions, reporter: Reporter, *, default_encoders: tuple[str, ...], exp: Experiment | None = None
+) -> RunOutcome:
     """Score (resuming by cell), analyse and write a CM experiment (module docstring)."""
     from interbias.cm.frontends import cm_frontend
-    from interbias.corpora import check_runnable
-    from interbias.experiments.schema import find_experiment, load_experiment
-    from interbias.utils.paths import cache_dir, conditions_dir
 
     t0 = time.perf_counter()
-    if exp is None:  # called directly, not through the preflight
-        exp = load_experiment(find_experiment(options.experiment, conditions_dir()), corpus=options.corpus)
-        check_runnable(exp, root=options.corpus_root)
+    exp = loaded(options, exp)
     spec = cm_spec(exp)
     if spec is None:
         raise ConfigError(f"{exp.name}: not a countermeasure experiment (it has no countermeasures: section)")
     labels = choose_models(spec, list(options.encoders), default_encoders)
-    cache = Path(options.cache_dir or cache_dir())
+    cache = cache_of(options)
     manifest = cm_manifest(exp, options, cache, reporter)
     frontend = cm_frontend(exp)
     models = load_models(labels, resampler=frontend.resampler)
     checkpoints = {k: m.checkpoint_sha256 for k, m in models.items()}
     run_id = content_run_id(f"{exp.name}-cm", [exp.resolved(), manifest.sha256(), checkpoints])
-    run = RunDir(Path(options.out) / run_id)
-    with RunLock(run.path) as lock:
-        if lock.previous_pid:
-            reporter.notice(
-                f"note: took over the lock of an earlier run (pid {lock.previous_pid}) that is no longer running"
-            )
-        atomic.remove_stale_temps(run.path)
+    with opened(Path(options.out) / run_id, reporter) as run:
         scores, failed, reused = score_all(exp, manifest, models, cache, reporter, frontend, run)
         atomic.write_csv(run.file("cm_scores.csv"), scores)
         ctx = {"exp": exp, "spec": spec, "models": models, "run_id": run_id, "failed": failed, "manifest": manifest}
-        after = options.after_run
-        analyses = after(run, scores, ctx, kind="countermeasure") if after else {}
-        results = run.read_results() if run.file(RESULTS).is_file() else pd.DataFrame()
-        record = {
-            "run_id": run_id, "revision": revision(), "experiment": exp.resolved(), "command": options.command,
-            "models": {k: m.provenance() for k, m in models.items()}, "frontend": frontend.record(),
-            "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
-            "n_failures": sum(len(v) for v in failed.values()),
-            "failed_first": {k: v[:5] for k, v in failed.items() if v}, "cells_reused": reused,
-            "packages": package_versions(), "hardware": hardware(), "analyses": analyses,
-            "seconds": round(time.perf_counter() - t0, 2),
-        }  # fmt: skip
-        run.write_run_json(record)
+        end = RunEnd("countermeasure", run, [], scores=scores, detail=ctx)
+        record = lambda analyses: base_record(  # noqa: E731 - run.json once the analyses are written
+            header=header(run_id, options.command),
+            exp=exp,
+            extra={
+                "models": {k: m.provenance() for k, m in models.items()}, "frontend": frontend.record(),
+                "manifest_sha256": manifest.sha256(), "n_failed": {k: len(v) for k, v in failed.items()},
+                "n_failures": sum(len(v) for v in failed.values()),
+                "failed_first": {k: v[:5] for k, v in failed.items() if v}, "cells_reused": reused,
+                "analyses": analyses.files, "seconds": seconds_since(t0),
+            },
+        )  # fmt: skip
+        finish(run, end, options.after_run, record)
+        results = written_results(run)
     return RunOutcome(run.path, results, len(scores), 0, reused, [])
 
 
-def load_models(labels: list[str], *, resampler: str = "polyphase") -> dict[str, Any]:
+def written_results(run: RunDir) -> pd.DataFrame:
+    """results.csv as written (by this invocation's analyses, or an earlier one's), else no rows."""
+    return run.read_results() if run.file(RESULTS).is_file() else pd.DataFrame()
+
+
+def load_models(labels: list[str], *, resampler: str = "polyphase") -> dict[str, LoadedCM]:
     from interbias.cm.models import load_cm
 
     return {label: load_cm(label, resampler=resampler) for label in labels}
@@ -177,7 +199,7 @@ def finished_cell(run: RunDir, cell_id: str, checkpoints: dict[str, str]) -> tup
     return run.read_scores(CELL_KEY, cell_id), list(rec.get("failed", []))
 
 
-def check_rates(models: dict, frontend: Any) -> None:
+def check_rates(models: dict[str, LoadedCM], frontend: FrontEnd) -> None:
     """A checkpoint trained at another sample rate than the front end gives is refused, not fed that rate."""
     from interbias.utils.errors import EncoderError
 
@@ -191,7 +213,13 @@ def check_rates(models: dict, frontend: Any) -> None:
 
 
 def score_all(
-    exp: Any, manifest: Any, models: dict, cache: Path, reporter: Any, frontend: Any, run: RunDir
+    exp: Experiment,
+    manifest: Manifest,
+    models: dict[str, LoadedCM],
+    cache: Path,
+    reporter: Reporter,
+    frontend: FrontEnd,
+    run: RunDir,
 ) -> tuple[pd.DataFrame, dict[str, list[str]], int]:
     """Scores of every cell (dev + eval in the reference cell, eval elsewhere), failures per cell
     and the number of cells reused; each scored cell is written with its completion record."""
@@ -219,3 +247,72 @@ def score_all(
             failed[cell.id] = bad
             advance(1)
     return pd.concat(frames, ignore_index=True), failed, reused
+
+
+# ---- validate: what the run scores ------------------------------------------------------------
+
+
+def cm_estimate(exp: Experiment, encoders: Sequence[str], cache: Path, default_encoders: Sequence[str]) -> Estimate:
+    """What a countermeasure run of ``exp`` scores (module docstring)."""
+    from interbias.cm.models import missing_checkpoints
+    from interbias.corpora.cm_corpus import check_cm_manifest, cm_corpus_folder, cm_spec_from_options
+    from interbias.run.preflight import availability
+
+    spec = cm_spec(exp)
+    if spec is None:
+        raise ConfigError(f"{exp.name}: not a countermeasure experiment (it has no countermeasures: section)")
+    models = choose_models(spec, list(encoders), tuple(default_encoders))
+    cells = exp.cells()
+    _, ref, _ = grid(exp)
+    est = base_estimate(exp, "countermeasure", len(cells))
+    est.n_rows = len(cells) * len(models)
+    why = availability(exp, models=False)  # the CMs this run loads are judged below
+    missing = missing_checkpoints(models)
+    est.runs_here = runs_here_text(why, missing)
+    est.headline = (
+        f"{est.label}: corpus {est.corpus}, countermeasure experiment: {len(cells)} cells × {len(models)} CM(s) "
+        f"({', '.join(models)}) → {est.n_rows} results rows; {est.runs_here}"
+    )
+    synthetic_cm = lambda o: ("synthetic-cm", cm_corpus_folder(cache, cm_spec_from_options(o)))  # noqa: E731
+    manifest, est.utterances_from = manifest_here(
+        exp.corpus, cache, {"synthetic": synthetic_cm, "synthetic-cm": synthetic_cm}
+    )
+    others = sum(c.id != ref for c in cells)
+    if manifest is None:
+        est.work = [
+            f"  cost: unknown ({est.utterances_from}); each CM scores the dev and eval utterances in the reference "
+            f"cell and the eval utterances in each of the other {others} cells"
+        ]
+        return est
+    check_cm_manifest(manifest)
+    n = split_counts(manifest)
+    per_cm = n["dev"] + n["eval"] + others * n["eval"]
+    est.n_utterances, est.n_scorings = n["dev"] + n["eval"], per_cm * len(models)
+    est.work = [
+        f"  cost: {n['dev']} dev + {n['eval']} eval utterances in the reference cell, {n['eval']} eval in each of "
+        f"the other {others} cells = {per_cm} scorings × {len(models)} CM(s) = {est.n_scorings} CM scorings, no "
+        f"embeddings or trials ({est.utterances_from}); {NO_TIME}"
+    ]
+    return est
+
+
+class CountermeasureTask(Task):
+    """Experiments with a ``countermeasures:`` section: CMs score a CM manifest per cell."""
+
+    kind = "countermeasure"
+
+    def names_models(self, options: RunOptions) -> bool:
+        """``--encoders`` left at its default means the experiment's CMs; otherwise it names CMs."""
+        return tuple(options.encoders) != tuple(type(options).encoders)
+
+    def check(self, exp: Experiment, options: RunOptions) -> Experiment:
+        return check_own_data(exp, options)
+
+    def estimate(self, exp: Experiment, encoders: Sequence[str], cache: Path) -> Estimate:
+        return cm_estimate(exp, encoders, cache, RunOptions.encoders)
+
+    def run(self, options: RunOptions, reporter: Reporter | None, exp: Experiment) -> RunOutcome:
+        return run(options, reporter, exp=exp)
+
+
+COUNTERMEASURE = CountermeasureTask()

@@ -10,7 +10,7 @@ padded frames, as the unpadded row sees the convolutions' zero padding past its 
 - the stride-2 TDNN maps a row of L frames to ⌈L / 2⌉ (padding 2: its last valid output reads
   input frames ≤ L + 1, zero in both forms);
 - a CAM layer's context, mean over frames + the 100-frame segment mean (the last partial
-  segment over its own frames), is taken over valid frames (:func:`~interbias.encoders.masking.segment_means`);
+  segment over its own frames), is taken over valid frames (:class:`~interbias.encoders.masking.FrameMasks`);
   the context network is pointwise, so it runs once per segment and its gate is repeated over
   the segment's frames;
 - statistics pooling is the mean and the unbiased standard deviation (``StatsPool``:
@@ -27,37 +27,35 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from interbias.encoders.masking import length_mask, masked_mean, masked_std, segment_means
-
-#: Frames per CAM segment (``CAMLayer.seg_pooling``'s ``seg_len``).
-SEGMENT = 100
-#: ``StatsPool``'s standard deviation for a one-frame input.
-ONE_FRAME_STD = 1e-2
+from interbias.encoders.campplus.constants import ONE_FRAME_STD, SEGMENT
+from interbias.encoders.masking import FrameMasks, length_mask, masked_mean, masked_std
 
 
 class CamPlusMasked(torch.nn.Module):
-    """``CAMPPlus.forward`` on (N, T, 80) fbank zero-padded past each row's ``lengths`` (N,) frames -> (N, 192)."""
+    """``CAMPPlus.forward`` on (N, T, 80) fbank zero-padded past each row's ``lengths`` (N,) frames -> (N, 192).
+
+    The masks are made once per batch and frame rate (:class:`FrameMasks`: the FCM head's full
+    rate, then the half rate after the stride-2 TDNN) and passed to every layer; a CAM layer's
+    context is one batched matrix product with the precomputed context matrix."""
 
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, fbank: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        mask = length_mask(lengths, fbank.shape[1])
-        x = self._head(fbank.permute(0, 2, 1).unsqueeze(1), mask[:, None, None, :].to(fbank.dtype))
+        weights = length_mask(lengths, fbank.shape[1]).to(fbank.dtype)
+        x = self._head(fbank.permute(0, 2, 1).unsqueeze(1), weights[:, None, None, :])
         xv = self.model.xvector
-        x = xv.tdnn.nonlinear(xv.tdnn.linear(x * mask.unsqueeze(1).to(x.dtype)))
-        lengths = torch.div(lengths + 1, 2, rounding_mode="floor")  # ⌈L / 2⌉
-        mask = length_mask(lengths, x.shape[-1])
-        weights = mask.unsqueeze(1).to(x.dtype)
-        index = torch.div(torch.arange(x.shape[-1], device=x.device), SEGMENT, rounding_mode="floor")
+        x = xv.tdnn.nonlinear(xv.tdnn.linear(x * weights.unsqueeze(1)))
+        half = torch.div(lengths + 1, 2, rounding_mode="floor")  # ⌈L / 2⌉
+        masks = FrameMasks.of(half, x.shape[-1], SEGMENT, x.dtype)
         for i in (1, 2, 3):
             for layer in getattr(xv, f"block{i}"):
-                h = layer.nonlinear2(layer.linear1(layer.nonlinear1(x))) * weights
-                x = torch.cat([x, self._cam(layer.cam_layer, h, mask, lengths, index)], dim=1)
+                h = layer.nonlinear2(layer.linear1(layer.nonlinear1(x))) * masks.weights
+                x = torch.cat([x, self._cam(layer.cam_layer, h, masks)], dim=1)
             x = getattr(xv, f"transit{i}")(x)
         x = xv.out_nonlinear(x)
-        return xv.dense(self._stats(x, mask, lengths))
+        return xv.dense(self._stats(x, masks))
 
     def _head(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """The FCM front end on (N, 1, 80, T), ``weights`` (N, 1, 1, T) 1 at valid frames -> (N, C·F, T)."""
@@ -71,17 +69,17 @@ class CamPlusMasked(torch.nn.Module):
         return out.reshape(out.shape[0], out.shape[1] * out.shape[2], out.shape[3])
 
     @staticmethod
-    def _cam(cam: Any, h: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    def _cam(cam: Any, h: torch.Tensor, masks: FrameMasks) -> torch.Tensor:
         """``CAMLayer.forward`` on ``h`` zeroed at padded frames."""
         local = cam.linear_local(h)
-        context = masked_mean(h, mask, lengths).unsqueeze(-1) + segment_means(h, lengths, SEGMENT)
-        gate = torch.sigmoid(cam.linear2(F.relu(cam.linear1(context))))  # (N, C, S)
-        return local * gate[..., index]
+        gate = torch.sigmoid(cam.linear2(F.relu(cam.linear1(masks.mean_and_segments(h)))))  # (N, C, S)
+        return local * gate[..., masks.index]
 
     @staticmethod
-    def _stats(x: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def _stats(x: torch.Tensor, masks: FrameMasks) -> torch.Tensor:
         """``StatsPool`` over valid frames: [mean, unbiased std], std 1e-2 for one-frame rows."""
-        mean = masked_mean(x, mask, lengths)
-        std = masked_std(x, mask, lengths, mean, unbiased=True)
-        std = torch.where((lengths > 1).unsqueeze(1), std, torch.full_like(std, ONE_FRAME_STD))
+        mask = masks.weights[:, 0, :] > 0
+        mean = masked_mean(x, mask, masks.lengths)
+        std = masked_std(x, mask, masks.lengths, mean, unbiased=True)
+        std = torch.where((masks.lengths > 1).unsqueeze(1), std, torch.full_like(std, ONE_FRAME_STD))
         return torch.cat([mean, std], dim=-1)

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-#: Frames per CAM segment (``CAMLayer.seg_pooling``'s ``seg_len``).
-SEGMENT = 100
+from interbias.encoders.campplus.constants import SEGMENT
+
 #: Names this restatement in the exported graph's cache key and provenance; bump on change.
 GRAPH = "campplus-nchwc-segment-v1"
 

