@@ -233,7 +233,7 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
     if a.replicates is not None:
         echo_wrapped(f"intervals of effects (findings, contrasts.csv, gaps.csv): {a.interval_method}")
         echo_wrapped(f"intervals of cells and means: {a.replicates.describe()}")
-    echo_wrapped(f"wrote {len(paths)} tables in {folder} (findings.csv: every effect; docs/outputs.md)")
+    echo_wrapped(f"wrote {len(paths)} files in {folder} (findings.csv: every effect; docs/outputs.md)")
 
 
 def _print_json(a: Analysis, found: object, paths: list[Path]) -> None:
