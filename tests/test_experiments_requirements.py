@@ -104,3 +104,12 @@ def test_noise_dir_supplies_the_environmental_levels(tmp_path: Path) -> None:
 def test_a_reference_level_without_its_recordings_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="the reference level noise=env_15 needs recorded noise: --noise-dir DIR"):
         manifest_form(load_experiment(_noisy(tmp_path, reference="env_15")))
+
+
+def test_numeric_values_are_listed_in_numeric_order() -> None:
+    """E07 selects years_from_first 0..20: the need lists 2 before 10 (not 0, 1, 10, 11, …)."""
+    from interbias.experiments.requirements import requirements
+
+    exp = load_experiment(conditions_dir() / "E07.yaml")
+    need = next(n for n in requirements(exp).attributes if n.attribute == "years_from_first")
+    assert need.values is not None and list(need.values) == [str(i) for i in range(21)]

@@ -73,11 +73,14 @@ def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path, monkeypatch) 
     assert "✗data     the corpus is not on this disk" in legend and "✗manifest" in legend
     assert "✗ops" not in legend  # only the keys that occur
     assert "`interbias run E16 --corpus synthetic`" in legend
-    monkeypatch.setenv("COLUMNS", "80")  # narrow: each entry's corpora under it, no line over 80
+    monkeypatch.setenv("COLUMNS", "80")  # narrow: one cell of where it runs, titles wrapped at words
     narrow = runner.invoke(app, ["list"]).output.rstrip("\n").splitlines()
-    assert max(map(len, narrow)) <= 80 and len(narrow) <= 2 * len(names) + 12  # the legend: one line per key
-    at = next(i for i, ln in enumerate(narrow) if ln.startswith("E14 "))
-    assert narrow[at + 1].strip() == "ravdess ✗data · synthetic(42) ✓"
+    assert max(map(len, narrow)) <= 80 and len(narrow) <= 40, narrow
+    rows = {ln.split()[0]: ln for ln in narrow if re.match(r"E\d\d ", ln)}
+    assert sorted(rows) == names
+    assert rows["E14"].endswith("contrast        80  synthetic(42) ✓") and rows["E02"].endswith("torgo ✗data")
+    at = next(i for i, ln in enumerate(narrow) if ln.startswith("E25 "))  # a long title: the rest under it
+    assert "Gender × noise with linear vs" in rows["E25"] and narrow[at + 1].strip() == "quality-aware calibration"
 
 
 def test_bare_interbias_shows_the_help_and_where_to_start() -> None:

@@ -5,6 +5,7 @@ and report read it like any other model; bad requests are refused in one line, n
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -51,9 +52,17 @@ def _fuse(run_dir: Path, out: Path, models: str = "CAM++,mfcc-stats"):
 
 
 def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path, tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    shutil.copytree(two_models, source)
+    (source / "findings.csv").write_text("stale\n")  # the source run's analysis: never copied
+    (source / "report.html").write_text("<p>stale</p>")
+    two_models = source
     out = tmp_path / "fused"
     res = _fuse(two_models, out)
     assert res.exit_code == 0, res.output
+    assert not (out / "findings.csv").exists() and not (out / "report.html").exists()
+    flat = " ".join(res.output.split())
+    assert "not copied from" in flat and "findings.csv, report.html" in flat
     label = "CAM++ +mfcc-stats fused".replace(" +", "+")
     assert label in res.output
     # reference: sklearn on the reference cells' dev trials, Platt labels as two weighted copies
@@ -85,6 +94,17 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
         done = CliRunner().invoke(app, command)
         assert done.exit_code == 0, done.output
     assert label in (tmp_path / "rep" / "report.md").read_text()
+    compared = pd.read_csv(out / "fusion_comparison.csv")
+    assert set(compared.component) == set(MODELS) and len(compared) == 8
+    for m, part in compared.groupby("component"):
+        own = results[results.model == m].set_index("cell").eer
+        assert np.allclose(part.eer, own[part.cell]) and np.allclose(part.fused_eer, fused.eer[part.cell])
+        assert np.allclose(part.change, part.fused_eer - part.eer)
+        macro_f, macro_m = part.fused_eer.mean(), part.eer.mean()
+        word = "fusion helped" if macro_f < macro_m else "fusion did not help"
+        line = f"{label} vs {m}: macro EER {macro_f:.3f} vs {macro_m:.3f} ({macro_f - macro_m:+.3f}): {word}"
+        assert line in flat
+        assert f"lower in {int((part.change < 0).sum())} of 4 cells" in flat
 
 
 def test_bad_requests_are_one_line_and_write_nothing(
@@ -118,3 +138,9 @@ def test_bad_requests_are_one_line_and_write_nothing(
         frame.to_parquet(path)
     refused(flat, "CAM++,mfcc-stats", "mfcc-stats is the same on every fitting trial")
     refused(no_dev, "CAM++,mfcc-stats", "has no dev split")
+    command = json.loads((no_dev / "run.json").read_text())["command"]
+    refused(
+        no_dev,
+        "CAM++,mfcc-stats",
+        f"add `dev_share: 0.3` under `trials:` in T52n's experiment file, run it again with `{shlex.join(command)}`",
+    )

@@ -16,7 +16,7 @@ from interbias.run.tasks.verification_estimate import embedding_items, utterance
 from interbias.run.validate import validate_file
 from interbias.utils.paths import conditions_dir
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "1000"})  # whole lines to match (80 columns: test_terminal_output)
 
 
 def _files(folder: Path) -> list[Path]:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from interbias.cli import app
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "1000"})  # whole lines to match (80 columns: test_terminal_output)
 
 TRACKS_YAML = """name: V92
 title: tiny tracks experiment

@@ -10,6 +10,7 @@ a copy of the run, and ``report`` reuses it when it sits beside the results.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -192,3 +193,39 @@ def test_numbers_have_one_format_everywhere() -> None:
     assert num(-0.0001, sign=True) == "+0.000" and num(-0.0001) == "0.000" and num(float("nan")) == "n/a"
     assert span(-0.02, 0.0001) == "[-0.020, +0.000]"
     assert number(-0.0001) == "$0.000$" and number(-0.25) == "$-0.250$"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["encoders", "list"],
+        ["cm", "models"],
+        ["data", "operators"],
+        ["validate", "conditions/E01.yaml", "conditions/E14.yaml", "conditions/E16.yaml", "conditions/E26.yaml"],
+    ],
+    ids=" ".join,
+)
+def test_catalogue_commands_fit_80_columns(args: list[str]) -> None:
+    res = runner.invoke(app, args, env=ENV)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines and max(map(len, lines)) <= 80, [ln for ln in lines if len(ln) > 80][:3]
+    assert "``" not in res.output and ":func:`" not in res.output  # no RST marks
+    assert not re.search(r"\b1 strata\b|\ball 2 ", res.output)
+    if args == ["list"]:
+        assert len(lines) <= 40
+
+
+def test_degrade_prints_realised_values_within_80_columns(tmp_path: Path) -> None:
+    import soundfile as sf
+
+    wav = tmp_path / "in.wav"
+    t = np.arange(16000) / 16000
+    sf.write(wav, 0.3 * np.sin(2 * np.pi * 220 * t), 16000)
+    res = runner.invoke(
+        app, ["data", "degrade", str(wav), str(tmp_path / "o.wav"), "--op", "packet_loss:rate=0.3"], env=ENV
+    )
+    assert res.exit_code == 0, res.output
+    _fits(res.output, tmp_path)
+    assert "lost_frames=[" in res.output and "--json: every realised value in full" in res.output

@@ -9,8 +9,10 @@ completion records and results rows (metrics of its eval trials, then the calibr
 columns), and the fairness report is recomputed, so analyze, report, fairness and plan read
 it like any other model. A trial dropped for any fused model is dropped for the fusion.
 
-The output is written to a new directory (a copy of the run plus the fused model), built
-beside it and renamed into place at the end, so a refused or failed fusion leaves nothing.
+The output is written to a new directory (a copy of the run's own files plus the fused model;
+never the source run's analysis or report, which do not know the fused model), built beside it
+and renamed into place at the end, so a refused or failed fusion leaves nothing. It holds
+``fusion_comparison.csv``: the fused model against each component per cell.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.fuse_compare import COMPARISON, comparison, copy_run_files, no_dev_advice, verdicts
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks
@@ -63,6 +66,10 @@ class Fusion:
     fit: LogisticFit
     out: Path
     cells: list[str]
+    #: One line per component: fused vs it, macro and per cell (:func:`fuse_compare.verdicts`).
+    verdicts: list[str]
+    #: The source run's files not copied (its analysis and report outputs).
+    left: list[str]
 
 
 def fused_label(models: Sequence[str]) -> str:
@@ -165,7 +172,7 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
         raise RunError(f"{run.path} holds no experiment.resolved.json")
     trials = run.read_trials().frame
     if "split" not in trials.columns or not bool((trials["split"] == "dev").any()):
-        raise RunError(f"{run.path} has no dev split to fit a fusion on (set trials.dev_share and run again)")
+        raise RunError(no_dev_advice(run.path, exp.name, (run.read_json(RUN_JSON) or {}).get("command")))
     have = [set(results.loc[results["model"] == m, "cell"].astype(str)) for m in models]
     cells = [c for c in exp.cells() if all(c.id in h for h in have)]
     frames = _frames(run, models, [c.id for c in cells])
@@ -175,12 +182,14 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        shutil.copytree(run.path, tmp)
+        left = copy_run_files(run.path, tmp)  # never the source run's analysis or report
         _write(RunDir(tmp), exp, cells, results, frames, fit, label, models, refs)
+        compared = comparison(RunDir(tmp).read_results(keep_default_na=False, na_values=[""]), label, models)
+        atomic.write_csv(tmp / COMPARISON, compared)
         os.replace(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Fusion(label, fit, out, [c.id for c in cells])
+    return Fusion(label, fit, out, [c.id for c in cells], verdicts(compared, label), left)
 
 
 def _write(

@@ -323,16 +323,54 @@ def corpus_capacity(run: Any) -> int | None:
     return min(counts) if counts and all(counts) else None
 
 
-def beyond_corpus(need: float, capacity: int | None, corpus: str) -> str:
+def voice_groups(trials: pd.DataFrame) -> int:
+    """How many disjoint sets of voices the pilot's strata draw from: the strata times the
+    distinct voices over the voices summed over strata (2 for strata by gender, each with voices
+    of its own; 1 for six strata by emotion that all share one set of voices)."""
+    per = [
+        set(grp["enrol_speaker"].astype(str)) | set(grp["test_speaker"].astype(str))
+        for _, grp in trials.groupby("stratum", sort=False)
+    ]
+    union = set().union(*per) if per else set()
+    return max(1, round(len(per) * len(union) / sum(len(v) for v in per))) if union else 1
+
+
+def pilot_voice_groups(run: Any) -> int:
+    """:func:`voice_groups` of the pilot's trials.parquet (1 when the run has none)."""
+    from interbias.run.rundir import TRIALS
+
+    path = run.file(TRIALS)
+    if not path.is_file():
+        return 1
+    return voice_groups(pd.read_parquet(path, columns=["stratum", "enrol_speaker", "test_speaker"]))
+
+
+def build_command(per_stratum: int, groups: int) -> str:
+    """The ``data build`` command whose synthetic corpus holds ``per_stratum`` voices in each of
+    ``groups`` voice-disjoint strata: the total rounded up to a multiple of the corpus's cells
+    (gender × age band × accent), so ``data build`` accepts it and every stratum stays balanced."""
+    from interbias.corpora.synthetic import SyntheticSpec
+
+    cells = SyntheticSpec().n_cells()
+    total = max(cells, math.ceil(groups * per_stratum / cells) * cells)
+    return f"interbias data build synthetic --speakers {total}"
+
+
+def beyond_corpus(need: float, capacity: int | None, corpus: str, groups: int = 1, dev: int = 0) -> str:
     """What to do when a follow-up needs more speakers per stratum than the corpus holds ("" when
-    it does not, or when the capacity is unknown)."""
+    it does not, or when the capacity is unknown). ``groups``: the pilot's voice-disjoint strata
+    (:func:`voice_groups`); ``dev``: dev speakers per stratum on top of the evaluation's."""
     if capacity is None or not np.isfinite(need) or need <= capacity:
         return ""
     n = int(need)
+    each = n + dev
+    shared = "strata with voices of their own" if groups > 1 else "set of voices shared by every stratum"
+    dev_text = f" (+ {dev} dev)" if dev else ""
     return (
-        f"the follow-up needs {n} speakers per stratum, the {corpus} corpus holds {capacity}: build a larger corpus "
-        f"(interbias data build synthetic --speakers {2 * n} for two strata of {n}), use a real corpus with at "
-        f"least {n} speakers per stratum, or plan narrower (--kind, --model, a larger --effect)"
+        f"the follow-up needs {n}{dev_text} speakers per stratum, the {corpus} corpus holds {capacity}: "
+        f"build a larger corpus ({groups} {shared} × {each} voices): {build_command(each, groups)}; "
+        f"or use a real corpus with at least {each} speakers per stratum, or plan narrower "
+        "(--kind, --model, a larger --effect)"
     )
 
 

@@ -30,6 +30,7 @@ from interbias.analysis.effect_rule import (
     corrected_interval,
     decide,
 )
+from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.stats.bootstrap import TrialDesign, check_replicates
 from interbias.metrics.weighted_llr import SharedCalibration
 from interbias.run.measured import measured
@@ -37,6 +38,8 @@ from interbias.run.rundir import RunDir
 from interbias.utils.errors import AnalysisError
 
 if TYPE_CHECKING:
+    from interbias.analysis.reporting.document import Report
+    from interbias.analysis.suite import Analysis
     from interbias.experiments.decision_spec import OperatingPoint
     from interbias.experiments.schema import Cell, Experiment
 
@@ -204,3 +207,9 @@ def qmf_section(run_path: str | Any, n_boot: int, rep: Any) -> None:
     )
     rep.table(table, ["model", "level", "group", "reference", "gap_linear", "gap_qmf", "change", "lo", "hi",
                       "p_holm", "bias", "speakers", "status"])  # fmt: skip
+
+
+@report_section("qmf", 110)
+def qmf_report_section(a: Analysis, rep: Report) -> None:
+    """:func:`qmf_section` of the analysed run (at least 200 bootstrap replicates)."""
+    qmf_section(a.run.path, a.options.n_boot, rep)

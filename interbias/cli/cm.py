@@ -170,8 +170,13 @@ def train_recognition(
 
 @cm_app.command("models", epilog="Example: interbias cm models --json")
 @guarded
-def models(as_json: JsonOpt = False) -> None:
-    """Each CM label: architecture, front end, whether its checkpoint is here, how to get it."""
+def models(
+    as_json: JsonOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Full paths, one line per label.")] = False,
+) -> None:
+    """Each CM label: architecture, front end, whether its checkpoint is here, how to get it
+    (paths shortened: $INTERBIAS_CACHE, <site-packages>, ~; --wide prints them in full)."""
+    from interbias.cli.tables import echo_wrapped, short_paths
     from interbias.cm.models import model_states
 
     states = model_states()
@@ -179,7 +184,7 @@ def models(as_json: JsonOpt = False) -> None:
         typer.echo(json.dumps(states, indent=2))
         return
     for s in states:
-        typer.echo(f"{s['label']:18s} {s['state']:8s} {s['detail']}")
+        echo_wrapped(f"{s['label']:18s} {s['state']:8s} {short_paths(s['detail'], wide=wide)}", wide=wide)
 
 
 RegionsOption = Annotated[

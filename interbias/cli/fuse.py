@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.tables import echo_wrapped
 from interbias.utils.keyvalue import comma_list
 
 
@@ -26,8 +27,16 @@ def fuse(
 
     fusion = fuse_run(run_dir, comma_list(models), out)
     weights = ", ".join(f"{n} {w:.4g}" for n, w in zip(fusion.fit.names, fusion.fit.weights, strict=True))
-    typer.echo(
+    echo_wrapped(
         f"{fusion.label}: llr = {weights} (weights), offset {fusion.fit.offset:.4g}; fitted on "
         f"{fusion.fit.n_target} target and {fusion.fit.n_nontarget} non-target dev trials; "
         f"{len(fusion.cells)} cells written to {fusion.out}"
     )
+    for line in fusion.verdicts:
+        echo_wrapped(line)
+    echo_wrapped(f"per cell: {fusion.out / 'fusion_comparison.csv'}")
+    if fusion.left:
+        echo_wrapped(
+            f"not copied from {run_dir}: {', '.join(fusion.left)} (its analysis, which does not know the fused "
+            f"model); analyse the copy: interbias analyze {fusion.out}"
+        )

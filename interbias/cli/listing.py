@@ -32,15 +32,35 @@ def _wrapped(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, width(), subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
-def _packed(parts: list[str], total: int, indent: str) -> list[str]:
-    """``parts`` joined by `` · `` into lines of at most ``total`` characters (a part longer
-    than that stays whole on its own line), each starting with ``indent``."""
-    lines: list[str] = []
-    for part in parts:
-        if lines and len(lines[-1]) + 3 + len(part) <= total:
-            lines[-1] += " · " + part
-        else:
-            lines.append(indent + part)
+def _here(e: dict[str, Any]) -> str:
+    """Where an entry runs, in one short cell: its corpus when that runs, else the first
+    variant that does (``synthetic(42) ✓``), else the first variant one step from running
+    (``synthetic(6) ✗models``), else its corpus and why not."""
+    if "error" in e or e["runnable"]:
+        return f"{e.get('corpus', '')} {_mark(e)}".strip()
+    for v in e["variants"]:
+        if v["runnable"]:
+            return f"{v['name']}({v.get('n_cells', '?')}) ✓"
+    near = [v for v in e["variants"] if v.get(REASON_KEY) not in ("data", "manifest")]  # one step away
+    return f"{near[0]['name']}({near[0].get('n_cells', '?')}) {_mark(near[0])}" if near else f"{e['corpus']} {_mark(e)}"
+
+
+def _narrow(entries: list[dict[str, Any]], head: tuple[str, ...]) -> list[str]:
+    """The catalogue at the console's width: one cell of where each entry runs (``list -v``
+    has every corpus), the title wrapped at words in the room that is left."""
+    import textwrap
+
+    rows = [(*head, "runs here")]
+    for e in entries:
+        title, use = ("(invalid experiment file)", "") if "error" in e else (e["title"], e["use"])
+        rows.append((e["name"], title, use, str(e.get("n_cells", "")), _here(e)))
+    w = [max(len(r[i]) for r in rows) for i in range(5)]
+    room = max(16, width() - (w[0] + w[2] + w[3] + w[4] + 8))
+    lines = []
+    for r in rows:
+        parts = textwrap.wrap(r[1], room, break_long_words=False, break_on_hyphens=False) or [""]
+        lines.append(f"{r[0]:<{w[0]}}  {parts[0]:<{room}}  {r[2]:<{w[2]}}  {r[3]:>{w[3]}}  {r[4]}".rstrip())
+        lines.extend(f"{'':<{w[0]}}  {part}" for part in parts[1:])
     return lines
 
 
@@ -62,11 +82,8 @@ def catalogue_table(entries: list[dict[str, Any]]) -> list[str]:
     ]
     if max(map(len, lines[1:]), default=0) <= width() < len(lines[0]):  # the rows fit: a shorter header
         lines[0] = lines[0].removesuffix(": corpus · --corpus variant(cells)")
-    elif max(map(len, lines)) > width():  # the last column under each row, packed at " · "
-        lines = []
-        for r in rows:
-            lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}".rstrip())
-            lines.extend(_packed(r[4].split(" · "), width(), "     "))
+    elif max(map(len, lines)) > width():  # one place it runs (or why not), titles wrapped
+        lines = _narrow(entries, rows[0][:4])
     keys = {x.get(REASON_KEY) for e in entries for x in [e, *e.get("variants", [])] if not x["runnable"]}
     lines.append("")
     lines.append("✓ runs here now; ✗ does not, because:")
@@ -76,7 +93,10 @@ def catalogue_table(entries: list[dict[str, Any]]) -> list[str]:
     if runs:
         e = runs[0]
         cmd = f"interbias run {e['name']}" + ("" if e["runnable"] else f" --corpus {e['runnable_with'][0]}")
-        lines.extend(_wrapped(f"Try `{cmd}`; `interbias list -v` shows levels, reasons and the data each needs.", "  "))
+        hint = f"Try `{cmd}`; `interbias list -v` shows levels, reasons and the data each needs."
+        if len(hint) > width():
+            hint = f"Try `{cmd}`; all levels and reasons: `list -v`."
+        lines.extend(_wrapped(hint, "  "))
     return lines
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -80,24 +81,45 @@ def plan(
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", frame)
     reason = planner.no_plan_reason(frame)
+    follow = _follow_up(a, frame, folder, reason)
+    level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
+    title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
+    _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+
+
+def _follow_up(a: Any, frame: pd.DataFrame, folder: Path, reason: str | None) -> str:
+    """The follow-up line: why there is no plan, or the ``run --plan`` command, and when the
+    need is beyond the pilot's corpus, what would provide it (:func:`planner.beyond_corpus`)."""
+    from interbias.analysis import planner
+
     follow = (
         reason
         if reason is not None
         else (
-            f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))} --plan {folder / 'plan.csv'} "
+            f"interbias run {follow_up_experiment((a.run.resolved or {}).get('name'))}{_variant(a.run.resolved or {})} "
+            f"--plan {folder / 'plan.csv'} "
             f"(the most any effect needs: {_largest(frame)}; equal strata, the pilot's trials per speaker)"
         )
     )
     if reason is None:
         corpus = _corpus_name(a.run.resolved or {})
         limit = planner.beyond_corpus(
-            frame["speakers_per_stratum_needed"].max(), planner.corpus_capacity(a.run), corpus
+            frame["speakers_per_stratum_needed"].max(),
+            planner.corpus_capacity(a.run),
+            corpus,
+            planner.pilot_voice_groups(a.run),
+            _largest_dev(frame),
         )
         if limit:
             follow += f"; but {limit}"
-    level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
-    title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
-    _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+    return follow
+
+
+def _variant(resolved: dict[str, Any]) -> str:
+    """`` --corpus V`` when the pilot ran a variant ``V`` of its experiment ("" otherwise), so the
+    follow-up command runs on the pilot's corpus as printed."""
+    variant = resolved.get("variant")
+    return f" --corpus {variant}" if variant else ""
 
 
 def _corpus_name(resolved: dict[str, Any]) -> str:
@@ -137,6 +159,24 @@ def _print_plan(
         }
         typer.echo(json.dumps(out_json, indent=1))
         return
+    rec = planner.recommendation(frame).rename(columns=_SHORT)
+    columns = ["kind", "effects", "resolved", "med_mde", "med_speakers", "max_speakers", "experiment"]
+    print_frame(rec, title, columns, wide=wide, full=path.name)
+    per = _named_first(frame).rename(columns=_SHORT)
+    at = [c for c in frame.columns if str(c).startswith("mde_at_")]
+    print_frame(
+        per,
+        "per effect (the question's effects first, largest need first)",
+        ["model", "effect", "speakers", *at, "mde", "estimate", "lo", "hi", "note"],
+        wide=wide,
+        full=path.name,
+        max_rows=15,
+    )
+    echo_wrapped(
+        "speakers: per stratum, to resolve the effect at the planned power; med_/max_: the median/"
+        "largest over the kind's effects; mde: the smallest effect the pilot resolves",
+        wide=wide,
+    )
     for line in (
         f"pilot: {pilot.describe()}",
         f"model: {planner.MODEL}",
@@ -145,23 +185,42 @@ def _print_plan(
         _level_line(frame, settings),
     ):
         echo_wrapped(line, wide=wide)
-    columns = ["kind", "n_effects", "n_resolved", "median_mde", "median_speakers_needed", "max_speakers_needed"]
-    print_frame(planner.recommendation(frame), title, [*columns, "experiment"], wide=wide, full=path.name)
-    per = frame.sort_values("speakers_per_stratum_needed", ascending=False, kind="stable")
-    at = [c for c in frame.columns if str(c).startswith("mde_at_")]
-    print_frame(
-        per,
-        "per effect (largest need first)",
-        ["model", "effect", *at, "speakers_per_stratum_needed", "mde", "estimate", "lo", "hi", "note"],
-        wide=wide,
-        full=path.name,
-        max_rows=15,
-    )
     if reason is not None:
         echo_wrapped(f"follow-up: {reason}", wide=wide)
     else:
         echo_wrapped(f"a follow-up of the planned size: {follow}", wide=wide)
+        for command in re.findall(r"interbias data build synthetic --speakers \d+", follow):
+            typer.echo(f"  {command}")
     echo_wrapped(f"wrote {path} ({len(frame)} effect(s))", wide=wide)
+
+
+#: Short column headers for the console (plan.csv keeps the full names), so the tables fit 80
+#: columns without breaking a word.
+_SHORT = {
+    "n_effects": "effects",
+    "n_resolved": "resolved",
+    "median_mde": "med_mde",
+    "median_speakers_needed": "med_speakers",
+    "max_speakers_needed": "max_speakers",
+    "speakers_per_stratum_needed": "speakers",
+}
+
+
+def _named_first(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-effect rows in the plan's kind order (the experiment's central kind, the effects
+    its question names, first; see :func:`planner.central_first`), each kind largest need first."""
+    order = {k: i for i, k in enumerate(dict.fromkeys(frame["kind"].astype(str)))}
+    key = frame["kind"].astype(str).map(order)
+    ranked = frame.assign(_rank=key, _need=-frame["speakers_per_stratum_needed"].astype(float))
+    return ranked.sort_values(["_rank", "_need"], kind="stable").drop(columns=["_rank", "_need"])
+
+
+def _largest_dev(frame: pd.DataFrame) -> int:
+    """The dev speakers per stratum of the effect with the largest need (0 when none)."""
+    need = frame["speakers_per_stratum_needed"]
+    if not need.notna().any() or "dev_speakers_per_stratum_needed" not in frame:
+        return 0
+    return int(frame.loc[need.idxmax(), "dev_speakers_per_stratum_needed"])
 
 
 def _largest(frame: object) -> str:

@@ -9,7 +9,9 @@ whatever width it needs. At most ``max_rows`` rows unless ``wide``, the rest cou
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
@@ -129,3 +131,25 @@ def has_wide_option() -> bool:
 
     ctx = click.get_current_context(silent=True)
     return ctx is not None and any("--wide" in getattr(p, "opts", ()) for p in ctx.command.params)
+
+
+def short_paths(text: str, *, wide: bool = False) -> str:
+    """``text`` with the long path prefixes a reader already knows shortened (``wide``: as it
+    is): the cache as ``$INTERBIAS_CACHE``, installed packages as ``<site-packages>``, the home
+    folder as ``~``."""
+    if wide:
+        return text
+    import site
+    import sysconfig
+
+    from interbias.utils.paths import cache_dir
+
+    prefixes = [(str(cache_dir()), "$INTERBIAS_CACHE")]
+    packages = {sysconfig.get_paths()["purelib"], *site.getsitepackages()}
+    prefixes += [(p, "<site-packages>") for p in sorted(packages, key=len, reverse=True)]
+    prefixes.append((str(Path.home()), "~"))
+    for long, short in prefixes:
+        long = long.rstrip("/")
+        if long:
+            text = re.sub(re.escape(long) + r"(?=[/\s)\]:;,]|$)", short, text)
+    return text

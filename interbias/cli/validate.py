@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,9 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.options import DataRootOpt, NoiseDirOpt
+from interbias.cli.tables import echo_wrapped
 from interbias.utils.keyvalue import comma_list
+from interbias.utils.progress import terminal_width, wrapped
 
 EPILOG = "Example: interbias validate conditions/*.yaml --encoders CAM++,GE2E"
 
@@ -45,6 +48,7 @@ def validate(
     the encoder labels, say whether it runs here, and estimate its grid, embeddings and time —
     without running anything or touching a run directory. One line per error on stderr; exit 1
     when any file has an error."""
+    from interbias.run.estimate import busy_note
     from interbias.run.validate import UserData, validate_file
 
     labels = comma_list(encoders) if encoders is not None else None
@@ -61,10 +65,15 @@ def validate(
     else:
         for r in reports:
             for e in r.estimates:
-                typer.echo("\n".join(e.lines()))
+                for line in e.lines():
+                    text = line.lstrip(" ")
+                    echo_wrapped(text, " " * (len(line) - len(text)))
+        timed = [e for r in reports for e in r.estimates if e.seconds_now is not None]
+        if timed and (note := busy_note(timed[0].cores, timed[0].load)):
+            echo_wrapped(note)
     errors = [f"error: {r.path}: {msg}" for r in reports for msg in dict.fromkeys(r.errors)]
     for line in errors:
-        typer.echo(line, err=True)
+        typer.echo(wrapped(line, terminal_width(sys.stderr)), err=True)
     n_ok = sum(not r.errors for r in reports)
     if not as_json:
         typer.echo(f"{n_ok} of {len(reports)} file(s) valid")

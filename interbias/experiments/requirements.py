@@ -38,6 +38,14 @@ if TYPE_CHECKING:
 INPUT_OPTIONS = {"recorded noise": "--noise-dir DIR"}
 
 
+def natural(value: str) -> tuple[int, float, str]:
+    """Sort key putting numeric values in numeric order (2 before 10) ahead of the others."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
 @dataclass(frozen=True)
 class AttributeNeed:
     """An attribute the experiment selects or stratifies by, and the values it uses (``None``: any)."""
@@ -162,7 +170,7 @@ def requirements(exp: Experiment) -> Requirements:
         values = set().union(*(lv.values for lv in f.levels if isinstance(lv, PopulationLevel)))
         known = attrs.get(str(f.attribute), set())
         attrs[str(f.attribute)] = None if known is None else known | values
-    needs = tuple(AttributeNeed(a, tuple(sorted(v)) if v else None) for a, v in attrs.items())
+    needs = tuple(AttributeNeed(a, tuple(sorted(v, key=natural)) if v else None) for a, v in attrs.items())
     speakers = None
     if exp.trials.list_file is None:
         evaluation, dev = speakers_needed(exp.trials.min_speakers, exp.trials.dev_share)

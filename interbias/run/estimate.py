@@ -30,7 +30,15 @@ class Estimate:
     n_embeddings: int | None = None
     #: CM or track scorings (utterance × cell × model) of a countermeasure or tracks run.
     n_scorings: int | None = None
+    #: Seconds with every one of ``cores`` free for the run.
     seconds: float | None = None
+    #: The machine when estimated: its cores, the 1-minute load average (None where the
+    #: platform has none) and the seconds at that load (the load assumed to stay).
+    cores: int = 0
+    #: Embedding processes the run would start (1 for a small run, else ``cores``).
+    jobs: int = 0
+    load: float | None = None
+    seconds_now: float | None = None
     utterances_from: str = ""
     #: The first line of a countermeasure or tracks estimate, and the lines of what it scores.
     headline: str = ""
@@ -40,8 +48,9 @@ class Estimate:
     def lines(self) -> list[str]:
         if self.headline:  # a countermeasure or tracks estimate says its own first line
             return [self.headline, *self.work, *(f"  note: {n}" for n in self.notes)]
+        strata = "stratum" if self.n_strata == 1 else "strata"
         out = [
-            f"{self.label}: corpus {self.corpus}, {self.n_strata} strata × {self.n_chains} chain setting(s) = "
+            f"{self.label}: corpus {self.corpus}, {self.n_strata} {strata} × {self.n_chains} chain setting(s) = "
             f"{self.n_cells} cells → {self.n_rows} results rows; "
             f"{self.trials_note or f'{self.trials_per_stratum} trials per stratum'}; "
             f"{self.runs_here}"
@@ -51,11 +60,22 @@ class Estimate:
         else:
             out.append(
                 f"  cost: {self.n_utterances} utterances → {self.n_items} (utterance, chain) items × encoders = "
-                f"{self.n_embeddings} embeddings, about {duration_text(self.seconds or 0.0)} on this machine "
-                f"({self.utterances_from})"
+                f"{self.n_embeddings} embeddings, about {duration_text(self.seconds or 0.0)} with {self.cores_text()} "
+                f"free{self.load_text()} ({self.utterances_from})"
             )
         out += [f"  note: {n}" for n in self.notes]
         return out
+
+    def cores_text(self) -> str:
+        if self.jobs == 1 or self.cores == 1:
+            return "1 core" if self.cores != 1 else "the 1 core"
+        return "both cores" if self.cores == 2 else f"all {self.cores} cores"
+
+    def load_text(self) -> str:
+        """``; at the load now (1-min load 3.1 on 2 cores) about 2.9 min``, or "" (no load average)."""
+        if self.load is None or self.seconds_now is None:
+            return ""
+        return f"; at the load now (1-min load {self.load:.1f}) about {duration_text(self.seconds_now)}"
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -68,3 +88,33 @@ def duration_text(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def machine_load() -> tuple[int, float | None]:
+    """This machine's cores and its 1-minute load average (None where the platform has none)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    try:
+        return cores, float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return cores, None
+
+
+def shared_jobs(jobs: int, cores: int, load: float | None) -> float:
+    """The cores ``jobs`` CPU-bound workers get on ``cores`` cores already running ``load``
+    others, each runnable process sharing alike: ``jobs`` while they fit beside the load, else
+    ``cores × jobs / (jobs + load)``."""
+    if load is None or jobs + load <= cores:
+        return float(jobs)
+    return max(cores * jobs / (jobs + load), 1e-3)
+
+
+def busy_note(cores: int, load: float | None) -> str | None:
+    """A warning when the machine is busy (its 1-minute load at least half its cores), else None."""
+    if load is None or cores < 1 or load < 0.5 * cores:
+        return None
+    return (
+        f"note: the machine is busy (1-min load {load:.1f} on {cores} core{'' if cores == 1 else 's'}): a run "
+        "shares the cores and takes longer than with them free; the estimates at the load now assume it stays"
+    )

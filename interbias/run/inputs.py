@@ -212,7 +212,7 @@ def load_inputs(
     trials, cohort = draw_inputs(exp, manifest, listed, max_trials=options.max_trials, attacks=attacks, request=request)
     timings["trials_s"] = time.perf_counter() - t
     if listed is None and (short := shortfall(trials.info)):
-        reporter.notice(short)
+        reporter.notice(short, wrap=True)
     scored = attacks.extend(manifest) if attacks else manifest  # attack audio is embedded too
     t = time.perf_counter()
     shas, audio = audio_digests(trials, scored)  # every trial file read once: its bytes are part of the run id

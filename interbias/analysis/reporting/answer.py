@@ -195,7 +195,8 @@ def bound_text(part: pd.DataFrame, kind: str, pct: str) -> str:
     word = WORDS.get(kind, kind)
     if len(part) == 1:
         return f"the {word.removesuffix('s')} lies within ±{num(b)} (simultaneous {pct})"
-    return f"all {len(part)} {word} within ±{num(b)} (simultaneous {pct})"
+    every = "both" if len(part) == 2 else f"all {len(part)}"
+    return f"{every} {word} within ±{num(b)} (simultaneous {pct})"
 
 
 def harm(part: pd.DataFrame) -> pd.Series | None:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, normalised
 from interbias.analysis.reporting.numbers import format_value
+from interbias.analysis.reporting.registry import report_section
 from interbias.metrics.registry import upper_bounds
 
 #: The true maximum U of each bounded metric: the ceiling IE ≤ U − prediction.
@@ -121,6 +122,7 @@ def condition_table(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["experiment", "cell", "n_models", "mean", "sd"])
 
 
+@report_section("paper", 60)
 def paper_section(a: Analysis, rep: Report) -> None:
     """The report's "Paper tables" section: the grid per model, the settings table (Table 12),
     the conditions table (Tables 14–30), Fig. 3 and the interaction figure."""

@@ -1,13 +1,15 @@
 """A readable report of one run: ``report.md`` (figures beside it) and a self-contained
 ``report.html`` (figures embedded as base64 PNG, no external files, scripts or fonts).
 
-Sections: what was run and how uncertainty was estimated; findings (the family and its
-multiplicity adjustment, resolved main effects as sentences, then interactions and gaps, the
-unresolved ones with their minimum detectable effect) and the cells as a
-conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
+Sections: the answer; findings (the family and its multiplicity adjustment, resolved main effects as sentences, then interactions and gaps, the
+unresolved ones with their minimum detectable effect); what was run and how uncertainty was
+estimated; the cells as a conditions × models pivot; provenance (encoders with checkpoint hashes, trial-list hash and
 counts, failures, overlap warnings); figures (DET curves per cell, metric by condition per
 model, IE heatmap per model, gap against SNR per noise kind); contrasts and their diagnostics;
-subgroup gaps; additivity validation; macro averages; the long per-cell list. A figure that cannot be drawn is listed with the reason, never left out silently.
+subgroup gaps; additivity validation; macro averages; the long per-cell list; then the sections
+other analyses register (:mod:`~interbias.analysis.reporting.registry`: calibration, QMF,
+deployment, attacks, ASV + CM fusion), in the order of their places. A figure that cannot be
+drawn is listed with the reason, never left out silently.
 SNR and noise kind come from the operator parameters in ``experiment.resolved.json``.
 The document and its rendering are :mod:`~interbias.analysis.reporting.document`; the sections
 read from the run's other files are :mod:`~interbias.analysis.reporting.sections`.
@@ -23,7 +25,6 @@ import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.effect_names import effect_name
-from interbias.analysis.qmf_gap import qmf_section
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
@@ -43,17 +44,9 @@ from interbias.analysis.reporting.headline import (
     resolved_mask,
     sentence,
 )
-from interbias.analysis.reporting.paper_tables import paper_section
-from interbias.analysis.reporting.sections import (
-    calibration_section,
-    deployment_section,
-    draws_section,
-    geometry_section,
-    operations_section,
-    robustness_section,
-)
-from interbias.analysis.security.attacks import attack_section
-from interbias.analysis.security.sasv_run import sasv_answer, sasv_section
+from interbias.analysis.reporting.registry import report_section, sections
+from interbias.analysis.reporting.sections import geometry_section
+from interbias.analysis.security.sasv_run import sasv_answer
 from interbias.analysis.suite import Analysis, metric_units, shared_calibration_note
 from interbias.experiments.schema import AcousticLevel, Experiment
 from interbias.metrics import verification as metrics
@@ -326,6 +319,7 @@ def _gap_snr_figures(a: Analysis, rep: Report, frame: pd.DataFrame) -> None:
         rep.omitted.append("gap vs SNR: no population (group) factor in this experiment")
 
 
+@report_section("cells", 90)
 def _long_cells(a: Analysis, rep: Report) -> None:
     rep.heading("Results per cell (long form)")
     if a.cells is not None:
@@ -461,6 +455,7 @@ def _cells_section(a: Analysis, rep: Report) -> None:
     rep.table(cell_pivot(a))
 
 
+@report_section("contrasts", 40)
 def _contrasts(a: Analysis, rep: Report) -> None:
     """Additive contrasts per setting, missing terms, and their summaries."""
     metric = a.options.metric
@@ -502,6 +497,7 @@ def _contrasts(a: Analysis, rep: Report) -> None:
     rep.table(a.per_model, ["model", *summ])
 
 
+@report_section("gaps", 50)
 def _gaps(a: Analysis, rep: Report) -> None:
     """Subgroup gaps per condition (summary over models, then per model)."""
     if len(a.gaps.gaps):
@@ -527,6 +523,28 @@ def _gaps(a: Analysis, rep: Report) -> None:
                 f"p_perm: two-sided speaker-level permutation test ({a.options.n_perm} permutations; units: "
                 "enrol speakers), not corrected for multiple comparisons."
             )
+
+
+@report_section("additivity", 70)
+def _additivity(a: Analysis, rep: Report) -> None:
+    rep.heading("Additivity validation")
+    rep.para(
+        "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "
+        f"(leave-one-setting-out). Tolerance fixed up front: {a.options.tolerance:g}."
+    )
+    rep.table(
+        a.additivity.summary,
+        ["model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error", "worst_settings"],
+    )
+
+
+@report_section("macro", 80)
+def _macro(a: Analysis, rep: Report) -> None:
+    rep.heading(f"Macro {a.options.metric}")
+    rep.para("Per model: mean over the cells of each experiment, then over experiments with equal weight.")
+    rep.table(
+        a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
+    )
 
 
 def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Headline | None = None) -> Report:
@@ -559,32 +577,8 @@ def build_report(a: Analysis, *, geometry_dir: Path | None = None, findings: Hea
         rep.para(f"{len(a.above_chance)} cell(s) above chance ({metric} > 0.5):")
         rep.table(a.above_chance, ["model", "cell", "value"])
     _figures(a, rep)
-    robustness_section(a, rep)
-    draws_section(a, rep)
-    operations_section(a, rep)
-    _contrasts(a, rep)
-    _gaps(a, rep)
-    paper_section(a, rep)
-    rep.heading("Additivity validation")
-    rep.para(
-        "Main-effects model fitted per model; each joint setting is held out in turn and predicted from the others "
-        f"(leave-one-setting-out). Tolerance fixed up front: {a.options.tolerance:g}."
-    )
-    rep.table(
-        a.additivity.summary,
-        ["model", "n_settings", "n_estimable", "share_within", "mean_abs_error", "max_abs_error", "worst_settings"],
-    )
-    rep.heading(f"Macro {metric}")
-    rep.para("Per model: mean over the cells of each experiment, then over experiments with equal weight.")
-    rep.table(
-        a.macro[a.macro["scope"] == "macro"], ["model", "family", "n_experiments", "n_cells", "value", "lo", "hi"]
-    )
-    _long_cells(a, rep)
-    calibration_section(a, rep)
-    qmf_section(a.run.path, a.options.n_boot, rep)
-    deployment_section(a.run.path, rep)
-    attack_section(a.run.path, rep)
-    sasv_section(a.run.path, rep)
+    for section in sections():  # every registered section, in the order of their places
+        section.write(a, rep)
     if geometry_dir is not None:
         geometry_section(Path(geometry_dir), rep)
     all_effects(rep, h)

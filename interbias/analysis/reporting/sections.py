@@ -13,6 +13,7 @@ import pandas as pd
 from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.fairness import SPOOF_METRIC
 from interbias.analysis.reporting.document import Figure, Report
+from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.robustness import profile_figure, profile_table
 from interbias.analysis.suite import Analysis
 from interbias.run.operations import kept_whole_summary, snr_summary
@@ -37,10 +38,11 @@ def geometry_section(folder: Path, rep: Report) -> None:
         )
 
 
-def deployment_section(folder: Path, rep: Report) -> None:
+@report_section("deployment", 120)
+def deployment_section(a: Analysis, rep: Report) -> None:
     """Fairness at the dev threshold (the fairness report's groups and comparisons) and the
     spoofing DSR, when the run wrote them."""
-    run = RunDir(folder)
+    run = RunDir(a.run.path)
     g, c = run.read_fairness()
     spoofing = run.read_spoofing()
     if g is not None:
@@ -72,6 +74,7 @@ def deployment_section(folder: Path, rep: Report) -> None:
         rep.table(spoofing, ["cell", "n_models", "n_spoof", "n_spoof_accepted", "dsr"])
 
 
+@report_section("calibration", 100)
 def calibration_section(a: Analysis, rep: Report) -> None:
     """What one calibration costs per cell (results' calibration columns) and the Bayes
     error-rate plot; says why when the run has no calibration."""
@@ -156,6 +159,7 @@ def bayes_subset(curves: dict[str, list], results: pd.DataFrame) -> dict[str, li
     return out
 
 
+@report_section("robustness", 10)
 def robustness_section(a: Analysis, rep: Report) -> None:
     """Robustness profile of a severity-ladder factor (levels ``<family>_s<k>``), when there is one."""
     metric = a.options.metric
@@ -175,6 +179,7 @@ def robustness_section(a: Analysis, rep: Report) -> None:
     rep.table(wide.reset_index())
 
 
+@report_section("draws", 20)
 def draws_section(a: Analysis, rep: Report) -> None:
     """Cells scored over repeated operator draws: the draw-mean, the between-draw SD, and the
     speaker-bootstrap interval beside it (resampled over draw 0's scores)."""
@@ -198,6 +203,7 @@ def draws_section(a: Analysis, rep: Report) -> None:
     rep.table(table)
 
 
+@report_section("operations", 30)
 def operations_section(a: Analysis, rep: Report) -> None:
     """What the operators realised (the run's operations record): achieved SNR per requested
     level, crops kept whole."""

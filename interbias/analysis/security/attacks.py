@@ -20,15 +20,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from interbias.analysis.reporting.plots import legend_outside, new_figure, palette, png
+from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.stats.multiplicity import adjust
 from interbias.utils import atomic
+
+if TYPE_CHECKING:
+    from interbias.analysis.reporting.document import Report
+    from interbias.analysis.suite import Analysis
 
 SUMMARY = "attack_summary.csv"
 GAPS = "attack_gaps.csv"
@@ -255,3 +260,9 @@ def attack_section(folder: Path, rep: Any) -> None:
     if (folder / CURVES).is_file():
         caption = "Success rate against budget per group and acoustic level, with speaker-bootstrap intervals."
         rep.figure(Figure("attack_curves", "Attack success against budget", caption, (folder / CURVES).read_bytes()))
+
+
+@report_section("attacks", 130)
+def attack_report_section(a: Analysis, rep: Report) -> None:
+    """:func:`attack_section` of the analysed run."""
+    attack_section(a.run.path, rep)

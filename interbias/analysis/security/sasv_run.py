@@ -49,6 +49,7 @@ from interbias.analysis.effect_rule import FIELDS, NO_INTERVAL, Resamplers, corr
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.numbers import format_value
+from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.experiments.schema import FairnessSpec
 from interbias.metrics.logistic import fit_logistic
@@ -62,6 +63,7 @@ from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, Run
 from interbias.utils.errors import AnalysisError, InterbiasError
 
 if TYPE_CHECKING:
+    from interbias.analysis.suite import Analysis
     from interbias.experiments.schema import Experiment
 
 COLUMNS = [
@@ -430,3 +432,9 @@ def sasv_section(folder: Path, rep: Report) -> None:
         c for c in ("a_dcf_change", "a_dcf_change_lo", "a_dcf_change_hi", "a_dcf_change_status") if c in table.columns
     ]
     rep.table(pooled, ["model", "cm", "cell", *metrics, *gain], collapsed="a-DCF and t-EER per cell")
+
+
+@report_section("sasv", 140)
+def sasv_report_section(a: Analysis, rep: Report) -> None:
+    """:func:`sasv_section` of the analysed run."""
+    sasv_section(a.run.path, rep)

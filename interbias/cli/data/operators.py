@@ -11,6 +11,7 @@ import typer
 from interbias.cli import guarded
 from interbias.cli.data import data_app
 from interbias.cli.options import ForceOpt, JsonOpt, OpSetOpt, ParamAlias, op_settings
+from interbias.cli.tables import echo_wrapped
 
 
 @data_app.command(epilog="Example: interbias data degrade in.wav out.wav --op codec:codec=gsm")
@@ -57,12 +58,15 @@ def degrade(
         return
     typer.echo(f"{info['label']} -> {dst} ({info['sample_rate_hz']} Hz, {info['subtype']})")
     if info["clipped_samples"]:
-        typer.echo(
-            f"  note: {info['clipped_samples']} sample(s) over full scale (peak {info['peak']:.3g}) were clipped "
-            "to it in the file written"
+        echo_wrapped(
+            f"note: {info['clipped_samples']} sample(s) over full scale (peak {info['peak']:.3g}) were clipped "
+            "to it in the file written",
+            "  ",
         )
     for rec in info["realised"]:
-        typer.echo("  " + json.dumps(rec, default=str))
+        echo_wrapped(realised_text(rec), "  ")
+    if info["realised"]:
+        echo_wrapped("  (--json: every realised value in full)")
     if info["channels_in"] > 1:
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
 
@@ -79,12 +83,40 @@ def list_operators(as_json: JsonOpt = False) -> None:
         return
     for e in entries:
         state = "yes" if e["available"] else f"NO ({e.get('why_not', '')})"
-        typer.echo(f"{e['name']}  available: {state}")
-        typer.echo(f"  {e['description']}")
+        echo_wrapped(f"{e['name']}  available: {state}")
+        echo_wrapped(plain_text(e["description"]), "  ")
         for p in e["parameters"]:
             req = "required" if p["required"] else f"default {p['default']}"
             span = f"  {p['unit']} in [{p['range'][0]:g}, {p['range'][1]:g}]" if "range" in p else ""
-            typer.echo(f"  {p['name']}=  {p['type']}  ({req}){span}")
+            kind = str(p["type"]).replace("|", " | ")
+            echo_wrapped(f"{p['name']}=  {kind}  ({req}){span}", "  ")
         for c in e.get("codecs", []):
             here = "yes" if c["available"] else f"NO: {c['why_not']}"
-            typer.echo(f"    codec={c['codec']:10s} {c['bitrates']:>28s}  default {c['default_bitrate']}  [{here}]")
+            echo_wrapped(
+                f"codec={c['codec']:10s} {c['bitrates']:>28s}  default {c['default_bitrate']}  [{here}]", "    "
+            )
+
+
+def plain_text(text: str) -> str:
+    """A docstring's reStructuredText as plain text: ``code`` and :role:`name` lose their marks."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def realised_text(rec: dict[str, Any], most: int = 60) -> str:
+    """One realised record as ``key=value`` pairs, floats to 4 significant digits; a value
+    longer than ``most`` characters is summarised (a list by its length and ends, a mapping by
+    its keys) so the line wraps at words; ``--json`` has every value in full."""
+    parts = []
+    for key, value in rec.items():
+        text = f"{value:.4g}" if isinstance(value, float) else json.dumps(value, default=str)
+        if len(text) > most and isinstance(value, list) and value:
+            ends = (value[0], value[-1])
+            scalar = not any(isinstance(v, (list, dict)) for v in ends)
+            text = f"[{len(value)} items: {ends[0]} ... {ends[1]}]" if scalar else f"[{len(value)} items]"
+        elif len(text) > most and isinstance(value, dict):
+            text = "{" + ", ".join(map(str, value)) + "}"
+        parts.append(f"{key}={text}")
+    return ", ".join(parts)

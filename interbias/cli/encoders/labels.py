@@ -17,8 +17,13 @@ from interbias.utils.errors import see_docs
 
 @encoders_app.command("list", epilog="Example: interbias encoders list --json")
 @guarded
-def list_encoders(as_json: JsonOpt = False) -> None:
-    """Every encoder label: family, backend, dimension, whether its files are here, and where."""
+def list_encoders(
+    as_json: JsonOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Full paths, one line per label.")] = False,
+) -> None:
+    """Every encoder label: family, backend, dimension, whether its files are here, and where
+    (paths shortened: $INTERBIAS_CACHE, <site-packages>, ~; --wide prints them in full)."""
+    from interbias.cli.tables import echo_wrapped, short_paths, width
     from interbias.encoders.status import encoder_entries
 
     entries = encoder_entries()
@@ -27,15 +32,23 @@ def list_encoders(as_json: JsonOpt = False) -> None:
         return
     for e in entries:
         dim = str(e["embedding_dim"] or "-")
-        where = e["source"] or e["folder"]
+        where = short_paths(e["source"] or e["folder"], wide=wide)
         state = "available" if e["status"] == "available" else "missing"
-        typer.echo(f"{e['label']:17s} {e['family']:8s} {e['backend']:18s} {dim:>5s}  {state:9s}  {where}")
+        row = f"{e['label']:17s} {e['family']:8s} {e['backend']:18s} {dim:>5s}  {state:9s}"
+        if wide or len(row) + 2 + len(where) <= width():
+            typer.echo(f"{row}  {where}")
+        else:
+            parts = where.split("/")
+            if len(where) + 4 > width() and len(parts) > 3:  # the package and the file name
+                where = "/".join([*parts[:2], "...", parts[-1]])
+            typer.echo(f"{row.rstrip()}\n    {where}")
     missing = [e for e in entries if e["status"] != "available"]
     if missing:
         typer.echo("\nmissing:")
         for e in missing:
-            typer.echo(f"  {e['status'][len('missing: ') :]}")
-        typer.echo(f"\n{see_docs('encoders')}: where each label's files go, and `interbias encoders fetch`")
+            echo_wrapped(short_paths(e["status"][len("missing: ") :], wide=wide), "  ", wide=wide)
+        typer.echo("")
+        echo_wrapped(f"{see_docs('encoders')}: where each label's files go, and `interbias encoders fetch`")
 
 
 @encoders_app.command(epilog="Example: interbias encoders embed a.wav b.wav --encoder CAM++")

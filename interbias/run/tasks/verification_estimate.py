@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from interbias.run.estimate import Estimate
+from interbias.run.estimate import Estimate, machine_load, shared_jobs
 from interbias.run.tasks.base import NO_TIME, runs_here_text
 from interbias.utils.errors import ShortfallError
 
@@ -83,6 +83,9 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
     audio_s = items * mean_s
     per_encoder = [audio_s / BENCH_X_REALTIME.get(e, UNMEASURED_X_REALTIME) for e in encoders]
     est.seconds = START_S + sum(per_encoder) / jobs
+    est.cores, est.load = machine_load()
+    est.jobs = jobs
+    est.seconds_now = START_S + sum(per_encoder) / shared_jobs(jobs, est.cores, est.load)
     unmeasured = [e for e in encoders if e not in BENCH_X_REALTIME]
     if unmeasured:
         est.notes.append(
