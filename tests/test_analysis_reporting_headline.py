@@ -66,8 +66,8 @@ def test_findings_sort_effects_by_their_intervals(run: Path) -> None:
         "Family: every effect of one experiment (S01: 10 effects (4 main, 2 interaction, 4 gap)"
     )
     assert "adjustment: Holm (family-wise error rate)" in h.lines[0]
-    assert "big: EER of gender=male is higher than of gender=female at noise=clean" in text
-    assert "unresolved: gap gender male − female at noise=clean" in text and "MDE " in text
+    assert "big: gender male − female at clean: EER for male is higher than for female" in text
+    assert "unresolved: gender male − female at clean" in text and "MDE " in text
     assert (f.adjustment == "holm").all() and (f.family_size == 10).all()
     assert list(f.kind[f.model == "big"]) == ["main", "main", "interaction", "gap", "gap"]
     pivot = cell_pivot(a)
@@ -83,7 +83,9 @@ def test_without_bootstrap_nothing_is_declared(run: Path) -> None:
 def test_analyze_prints_findings_first_and_writes_them(run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "200", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert res.stdout.startswith("findings:\nquestion: ")  # progress lines go to stderr
+    assert res.stdout.startswith("findings:\n")  # progress lines go to stderr
+    last = res.stdout.rsplit("\nanswer: ", 1)[1].splitlines()  # the question and its answer come last
+    assert "Answer: 2 of 4 subgroup gaps resolved (big 2 of 2, flat 0 of 2)." in " ".join(x.strip() for x in last)
     f = pd.read_csv(tmp_path / "findings.csv")
     want = {"effect", "estimate", "lo", "hi", "resolved", "mde", "speakers_per_stratum_needed"}
     assert want | {"p_value", "p_adjusted", "adjustment", "lo_simultaneous", "hi_simultaneous"} <= set(f.columns)
@@ -135,7 +137,7 @@ def test_main_effects_lead_as_sentences(tmp_path: Path) -> None:
     )
     assert not (h.findings.kind == "simple").any()  # simple effects only on request
     assert h.lines[1].startswith("enc: ") and "main 1 of 2" in h.lines[1]
-    assert h.lines[2].startswith("  noise=n10 raises enc EER from ")
+    assert h.lines[2].startswith("  noise n10 − clean over gender: raises enc EER from ")
     assert ", 95% CI [+" in h.lines[2] and "; adjusted p " in h.lines[2] and " points" not in h.lines[2]
 
 

@@ -171,3 +171,18 @@ def test_a_longtable_of_e14_size_compiles_and_spans_pages(tmp_path: Path) -> Non
     pages = int(written.group(1))
     assert "Overfull \\vbox" not in done.stdout
     assert pages >= 3, pages
+
+
+def test_findings_tex_names_each_effect_as_findings_csv_label(reported: tuple[Path, Path]) -> None:
+    """One name per effect: the LaTeX findings table's effect column is findings.csv's
+    ``label`` (escaped), the long ``effect`` form appears nowhere in it."""
+    import pandas as pd
+
+    from interbias.analysis.reporting.latex import escape
+
+    _, out = reported
+    tex = (out / "tables" / "findings.tex").read_text()
+    found = pd.read_csv(out / "findings.csv", keep_default_na=False)
+    rows = [ln.split(" & ")[2] for ln in tex.splitlines() if ln.count(" & ") >= 5 and not ln.startswith("model")]
+    assert len(rows) == len(found) and set(rows) == {escape(x) for x in found["label"]}
+    assert not any(escape(x) in tex for x in found["effect"])

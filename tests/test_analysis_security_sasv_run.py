@@ -151,8 +151,8 @@ def test_asv_alone_column_is_the_a_dcf_of_the_asv_llr(fused: dict) -> None:
         assert row.a_dcf_asv == pytest.approx(want, rel=1e-12)
 
 
-def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monkeypatch) -> None:
-    """cm_gain's interval is the findings' rule, recomputed here from the replicates as repeated
+def test_a_dcf_change_interval_is_the_findings_corrected_t_interval(fused: dict, monkeypatch) -> None:
+    """a_dcf_change's interval is the findings' rule, recomputed here from the replicates as repeated
     trials: SE² = a·V_S − c·V_N over the speaker and non-target-pair resamples, Student t at the
     Satterthwaite df; resolved only after Holm over the table's rows. The tiny run's cells hold 3
     speakers each: every row is "too few speakers" (never resolved); with the minimum lowered to 2
@@ -174,9 +174,11 @@ def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monk
     sc = sc[["score", "dropped"]].join(trials.set_index("trial_id"))
     sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
     speakers = len(set(sc["enrol_speaker"]) | set(sc["test_speaker"]))
-    assert int(got["cm_gain_speakers"].iloc[0]) == speakers < 5
-    assert (got["cm_gain_status"] == "too few speakers").all() and not got["cm_gain_resolved"].astype(bool).any()
-    assert (got["cm_gain_lo"] == "").all()  # no interval is printed for too few speakers
+    assert int(got["a_dcf_change_speakers"].iloc[0]) == speakers < 5
+    assert (got["a_dcf_change_status"] == "too few speakers").all() and not got["a_dcf_change_resolved"].astype(
+        bool
+    ).any()
+    assert (got["a_dcf_change_lo"] == "").all()  # no interval is printed for too few speakers
     import interbias.analysis.effect_rule as rule
     from interbias.analysis.security.sasv_run import sasv_fusion_for_run
 
@@ -203,18 +205,18 @@ def test_cm_gain_interval_is_the_findings_corrected_t_interval(fused: dict, monk
     corr = Correction(None, *design_constants(design, [at]))  # type: ignore[arg-type]
     a, c = corr.factors
     se, df = np.sqrt(a * v_s - c * v_n), float(corr.df(np.array([v_s]), np.array([v_n]), N_BOOT)[0])
-    est = float(row["cm_gain"])
+    est = float(row["a_dcf_change"])
     q = student_t.ppf(0.975, df)
-    assert float(row["cm_gain_se"]) == pytest.approx(se, rel=1e-9)
-    assert float(row["cm_gain_lo"]) == pytest.approx(est - q * se, abs=1e-9)
-    assert float(row["cm_gain_hi"]) == pytest.approx(est + q * se, abs=1e-9)
-    assert float(row["cm_gain"]) == pytest.approx(float(row["a_dcf_sum"]) - float(row["a_dcf_asv"]), abs=1e-15)
-    tested = got["cm_gain_status"].isin(["resolved", "not resolved"]).to_numpy()
-    assert tested.sum() >= len(got) // 2, got["cm_gain_status"].value_counts()
-    holm = adjust(got.loc[tested, "cm_gain_p"].to_numpy(float), "holm")
-    assert np.allclose(got.loc[tested, "cm_gain_p_holm"].to_numpy(float), holm)
-    assert ((got.loc[tested, "cm_gain_status"] == "resolved").to_numpy() == (holm < 0.05)).all()
-    assert (got["cm_gain_resolved"] == (got["cm_gain_status"] == "resolved")).all()
+    assert float(row["a_dcf_change_se"]) == pytest.approx(se, rel=1e-9)
+    assert float(row["a_dcf_change_lo"]) == pytest.approx(est - q * se, abs=1e-9)
+    assert float(row["a_dcf_change_hi"]) == pytest.approx(est + q * se, abs=1e-9)
+    assert float(row["a_dcf_change"]) == pytest.approx(float(row["a_dcf_sum"]) - float(row["a_dcf_asv"]), abs=1e-15)
+    tested = got["a_dcf_change_status"].isin(["resolved", "not resolved"]).to_numpy()
+    assert tested.sum() >= len(got) // 2, got["a_dcf_change_status"].value_counts()
+    holm = adjust(got.loc[tested, "a_dcf_change_p"].to_numpy(float), "holm")
+    assert np.allclose(got.loc[tested, "a_dcf_change_p_holm"].to_numpy(float), holm)
+    assert ((got.loc[tested, "a_dcf_change_status"] == "resolved").to_numpy() == (holm < 0.05)).all()
+    assert (got["a_dcf_change_resolved"] == (got["a_dcf_change_status"] == "resolved")).all()
 
 
 def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -> None:
@@ -233,14 +235,60 @@ def test_report_leads_with_the_cell_means_with_and_without_the_cm(fused: dict) -
     assert empty.blocks == []
 
 
-def test_answer_line_gives_the_cell_means_and_the_worst_cell(fused: dict) -> None:
+def test_answer_names_the_cm_change_per_group_with_its_direction(fused: dict, tmp_path: Path) -> None:
+    """The answer: the CM's EER and t-EER and a-DCF alone and with the CM (cell means); per gender
+    the change as a verb (lowers/raises, negative a_dcf_change = lower = better) and its size; the
+    worst group with its trial counts. An old table with ``cm_gain`` columns reads the same."""
     got = pd.read_csv(fused["run"] / SASV_FUSION, keep_default_na=False)
-    pooled = got[got["group"] == "all"]
-    worst = pooled.loc[pooled["a_dcf_sum"].astype(float).idxmax()]
-    (line,) = sasv_answer(fused["run"])
-    assert line.startswith(f"mfcc-stats with cm-a: a-DCF {pooled['a_dcf_asv'].astype(float).mean():.3f} alone, ")
-    assert f"worst cell {worst['cell']}: {float(worst['a_dcf_sum']):.3f}" in line
+    num = got.replace("", np.nan)
+    pooled, groups = num[num["group"] == "all"], num[num["group"] != "all"]
+    lines = sasv_answer(fused["run"])
+    cm_eer, t_eer = pooled["cm_eer"].astype(float).mean(), pooled["t_eer"].astype(float).mean()
+    assert lines[0] == (
+        f"cm-a with mfcc-stats: CM EER {cm_eer:.3f}, t-EER {t_eer:.3f}; a-DCF "
+        f"{pooled['a_dcf_asv'].astype(float).mean():.3f} alone, {pooled['a_dcf_sum'].astype(float).mean():.3f} "
+        f"with the CM (means over {len(pooled)} cells; resolved in none of {len(pooled)} cells)."
+    )
+    for g, part in groups.groupby("group"):
+        ch = part["a_dcf_change"].astype(float).mean()
+        verb = "lowers" if ch < 0 else "raises"
+        assert f"{verb} {g}'s a-DCF by {abs(ch):.3f} (" in lines[1], lines[1]
+    assert lines[1].startswith("per gender: the CM ")
+    worst = groups.loc[groups["a_dcf_sum"].astype(float).idxmax()]
+    assert lines[2].startswith(
+        f"worst group: gender={worst['group']} in {worst['cell']}, a-DCF {float(worst['a_dcf_sum']):.3f} with the CM "
+        f"({int(worst['n_target'])} target, {int(worst['n_nontarget'])} non-target, {int(worst['n_spoof'])} spoof"
+    )
+    old = tmp_path / "old"
+    old.mkdir()
+    got.rename(columns=lambda c: c.replace("a_dcf_change", "cm_gain")).drop(columns="cm_eer").to_csv(
+        old / SASV_FUSION, index=False
+    )
+    assert sasv_answer(old)[1:] == lines[1:] and "a-DCF" in sasv_answer(old)[0]
     assert sasv_answer(fused["run"] / "nowhere") == []
+
+
+def test_cm_eer_is_the_cms_own_eer_on_its_llr(fused: dict) -> None:
+    """cm_eer: bona fide (target and non-target trials) against spoof on the CM's llr, the EER
+    recomputed here by brute force over thresholds (interpolated crossing)."""
+    got = pd.read_csv(fused["run"] / SASV_FUSION, keep_default_na=False)
+    cm = pd.read_parquet(fused["run"] / CM_TRIALS)
+    trials = pd.read_parquet(fused["run"] / "trials.parquet").set_index("trial_id")
+    row = got[got["group"] == "all"].iloc[0]
+    sc = pd.read_parquet(RunDir(fused["run"]).scores_path("mfcc-stats", row["cell"])).set_index("trial_id")
+    sc = sc.join(trials[[c for c in ("split", "trial_type") if c not in sc.columns]])
+    sc = sc[(sc["split"] == "eval") & ~sc["dropped"].astype(bool)]
+    side = cm[cm["cell"] == row["cell"]].set_index("trial_id")["cm_score"].reindex(sc.index).to_numpy()
+    bona = (sc["trial_type"] != "spoof").to_numpy()
+    # cm-a is calibrated: its score is its llr. EER: where miss (bona fide below) meets false alarm.
+    best = min(
+        (
+            abs((side[bona] < t).mean() - (side[~bona] >= t).mean()),
+            ((side[bona] < t).mean() + (side[~bona] >= t).mean()) / 2,
+        )
+        for t in np.unique(side)
+    )
+    assert float(row["cm_eer"]) == pytest.approx(best[1], abs=0.5 / min(bona.sum(), (~bona).sum()) + 1e-12)
 
 
 def test_a_run_without_dev_trials_is_refused_in_one_line(tmp_path, tiny_corpus, session_cache) -> None:
@@ -266,3 +314,35 @@ def test_a_bad_cm_trials_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AnalysisError, match=r"lacks column\(s\) calibrated"):
         read_cm_trials(RunDir(tmp_path))
     assert read_cm_trials(RunDir(tmp_path / "none")) is None
+
+
+def test_analyze_ends_with_what_the_cm_does(fused: dict, monkeypatch) -> None:
+    """analyze's last lines on a run with a CM: the question, then the CM's lines (its EER,
+    a-DCF alone and with it, the change per gender in words, the worst group)."""
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["analyze", str(fused["run"]), "--bootstrap", "0", "--out", str(fused["run"] / "a")])
+    assert out.exit_code == 0, out.output
+    tail = " ".join(x.strip() for x in out.stdout.splitlines()[-20:])
+    want = sasv_answer(fused["run"])
+    assert "answer: " in tail and "per gender: the CM " in tail
+    for line in want:
+        assert line in tail, (line, tail)
+
+
+def test_report_answer_opens_with_what_the_cm_does(fused: dict, tmp_path: Path) -> None:
+    """report.md's Answer: the question, then the CM's lines before anything else."""
+    from typer.testing import CliRunner
+
+    from interbias.cli import app
+
+    out = CliRunner().invoke(app, ["report", str(fused["run"]), "--bootstrap", "0", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    md = (tmp_path / "report.md").read_text()
+    answer = md.split("## Answer\n\n", 1)[1].split("\n## ", 1)[0]
+    first = answer.split("\n\n")
+    assert first[0].startswith("Question: ") and first[1].startswith("What the countermeasure does: ")
+    assert all(f"- {line}" in first[2] for line in sasv_answer(fused["run"])), first[2]

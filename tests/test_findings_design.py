@@ -218,4 +218,4 @@ def test_cli_design_and_simple_options(run: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r" / "report.md").read_text()
     assert "4 simple effect(s) outside it, adjusted among themselves" in md
-    assert "noise=n5 at gender=" in md  # a resolved simple effect, as a sentence
+    assert "noise n5 − clean at " in md  # a resolved simple effect, as a sentence, under its one name

@@ -61,7 +61,11 @@ def test_answer_states_the_named_effects_first_with_intervals(findings: pd.DataF
         "gender × noise, big", "gender × noise, flat", "gender gap, big", "gender gap, flat"
     ]  # fmt: skip
     ie = findings[(findings.kind == "interaction") & (findings.model == "flat")].iloc[0]
-    assert f"male, n10: {ie.estimate:+.3f} (95% CI [{ie.lo:+.3f}, {ie.hi:+.3f}]" in ans.key[1]
+    word, ends = ("above", (ie.lo, ie.hi)) if ie.estimate > 0 else ("below", (-ie.hi, -ie.lo))
+    assert (
+        f"gender × noise at male, n10: EER is {word} the additive prediction by {abs(ie.estimate):.3f} "
+        f"(95% CI [{ends[0]:.3f}, {ends[1]:.3f}])" in ans.key[1]
+    )
     assert key_lines(findings, {"question": "plain"}, "eer", "95%") == []
 
 
@@ -72,3 +76,25 @@ def test_largest_benefit_beside_largest_harm(findings: pd.DataFrame) -> None:
     part.loc[main[-1], ["estimate", "lo", "hi"]] = [-0.05, -0.08, -0.02]
     line = kind_line(part, "main", "eer", "95%")
     assert "; largest harm: " in line and "; largest benefit: " in line and "(-0.050, 95% CI [-0.080, -0.020])" in line
+
+
+def test_direction_turns_a_negative_effect_into_words_and_a_size(findings: pd.DataFrame) -> None:
+    """A gap below zero reads "lower … by |estimate| [-hi, -lo]"; the brief names every key effect
+    and model once, with its count resolved."""
+    from interbias.analysis.reporting.answer import direction, key_brief
+
+    gap = findings[findings.kind == "gap"].iloc[0].copy()
+    gap[["estimate", "lo", "hi"]] = [-0.031, -0.050, -0.012]
+    text = direction(gap, "eer")
+    at = gap.condition.split("=")[-1]
+    assert text == f"gender male − female at {at}: EER for male is lower than for female by 0.031 [0.012, 0.050]"
+    gap[["estimate", "lo", "hi"]] = [0.031, 0.012, 0.050]
+    assert "is higher than for female" in direction(gap, "eer") and "[0.012, 0.050]" in direction(gap, "eer")
+    brief = key_brief(findings, {"question": ASKED}, "eer")
+    assert [line.split(":")[0] for line in brief] == [
+        "gender × noise, big", "gender × noise, flat", "gender gap, big", "gender gap, flat"
+    ]  # fmt: skip
+    gaps = findings[(findings.kind == "gap") & (findings.model == "big")]
+    n_res = int(gaps.resolved.astype(bool).sum())
+    assert brief[2].startswith(f"gender gap, big: {n_res} of {len(gaps)} resolved; largest: gender male − female at ")
+    assert ": EER for male is higher than for female by " in brief[2]

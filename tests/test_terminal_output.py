@@ -55,7 +55,7 @@ def test_analyze_with_no_options_bootstraps_and_report_uses_the_same_findings(ru
     _fits(res.stdout)
     f = pd.read_csv(a / "findings.csv")
     assert len(f) and f[["lo", "hi", "p_adjusted"]].notna().all().all() and set(f["n_boot"]) == {1000}
-    assert res.stdout.startswith("findings:\nquestion: ")
+    assert res.stdout.startswith("findings:\n") and "\nanswer: " in res.stdout  # the question and answer last
     rep = runner.invoke(app, ["report", str(a)], env=ENV)
     assert rep.exit_code == 0, rep.output
     assert f"findings: reused {a / 'findings.csv'}" in " ".join(rep.output.split())

@@ -1,5 +1,5 @@
 """One interval rule for the effects reported outside findings.csv: the CM's gain (sasv_fusion.csv
-``cm_gain``, every group row included) and the QMF |gap| change (:mod:`interbias.analysis.qmf_gap`).
+``a_dcf_change``, every group row included) and the QMF |gap| change (:mod:`interbias.analysis.qmf_gap`).
 
 Each effect gets what a finding gets (:mod:`interbias.analysis.effects`, ``corrected`` design):
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from interbias.analysis.reporting.headline import Headline
@@ -32,13 +32,24 @@ def findings_stamp(a: Analysis) -> dict[str, object]:
     return {**{k: opts[k] for k in FINDINGS_KEYS}, "results_sha256": sha}
 
 
+def with_label(findings: Any) -> Any:
+    """``findings`` with ``label`` after ``effect``: the effect's one display name
+    (:func:`~interbias.analysis.effect_names.effect_name`); ``effect`` keeps its long form."""
+    from interbias.analysis.effect_names import effect_name
+
+    out = findings.drop(columns="label", errors="ignore")
+    names = [effect_name(r) for r in out.itertuples(index=False)]
+    out.insert(list(out.columns).index("effect") + 1 if "effect" in out else 0, "label", names)
+    return out
+
+
 def write_findings(a: Analysis, folder: Path, found: Headline) -> list[Path]:
     """findings.csv and findings.json (its stamp) when there are intervals; the paths written."""
     from interbias.utils import atomic
 
     if found.findings is None:
         return []
-    atomic.write_csv(folder / "findings.csv", found.findings)
+    atomic.write_csv(folder / "findings.csv", with_label(found.findings))
     stamp = json.dumps(findings_stamp(a), indent=1, sort_keys=True) + "\n"
     atomic.write_text(folder / "findings.json", stamp)
     return [folder / "findings.csv", folder / "findings.json"]

@@ -85,26 +85,43 @@ def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Option
 
 
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
-    """The question, the central statement and one line per model and kind, wrapped to the width."""
-    from interbias.analysis.reporting.answer import answer, question
+    """The central statement and one line per model and kind, wrapped to the width (the
+    question and its answer come last: :func:`print_question`)."""
+    from interbias.analysis.reporting.answer import answer
     from interbias.analysis.reporting.headline import HEADLINE_POWER, PLAN_LEVEL
     from interbias.cli.tables import echo_wrapped
 
-    echo_wrapped("question: " + question(a.run.resolved or {}, a.options.metric), wide=wide)
     frame = found.findings  # type: ignore[attr-defined]
     if frame is None:
         echo_wrapped(found.lines[0], wide=wide)  # type: ignore[attr-defined]
         return
     ans = answer(frame, a.run.resolved or {}, a.options.metric, a.replicates.pct, str(a.run.path))
-    if ans.key:
-        echo_wrapped("the effects the question names:", wide=wide)
-    for line in ans.key:
-        echo_wrapped(line, "  ", wide=wide)
-    if ans.central:
+    if ans.central and ans.key:
         echo_wrapped(ans.central, wide=wide)
     for model, _, line in ans.lines:
         echo_wrapped(f"{model}: {line}", "  ", wide=wide)
     echo_wrapped(f"MDE and speakers needed: power {HEADLINE_POWER:g}, {PLAN_LEVEL} (as interbias plan).", wide=wide)
+
+
+def print_question(a: Analysis, found: object, *, wide: bool) -> None:
+    """analyze's last lines, so the answer is on screen at 80x24: the question, then per effect
+    it names and model the count resolved and the largest in words (else the central
+    statement), then for runs with countermeasures what the CM does per group."""
+    from interbias.analysis.reporting.answer import central_line, key_brief, question
+    from interbias.analysis.security.sasv_run import sasv_answer
+    from interbias.cli.tables import echo_wrapped
+
+    metric = a.options.metric
+    echo_wrapped("answer: " + question(a.run.resolved or {}, metric), wide=wide)
+    frame = found.findings  # type: ignore[attr-defined]
+    lines = [] if frame is None else key_brief(frame, a.run.resolved or {}, metric)
+    if frame is not None and not lines:
+        pct = a.replicates.pct if a.replicates is not None else "95%"
+        lines = [central_line(frame, (a.run.resolved or {}).get("use"), str(a.run.path), pct)]
+    if frame is None:
+        lines = [found.lines[0]]  # type: ignore[attr-defined]
+    for line in [*[x for x in lines if x], *sasv_answer(a.run.path)]:
+        echo_wrapped(line, "  ", wide=wide)
 
 
 @app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
@@ -178,6 +195,7 @@ def analyze(
     if not quiet:
         _print_tables(a, metric, tolerance, wide)
     _closing(a, metric, paths, folder)
+    print_question(a, found, wide=wide)
 
 
 def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, paths: list[Path]) -> list[str]:
@@ -215,7 +233,7 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
     if a.replicates is not None:
         echo_wrapped(f"intervals of effects (findings, contrasts.csv, gaps.csv): {a.interval_method}")
         echo_wrapped(f"intervals of cells and means: {a.replicates.describe()}")
-    echo_wrapped("wrote " + ", ".join(p.name for p in paths) + f" in {folder}")
+    echo_wrapped(f"wrote {len(paths)} files in {folder} (findings.csv: every effect; docs/outputs.md)")
 
 
 def _print_json(a: Analysis, found: object, paths: list[Path]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.planner import median_need
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
@@ -29,7 +30,6 @@ from interbias.analysis.reporting.headline import (
     pval,
     resolved_mask,
     sentence,
-    span,
 )
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
@@ -64,22 +64,29 @@ def key_effects(resolved: dict[str, Any]) -> tuple[KeyEffect, ...]:
     return parse_question(asked, "experiment.resolved.json").effects
 
 
-def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> list[str]:
-    """Per key effect and model: its effects with estimate, interval and adjusted p (the
-    :data:`KEY_ROWS` largest; the rest counted, with their simultaneous bound)."""
+def key_hits(findings: pd.DataFrame, resolved: dict[str, Any]) -> list[tuple[KeyEffect, pd.DataFrame]]:
+    """Per key effect the question names, its rows of ``findings`` (empty when none matches)."""
     out = []
     for key in key_effects(resolved):
         mask = [
             key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group))
             for r in findings.itertuples(index=False)
         ]
-        hits = findings[pd.Series(mask, index=findings.index, dtype=bool)]
+        out.append((key, findings[pd.Series(mask, index=findings.index, dtype=bool)]))
+    return out
+
+
+def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str) -> list[str]:
+    """Per key effect and model: its effects with estimate, interval and adjusted p (the
+    :data:`KEY_ROWS` largest; the rest counted, with their simultaneous bound)."""
+    out = []
+    for key, hits in key_hits(findings, resolved):
         if hits.empty:
             out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
             continue
         for model, grp in hits.groupby("model", sort=False):
             top = grp.loc[grp["estimate"].astype(float).abs().sort_values(ascending=False, kind="stable").index]
-            parts = [_key_row(r, pct) for r in top.head(KEY_ROWS).itertuples(index=False)]
+            parts = [_key_row(r, pct, metric) for r in top.head(KEY_ROWS).itertuples(index=False)]
             if len(grp) > KEY_ROWS:
                 parts.append(
                     f"{len(grp) - KEY_ROWS} more; {int(resolved_mask(grp).sum())} of {len(grp)} resolved; "
@@ -89,14 +96,60 @@ def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
     return out
 
 
-def _key_row(r: Any, pct: str) -> str:
+def _key_row(r: Any, pct: str, metric: str = "eer") -> str:
+    return f"{direction(r, metric, pct)}; adjusted p {pval(float(r.p_adjusted))}, {verdict(r)}"
+
+
+def verdict(r: Any) -> str:
+    """``resolved`` or ``not resolved`` for one findings row."""
     done = (isinstance(r.resolved, (bool, np.bool_)) and bool(r.resolved)) or str(r.resolved) == "True"
-    verdict = "resolved" if done else "not resolved"
-    where = r.condition if r.kind != "interaction" else str(r.effect).split(" at ", 1)[-1]
-    return (
-        f"{where}: {num(r.estimate, sign=True)} ({pct} CI {span(r.lo, r.hi)}, adjusted p {pval(float(r.p_adjusted))}, "
-        f"{verdict})"
-    )
+    return "resolved" if done else "not resolved"
+
+
+def _level(text: Any) -> str:
+    return str(text).split("=", 1)[-1]
+
+
+def direction(r: Any, metric: str, pct: str = "") -> str:
+    """One effect by its name (:func:`effect_name`) with its direction and size in words, its
+    interval turned with it (the size of a negative effect is ``-estimate``, its interval
+    ``[-hi, -lo]``): ``gender male − female at n10: EER for male is lower than for female by
+    0.031 [0.012, 0.050]`` (``pct``: written before the interval)."""
+    return f"{effect_name(r)}: {_words(r, metric, pct)}"
+
+
+def _words(r: Any, metric: str, pct: str) -> str:
+    est, lo, hi = float(r.estimate), float(r.lo), float(r.hi)
+    ends = (lo, hi) if est >= 0 else (-hi, -lo)
+    ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
+    size = f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
+    name = metric_name(metric)
+    if r.kind == "gap":
+        word = "higher" if est > 0 else ("lower" if est < 0 else "no different")
+        return f"{name} for {_level(r.group)} is {word} than for {_level(r.reference)} {size}"
+    if r.kind == "interaction":
+        word = "above" if est > 0 else ("below" if est < 0 else "at")
+        return f"{name} is {word} the additive prediction {size}"
+    verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
+    return f"{verb} {name} {size}"
+
+
+def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str) -> list[str]:
+    """Per key effect and model one short line for the terminal's last lines: how many of its
+    effects are resolved and the largest (the largest resolved when any) in words."""
+    out = []
+    for key, hits in key_hits(findings, resolved):
+        if hits.empty:
+            out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
+        for model, grp in hits.groupby("model", sort=False):
+            res = resolved_mask(grp)
+            pool = grp[res] if res.any() else grp
+            top = next(pool.loc[[pool["estimate"].astype(float).abs().idxmax()]].itertuples(index=False))
+            out.append(
+                f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved; largest: "
+                f"{direction(top, metric)}, {verdict(top)}."
+            )
+    return out
 
 
 def question(resolved: dict[str, Any], metric: str) -> str:

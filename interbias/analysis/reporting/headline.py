@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import planner
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.reporting.numbers import p_text
 from interbias.analysis.stats.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
@@ -78,7 +79,6 @@ def sentence(r: object, metric: str, pct: str, *, short: bool = False) -> str:
     (``short``: the per-effect interval only)."""
     g = r.__getattribute__
     m, est = g("model"), float(g("estimate"))
-    where = f" at {g('group')}" if g("kind") in ("main", "simple") and g("group") else ""
     ci = f"{pct} CI {span(g('lo'), g('hi'))}"
     if not short:
         ci += f"; simultaneous {span(g('lo_simultaneous'), g('hi_simultaneous'))}; adjusted p {pval(float(g('p_adjusted')))}"
@@ -87,13 +87,14 @@ def sentence(r: object, metric: str, pct: str, *, short: bool = False) -> str:
     verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
     name = metric_name(metric)
     if g("kind") in ("main", "simple"):
-        return f"{g('condition')}{where} {verb} {m} {name} from {a} to {b} {tail}."
+        return f"{effect_name(r)}: {verb} {m} {name} from {a} to {b} {tail}."
     who = "" if short else f"{m}: "  # a short sentence sits on its model's line
     if g("kind") == "gap":
         word = "higher" if est > 0 else "lower"
-        return f"{who}{name} of {g('group')} is {word} than of {g('reference')} at {g('condition')}: {b} against {a} {tail}."
+        low, ref = (str(g(c)).split("=", 1)[-1] for c in ("group", "reference"))
+        return f"{who}{effect_name(r)}: {name} for {low} is {word} than for {ref}: {b} against {a} {tail}."
     word = "above" if est > 0 else "below"
-    return f"{who}{g('effect')}: observed {name} {b} is {word} the additive prediction {a} {tail}."
+    return f"{who}{effect_name(r)}: observed {name} {b} is {word} the additive prediction {a} {tail}."
 
 
 def family_line(frame: pd.DataFrame, metric: str, pct: str, adjustment: str, alpha: float) -> str:
@@ -163,10 +164,10 @@ def headline(a: Analysis) -> Headline:
             lines.append("  " + sentence(r, metric, pct))
         for r in grp[~mask].itertuples(index=False):
             if not (r.se == r.se and r.lo == r.lo):  # NaN: no interval, never a number in its place
-                lines.append(f"  unresolved: {r.effect}: {num(r.estimate, sign=True)}, no interval ({r.note})")
+                lines.append(f"  unresolved: {effect_name(r)}: {num(r.estimate, sign=True)}, no interval ({r.note})")
                 continue
             lines.append(
-                f"  unresolved: {r.effect}: {num(r.estimate, sign=True)} {span(r.lo, r.hi)}, "
+                f"  unresolved: {effect_name(r)}: {num(r.estimate, sign=True)} {span(r.lo, r.hi)}, "
                 f"adjusted p {pval(r.p_adjusted)}, MDE {num(r.mde)}"
             )
     return Headline(frame, lines)

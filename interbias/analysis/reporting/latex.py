@@ -297,7 +297,10 @@ def findings_table(a: Analysis) -> str | None:
     if a.found is None or not len(a.found):
         return None
     frame = order(a.found).rename(columns={"estimate": "est", "lo": "est_lo", "hi": "est_hi"})
-    cols = [text("model"), text("kind"), text("effect"), with_ci("est", "estimate")]
+    from interbias.analysis.effect_names import effect_name
+
+    name = Col("effect", lambda r: escape(effect_name(r)), "l")
+    cols = [text("model"), text("kind"), name, with_ci("est", "estimate")]
     cols += [Col("adjusted p", lambda r: p_text(r.get("p_adjusted"))), Col("resolved", _yes_no("resolved"))]
     caption = (
         f"Every effect of the family with its interval and {escape(a.options.adjust)}-adjusted p-value; resolved: "

@@ -16,7 +16,6 @@ colour per series (never repeated within a panel), legends outside the data area
 from __future__ import annotations
 
 import io
-import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import norm
 
+from interbias.analysis.effect_names import contrast_name, effect_name
 from interbias.analysis.reporting.numbers import signed
 from interbias.metrics.registry import chance_levels
 
@@ -187,7 +187,8 @@ def ie_heatmap(contrasts: pd.DataFrame, model: str, vmax: float) -> Figure:
         ax.set_yticks(range(len(a_levels)), a_levels, fontsize=8)
         ax.set_xlabel(str(sub["factor_b"].iloc[0]))
         ax.set_ylabel(str(sub["factor_a"].iloc[0]))
-        title = f"IE: {model}" + (f" ({sub['factor_c'].iloc[0]}={c})" if c else "")
+        name = contrast_name([str(sub["factor_a"].iloc[0]), str(sub["factor_b"].iloc[0])])
+        title = f"{name}, {model}" + (f" at {c}" if c else "")
         ax.set_title(title, fontsize=10)
     for ax in axes[len(held) :]:
         ax.set_visible(False)
@@ -303,48 +304,10 @@ def forest_rows(findings: pd.DataFrame, kinds: Sequence[str], resolved: pd.Serie
 FOREST_FONT = 8
 
 
-def _values(pairs: str) -> list[str]:
-    """``["male", "gaussian_5"]`` of ``gender=male,noise=gaussian_5``; a bare value as itself."""
-    return [p.split("=", 1)[-1].strip() for p in pairs.split(",") if p.strip()]
-
-
-def _change(condition: str, reference: str) -> str:
-    """``noise gaussian_5 − clean`` of ``noise=gaussian_5`` and ``noise=clean``."""
-    factor, _, level = condition.partition("=")
-    return f"{factor} {level} − {reference.partition('=')[2] or reference}" if level else f"{condition} − {reference}"
-
-
 def effect_label(r: Any) -> str:
-    """An effect in the forest plot's one grammar, ``WHAT [at LEVELS] [over FACTORS]``: WHAT is
-    ``factor level − reference`` (main, simple, gap) or ``factor × factor`` (interaction); ``at``
-    the levels it holds the other factors at; ``over`` the factors a main effect averages over.
-    ``noise gaussian_5 − clean over gender``, ``noise gaussian_5 − clean at male``,
-    ``gender male − female at gaussian_5``, ``gender × noise at male, gaussian_5``. ``r``: a
-    findings row (``kind``, ``effect``, ``group``, ``condition``, ``reference``); another kind is
-    its effect text without the kind word."""
-    kind, effect = str(getattr(r, "kind", "")), str(getattr(r, "effect", ""))
-    group, cond, ref = (str(getattr(r, c, "") or "") for c in ("group", "condition", "reference"))
-    at: list[str] = []
-    over = ""
-    match kind:
-        case "interaction" if " at " in effect:
-            what, levels = effect.split(" ", 1)[-1].split(" at ", 1)
-            what, at = " × ".join(f.strip() for f in what.split("×")), [v.strip() for v in levels.split(",")]
-        case "main" | "simple" if cond and ref:
-            what = _change(cond, ref)
-            if kind != "main":  # a simple effect: at the group's levels
-                at = _values(group)
-            if m := re.search(r"\(averaged over ([^)]*)\)", effect):
-                over = m.group(1)
-            if m := re.search(r"\(at ([^:]*): the only level", effect):
-                at = _values(m.group(1))
-        case "gap" if group and ref:
-            what = _change(group, ref)
-            at = _values(cond)
-        case _:
-            head, _, rest = effect.partition(" ")
-            what = rest if head in ("main", "IE", "gap", "simple") and rest else effect
-    text = what + (f" at {', '.join(at)}" if at else "") + (f" over {over}" if over else "")
+    """The forest plot's label of a findings row: its one name (:func:`effect_name`) on at most
+    two lines of 44 characters."""
+    text = effect_name(r)
     return "\n".join(textwrap.wrap(text, 44)[:2]) if len(text) <= 88 else text[:86] + "…"
 
 

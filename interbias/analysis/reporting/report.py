@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, SLOTS
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
@@ -355,6 +356,12 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
     metric = a.options.metric
     rep.heading("Answer")
     rep.para("Question: " + question((a.run.resolved or {}), metric))
+    if sasv := sasv_answer(a.run.path):
+        rep.para(
+            "What the countermeasure does: with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
+            "in [0, 1], lower is better; sasv_fusion.csv):"
+        )
+        rep.bullets(sasv)
     if h.findings is None:
         rep.para(h.lines[0])
         return
@@ -367,12 +374,6 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(ans.central)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
     rep.para(_unit_line(a))
-    if sasv := sasv_answer(a.run.path):
-        rep.para(
-            "Against spoofs, with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
-            "in [0, 1], lower is better):"
-        )
-        rep.bullets(sasv)
     if h.findings.empty:
         return
     kinds = kinds_of(h.findings)
@@ -443,8 +444,8 @@ def all_effects(rep: Report, h: Headline) -> None:
 
 
 def labelled(findings: pd.DataFrame) -> pd.DataFrame:
-    """``findings`` with each effect in the forest plot's one grammar (:func:`plots.effect_label`)."""
-    return findings.assign(effect=[plots.effect_label(r) for r in findings.itertuples(index=False)])
+    """``findings`` with each effect under its one name (:func:`effect_name`)."""
+    return findings.assign(effect=[effect_name(r) for r in findings.itertuples(index=False)])
 
 
 def _cells_section(a: Analysis, rep: Report) -> None:

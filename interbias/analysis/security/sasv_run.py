@@ -20,15 +20,17 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
 - ``a_dcf_asv`` (the minimum a-DCF of the ASV llr alone: what the CM adds is its difference
   to the fused ones), ``a_dcf_sum``, ``a_dcf_product``, ``t_eer`` and the counts of
   :func:`interbias.metrics.sasv_fusion.sasv_row` (ASVspoof 5 a-DCF costs);
-- ``cm_gain`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost) with the findings'
+- ``cm_eer``: the CM's own EER over the slice's eval trials (bona fide = target and non-target
+  trials, against spoof; on its llr);
+- ``a_dcf_change`` = a_dcf_sum − a_dcf_asv (negative: the CM lowers the cost, better) with the findings'
   interval rule (:mod:`interbias.analysis.effect_rule`): the corrected-SE Student-t 95 % interval
-  ``cm_gain_lo``/``cm_gain_hi`` from :data:`N_BOOT` speaker and non-target-pair replicates (the
+  ``a_dcf_change_lo``/``a_dcf_change_hi`` from :data:`N_BOOT` speaker and non-target-pair replicates (the
   same resample for both terms, the calibrations held fixed;
-  :func:`interbias.metrics.sasv.a_dcf_weighted`), ``cm_gain_bias`` (replicate mean − estimate),
-  ``cm_gain_speakers``, Holm over every row of the table (``cm_gain_p_holm``) and
-  ``cm_gain_status``: resolved, not resolved, too few speakers (a slice of fewer than
+  :func:`interbias.metrics.sasv.a_dcf_weighted`), ``a_dcf_change_bias`` (replicate mean − estimate),
+  ``a_dcf_change_speakers``, Holm over every row of the table (``a_dcf_change_p_holm``) and
+  ``a_dcf_change_status``: resolved, not resolved, too few speakers (a slice of fewer than
   :data:`~interbias.analysis.fairness_cluster.MIN_SPEAKERS`: never resolved) or no interval;
-  ``cm_gain_resolved`` is True only for resolved. Groups: ``all`` and,
+  ``a_dcf_change_resolved`` is True only for resolved. Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
   A slice lacking a trial class keeps its counts and has empty metrics.
 """
@@ -46,7 +48,7 @@ import pandas as pd
 from interbias.analysis.effect_rule import FIELDS, NO_INTERVAL, Resamplers, corrected_interval, decide
 from interbias.analysis.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report
-from interbias.analysis.reporting.numbers import format_value, signed
+from interbias.analysis.reporting.numbers import format_value
 from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.experiments.schema import FairnessSpec
@@ -54,6 +56,7 @@ from interbias.metrics.logistic import fit_logistic
 from interbias.metrics.sasv import ADCFCost, a_dcf, a_dcf_weighted
 from interbias.metrics.sasv_fusion import COLUMNS as FUSION_COLUMNS
 from interbias.metrics.sasv_fusion import KEYS, sasv_row, sum_fusion
+from interbias.metrics.verification import eer
 from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
 from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
@@ -65,14 +68,19 @@ if TYPE_CHECKING:
 
 COLUMNS = [
     "model", "cm", "cell", "group_by", "group", "cm_calibration", "a_dcf_asv", *FUSION_COLUMNS,
-    "cm_gain", *(f"cm_gain_{f}" for f in FIELDS),
+    "cm_eer", "a_dcf_change", *(f"a_dcf_change_{f}" for f in FIELDS),
 ]  # fmt: skip
 #: Speaker-bootstrap replicates of the CM's gain (master seed :data:`SEED`).
 N_BOOT = 500
 SEED = 0
 CM_COLUMNS = TRIAL_COLUMNS
 #: The numeric columns of sasv_fusion.csv: the four metrics (the report's order), then the CM's gain and its bounds.
-METRICS = ("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_se")
+METRICS = (
+    "a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_eer",
+    "a_dcf_change", "a_dcf_change_lo", "a_dcf_change_hi", "a_dcf_change_se",
+)  # fmt: skip
+#: The change's columns as older tables named them (``cm_gain``, same sign), read as today's.
+OLD_NAMES = {"cm_gain": "a_dcf_change"}
 #: The prior of the CM side's logistic calibration (bona fide share in the fit's objective).
 CM_PRIOR = 0.5
 
@@ -168,15 +176,16 @@ def slice_row(frame: pd.DataFrame, cost: ADCFCost, boot: SliceBoot | None = None
     :mod:`interbias.analysis.effect_rule` (``boot``: the slice's replicate weights, correction and
     speakers); its counts and empty metrics when it lacks a class."""
     counts = {f"n_{k}": int((frame["key"] == k).sum()) for k in KEYS}
-    gain_cols = {f"cm_gain_{f}": float("nan") for f in FIELDS if f not in ("status", "resolved", "p_holm")}
+    gain_cols = {f"a_dcf_change_{f}": float("nan") for f in FIELDS if f not in ("status", "resolved", "p_holm")}
     if min(counts.values()) == 0:
-        empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_gain"), float("nan"))
-        return {**empty, **counts, **gain_cols, "cm_gain_status": NO_INTERVAL}
+        empty = dict.fromkeys(("a_dcf_asv", "a_dcf_sum", "a_dcf_product", "t_eer", "cm_eer", "a_dcf_change"), np.nan)
+        return {**empty, **counts, **gain_cols, "a_dcf_change_status": NO_INTERVAL}
     asv = [frame.loc[frame["key"] == k, "asv_llr"].to_numpy() for k in KEYS]
     row = {"a_dcf_asv": a_dcf(*asv, cost)[0], **sasv_row(frame, cost)}
-    row["cm_gain"] = row["a_dcf_sum"] - row["a_dcf_asv"]
+    row["cm_eer"] = eer(frame["cm_llr"].to_numpy(), (frame["key"] != "spoof").to_numpy())
+    row["a_dcf_change"] = row["a_dcf_sum"] - row["a_dcf_asv"]
     if boot is None:
-        return {**row, **gain_cols, "cm_gain_status": NO_INTERVAL}
+        return {**row, **gain_cols, "a_dcf_change_status": NO_INTERVAL}
     keys = frame["key"].to_numpy()
     fused = [sum_fusion(*(frame.loc[frame["key"] == k, c] for c in ("asv_llr", "cm_llr"))) for k in KEYS]
 
@@ -184,8 +193,8 @@ def slice_row(frame: pd.DataFrame, cost: ADCFCost, boot: SliceBoot | None = None
         w = tuple(weights[:, keys == k] for k in KEYS)
         return a_dcf_weighted(tuple(fused), w, cost) - a_dcf_weighted(tuple(asv), w, cost)
 
-    found = corrected_interval(row["cm_gain"], gain(boot.w_s), gain(boot.w_n), boot.corr, boot.speakers)
-    return {**row, **{f"cm_gain_{k}": v for k, v in found.items()}}
+    found = corrected_interval(row["a_dcf_change"], gain(boot.w_s), gain(boot.w_n), boot.corr, boot.speakers)
+    return {**row, **{f"a_dcf_change_{k}": v for k, v in found.items()}}
 
 
 @dataclass(frozen=True)
@@ -281,7 +290,7 @@ def sasv_fusion_for_run(run: RunDir, cost: ADCFCost = ADCFCost()) -> pd.DataFram
             for attr, group, mask in _slices(frame, groups):
                 sl = SliceBoot(w_s[:, mask], w_n[:, mask], boot.correction([at[mask]]), boot.speakers(at[mask]))
                 rows.append({**keys, "group_by": attr, "group": group, **slice_row(frame[mask], cost, sl)})
-    return decide(pd.DataFrame(rows), "cm_gain_").reindex(columns=COLUMNS)
+    return decide(pd.DataFrame(rows), "a_dcf_change_").reindex(columns=COLUMNS)
 
 
 def write_sasv_fusion(run: RunDir) -> str | None:
@@ -303,42 +312,83 @@ def read_sasv_fusion(folder: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     table = pd.read_csv(path, keep_default_na=False)
+    old, new = next(iter(OLD_NAMES.items()))
+    table = table.rename(columns={c: new + c[len(old) :] for c in table.columns if c.startswith(old)})
     for col in METRICS:
         if col in table.columns:
             table[col] = pd.to_numeric(table[col], errors="coerce")
     return table
 
 
+#: A fairness attribute with at most this many groups gets the CM's change per group in the answer.
+ANSWER_GROUPS = 4
+
+
 def sasv_answer(folder: Path) -> list[str]:
-    """One line per model × CM for the report's answer: the cell-mean a-DCF alone and fused, in
-    how many cells the CM's gain is resolved, and the cell where the fused system does worst
-    (empty without sasv_fusion.csv)."""
+    """The answer of a run with countermeasures (empty without sasv_fusion.csv), per model × CM:
+    the CM's EER, the t-EER and the a-DCF alone and with the CM (cell means); per group of each
+    attribute with few groups the CM's change in words (``the CM lowers female's a-DCF by …,
+    raises male's by …``) with how many cells resolve it; the group the fused system serves
+    worst with its trial counts and the fewest trials of any group beside it."""
     table = read_sasv_fusion(folder)
-    if table is None or "cm_gain" not in table.columns:
+    if table is None or "a_dcf_change" not in table.columns:
         return []
-    pooled = table[table["group"] == "all"].dropna(subset=["a_dcf_sum"])
     out = []
-    for (model, cm), part in pooled.groupby(["model", "cm"], sort=False):
-        worst = part.loc[part["a_dcf_sum"].idxmax()]
-        resolved = part[part["cm_gain_resolved"].astype(str) == "True"]
-        lower, higher = int((resolved["cm_gain"] < 0).sum()), int((resolved["cm_gain"] > 0).sum())
+    for (model, cm), part in table.dropna(subset=["a_dcf_sum"]).groupby(["model", "cm"], sort=False):
+        pooled, groups = part[part["group"] == "all"], part[part["group"] != "all"]
+        eers = f"CM EER {format_value(pooled['cm_eer'].mean())}, " if "cm_eer" in pooled else ""
         out.append(
-            f"{model} with {cm}: a-DCF {format_value(part['a_dcf_asv'].mean())} alone, "
-            f"{format_value(part['a_dcf_sum'].mean())} with the summed LLRs, "
-            f"{format_value(part['a_dcf_product'].mean())} with the product of posteriors (mean over "
-            f"{len(part)} cells); {verdict(lower, higher, len(part))}; worst cell {worst['cell']}: "
-            f"{format_value(worst['a_dcf_sum'])} "
-            f"(change {signed(worst['cm_gain'])}, 95% CI [{signed(worst['cm_gain_lo'])}, "
-            f"{signed(worst['cm_gain_hi'])}]; t-EER {format_value(worst['t_eer'])})"
+            f"{cm} with {model}: {eers}t-EER {format_value(pooled['t_eer'].mean())}; a-DCF "
+            f"{format_value(pooled['a_dcf_asv'].mean())} alone, {format_value(pooled['a_dcf_sum'].mean())} with "
+            f"the CM (means over {len(pooled)} cells; {cells_word(pooled)})."
         )
+        for attr, by in groups.groupby("group_by", sort=True):
+            if by["group"].nunique() <= ANSWER_GROUPS:
+                out.append(
+                    f"per {attr}: the CM "
+                    + ", ".join(change_words(g, str(grp)) for grp, g in by.groupby("group"))
+                    + "."
+                )
+        if len(groups):
+            out.append(worst_group(groups))
     return out
 
 
+def change_words(part: pd.DataFrame, group: str) -> str:
+    """``lowers female's a-DCF by 0.012 (0.210 to 0.198; resolved in none of 3 cells)``: the
+    cell-mean change of one group (negative: lower, better)."""
+    ch = float(part["a_dcf_change"].mean())
+    verb = "lowers" if ch < 0 else ("raises" if ch > 0 else "leaves")
+    return (
+        f"{verb} {group}'s a-DCF by {format_value(abs(ch))} ({format_value(part['a_dcf_asv'].mean())} to "
+        f"{format_value(part['a_dcf_sum'].mean())}; {cells_word(part)})"
+    )
+
+
+def cells_word(part: pd.DataFrame) -> str:
+    """In how many of ``part``'s cells the change is resolved, and which way."""
+    done = part[part["a_dcf_change_resolved"].astype(str) == "True"]
+    lower, higher = int((done["a_dcf_change"] < 0).sum()), int((done["a_dcf_change"] > 0).sum())
+    return verdict(lower, higher, len(part))
+
+
+def worst_group(groups: pd.DataFrame) -> str:
+    """The group and cell of the highest a-DCF with the CM, its trial counts and the fewest
+    non-target trials of any group (a small group's a-DCF is a noisy maximum)."""
+    row = groups.loc[groups["a_dcf_sum"].idxmax()]
+    few = groups.loc[groups["n_nontarget"].astype(int).idxmin()]
+    return (
+        f"worst group: {row['group_by']}={row['group']} in {row['cell']}, a-DCF {format_value(row['a_dcf_sum'])} "
+        f"with the CM ({row['n_target']} target, {row['n_nontarget']} non-target, {row['n_spoof']} spoof trials; "
+        f"fewest of any group: {few['n_nontarget']} non-target, {few['group_by']}={few['group']})."
+    )
+
+
 def verdict(lower: int, higher: int, cells: int) -> str:
-    """How many cells' CM gain is resolved, in words."""
+    """How many cells' change is resolved, in words."""
     if lower == higher == 0:
-        return f"the summed fusion's change is resolved in none of the {cells} cells"
-    return f"the summed fusion lowers a-DCF resolvably in {lower} and raises it in {higher} of {cells} cells"
+        return f"resolved in none of {cells} cells"
+    return f"resolved lower in {lower} and higher in {higher} of {cells} cells"
 
 
 def sasv_section(folder: Path, rep: Report) -> None:
@@ -373,11 +423,14 @@ def sasv_section(folder: Path, rep: Report) -> None:
         rep.para("The group the fused system serves worst:")
         rep.bullets(worst)
     rep.para(
-        f"Per cell, pooled over groups ({SASV_FUSION} has every group); cm_gain = a_dcf_sum − a_dcf_asv with the "
+        f"Per cell, pooled over groups ({SASV_FUSION} has every group); a_dcf_change = a_dcf_sum − a_dcf_asv "
+        "(negative: the CM lowers the cost, better) with the "
         f"findings' 95% corrected-SE t interval ({N_BOOT} speaker and non-target replicates) and its status after "
         "Holm over every row of the table (groups of fewer than 5 speakers: too few speakers, never resolved):"
     )
-    gain = [c for c in ("cm_gain", "cm_gain_lo", "cm_gain_hi", "cm_gain_status") if c in table.columns]
+    gain = [
+        c for c in ("a_dcf_change", "a_dcf_change_lo", "a_dcf_change_hi", "a_dcf_change_status") if c in table.columns
+    ]
     rep.table(pooled, ["model", "cm", "cell", *metrics, *gain], collapsed="a-DCF and t-EER per cell")
 
 
