@@ -101,7 +101,7 @@ def test_killed_runs_resume_to_byte_identical_outputs(setup, tmp_path: Path) -> 
     # the same command once more completes the run from what was kept
     res = CliRunner().invoke(app, run_args(exp, out, cache))
     assert res.exit_code == 0, res.output
-    assert f"embedded 0, from cache 0, cells reused {cells}" in res.output
+    assert f"embedded 0, cached 0, cells reused {cells}" in res.output
     assert only_run_dir(out) == run_dir and not list(run_dir.rglob(".*.tmp"))
     assert outputs(run_dir) == outputs(ref_dir)
     counts = json.loads((run_dir / "run.json").read_text())["counts"]

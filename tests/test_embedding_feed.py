@@ -198,7 +198,7 @@ def test_a_batch_that_fails_is_retried_one_at_a_time_counted_and_printed(tiny_co
     assert merged.batch_fallbacks == 1 and merged.fallback_reasons == stats.fallback_reasons
     info = {"embedded": 8, "from_cache": 0, "cells_reused": 0, "oom_retries": 0}
     lines = embedding_lines({**info, "batch_fallbacks": 1, "batch_fallback_reasons": stats.fallback_reasons})
-    assert "batch fallbacks 1, out-of-memory halvings 0" in lines[0]
+    assert "batch fallbacks 1, OOM halvings 0" in lines[0]
     assert lines[1].startswith("warning: 1 network batch(es) failed and were embedded one at a time")
     assert lines[1].endswith("first reason: stats: RuntimeError: masked path broke")
     assert len(embedding_lines({**info, "batch_fallbacks": 0, "batch_fallback_reasons": {}})) == 1

@@ -92,7 +92,7 @@ def test_plan_fits_80_columns(run: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["plan", str(run), "--bootstrap", "200", "--out", str(tmp_path)], env=ENV)
     assert res.exit_code == 0, res.output
     _fits(res.stdout)
-    assert "per effect (largest need first)" in res.stdout and "plan.csv" in res.stdout
+    assert "per effect (the question's effects first, largest need first)" in res.stdout and "plan.csv" in res.stdout
 
 
 def test_fairness_fits_80_columns(tmp_path: Path) -> None:

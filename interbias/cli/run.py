@@ -272,8 +272,8 @@ def embedding_lines(info: dict[str, Any]) -> list[str]:
     embedded or reused, the batches that fell back to one at a time and the out-of-memory
     halvings, and a warning with the first reason when a batch fell back."""
     lines = [
-        f"embedded {info['embedded']}, from cache {info['from_cache']}, cells reused {info['cells_reused']}, "
-        f"batch fallbacks {info['batch_fallbacks']}, out-of-memory halvings {info['oom_retries']}"
+        f"embedded {info['embedded']}, cached {info['from_cache']}, cells reused {info['cells_reused']}, "
+        f"batch fallbacks {info['batch_fallbacks']}, OOM halvings {info['oom_retries']}"
     ]
     if info["batch_fallbacks"]:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(info["batch_fallback_reasons"].items()))
