@@ -16,7 +16,7 @@ from run_helpers import isolated_cache
 from scipy.stats import norm
 
 from interbias.analysis.after_run import run_analyses
-from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.det_points import deployed_marks
 from interbias.analysis.scored_run import ScoredRun

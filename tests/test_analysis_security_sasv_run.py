@@ -16,7 +16,7 @@ from cm_fixtures import copy_attacks
 from conftest import tiny_experiment
 
 from interbias.analysis.after_run import run_analyses
-from interbias.analysis.fairness_stats import pair_groups
+from interbias.analysis.groups.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report, to_markdown
 from interbias.analysis.security.sasv_run import cm_llr, read_cm_trials, sasv_answer, sasv_section
 from interbias.metrics.logistic import fit_logistic

@@ -13,7 +13,7 @@ from cm_fixtures import cm_manifest
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import after_run
-from interbias.analysis.fairness import METRICS
+from interbias.analysis.groups.fairness import METRICS
 from interbias.cli import app
 from interbias.cm.train import train_model
 from interbias.run.conductor import RunOptions

@@ -13,7 +13,7 @@ from run_helpers import isolated_cache
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
-from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.analysis.reporting.document import format_value
 from interbias.cli import app
 from interbias.experiments.decision_spec import DEFAULT_POINT

@@ -349,7 +349,7 @@ def test_a_huge_bootstrap_or_permutation_count_is_one_line_with_its_memory(tmp_p
         assert f"of memory ({each}); this machine has " in last, last
         assert available_bytes() > 0
     # the fairness report's speaker bootstrap (its own resampler)
-    from interbias.analysis.fairness_cluster import SpeakerBootstrap
+    from interbias.analysis.groups.fairness_cluster import SpeakerBootstrap
     from interbias.utils.errors import AnalysisError
 
     spk = np.array(["a", "b", "c", "d"])

@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 from conftest import tiny_experiment
 
-from interbias.analysis.fairness import read_score_table
+from interbias.analysis.groups.fairness import read_score_table
 from interbias.analysis.security.cm import read_cm_frame
 from interbias.cli.scores.metrics import read_scores
 from interbias.metrics.verification import summarize

@@ -253,7 +253,7 @@ def test_a_checkpoint_trained_at_8_khz_is_scored_at_8_khz_with_its_own_duration(
 
 @pytest.mark.parametrize("per_group,tested", [(2, False), (6, True)])
 def test_the_fairness_speaker_test_needs_five_speakers_per_group(per_group: int, tested: bool) -> None:
-    from interbias.analysis.fairness_cluster import SpeakerBootstrap, clustered_z
+    from interbias.analysis.groups.fairness_cluster import SpeakerBootstrap, clustered_z
     from interbias.utils.seeding import derive_rng
 
     rng = derive_rng("case7", per_group)

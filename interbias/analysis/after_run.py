@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from interbias.analysis.fairness import fairness_for_run
+from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.analysis.security.attacks import attack_analysis
 from interbias.analysis.security.cm_run import cm_analyses
 from interbias.analysis.security.sasv_run import write_sasv_fusion

@@ -10,7 +10,7 @@ Each effect gets what a finding gets (:mod:`interbias.analysis.effects`, ``corre
   interval with the Satterthwaite df; no interval when the corrected variance is not positive;
 - Holm over the table's family (every effect of the table with a p-value);
 - the minimum-speakers rule: an effect whose trials (either side, for a gap) hold fewer than
-  :data:`~interbias.analysis.fairness_cluster.MIN_SPEAKERS` speakers is "too few speakers",
+  :data:`~interbias.analysis.groups.fairness_cluster.MIN_SPEAKERS` speakers is "too few speakers",
   never resolved, and is left out of the family;
 - the bias stated: ``bias`` = mean of the speaker replicates − the estimate (a |gap| is biased
   away from 0 near 0; the interval is centred on the estimate, not corrected).
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.effects import Correction
-from interbias.analysis.fairness_cluster import MIN_SPEAKERS
+from interbias.analysis.groups.fairness_cluster import MIN_SPEAKERS
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.analysis.stats.multiplicity import adjust, wald_interval, wald_p
 from interbias.analysis.suite import design_constants

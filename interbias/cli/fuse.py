@@ -23,7 +23,7 @@ def fuse(
     trials (prior 0.5): the copy of the run at --out gains a model "A+B fused" with score files,
     results rows, calibration and fairness, so analyze, report, fairness and plan read it like
     any other model."""
-    from interbias.analysis.fuse import fuse_run
+    from interbias.analysis.fusion.fuse import fuse_run
 
     fusion = fuse_run(run_dir, comma_list(models), out)
     weights = ", ".join(f"{n} {w:.4g}" for n, w in zip(fusion.fit.names, fusion.fit.weights, strict=True))

@@ -1,5 +1,5 @@
 """The dev-threshold rule of the fairness report (``eer``, ``fixed:X``, ``far:X``): parsed by the
-experiment schema (``fairness.threshold``) and applied by :mod:`interbias.analysis.fairness`."""
+experiment schema (``fairness.threshold``) and applied by :mod:`interbias.analysis.groups.fairness`."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from types import ModuleType
 #: answers for its modules too (Python imports the package first), so its entry names them.
 MOVED: dict[str, str] = {
     "interbias.quality": "interbias.audio (quality.snr is audio.wada_snr, quality.measures is audio.quality)",
-    "interbias.run.fuse": "interbias.analysis.fuse",
+    "interbias.run.fuse": "interbias.analysis.fusion.fuse",
     "interbias.repair.blackbox": "interbias.audits.blackbox",
     "interbias.repair.blackbox_voice": "interbias.audits.blackbox_voice",
     "interbias.repair.run": "interbias.audits.repair",
@@ -75,6 +75,11 @@ MOVED: dict[str, str] = {
     "interbias.cli.repair": "interbias.cli.audit.repair",
     "interbias.encoders.campplus_graph": "interbias.encoders.campplus.graph",
     "interbias.encoders.campplus_masked": "interbias.encoders.campplus.masked",
+    # the round of 2026-12-06: group fairness and fusion in rooms of analysis/
+    "interbias.analysis.fairness": "interbias.analysis.groups.fairness",
+    "interbias.analysis.fairness_cluster": "interbias.analysis.groups.fairness_cluster",
+    "interbias.analysis.fairness_stats": "interbias.analysis.groups.fairness_stats",
+    "interbias.analysis.fuse": "interbias.analysis.fusion.fuse",
 }
 
 

@@ -45,7 +45,7 @@ from scipy.stats import t as student_t
 
 from interbias.analysis.across.paired_power import MIN_DF, POWER, Detectable, PlantContext, detectable, row_spread
 from interbias.analysis.effects import DESIGNS, MIN_EVENTS, Correction
-from interbias.analysis.fairness_stats import holm
+from interbias.analysis.groups.fairness_stats import holm
 from interbias.analysis.stats.bootstrap import MIN_BOOT, MIN_BOOT_CORRECTED, Resampler, TrialDesign
 from interbias.analysis.suite import design_constants
 from interbias.metrics.registry import replicable

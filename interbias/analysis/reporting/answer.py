@@ -124,12 +124,13 @@ def _words(r: Any, metric: str, pct: str) -> str:
     ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
     size = f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
     name = metric_name(metric)
-    if r.kind == "gap":
-        word = "higher" if est > 0 else ("lower" if est < 0 else "no different")
-        return f"{name} for {_level(r.group)} is {word} than for {_level(r.reference)} {size}"
-    if r.kind == "interaction":
-        word = "above" if est > 0 else ("below" if est < 0 else "at")
-        return f"{name} is {word} the additive prediction {size}"
+    match r.kind:
+        case "gap":
+            word = "higher" if est > 0 else ("lower" if est < 0 else "no different")
+            return f"{name} for {_level(r.group)} is {word} than for {_level(r.reference)} {size}"
+        case "interaction":
+            word = "above" if est > 0 else ("below" if est < 0 else "at")
+            return f"{name} is {word} the additive prediction {size}"
     verb = "raises" if est > 0 else ("lowers" if est < 0 else "leaves")
     return f"{verb} {name} {size}"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from interbias.analysis.fairness import METRICS as FAIRNESS_METRICS
-from interbias.analysis.fairness import SPOOF_METRIC
+from interbias.analysis.groups.fairness import METRICS as FAIRNESS_METRICS
+from interbias.analysis.groups.fairness import SPOOF_METRIC
 from interbias.analysis.reporting.document import Figure, Report
 from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.robustness import profile_figure, profile_table

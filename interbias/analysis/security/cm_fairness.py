@@ -1,7 +1,7 @@
 """CM fairness under compound conditions (the deepfake gender-fairness study's Tables I–V, per cell).
 
 One implementation, two entry points: the five group metrics, the dev-EER threshold and the
-Holm-corrected tests (clustered by speaker by default) are :mod:`interbias.analysis.fairness` (``fairness_report`` with
+Holm-corrected tests (clustered by speaker by default) are :mod:`interbias.analysis.groups.fairness` (``fairness_report`` with
 positive class ``spoof``), the same code ``interbias scores fairness`` runs on a score file.
 
 - Threshold: per model, the EER threshold of its clean-cell dev scores (label 1 = bona fide),
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.fairness import (
+from interbias.analysis.groups.fairness import (
     METRICS,
     FairnessReport,
     Threshold,

@@ -29,7 +29,7 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
   :func:`interbias.metrics.sasv.a_dcf_weighted`), ``a_dcf_change_bias`` (replicate mean − estimate),
   ``a_dcf_change_speakers``, Holm over every row of the table (``a_dcf_change_p_holm``) and
   ``a_dcf_change_status``: resolved, not resolved, too few speakers (a slice of fewer than
-  :data:`~interbias.analysis.fairness_cluster.MIN_SPEAKERS`: never resolved) or no interval;
+  :data:`~interbias.analysis.groups.fairness_cluster.MIN_SPEAKERS`: never resolved) or no interval;
   ``a_dcf_change_resolved`` is True only for resolved. Groups: ``all`` and,
   per fairness attribute (``group_by``), the value both sides of a trial share (as fairness.csv).
   A slice lacking a trial class keeps its counts and has empty metrics.
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.effect_rule import FIELDS, NO_INTERVAL, Resamplers, corrected_interval, decide
-from interbias.analysis.fairness_stats import pair_groups
+from interbias.analysis.groups.fairness_stats import pair_groups
 from interbias.analysis.reporting.document import Report
 from interbias.analysis.reporting.numbers import format_value
 from interbias.analysis.reporting.registry import report_section

@@ -15,7 +15,7 @@ from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:
-    from interbias.analysis.fairness import FairnessReport
+    from interbias.analysis.groups.fairness import FairnessReport
 
 
 class Test(StrEnum):
@@ -94,8 +94,8 @@ def fairness(
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
     check_numbers("scores fairness", alpha=alpha, bootstrap=bootstrap)
-    from interbias.analysis.fairness import fairness_for_files, fairness_for_run
-    from interbias.analysis.fairness_cross import crossed
+    from interbias.analysis.groups.fairness import fairness_for_files, fairness_for_run
+    from interbias.analysis.groups.fairness_cross import crossed
     from interbias.run.outputs import check_output_folder
     from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
     from interbias.utils.errors import AnalysisError
@@ -139,7 +139,7 @@ def _first(columns: tuple[str, ...], first: tuple[str, ...], wide: bool) -> list
 
 def _show(report: FairnessReport, out: Path | None, as_json: bool, quiet: bool, wide: bool = False) -> None:
     """Write the report's CSVs into ``out``; print it as JSON or as two tables."""
-    from interbias.analysis.fairness import COMPARISON_TABLE, GROUP_TABLE
+    from interbias.analysis.groups.fairness import COMPARISON_TABLE, GROUP_TABLE
 
     if out is not None:
         paths = report.write(out)

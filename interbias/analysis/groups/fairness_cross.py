@@ -7,7 +7,7 @@ A trial belongs to a crossed cell when it belongs to a pure group of every compo
 The crossed grouping then goes through the report like any attribute: every cell gets its own
 row (with its speaker count), every pair of cells is compared under the clustered test's
 minimum-speakers rule (a cell with too few speakers is reported, never tested), and the p-values
-join the report's one Holm family (:mod:`interbias.analysis.fairness_stats`).
+join the report's one Holm family (:mod:`interbias.analysis.groups.fairness_stats`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from interbias.analysis.fairness_stats import MISSING, MIXED
+from interbias.analysis.groups.fairness_stats import MISSING, MIXED
 from interbias.utils.errors import AnalysisError
 
 #: Joins the attributes of a crossing (``--group gender×age_band``) and the values of a cell.

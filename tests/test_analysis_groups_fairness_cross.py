@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from interbias.analysis.fairness import fairness_for_files
-from interbias.analysis.fairness_cross import attribute_columns, components, cross_labels, crossed
-from interbias.analysis.fairness_stats import MISSING, MIXED, holm
+from interbias.analysis.groups.fairness import fairness_for_files
+from interbias.analysis.groups.fairness_cross import attribute_columns, components, cross_labels, crossed
+from interbias.analysis.groups.fairness_stats import MISSING, MIXED, holm
 from interbias.cli import app
 from interbias.utils.errors import AnalysisError
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interbias.analysis.fairness import Threshold, Unit, fairness_report
-from interbias.analysis.fairness_cluster import SpeakerBootstrap
+from interbias.analysis.groups.fairness import Threshold, Unit, fairness_report
+from interbias.analysis.groups.fairness_cluster import SpeakerBootstrap
 from interbias.utils.seeding import derive_rng
 
 
@@ -131,7 +131,7 @@ def test_trial_z_prints_speakers_per_group_and_refuses_below_the_speaker_minimum
     """One speaker per gender with a large gap between them: the trial z-test would call it
     significant, but a gap between two voices is not a gap between genders — not tested, with the
     counts; with 20 speakers per group the same test runs. Each group row counts its speakers."""
-    from interbias.analysis.fairness_cluster import MIN_SPEAKERS
+    from interbias.analysis.groups.fairness_cluster import MIN_SPEAKERS
 
     rng = np.random.default_rng(11)
     frame = design(rng, n_speakers=40, per=8, shift=-1.5)

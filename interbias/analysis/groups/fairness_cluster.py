@@ -47,7 +47,7 @@ def check_test(test: str) -> str:
 
 def tested_indicators(pred: np.ndarray, actual: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, (counts toward x, counts toward n) of the proportion a metric's test compares
-    (the same counts as :func:`interbias.analysis.fairness_stats.metric_counts`)."""
+    (the same counts as :func:`interbias.analysis.groups.fairness_stats.metric_counts`)."""
     if name == "statistical_parity":
         return pred, np.ones(len(pred), bool)
     if name == "equal_opportunity":

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.fairness import fairness_for_run
-from interbias.analysis.fuse_compare import COMPARISON, comparison, copy_run_files, no_dev_advice, verdicts
+from interbias.analysis.fusion.compare import COMPARISON, comparison, copy_run_files, no_dev_advice, verdicts
+from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks

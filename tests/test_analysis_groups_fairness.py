@@ -13,7 +13,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportions_ztest
 from typer.testing import CliRunner
 
-from interbias.analysis.fairness import (
+from interbias.analysis.groups.fairness import (
     Threshold,
     ThresholdRule,
     Unit,

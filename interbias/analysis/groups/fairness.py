@@ -1,6 +1,6 @@
 """Group fairness of a run directory or of score files at one deployment threshold: the readers
 that build :class:`Unit` s and call :func:`fairness_report` (definitions and statistics in
-:mod:`interbias.analysis.fairness_stats`, whose names are re-exported here)."""
+:mod:`interbias.analysis.groups.fairness_stats`, whose names are re-exported here)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.fairness_cluster import DEFAULT_BOOT, TESTS
-from interbias.analysis.fairness_cross import attribute_columns, grouping
-from interbias.analysis.fairness_stats import (
+from interbias.analysis.groups.fairness_cluster import DEFAULT_BOOT, TESTS
+from interbias.analysis.groups.fairness_cross import attribute_columns, grouping
+from interbias.analysis.groups.fairness_stats import (
     COMPARISON_TABLE,
     GROUP_TABLE,
     METRICS,
@@ -86,7 +86,7 @@ def fairness_for_run(
     K draws would count each trial K times in the tests); each group row then says ``draw`` 0,
     ``n_draws`` K. ``test``: ``speaker`` (clustered by the trials' enrolment and test speakers,
     ``n_boot`` replicates seeded from the experiment's seed) or ``trial-z``
-    (:func:`interbias.analysis.fairness_stats.fairness_report`).
+    (:func:`interbias.analysis.groups.fairness_stats.fairness_report`).
     """
     run = RunDir(run_dir)
     if not run.file(TRIALS).is_file():
@@ -144,7 +144,7 @@ class _TrialSides:
         return scores.set_index("trial_id")[["label", "score", "dropped"]].join(self.trials[cols], how="left")
 
     def groups(self, ev: pd.DataFrame) -> dict[str, np.ndarray]:
-        """Per grouping (an attribute, or a crossing ``a×b``: :mod:`interbias.analysis.fairness_cross`),
+        """Per grouping (an attribute, or a crossing ``a×b``: :mod:`interbias.analysis.groups.fairness_cross`),
         each eval trial's group."""
 
         def pure(a: str) -> np.ndarray:

@@ -36,7 +36,7 @@ A trial belongs to a group when both of its sides do (enrolment and test carry t
 other pairs form the ``mixed`` group and trials lacking the attribute the ``missing`` group —
 both are reported, not compared. Differences are group_a − group_b for each pair of groups in
 sorted order. The default test is clustered by speaker: z = (p̂_a − p̂_b) / SE with SE from a
-speaker bootstrap (:mod:`interbias.analysis.fairness_cluster`). ``trial-z`` is the pooled
+speaker bootstrap (:mod:`interbias.analysis.groups.fairness_cluster`). ``trial-z`` is the pooled
 two-proportion test, z = (p̂_a − p̂_b) / √(p̄(1−p̄)(1/n_a + 1/n_b)), which assumes independent
 trials. Both are two-sided; p-values are Holm-adjusted across all comparisons of a report
 (statsmodels ``multipletests(method="holm")``), and the report states that family.
@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from interbias.analysis.fairness_cluster import (
+from interbias.analysis.groups.fairness_cluster import (
     DEFAULT_BOOT,
     TEST_LABELS,
     SpeakerBootstrap,
@@ -422,7 +422,7 @@ def fairness_report(
     """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values.
 
     ``test``: ``speaker`` (the speaker-clustered bootstrap test of
-    :mod:`interbias.analysis.fairness_cluster`, ``n_boot`` replicates; every unit needs
+    :mod:`interbias.analysis.groups.fairness_cluster`, ``n_boot`` replicates; every unit needs
     ``speakers``) or ``trial-z`` (the two-proportion z-test, which assumes independent trials).
     """
     if positive not in POSITIVES:
