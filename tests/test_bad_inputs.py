@@ -462,5 +462,5 @@ def test_a_full_disk_stops_the_run_in_one_line_and_a_rerun_resumes(env: Env, tmp
     monkeypatch.setattr(atomic.crashpoints, "reached", reached)  # space freed
     again = runner.invoke(app, run_args(env.exp, out, cache))
     assert again.exit_code == 0, again.output
-    assert "embedded 0, from cache" in again.output and "cells reused 2" in again.output
+    assert "embedded 0, cached" in again.output and "cells reused 2" in again.output
     assert outputs(run_dir) == outputs(only_run_dir(env.out))
