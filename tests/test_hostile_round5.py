@@ -308,7 +308,7 @@ def test_impossible_question_effects_are_refused_with_the_reason(tmp_path: Path,
     from conftest import tiny_experiment
 
     exp = tiny_experiment(tmp_path, question={"text": "Does it?", "effects": [effect]})
-    res = runner.invoke(app, ["validate", str(exp)])
+    res = runner.invoke(app, ["validate", str(exp)], env={"COLUMNS": "1000"})  # one line per error, unwrapped
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert res.output.splitlines() == [f"error: {exp}: {exp.name}: question.effects: {message}", "0 of 1 file(s) valid"]
 

@@ -86,26 +86,7 @@ def check_output(
 
 
 #: The files ``run`` writes into a run directory (:mod:`interbias.run.rundir`'s layout).
-RUN_FILES = frozenset(
-    {
-        rundir.RESULTS,
-        rundir.RUN_JSON,
-        rundir.EXPERIMENT,
-        rundir.TRIALS,
-        rundir.TRIALS_META,
-        rundir.ATTRIBUTES,
-        rundir.OPERATIONS,
-        rundir.CALIBRATION,
-        rundir.SPOOFING,
-        rundir.FAIRNESS,
-        rundir.FAIRNESS_GROUPS,
-        rundir.TEXT_PAIRS,
-        rundir.ATTACKS,
-        rundir.CM_TRIALS,
-        rundir.CM_DEV,
-        rundir.SASV_FUSION,
-    }
-)
+RUN_FILES = frozenset(rundir.RUN_FILES)
 
 
 def check_output_folder(

@@ -58,6 +58,11 @@ CM_TRIALS = "cm_trials.parquet"
 CM_DEV = "cm_dev.parquet"
 CM_CELLS = "cm_cells"
 SASV_FUSION = "sasv_fusion.csv"
+#: The files a run writes at the top of its directory (its analyses and reports aside).
+RUN_FILES = (RESULTS, RUN_JSON, EXPERIMENT, TRIALS, TRIALS_META, ATTRIBUTES, OPERATIONS, CALIBRATION, SPOOFING,
+             FAIRNESS, FAIRNESS_GROUPS, TEXT_PAIRS, ATTACKS, CM_TRIALS, CM_DEV, SASV_FUSION)  # fmt: skip
+#: The folders a run writes (per-cell scores and completion records).
+RUN_FOLDERS = (SCORES, CELLS, CM_CELLS)
 
 
 @dataclass(frozen=True)

@@ -14,29 +14,9 @@ import pandas as pd
 from interbias.run import rundir
 from interbias.run.backend_stage import BACKENDS_DIR
 
-#: The files and folders a run writes (``interbias.run.rundir``): what the fused copy takes.
-RUN_FILES = (
-    rundir.RESULTS,
-    rundir.RUN_JSON,
-    rundir.EXPERIMENT,
-    rundir.TRIALS,
-    rundir.TRIALS_META,
-    rundir.ATTRIBUTES,
-    rundir.OPERATIONS,
-    rundir.SCORES,
-    rundir.CELLS,
-    rundir.CALIBRATION,
-    rundir.SPOOFING,
-    rundir.FAIRNESS,
-    rundir.FAIRNESS_GROUPS,
-    rundir.TEXT_PAIRS,
-    rundir.ATTACKS,
-    rundir.CM_TRIALS,
-    rundir.CM_DEV,
-    rundir.CM_CELLS,
-    rundir.SASV_FUSION,
-    BACKENDS_DIR,
-)
+#: The files and folders a run writes (``interbias.run.rundir``) and its fitted back-ends: what
+#: the fused copy takes.
+RUN_FILES = (*rundir.RUN_FILES, *rundir.RUN_FOLDERS, BACKENDS_DIR)
 #: The comparison's file in the fused copy.
 COMPARISON = "fusion_comparison.csv"
 
