@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from interbias.cli import app
 from interbias.utils.paths import conditions_dir
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "1000"})  # whole lines: the messages are matched as written
 
 
 @pytest.fixture(scope="module")
