@@ -61,7 +61,7 @@ def load_backend(run: RunDir, model: str, kind: str) -> FittedBackend | None:
     record = json.loads(rec.read_text(encoding="utf-8"))
     if record.get("kind") != kind:
         raise RunError(f"{rec}: a {record.get('kind')} back-end, but the run asks for {kind}")
-    with np.load(npz) as z:
+    with np.load(npz, allow_pickle=False) as z:
         a = {k: z[k] for k in z.files}
     proj = Projection(a["mean"], a["matrix"]) if "matrix" in a else None
     plda = None
