@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import soundfile as sf
 import yaml
 from hypothesis import settings
 
@@ -92,3 +93,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     from interbias.encoders import drop_unloadable_lazy_modules
 
     drop_unloadable_lazy_modules()
+
+
+def write_calls(manifest, audio: Path, csv: Path) -> Path:
+    """A user's corpus as the README describes it: WAV copies of ``manifest``'s recordings under
+    ``audio`` (``<speaker>/<name>.wav``) and ``csv`` listing them as ``path,speaker,gender`` with
+    paths relative to ``audio``; returns ``csv``."""
+    rows = ["path,speaker,gender"]
+    for u in manifest:
+        x, rate = sf.read(manifest.resolve(u))
+        rel = Path(u.speaker) / (Path(u.path).stem + ".wav")
+        (audio / rel).parent.mkdir(parents=True, exist_ok=True)
+        sf.write(audio / rel, x, rate)
+        rows.append(f"{rel},{u.speaker},{u.get('gender')}")
+    csv.write_text("\n".join(rows) + "\n")
+    return csv

@@ -30,9 +30,9 @@ import fake_corpora
 import numpy as np
 import pandas as pd
 import pytest
-import soundfile as sf
 import typer
 import yaml
+from conftest import write_calls
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
@@ -301,14 +301,7 @@ def workspace(tiny_corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
     E16 copy, and ``conditions`` (the catalogue)."""
     folder = tmp_path_factory.mktemp("docs-examples")
     calls = folder / "calls"
-    rows = ["path,speaker,gender"]
-    for u in tiny_corpus:
-        x, rate = sf.read(tiny_corpus.resolve(u))
-        rel = Path(u.speaker) / (Path(u.path).stem + ".wav")
-        (calls / rel).parent.mkdir(parents=True, exist_ok=True)
-        sf.write(calls / rel, x, rate)
-        rows.append(f"{rel},{u.speaker},{u.get('gender')}")
-    (folder / "calls.csv").write_text("\n".join(rows) + "\n")
+    rows = write_calls(tiny_corpus, calls, folder / "calls.csv").read_text().splitlines()
     wavs = sorted(calls.rglob("*.wav"))
     for name, src in (("in.wav", wavs[0]), ("a.wav", wavs[0]), ("b.wav", wavs[-1])):
         shutil.copy(src, folder / name)

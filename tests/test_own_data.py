@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import soundfile as sf
 import yaml
+from conftest import write_calls
 from typer.testing import CliRunner
 
 from interbias.cli import app
@@ -26,15 +26,7 @@ runner = CliRunner(env={"COLUMNS": "1000"})  # whole lines: the messages are mat
 def calls(tiny_corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``calls/calls.csv`` with relative paths to WAV copies of the tiny corpus's recordings."""
     folder = tmp_path_factory.mktemp("calls")
-    lines = ["path,speaker,gender"]
-    for u in tiny_corpus:
-        x, rate = sf.read(tiny_corpus.resolve(u))
-        rel = Path(u.speaker) / (Path(u.path).stem + ".wav")
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        sf.write(folder / rel, x, rate)
-        lines.append(f"{rel},{u.speaker},{u.get('gender')}")
-    (folder / "calls.csv").write_text("\n".join(lines) + "\n")
-    return folder / "calls.csv"
+    return write_calls(tiny_corpus, folder, folder / "calls.csv")
 
 
 def e16_copy(folder: Path) -> Path:
