@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from interbias.run import rundir
-from interbias.run.backend_stage import BACKENDS_DIR
+from interbias.run.backend_set import BACKENDS_DIR
 
 #: The files and folders a run writes (``interbias.run.rundir``) and its fitted back-ends: what
 #: the fused copy takes.

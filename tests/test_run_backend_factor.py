@@ -1,0 +1,145 @@
+"""A back-end as a factor of an experiment (type: backend): each cell is (chain, back-end); the
+levels re-score the same cached embeddings of the same trials, each fitted level is saved and
+recorded, the calibration is fitted per level, and an adapted level is adapted per condition
+to that condition's dev embeddings only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import tiny_experiment
+from run_helpers import isolated_cache
+
+from interbias.experiments.schema import load_experiment, with_backend
+from interbias.metrics.backends import adapt_backend, fit_backend
+from interbias.run.backend_set import backend_paths, load_backend
+from interbias.run.conductor import RunOptions, run
+from interbias.run.rundir import RunDir
+from interbias.utils.errors import ConfigError
+
+SPLIT = {"targets": 30, "min_speakers": 3, "dev_share": 0.5}
+LEVELS = {"cosine": "cosine", "lda": "lda+cosine", "plda": "plda", "adapted": "plda+adapt"}
+BACKEND = {"name": "backend", "type": "backend", "reference": "cosine", "levels": LEVELS}
+NOISE = {
+    "name": "noise",
+    "type": "acoustic",
+    "apply_to": "test",
+    "reference": "clean",
+    "levels": {"clean": [], "n10": [{"op": "noise", "kind": "gaussian", "snr_db": 10}]},
+}
+GENDER = {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
+          "levels": {"female": "female", "male": "male"}}  # fmt: skip
+
+
+def _exp(tmp: Path, name: str, factors: list) -> Path:
+    return tiny_experiment(tmp, name=name, trials=SPLIT, factors=factors)
+
+
+def _run(path: Path, out: Path, cache: Path) -> Path:
+    opts = RunOptions(experiment=str(path), encoders=["mfcc-stats"], out=out, quiet=True,
+                      command=["test"], cache_dir=cache)  # fmt: skip
+    return run(opts).run_dir
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_corpus, session_cache) -> tuple[Path, Path]:
+    """(the backend × gender × noise run, the gender × noise run), each from an empty embedding cache."""
+    tmp = tmp_path_factory.mktemp("bfactor")
+    crossed = _run(_exp(tmp, "T27", [BACKEND, GENDER, NOISE]), tmp / "r", isolated_cache(tmp / "a", session_cache))
+    plain = _run(_exp(tmp, "T27", [GENDER, NOISE]), tmp / "r", isolated_cache(tmp / "b", session_cache))
+    return crossed, plain
+
+
+def test_levels_rescore_the_same_embeddings_of_the_same_trials(runs) -> None:
+    crossed, plain = runs
+    a, b = (json.loads((d / "run.json").read_text())["counts"] for d in runs)
+    # four back-ends, and not one embedding or encoder call more than the cosine-only run
+    assert a["embedded"] == b["embedded"] > 0 and a["forward_calls"] == b["forward_calls"]
+    assert a["cells"] == 4 * b["cells"] == 16
+    res = pd.read_csv(crossed / "results.csv")
+    assert len(res) == 16 and set(res["level_a"]) == set(LEVELS)
+    ids = {tuple(sorted(pd.read_parquet(f)["trial_id"])) for f in (crossed / "scores").rglob("*.parquet")}
+    assert len(ids) == 2  # one set of trials per gender stratum, scored by every back-end and noise level
+    cos = res[res.level_a == "cosine"].set_index(["level_b", "level_c"])["eer"]
+    ref = pd.read_csv(plain / "results.csv").set_index(["level_a", "level_b"])["eer"]
+    assert np.allclose(cos.sort_index().to_numpy(), ref.sort_index().to_numpy())  # the cosine level is the plain run
+
+
+def test_each_level_is_saved_and_recorded(runs) -> None:
+    crossed = runs[0]
+    rd = RunDir(crossed)
+    rec = json.loads((crossed / "run.json").read_text())["scoring"]["backend"]
+    assert rec["factor"] == "backend" and rec["levels"] == LEVELS
+    models = rec["models"]["mfcc-stats"]
+    assert set(models) == {"lda+cosine", "plda", "plda+adapt at noise=clean", "plda+adapt at noise=n10"}
+    for kind in ("lda+cosine", "plda"):
+        be = load_backend(rd, "mfcc-stats", kind, backend_paths(rd, "mfcc-stats", kind))
+        assert be is not None and models[kind]["sha256"] == be.sha256()
+    shas = {m["sha256"] for m in models.values()}
+    assert len(shas) == 4  # four distinct fitted parameter sets
+    cells = {
+        json.loads(p.read_text())["row"]["cell"]: json.loads(p.read_text()) for p in (crossed / "cells").rglob("*.json")
+    }
+    plda_cell = cells["backend=plda,gender=male,noise=n10"]
+    assert plda_cell["backend"] == "plda" and plda_cell["backend_sha256"] == models["plda"]["sha256"]
+    adapted = cells["backend=adapted,gender=female,noise=n10"]
+    assert adapted["backend_sha256"] == models["plda+adapt at noise=n10"]["sha256"]
+    assert "backend" not in cells["backend=cosine,gender=male,noise=n10"]
+    cal = json.loads((crossed / "calibration.json").read_text())["models"]["mfcc-stats"]
+    assert set(cal["by_backend"]) == set(LEVELS.values())
+    assert cal["by_backend"]["plda"]["cells"] == ["backend=plda,gender=female,noise=clean",
+                                                  "backend=plda,gender=male,noise=clean"]  # fmt: skip
+    assert cal["per_cell"]["backend=lda,gender=male,noise=n10"]["backend"] == "lda+cosine"
+
+
+def test_adaptation_uses_its_conditions_dev_embeddings_only(runs) -> None:
+    crossed = runs[0]
+    rd = RunDir(crossed)
+    trials = pd.read_parquet(crossed / "trials.parquet")
+    dev, ev = trials[trials.split == "dev"], trials[trials.split == "eval"]
+    base = load_backend(rd, "mfcc-stats", "plda", backend_paths(rd, "mfcc-stats", "plda"))
+    paths = backend_paths(rd, "mfcc-stats", "plda+adapt", "noise=n10")
+    adapted = load_backend(rd, "mfcc-stats", "plda+adapt", paths)
+    rec = json.loads(paths[1].read_text())
+    # every dev utterance once: enrolment sides clean, test sides under n10 (the test side is degraded)
+    assert rec["n_adapt"] == len(set(dev.enrol)) + len(set(dev.test))
+    assert rec["cells"] == ["backend=adapted,gender=female,noise=n10", "backend=adapted,gender=male,noise=n10"]
+    assert not set(base.speakers) & (set(ev.enrol_speaker) | set(ev.test_speaker))
+    # the adaptation kept the LDA directions and re-estimated the rest
+    assert np.array_equal(adapted.projection.matrix, base.projection.matrix)
+    assert not np.allclose(adapted.projection.mean, base.projection.mean)
+    assert not np.allclose(adapted.plda.between, base.plda.between)
+
+
+def test_backend_factor_yaml_checks(tmp_path: Path, tiny_corpus) -> None:
+    exp = load_experiment(_exp(tmp_path, "T27", [BACKEND, GENDER, NOISE]))
+    assert [c.backend for c in exp.cells()][:: len(exp.cells()) // 4] == list(LEVELS.values())
+    assert exp.backends() == tuple(LEVELS.values())
+    bad = {**BACKEND, "levels": {"cosine": "cosine", "x": "pca"}}
+    with pytest.raises(ConfigError, match="'pca' is not a back-end; one of cosine"):
+        load_experiment(_exp(tmp_path, "T27", [bad, NOISE]))
+    with pytest.raises(ConfigError, match="both set the back-end"):
+        load_experiment(tiny_experiment(tmp_path, name="T27", trials=SPLIT, factors=[BACKEND, NOISE],
+                                        scoring={"backend": "plda"}))  # fmt: skip
+    with pytest.raises(ConfigError, match="both set the back-end"):
+        with_backend(exp, "plda")
+    with pytest.raises(
+        ConfigError, match=r"levels: lda\+cosine is fitted on the dev split's embeddings: set trials\.dev_share"
+    ):
+        load_experiment(tiny_experiment(tmp_path, name="T27", factors=[BACKEND, NOISE]))
+    twice = {**BACKEND, "levels": {"a": "plda", "b": "plda"}, "reference": "a"}
+    with pytest.raises(ConfigError, match="back-end plda is named by two levels"):
+        load_experiment(_exp(tmp_path, "T27", [twice, NOISE]))
+
+
+def test_adapt_backend_rejects_kinds_without_adaptation() -> None:
+    from interbias.utils.errors import MetricError
+
+    rng = np.random.default_rng(1)
+    x, spk = rng.normal(size=(30, 4)), np.repeat(np.array(list("abcde")), 6)
+    with pytest.raises(MetricError, match="lda\\+cosine has no adaptation"):
+        adapt_backend(fit_backend("lda+cosine", x, spk), x)
