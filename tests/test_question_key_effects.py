@@ -98,3 +98,44 @@ def test_direction_turns_a_negative_effect_into_words_and_a_size(findings: pd.Da
     n_res = int(gaps.resolved.astype(bool).sum())
     assert brief[2].startswith(f"gender gap, big: {n_res} of {len(gaps)} resolved; largest: gender male − female at ")
     assert ": EER for male is higher than for female by " in brief[2]
+
+
+def test_a_level_restricted_interaction_is_worded_as_the_gap_change(findings: pd.DataFrame, tmp_path) -> None:
+    """``A=l × P`` keeps the interactions at A's level l; an interaction of a population factor P
+    with another factor is the change of P's gap (IE = gap at A=l − gap at A's reference) and is
+    worded so, with its interval, in the report's key lines and in analyze's brief (every row)."""
+    from interbias.analysis.reporting.answer import key_brief
+
+    asked = {"text": "Q?", "effects": ["noise=n10 × gender"]}
+    spec = parse_question(asked, "E.yaml", {"gender": "population", "noise": "acoustic"})
+    assert spec.effects == (KeyEffect("interaction", ("noise", "gender"), "noise=n10 × gender", (("noise", "n10"),)),)
+    factors = [{"name": "gender", "type": "population", "reference": "female"},
+               {"name": "noise", "type": "acoustic", "reference": "clean"}]  # fmt: skip
+    resolved = {"use": "gap", "question": asked, "factors": factors}
+    ie = findings[(findings.kind == "interaction") & (findings.model == "big")].iloc[0]
+    gaps = findings[(findings.kind == "gap") & (findings.model == "big")].set_index("condition")["estimate"]
+    assert ie.estimate == pytest.approx(gaps["noise=n10"] - gaps["noise=clean"])
+    word, ends = ("higher", (ie.lo, ie.hi)) if ie.estimate > 0 else ("lower", (-ie.hi, -ie.lo))
+    said = (
+        f"gender × noise at male, n10: with noise n10 the male − female EER difference is {word} than with clean "
+        f"by {abs(ie.estimate):.3f} (95% CI [{ends[0]:.3f}, {ends[1]:.3f}])"
+    )
+    assert said in answer(findings, resolved, "eer", "95%").key[0]
+    brief = key_brief(findings, resolved, "eer", "95%")
+    assert brief[0].startswith("noise=n10 × gender, big: ") and said in brief[0]
+    other = {**resolved, "question": {"text": "Q?", "effects": ["noise=n20 × gender"]}}
+    assert key_brief(findings, other, "eer")[0].startswith("noise=n20 × gender: not in the findings")
+    with pytest.raises(ConfigError, match="a level \\(A=l\\) restricts an interaction"):
+        parse_question({"text": "Q?", "effects": ["noise=n10"]}, "E.yaml", ["noise", "gender"])
+
+
+def test_a_yaml_level_restriction_names_a_level_of_its_factor(tmp_path, tiny_corpus) -> None:
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+
+    ok = load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": ["noise=n10 × gender"]}))
+    assert ok.key_effects[0].levels == (("noise", "n10"),)
+    for level in ("n20", "clean"):
+        with pytest.raises(ConfigError, match=f"'{level}' is not a level of noise other than its reference clean"):
+            load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": [f"noise={level} × gender"]}))

@@ -435,6 +435,15 @@ def _seed(value: Any, where: str) -> int:
 def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
     """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
     asked = parse_question(value, where, {f.name: f.type for f in factors})
+    by_name = {f.name: f for f in factors}
+    for key in asked.effects:
+        for name, level in key.levels:
+            f = by_name[name]
+            if level not in f.level_names or level == f.reference:
+                raise ConfigError(
+                    f"{where}: question.effects: {key.text!r}: {level!r} is not a level of {name} other than its "
+                    f"reference {f.reference}; levels: {', '.join(n for n in f.level_names if n != f.reference)}"
+                )
     return {"question": asked.text, "key_effects": asked.effects}
 
 
