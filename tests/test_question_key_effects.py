@@ -122,7 +122,8 @@ def test_a_level_restricted_interaction_is_worded_as_the_gap_change(findings: pd
     )
     assert said in answer(findings, resolved, "eer", "95%").key[0]
     brief = key_brief(findings, resolved, "eer", "95%")
-    assert brief[0].startswith("noise=n10 × gender, big: ") and said in brief[0]
+    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], not resolved"
+    assert brief[0].startswith("noise=n10 × gender, big: 0 of 1 resolved: ") and short in brief[0], brief[0]
     other = {**resolved, "question": {"text": "Q?", "effects": ["noise=n20 × gender"]}}
     assert key_brief(findings, other, "eer")[0].startswith("noise=n20 × gender: not in the findings")
     with pytest.raises(ConfigError, match="a level \\(A=l\\) restricts an interaction"):

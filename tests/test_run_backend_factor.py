@@ -143,3 +143,18 @@ def test_adapt_backend_rejects_kinds_without_adaptation() -> None:
     x, spk = rng.normal(size=(30, 4)), np.repeat(np.array(list("abcde")), 6)
     with pytest.raises(MetricError, match="lda\\+cosine has no adaptation"):
         adapt_backend(fit_backend("lda+cosine", x, spk), x)
+
+
+def test_e27_declares_backend_by_noise_by_gender_and_asks_for_plda_gap_changes() -> None:
+    from interbias.utils.paths import conditions_dir
+
+    for corpus in (None, "synthetic"):
+        exp = load_experiment(conditions_dir() / "E27.yaml", corpus=corpus)
+        assert [f.type for f in exp.factors] == ["population", "acoustic", "backend"]
+        assert exp.backends() == ("cosine", "lda+cosine", "plda") and len(exp.cells()) == 18
+        assert exp.factors[1].level_names == ["clean", "crosstalk_5", "amr_nb"]
+        assert exp.key_effects[0].levels == (("backend", "plda"),) and exp.key_effects[0].factors == (
+            "backend",
+            "gender",
+        )
+        assert exp.trials.dev_share is not None and exp.use == "gap"

@@ -2,8 +2,10 @@
 
 An experiment names a corpus, a population filter, up to three factors (each a population
 factor that selects speakers/utterances by a manifest attribute, an acoustic factor whose
-levels are operator chains per side, or a protocol factor whose levels set the cell's
-enrolment K or VAD: :mod:`interbias.experiments.protocol`), a trial spec and a seed. Every problem is reported as
+levels are operator chains per side, a protocol factor whose levels set the cell's
+enrolment K or VAD: :mod:`interbias.experiments.protocol`, or a back-end factor whose levels
+set the cell's scoring back-end: :mod:`interbias.experiments.backend_factor`), a trial spec
+and a seed. Every problem is reported as
 one :class:`ConfigError` naming the file, the key and the valid choices.
 """
 
@@ -70,7 +72,7 @@ TOP_KEYS = {
     "use": "contrast | gap | descriptive",
     "corpus": "corpus name or {name, root, manifest}",
     "population": "filter: attribute -> value or list of values",
-    "factors": "list of factors (at most 3)",
+    "factors": "list of factors (at most 3): population, acoustic, protocol or backend",
     "trials": "trial spec",
     "frontend": "front-end rules",
     "seed": "integer mixed into every derived seed",
@@ -87,7 +89,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda}",
+    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda|whiten+lnorm+adapt|plda+adapt}",
 }
 USES = ("contrast", "gap", "descriptive")
 

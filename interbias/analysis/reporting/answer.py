@@ -20,6 +20,7 @@ import pandas as pd
 
 from interbias.analysis.effect_names import effect_name
 from interbias.analysis.planner import median_need
+from interbias.analysis.reporting.gap_change import factors_of, gap_change, gap_change_brief, sized, verdict
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
@@ -31,7 +32,7 @@ from interbias.analysis.reporting.headline import (
     resolved_mask,
     sentence,
 )
-from interbias.experiments.question_spec import KeyEffect, effect_levels, parse_question
+from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.
 CENTRAL = {"contrast": "interaction", "gap": "gap"}
@@ -64,14 +65,10 @@ def key_effects(resolved: dict[str, Any]) -> tuple[KeyEffect, ...]:
     return parse_question(asked, "experiment.resolved.json").effects
 
 
-def _factors(resolved: dict[str, Any]) -> list[dict[str, Any]]:
-    return [f for f in resolved.get("factors") or [] if isinstance(f, dict)]
-
-
 def key_hits(findings: pd.DataFrame, resolved: dict[str, Any]) -> list[tuple[KeyEffect, pd.DataFrame]]:
     """Per key effect the question names, its rows of ``findings`` (empty when none matches)."""
     out = []
-    order = [str(f.get("name")) for f in _factors(resolved)]
+    order = [str(f.get("name")) for f in factors_of(resolved)]
     for key in key_effects(resolved):
         mask = [
             key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group), order)
@@ -106,40 +103,6 @@ def _key_row(r: Any, pct: str, metric: str = "eer", resolved: dict[str, Any] | N
     return f"{said}; adjusted p {pval(float(r.p_adjusted))}, {verdict(r)}"
 
 
-def gap_change(r: Any, resolved: dict[str, Any], metric: str, pct: str = "") -> str | None:
-    """A two-factor interaction of a population factor P with another factor F as the change of
-    P's gap it is: ``gender × backend at male, amr_nb, plda: with backend plda the male − female
-    EER difference is higher than with cosine by 0.021 (95% CI [0.004, 0.038])`` (IE = gap at F's level − gap at F's
-    reference, for the other factors at the levels named), after the effect's one name
-    (:func:`effect_name`); None for any other row."""
-    if str(r.kind) != "interaction" or " at " not in str(r.effect):
-        return None
-    factors = _factors(resolved)
-    pair = str(r.effect).removeprefix("IE ").split(" at ")[0].split("×")
-    at = dict(zip([str(f.get("name")) for f in factors], effect_levels(str(r.effect)), strict=False))
-    types = {str(f.get("name")): f.get("type") for f in factors}
-    refs = {str(f.get("name")): str(f.get("reference")) for f in factors}
-    pops = [n for n in pair if types.get(n) == "population"]
-    if len(pair) != 2 or len(pops) != 1 or len(at) != len(factors):
-        return None
-    pop, other = pops[0], next(n for n in pair if n != pops[0])
-    est, lo, hi = float(r.estimate), float(r.lo), float(r.hi)
-    word = "higher" if est > 0 else ("lower" if est < 0 else "no different")
-    ends = (lo, hi) if est >= 0 else (-hi, -lo)
-    ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
-    size = f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
-    return (
-        f"{effect_name(r)}: with {other} {at[other]} the {at[pop]} − {refs[pop]} {metric_name(metric)} difference is {word} "
-        f"than with {refs[other]} {size}"
-    )
-
-
-def verdict(r: Any) -> str:
-    """``resolved`` or ``not resolved`` for one findings row."""
-    done = (isinstance(r.resolved, (bool, np.bool_)) and bool(r.resolved)) or str(r.resolved) == "True"
-    return "resolved" if done else "not resolved"
-
-
 def _level(text: Any) -> str:
     return str(text).split("=", 1)[-1]
 
@@ -153,10 +116,8 @@ def direction(r: Any, metric: str, pct: str = "") -> str:
 
 
 def _words(r: Any, metric: str, pct: str) -> str:
-    est, lo, hi = float(r.estimate), float(r.lo), float(r.hi)
-    ends = (lo, hi) if est >= 0 else (-hi, -lo)
-    ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
-    size = f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
+    est = float(r.estimate)
+    size = sized(r, pct)
     name = metric_name(metric)
     match r.kind:
         case "gap":
@@ -180,7 +141,9 @@ def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
         for model, grp in hits.groupby("model", sort=False):
             res = resolved_mask(grp)
             if key.levels and len(grp) <= KEY_ROWS:
-                rows = "; ".join(_key_row(r, pct, metric, resolved) for r in grp.itertuples(index=False))
+                rows = gap_change_brief(grp, resolved, metric) or "; ".join(
+                    _key_row(r, pct, metric, resolved) for r in grp.itertuples(index=False)
+                )
                 out.append(f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved: {rows}.")
                 continue
             pool = grp[res] if res.any() else grp
