@@ -122,7 +122,7 @@ def test_a_level_restricted_interaction_is_worded_as_the_gap_change(findings: pd
     )
     assert said in answer(findings, resolved, "eer", "95%").key[0]
     brief = key_brief(findings, resolved, "eer", "95%")
-    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], not resolved"
+    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], adjusted p "
     assert brief[0].startswith("noise=n10 × gender, big: 0 of 1 resolved: ") and short in brief[0], brief[0]
     other = {**resolved, "question": {"text": "Q?", "effects": ["noise=n20 × gender"]}}
     assert key_brief(findings, other, "eer")[0].startswith("noise=n20 × gender: not in the findings")
@@ -140,3 +140,35 @@ def test_a_yaml_level_restriction_names_a_level_of_its_factor(tmp_path, tiny_cor
     for level in ("n20", "clean"):
         with pytest.raises(ConfigError, match=f"'{level}' is not a level of noise other than its reference clean"):
             load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": [f"noise={level} × gender"]}))
+
+
+def test_gap_changes_of_three_factors_follow_the_yaml_order_of_the_held_levels() -> None:
+    """E27's form: gender × noise × backend; the rows of ``backend=plda × gender`` are stated at
+    each noise level in the YAML's order, a negative change as "lower" with its turned interval."""
+    from interbias.analysis.reporting.gap_change import gap_change_brief
+
+    factors = [
+        {"name": "gender", "type": "population", "reference": "female", "levels": {"female": 0, "male": 0}},
+        {"name": "noise", "type": "acoustic", "reference": "clean", "levels": {"clean": 0, "ct5": 0, "amr": 0}},
+        {"name": "backend", "type": "backend", "reference": "cosine", "levels": {"cosine": 0, "plda": 0}},
+    ]
+    rows = pd.DataFrame(
+        {
+            "kind": "interaction",
+            "effect": [f"IE gender×backend at male, {n}, plda" for n in ("amr", "clean", "ct5")],
+            "estimate": [-0.02, 0.01, 0.05],
+            "lo": [-0.05, -0.01, 0.02],
+            "hi": [0.01, 0.03, 0.08],
+            "p_adjusted": [0.9, 1.0, 0.01],
+            "resolved": [False, False, True],
+        }
+    )
+    text = gap_change_brief(rows, {"factors": factors}, "eer")
+    assert text == (
+        "with backend plda against cosine, the male − female EER difference is at noise clean higher by 0.010 "
+        "[-0.010, 0.030], adjusted p 1.000, not resolved; at noise ct5 higher by 0.050 [0.020, 0.080], adjusted p "
+        "0.010, resolved; at noise amr lower by 0.020 [-0.010, 0.050], adjusted p 0.900, not resolved"
+    )
+    assert (
+        gap_change_brief(rows.assign(effect="IE noise×backend at male, amr, plda"), {"factors": factors}, "eer") is None
+    )

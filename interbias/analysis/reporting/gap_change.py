@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.effect_names import effect_name
-from interbias.analysis.reporting.headline import metric_name, num
+from interbias.analysis.reporting.headline import metric_name, num, pval
 from interbias.experiments.question_spec import effect_levels
 
 
@@ -33,6 +33,8 @@ class GapChange:
     group: str
     group_ref: str
     held: tuple[str, ...]
+    #: The held levels' positions in their factors' levels (the order the YAML lists them).
+    order: tuple[int, ...] = ()
 
 
 def gap_parts(r: Any, resolved: dict[str, Any]) -> GapChange | None:
@@ -50,7 +52,9 @@ def gap_parts(r: Any, resolved: dict[str, Any]) -> GapChange | None:
         return None
     pop, other = pops[0], next(n for n in pair if n != pops[0])
     held = tuple(f"{n} {v}" for n, v in at.items() if n not in pair)
-    return GapChange(other, at[other], refs[other], at[pop], refs[pop], held)
+    levels = {str(f.get("name")): [str(k) for k in f.get("levels") or {}] for f in factors}
+    order = tuple(levels[n].index(v) if v in levels[n] else -1 for n, v in at.items() if n not in pair)
+    return GapChange(other, at[other], refs[other], at[pop], refs[pop], held, order)
 
 
 def sized(r: Any, pct: str = "") -> str:
@@ -91,14 +95,18 @@ def gap_change_brief(rows: pd.DataFrame, resolved: dict[str, Any], metric: str) 
     """One model's gap changes at one level of F in one short sentence, each setting of the
     other factors with its direction, size, interval and verdict: ``with backend plda against
     cosine, the male − female EER difference is at noise clean higher by 0.014 [-0.104, 0.132],
-    not resolved; at noise amr_nb …``; None unless every row is a gap change of the same F level and groups."""
+    adjusted p 1.000, not resolved; at noise amr_nb …`` (in the order the YAML lists the held
+    levels); None unless every row is a gap change of the same F level and groups."""
     parts = [(r, gap_parts(r, resolved)) for r in rows.itertuples(index=False)]
     found = [g for _, g in parts if g is not None]
     if not found or len(found) < len(parts) or len({(g.other, g.level, g.group) for g in found}) > 1:
         return None
     g = found[0]
+    ordered = sorted(((r, p) for r, p in parts if p is not None), key=lambda rp: rp[1].order)
     each = [
-        f"{'at ' + ' '.join(p.held) + ' ' if p.held else ''}{_word(r)} {sized(r)}, {verdict(r)}" for r, p in parts if p
+        f"{'at ' + ' '.join(p.held) + ' ' if p.held else ''}{_word(r)} {sized(r)}, adjusted p "
+        f"{pval(float(r.p_adjusted))}, {verdict(r)}"
+        for r, p in ordered
     ]
     return f"with {g.other} {g.level} against {g.other_ref}, the {g.group} − {g.group_ref} {metric_name(metric)} " + (
         f"difference is {'; '.join(each)}"
