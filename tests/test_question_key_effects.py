@@ -142,14 +142,15 @@ def test_a_yaml_level_restriction_names_a_level_of_its_factor(tmp_path, tiny_cor
             load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": [f"noise={level} × gender"]}))
 
 
-def test_gap_changes_of_three_factors_follow_the_yaml_order_of_the_held_levels() -> None:
+def test_gap_changes_of_three_factors_state_the_reference_level_first() -> None:
     """E27's form: gender × noise × backend; the rows of ``backend=plda × gender`` are stated at
-    each noise level in the YAML's order, a negative change as "lower" with its turned interval."""
+    each noise level, the reference first, then as the definition lists them; a negative change
+    as "lower" with its turned interval."""
     from interbias.analysis.reporting.gap_change import gap_change_brief
 
     factors = [
         {"name": "gender", "type": "population", "reference": "female", "levels": {"female": 0, "male": 0}},
-        {"name": "noise", "type": "acoustic", "reference": "clean", "levels": {"clean": 0, "ct5": 0, "amr": 0}},
+        {"name": "noise", "type": "acoustic", "reference": "clean", "levels": {"amr": 0, "clean": 0, "ct5": 0}},
         {"name": "backend", "type": "backend", "reference": "cosine", "levels": {"cosine": 0, "plda": 0}},
     ]
     rows = pd.DataFrame(
@@ -166,8 +167,8 @@ def test_gap_changes_of_three_factors_follow_the_yaml_order_of_the_held_levels()
     text = gap_change_brief(rows, {"factors": factors}, "eer")
     assert text == (
         "with backend plda against cosine, the male − female EER difference is at noise clean higher by 0.010 "
-        "[-0.010, 0.030], adjusted p 1.000, not resolved; at noise ct5 higher by 0.050 [0.020, 0.080], adjusted p "
-        "0.010, resolved; at noise amr lower by 0.020 [-0.010, 0.050], adjusted p 0.900, not resolved"
+        "[-0.010, 0.030], adjusted p 1.000, not resolved; at noise amr lower by 0.020 [-0.010, 0.050], adjusted p "
+        "0.900, not resolved; at noise ct5 higher by 0.050 [0.020, 0.080], adjusted p 0.010, resolved"
     )
     assert (
         gap_change_brief(rows.assign(effect="IE noise×backend at male, amr, plda"), {"factors": factors}, "eer") is None

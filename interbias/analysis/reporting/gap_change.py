@@ -33,7 +33,7 @@ class GapChange:
     group: str
     group_ref: str
     held: tuple[str, ...]
-    #: The held levels' positions in their factors' levels (the order the YAML lists them).
+    #: Per held factor: whether its level is not the reference, its position among the levels.
     order: tuple[int, ...] = ()
 
 
@@ -53,7 +53,10 @@ def gap_parts(r: Any, resolved: dict[str, Any]) -> GapChange | None:
     pop, other = pops[0], next(n for n in pair if n != pops[0])
     held = tuple(f"{n} {v}" for n, v in at.items() if n not in pair)
     levels = {str(f.get("name")): [str(k) for k in f.get("levels") or {}] for f in factors}
-    order = tuple(levels[n].index(v) if v in levels[n] else -1 for n, v in at.items() if n not in pair)
+    # the reference level first (experiment.resolved.json keeps the levels sorted by name)
+    order = tuple(
+        i for n, v in at.items() if n not in pair for i in (v != refs[n], levels[n].index(v) if v in levels[n] else -1)
+    )
     return GapChange(other, at[other], refs[other], at[pop], refs[pop], held, order)
 
 
@@ -95,8 +98,8 @@ def gap_change_brief(rows: pd.DataFrame, resolved: dict[str, Any], metric: str) 
     """One model's gap changes at one level of F in one short sentence, each setting of the
     other factors with its direction, size, interval and verdict: ``with backend plda against
     cosine, the male − female EER difference is at noise clean higher by 0.014 [-0.104, 0.132],
-    adjusted p 1.000, not resolved; at noise amr_nb …`` (in the order the YAML lists the held
-    levels); None unless every row is a gap change of the same F level and groups."""
+    adjusted p 1.000, not resolved; at noise amr_nb …`` (the held factor's reference level first,
+    then its levels as the run's definition lists them); None unless every row is a gap change of the same F level and groups."""
     parts = [(r, gap_parts(r, resolved)) for r in rows.itertuples(index=False)]
     found = [g for _, g in parts if g is not None]
     if not found or len(found) < len(parts) or len({(g.other, g.level, g.group) for g in found}) > 1:
