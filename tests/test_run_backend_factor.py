@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import tiny_experiment
+from conftest import NOISE, gender_factor, tiny_experiment
 from run_helpers import isolated_cache
 
 from interbias.experiments.schema import load_experiment, with_backend
@@ -24,15 +24,7 @@ from interbias.utils.errors import ConfigError
 SPLIT = {"targets": 30, "min_speakers": 3, "dev_share": 0.5}
 LEVELS = {"cosine": "cosine", "lda": "lda+cosine", "plda": "plda", "adapted": "plda+adapt"}
 BACKEND = {"name": "backend", "type": "backend", "reference": "cosine", "levels": LEVELS}
-NOISE = {
-    "name": "noise",
-    "type": "acoustic",
-    "apply_to": "test",
-    "reference": "clean",
-    "levels": {"clean": [], "n10": [{"op": "noise", "kind": "gaussian", "snr_db": 10}]},
-}
-GENDER = {"name": "gender", "type": "population", "attribute": "gender", "reference": "female",
-          "levels": {"female": "female", "male": "male"}}  # fmt: skip
+GENDER = gender_factor()
 
 
 def _exp(tmp: Path, name: str, factors: list) -> Path:
@@ -75,7 +67,7 @@ def test_each_level_is_saved_and_recorded(runs) -> None:
     rec = json.loads((crossed / "run.json").read_text())["scoring"]["backend"]
     assert rec["factor"] == "backend" and rec["levels"] == LEVELS
     models = rec["models"]["mfcc-stats"]
-    assert set(models) == {"lda+cosine", "plda", "plda+adapt at noise=clean", "plda+adapt at noise=n10"}
+    assert set(models) == {"lda+cosine", "plda", "plda+adapt at noise=clean", "plda+adapt at noise=n5"}
     for kind in ("lda+cosine", "plda"):
         be = load_backend(rd, "mfcc-stats", kind, backend_paths(rd, "mfcc-stats", kind))
         assert be is not None and models[kind]["sha256"] == be.sha256()
@@ -84,16 +76,16 @@ def test_each_level_is_saved_and_recorded(runs) -> None:
     cells = {
         json.loads(p.read_text())["row"]["cell"]: json.loads(p.read_text()) for p in (crossed / "cells").rglob("*.json")
     }
-    plda_cell = cells["backend=plda,gender=male,noise=n10"]
+    plda_cell = cells["backend=plda,gender=male,noise=n5"]
     assert plda_cell["backend"] == "plda" and plda_cell["backend_sha256"] == models["plda"]["sha256"]
-    adapted = cells["backend=adapted,gender=female,noise=n10"]
-    assert adapted["backend_sha256"] == models["plda+adapt at noise=n10"]["sha256"]
-    assert "backend" not in cells["backend=cosine,gender=male,noise=n10"]
+    adapted = cells["backend=adapted,gender=female,noise=n5"]
+    assert adapted["backend_sha256"] == models["plda+adapt at noise=n5"]["sha256"]
+    assert "backend" not in cells["backend=cosine,gender=male,noise=n5"]
     cal = json.loads((crossed / "calibration.json").read_text())["models"]["mfcc-stats"]
     assert set(cal["by_backend"]) == set(LEVELS.values())
     assert cal["by_backend"]["plda"]["cells"] == ["backend=plda,gender=female,noise=clean",
                                                   "backend=plda,gender=male,noise=clean"]  # fmt: skip
-    assert cal["per_cell"]["backend=lda,gender=male,noise=n10"]["backend"] == "lda+cosine"
+    assert cal["per_cell"]["backend=lda,gender=male,noise=n5"]["backend"] == "lda+cosine"
 
 
 def test_adaptation_uses_its_conditions_dev_embeddings_only(runs) -> None:
@@ -102,12 +94,12 @@ def test_adaptation_uses_its_conditions_dev_embeddings_only(runs) -> None:
     trials = pd.read_parquet(crossed / "trials.parquet")
     dev, ev = trials[trials.split == "dev"], trials[trials.split == "eval"]
     base = load_backend(rd, "mfcc-stats", "plda", backend_paths(rd, "mfcc-stats", "plda"))
-    paths = backend_paths(rd, "mfcc-stats", "plda+adapt", "noise=n10")
+    paths = backend_paths(rd, "mfcc-stats", "plda+adapt", "noise=n5")
     adapted = load_backend(rd, "mfcc-stats", "plda+adapt", paths)
     rec = json.loads(paths[1].read_text())
-    # every dev utterance once: enrolment sides clean, test sides under n10 (the test side is degraded)
+    # every dev utterance once: enrolment sides clean, test sides under n5 (the test side is degraded)
     assert rec["n_adapt"] == len(set(dev.enrol)) + len(set(dev.test))
-    assert rec["cells"] == ["backend=adapted,gender=female,noise=n10", "backend=adapted,gender=male,noise=n10"]
+    assert rec["cells"] == ["backend=adapted,gender=female,noise=n5", "backend=adapted,gender=male,noise=n5"]
     assert not set(base.speakers) & (set(ev.enrol_speaker) | set(ev.test_speaker))
     # the adaptation kept the LDA directions and re-estimated the rest
     assert np.array_equal(adapted.projection.matrix, base.projection.matrix)

@@ -80,18 +80,28 @@ def eval_speakers(ctx: RunContext) -> set[str]:
     return {str(s) for c in cols for s in ev[c].unique()}
 
 
+def _fit_data(
+    ctx: RunContext, work: RunWork, emb: CellEmbedders, enc: Encoder, cells: list[Cell], what: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`dev_vectors` of ``cells`` for ``what`` (a back-end to fit or adapt), refused when
+    some of the cells are finished (their vectors are not loaded: a resumed run would fit on
+    less) or a speaker of the vectors is an eval speaker."""
+    pending = {c.id for c, e in work.pending if e is enc}
+    if any(c.id not in pending for c in cells):
+        raise RunError(f"{enc.label}: {what} is not saved and some of its cells are finished: "
+                       f"remove {ctx.run.path} to start over")  # fmt: skip
+    vectors, speakers, missing = dev_vectors(ctx, enc, cells, emb)
+    overlap = set(speakers) & eval_speakers(ctx)
+    if overlap:
+        raise RunError(f"{enc.label}: {len(overlap)} speaker(s) of {what} are eval speakers, e.g. {min(overlap)}")
+    return vectors, speakers, missing
+
+
 def _fit_one(
     ctx: RunContext, work: RunWork, emb: CellEmbedders, enc: Encoder, kind: str, refs: list[Cell]
 ) -> FittedBackend:
     """``enc``'s ``kind`` back-end fitted on the dev embeddings of ``refs`` and saved."""
-    pending = {c.id for c, e in work.pending if e is enc}
-    if any(c.id not in pending for c in refs):
-        raise RunError(f"{enc.label}: the {kind} back-end is not saved and its reference cells are finished: "
-                       f"remove {ctx.run.path} to start over")  # fmt: skip
-    vectors, speakers, missing = dev_vectors(ctx, enc, refs, emb)
-    overlap = set(speakers) & eval_speakers(ctx)
-    if overlap:
-        raise RunError(f"{enc.label}: {len(overlap)} back-end fit speaker(s) are eval speakers, e.g. {min(overlap)}")
+    vectors, speakers, missing = _fit_data(ctx, work, emb, enc, refs, f"the {kind} back-end")
     try:
         backend = fit_backend(kind, vectors, speakers)
     except InterbiasError as exc:
@@ -107,16 +117,9 @@ def _adapt_one(
 ) -> FittedBackend:
     """``base`` adapted to the unlabelled dev embeddings of ``cells`` (one condition) and saved."""
     kind, cond = ctx.exp.backend_of(cells[0]), condition_of(ctx.exp, cells[0])
-    pending = {c.id for c, e in work.pending if e is enc}
-    if any(c.id not in pending for c in cells):
-        raise RunError(f"{enc.label}: the {kind} back-end at {cond} is not saved and some of its cells are finished: "
-                       f"remove {ctx.run.path} to start over")  # fmt: skip
-    vectors, speakers, missing = dev_vectors(ctx, enc, cells, emb)
-    overlap = set(speakers) & eval_speakers(ctx)
-    if overlap:
-        raise RunError(f"{enc.label}: {len(overlap)} adaptation speaker(s) are eval speakers, e.g. {min(overlap)}")
+    vectors, _, missing = _fit_data(ctx, work, emb, enc, cells, f"the {kind} back-end at {cond}")
     try:
-        backend = adapt_backend(base, vectors)  # unlabelled: the speakers only serve the check above
+        backend = adapt_backend(base, vectors)  # unlabelled: the speakers only serve _fit_data's check
     except InterbiasError as exc:
         raise RunError(f"{enc.label}: {exc} (the dev embeddings of {cond})") from None
     extra = {"fit_on": "dev split, reference cells; adapted to the dev split of its condition",
