@@ -38,17 +38,26 @@ def _run(path: Path, out: Path, cache: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_corpus, session_cache) -> tuple[Path, Path]:
-    """(the backend × gender × noise run, the gender × noise run), each from an empty embedding cache."""
+def runs(tmp_path_factory, tiny_corpus, session_cache) -> tuple[Path, Path, dict]:
+    """(the backend × gender × noise run, resumed once: every cell and back-end reused; the gender
+    × noise run; the first invocation's counts), each run from an empty embedding cache."""
     tmp = tmp_path_factory.mktemp("bfactor")
-    crossed = _run(_exp(tmp, "T27", [BACKEND, GENDER, NOISE]), tmp / "r", isolated_cache(tmp / "a", session_cache))
+    cache = isolated_cache(tmp / "a", session_cache)
+    crossed = _run(_exp(tmp, "T27", [BACKEND, GENDER, NOISE]), tmp / "r", cache)
+    counts = json.loads((crossed / "run.json").read_text())["counts"]
+    saved = {p.name: p.read_bytes() for p in (crossed / "backends").iterdir()}
+    assert _run(_exp(tmp, "T27", [BACKEND, GENDER, NOISE]), tmp / "r", cache) == crossed  # resumed: all reused
+    assert json.loads((crossed / "run.json").read_text())["counts"]["cells_reused"] == 16
+    assert {p.name: p.read_bytes() for p in (crossed / "backends").iterdir()} == saved
     plain = _run(_exp(tmp, "T27", [GENDER, NOISE]), tmp / "r", isolated_cache(tmp / "b", session_cache))
-    return crossed, plain
+    return crossed, plain, counts
 
 
 def test_levels_rescore_the_same_embeddings_of_the_same_trials(runs) -> None:
-    crossed, plain = runs
-    a, b = (json.loads((d / "run.json").read_text())["counts"] for d in runs)
+    crossed, plain, _ = runs
+    a, b = (json.loads((d / "run.json").read_text())["counts"] for d in runs[:2])
+    assert a["embedded"] == 0 and a["forward_calls"] == {"mfcc-stats": 0}  # the resumed invocation
+    a = runs[2]  # the first invocation's counts
     # four back-ends, and not one embedding or encoder call more than the cosine-only run
     assert a["embedded"] == b["embedded"] > 0 and a["forward_calls"] == b["forward_calls"]
     assert a["cells"] == 4 * b["cells"] == 16
