@@ -32,8 +32,11 @@ def _exp(tmp: Path, name: str, factors: list) -> Path:
 
 
 def _run(path: Path, out: Path, cache: Path) -> Path:
+    """The run's directory (with the analyses a run writes: attributes, fairness)."""
+    from interbias.analysis.after_run import run_analyses
+
     opts = RunOptions(experiment=str(path), encoders=["mfcc-stats"], out=out, quiet=True,
-                      command=["test"], cache_dir=cache)  # fmt: skip
+                      command=["test"], cache_dir=cache, after_run=run_analyses)  # fmt: skip
     return run(opts).run_dir
 
 
@@ -159,3 +162,17 @@ def test_e27_declares_backend_by_noise_by_gender_and_asks_for_plda_gap_changes()
             "gender",
         )
         assert exp.trials.dev_share is not None and exp.use == "gap"
+
+
+def test_fairness_thresholds_each_backend_on_its_own_scale(runs) -> None:
+    """A PLDA LLR and a cosine are on different scales: fairness picks a dev threshold and a
+    calibration per back-end level and names the level in each condition."""
+    crossed = runs[0]
+    table = pd.read_csv(crossed / "fairness.csv")  # written by the run
+    conds = set(table["condition"])
+    assert conds == {f"noise={n},backend={b}" for n in ("clean", "n5") for b in LEVELS}
+    thr = table.groupby("condition")["threshold"].first()
+    assert thr["noise=clean,backend=plda"] == thr["noise=n5,backend=plda"]  # one threshold per back-end
+    assert len({thr[f"noise=clean,backend={b}"] for b in LEVELS}) == 4
+    groups = pd.read_csv(crossed / "fairness_groups.csv")
+    assert groups["act_dcf"].notna().any()  # each level's calibration from calibration.json by_backend
