@@ -135,6 +135,9 @@ def test_backend_factor_yaml_checks(tmp_path: Path, tiny_corpus) -> None:
         ConfigError, match=r"levels: lda\+cosine is fitted on the dev split's embeddings: set trials\.dev_share"
     ):
         load_experiment(tiny_experiment(tmp_path, name="T27", factors=[BACKEND, NOISE]))
+    with pytest.raises(ConfigError, match="qmf is fitted once over the reference cells"):
+        load_experiment(tiny_experiment(tmp_path, name="T27", trials=SPLIT, factors=[BACKEND, NOISE],
+                                        scoring={"calibration": {"kind": "qmf", "measures": ["duration"]}}))  # fmt: skip
     twice = {**BACKEND, "levels": {"a": "plda", "b": "plda"}, "reference": "a"}
     with pytest.raises(ConfigError, match="back-end plda is named by two levels"):
         load_experiment(_exp(tmp_path, "T27", [twice, NOISE]))
@@ -176,3 +179,11 @@ def test_fairness_thresholds_each_backend_on_its_own_scale(runs) -> None:
     assert len({thr[f"noise=clean,backend={b}"] for b in LEVELS}) == 4
     groups = pd.read_csv(crossed / "fairness_groups.csv")
     assert groups["act_dcf"].notna().any()  # each level's calibration from calibration.json by_backend
+
+
+def test_fusion_of_a_backend_factor_run_is_refused(runs, tmp_path: Path) -> None:
+    from interbias.analysis.fusion.fuse import fuse_run
+    from interbias.utils.errors import RunError
+
+    with pytest.raises(RunError, match="has a back-end factor; a fusion is fitted once"):
+        fuse_run(runs[0], ["mfcc-stats", "mfcc-stats"], tmp_path / "fused")

@@ -397,6 +397,11 @@ def check_backend(exp: Experiment, where: str) -> None:
             f"{where}: scoring.backend: {exp.scoring.backend} and the back-end factor {factors[0].name} both set the "
             "back-end; the factor's levels name it per cell (remove scoring.backend)"
         )
+    if factors and exp.scoring.calibration.quality_aware:
+        raise ConfigError(
+            f"{where}: scoring.calibration: qmf is fitted once over the reference cells; with the back-end factor "
+            f"{factors[0].name} they hold several back-ends' scores (use kind: linear, fitted per back-end)"
+        )
     key = f"factors ({factors[0].name}).levels" if factors else "scoring.backend"
     for backend in exp.backends():
         if backend == "cosine":
