@@ -205,19 +205,23 @@ def test_only_the_confirmatory_family_is_planned() -> None:
 
 def test_plan_uses_the_findings_t_test(tmp_path: Path) -> None:
     """The corrected design's findings test with Student's t at the effect's Satterthwaite df:
-    the plan's quantiles are t's at that df (z's would plan too few speakers: at df 45 and
-    alpha 0.01 the need is 7 % larger); the plain design (no df) keeps the normal."""
+    the plan's multiplier λ is the noncentral t's at that df averaged over the pilot SE's own
+    uncertainty (tests/test_planner_stated_power.py), above the textbook t quantiles (which at
+    df 45 and alpha 0.01 are 7 % above z's); the plain design (no df) keeps the normal."""
     from scipy import stats
 
     s = planner.Settings(effect=0.05, power=0.8, family=True)
-    assert s.z_at(0.01, 45.0) == pytest.approx(stats.t.ppf(0.995, 45) + stats.t.ppf(0.8, 45), rel=1e-12)
-    assert s.z_at(0.01, 45.0) == pytest.approx(2.6896 + 0.8497, abs=1e-3)  # t tables
+    textbook = stats.t.ppf(0.995, 45) + stats.t.ppf(0.8, 45)
+    assert textbook == pytest.approx(2.6896 + 0.8497, abs=1e-3)  # t tables
+    assert planner.textbook_ncp(0.01, 0.8, 45.0) == pytest.approx(textbook, rel=1e-12)
+    assert s.z_at(0.01, 45.0) == pytest.approx(planner.planned_ncp(0.01, 0.8, 45.0)) and s.z_at(0.01, 45.0) > textbook
     assert s.z_at(0.01, math.inf) == s.z_at(0.01) == pytest.approx(2.5758 + 0.8416, abs=1e-4)
     run = _pilot(tmp_path / "run", 12)
     row = planner.plan(analyse(run, Options(n_boot=200)), s).iloc[0]
     df = float(row["df"])
     assert row["interval"] == "wald" and 2 < df < 1e6
-    q = stats.t.ppf(1 - 0.05 / 2, df) + stats.t.ppf(0.8, df)  # family of one: alpha/m = 0.05
+    q = planner.planned_ncp(0.05, 0.8, planner.df_floor(df))  # family of one: alpha/m = 0.05
+    assert planner.expected_power(q, 0.05, planner.df_floor(df)) == pytest.approx(0.8, abs=1e-6)
     assert row["mde"] == pytest.approx(q * row["se"], rel=1e-9)
     assert row["speakers_per_stratum_needed"] == max(4, math.ceil(12 * (q * row["se"] / 0.05) ** 2))
     frame = pd.DataFrame({"df": [30.0, np.nan, 30.0], "interval": ["wald", "wald", "bc"]})
