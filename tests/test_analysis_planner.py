@@ -165,8 +165,45 @@ def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None
     )
     res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
-    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
+    flat_out = " ".join(res.output.split())
+    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in flat_out
+    assert "every stratum has at least 5 speakers (fewest: gender=female, 6), so the metric itself" in flat_out
     assert "a follow-up of the planned size" not in res.output
+
+
+def test_a_pilot_without_spread_names_its_smallest_stratum_and_the_speakers_it_needs(tmp_path: Path) -> None:
+    """3 speakers per stratum and scores that never err: no SE; the plan says which stratum is
+    short and how many speakers per stratum a pilot needs (5, the clustered test's minimum, above
+    the experiment's min_speakers 4), and ``run --plan`` on that plan.csv says the same."""
+    from interbias.trials.speaker_budget import read_plan
+    from interbias.utils.errors import ConfigError
+
+    trials, cells = _draw(3, derive_rng("test-planner", "flat3"))
+    label = dict(zip(trials.trial_id, trials.label, strict=True))
+    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
+    folder = write_run(
+        tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
+    )
+    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    hint = (
+        "stratum gender=female has 3 speaker(s), the fewest of the pilot's 2 strata; a pilot needs at least 5 "
+        "speakers in every stratum: trials: {speakers_per_stratum: 5}"
+    )
+    assert hint in " ".join(res.output.split())
+    plan = pd.read_csv(folder / "plan.csv")
+    assert plan.note.str.contains(hint, regex=False).all()
+    with pytest.raises(ConfigError) as err:
+        read_plan(folder / "plan.csv", str(plan.experiment[0]))
+    assert str(err.value).endswith(f"could be planned (no bootstrap spread in the pilot: SE 0 or undefined; {hint})")
+
+
+def test_speakers_must_be_a_whole_number(tmp_path: Path) -> None:
+    """Checked before the run is read (the folder does not exist)."""
+    for value, why in (("2.5", "--speakers must be a whole number of speakers per stratum, got 2.5"),
+                       ("1", "--speakers must be a whole number >= 2 (speakers per stratum), got 1")):  # fmt: skip
+        res = CliRunner().invoke(app, ["plan", str(tmp_path / "none"), "--speakers", value])
+        assert res.exit_code == 1 and res.output == f"error: {why}\n", res.output
 
 
 def test_plan_cli_plans_at_the_family_level_by_default(tmp_path: Path) -> None:

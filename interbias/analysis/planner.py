@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from interbias.analysis.groups.fairness_cluster import MIN_SPEAKERS
 from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.analysis.suite import Analysis, findings
 from interbias.utils.errors import AnalysisError
@@ -244,6 +245,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     pilot = pilot_of(a.run.design())
     exp = a.run.experiment(AnalysisError)
     floor = exp.trials.min_speakers if exp is not None else 2
+    hint = spread_hint(pilot, floor)
     dev_share = exp.trials.dev_share if exp is not None else None
     n0 = pilot.n_max
     out = eff.copy()
@@ -280,7 +282,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     )
     before = out["note"].astype(str) if "note" in out.columns else pd.Series("", index=out.index)
     out["note"] = [
-        _note(v, n, fam, floor, n0, settings, zz, was)
+        _note(v, n, fam, floor, n0, settings, zz, was, hint)
         for v, n, fam, zz, was in zip(se, need, in_family, z, before, strict=True)
     ]
     for k, v in a.replicates.stamp().items():  # type: ignore[union-attr]
@@ -307,7 +309,15 @@ def family_members(frame: pd.DataFrame) -> pd.Series:
 
 
 def _note(
-    se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float, before: str = ""
+    se: float,
+    need: float,
+    in_family: bool,
+    floor: int,
+    n0: int,
+    settings: Settings,
+    z: float,
+    before: str = "",
+    hint: str = "",
 ) -> str:
     """Why an effect has no plan (``before``: the findings' own note, e.g. why it is left out
     of the family, kept in front), or why its plan is larger than its SE asks."""
@@ -316,7 +326,7 @@ def _note(
         return f"no plan ({prior})" if prior else "outside the family: not planned"
     mine = ""
     if not (np.isfinite(se) and se > 0):
-        mine = "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
+        mine = f"no plan (no bootstrap spread in the pilot: SE 0 or undefined{'; ' + hint if hint else ''})"
     elif not np.isfinite(z):
         mine = f"no plan (the pilot's SE has under {MIN_DF:g} degrees of freedom: no size promises the power)"
     elif need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
@@ -324,13 +334,37 @@ def _note(
     return "; ".join(x for x in (prior, mine) if x)
 
 
+def spread_hint(pilot: Pilot, floor: int = 2) -> str:
+    """Where a pilot without bootstrap spread falls short: its smallest stratum and the speakers
+    per stratum a speaker bootstrap needs (the clustered test's minimum
+    :data:`~interbias.analysis.groups.fairness_cluster.MIN_SPEAKERS`, or the experiment's
+    ``min_speakers`` ``floor`` when larger), or, when every stratum has them, that the metric
+    itself does not move."""
+    need = max(MIN_SPEAKERS, floor)
+    stratum, n = min(pilot.speakers.items(), key=lambda kv: (kv[1], kv[0]))
+    if n < need:
+        return (
+            f"stratum {stratum} has {n} speaker(s), the fewest of the pilot's {len(pilot.speakers)} strata; "
+            f"a pilot needs at least {need} speakers in every stratum: trials: {{speakers_per_stratum: {need}}}"
+        )
+    return (
+        f"every stratum has at least {need} speakers (fewest: {stratum}, {n}), so the metric itself does not "
+        "move under resampling (e.g. EER 0 in every replicate): a harder condition or more trials per speaker"
+    )
+
+
 def no_plan_reason(frame: pd.DataFrame) -> str | None:
-    """``None`` when some effect has a plan, else why none has."""
+    """``None`` when some effect has a plan, else why none has (with the pilot's shortfall
+    that the rows' notes carry, :func:`spread_hint`)."""
     if frame["speakers_per_stratum_needed"].notna().any():
         return None
     if frame.empty:
         return "no plan (the run has no effect to plan)"
-    return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined)"
+    notes = [str(n) for n in frame.get("note", pd.Series(dtype=str)) if "SE 0 or undefined; " in str(n)]
+    hint = notes[0].split("SE 0 or undefined; ", 1)[1].rstrip(")") if notes else ""
+    return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined" + (
+        f"; {hint})" if hint else ")"
+    )
 
 
 #: Kinds ``interbias plan --kind`` selects.
