@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 

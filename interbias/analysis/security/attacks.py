@@ -136,7 +136,7 @@ def gap_table(summary: pd.DataFrame, boot: Resamplers, reps: dict, factors: dict
             if levels[g] == ref:
                 continue
 
-            def pair(lv: dict[str, str], g: str = g, ref: str = ref) -> tuple[Rate, Rate]:
+            def pair(lv: dict[str, str], g: str = g, ref: str = ref, base: tuple = base) -> tuple[Rate, Rate]:
                 return tuple(reps[(base[0], _cell_of(x, order), *base[2:])] for x in (lv, {**lv, g: ref}))  # type: ignore[return-value]
 
             here = pair(levels)
