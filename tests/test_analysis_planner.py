@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -151,20 +152,27 @@ def test_family_level_and_dev_speakers_by_hand() -> None:
     assert dev_speakers(40, 0.3, 4) == 17 and dev_speakers(5, 0.1, 4) == 4 and dev_speakers(40, None) == 0
 
 
+def _flat_plan(folder: Path, n: int, tag: str) -> tuple[Path, Any]:
+    """A pilot of ``n`` speakers per gender whose scores never err (targets 10, non-targets 0:
+    no bootstrap spread) and ``interbias plan`` on it."""
+    trials, cells = _draw(n, derive_rng("test-planner", tag))
+    label = dict(zip(trials.trial_id, trials.label, strict=True))
+    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
+    folder = write_run(
+        folder, trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
+    )
+    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    return folder, res
+
+
 def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None:
     """A need below min_speakers (4 in the pilot's experiment) is raised to it; a pilot without
     bootstrap spread gets "no plan (reason)" instead of a follow-up."""
     run = _pilot(tmp_path / "run", 12)
     row = planner.plan(analyse(run, Options(n_boot=200)), planner.Settings(effect=2.0)).iloc[0]
     assert row["speakers_per_stratum_needed"] == 4 and row["note"] == "raised to the experiment's min_speakers 4"
-    trials, cells = _draw(6, derive_rng("test-planner", "flat"))
-    label = dict(zip(trials.trial_id, trials.label, strict=True))
-    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
-    folder = write_run(
-        tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
-    )
-    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
-    assert res.exit_code == 0, res.output
+    _, res = _flat_plan(tmp_path / "flat", 6, "flat")
     flat_out = " ".join(res.output.split())
     assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in flat_out
     assert "every stratum has at least 5 speakers (fewest: gender=female, 6), so the metric itself" in flat_out
@@ -178,14 +186,7 @@ def test_a_pilot_without_spread_names_its_smallest_stratum_and_the_speakers_it_n
     from interbias.trials.speaker_budget import read_plan
     from interbias.utils.errors import ConfigError
 
-    trials, cells = _draw(3, derive_rng("test-planner", "flat3"))
-    label = dict(zip(trials.trial_id, trials.label, strict=True))
-    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
-    folder = write_run(
-        tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
-    )
-    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
-    assert res.exit_code == 0, res.output
+    folder, res = _flat_plan(tmp_path / "flat", 3, "flat3")
     hint = (
         "stratum gender=female has 3 speaker(s), the fewest of the pilot's 2 strata; a pilot needs at least 5 "
         "speakers in every stratum: trials: {speakers_per_stratum: 5}"
