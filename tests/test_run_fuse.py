@@ -48,7 +48,7 @@ def _scores(run_dir: Path, model: str, cell: str) -> pd.DataFrame:
 
 
 def _fuse(run_dir: Path, out: Path, models: str = "CAM++,mfcc-stats"):
-    return CliRunner().invoke(app, ["fuse", str(run_dir), "--models", models, "--out", str(out)])
+    return CliRunner().invoke(app, ["fuse", str(run_dir), "--models", models, "--out", str(out), "--bootstrap", "200"])
 
 
 def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path, tmp_path: Path) -> None:
@@ -60,9 +60,11 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
     out = tmp_path / "fused"
     res = _fuse(two_models, out)
     assert res.exit_code == 0, res.output
-    assert not (out / "findings.csv").exists() and not (out / "report.html").exists()
+    assert (out / "findings.csv").read_text() != "stale\n"  # the copy's own, fresh (checked below)
+    assert "stale" not in (out / "report.html").read_text()
     flat = " ".join(res.output.split())
     assert "not copied from" in flat and "findings.csv, report.html" in flat
+    flat = "\n".join(" ".join(x.split()) for x in res.output.replace("\n  ", " ").splitlines())
     label = "CAM++ +mfcc-stats fused".replace(" +", "+")
     assert label in res.output
     # reference: sklearn on the reference cells' dev trials, Platt labels as two weighted copies
@@ -90,21 +92,26 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
     assert set(cal) == {*MODELS, label}
     groups = pd.read_csv(out / "fairness_groups.csv")
     assert label in set(groups.model)
-    for command in (["analyze", str(out)], ["report", str(out), "--out", str(tmp_path / "rep")]):
-        done = CliRunner().invoke(app, command)
-        assert done.exit_code == 0, done.output
-    assert label in (tmp_path / "rep" / "report.md").read_text()
+    # a fresh analysis and report of the copy, which open with the fused model against each component
+    assert label in set(pd.read_csv(out / "findings.csv").model)
+    report = (out / "report.md").read_text()
+    assert report.index("What the fusion does") < report.index("## Findings") and label in report
+    assert "What the fusion does" in (out / "report.html").read_text()
     compared = pd.read_csv(out / "fusion_comparison.csv")
-    assert set(compared.component) == set(MODELS) and len(compared) == 8
+    assert set(compared.fused) == {label} and len(compared) == 10  # per component: macro, then 4 cells
     for m, part in compared.groupby("component"):
+        macro, cells = part[part.cell == "macro"].iloc[0], part[part.cell != "macro"]
         own = results[results.model == m].set_index("cell").eer
-        assert np.allclose(part.eer, own[part.cell]) and np.allclose(part.fused_eer, fused.eer[part.cell])
+        assert np.allclose(cells.eer, own[cells.cell]) and np.allclose(cells.fused_eer, fused.eer[cells.cell])
         assert np.allclose(part.change, part.fused_eer - part.eer)
-        macro_f, macro_m = part.fused_eer.mean(), part.eer.mean()
-        word = "fusion helped" if macro_f < macro_m else "fusion did not help"
-        line = f"{label} vs {m}: macro EER {macro_f:.3f} vs {macro_m:.3f} ({macro_f - macro_m:+.3f}): {word}"
-        assert line in flat
-        assert f"lower in {int((part.change < 0).sum())} of 4 cells" in flat
+        assert macro.eer == pytest.approx(own.mean()) and macro.fused_eer == pytest.approx(fused.eer.mean())
+        assert (cells.status == "too few speakers").all() and (cells.speakers == 3).all()  # 3 eval speakers a cell
+        word = "fusion helped" if macro.change < 0 and macro.status == "resolved" else "fusion did not"
+        line = f"{label} vs {m}: macro EER {macro.fused_eer:.3f} vs {macro.eer:.3f}, change {macro.change:+.3f} ("
+        assert line in flat and line in report
+        assert flat[flat.index(line) :].split("\n")[0].split("): ", 1)[1].startswith(word)
+        lower = int((cells.change < 0).sum())
+        assert f"lower in {lower} of 4 cells (0 resolved), higher in {int((cells.change > 0).sum())}" in flat
 
 
 def test_bad_requests_are_one_line_and_write_nothing(
