@@ -105,6 +105,14 @@ BackendOption = Annotated[
         "split's clean embeddings (sets scoring.backend; docs/guide/backends.md).",
     ),
 ]
+CmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cm",
+        help="Comma-separated CM labels that also score every trial's test audio in a spoofing experiment "
+        "(e.g. ResNet18-logspec); the run then writes sasv_fusion.csv (ASV + CM fusion).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -142,14 +150,7 @@ def run(
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
     precision: PrecisionOption = "fp32",
-    cm: Annotated[
-        str | None,
-        typer.Option(
-            "--cm",
-            help="Comma-separated CM labels that also score every trial's test audio in a spoofing experiment "
-            "(e.g. ResNet18-logspec); the run then writes sasv_fusion.csv (ASV + CM fusion).",
-        ),
-    ] = None,
+    cm: CmOption = None,
     plan: PlanOpt = None,
     backend: BackendOption = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
