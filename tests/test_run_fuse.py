@@ -19,6 +19,7 @@ from test_metrics_logistic import sklearn_fit
 from typer.testing import CliRunner
 
 from interbias.analysis.after_run import run_analyses
+from interbias.analysis.fusion.compare import NoDev, dev_share_for, no_dev_advice
 from interbias.cli import app
 from interbias.metrics import verification as metrics
 from interbias.run.conductor import RunOptions, run
@@ -29,11 +30,15 @@ REFS = ("gender=female,noise=clean", "gender=male,noise=clean")
 
 
 def _run(tmp: Path, session_cache: Path, name: str, **overrides) -> Path:
+    """A run of the tiny experiment ``name`` (``overrides``: its YAML keys), recording in run.json
+    the command line that makes it, as ``interbias run`` does."""
     tmp.mkdir(parents=True, exist_ok=True)
-    exp = tiny_experiment(tmp, name=name, **overrides)
+    exp, cache = tiny_experiment(tmp, name=name, **overrides), isolated_cache(tmp, session_cache)
+    command = ["interbias", "run", str(exp), "--encoders", ",".join(MODELS), "--out", str(tmp / "r"),
+               "--cache-dir", str(cache), "--quiet"]  # fmt: skip
     opts = RunOptions(
-        experiment=str(exp), encoders=MODELS, out=tmp / "r", quiet=True, command=["test"],
-        cache_dir=isolated_cache(tmp, session_cache), after_run=run_analyses,
+        experiment=str(exp), encoders=MODELS, out=tmp / "r", quiet=True, command=command, cache_dir=cache,
+        after_run=run_analyses,
     )  # fmt: skip
     return run(opts).run_dir
 
@@ -41,6 +46,11 @@ def _run(tmp: Path, session_cache: Path, name: str, **overrides) -> Path:
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory, tiny_corpus, session_cache) -> Path:
     return _run(tmp_path_factory.mktemp("fuse"), session_cache, "T52", trials=SPLIT)
+
+
+@pytest.fixture(scope="module")
+def no_dev(tmp_path_factory, tiny_corpus, session_cache) -> Path:
+    return _run(tmp_path_factory.mktemp("nodev"), session_cache, "T52n", trials={"targets": 30, "min_speakers": 3})
 
 
 def _scores(run_dir: Path, model: str, cell: str) -> pd.DataFrame:
@@ -114,19 +124,21 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
         assert f"lower in {lower} of 4 cells (0 resolved), higher in {int((cells.change > 0).sum())}" in flat
 
 
-def test_bad_requests_are_one_line_and_write_nothing(
-    two_models: Path, tmp_path: Path, tiny_corpus, session_cache: Path
-) -> None:
-    no_dev = _run(tmp_path / "nodev", session_cache, "T52n")
+def _refused(run_dir: Path, tmp_path: Path, models: str, pattern: str) -> str:
+    """fuse refused in one line containing ``pattern``, nothing written; the line."""
+    out = tmp_path / "never"
+    res = _fuse(run_dir, out, models)
+    assert res.exit_code == 1
+    line = res.output.strip()
+    assert "\n" not in line and line.startswith("error: ")
+    assert pattern in line, line
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".never")]
+    return line
 
+
+def test_bad_requests_are_one_line_and_write_nothing(two_models: Path, tmp_path: Path) -> None:
     def refused(run_dir: Path, models: str, pattern: str) -> None:
-        out = tmp_path / "never"
-        res = _fuse(run_dir, out, models)
-        assert res.exit_code == 1
-        line = res.output.strip()
-        assert "\n" not in line and line.startswith("error: ")
-        assert pattern in line, line
-        assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".never")]
+        _refused(run_dir, tmp_path, models, pattern)
 
     refused(two_models, "CAM++,CAM++", "cannot fuse CAM++ with itself")
     refused(two_models, "CAM++,GE2E", "model GE2E is not in")
@@ -144,10 +156,50 @@ def test_bad_requests_are_one_line_and_write_nothing(
         frame["score"] = 0.25
         frame.to_parquet(path)
     refused(flat, "CAM++,mfcc-stats", "mfcc-stats is the same on every fitting trial")
-    refused(no_dev, "CAM++,mfcc-stats", "has no dev split")
+
+
+def test_no_dev_split_refusal_prints_a_command_that_runs(no_dev: Path, tmp_path: Path) -> None:
+    """The refusal's command (the run's own, with --dev-share) runs as printed and gives a dev split:
+    6 speakers per gender, min_speakers 3 on each side, so the share is 0.45 (0.3 would leave 2 dev)."""
+    line = _refused(no_dev, tmp_path, "CAM++,mfcc-stats", "has no dev split")
     command = json.loads((no_dev / "run.json").read_text())["command"]
-    refused(
-        no_dev,
-        "CAM++,mfcc-stats",
-        f"add `dev_share: 0.3` under `trials:` in T52n's experiment file, run it again with `{shlex.join(command)}`",
-    )
+    printed = line.split("run it again with a dev split: ", 1)[1].removesuffix(", then fuse the new run")
+    assert printed == shlex.join([*command, "--dev-share", "0.45"])
+    args = shlex.split(printed)
+    assert args[:2] == ["interbias", "run"]
+    done = CliRunner().invoke(app, args[1:])
+    assert done.exit_code == 0, done.output
+    new = Path(next(x for x in done.output.splitlines() if x.startswith("results: ")).split(": ", 1)[1]).parent
+    trials = pd.read_parquet(new / "trials.parquet")
+    assert set(trials.split) == {"dev", "eval"}
+    assert json.loads((new / "experiment.resolved.json").read_text())["trials"]["dev_share"] == 0.45
+    # what fuse fits on: dev trials in the reference cells, for both models
+    for model in MODELS:
+        assert (_scores(new, model, REFS[0]).split == "dev").sum() > 0
+
+
+def test_dev_share_advice_keeps_min_speakers_on_each_side(tmp_path: Path) -> None:
+    """The share nearest 0.3 that leaves min_speakers in dev and eval of every stratum; none
+    (and no command) when a stratum is too small; none for a trial list."""
+    assert dev_share_for([24, 24], 7) == 0.3  # 7 dev, 17 eval (the demo)
+    # round(0.45·6) = 3 dev of 6 (0.3 to 0.4 leave 2); round(0.35·10) = 4 dev of 10 (0.3 leaves 3)
+    assert dev_share_for([6, 6], 3) == 0.45 and dev_share_for([10, 20], 4) == 0.35
+    assert dev_share_for([6, 7], 4) is None
+    small = no_dev_advice(tmp_path, NoDev("T", ["interbias", "run", "T"], [6, 7], 4))
+    assert "run it again" not in small and "smallest stratum has 6" in small and "at least 8 speakers" in small
+    listed = no_dev_advice(tmp_path, NoDev("T", ["interbias", "run", "T", "--trials", "l.txt"], [30], 3))
+    assert "trial list" in listed and "run it again" not in listed
+    spaced = no_dev_advice(tmp_path, NoDev("T", ["interbias", "run", "my exp.yaml"], [], 3))
+    assert "interbias run 'my exp.yaml' --dev-share 0.3, then" in spaced
+
+
+def test_run_dev_share_is_checked_before_any_work(tmp_path: Path) -> None:
+    """run --dev-share: a share in (0, 1), never with a --trials list (scored whole), in one line."""
+    exp = str(tiny_experiment(tmp_path, name="T52d"))
+    for extra, said in (
+        (["--dev-share", "1.5"], "error: --dev-share must be a finite number in (0, 1), got 1.5"),
+        (["--dev-share", "0.3", "--trials", str(tmp_path / "l.txt")], "error: --dev-share splits sampled trials"),
+    ):
+        res = CliRunner().invoke(app, ["run", exp, "--out", str(tmp_path / "r"), *extra])
+        assert res.exit_code == 1 and res.output.startswith(said), res.output
+        assert not (tmp_path / "r").exists()

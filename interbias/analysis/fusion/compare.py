@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,18 +99,52 @@ def fusion_answer(folder: Path) -> tuple[str, list[str]] | None:
     return label, verdicts(frame, label)
 
 
-def no_dev_advice(path: Path, experiment: str, command: Sequence[str] | None) -> str:
-    """Why a run without a dev split cannot be fused, and the commands that give one: the
-    experiment's trials with ``dev_share`` (no ``run`` option sets it), then the run's own
-    command (run.json) again, then fuse on the new run."""
+def dev_share_for(speakers: Sequence[int], min_speakers: int, preferred: float = 0.3) -> float | None:
+    """The ``--dev-share`` (a multiple of 0.05, the nearest to ``preferred``) whose split
+    (:func:`~interbias.experiments.requirements.dev_count`) keeps at least ``min_speakers`` on each
+    side of every stratum of ``speakers``; None when no share does."""
+    from interbias.experiments.requirements import dev_count
+
+    def fits(share: float) -> bool:
+        return all(min_speakers <= dev_count(n, share) <= n - min_speakers for n in speakers)
+
+    shares = [k / 20 for k in range(1, 20) if fits(k / 20)]
+    return min(shares, key=lambda s: (abs(s - preferred), s)) if shares else None
+
+
+@dataclass(frozen=True)
+class NoDev:
+    """What a run without a dev split says of itself: its command (run.json), its strata's
+    speakers (trials.json), the experiment's ``min_speakers`` and whether it scores a trial list."""
+
+    experiment: str
+    command: Sequence[str] | None
+    speakers: Sequence[int]
+    min_speakers: int
+    trial_list: bool = False
+
+
+def no_dev_advice(path: Path, run: NoDev) -> str:
+    """Why a run without a dev split cannot be fused, and the command that gives one: the run's
+    own command with ``--dev-share`` (:func:`dev_share_for` its strata), then fuse on the new run.
+    A run of a trial list, or of strata too small to split, cannot have one: said instead."""
     import shlex
 
-    again = shlex.join(command) if command else f"interbias run {experiment}"
-    return (
-        f"{path} has no dev split to fit a fusion on (fuse fits its weights on dev trials, never on the "
-        f"eval trials it reports): add `dev_share: 0.3` under `trials:` in {experiment}'s experiment file, "
-        f"run it again with `{again}`, then fuse the new run"
+    why = (
+        f"{path} has no dev split to fit a fusion on (fuse fits its weights on dev trials, never on the eval "
+        "trials it reports)"
     )
+    given = list(run.command or ["interbias", "run", run.experiment])
+    if run.trial_list or any(a == "--trials" or a.startswith("--trials=") for a in given):
+        return f"{why}; its trials come from a trial list, which is scored whole, so no run of it has one"
+    share = dev_share_for(run.speakers, run.min_speakers) if run.speakers else 0.3
+    if share is None:
+        return (
+            f"{why}; a dev split needs {run.min_speakers} speakers (trials.min_speakers) on each side of every "
+            f"stratum, and its smallest stratum has {min(run.speakers)}: run it on a corpus with at least "
+            f"{2 * run.min_speakers} speakers per stratum"
+        )
+    return f"{why}; run it again with a dev split: {shlex.join([*given, '--dev-share', f'{share:g}'])}, then fuse the new run"
 
 
 def fusion_block(folder: Path, rep: Report) -> None:

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.fusion.compare import COMPARISON, copy_run_files, no_dev_advice, verdicts
+from interbias.analysis.fusion.compare import COMPARISON, NoDev, copy_run_files, no_dev_advice, verdicts
 from interbias.analysis.fusion.paired import N_BOOT, paired_comparison
 from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks
 from interbias.run.measured import measured
-from interbias.run.rundir import CALIBRATION, RESULTS, RUN_JSON, RunDir
+from interbias.run.rundir import CALIBRATION, RESULTS, RUN_JSON, TRIALS_META, RunDir
 from interbias.utils import atomic
 from interbias.utils.errors import MetricError, RunError
 
@@ -163,6 +163,14 @@ def fused_row(template: dict[str, Any], frame: pd.DataFrame, label: str, models:
     return row
 
 
+def _no_dev(run: RunDir, exp: Experiment) -> NoDev:
+    """What the refusal of a run without a dev split reads: run.json's command, trials.json's speakers per stratum."""
+    strata = (run.read_json(TRIALS_META) or {}).get("strata") or {}
+    speakers = [int(v["n_speakers"]) for v in strata.values() if isinstance(v, dict) and "n_speakers" in v]
+    command = (run.read_json(RUN_JSON) or {}).get("command")
+    return NoDev(exp.name, command, speakers, exp.trials.min_speakers, exp.trials.list_file is not None)
+
+
 def fuse_run(run_path: Path, models: Sequence[str], out: Path, *, n_boot: int = N_BOOT) -> Fusion:
     """Fuse ``models`` of the run at ``run_path`` into ``out`` (see the module doc); ``n_boot``:
     the comparison's replicates."""
@@ -176,7 +184,7 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path, *, n_boot: int = 
         raise RunError(f"{run.path} holds no experiment.resolved.json")
     trials = run.read_trials().frame
     if "split" not in trials.columns or not bool((trials["split"] == "dev").any()):
-        raise RunError(no_dev_advice(run.path, exp.name, (run.read_json(RUN_JSON) or {}).get("command")))
+        raise RunError(no_dev_advice(run.path, _no_dev(run, exp)))
     have = [set(results.loc[results["model"] == m, "cell"].astype(str)) for m in models]
     cells = [c for c in exp.cells() if all(c.id in h for h in have)]
     frames = _frames(run, models, [c.id for c in cells])
