@@ -33,8 +33,10 @@ def fuse(
     fusion_comparison.csv)."""
     from interbias.analysis.fusion.fuse import fuse_run
     from interbias.analysis.stats.bootstrap import MIN_BOOT_CORRECTED
+    from interbias.cli.numeric import check_numbers
     from interbias.utils.errors import ConfigError
 
+    check_numbers("fuse", bootstrap=bootstrap)
     if bootstrap < MIN_BOOT_CORRECTED:
         raise ConfigError(f"--bootstrap {bootstrap}: the comparison's intervals need at least "
                           f"{MIN_BOOT_CORRECTED} replicates (1000 is usual)")  # fmt: skip
