@@ -122,7 +122,7 @@ def test_a_level_restricted_interaction_is_worded_as_the_gap_change(findings: pd
     )
     assert said in answer(findings, resolved, "eer", "95%").key[0]
     brief = key_brief(findings, resolved, "eer", "95%")
-    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], adjusted p "
+    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], not resolved after Holm over "
     assert brief[0].startswith("noise=n10 × gender, big: 0 of 1 resolved: ") and short in brief[0], brief[0]
     other = {**resolved, "question": {"text": "Q?", "effects": ["noise=n20 × gender"]}}
     assert key_brief(findings, other, "eer")[0].startswith("noise=n20 × gender: not in the findings")
@@ -162,13 +162,16 @@ def test_gap_changes_of_three_factors_state_the_reference_level_first() -> None:
             "hi": [0.01, 0.03, 0.08],
             "p_adjusted": [0.9, 1.0, 0.01],
             "resolved": [False, False, True],
+            "adjustment": "holm",
+            "family_size": 30,
         }
     )
     text = gap_change_brief(rows, {"factors": factors}, "eer")
     assert text == (
         "with backend plda against cosine, the male − female EER difference is at noise clean higher by 0.010 "
-        "[-0.010, 0.030], adjusted p 1.000, not resolved; at noise amr lower by 0.020 [-0.010, 0.050], adjusted p "
-        "0.900, not resolved; at noise ct5 higher by 0.050 [0.020, 0.080], adjusted p 0.010, resolved"
+        "[-0.010, 0.030], not resolved after Holm over 30 (adjusted p 1.000); at noise amr lower by 0.020 "
+        "[-0.010, 0.050], not resolved after Holm over 30 (adjusted p 0.900); at noise ct5 higher by 0.050 "
+        "[0.020, 0.080], resolved after Holm over 30 (adjusted p 0.010)"
     )
     assert (
         gap_change_brief(rows.assign(effect="IE noise×backend at male, amr, plda"), {"factors": factors}, "eer") is None

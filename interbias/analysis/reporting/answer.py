@@ -20,7 +20,7 @@ import pandas as pd
 
 from interbias.analysis.effect_names import effect_name
 from interbias.analysis.planner import median_need
-from interbias.analysis.reporting.gap_change import factors_of, gap_change, gap_change_brief, sized, verdict
+from interbias.analysis.reporting.gap_change import factors_of, gap_change, gap_change_brief, sized
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
@@ -28,10 +28,10 @@ from interbias.analysis.reporting.headline import (
     kinds_of,
     metric_name,
     num,
-    pval,
     resolved_mask,
     sentence,
 )
+from interbias.analysis.verdict import verdict_text
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.
@@ -100,7 +100,7 @@ def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
 
 def _key_row(r: Any, pct: str, metric: str = "eer", resolved: dict[str, Any] | None = None) -> str:
     said = gap_change(r, resolved or {}, metric, pct) or direction(r, metric, pct)
-    return f"{said}; adjusted p {pval(float(r.p_adjusted))}, {verdict(r)}"
+    return f"{said}; {verdict_text(r)}"
 
 
 def _level(text: Any) -> str:
@@ -150,7 +150,7 @@ def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
             top = next(pool.loc[[pool["estimate"].astype(float).abs().idxmax()]].itertuples(index=False))
             out.append(
                 f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved; largest: "
-                f"{gap_change(top, resolved, metric) or direction(top, metric)}, {verdict(top)}."
+                f"{gap_change(top, resolved, metric) or direction(top, metric)}, {verdict_text(top)}."
             )
     return out
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from interbias.analysis.effect_names import effect_name
-from interbias.analysis.reporting.headline import metric_name, num, pval
+from interbias.analysis.reporting.headline import metric_name, num
+from interbias.analysis.verdict import verdict_text
 from interbias.experiments.question_spec import effect_levels
 
 
@@ -70,12 +70,6 @@ def sized(r: Any, pct: str = "") -> str:
     return f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
 
 
-def verdict(r: Any) -> str:
-    """``resolved`` or ``not resolved`` for one findings row."""
-    done = (isinstance(r.resolved, (bool, np.bool_)) and bool(r.resolved)) or str(r.resolved) == "True"
-    return "resolved" if done else "not resolved"
-
-
 def _word(r: Any) -> str:
     est = float(r.estimate)
     return "higher" if est > 0 else ("lower" if est < 0 else "no different")
@@ -98,7 +92,7 @@ def gap_change_brief(rows: pd.DataFrame, resolved: dict[str, Any], metric: str) 
     """One model's gap changes at one level of F in one short sentence, each setting of the
     other factors with its direction, size, interval and verdict: ``with backend plda against
     cosine, the male − female EER difference is at noise clean higher by 0.014 [-0.104, 0.132],
-    adjusted p 1.000, not resolved; at noise amr_nb …`` (the held factor's reference level first,
+    not resolved after Holm over 30 (adjusted p 1.000); at noise amr_nb …`` (the held factor's reference level first,
     then its levels as the run's definition lists them); None unless every row is a gap change of the same F level and groups."""
     parts = [(r, gap_parts(r, resolved)) for r in rows.itertuples(index=False)]
     found = [g for _, g in parts if g is not None]
@@ -107,8 +101,7 @@ def gap_change_brief(rows: pd.DataFrame, resolved: dict[str, Any], metric: str) 
     g = found[0]
     ordered = sorted(((r, p) for r, p in parts if p is not None), key=lambda rp: rp[1].order)
     each = [
-        f"{'at ' + ' '.join(p.held) + ' ' if p.held else ''}{_word(r)} {sized(r)}, adjusted p "
-        f"{pval(float(r.p_adjusted))}, {verdict(r)}"
+        f"{'at ' + ' '.join(p.held) + ' ' if p.held else ''}{_word(r)} {sized(r)}, {verdict_text(r)}"
         for r, p in ordered
     ]
     return f"with {g.other} {g.level} against {g.other_ref}, the {g.group} − {g.group_ref} {metric_name(metric)} " + (
