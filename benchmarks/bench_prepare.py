@@ -10,7 +10,7 @@ is measured once per utterance, the root and the fingerprints once. Both run sid
 process, alternately, in CPU seconds of this process; their waveforms are checked equal byte for
 byte.
 
-    python benchmarks/bench_prepare.py [--utterances 48] [--reps 3]
+    python benchmarks/bench_prepare.py [--utterances 48] [--reps 3] [--quick]
 """
 
 from __future__ import annotations
@@ -135,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default="synthetic")
     ap.add_argument("--utterances", type=int, default=48)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="12 utterances, one repetition (a smoke test)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.utterances, args.reps = 12, 1
     import threadpoolctl
     import torch
 
