@@ -24,6 +24,7 @@ import run_all  # noqa: E402
 def test_run_all_finds_every_bench_script_and_rejects_unknown_names() -> None:
     names = [p.name for p in run_all.scripts()]
     assert {"bench_metrics.py", "bench_scoring.py", "bench_embedding.py", "bench_e2e.py"} <= set(names)
+    assert {"bench_driver.py", "bench_prepare.py"} <= set(names)  # make bench runs them too
     assert names == sorted(names)
     assert [p.name for p in run_all.scripts(["scoring", "bench_metrics"])] == ["bench_scoring.py", "bench_metrics.py"]
     with pytest.raises(SystemExit, match=r"unknown benchmark\(s\) nope; valid: .*metrics"):
