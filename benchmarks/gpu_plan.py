@@ -44,10 +44,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def replay(enc: Any, lengths: list[int], tasks: list[int] | None = None) -> dict[str, Any]:
+def replay(enc: Any, lengths: list[int], tasks: list[int] | None = None, *, early: bool = True) -> dict[str, Any]:
     """The driver's flushes over ``lengths`` (run order; ``tasks``: waveforms per task, the
-    driver's step, one each when not given): shapes, padding, batches, calls, and the
-    waveforms that had come when the first batch went."""
+    driver's step, one each when not given; ``early``: as ``tasks.drive``'s): shapes, padding,
+    batches, calls, and the waveforms that had come when the first batch went."""
     from interbias.embedding import tasks as T
     from interbias.encoders.batching import frame_bucket
 
@@ -78,7 +78,7 @@ def replay(enc: Any, lengths: list[int], tasks: list[int] | None = None) -> dict
         arrived += n
         if len(pending) >= limit:
             pending, limit = flush("buffer"), T.GPU_BUFFER
-        elif not first_batch_at:
+        elif early and not first_batch_at:
             pending = flush("first")
     flush("final")
     n_batches = sum(shapes.values())
