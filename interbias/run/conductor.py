@@ -187,7 +187,8 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
         emb.run(work.items, ctx.trials.for_stratum, lambda e, items: e.run(items, ctx.executor, ahead=emb.label(e)))
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
-    ctx.timings["cache_write_s"] = emb.cache_write_s  # the driver's share of embed_s spent writing the cache
+    ctx.timings["cache_write_s"] = emb.cache_write_s  # the cache's writer thread, beside the driver
+    ctx.timings["cache_wait_s"] = emb.cache_wait_s  # the driver's share of embed_s spent waiting for it
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())
     ctx.timings["forward_cpu_s"] = sum(ctx.executor.stats.forward_cpu_s.values())
     # seconds of audio through the encoders (each waveform once per encoder): × real time = this / embed_s
