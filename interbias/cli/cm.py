@@ -83,7 +83,7 @@ def train(
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     check_numbers("cm train", stop_after=stop_after)
     from interbias.cm.models import CM_MODELS
-    from interbias.cm.train import cm_manifest, parse_settings, train_model
+    from interbias.cm.train import checked_config, cm_manifest, parse_settings, train_model
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
 
@@ -94,6 +94,8 @@ def train(
         folder, info = train_frames_cli(model, corpus, manifest, cache_dir or default_cache(), config,
                                         parse_settings(set_ or []), out, stop_after, reporter, log)  # fmt: skip
     else:
+        if CM_MODELS.get(model).architecture != "gmm":
+            checked_config(model, config, parse_settings(set_ or []), frontend_path)  # before any data
         data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
         if task != "detection":
             train_recognition(
