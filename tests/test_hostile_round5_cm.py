@@ -126,3 +126,32 @@ def test_a_network_without_a_stated_minimum_is_probed() -> None:
     # the centred STFT's reflection pad needs more than n_fft / 2 samples
     assert shortest == 257
     assert shortest_input(net, shortest, RATE) is None
+
+
+# ---- Track 1 on constant scores: no EER, said -----------------------------------------------------
+
+
+def test_track1_on_constant_scores_has_no_eer_and_says_so(tmp_path: Path) -> None:
+    from interbias.metrics.spoof import track1_metrics
+
+    got = track1_metrics(np.full(5, 0.5), np.full(7, 0.5))
+    assert np.isnan(got["eer"]) and np.isnan(got["eer_threshold"])
+    assert got["eer_undefined"] == "every score is 0.5: a constant score has no EER"
+    # min DCF of a constant is the default cost (accept all or reject all): defined, 1
+    assert got["min_dcf"] == 1.0
+    # one class constant, the other not: the scores rank, the EER is defined
+    assert track1_metrics(np.full(5, 0.5), np.array([0.1, 0.5, 0.2]))["eer_undefined"] == ""
+    path = tmp_path / "const.csv"
+    rows = ["0.5,bonafide,-" for _ in range(4)] + [f"0.5,spoof,A0{i % 2}" for i in range(4)]
+    path.write_text("score,label,attack\n" + "\n".join(rows) + "\n")
+    res = runner.invoke(app, ["scores", "cm-eval", "track1", str(path), "--by", "attack"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "EER undefined (4 bona fide, 4 spoof)" in lines[0]
+    assert lines[-2:] == [
+        "note: EER undefined on the pooled scores: every score is 0.5: a constant score has no EER",
+        "note: EER undefined in 2 of 2 rows by attack (first: every score is 0.5: a constant score has no EER)",
+    ]
+    res = runner.invoke(app, ["scores", "cm-eval", "track1", str(path), "--json"])
+    pooled = json.loads(res.output)["pooled"]
+    assert pooled["eer"] is None and pooled["eer_undefined"].endswith("has no EER")
