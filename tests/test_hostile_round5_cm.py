@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from test_cm_score_files import aasist_l  # noqa: F401  (the fixture)
 from typer.testing import CliRunner
 
 from interbias.cli import app
@@ -155,3 +156,87 @@ def test_track1_on_constant_scores_has_no_eer_and_says_so(tmp_path: Path) -> Non
     res = runner.invoke(app, ["scores", "cm-eval", "track1", str(path), "--json"])
     pooled = json.loads(res.output)["pooled"]
     assert pooled["eer"] is None and pooled["eer_undefined"].endswith("has no EER")
+
+
+# ---- recognition labels: a typo is refused with the valid set ----------------------------------
+
+
+def _labels(path: Path, labels: list[str]) -> Path:
+    path.write_text("".join(f"u{i} {lab}\n" for i, lab in enumerate(labels)))
+    return path
+
+
+def _recognition(ref: Path, pred: Path, *opts: str):
+    return runner.invoke(app, ["scores", "cm-eval", "recognition", str(ref), str(pred), *opts])
+
+
+def test_recognition_refuses_predicted_labels_outside_the_classes(tmp_path: Path) -> None:
+    ref = _labels(tmp_path / "ref.txt", ["A", "A", "B", "unknown"])
+    pred = _labels(tmp_path / "pred.txt", ["A", "C", "B", "unknwon"])
+    res = _recognition(ref, pred, "--unknown", "unknown")
+    _one_line(
+        res,
+        f"{pred}: 2 prediction(s) with a label that is neither a known class nor the unknown class "
+        "(first: 'C'); valid: A, B, unknown",
+    )
+    # --known: the unknown class is the reference's other labels and the recognisers' 'unknown'
+    res = _recognition(ref, pred, "--known", "A,B")
+    assert res.exit_code == 1 and "valid: A, B, unknown" in res.output
+    good = _labels(tmp_path / "good.txt", ["A", "unknown", "B", "unknown"])
+    res = _recognition(ref, good, "--unknown", "unknown", "--json")
+    assert res.exit_code == 0, res.output
+    # A: tp 1, fn 1 (predicted unknown); B: tp 1: P = 1, R = 3/4
+    assert json.loads(res.output)["f1"] == pytest.approx(2 * 1 * 0.75 / 1.75)
+
+
+def test_recognition_refuses_an_unknown_or_known_label_in_neither_file(tmp_path: Path) -> None:
+    ref = _labels(tmp_path / "ref.txt", ["A", "B", "unknown"])
+    res = _recognition(ref, ref, "--unknown", "unknwon")
+    _one_line(res, "--unknown: 'unknwon' is in neither file; the reference's labels are A, B, unknown")
+    res = _recognition(ref, ref, "--known", "A,Bx")
+    _one_line(res, "--known: class 'Bx' is in neither file; the reference's labels are A, B, unknown")
+
+
+def test_recognition_names_the_reference_labels_pooled_as_unknown(tmp_path: Path) -> None:
+    ref = _labels(tmp_path / "ref.txt", ["A", "B", "C", "unknown", "unknown"])
+    pred = _labels(tmp_path / "pred.txt", ["A", "B", "unknown", "unknown", "unknown"])
+    res = _recognition(ref, pred, "--known", "A,B")
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == "note: reference labels counted as the unknown class: C (1), unknown (2)"
+
+
+# ---- a click: one audio-validity rule in cm score and in CM runs -------------------------------
+
+CLICK = "only 0.020 s of its 1.000 s holds signal above -90 dBFS (the rest is digital silence), "
+CLICK += "shorter than the minimum 0.5 s; nothing for a CM to judge"
+
+
+def _click(path: Path) -> Path:
+    x = np.zeros(RATE, np.float32)
+    x[RATE // 2] = 0.5
+    sf.write(path, x, RATE)
+    return path
+
+
+def test_cm_score_counts_a_click_a_failure_as_cm_runs_do(aasist_l, tmp_path: Path) -> None:  # noqa: F811
+    from interbias.cm.scoring import degrade
+    from interbias.corpora.manifest import Manifest, Utterance
+    from interbias.operators import parse_chain
+
+    folder, _ = aasist_l
+    click = _click(tmp_path / "click.wav")
+    speech = tmp_path / "noise.wav"
+    sf.write(speech, 0.1 * np.random.default_rng(3).standard_normal(RATE // 2), RATE)  # 0.5 s: the minimum
+    res = runner.invoke(app, ["cm", "score", "AASIST-L", str(click), str(speech), "--checkpoint", str(folder), "-q"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.stderr.strip().splitlines()[-1] == f"{click}: {CLICK}"
+    assert [line.split(",")[2] for line in res.stdout.splitlines()[1:]] == ["noise"]  # the click has no row
+    # a CM run's scoring stage: the same file, the same line, counted
+    utts = [
+        Utterance.from_dict({"id": p.stem, "path": p.name, "speaker": "s", "label": "bonafide"})
+        for p in (click, speech)
+    ]
+    manifest = Manifest("clicks", tmp_path, tuple(utts))
+    cell = degrade(manifest, list(manifest), parse_chain([], where="test"), tmp_path)
+    assert cell.ids == ["noise"]
+    assert cell.failed == [f"click: {click}: {CLICK}"]
