@@ -240,3 +240,28 @@ def test_cm_score_counts_a_click_a_failure_as_cm_runs_do(aasist_l, tmp_path: Pat
     cell = degrade(manifest, list(manifest), parse_chain([], where="test"), tmp_path)
     assert cell.ids == ["noise"]
     assert cell.failed == [f"click: {click}: {CLICK}"]
+
+
+# ---- a located region past the audio's end ------------------------------------------------------
+
+
+def test_a_predicted_fake_region_past_the_audio_is_clipped_and_counted(tmp_path: Path) -> None:
+    ref = tmp_path / "ref.txt"
+    ref.write_text("u1 0.00-1.00-T/1.00-2.00-F/2.00-2.95-T 0\nu2 0.00-3.00-T 1\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("u1 0.00-1.50-T/1.50-10.00-F 0\nu2 0.00-3.00-T 1\n")
+    res = runner.invoke(app, ["scores", "cm-eval", "location", str(ref), str(pred), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    # u1 ends at 2.95 s: predicted fake 1.50-2.95, of which 1.50-2.00 is fake in the reference
+    assert got["segment_tp_s"] == pytest.approx(0.5)
+    assert got["segment_fp_s"] == pytest.approx(0.95)  # 2.00-2.95, not 2.00-10.00
+    assert got["segment_fn_s"] == pytest.approx(0.5)
+    assert got["segment_precision"] == pytest.approx(0.5 / 1.45)
+    assert got["notes"] == (
+        "1 utterance(s) have predicted fake regions past the reference's end (first: u1): "
+        "7.05 s of audio that does not exist clipped off, not counted"
+    )
+    # at a frame resolution the same cut applies
+    res = runner.invoke(app, ["scores", "cm-eval", "location", str(ref), str(pred), "--json", "--resolution", "10ms"])
+    assert json.loads(res.output)["segment_fp_s"] == pytest.approx(0.95)
