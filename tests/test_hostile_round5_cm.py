@@ -265,3 +265,25 @@ def test_a_predicted_fake_region_past_the_audio_is_clipped_and_counted(tmp_path:
     # at a frame resolution the same cut applies
     res = runner.invoke(app, ["scores", "cm-eval", "location", str(ref), str(pred), "--json", "--resolution", "10ms"])
     assert json.loads(res.output)["segment_fp_s"] == pytest.approx(0.95)
+
+
+# ---- add2023 bonafide_class: one of the label files' classes --------------------------------------
+
+
+def test_add2023_refuses_a_bonafide_class_no_utterance_has(tmp_path: Path) -> None:
+    from test_corpora_add2023 import tree
+
+    from interbias.corpora.add2023 import prepare_add2023
+    from interbias.utils.errors import CorpusError
+
+    tree(tmp_path, 3, "train", ["x 0", "y 3", "z 5"], {"x": 0.1, "y": 0.1, "z": 0.1})
+    with pytest.raises(CorpusError) as exc:
+        prepare_add2023(tmp_path, tmp_path, {"track": 3, "bonafide_class": 9})
+    assert str(exc.value) == (
+        "add2023: bonafide_class '9' is no class of the label files (every utterance would be spoof); classes: 0, 3, 5"
+    )
+    labels = [u.get("label") for u in prepare_add2023(tmp_path, tmp_path, {"track": 3, "bonafide_class": 3})]
+    assert labels == ["spoof", "bonafide", "spoof"]
+    tree(tmp_path, 2, "train", ["b 0-1.0-T 1"], {"b": 1.0})
+    with pytest.raises(CorpusError, match=r"^add2023: bonafide_class applies to Track 3"):
+        prepare_add2023(tmp_path, tmp_path, {"track": 2, "bonafide_class": 0})
