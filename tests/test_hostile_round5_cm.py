@@ -287,3 +287,36 @@ def test_add2023_refuses_a_bonafide_class_no_utterance_has(tmp_path: Path) -> No
     tree(tmp_path, 2, "train", ["b 0-1.0-T 1"], {"b": 1.0})
     with pytest.raises(CorpusError, match=r"^add2023: bonafide_class applies to Track 3"):
         prepare_add2023(tmp_path, tmp_path, {"track": 2, "bonafide_class": 0})
+
+
+# ---- one audio in three ASVspoof 5 splits -------------------------------------------------------
+
+
+def test_asvspoof5_refuses_the_same_audio_in_several_splits(tmp_path: Path) -> None:
+    import shutil
+
+    import fake_corpora
+
+    from interbias.corpora.asvspoof5 import prepare_asvspoof5
+    from interbias.utils.errors import ManifestError
+
+    root = fake_corpora.asvspoof5(tmp_path / "a5")
+    assert len(prepare_asvspoof5(root)) == 10  # distinct audio: accepted
+    # the train bona fide file copied over a dev and an eval file (other names, other speakers)
+    src = root / "flac_T" / "T_0000000001.flac"
+    shutil.copy(src, root / "flac_D" / "D_0000000003.flac")
+    shutil.copy(src, root / "flac_E_eval" / "E_0000000001.flac")
+    with pytest.raises(ManifestError) as exc:
+        prepare_asvspoof5(root)
+    assert str(exc.value) == (
+        f"asvspoof5 {root}: 1 audio(s) appear in more than one split (same file or identical bytes; "
+        "train/dev/eval must not share audio); first: 'T_0000000001' (train) = 'D_0000000003' (dev) = "
+        "'E_0000000001' (eval)"
+    )
+    # a link to one file from two splits: caught by its path, without reading it
+    fake_corpora.asvspoof5(tmp_path / "b5")
+    link = tmp_path / "b5" / "flac_D" / "D_0000000003.flac"
+    link.unlink()
+    link.symlink_to(tmp_path / "b5" / "flac_T" / "T_0000000003.flac")
+    with pytest.raises(ManifestError, match=r"1 audio\(s\) appear in more than one split .*'D_0000000003' \(dev\)"):
+        prepare_asvspoof5(tmp_path / "b5")
