@@ -320,3 +320,48 @@ def test_asvspoof5_refuses_the_same_audio_in_several_splits(tmp_path: Path) -> N
     link.symlink_to(tmp_path / "b5" / "flac_T" / "T_0000000003.flac")
     with pytest.raises(ManifestError, match=r"1 audio\(s\) appear in more than one split .*'D_0000000003' \(dev\)"):
         prepare_asvspoof5(tmp_path / "b5")
+
+
+# ---- a QMF that could not be fitted: said on the console ------------------------------------------
+
+
+def test_a_qmf_that_cannot_be_fitted_is_said_on_the_console(tmp_path: Path, tiny_corpus, session_cache, capsys) -> None:
+    from conftest import tiny_experiment
+    from run_helpers import isolated_cache
+    from test_fairness_run import SPLIT
+
+    from interbias.run.conductor import RunOptions, run
+
+    # every utterance is cut to 0.5 s: the duration measure is the same on every trial
+    scoring = {"calibration": {"kind": "qmf", "measures": ["duration"]}}
+    exp = tiny_experiment(
+        tmp_path, name="T63q", trials=SPLIT, scoring=scoring, frontend={"max_duration_s": 0.5, "min_duration_s": 0.25}
+    )
+    opts = RunOptions(
+        experiment=str(exp), encoders=["mfcc-stats"], out=tmp_path / "r", quiet=True, command=["t"],
+        cache_dir=isolated_cache(tmp_path, session_cache),
+    )  # fmt: skip
+    outcome = run(opts)
+    err = capsys.readouterr().err.splitlines()
+    line = (
+        "mfcc-stats: QMF calibration not fitted: q_duration_min is the same on every fitting trial: no weight "
+        "can be fitted for it; its qmf_ columns are empty"
+    )
+    assert line in err, err
+    assert outcome.results["qmf_act_dcf"].isna().all()
+    record = json.loads((outcome.run_dir / "calibration.json").read_text())["models"]["mfcc-stats"]["qmf"]
+    assert record["error"] in line
+
+
+def test_qmf_notices_count_the_cells_without_a_fit() -> None:
+    from interbias.run.qmf import qmf_notices
+
+    models = {
+        "A": {"qmf": {"method": "m", "per_cell": {"c1": {"error": "no dev trials"}, "c2": {"weights": [1.0]}}}},
+        "B": {"qmf": {"method": "m", "weights": [1.0]}},
+        "C": {},
+    }
+    assert qmf_notices(models) == [
+        "A: QMF calibration not fitted in 1 cell(s) (first: c1: no dev trials); their qmf_ columns are empty"
+    ]
+    assert qmf_notices(None) == []
