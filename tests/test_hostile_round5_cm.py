@@ -365,3 +365,49 @@ def test_qmf_notices_count_the_cells_without_a_fit() -> None:
         "A: QMF calibration not fitted in 1 cell(s) (first: c1: no dev trials); their qmf_ columns are empty"
     ]
     assert qmf_notices(None) == []
+
+
+# ---- CJK and emoji in LaTeX under T1 ------------------------------------------------------------
+
+
+def test_t1_safe_transliterates_or_names_what_t1_cannot_set() -> None:
+    from interbias.analysis.reporting.latex import escape, t1_safe
+
+    tex, replaced = t1_safe(escape("编码器🙂 Łódź ő é_1 −2"))
+    assert tex == r"{[U+7F16]}{[U+7801]}{[U+5668]}{[U+1F642]} {[U+0141]}ódz o é\_1 $-$2"
+    assert replaced == ["编", "码", "器", "🙂", "Ł", "ź", "ő"]
+    latin1 = "".join(map(chr, range(0xA0, 0x100)))
+    assert t1_safe(latin1) == (latin1, [])
+
+
+@pytest.mark.slow
+def test_a_report_with_cjk_and_emoji_names_compiles_under_t1(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from synthetic_runs import gender_noise_run
+
+    cells = {("female", "clean"): 3.0, ("female", "n10"): 2.5, ("male", "clean"): 1.0, ("male", "n10"): 0.5}
+    run = gender_noise_run(tmp_path / "run", {"编码器🙂": cells, "enc_b": dict(cells)}, n=6)
+    out = tmp_path / "out"
+    out.mkdir()
+    res = runner.invoke(app, ["report", str(run), "--bootstrap", "200", "--out", str(out), "--latex"])
+    assert res.exit_code == 0, res.output
+    note = " ".join(res.output.split("note: ")[-1].split())
+    assert note.endswith(
+        "table(s), transliterated or written as [U+XXXX] (U+7F16, U+7801, U+5668, U+1F642)"
+    ) and note.startswith("4 character(s) outside the T1 encoding, in ")
+    models = (out / "tables" / "models.tex").read_text()
+    assert models.startswith("% 4 character(s) outside the T1 encoding transliterated")
+    assert "{[U+7F16]}" in models and "编" not in models
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex missing: the compile is checked where it is installed")
+    # a latin-1 table beside them compiles too
+    (out / "tables" / "latin1.tex").write_text("".join(map(chr, range(0xA1, 0x100))) + "\n")
+    doc = (out / "tables.tex").read_text().replace(r"\end{document}", "\\input{tables/latin1}\n\\end{document}")
+    (out / "tables.tex").write_text(doc)
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"],
+        cwd=out, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
