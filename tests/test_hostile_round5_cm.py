@@ -411,3 +411,19 @@ def test_a_report_with_cjk_and_emoji_names_compiles_under_t1(tmp_path: Path) -> 
         cwd=out, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_a_cm_runs_track1_table_says_why_an_eer_is_empty() -> None:
+    import pandas as pd
+
+    from interbias.analysis.security.cm_track1 import run_table
+
+    scores = pd.DataFrame(
+        {
+            "model": "m", "cell": "c", "split": "eval", "log_odds": 0.25,
+            "label": ["bonafide", "bonafide", "spoof", "spoof"], "attack": ["", "", "A01", "A02"],
+        }
+    )  # fmt: skip
+    table = run_table(scores)
+    assert table["eer"].isna().all() and (table["min_dcf"] == 1.0).all()
+    assert set(table["note"]) == {"every score is 0.25: a constant score has no EER"}

@@ -105,7 +105,8 @@ def json_ready(value: Any) -> Any:
 
 def run_table(scores: pd.DataFrame, cost: Track1Cost = Track1Cost()) -> pd.DataFrame:
     """A CM run's Track 1 table (``cm_track1.csv``): per model × cell of the eval split, the
-    pooled metrics (``group`` = ``all``) and one row per attack, on ``log_odds``."""
+    pooled metrics (``group`` = ``all``) and one row per attack, on ``log_odds``; ``note`` says
+    why a row's metrics are empty."""
     rows = []
     ev = scores[scores["split"] == "eval"]
     for (model, cell), g in ev.groupby(["model", "cell"], sort=False):
@@ -121,4 +122,4 @@ def run_table(scores: pd.DataFrame, cost: Track1Cost = Track1Cost()) -> pd.DataF
         pooled = [_row("all", "", s[is_bona], s[~is_bona], cost)]
         for r in pooled + breakdown(frame, "attack", cost):
             rows.append({"model": model, "cell": cell, **r})
-    return pd.DataFrame(rows, columns=["model", "cell", "group", "value", "n_bonafide", "n_spoof", *METRICS])
+    return pd.DataFrame(rows, columns=["model", "cell", "group", "value", "n_bonafide", "n_spoof", *METRICS, "note"])
