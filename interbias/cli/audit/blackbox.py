@@ -12,7 +12,7 @@ from interbias.cli.audit import audit_app
 from interbias.cli.audit.source import CacheDirOpt, CorpusOpt, CorpusRootOpt, GroupsOpt, ManifestOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 from interbias.utils.keyvalue import comma_list
 
 blackbox_app = typer.Typer(
@@ -80,7 +80,7 @@ def prepare_cmd(
     counts = frame.groupby(["axis", "label"]).size()
     typer.echo("trials: " + ", ".join(f"{a}/{lab} {n}" for (a, lab), n in counts.items()))
     for line in capped:
-        typer.echo(f"note: {line}")
+        echo_wrapped(f"note: {line}")
     typer.echo(f"wrote {out}: score each row's enrol_path against test_path; answer with trial_id,score")
 
 

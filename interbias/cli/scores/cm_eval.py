@@ -12,7 +12,7 @@ from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.cli.scores import scores_app
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
@@ -92,7 +92,7 @@ def track1(
     for col, rows in out["tables"].items():
         print_frame(pd.DataFrame(rows).drop(columns=["group", "note"]), f"by {col}")
     for line in undefined_notes(out):
-        typer.echo(f"note: {line}")
+        echo_wrapped(f"note: {line}")
 
 
 @cm_app.command("dsr", epilog="Example: interbias scores cm-eval dsr aasist.csv rawgat.csv --json")
