@@ -77,7 +77,7 @@ TOP_KEYS = {
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}, "
     "countermeasures: [CM label, ...]}",
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
-    "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
+    "fairness": "fairness at a dev threshold: {groups: [attribute or crossing a×b, ...], threshold: eer|fixed:X|far:X}",
     "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.experiments.kinds)",
     "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.experiments.kinds)",
     "notes": "free text",

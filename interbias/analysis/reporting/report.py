@@ -335,7 +335,9 @@ def _long_cells(a: Analysis, rep: Report) -> None:
 SENTENCES_PER_KIND = 3
 #: Rows of the "largest unresolved effects" table.
 UNRESOLVED_ROWS = 8
-_EFFECT_COLS = ["model", "kind", "effect", "estimate", "lo", "hi", "p_adjusted", "mde", "speakers_per_stratum_needed"]
+_EFFECT_COLS = [
+    "model", "kind", "effect", "estimate", "lo", "hi", "verdict", "mde", "speakers_per_stratum_needed"
+]  # fmt: skip
 
 
 def _unit_line(a: Analysis) -> str:
