@@ -53,7 +53,7 @@ from interbias.run.normalise import (
 )
 from interbias.run.operations import merge_operations, operation_notices
 from interbias.run.preflight import verification_experiment
-from interbias.run.qmf import experiment_qmf_columns
+from interbias.run.qmf import experiment_qmf_columns, qmf_notices
 from interbias.run.results import (
     COLUMNS,
     RowContext,
@@ -302,6 +302,8 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
     keys = [(m, c.id) for m in ctx.models() for c in work.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
     calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), work.cells, work.rows, has_dev=has_dev)
+    for line in qmf_notices(calibration.models):  # a QMF that could not be fitted: said, not only recorded
+        ctx.reporter.notice(line)
     ordered = [work.rows[k] for k in keys if k in work.rows]
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
