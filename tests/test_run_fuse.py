@@ -48,7 +48,7 @@ def _scores(run_dir: Path, model: str, cell: str) -> pd.DataFrame:
 
 
 def _fuse(run_dir: Path, out: Path, models: str = "CAM++,mfcc-stats"):
-    return CliRunner().invoke(app, ["fuse", str(run_dir), "--models", models, "--out", str(out)])
+    return CliRunner().invoke(app, ["fuse", str(run_dir), "--models", models, "--out", str(out)], env={"COLUMNS": "80"})
 
 
 def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path, tmp_path: Path) -> None:
@@ -60,6 +60,8 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
     out = tmp_path / "fused"
     res = _fuse(two_models, out)
     assert res.exit_code == 0, res.output
+    wide = [ln for ln in res.output.splitlines() if len(ln) > 80 and str(tmp_path) not in ln]  # paths stay whole
+    assert not wide, res.output  # an 80-column console
     assert not (out / "findings.csv").exists() and not (out / "report.html").exists()
     flat = " ".join(res.output.split())
     assert "not copied from" in flat and "findings.csv, report.html" in flat
