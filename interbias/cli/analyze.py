@@ -106,7 +106,9 @@ def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
 def print_question(a: Analysis, found: object, *, wide: bool) -> None:
     """analyze's last lines, so the answer is on screen at 80x24: the question, then per effect
     it names and model the count resolved and the largest in words (else the central
-    statement), then for runs with countermeasures what the CM does per group."""
+    statement), then for runs with countermeasures what the CM does per group, and for a fused
+    copy whether the fusion helped against each component."""
+    from interbias.analysis.fusion.compare import fusion_answer
     from interbias.analysis.reporting.answer import central_line, key_brief, question
     from interbias.analysis.security.sasv_run import sasv_answer
     from interbias.cli.tables import echo_wrapped
@@ -120,7 +122,8 @@ def print_question(a: Analysis, found: object, *, wide: bool) -> None:
         lines = [central_line(frame, (a.run.resolved or {}).get("use"), str(a.run.path), pct)]
     if frame is None:
         lines = [found.lines[0]]  # type: ignore[attr-defined]
-    for line in [*[x for x in lines if x], *sasv_answer(a.run.path)]:
+    fused = fusion_answer(a.run.path)  # a fused copy: whether the fusion helped
+    for line in [*[x for x in lines if x], *sasv_answer(a.run.path), *(fused[1] if fused else [])]:
         echo_wrapped(line, "  ", wide=wide)
 
 
@@ -194,6 +197,7 @@ def analyze(
         echo_wrapped(line, "  " if i else "", wide=wide)
     if not quiet:
         _print_tables(a, metric, tolerance, wide)
+    _print_crossed(a, wide)
     _closing(a, metric, paths, folder)
     print_question(a, found, wide=wide)
 
@@ -214,6 +218,19 @@ def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, pa
     atomic.write_csv(folder / "equivalence.csv", frame)
     paths.append(folder / "equivalence.csv")
     return ["equivalence:", *eq.lines(frame, margin, a.options.adjust)]
+
+
+def _print_crossed(a: Analysis, wide: bool) -> None:
+    """The run's crossed fairness groupings (YAML ``fairness.groups`` such as ``gender×age_band``):
+    cells with speakers, comparisons tested or refused (:mod:`interbias.analysis.groups.fairness_cross_summary`)."""
+    from interbias.analysis.groups.fairness_cross_summary import crossed_lines
+    from interbias.cli.tables import echo_wrapped
+    from interbias.run.rundir import RunDir
+
+    if not a.run.path.is_dir():
+        return
+    for line in crossed_lines(*RunDir(a.run.path).read_fairness(keep_default_na=False)):
+        echo_wrapped(line, "  ", wide=wide)
 
 
 def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:

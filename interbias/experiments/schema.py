@@ -77,7 +77,7 @@ TOP_KEYS = {
     "spoofing": "attack set whose audio is scored as spoof trials: {attacks: FILE | {builder, options}, "
     "countermeasures: [CM label, ...]}",
     "attacks": "adversarial attacks after scoring: {kinds, methods: fgsm|pgd|nes, norm: linf|snr, budgets, trials, threshold, steps, nes}",
-    "fairness": "fairness at a dev threshold: {groups: [attribute, ...], threshold: eer|fixed:X|far:X}",
+    "fairness": "fairness at a dev threshold: {groups: [attribute or crossing a×b, ...], threshold: eer|fixed:X|far:X}",
     "countermeasures": "a CM experiment: {models: [CM label, ...], bootstrap: N, threshold: eer} (interbias.experiments.kinds)",
     "tracks": "an ADD 2023 tracks experiment: [{track: 2, model, train, threshold, min_region_s, resolution}, {track: 3, unknown, model, train, threshold, tail_size, alpha, corpus}] (interbias.experiments.kinds)",
     "notes": "free text",
@@ -440,6 +440,20 @@ def with_trim_silence(exp: Experiment) -> Experiment:
     raw = copy.deepcopy(exp.raw)
     raw["frontend"] = {**(raw.get("frontend") or {}), "trim_silence": True}
     return replace(exp, frontend=replace(exp.frontend, trim_silence=True), raw=raw)
+
+
+def with_dev_share(exp: Experiment, share: float) -> Experiment:
+    """``exp`` with ``trials.dev_share: share`` (``interbias run --dev-share``): speaker-disjoint
+    dev trials for calibration, back-ends and fusion. Refused for a trial list (``trials.list``:
+    scored whole, it has no dev split); the resolved definition (run.json, the run id) shows it."""
+    if not (isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share < 1):
+        raise ConfigError(f"{exp.name}: --dev-share must be a number strictly between 0 and 1, got {share!r}")
+    if exp.trials.list_file is not None:
+        raise ConfigError(f"{exp.name}: --dev-share splits sampled trials; this experiment scores a trial list "
+                          "(trials.list), which is scored whole")  # fmt: skip
+    raw = copy.deepcopy(exp.raw)
+    raw["trials"] = {**(raw.get("trials") or {}), "dev_share": float(share)}
+    return replace(exp, trials=replace(exp.trials, dev_share=float(share)), raw=raw)
 
 
 def with_data(

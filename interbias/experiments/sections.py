@@ -8,6 +8,7 @@ the file, the key and the valid choices; :mod:`interbias.experiments.schema` ass
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -481,7 +482,26 @@ def parse_fairness(spec: Any, where: str) -> FairnessSpec | None:
         ThresholdRule.parse(threshold)
     except AnalysisError as exc:
         raise ConfigError(f"{where}: fairness.threshold: {exc}") from None
-    return FairnessSpec(None if groups is None else attribute_values(groups, f"{where}: fairness.groups"), threshold)
+    names = None if groups is None else attribute_values(groups, f"{where}: fairness.groups")
+    return FairnessSpec(None if names is None else tuple(fairness_group(n, where) for n in names), threshold)
+
+
+#: How a crossing of fairness attributes may be written in the YAML: ``gender×age_band``,
+#: ``gender x age_band``, ``gender*age_band`` (stored with ×, as ``--group`` writes it).
+FAIRNESS_CROSS = re.compile(r"\s*(?:×|\*|\sx\s)\s*")
+
+
+def fairness_group(name: str, where: str) -> str:
+    """One ``fairness.groups`` entry: an attribute, or a crossing of distinct attributes
+    (``gender×age_band``: one grouping whose groups are the crossed cells), normalised to
+    ``a×b``; an empty or repeated component is refused."""
+    parts = [p.strip() for p in FAIRNESS_CROSS.split(name.strip())]
+    if any(not p for p in parts) or len(set(parts)) != len(parts):
+        raise ConfigError(
+            f"{where}: fairness.groups: {name!r}: a crossing names distinct attributes joined by × "
+            "(e.g. 'gender×age_band')"
+        )
+    return "×".join(parts)
 
 
 def parse_frontend(spec: Any, where: str) -> FrontEnd:

@@ -27,10 +27,10 @@ from interbias.analysis.reporting.headline import (
     kinds_of,
     metric_name,
     num,
-    pval,
     resolved_mask,
     sentence,
 )
+from interbias.analysis.verdict import verdict_text
 from interbias.experiments.question_spec import KeyEffect, parse_question
 
 #: The effect kind that answers an experiment of each ``use``.
@@ -97,13 +97,7 @@ def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
 
 
 def _key_row(r: Any, pct: str, metric: str = "eer") -> str:
-    return f"{direction(r, metric, pct)}; adjusted p {pval(float(r.p_adjusted))}, {verdict(r)}"
-
-
-def verdict(r: Any) -> str:
-    """``resolved`` or ``not resolved`` for one findings row."""
-    done = (isinstance(r.resolved, (bool, np.bool_)) and bool(r.resolved)) or str(r.resolved) == "True"
-    return "resolved" if done else "not resolved"
+    return f"{direction(r, metric, pct)}; {verdict_text(r)}"
 
 
 def _level(text: Any) -> str:
@@ -148,7 +142,7 @@ def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str) -> 
             top = next(pool.loc[[pool["estimate"].astype(float).abs().idxmax()]].itertuples(index=False))
             out.append(
                 f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved; largest: "
-                f"{direction(top, metric)}, {verdict(top)}."
+                f"{direction(top, metric)}, {verdict_text(top)}."
             )
     return out
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.effect_names import effect_name
+from interbias.analysis.fusion.compare import fusion_block
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, key_brief, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
@@ -334,7 +335,9 @@ def _long_cells(a: Analysis, rep: Report) -> None:
 SENTENCES_PER_KIND = 3
 #: Rows of the "largest unresolved effects" table.
 UNRESOLVED_ROWS = 8
-_EFFECT_COLS = ["model", "kind", "effect", "estimate", "lo", "hi", "p_adjusted", "mde", "speakers_per_stratum_needed"]
+_EFFECT_COLS = [
+    "model", "kind", "effect", "estimate", "lo", "hi", "verdict", "mde", "speakers_per_stratum_needed"
+]  # fmt: skip
 
 
 def _unit_line(a: Analysis) -> str:
@@ -352,13 +355,12 @@ def _unit_line(a: Analysis) -> str:
 
 
 def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
-    """On the first screen: the question, the answer in short (per effect the question names
-    and model, how many are resolved and the largest in words, as ``analyze`` ends), the
-    central statement and the forest plot; then the named effects in detail and one line per
-    model and kind."""
+    """First screen: the question, the answer in short (the lines ``analyze`` ends with), the central
+    statement and the forest plot; below it the named effects in detail and per model and kind."""
     metric = a.options.metric
     rep.heading("Answer")
     rep.para("Question: " + question((a.run.resolved or {}), metric))
+    fusion_block(a.run.path, rep)  # a fused copy: the fused model against each component first
     if sasv := sasv_answer(a.run.path):
         rep.para(
             "What the countermeasure does: with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "
@@ -377,18 +379,16 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         rep.para(ans.central)
     rep.para(_unit_line(a))
     if not h.findings.empty:
-        _forest(a, rep, h, pct)
+        _forest(rep, h, metric, pct)
     if ans.key:
         rep.para("The effects the question names, the largest of each with its adjusted p:")
         rep.bullets(ans.key)
     rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
 
 
-def _forest(a: Analysis, rep: Report, h: Headline, pct: str) -> None:
+def _forest(rep: Report, h: Headline, metric: str, pct: str) -> None:
     """The forest plot of the findings: the figure that shows the answer."""
-    metric = a.options.metric
-    kinds = kinds_of(h.findings)
-    rows, left = plots.forest_rows(h.findings, kinds, resolved_mask(h.findings))
+    rows, left = plots.forest_rows(h.findings, kinds := kinds_of(h.findings), resolved_mask(h.findings))
     unit = "fraction; 0.01 = one point" if metric in PERCENT else metric_units(metric).split(",")[0]
     more = f" {left} further resolved effect(s) are in the All effects table and findings.csv." if left else ""
     rep.draw(
