@@ -84,3 +84,21 @@ def test_one_name_per_effect_in_findings_report_and_answer(run_dir) -> None:
         key = [x for x in ans.key if x.startswith(f"{texts[kind]}, {model}:")]
         largest = grp.loc[grp["estimate"].astype(float).abs().idxmax(), "label"]
         assert len(key) == 1 and f": {largest}: {said}" in key[0], key
+        
+
+def test_the_report_opens_with_the_same_short_answer_then_the_forest_plot(run_dir, tmp_path) -> None:
+    """report.md's Answer (what a browser shows first at 1280×800): the question, the terminal's
+    answer lines "In short", the central statement, then the forest plot; the named effects in
+    detail and the per-model kind lines come after the figure."""
+    out = CliRunner().invoke(app, ["report", str(run_dir), "--bootstrap", "200", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    md = (tmp_path / "report.md").read_text()
+    answer = md.split("## Answer\n\n", 1)[1].split("\n## ", 1)[0]
+    blocks = answer.split("\n\n")
+    assert blocks[0] == f"Question: {ASKED['text']}" and blocks[1] == "In short:"
+    analyzed = CliRunner().invoke(app, ["analyze", str(run_dir), "--bootstrap", "200", "--wide"])
+    tail = analyzed.output.split("\nanswer: ", 1)[1].splitlines()[1:]
+    assert blocks[2].splitlines() == [f"- {line.strip()}" for line in tail if line.strip()]  # the terminal's lines
+    assert blocks[3].startswith(("Answer: ", "Not resolved: ")) and blocks[4].startswith("Metric: ")
+    forest = answer.index("(report_figures/forest.png)")
+    assert forest < answer.index("The effects the question names") < answer.index("- big — main effects: ")
