@@ -84,7 +84,7 @@ def test_one_name_per_effect_in_findings_report_and_answer(run_dir) -> None:
         key = [x for x in ans.key if x.startswith(f"{texts[kind]}, {model}:")]
         largest = grp.loc[grp["estimate"].astype(float).abs().idxmax(), "label"]
         assert len(key) == 1 and f": {largest}: {said}" in key[0], key
-        
+
 
 def test_the_report_opens_with_the_same_short_answer_then_the_forest_plot(run_dir, tmp_path) -> None:
     """report.md's Answer (what a browser shows first at 1280×800): the question, the terminal's
