@@ -36,7 +36,8 @@ test: venv
 	# the real-audio tests' Debian packages (recorded prompts, classic synthesisers, ~1 min once):
 	# installed only as root on Debian with apt-get, only those missing; elsewhere the tests skip
 	bash requirements/debian-audio.sh
-	$(PY) -m pytest -q
+	# one worker process per core, at most 4; a test file stays on one worker (its fixtures once)
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 test-slow: venv docs-venv
 	# the report is also rendered in headless Chromium (Debian's package) and checked not blank
