@@ -71,6 +71,7 @@ def _detection(n_sets: int) -> tuple[float, float]:
     return stated.size, flagged / n_sets
 
 
+@pytest.mark.slow  # a 28 s simulation (issue 63: slow is fine)
 def test_a_regression_of_the_stated_size_is_mostly_flagged() -> None:
     size, rate = _detection(30)
     print(f"stated {size:.4f}: flagged in {rate:.0%} of 30 data sets")

@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 import yaml
 from run_helpers import manifest_file, only_run_dir, outputs, run_args, run_child
 
@@ -50,6 +51,7 @@ def _with_extra_talker(corpus: Manifest, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # 19 s; the content-key tests of this file run in make test
 def test_shared_cache_gives_the_empty_cache_bytes(tmp_path: Path, tiny_corpus) -> None:
     plain = _e16(tmp_path, manifest_file(tiny_corpus, tmp_path / "plain"), "a")
     other = _e16(tmp_path, _with_extra_talker(tiny_corpus, tmp_path / "other"), "b")

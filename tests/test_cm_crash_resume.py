@@ -54,6 +54,7 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow  # 17 s; test_crash_resume kills runs in make test
 def test_killed_cm_run_resumes_by_cell_to_byte_identical_outputs(setup, tmp_path):
     tmp, exp = setup
     ref = _run(tmp, exp, tmp_path / "ref")

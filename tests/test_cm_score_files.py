@@ -81,6 +81,7 @@ def test_other_rates_are_resampled_and_op_scores_a_degraded_version(aasist_l, tm
     assert r1["operator"] == {"op": "noise", "params": {"kind": "gaussian", "snr_db": "0"}, "seed": 0}
 
 
+@pytest.mark.slow  # 14 s
 def test_a_chain_of_one_operator_scores_as_op_and_two_operators_differ_from_each_alone(aasist_l, tmp_path):
     folder, _ = aasist_l
     _wav(tmp_path / "e.wav", 1.0, 16000, "e")

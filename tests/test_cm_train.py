@@ -93,6 +93,7 @@ KILL_ARGS = {
 }
 
 
+@pytest.mark.slow  # 95 s; test_aasist_trains_byte_identically_resumes_and_scores resumes in make test
 @pytest.mark.parametrize("model", list(KILL_ARGS))
 def test_resume_after_a_kill_during_an_epoch_boundary_write_gives_the_same_checkpoint(tmp_path, model):
     """A real SIGKILL (crashpoints) while epoch 2's state.pt is being written: the rerun resumes

@@ -146,6 +146,7 @@ def _cold_cache(tmp: Path, session_cache: Path, name: str) -> Path:
     return cache
 
 
+@pytest.mark.slow  # 15 s: starts a Ray cluster
 def test_ray_run_equals_serial_byte_for_byte(tmp_path: Path, tiny_corpus, session_cache, monkeypatch) -> None:
     ray = pytest.importorskip("ray", reason="ray is not importable here (pip install 'interbias[ray]')")
     # torch's CPU kernels round differently with 1 and 2 threads: both runs use one

@@ -80,6 +80,7 @@ def pretend_cuda(monkeypatch):
 CHAINS = (Chain(), parse_chain([{"op": "noise", "kind": "gaussian", "snr_db": 10}], where="t"))
 
 
+@pytest.mark.slow  # 16 s; test_embedding_jobs' --jobs 2 byte test runs in make test
 def test_preparation_in_1_or_2_workers_equals_this_process_byte_for_byte(tiny_corpus, tmp_path, pretend_cuda) -> None:
     ctx = context(tiny_corpus, tmp_path)
     enc = StatsEncoder()

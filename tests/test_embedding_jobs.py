@@ -91,6 +91,7 @@ def test_a_killed_worker_is_retried_and_the_run_is_whole(tmp_path: Path, session
     assert ex["worker_restarts"] == 1
 
 
+@pytest.mark.slow  # 14 s; a killed worker's retry runs in make test
 def test_workers_that_keep_dying_end_in_one_error_naming_utterances(
     tmp_path: Path, tiny_corpus, session_cache, monkeypatch
 ) -> None:

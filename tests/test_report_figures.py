@@ -96,7 +96,7 @@ def _labelled_colours(ax) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["demo", "e14", "e21"])
+@pytest.mark.parametrize("name", ["demo", pytest.param("e14", marks=pytest.mark.slow), "e21"])  # e14: 14 s
 def test_figures_hold_at_every_grid(runs: dict[str, Path], name: str, monkeypatch) -> None:
     drawn = []
     place = report_document.plots.place_legends

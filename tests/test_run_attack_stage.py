@@ -168,6 +168,7 @@ def test_nes_through_a_run_counts_its_queries(tmp_path, session_cache, tiny_corp
     assert ((table["queries"] - 1) == 9 * table["steps"]).all()
 
 
+@pytest.mark.slow  # 13 s
 def test_success_never_falls_as_the_budget_grows(tmp_path, session_cache, tiny_corpus):
     """Budgets up to ε 0.5 (large steps overshoot): per trial and method, the clean cell's success
     and score toward the goal never fall from one budget to the next, and the summary counts

@@ -154,6 +154,7 @@ def test_rerun_reuses_every_cell_and_writes_the_same_bytes(staged) -> None:
     assert [k for k in staged["files"] if now[k] != staged["files"][k]] == []
 
 
+@pytest.mark.slow  # 16 s; test_crash_resume kills runs in make test
 def test_killed_after_a_cm_cell_resumes_to_the_same_bytes(staged, tmp_path) -> None:
     env = {"INTERBIAS_MODELS": str(staged["tmp"] / "models"), "INTERBIAS_CACHE": str(tmp_path / "cache")}
     args = ["run", str(staged["exp"]), "--encoders", "mfcc-stats", "--out", str(tmp_path / "o"), "-q"]

@@ -57,6 +57,7 @@ def test_two_speakers_per_stratum_give_no_interval_not_a_traceback(
 # ---- case 1: a kill after the cells are written (attack stage, results) keeps the operations ---
 
 
+@pytest.mark.slow  # 19 s; test_crash_resume kills runs in make test
 def test_a_kill_after_the_cells_keeps_the_operations_record(tmp_path: Path, tiny_corpus) -> None:
     import signal
 
