@@ -1,0 +1,60 @@
+"""Issue 63's hostile round 5, the run / analysis / runs-folder side: each case's input
+reproduced, its one line or its counted failure asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from synthetic_runs import gender_noise_run
+from typer.testing import CliRunner
+
+from interbias.cli import app
+from interbias.utils.errors import AnalysisError, ConfigError
+
+runner = CliRunner()
+
+
+def _run(tmp_path: Path) -> Path:
+    means = {"m": {(g, n): 2.0 for g in ("female", "male") for n in ("clean", "n5")}}
+    return gender_noise_run(tmp_path / "RUN", means, n=4, m=3)
+
+
+# ---- the time a count implies ---------------------------------------------------------------
+
+
+def test_estimate_time_refuses_beyond_the_limit_with_the_figure_and_the_flag() -> None:
+    from interbias.utils.budget import estimate_time
+
+    assert estimate_time("--bootstrap", 100, 0.1, "x", allow="--no-time-limit") == ""  # 10 s: said nothing
+    line = estimate_time("--bootstrap", 1000, 0.1, "x", allow="--no-time-limit")  # 100 s: said
+    assert line == "--bootstrap 1,000: about 1 min 40 s (x each)"
+    with pytest.raises(ConfigError) as err:
+        estimate_time("--bootstrap", 10**7, 0.001, "x", allow="--no-time-limit")
+    assert str(err.value) == (
+        "--bootstrap 10,000,000: about 2 h 46 min (x each); refused above 1 h 00 min "
+        "(at most 3,600,000 within it): pass --no-time-limit to run it"
+    )
+    assert estimate_time("--bootstrap", 10**7, 0.001, "x", allow="--no-time-limit", limit_s=None)
+
+
+def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(tmp_path: Path) -> None:
+    from interbias.analysis.suite import SECONDS_PER_TRIAL_REPLICATE
+
+    run = _run(tmp_path)
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "2000000000"])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    last = res.output.splitlines()[-1]
+    results = pd.read_csv(run / "results.csv")
+    trials = pd.read_parquet(run / "trials.parquet")
+    rows = 2 * len(trials)  # a cell (gender × noise) scores its gender's trials: each trial twice
+    seconds = 2 * 2_000_000_000 * rows * SECONDS_PER_TRIAL_REPLICATE
+    hours, minutes = divmod(round(seconds) // 60, 60)
+    assert last.startswith(f"error: --bootstrap 2,000,000,000: about {hours} h {minutes:02d} min "), last
+    assert f"(2 × {rows:,} trial weights of {len(results)} cell row(s) each); refused above 1 h" in last
+    assert last.endswith("pass --no-time-limit to run it"), last
+    from interbias.analysis.suite import Options, analyse
+
+    with pytest.raises(AnalysisError, match="--no-time-limit"):
+        analyse(run, Options(n_boot=2_000_000_000, design="speaker"))
