@@ -58,3 +58,53 @@ def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(tmp_path:
 
     with pytest.raises(AnalysisError, match="--no-time-limit"):
         analyse(run, Options(n_boot=2_000_000_000, design="speaker"))
+
+
+# ---- a run without a dev split ----------------------------------------------------------------
+# (analyze --metric act_dcf and the report's Calibration section state run.json's reason:
+# tests/test_metrics_weighted_llr.py and tests/test_report_calibration_missing.py)
+
+
+def test_an_errored_analysis_is_not_counted_as_a_cell() -> None:
+    from interbias.run.frame import errored_split, errored_words
+
+    errored = [
+        "cell gender=female,loss=all / mfcc-stats: 16 utterance(s) failed",
+        "cell gender=male,loss=all / mfcc-stats: 16 utterance(s) failed",
+        "analysis: mfcc-stats has no scored cell in the reference condition",
+        "attacks: no dev threshold",
+    ]
+    cells, stages = errored_split(errored)
+    assert cells == errored[:2] and stages == errored[2:]
+    assert errored_words(errored) == "2 errored cell(s) (errored besides: 1 analysis, the attack stage)"
+    assert errored_words(errored[2:3]) == "0 errored cell(s) (errored besides: 1 analysis)"
+    assert errored_words([]) == "0 errored cell(s)"
+
+
+def test_effects_whose_correction_replicates_are_all_nan_warn_nothing(tmp_path: Path) -> None:
+    """An effect with no valid non-target replicate has no interval, said in its note; numpy's
+    'Degrees of freedom <= 0' RuntimeWarning (with a source line on stderr) is not printed."""
+    import warnings
+
+    import numpy as np
+
+    from interbias.analysis import effects
+    from interbias.analysis.stats.replicates import Replicates
+    from interbias.analysis.suite import Options, analyse
+
+    a = analyse(_run(tmp_path), Options(n_boot=200))
+    nan = Replicates(
+        a.replicates.metric, "nontarget", 200, 0, 0.95, "r", {k: np.full(200, np.nan) for k in a.replicates.values}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame, _ = effects.collect(
+            a.results,
+            "eer",
+            a.contrasts,
+            a.gaps,
+            a.replicates,
+            correction=effects.Correction(nan, a.correction.n, a.correction.k),
+        )
+    assert len(frame) and frame["se"].isna().all()
+    assert frame["note"].str.startswith("no interval").all(), frame["note"].tolist()

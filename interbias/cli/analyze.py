@@ -232,7 +232,9 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
 
     c = a.contrasts.contrasts
     echo_wrapped(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
-    errored = [e for e in (a.run.run_json or {}).get("errored_cells", []) if not str(e).startswith("analysis: ")]
+    from interbias.run.frame import errored_split
+
+    errored, _ = errored_split((a.run.run_json or {}).get("errored_cells", []))
     if errored:  # the family is smaller than the design: said, not silent
         echo_wrapped(
             f"note: {len(errored)} cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have "

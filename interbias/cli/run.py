@@ -13,6 +13,7 @@ from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.cli.tables import print_frame
+from interbias.run.frame import errored_split, errored_words, stage_words
 from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
@@ -306,7 +307,7 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
         echo_wrapped(
             f"{outcome.run_dir.name}: {info['rows']} rows ({info['cells']} cells × {info['models']} "
             f"model{'' if info['models'] == 1 else 's'}), "
-            f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
+            f"{fails} failed utterance(s), {errored_words(outcome.errored_cells)}, {_duration(seconds)}"
         )
         for line in embedding_lines(info):
             echo_wrapped(line)
@@ -318,10 +319,9 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]
-        n_analyses = sum(e.startswith("analysis: ") for e in outcome.errored_cells)
-        n_cells = n - n_analyses
-        parts = [f"{n_cells} cell{'s' if n_cells > 1 else ''}"] if n_cells else []
-        parts += [f"{n_analyses} {'analyses' if n_analyses > 1 else 'analysis'}"] if n_analyses else []
+        cells, stages = errored_split(outcome.errored_cells)
+        parts = [f"{len(cells)} cell{'s' if len(cells) > 1 else ''}"] if cells else []
+        parts += [stage_words(stages)] if stages else []
         what = ", ".join(parts)
         more = f"{what} errored (all listed in run.json errored_cells); first: " if n > 1 else ""
         typer.echo(f"error: {more}{first}", err=True)
