@@ -108,3 +108,44 @@ def test_effects_whose_correction_replicates_are_all_nan_warn_nothing(tmp_path: 
         )
     assert len(frame) and frame["se"].isna().all()
     assert frame["note"].str.startswith("no interval").all(), frame["note"].tolist()
+
+
+# ---- an edited completion record ---------------------------------------------------------------
+
+
+def test_an_edited_completion_record_is_scored_again_and_said(tmp_path: Path, tiny_corpus) -> None:
+    """eer changed by hand in a finished cell's record: the rerun does not reuse it, scores the
+    cell again (results.csv back to the measured value), lists it in run.json records_redone
+    and says so in one note; an untouched rerun reuses every cell and says nothing."""
+    import json
+
+    from conftest import tiny_experiment
+    from run_helpers import manifest_file, only_run_dir, run_args
+
+    manifest = manifest_file(tiny_corpus, tmp_path / "m")
+    exp = tiny_experiment(tmp_path, name="K02", corpus={"manifest": str(manifest)})
+    args = run_args(exp, tmp_path / "o", tmp_path / "c")
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    run = only_run_dir(tmp_path / "o")
+    results = (run / "results.csv").read_bytes()
+    (record,) = [p for p in (run / "cells").rglob("*.json") if "noise_n10" in p.name and "female" in p.name]
+    rec = json.loads(record.read_text())
+    true_eer = rec["row"]["eer"]
+    rec["row"]["eer"] = 0.0123
+    record.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "Traceback" not in again.output, again.output
+    where = str(record.relative_to(run))
+    why = "the record was changed after it was written (checksum)"
+    assert json.loads((run / "run.json").read_text())["records_redone"] == {where: why}
+    text = " ".join(again.output.split())
+    assert f"note: 1 completion record(s) failed their checksum and their cells were scored again " in text
+    assert f"first: {where}: {why}" in text
+    assert json.loads(record.read_text())["row"]["eer"] == true_eer
+    assert (run / "results.csv").read_bytes() == results
+
+    third = runner.invoke(app, args)  # sealed again: reused, nothing to say
+    assert third.exit_code == 0 and "checksum" not in third.output, third.output
+    assert "records_redone" not in json.loads((run / "run.json").read_text())

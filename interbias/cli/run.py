@@ -343,7 +343,8 @@ def _note_jobs(jobs: int | None) -> None:
 
 def note_restarts(run_dir: Path) -> None:
     """Say when worker processes died and were restarted (run.json ``executor.worker_restarts``):
-    the results are complete, but a run that keeps losing workers is slower and worth a look."""
+    the results are complete, but a run that keeps losing workers is slower and worth a look;
+    and when completion records failed their checksum (``records_redone``): scored again."""
     from interbias.cli.tables import echo_wrapped
     from interbias.run.rundir import RUN_JSON, RunDir
 
@@ -353,4 +354,11 @@ def note_restarts(run_dir: Path) -> None:
         echo_wrapped(
             f"note: worker processes died {n} time(s) and their work was redone in fresh ones (the results are "
             "complete; run.json executor.worker_restarts; --jobs 1 shows a failure in this process)"
+        )
+    redone = record.get("records_redone") or {}
+    if redone:
+        first, why = next(iter(redone.items()))
+        echo_wrapped(
+            f"note: {len(redone)} completion record(s) failed their checksum and their cells were scored again "
+            f"(run.json records_redone); first: {first}: {why}"
         )

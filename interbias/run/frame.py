@@ -139,7 +139,10 @@ def finish(
     analyses = hook(end) if hook is not None else Analyses()
     if analyses.results is not None:
         run.write_results(analyses.results)
-    run.write_run_json(record(analyses))
+    rec = record(analyses)
+    if run.unsealed:  # completion records that failed their checksum: their cells were scored again
+        rec["records_redone"] = dict(sorted(run.unsealed.items()))
+    run.write_run_json(rec)
     return end.results if analyses.results is None else analyses.results
 
 
