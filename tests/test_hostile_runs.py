@@ -141,7 +141,7 @@ def test_an_edited_completion_record_is_scored_again_and_said(tmp_path: Path, ti
     why = "the record was changed after it was written (checksum)"
     assert json.loads((run / "run.json").read_text())["records_redone"] == {where: why}
     text = " ".join(again.output.split())
-    assert f"note: 1 completion record(s) failed their checksum and their cells were scored again " in text
+    assert "note: 1 completion record(s) failed their checksum and their cells were scored again " in text
     assert f"first: {where}: {why}" in text
     assert json.loads(record.read_text())["row"]["eer"] == true_eer
     assert (run / "results.csv").read_bytes() == results
