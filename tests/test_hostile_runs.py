@@ -149,3 +149,57 @@ def test_an_edited_completion_record_is_scored_again_and_said(tmp_path: Path, ti
     third = runner.invoke(app, args)  # sealed again: reused, nothing to say
     assert third.exit_code == 0 and "checksum" not in third.output, third.output
     assert "records_redone" not in json.loads((run / "run.json").read_text())
+
+
+# ---- a comma inside a speaker name -------------------------------------------------------------
+
+
+def test_a_comma_inside_a_quoted_speaker_name_is_one_speaker_and_unquoted_is_refused(tmp_path: Path) -> None:
+    from interbias.corpora.manifest import Manifest
+    from interbias.utils.errors import ManifestError
+
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('path,speaker,gender\na.wav,"Smith, John",male\nb.wav,"Smith, John",male\nc.wav,Jane,female\n')
+    m = Manifest.read(quoted)
+    assert [u.speaker for u in m] == ["Smith, John", "Smith, John", "Jane"]
+    m.write(tmp_path / "back.csv")  # written quoted, read back the same
+    assert [u.speaker for u in Manifest.read(tmp_path / "back.csv")] == ["Smith, John", "Smith, John", "Jane"]
+    bare = tmp_path / "b.csv"
+    bare.write_text("path,speaker,gender\na.wav,Smith, John,male\nc.wav,Jane,female\n")
+    with pytest.raises(ManifestError) as err:
+        Manifest.read(bare)
+    assert str(err.value) == f"{bare}:2: 4 field(s), the header has 3 (a value holding a comma must be quoted)"
+
+
+# ---- two levels with the same chain ------------------------------------------------------------
+
+
+def test_levels_with_the_same_chain_or_protocol_are_named_at_validate(tmp_path: Path, tiny_corpus) -> None:
+    from conftest import NOISE, VAD, gender_factor, tiny_experiment
+    from run_helpers import manifest_file
+
+    from interbias.experiments.schema import load_experiment
+    from interbias.run.preflight import repeated_levels
+
+    noise = {**NOISE, "levels": {**NOISE["levels"], "again": NOISE["levels"]["n5"]}}
+    vad = {**VAD, "levels": {**VAD["levels"], "on2": {"vad": "energy"}}}
+    manifest = manifest_file(tiny_corpus, tmp_path / "m")
+    exp = tiny_experiment(tmp_path, corpus={"manifest": str(manifest)}, factors=[gender_factor(), noise, vad])
+    tail = "their cells measure the same thing, each counted as a chain setting"
+    noisy = "enrolment clean, test noise(kind=gaussian,snr_db=5.0)"
+    assert repeated_levels(load_experiment(exp)) == [
+        f"levels noise=n5 and noise=again give the same chains and settings ({noisy}): {tail}",
+        "levels noise=n5,vad=on and noise=n5,vad=on2 and noise=again,vad=on and noise=again,vad=on2 give the same "
+        f"chains and settings ({noisy}): {tail}",
+        f"levels vad=on and vad=on2 give the same chains and settings (enrolment clean, test clean): {tail}",
+    ]
+    distinct = tiny_experiment(
+        tmp_path, name="T02", corpus={"manifest": str(manifest)}, factors=[gender_factor(), NOISE, VAD]
+    )
+    assert repeated_levels(load_experiment(distinct)) == []
+    res = runner.invoke(app, ["validate", str(exp)])
+    assert res.exit_code == 0, res.output
+    assert (
+        f"note: levels vad=on and vad=on2 give the same chains and settings (enrolment clean, test clean): {tail}"
+        in (" ".join(res.output.split()))
+    )
