@@ -39,25 +39,39 @@ def test_estimate_time_refuses_beyond_the_limit_with_the_figure_and_the_flag() -
     assert estimate_time("--bootstrap", 10**7, 0.001, "x", allow="--no-time-limit", limit_s=None)
 
 
-def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(tmp_path: Path) -> None:
-    from interbias.analysis.suite import SECONDS_PER_TRIAL_REPLICATE
+def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate is B × 2 passes × the cells' trial rows × the measured rate; this small run
+    fits an hour at any count its memory allows, so the rate is set to 1 ms per trial weight."""
+    from interbias.analysis import suite
 
     run = _run(tmp_path)
-    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "2000000000"])
-    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
-    last = res.output.splitlines()[-1]
-    results = pd.read_csv(run / "results.csv")
+    monkeypatch.setattr(suite, "SECONDS_PER_TRIAL_REPLICATE", 1e-3)
     trials = pd.read_parquet(run / "trials.parquet")
     rows = 2 * len(trials)  # a cell (gender × noise) scores its gender's trials: each trial twice
-    seconds = 2 * 2_000_000_000 * rows * SECONDS_PER_TRIAL_REPLICATE
+    seconds = 2 * 20000 * rows * 1e-3
     hours, minutes = divmod(round(seconds) // 60, 60)
-    assert last.startswith(f"error: --bootstrap 2,000,000,000: about {hours} h {minutes:02d} min "), last
-    assert f"(2 × {rows:,} trial weights of {len(results)} cell row(s) each); refused above 1 h" in last
-    assert last.endswith("pass --no-time-limit to run it"), last
-    from interbias.analysis.suite import Options, analyse
-
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "20000"])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    results = pd.read_csv(run / "results.csv")
+    assert res.output.splitlines()[-1] == (
+        f"error: --bootstrap 20,000: about {hours} h {minutes:02d} min (2 × {rows:,} trial weights of "
+        f"{len(results)} cell row(s) each); refused above 1 h 00 min (at most {int(3600 / (2 * rows * 1e-3)):,} "
+        "within it): pass --no-time-limit to run it"
+    )
     with pytest.raises(AnalysisError, match="--no-time-limit"):
-        analyse(run, Options(n_boot=2_000_000_000, design="speaker"))
+        suite.analyse(run, suite.Options(n_boot=40000, design="speaker"))
+    monkeypatch.setattr(suite, "SECONDS_PER_TRIAL_REPLICATE", 1e-2)  # 2,000 replicates: about 2 h
+    res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "2000", "--no-time-limit"])
+    assert res.exit_code == 0, res.output
+    assert f"--bootstrap 2,000: about {duration_of(2 * 2000 * rows * 1e-2)} (2 × {rows:,}" in res.output
+
+
+def duration_of(seconds: float) -> str:
+    from interbias.utils.progress import duration
+
+    return duration(seconds)
 
 
 # ---- a run without a dev split ----------------------------------------------------------------
@@ -203,3 +217,62 @@ def test_levels_with_the_same_chain_or_protocol_are_named_at_validate(tmp_path: 
         f"note: levels vad=on and vad=on2 give the same chains and settings (enrolment clean, test clean): {tail}"
         in (" ".join(res.output.split()))
     )
+
+
+# ---- noise on a DC-only or a very quiet signal -------------------------------------------------
+
+
+def _tone(path: Path, dbfs: float, dc: float = 0.0) -> Path:
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(32000) / 16000
+    x = dc + 10 ** (dbfs / 20) * np.sqrt(2) * np.sin(2 * np.pi * 200 * t) if dbfs > -900 else np.full(32000, dc)
+    sf.write(path, x.astype(np.float32), 16000, subtype="FLOAT")
+    return path
+
+
+def test_noise_on_a_dc_only_signal_is_refused_with_its_reason(tmp_path: Path) -> None:
+    import numpy as np
+
+    from interbias.audio.level import mix_at_snr
+    from interbias.utils.errors import OperatorError
+
+    with pytest.raises(OperatorError, match=r"^signal is constant \(a DC offset of 0.5, no variation\)"):
+        mix_at_snr(np.full(32000, 0.5), np.random.default_rng(0).standard_normal(32000), 10.0, 16000)
+    src = _tone(tmp_path / "dc.wav", -1000, dc=0.5)
+    res = runner.invoke(
+        app, ["data", "degrade", str(src), str(tmp_path / "o.wav"), "--op", "noise:kind=gaussian,snr_db=10"]
+    )
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert res.output.splitlines() == [
+        "error: signal is constant (a DC offset of 0.5, no variation): no speech to set an SNR against"
+    ]
+
+
+def test_degrade_reports_the_snr_the_written_file_holds(tmp_path: Path) -> None:
+    """At −80 dBFS the 16-bit file's quantisation adds noise: the SNR it holds is measured (an
+    independent re-measure here) and said; at −20 dBFS it equals the mix's, and nothing is said."""
+    import json
+
+    import numpy as np
+    import soundfile as sf
+
+    for dbfs, noted in ((-80.0, True), (-20.0, False)):
+        src, out = _tone(tmp_path / f"t{-dbfs:g}.wav", dbfs), tmp_path / f"o{-dbfs:g}.wav"
+        res = runner.invoke(
+            app, ["data", "degrade", str(src), str(out), "--op", "noise:kind=gaussian,snr_db=10", "--json"]
+        )
+        assert res.exit_code == 0, res.output
+        rec = json.loads(res.output)["realised"][0]
+        x, y = sf.read(src)[0], sf.read(out)[0]
+        truth = 10 * np.log10(np.mean(x**2) / np.mean((y - x) ** 2))  # every sample of a tone is active
+        assert rec["snr_db_in_file"] == pytest.approx(truth, abs=1e-6)
+        assert rec["snr_db_achieved"] == pytest.approx(10.0)
+        assert bool(abs(truth - 10.0) > 0.5) is noted
+        text = runner.invoke(
+            app, ["data", "degrade", str(src), str(tmp_path / "p.wav"), "--op", "noise:kind=gaussian,snr_db=10"]
+        )
+        said = f"holds {truth:.1f} dB SNR, not 10.0" in " ".join(text.output.split())
+        assert said is noted, text.output
+        (tmp_path / "p.wav").unlink()

@@ -126,8 +126,8 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
     replicates = resampler = correction = None
     if options.n_boot:
         run.require_scores("bootstrap CIs")
-        _check_time(results, run, options, reporter)
         resampler = Resampler(run.design(), n_boot=options.n_boot, seed=options.seed, unit=options.unit)
+        _check_time(results, run, options, reporter)  # after the memory check of the resampler
         with (reporter or Reporter(quiet=True)).task(f"bootstrap ({options.n_boot} replicates)", len(results)) as step:
             replicates = bootstrap_cells(results, run, options.metric, resampler, level=options.level, advance=step)
         if options.design == "corrected" and options.unit == "speaker":
