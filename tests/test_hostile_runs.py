@@ -276,3 +276,60 @@ def test_degrade_reports_the_snr_the_written_file_holds(tmp_path: Path) -> None:
         said = f"holds {truth:.1f} dB SNR, not 10.0" in " ".join(text.output.split())
         assert said is noted, text.output
         (tmp_path / "p.wav").unlink()
+
+
+# ---- folders of runs ---------------------------------------------------------------------------
+
+
+def _folder_with_a_cm_run(tmp_path: Path) -> Path:
+    """Two speaker-verification runs and a countermeasure run (its kind from its resolved
+    experiment; a CM run has results rows but no trials.parquet), the second run errored in 2 of
+    its 4 cells (run.json errored_cells, their rows absent) and in an analysis."""
+    import json
+    import shutil
+
+    folder = tmp_path / "runs"
+    means = {"m": {(g, n): 2.0 for g in ("female", "male") for n in ("clean", "n5")}}
+    gender_noise_run(folder / "a", means, n=4, m=3)
+    gender_noise_run(folder / "b", {"k": means["m"]}, n=4, m=3)
+    results = pd.read_csv(folder / "b" / "results.csv")
+    gone = results["cell"].iloc[2:].tolist()
+    results.iloc[:2].to_csv(folder / "b" / "results.csv", index=False)
+    errored = [f"cell {c} / k: 16 utterance(s) failed" for c in gone] + ["analysis: no reference cell"]
+    (folder / "b" / "run.json").write_text(json.dumps({"run_id": "b", "errored_cells": errored}))
+    cm = folder / "cm"
+    cm.mkdir()
+    shutil.copy(folder / "a" / "results.csv", cm / "results.csv")
+    (cm / "experiment.resolved.json").write_text(json.dumps({"name": "C", "countermeasures": {"models": ["aasist-l"]}}))
+    return folder
+
+
+def test_a_cm_run_in_a_folder_is_left_out_of_the_leaderboard_and_card_with_a_note(tmp_path: Path) -> None:
+    folder = _folder_with_a_cm_run(tmp_path)
+    note = (
+        "note: left out 1 run(s) that are not speaker-verification runs: cm (countermeasure): they have no "
+        "per-trial speaker-verification scores to compare"
+    )
+    board = runner.invoke(app, ["runs", "leaderboard", str(folder), "--bootstrap", "200"])
+    assert board.exit_code == 0 and "Traceback" not in board.output, board.output
+    assert note in " ".join(board.output.split())
+    card = runner.invoke(app, ["runs", "card", "m", str(folder), "--bootstrap", "200", "--out", str(tmp_path / "c")])
+    assert card.exit_code == 0 and "Traceback" not in card.output, card.output
+    assert note in " ".join(card.output.split())
+    only = runner.invoke(app, ["runs", "leaderboard", str(folder / "cm"), "--bootstrap", "200"])
+    assert only.exit_code == 1 and only.output.startswith("error: no speaker-verification run among "), only.output
+
+
+def test_the_inventory_says_each_runs_kind_and_cells_done_of_the_total(tmp_path: Path) -> None:
+    from interbias.analysis.across.inventory import display, inventory
+
+    folder = _folder_with_a_cm_run(tmp_path)
+    frame = inventory([folder]).set_index("run")
+    assert frame["kind"].to_dict() == {"a": "verification", "b": "verification", "cm": "countermeasure"}
+    assert frame["n_cells"].to_dict() == {"a": 4, "b": 2, "cm": 4}
+    assert frame["n_cells_errored"].to_dict() == {"a": 0, "b": 2, "cm": 0}  # the analysis is not a cell
+    shown = display(frame.reset_index()).set_index("run")
+    assert shown["cells"].to_dict() == {"a": "4", "b": "2 of 4", "cm": "4"}
+    done = runner.invoke(app, ["runs", "inventory", str(folder)], env={"COLUMNS": "80"})
+    assert done.exit_code == 0, done.output
+    assert max(len(line) for line in done.output.splitlines()) <= 80
