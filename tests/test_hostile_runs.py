@@ -333,3 +333,77 @@ def test_the_inventory_says_each_runs_kind_and_cells_done_of_the_total(tmp_path:
     done = runner.invoke(app, ["runs", "inventory", str(folder)], env={"COLUMNS": "80"})
     assert done.exit_code == 0, done.output
     assert max(len(line) for line in done.output.splitlines()) <= 80
+
+
+# ---- the corpus fingerprint of an altered corpus -----------------------------------------------
+
+
+def test_a_run_on_an_altered_corpus_says_so_and_compare_warns(tmp_path: Path, tiny_corpus, session_cache) -> None:
+    """One trial file of a copy of the tiny corpus altered in place (its manifest unchanged): the
+    run counts it a failure 'the file changed', its fingerprint says DIFFERS with 1 changed file
+    (was: 'equals the reference', changed_files 0), and compare warns although the manifest
+    sha256s are equal."""
+    import json
+    import shutil
+
+    from conftest import tiny_experiment
+    from run_helpers import only_run_dir
+
+    exp = tiny_experiment(tmp_path, trials={"targets": 10, "min_speakers": 4})
+    good = runner.invoke(app, ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "a"), "-q",
+                               "--cache-dir", str(session_cache)])  # fmt: skip
+    assert good.exit_code == 0, good.output
+    run_a = only_run_dir(tmp_path / "a")
+    trials = pd.read_parquet(run_a / "trials.parquet")
+    cache = tmp_path / "cache"
+    copy = cache / "corpora" / tiny_corpus.root.name
+    shutil.copytree(tiny_corpus.root, copy)
+    (victim,) = [u for u in tiny_corpus.utterances if u.id == str(trials["test"].iloc[0])]
+    data = bytearray((copy / victim.path).read_bytes())
+    data[-10] ^= 0xFF
+    (copy / victim.path).write_bytes(bytes(data))
+    bad = runner.invoke(app, ["run", str(exp), "--encoders", "mfcc-stats", "--out", str(tmp_path / "b"),
+                              "--cache-dir", str(cache), "--max-failure-share", "0.5"])  # fmt: skip
+    assert bad.exit_code == 0 and "Traceback" not in bad.output, bad.output
+    text = " ".join(bad.output.split())
+    assert (
+        "corpus fingerprint: DIFFERS from the reference" in text and "1 file(s) differ from what the manifest" in text
+    )
+    run_b = only_run_dir(tmp_path / "b")
+    record = json.loads((run_b / "run.json").read_text())
+    assert record["corpus"]["fingerprint"]["changed_files"] == 1
+    assert record["corpus"]["fingerprint"]["status"] == "differs"
+    assert any("(the file changed)" in f.get("error", json.dumps(f)) for f in record["failures"])
+    assert (
+        record["corpus"]["manifest_sha256"] == json.loads((run_a / "run.json").read_text())["corpus"]["manifest_sha256"]
+    )
+    res = runner.invoke(app, ["runs", "compare", str(run_a), str(run_b)])
+    assert "Traceback" not in res.output
+    assert (
+        "warning: the two runs' corpora have the same manifest but not the same audio (files that differ from "
+        "what the manifest records: 0 vs 1" in " ".join(res.output.split())
+    )
+    same = runner.invoke(app, ["runs", "compare", str(run_a), str(run_a)])
+    assert same.exit_code == 0 and "warning" not in same.output, same.output
+
+
+def test_compare_warns_when_the_same_trials_read_other_audio(tmp_path: Path) -> None:
+    import json
+
+    def folder(name: str, audio: str, trials: str = "t" * 64) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        pd.DataFrame({"experiment": ["E"], "cell": ["c"], "model": ["M"], "eer": [0.1]}).to_csv(
+            path / "results.csv", index=False
+        )
+        corpus = {"name": "mine", "manifest_sha256": "m" * 64, "audio_sha256": audio}
+        (path / "run.json").write_text(json.dumps({"corpus": corpus, "trials": {"sha256": trials}}))
+        return path
+
+    a, b, c, d = folder("a", "1" * 64), folder("b", "2" * 64), folder("c", "1" * 64), folder("d", "2" * 64, "u" * 64)
+    res = runner.invoke(app, ["runs", "compare", str(a), str(b)])
+    assert "; the audio of the same trials differs in content): differences include the corpus" in " ".join(
+        res.output.split()
+    )
+    for other in (c, d):  # the same audio; other trials (other files: no verdict from the content)
+        assert "warning" not in runner.invoke(app, ["runs", "compare", str(a), str(other)]).output
