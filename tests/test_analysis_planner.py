@@ -13,6 +13,7 @@ from synthetic_runs import ScoreModel, clustered_scores, clustered_trials, write
 from typer.testing import CliRunner
 
 from interbias.analysis import planner
+from interbias.analysis.effect_names import effect_name
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign, percentile_ci
 from interbias.analysis.suite import Options, analyse
 from interbias.cli import app
@@ -82,6 +83,10 @@ def test_plan_cli_writes_plan_csv_and_states_the_model(tmp_path: Path) -> None:
     assert "SE(n) = SE_pilot * sqrt(n_pilot / n)" in res.output and "assumptions:" in res.output
     plan = pd.read_csv(run / "plan.csv")
     assert list(plan.kind) == ["gap"] and plan.speakers_per_stratum_needed.iloc[0] >= 2
+    # one row per effect: its long form (effect) and its one name (label), as findings.csv
+    assert list(plan.columns[list(plan.columns).index("effect") :][:2]) == ["effect", "label"]
+    assert plan.effect.iloc[0].startswith("gap ") and plan.label.iloc[0] == effect_name(plan.iloc[0])
+    assert plan.label.iloc[0] == "gender male − female at (none)"  # the pilot has no acoustic factor
     # the pilot is not from the catalogue: the follow-up hint names a placeholder for its YAML
     assert "a follow-up of the planned size: interbias run EXPERIMENT.yaml --plan" in res.output
     bad = CliRunner().invoke(app, ["plan", str(run), "--power", "1.5"])

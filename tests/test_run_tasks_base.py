@@ -43,3 +43,16 @@ def test_a_tracks_experiment_refuses_cm_and_manifest_alike() -> None:
         check_own_data(exp, RunOptions(experiment="E23", countermeasures=["GMM-lfcc"]))
     with pytest.raises(ConfigError, match="E23 is a tracks experiment: it scores its own corpus"):
         check_own_data(exp, RunOptions(experiment="E23", manifest=Path("calls.csv")))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "flag"), [("backend", "plda", "--backend"), ("dev_share", 0.3, "--dev-share")]
+)
+def test_a_cm_experiment_refuses_verification_scoring_options(field: str, value: object, flag: str) -> None:
+    """--backend and --dev-share shape speaker-verification trials: refused, never ignored."""
+    exp = load_experiment(conditions_dir() / "E19.yaml", corpus="synthetic")
+    with pytest.raises(ConfigError) as err:
+        check_own_data(exp, RunOptions(experiment="E19", **{field: value}))
+    assert (
+        str(err.value) == f"E19: {flag} applies to speaker-verification trials; this experiment is of kind {exp.kind}"
+    )

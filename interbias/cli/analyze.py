@@ -116,7 +116,9 @@ def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
 def print_question(a: Analysis, found: object, *, wide: bool) -> None:
     """analyze's last lines, so the answer is on screen at 80x24: the question, then per effect
     it names and model the count resolved and the largest in words (else the central
-    statement), then for runs with countermeasures what the CM does per group."""
+    statement), then for runs with countermeasures what the CM does per group, and for a fused
+    copy whether the fusion helped against each component."""
+    from interbias.analysis.fusion.compare import fusion_answer
     from interbias.analysis.reporting.answer import central_line, key_brief, question
     from interbias.analysis.security.sasv_run import sasv_answer
     from interbias.cli.tables import echo_wrapped
@@ -130,7 +132,8 @@ def print_question(a: Analysis, found: object, *, wide: bool) -> None:
         lines = [central_line(frame, (a.run.resolved or {}).get("use"), str(a.run.path), pct)]
     if frame is None:
         lines = [found.lines[0]]  # type: ignore[attr-defined]
-    for line in [*[x for x in lines if x], *sasv_answer(a.run.path)]:
+    fused = fusion_answer(a.run.path)  # a fused copy: whether the fusion helped
+    for line in [*[x for x in lines if x], *sasv_answer(a.run.path), *(fused[1] if fused else [])]:
         echo_wrapped(line, "  ", wide=wide)
 
 

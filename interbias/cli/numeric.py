@@ -57,6 +57,7 @@ RANGES: dict[str, Range] = {
     "--p-target": OPEN_UNIT,
     "--p-spoof": OPEN_UNIT,
     "--heldout-share": OPEN_UNIT,
+    "--dev-share": OPEN_UNIT,
     "--p-spf": UNIT,
     "--p-non": UNIT,
     "--p-tar": UNIT,

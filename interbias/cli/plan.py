@@ -56,6 +56,7 @@ def plan(
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
     check_numbers("plan", effect=effect, power=power, alpha=alpha, bootstrap=bootstrap, speakers=speakers)
     from interbias.analysis import planner
+    from interbias.analysis.findings_store import with_label
     from interbias.analysis.stats.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse
     from interbias.utils import atomic
@@ -79,7 +80,7 @@ def plan(
     if speakers is not None:
         frame[f"mde_at_{speakers}_speakers"] = planner.mde_at(frame, speakers)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
-    atomic.write_csv(folder / "plan.csv", frame)
+    atomic.write_csv(folder / "plan.csv", with_label(frame))  # label: the effect's one name, as findings.csv
     reason = planner.no_plan_reason(frame)
     follow = _follow_up(a, frame, folder, reason)
     level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"

@@ -106,6 +106,21 @@ BackendOption = Annotated[
         "split's clean embeddings (sets scoring.backend; docs/guide/backends.md).",
     ),
 ]
+DevShareOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Share of each stratum's speakers drawn as a speaker-disjoint dev split (sets trials.dev_share), "
+        "on which calibration, back-ends and `interbias fuse` are fitted.",
+    ),
+]
+CmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cm",
+        help="Comma-separated CM labels that also score every trial's test audio in a spoofing experiment "
+        "(e.g. ResNet18-logspec); the run then writes sasv_fusion.csv (ASV + CM fusion).",
+    ),
+]
 TrialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -143,23 +158,17 @@ def run(
     jobs: JobsOption = None,
     runtime: RuntimeOption = None,
     precision: PrecisionOption = "fp32",
-    cm: Annotated[
-        str | None,
-        typer.Option(
-            "--cm",
-            help="Comma-separated CM labels that also score every trial's test audio in a spoofing experiment "
-            "(e.g. ResNet18-logspec); the run then writes sasv_fusion.csv (ASV + CM fusion).",
-        ),
-    ] = None,
+    cm: CmOption = None,
     plan: PlanOpt = None,
     backend: BackendOption = None,
+    dev_share: DevShareOption = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 
     Writes results/<run_id>/: every file and column is explained in docs/outputs.md."""
-    check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs)
+    check_numbers("run", max_trials=max_trials, max_failure_share=max_failure_share, jobs=jobs, dev_share=dev_share)
     _note_jobs(jobs)
     from interbias.run.conductor import RunOptions
     from interbias.run.tasks import experiment_for_run, run_experiment
@@ -184,6 +193,7 @@ def run(
         noise_dir=noise_dir,
         trim_silence=trim_silence,
         backend=backend,
+        dev_share=dev_share,
         executor=executor,
         address=address,
         plan=plan,

@@ -442,6 +442,20 @@ def with_trim_silence(exp: Experiment) -> Experiment:
     return replace(exp, frontend=replace(exp.frontend, trim_silence=True), raw=raw)
 
 
+def with_dev_share(exp: Experiment, share: float) -> Experiment:
+    """``exp`` with ``trials.dev_share: share`` (``interbias run --dev-share``): speaker-disjoint
+    dev trials for calibration, back-ends and fusion. Refused for a trial list (``trials.list``:
+    scored whole, it has no dev split); the resolved definition (run.json, the run id) shows it."""
+    if not (isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share < 1):
+        raise ConfigError(f"{exp.name}: --dev-share must be a number strictly between 0 and 1, got {share!r}")
+    if exp.trials.list_file is not None:
+        raise ConfigError(f"{exp.name}: --dev-share splits sampled trials; this experiment scores a trial list "
+                          "(trials.list), which is scored whole")  # fmt: skip
+    raw = copy.deepcopy(exp.raw)
+    raw["trials"] = {**(raw.get("trials") or {}), "dev_share": float(share)}
+    return replace(exp, trials=replace(exp.trials, dev_share=float(share)), raw=raw)
+
+
 def with_data(
     exp: Experiment,
     *,

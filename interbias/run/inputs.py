@@ -66,6 +66,8 @@ class RunOptions:
     trim_silence: bool = False
     #: The scoring back-end (``--backend``; sets ``scoring.backend``); None: the experiment's.
     backend: str | None = None
+    #: The dev split's share of speakers (``--dev-share``; sets ``trials.dev_share``); None: the experiment's.
+    dev_share: float | None = None
     #: Who computes embeddings: ``local`` (this process) or ``ray`` (see interbias.embedding.executors).
     executor: str = "local"
     #: Ray cluster address for ``executor="ray"`` (None: a local Ray instance).

@@ -145,14 +145,18 @@ def user_data(options: RunOptions) -> bool:
 
 
 def loaded_for_run(options: RunOptions) -> tuple[Path, Experiment]:
-    """The file ``options`` names and its experiment as ``run`` reads it (``--trim-silence`` and,
-    without a manifest, ``--noise-dir`` applied)."""
+    """The file ``options`` names and its experiment as ``run`` reads it (``--dev-share``,
+    ``--trim-silence`` and, without a manifest, ``--noise-dir`` applied)."""
     from interbias.experiments.requirements import with_noise_dir
-    from interbias.experiments.schema import find_experiment, load_experiment, with_trim_silence
+    from interbias.experiments.schema import find_experiment, load_experiment, with_dev_share, with_trim_silence
     from interbias.utils.paths import conditions_dir
 
     path = find_experiment(options.experiment, conditions_dir())
     exp = load_experiment(path, corpus=options.corpus)
+    if options.dev_share is not None:  # run --dev-share: a dev split of the sampled trials
+        if options.trials is not None:
+            raise ConfigError("--dev-share splits sampled trials; a --trials list is scored whole (no dev split)")
+        exp = with_dev_share(exp, options.dev_share)
     if options.noise_dir is not None and options.manifest is None:  # on a manifest: manifest_form applies it
         exp = with_noise_dir(exp, options.noise_dir)
     return path, with_trim_silence(exp) if options.trim_silence else exp

@@ -12,7 +12,9 @@ it like any other model. A trial dropped for any fused model is dropped for the 
 The output is written to a new directory (a copy of the run's own files plus the fused model;
 never the source run's analysis or report, which do not know the fused model), built beside it
 and renamed into place at the end, so a refused or failed fusion leaves nothing. It holds
-``fusion_comparison.csv``: the fused model against each component per cell.
+``fusion_comparison.csv``: the fused model against each component, macro and per cell, with
+intervals (:mod:`interbias.analysis.fusion.paired`). ``interbias fuse`` then analyses the copy and
+writes its report, which opens with that comparison.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from interbias.analysis.fusion.compare import COMPARISON, comparison, copy_run_files, no_dev_advice, verdicts
+from interbias.analysis.fusion.compare import COMPARISON, NoDev, copy_run_files, no_dev_advice, verdicts
+from interbias.analysis.fusion.paired import N_BOOT, paired_comparison
 from interbias.analysis.groups.fairness import fairness_for_run
 from interbias.metrics import verification as metrics
 from interbias.metrics.logistic import LogisticFit, fit_logistic
 from interbias.run.calibrate import calibrate_rows, reference_cells, trial_masks
 from interbias.run.measured import measured
-from interbias.run.rundir import CALIBRATION, RESULTS, RUN_JSON, RunDir
+from interbias.run.rundir import CALIBRATION, RESULTS, RUN_JSON, TRIALS_META, RunDir
 from interbias.utils import atomic
 from interbias.utils.errors import MetricError, RunError
 
@@ -66,7 +69,7 @@ class Fusion:
     fit: LogisticFit
     out: Path
     cells: list[str]
-    #: One line per component: fused vs it, macro and per cell (:func:`fuse_compare.verdicts`).
+    #: One line per component: fused vs it, macro and per cell (:func:`compare.verdicts`).
     verdicts: list[str]
     #: The source run's files not copied (its analysis and report outputs).
     left: list[str]
@@ -160,8 +163,17 @@ def fused_row(template: dict[str, Any], frame: pd.DataFrame, label: str, models:
     return row
 
 
-def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
-    """Fuse ``models`` of the run at ``run_path`` into ``out`` (see the module doc)."""
+def _no_dev(run: RunDir, exp: Experiment) -> NoDev:
+    """What the refusal of a run without a dev split reads: run.json's command, trials.json's speakers per stratum."""
+    strata = (run.read_json(TRIALS_META) or {}).get("strata") or {}
+    speakers = [int(v["n_speakers"]) for v in strata.values() if isinstance(v, dict) and "n_speakers" in v]
+    command = (run.read_json(RUN_JSON) or {}).get("command")
+    return NoDev(exp.name, command, speakers, exp.trials.min_speakers, exp.trials.list_file is not None)
+
+
+def fuse_run(run_path: Path, models: Sequence[str], out: Path, *, n_boot: int = N_BOOT) -> Fusion:
+    """Fuse ``models`` of the run at ``run_path`` into ``out`` (see the module doc); ``n_boot``:
+    the comparison's replicates."""
     run = RunDir(run_path)
     if run.missing(RESULTS, RUN_JSON) or not run.has_scores:
         raise RunError(f"{run.path} is not a finished run directory (results.csv, run.json, scores/)")
@@ -172,7 +184,7 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
         raise RunError(f"{run.path} holds no experiment.resolved.json")
     trials = run.read_trials().frame
     if "split" not in trials.columns or not bool((trials["split"] == "dev").any()):
-        raise RunError(no_dev_advice(run.path, exp.name, (run.read_json(RUN_JSON) or {}).get("command")))
+        raise RunError(no_dev_advice(run.path, _no_dev(run, exp)))
     have = [set(results.loc[results["model"] == m, "cell"].astype(str)) for m in models]
     cells = [c for c in exp.cells() if all(c.id in h for h in have)]
     frames = _frames(run, models, [c.id for c in cells])
@@ -184,7 +196,7 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path) -> Fusion:
     try:
         left = copy_run_files(run.path, tmp)  # never the source run's analysis or report
         _write(RunDir(tmp), exp, cells, results, frames, fit, label, models, refs)
-        compared = comparison(RunDir(tmp).read_results(keep_default_na=False, na_values=[""]), label, models)
+        compared = paired_comparison(RunDir(tmp), label, models, n_boot=n_boot)
         atomic.write_csv(tmp / COMPARISON, compared)
         os.replace(tmp, out)
     finally:

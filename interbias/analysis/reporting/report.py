@@ -25,6 +25,7 @@ import pandas as pd
 
 from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.effect_names import effect_name
+from interbias.analysis.fusion.compare import fusion_block
 from interbias.analysis.reporting import plots
 from interbias.analysis.reporting.answer import answer, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
@@ -355,6 +356,7 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
     metric = a.options.metric
     rep.heading("Answer")
     rep.para("Question: " + question((a.run.resolved or {}), metric))
+    fusion_block(a.run.path, rep)  # a fused copy: the fused model against each component first
     if sasv := sasv_answer(a.run.path):
         rep.para(
             "What the countermeasure does: with the run's countermeasures (ASV + CM fusion; minimum a-DCF, a normalised cost "

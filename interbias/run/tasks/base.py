@@ -71,10 +71,11 @@ def check_own_data(exp: Experiment, options: RunOptions) -> Experiment:
             f"{exp.name}: --cm adds CMs to a spoofing verification run; this experiment is of kind {exp.kind} "
             "(its CMs are countermeasures.models, or --encoders)"
         )
-    if options.backend is not None:
-        raise ConfigError(
-            f"{exp.name}: --backend scores speaker-verification trials; this experiment is of kind {exp.kind}"
-        )
+    for flag, value in (("--backend", options.backend), ("--dev-share", options.dev_share)):
+        if value is not None:
+            raise ConfigError(
+                f"{exp.name}: {flag} applies to speaker-verification trials; this experiment is of kind {exp.kind}"
+            )
     given = [flag for flag, value in (("--manifest", options.manifest), ("--data-root", options.data_root),
                                       ("--trials", options.trials)) if value]  # fmt: skip
     if given:
