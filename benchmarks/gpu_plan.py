@@ -3,9 +3,10 @@ own batching without embedding the run.
 
 From the lengths of every waveform the run embeds (``run_plan.py``: the experiment's trials
 drawn, its (utterance, chain) items listed, lengths from the manifest's durations, in the order
-the run's driver gathers them), the driver's flushes are replayed (``ready_groups``: the first
-``FIRST_BUFFER`` waveforms, then ``GPU_BUFFER`` at a time, a bucket's short last batch held for
-the next flush): ``distinct_shapes`` (network batch shapes, items × padded frames),
+the run's driver gathers them, task by task), the driver's flushes are replayed (the first
+network batch as soon as it is full, ``first_group``; the first ``FIRST_BUFFER`` waveforms, then
+``GPU_BUFFER`` at a time, ``ready_groups``: a bucket's short last batch held for the next flush):
+``first_batch_after`` (waveforms come before the first batch), ``distinct_shapes`` (network batch shapes, items × padded frames),
 ``padding_share`` (padded / all frames) and ``utterances_per_call``. ``ops_per_forward`` counts
 the operators torch.profiler records in one masked CAM++ forward of 32 utterances of the plan's
 lengths (fbank excluded), ``ops_unmasked`` the wheel's unmasked module on the same batch padded
@@ -20,6 +21,7 @@ the batched path, cold (a first pass: every shape new) and warm (the same again)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from typing import Any
@@ -42,33 +44,43 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def replay(enc: Any, lengths: list[int]) -> dict[str, Any]:
-    """The driver's flushes over ``lengths`` (run order): shapes, padding, batches, calls."""
+def replay(enc: Any, lengths: list[int], tasks: list[int] | None = None, *, early: bool = True) -> dict[str, Any]:
+    """The driver's flushes over ``lengths`` (run order; ``tasks``: waveforms per task, the
+    driver's step, one each when not given; ``early``: as ``tasks.drive``'s): shapes, padding,
+    batches, calls, and the waveforms that had come when the first batch went."""
     from interbias.embedding import tasks as T
     from interbias.encoders.batching import frame_bucket
 
     shapes: dict[tuple[int, int], int] = {}
     valid = padded = 0
     pending: list[int] = []
-    limit = min(T.FIRST_BUFFER, T.GPU_BUFFER)
+    limit, arrived, first_batch_at = min(T.FIRST_BUFFER, T.GPU_BUFFER), 0, 0
 
-    def flush(final: bool) -> list[int]:
-        nonlocal valid, padded
+    def flush(mode: str) -> list[int]:
+        nonlocal valid, padded, first_batch_at
         mine = sorted(pending, key=lambda i: (lengths[i], i))
-        groups, held = T.ready_groups(enc, [lengths[i] for i in mine], final=final)
+        mine_lengths = [lengths[i] for i in mine]
+        if mode == "first":
+            groups, held = T.first_group(enc, mine_lengths)
+        else:
+            groups, held = T.ready_groups(enc, mine_lengths, final=mode == "final")
         for g in groups:
             frames = [enc.frame_count(lengths[mine[j]]) for j in g]
             bucket = frame_bucket(max(frames))
             shapes[(len(g), bucket)] = shapes.get((len(g), bucket), 0) + 1
             valid += sum(frames)
             padded += len(g) * bucket - sum(frames)
+        first_batch_at = first_batch_at or (arrived if groups else 0)
         return [mine[j] for j in held]
 
-    for i in range(len(lengths)):
-        pending.append(i)
+    for n in tasks or [1] * len(lengths):
+        pending.extend(range(arrived, arrived + n))
+        arrived += n
         if len(pending) >= limit:
-            pending, limit = flush(False), T.GPU_BUFFER
-    flush(True)
+            pending, limit = flush("buffer"), T.GPU_BUFFER
+        elif early and not first_batch_at:
+            pending = flush("first")
+    flush("final")
     n_batches = sum(shapes.values())
     return {
         "waveforms": len(lengths),
@@ -78,6 +90,7 @@ def replay(enc: Any, lengths: list[int]) -> dict[str, Any]:
         "shapes": {f"{n}x{f}": c for (n, f), c in sorted(shapes.items())},
         "padding_share": padded / max(valid + padded, 1),
         "utterances_per_call": len(lengths) / max(n_batches, 1),
+        "first_batch_after": first_batch_at,
     }
 
 
@@ -163,9 +176,10 @@ def main(argv: list[str]) -> int:
     order = sorted(range(len(plan.items)), key=lambda i: (plan.items[i][0], plan.items[i][1].fingerprint))
     all_lengths = plan.lengths()
     lengths = [all_lengths[i] for i in order]  # the driver gathers task by task (utterance id, chain)
+    tasks = [len(list(g)) for _, g in itertools.groupby(plan.items[i][0] for i in order)]
     enc = load_encoder(args.encoder, device=args.device, options={"batch": "always"})
     report: dict[str, Any] = {"plan": f"{args.plan} --corpus {args.corpus}", "device": args.device}
-    report.update(replay(enc, lengths))
+    report.update(replay(enc, lengths, tasks))
     report["ops_per_forward"], report["ops_unmasked"] = forward_ops(enc, lengths)
     report.update(agreement_and_speed(args, plan))
     report["machine"] = machine()

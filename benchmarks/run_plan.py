@@ -3,7 +3,7 @@ corpus read from the cache (built when missing, as ``interbias run`` builds it),
 and its (utterance, chain) items listed as the run lists them, with each item's waveform length.
 
 Shared by ``gpu_check.py --plan`` (the run's batching on these lengths) and
-``prepare_speed.py`` (preparation of a sample of these items)."""
+``bench_prepare.py`` (preparation of a sample of these items)."""
 
 from __future__ import annotations
 

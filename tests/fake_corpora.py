@@ -189,8 +189,8 @@ def asvspoof5(root: Path, *, in_protocol_folder: bool = True) -> Path:
     folders = {"train": "flac_T", "dev": "flac_D", "eval": "flac_E_eval"}
     proto_dir = root / "ASVspoof5_protocols" if in_protocol_folder else root
     proto_dir.mkdir(parents=True, exist_ok=True)
-    for split, rows in ASVSPOOF5.items():
+    for k, (split, rows) in enumerate(ASVSPOOF5.items()):
         (proto_dir / names[split]).write_text("".join(" ".join((*r, "-")) + "\n" for r in rows))
-        for i, r in enumerate(rows):
-            tone(root / folders[split] / f"{r[1]}.flac", seconds=0.5, freq=200 + 10 * i)
+        for i, r in enumerate(rows):  # a tone of its own per file: splits share no audio
+            tone(root / folders[split] / f"{r[1]}.flac", seconds=0.5, freq=200 + 10 * i + 100 * k)
     return root

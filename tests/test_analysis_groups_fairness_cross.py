@@ -106,3 +106,42 @@ def test_cli_cross(tmp_path: Path) -> None:
     assert set(groups["group_by"]) == {"gender×age"}
     res = CliRunner().invoke(app, ["scores", "fairness", str(ev), "--dev", str(dev), "--group", "gender", "--cross"])
     assert res.exit_code == 1 and "two or more" in res.stderr
+
+
+def test_yaml_fairness_groups_accept_a_crossing(tmp_path: Path) -> None:
+    """``fairness.groups`` takes a crossing written with ×, x or *, stored as ``a×b``; a
+    repeated or empty component is refused when the YAML is loaded (validate)."""
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+    from interbias.utils.errors import ConfigError
+
+    groups = ["gender", "gender x accent", "accent*gender", "gender×accent"]
+    exp = load_experiment(tiny_experiment(tmp_path, fairness={"groups": groups}))
+    assert exp.fairness is not None
+    assert exp.fairness.groups == ("gender", "gender×accent", "accent×gender", "gender×accent")
+    for bad in ("gender×gender", "×accent", "gender × "):
+        with pytest.raises(ConfigError, match="a crossing names distinct attributes"):
+            load_experiment(tiny_experiment(tmp_path, name="T02", fairness={"groups": [bad]}))
+
+
+def test_crossed_lines_count_cells_speakers_and_comparisons(tmp_path: Path) -> None:
+    """analyze's and the report's lines on a crossed grouping, against the report's own tables
+    counted here: 4 cells (m×old has 3 speakers), the pairs with m×old never tested."""
+    from interbias.analysis.groups.fairness_cross_summary import crossed_lines
+
+    ev, dev = _files(tmp_path)
+    rep = fairness_for_files(ev, ["gender", "gender×age"], dev=dev, n_boot=200)
+    lines = crossed_lines(rep.groups, rep.comparisons)
+    assert len(lines) == 1  # the plain grouping gets no line
+    c = rep.comparisons[rep.comparisons["group_by"] == "gender×age"]
+    small = (c["group_a"] == "m×old") | (c["group_b"] == "m×old")
+    n_tests = int(rep.comparisons["n_tests"].max())
+    assert n_tests == int(rep.comparisons["p_value"].notna().sum())  # one family over both groupings
+    sig = int((c["significant"].astype(str).str.lower() == "true").sum())
+    assert lines[0] == (
+        "fairness gender×age: 4 crossed cells, speakers f×old 6, f×young 6, m×old 3, m×young 6; 1 under 5 "
+        f"speakers; {len(c)} comparisons: {int(c['p_value'].notna().sum())} tested (Holm over the report's "
+        f"{n_tests}; {sig} significant), {int(small.sum())} not tested: a cell under 5 speakers"
+    )
+    assert crossed_lines(rep.groups[rep.groups["group_by"] == "gender"], None) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -156,22 +157,59 @@ def test_family_level_and_dev_speakers_by_hand() -> None:
     assert dev_speakers(40, 0.3, 4) == 17 and dev_speakers(5, 0.1, 4) == 4 and dev_speakers(40, None) == 0
 
 
+def _flat_plan(folder: Path, n: int, tag: str) -> tuple[Path, Any]:
+    """A pilot of ``n`` speakers per gender whose scores never err (targets 10, non-targets 0:
+    no bootstrap spread) and ``interbias plan`` on it."""
+    trials, cells = _draw(n, derive_rng("test-planner", tag))
+    label = dict(zip(trials.trial_id, trials.label, strict=True))
+    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
+    folder = write_run(
+        folder, trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
+    )
+    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    return folder, res
+
+
 def test_plan_never_proposes_what_the_experiment_refuses(tmp_path: Path) -> None:
     """A need below min_speakers (4 in the pilot's experiment) is raised to it; a pilot without
     bootstrap spread gets "no plan (reason)" instead of a follow-up."""
     run = _pilot(tmp_path / "run", 12)
     row = planner.plan(analyse(run, Options(n_boot=200)), planner.Settings(effect=2.0)).iloc[0]
     assert row["speakers_per_stratum_needed"] == 4 and row["note"] == "raised to the experiment's min_speakers 4"
-    trials, cells = _draw(6, derive_rng("test-planner", "flat"))
-    label = dict(zip(trials.trial_id, trials.label, strict=True))
-    flat = {k: (ids, np.array([10.0 if label[i] else 0.0 for i in ids])) for k, (ids, _) in cells.items()}
-    folder = write_run(
-        tmp_path / "flat", trials, {("enc", (lv,)): v for lv, v in flat.items()}, [("gender", "population", "female")]
-    )
-    res = CliRunner().invoke(app, ["plan", str(folder), "--bootstrap", "200"])
-    assert res.exit_code == 0, res.output
-    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in res.output
+    _, res = _flat_plan(tmp_path / "flat", 6, "flat")
+    flat_out = " ".join(res.output.split())
+    assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in flat_out
+    assert "every stratum has at least 5 speakers (fewest: gender=female, 6), so the metric itself" in flat_out
     assert "a follow-up of the planned size" not in res.output
+
+
+def test_a_pilot_without_spread_names_its_smallest_stratum_and_the_speakers_it_needs(tmp_path: Path) -> None:
+    """3 speakers per stratum and scores that never err: no SE; the plan says which stratum is
+    short and how many speakers per stratum a pilot needs (5, the clustered test's minimum, above
+    the experiment's min_speakers 4), and ``run --plan`` on that plan.csv says the same."""
+    from interbias.trials.speaker_budget import read_plan
+    from interbias.utils.errors import ConfigError
+
+    folder, res = _flat_plan(tmp_path / "flat", 3, "flat3")
+    hint = (
+        "stratum gender=female has 3 speaker(s), the fewest of the pilot's 2 strata; a pilot needs at least 5 "
+        "speakers in every stratum: trials: {speakers_per_stratum: 5}"
+    )
+    assert hint in " ".join(res.output.split())
+    plan = pd.read_csv(folder / "plan.csv")
+    assert plan.note.str.contains(hint, regex=False).all()
+    with pytest.raises(ConfigError) as err:
+        read_plan(folder / "plan.csv", str(plan.experiment[0]))
+    assert str(err.value).endswith(f"could be planned (no bootstrap spread in the pilot: SE 0 or undefined; {hint})")
+
+
+def test_speakers_must_be_a_whole_number(tmp_path: Path) -> None:
+    """Checked before the run is read (the folder does not exist)."""
+    for value, why in (("2.5", "--speakers must be a whole number of speakers per stratum, got 2.5"),
+                       ("1", "--speakers must be a whole number >= 2 (speakers per stratum), got 1")):  # fmt: skip
+        res = CliRunner().invoke(app, ["plan", str(tmp_path / "none"), "--speakers", value])
+        assert res.exit_code == 1 and res.output == f"error: {why}\n", res.output
 
 
 def test_plan_cli_plans_at_the_family_level_by_default(tmp_path: Path) -> None:
@@ -210,19 +248,23 @@ def test_only_the_confirmatory_family_is_planned() -> None:
 
 def test_plan_uses_the_findings_t_test(tmp_path: Path) -> None:
     """The corrected design's findings test with Student's t at the effect's Satterthwaite df:
-    the plan's quantiles are t's at that df (z's would plan too few speakers: at df 45 and
-    alpha 0.01 the need is 7 % larger); the plain design (no df) keeps the normal."""
+    the plan's multiplier λ is the noncentral t's at that df averaged over the pilot SE's own
+    uncertainty (tests/test_planner_stated_power.py), above the textbook t quantiles (which at
+    df 45 and alpha 0.01 are 7 % above z's); the plain design (no df) keeps the normal."""
     from scipy import stats
 
     s = planner.Settings(effect=0.05, power=0.8, family=True)
-    assert s.z_at(0.01, 45.0) == pytest.approx(stats.t.ppf(0.995, 45) + stats.t.ppf(0.8, 45), rel=1e-12)
-    assert s.z_at(0.01, 45.0) == pytest.approx(2.6896 + 0.8497, abs=1e-3)  # t tables
+    textbook = stats.t.ppf(0.995, 45) + stats.t.ppf(0.8, 45)
+    assert textbook == pytest.approx(2.6896 + 0.8497, abs=1e-3)  # t tables
+    assert planner.textbook_ncp(0.01, 0.8, 45.0) == pytest.approx(textbook, rel=1e-12)
+    assert s.z_at(0.01, 45.0) == pytest.approx(planner.planned_ncp(0.01, 0.8, 45.0)) and s.z_at(0.01, 45.0) > textbook
     assert s.z_at(0.01, math.inf) == s.z_at(0.01) == pytest.approx(2.5758 + 0.8416, abs=1e-4)
     run = _pilot(tmp_path / "run", 12)
     row = planner.plan(analyse(run, Options(n_boot=200)), s).iloc[0]
     df = float(row["df"])
     assert row["interval"] == "wald" and 2 < df < 1e6
-    q = stats.t.ppf(1 - 0.05 / 2, df) + stats.t.ppf(0.8, df)  # family of one: alpha/m = 0.05
+    q = planner.planned_ncp(0.05, 0.8, planner.df_floor(df))  # family of one: alpha/m = 0.05
+    assert planner.expected_power(q, 0.05, planner.df_floor(df)) == pytest.approx(0.8, abs=1e-6)
     assert row["mde"] == pytest.approx(q * row["se"], rel=1e-9)
     assert row["speakers_per_stratum_needed"] == max(4, math.ceil(12 * (q * row["se"] / 0.05) ** 2))
     frame = pd.DataFrame({"df": [30.0, np.nan, 30.0], "interval": ["wald", "wald", "bc"]})

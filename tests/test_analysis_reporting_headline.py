@@ -168,7 +168,8 @@ def test_one_factor_run_reports_analyzes_and_plans(tmp_path: Path) -> None:
     plan = pd.read_csv(run / "plan.csv")
     # findings.csv carries the planner's columns too (the headline plans every effect)
     assert plan.note[0] == f.note[0]
-    assert f.note[0].endswith("; no plan (no bootstrap spread in the pilot: SE 0 or undefined)")
+    assert "; no plan (no bootstrap spread in the pilot: SE 0 or undefined; " in f.note[0]
+    assert "speakers_per_stratum" in f.note[0] or "the metric itself does not move" in f.note[0]
     assert "follow-up: no plan (no effect of the family has bootstrap spread in the pilot" in " ".join(
         res.output.split()
     )

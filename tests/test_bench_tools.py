@@ -24,6 +24,7 @@ import run_all  # noqa: E402
 def test_run_all_finds_every_bench_script_and_rejects_unknown_names() -> None:
     names = [p.name for p in run_all.scripts()]
     assert {"bench_metrics.py", "bench_scoring.py", "bench_embedding.py", "bench_e2e.py"} <= set(names)
+    assert {"bench_driver.py", "bench_prepare.py"} <= set(names)  # make bench runs them too
     assert names == sorted(names)
     assert [p.name for p in run_all.scripts(["scoring", "bench_metrics"])] == ["bench_scoring.py", "bench_metrics.py"]
     with pytest.raises(SystemExit, match=r"unknown benchmark\(s\) nope; valid: .*metrics"):
@@ -209,11 +210,16 @@ def test_gpu_plan_replays_the_drivers_flushes_and_counts_padding_from_the_shapes
     enc.set_batching("always")
     rng = np.random.default_rng(7)
     lengths = [int(n) for n in rng.integers(16_000, 80_000, 3000)]
-    got = gpu_plan.replay(enc, lengths)
-    shapes = {tuple(map(int, k.split("x"))): c for k, c in got["shapes"].items()}
-    assert got["waveforms"] == 3000 and sum(n * c for (n, _), c in shapes.items()) == 3000
-    assert got["network_batches"] == sum(shapes.values()) and got["distinct_shapes"] == len(shapes) <= 16
-    all_frames = sum(n * f * c for (n, f), c in shapes.items())
-    valid = sum(n // 160 for n in lengths)
-    assert got["padding_share"] == pytest.approx((all_frames - valid) / all_frames) and got["padding_share"] < 0.1
-    assert all(n * f <= enc.max_batch_frames for n, f in shapes)
+    runs = {early: gpu_plan.replay(enc, lengths, early=early) for early in (False, True)}
+    for got in runs.values():
+        shapes = {tuple(map(int, k.split("x"))): c for k, c in got["shapes"].items()}
+        assert got["waveforms"] == 3000 and sum(n * c for (n, _), c in shapes.items()) == 3000
+        assert got["network_batches"] == sum(shapes.values()) and got["distinct_shapes"] == len(shapes) <= 16
+        all_frames = sum(n * f * c for (n, f), c in shapes.items())
+        valid = sum(n // 160 for n in lengths)
+        assert got["padding_share"] == pytest.approx((all_frames - valid) / all_frames)
+        assert all(n * f <= enc.max_batch_frames for n, f in shapes)
+    late, early = runs[False], runs[True]
+    assert late["first_batch_after"] == 256 and late["padding_share"] < 0.1  # the buckets keep padding low
+    # the first batch, sent as soon as it is full, is padded to its longest row: one batch's cost
+    assert early["first_batch_after"] < 256 and early["padding_share"] - late["padding_share"] < 0.015

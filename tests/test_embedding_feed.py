@@ -247,6 +247,42 @@ def test_the_driver_holds_a_short_last_batch_for_the_next_flush(tiny_corpus, tmp
     assert T.call_chunks([[0, 1, 2, 3, 4]], 2) == [[0, 1], [2, 3], [4]]  # after a halving: split
 
 
+def test_the_first_batch_goes_as_soon_as_it_is_full(tiny_corpus, tmp_path, pretend_cuda, monkeypatch) -> None:
+    """While the first buffer fills, a full network batch goes at once (not when the buffer is
+    full); the vectors are the same either way, and the same as one at a time."""
+    monkeypatch.setattr(T, "FIRST_BUFFER", 16)
+    ctx = context(tiny_corpus, tmp_path)
+    cpu_tasks = make_tasks(tiny_corpus, StatsEncoder(), 24, (Chain(),))
+    cpu = {r.uid: r.vector.tobytes() for r in T.embed_tasks(ctx, [StatsEncoder()], cpu_tasks, "cpu", T.ExecStats())}
+    loaded = [T.prepare(ctx, t) for t in make_tasks(tiny_corpus, BucketStats(), 24, (Chain(),))]
+
+    def counted(came: list[int]):
+        for item in loaded:
+            came.append(came[-1] + len(item[0]))
+            yield item
+
+    firsts = {}
+    for early in (True, False):
+        enc, came = BucketStats(), [0]
+        arrivals: list[int] = []
+        enc._embed_batch = lambda waves, enc=enc, came=came, arrivals=arrivals: (  # type: ignore[method-assign]
+            arrivals.append(came[-1]) or BucketStats._embed_batch(enc, waves)
+        )
+        got = list(T.drive([enc], counted(came), "cuda", T.ExecStats(), early=early))
+        assert {r.uid: r.vector.tobytes() for r in got} == cpu
+        firsts[early] = arrivals[0]
+        assert all(is_full_batch(enc, b) for b in enc.batches_seen[: len(arrivals) - 1])
+    assert firsts[False] == 16  # the first buffer, then the batches
+    assert firsts[True] < 16  # the first full batch, as soon as its waveforms were there
+
+
+def is_full_batch(enc: BucketStats, frames: list[int]) -> bool:
+    from interbias.encoders.batching import bucket_items, frame_bucket
+
+    rows = {bucket_items(frame_bucket(f), enc.max_batch_items, enc.max_batch_frames) for f in range(max(frames), 65)}
+    return len(frames) in rows
+
+
 @pytest.mark.parametrize("poison_oom", [False, True])
 def test_one_failing_utterance_fails_alone_with_its_cpu_message(
     tiny_corpus, tmp_path, pretend_cuda, poison_oom

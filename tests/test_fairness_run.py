@@ -79,7 +79,7 @@ def test_split_errors(tmp_path: Path, tiny_corpus) -> None:
 @pytest.fixture(scope="module")
 def split_run(tmp_path_factory, tiny_corpus, session_cache):
     tmp = tmp_path_factory.mktemp("split")
-    exp = tiny_experiment(tmp, name="T07", trials=SPLIT, fairness={"groups": ["gender", "accent"]})
+    exp = tiny_experiment(tmp, name="T07", trials=SPLIT, fairness={"groups": ["gender", "accent", "gender x accent"]})
     opts = RunOptions(
         experiment=str(exp),
         encoders=["mfcc-stats"],
@@ -214,3 +214,29 @@ def test_report_shows_fairness_at_the_dev_threshold(split_run, tmp_path: Path) -
     table_rows = [line for line in section.splitlines() if line.startswith("| mfcc-stats")]
     assert len(table_rows) >= len(groups)
     assert format_value(float(groups["threshold"].iloc[0])) in section
+
+
+def test_a_yaml_crossing_is_reported_by_the_run_and_by_analyze(split_run, tmp_path: Path) -> None:
+    """``fairness.groups: [gender x accent]``: the run's fairness tables hold the crossed cells,
+    each with the eval speakers counted here from trials.parquet and attributes.parquet; the
+    comparisons of cells under 5 speakers are never tested; analyze prints the crossing."""
+    run_dir = split_run.run_dir
+    groups = pd.read_csv(run_dir / "fairness_groups.csv", keep_default_na=False)
+    crossed = groups[(groups.group_by == "gender×accent") & (groups.kind == "group")]
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    attrs = pd.read_parquet(run_dir / "attributes.parquet").drop_duplicates("speaker").set_index("speaker")
+    ev = trials[trials.split == "eval"]
+    spk = set(ev.enrol_speaker) | set(ev.test_speaker)
+    cell = {s: f"{attrs.loc[s, 'gender']}×{attrs.loc[s, 'accent']}" for s in spk}
+    want = pd.Series(cell).value_counts()
+    got = pd.to_numeric(crossed["speakers"]).groupby(crossed["group"]).min().astype(int)
+    assert got.to_dict() == want.to_dict()
+    comparisons = pd.read_csv(run_dir / "fairness.csv", keep_default_na=False)
+    c = comparisons[comparisons.group_by == "gender×accent"]
+    small = c.group_a.map(want).lt(5) | c.group_b.map(want).lt(5)
+    assert len(c) and (pd.to_numeric(c.loc[small, "p_value"], errors="coerce").isna()).all()
+    res = CliRunner().invoke(app, ["analyze", str(run_dir), "--bootstrap", "0", "--out", str(tmp_path / "a"), "-q"])
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert f"fairness gender×accent: {len(want)} crossed cells, speakers " in flat
+    assert f"{len(c)} comparisons: 0 tested, {int(small.sum())} not tested: a cell under 5 speakers" in flat

@@ -1,6 +1,7 @@
 """One interval rule for the effects reported outside findings.csv: the CM's gain (sasv_fusion.csv
-``a_dcf_change``, every group row included), the QMF |gap| change (:mod:`interbias.analysis.qmf_gap`)
-and a fused model's EER change against each component (:mod:`interbias.analysis.fusion.paired`).
+``a_dcf_change``, every group row included), the QMF |gap| change (:mod:`interbias.analysis.qmf_gap`),
+a fused model's EER change against each component (:mod:`interbias.analysis.fusion.paired`) and
+the attack success gaps (attack_gaps.csv, :mod:`interbias.analysis.security.attacks`).
 
 Each effect gets what a finding gets (:mod:`interbias.analysis.effects`, ``corrected`` design):
 

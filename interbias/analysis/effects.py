@@ -54,6 +54,7 @@ from interbias.analysis.contrasts import ContrastTables, Grid, grids, place
 from interbias.analysis.gaps import GapTables
 from interbias.analysis.stats import multiplicity
 from interbias.analysis.stats.replicates import Replicates
+from interbias.analysis.verdict import verdict_text
 from interbias.metrics.registry import names
 
 #: Order of kinds in the findings: the plain change a condition causes first.
@@ -89,6 +90,7 @@ COLUMNS = [
     "lo_simultaneous",
     "hi_simultaneous",
     "resolved",
+    "verdict",
     "test_family",
     "interval",
     "se_speaker",
@@ -353,6 +355,7 @@ def decide(frame: pd.DataFrame, alpha: float, method: str, matrix: np.ndarray | 
     out["adjustment"] = method
     out["family_size"] = out["family_size"].astype(int)
     out["resolved"] = (out["p_adjusted"] < alpha).astype(bool)
+    out["verdict"] = [verdict_text(r) for r in out.itertuples(index=False)]
     return out[COLUMNS]
 
 

@@ -14,12 +14,20 @@ its terms. The planner then assumes
   Satterthwaite degrees of freedom ν (the findings' ``df``; the corrected design's) where the
   findings give one, else the normal, and the effect is declared when a two-sided interval at
   level 1 − α excludes zero. ν is the pilot's: it grows with speakers, so the follow-up's is
-  about as large or larger (on the E16-like check ≈ 45 at 60 and at 105 speakers).
+  about as large or larger (on the E16-like check ≈ 45 at 60 and at 105 speakers): taking the
+  pilot's ν for the follow-up's test is conservative.
 
-Minimum detectable effect: MDE(n) = (q_{1−α/2} + q_power) · SE(n), q the quantiles of t_ν
-(of the normal without ν: z); speakers per stratum needed for an effect δ:
-n = ceil(n_pilot · ((q_{1−α/2} + q_power) · SE_pilot / δ)²) (at least 2), with
-n_pilot the pilot's LARGEST stratum. The plan states equal strata: the follow-up run
+Minimum detectable effect: MDE(n) = λ · SE(n). λ is chosen so that the stated power is the
+power of the whole procedure, pilot included: a plan scales the *pilot's* SE, which is itself an
+estimate, so the SE a follow-up of n speakers really has is SE(n) / √X with X ~ χ²_ν / ν (ν the
+pilot's df: what the findings' t test already assumes of an SE). The follow-up's estimate over its
+SE is then a noncentral t_ν with noncentrality λ·√X, and λ solves
+E_X[P(|t_ν(λ√X)| > t_{ν,1−α/2})] = power (:func:`planned_ncp`). The textbook
+λ = t_{1−α/2} + t_power (the pilot's SE taken as the truth) states a power that is not true:
+averaged over the pilot's SE it gives 0.78 at ν = 45, α = 0.01, 0.75 at ν = 20 for a stated 0.80
+(:func:`textbook_ncp`, kept for comparison). Without ν (the normal) λ = z_{1−α/2} + z_power.
+Speakers per stratum needed for an effect δ: n = ceil(n_pilot · (λ · SE_pilot / δ)²) (at least 2),
+with n_pilot the pilot's LARGEST stratum. The plan states equal strata: the follow-up run
 (``run --plan``) draws n speakers in every stratum, so no stratum has fewer speakers than the
 scaling assumed (an effect's variance is a sum of per-stratum terms, each ∝ 1/speakers: with
 unequal pilot strata the plan is conservative). Trials: the follow-up draws
@@ -44,6 +52,7 @@ s) draws ``speakers_per_stratum`` speakers per stratum in eval and
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -51,17 +60,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 
+from interbias.analysis.groups.fairness_cluster import MIN_SPEAKERS
 from interbias.analysis.stats.bootstrap import TrialDesign
 from interbias.analysis.suite import Analysis, findings
 from interbias.utils.errors import AnalysisError
 
 MODEL = (
     "SE(n) = SE_pilot * sqrt(n_pilot / n) with n speakers in every stratum, n_pilot the pilot's largest stratum "
-    "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = (q_{1-alpha/2} + q_power) * SE, "
-    "q the quantiles of Student's t with the effect's df (the findings' test; the normal without df); "
-    "speakers needed = ceil(n_pilot * ((q_{1-alpha/2} + q_power) * SE_pilot / effect)^2), at least the "
+    "(speaker-cluster bootstrap SE of the pilot; trials per speaker held at the pilot's largest level); MDE = lambda * SE, "
+    "lambda the noncentrality at which the findings' t test (the effect's df; the normal without df) has the "
+    "power averaged over the pilot SE's own uncertainty (chi-square on df); "
+    "speakers needed = ceil(n_pilot * (lambda * SE_pilot / effect)^2), at least the "
     "experiment's min_speakers; alpha per effect = alpha / m (Holm's worst case over a family of m) unless "
     "--per-effect"
 )
@@ -70,7 +81,9 @@ ASSUMPTIONS = (
     "speaker saturate; the follow-up run keeps the pilot's design (same conditions, same trials per speaker, "
     "speakers from the same population) with equal strata (run --plan draws n speakers and n x trials-per-speaker "
     "trials in every stratum); the estimate over its SE follows the findings' test (Student's t with the "
-    "pilot's Satterthwaite df, which grows with speakers); each effect is tested two-sided at alpha/m, the level the first Holm step needs in a family "
+    "pilot's Satterthwaite df, which grows with speakers); the pilot's SE is an estimate on that df, and the "
+    "stated power is averaged over it (the power of pilot + plan + follow-up, not of a follow-up whose SE "
+    "is exactly the pilot's); each effect is tested two-sided at alpha/m, the level the first Holm step needs in a family "
     "of m, so the planned power is a lower bound on the power to be resolved in the findings. Effects whose "
     "terms do not move under resampling (SE 0) cannot be planned."
 )
@@ -98,16 +111,66 @@ class Settings:
         return self.z_at(self.alpha)
 
     def z_at(self, alpha: float, df: float = math.inf) -> float:
-        """q_{1−alpha/2} + q_power at a per-effect level ``alpha``: quantiles of Student's t with
-        ``df`` degrees of freedom (the findings' test), of the normal where ``df`` is not finite."""
-        if np.isfinite(df) and df > 0:
-            return float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(self.power, df))
-        nd = NormalDist()
-        return nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(self.power)
+        """λ at a per-effect level ``alpha``: :func:`planned_ncp` with ``df`` degrees of freedom
+        (the findings' t test) rounded down to two significant digits (fewer df: a slightly
+        larger λ, never a smaller one), z_{1−alpha/2} + z_power where ``df`` is not finite;
+        infinite (no plan) below :data:`MIN_DF`."""
+        return planned_ncp(alpha, self.power, df_floor(float(df)))
 
     def effect_alpha(self, family_size: int) -> float:
         """The per-effect level: alpha / family_size with ``family``, else alpha."""
         return self.alpha / max(1, family_size) if self.family else self.alpha
+
+
+#: The fewest degrees of freedom a pilot's SE may have to be planned from: below, its own
+#: uncertainty is so wide that no follow-up size has the power averaged over it (no plan).
+MIN_DF = 2.0
+#: Quantile nodes of X ~ χ²_ν/ν the expected power is averaged over (midpoint rule; the power
+#: it states is within 1e-3 of the integral's).
+NODES = 64
+
+
+def textbook_ncp(alpha: float, power: float, df: float) -> float:
+    """t_{ν,1−α/2} + t_{ν,power} (z's where ``df`` is not finite): the noncentrality that takes
+    the pilot's SE as the truth (module doc; not what the plan uses)."""
+    if np.isfinite(df) and df > 0:
+        return float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df))
+    nd = NormalDist()
+    return nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(power)
+
+
+def expected_power(ncp: float, alpha: float, df: float) -> float:
+    """The power of a two-sided t test at level ``alpha`` on ``df`` degrees of freedom when the
+    effect is ``ncp`` times the SE *planned* from a pilot whose SE has ``df`` degrees of freedom:
+    E_X[P(|t_df(ncp·√X)| > t_{df,1−α/2})], X ~ χ²_df/df (module doc)."""
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    x = stats.chi2.ppf((np.arange(NODES) + 0.5) / NODES, df) / df
+    lam = ncp * np.sqrt(x)
+    with np.errstate(all="ignore"):
+        up, down = stats.nct.sf(crit, df, lam), stats.nct.cdf(-crit, df, lam)
+    # scipy's noncentral t returns NaN far in its tails (λ√X ≫ the critical value): 1 above, 0 below
+    up = np.where(np.isnan(up) & (lam > crit), 1.0, up)
+    return float(np.mean(up + np.nan_to_num(down, nan=0.0)))
+
+
+def df_floor(df: float) -> float:
+    """``df`` rounded down to two significant digits (45.37 → 45, 7.38 → 7.3, 234 → 230)."""
+    if not (np.isfinite(df) and df > 0):
+        return df
+    step = 10.0 ** (math.floor(math.log10(df)) - 1)
+    return math.floor(df / step + 1e-9) * step
+
+
+@functools.lru_cache(maxsize=4096)
+def planned_ncp(alpha: float, power: float, df: float) -> float:
+    """λ with :func:`expected_power` (λ, alpha, df) = ``power``: the plan's multiplier of SE
+    (module doc); :func:`textbook_ncp` for an infinite ``df`` (the normal, SE known)."""
+    start = textbook_ncp(alpha, power, df)
+    if not (np.isfinite(df) and df > 0):
+        return start
+    if df < MIN_DF or expected_power(20 * start, alpha, df) < power:  # a pilot SE on so few df cannot promise the power
+        return math.inf
+    return float(optimize.brentq(lambda v: expected_power(v, alpha, df) - power, start / 2, 20 * start, xtol=1e-7))
 
 
 @dataclass(frozen=True)
@@ -152,10 +215,11 @@ def pilot_of(design: TrialDesign) -> Pilot:
 
 def speakers_needed(se: float, n_pilot: int, settings: Settings, *, z: float | None = None, floor: int = 2) -> float:
     """Speakers per stratum (scaled from ``n_pilot``) to detect ``settings.effect`` (``z``:
-    q_{1−α/2} + q_power (:meth:`Settings.z_at`), default ``settings.z``), at least ``floor``; NaN when SE is 0/NaN."""
-    if not np.isfinite(se) or se <= 0:
-        return math.nan
+    λ (:meth:`Settings.z_at`), default ``settings.z``), at least ``floor``; NaN when SE is 0/NaN
+    or λ infinite (a pilot SE on fewer than :data:`MIN_DF` df)."""
     z = settings.z if z is None else z
+    if not np.isfinite(se) or se <= 0 or not np.isfinite(z):
+        return math.nan
     return float(max(floor, 2, math.ceil(n_pilot * (z * se / settings.effect) ** 2)))
 
 
@@ -181,6 +245,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     pilot = pilot_of(a.run.design())
     exp = a.run.experiment(AnalysisError)
     floor = exp.trials.min_speakers if exp is not None else 2
+    hint = spread_hint(pilot, floor)
     dev_share = exp.trials.dev_share if exp is not None else None
     n0 = pilot.n_max
     out = eff.copy()
@@ -191,7 +256,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     df = findings_df(out)
     z = pd.Series([settings.z_at(al, d) for al, d in zip(alphas, df, strict=True)], index=out.index, dtype=float)
     out["speakers_per_stratum"] = n0
-    out["mde"] = z * se
+    out["mde"] = (z * se).where(np.isfinite(z))
     out["target_effect"] = settings.effect
     out["power"] = settings.power
     out["alpha"] = settings.alpha
@@ -217,7 +282,7 @@ def plan(a: Analysis, settings: Settings) -> pd.DataFrame:
     )
     before = out["note"].astype(str) if "note" in out.columns else pd.Series("", index=out.index)
     out["note"] = [
-        _note(v, n, fam, floor, n0, settings, zz, was)
+        _note(v, n, fam, floor, n0, settings, zz, was, hint)
         for v, n, fam, zz, was in zip(se, need, in_family, z, before, strict=True)
     ]
     for k, v in a.replicates.stamp().items():  # type: ignore[union-attr]
@@ -244,7 +309,15 @@ def family_members(frame: pd.DataFrame) -> pd.Series:
 
 
 def _note(
-    se: float, need: float, in_family: bool, floor: int, n0: int, settings: Settings, z: float, before: str = ""
+    se: float,
+    need: float,
+    in_family: bool,
+    floor: int,
+    n0: int,
+    settings: Settings,
+    z: float,
+    before: str = "",
+    hint: str = "",
 ) -> str:
     """Why an effect has no plan (``before``: the findings' own note, e.g. why it is left out
     of the family, kept in front), or why its plan is larger than its SE asks."""
@@ -253,19 +326,45 @@ def _note(
         return f"no plan ({prior})" if prior else "outside the family: not planned"
     mine = ""
     if not (np.isfinite(se) and se > 0):
-        mine = "no plan (no bootstrap spread in the pilot: SE 0 or undefined)"
+        mine = f"no plan (no bootstrap spread in the pilot: SE 0 or undefined{'; ' + hint if hint else ''})"
+    elif not np.isfinite(z):
+        mine = f"no plan (the pilot's SE has under {MIN_DF:g} degrees of freedom: no size promises the power)"
     elif need == floor and math.ceil(n0 * (z * se / settings.effect) ** 2) < floor:
         mine = f"raised to the experiment's min_speakers {floor}"
     return "; ".join(x for x in (prior, mine) if x)
 
 
+def spread_hint(pilot: Pilot, floor: int = 2) -> str:
+    """Where a pilot without bootstrap spread falls short: its smallest stratum and the speakers
+    per stratum a speaker bootstrap needs (the clustered test's minimum
+    :data:`~interbias.analysis.groups.fairness_cluster.MIN_SPEAKERS`, or the experiment's
+    ``min_speakers`` ``floor`` when larger), or, when every stratum has them, that the metric
+    itself does not move."""
+    need = max(MIN_SPEAKERS, floor)
+    stratum, n = min(pilot.speakers.items(), key=lambda kv: (kv[1], kv[0]))
+    if n < need:
+        return (
+            f"stratum {stratum} has {n} speaker(s), the fewest of the pilot's {len(pilot.speakers)} strata; "
+            f"a pilot needs at least {need} speakers in every stratum: trials: {{speakers_per_stratum: {need}}}"
+        )
+    return (
+        f"every stratum has at least {need} speakers (fewest: {stratum}, {n}), so the metric itself does not "
+        "move under resampling (e.g. EER 0 in every replicate): a harder condition or more trials per speaker"
+    )
+
+
 def no_plan_reason(frame: pd.DataFrame) -> str | None:
-    """``None`` when some effect has a plan, else why none has."""
+    """``None`` when some effect has a plan, else why none has (with the pilot's shortfall
+    that the rows' notes carry, :func:`spread_hint`)."""
     if frame["speakers_per_stratum_needed"].notna().any():
         return None
     if frame.empty:
         return "no plan (the run has no effect to plan)"
-    return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined)"
+    notes = [str(n) for n in frame.get("note", pd.Series(dtype=str)) if "SE 0 or undefined; " in str(n)]
+    hint = notes[0].split("SE 0 or undefined; ", 1)[1].rstrip(")") if notes else ""
+    return "no plan (no effect of the family has bootstrap spread in the pilot: every SE is 0 or undefined" + (
+        f"; {hint})" if hint else ")"
+    )
 
 
 #: Kinds ``interbias plan --kind`` selects.

@@ -404,7 +404,9 @@ def signal_duration_s(x: np.ndarray, sample_rate_hz: int) -> float:
     return float(sizes[power >= 10 ** (SPEECH_FLOOR_DBFS / 10)].sum()) / sample_rate_hz
 
 
-def check_signal_duration(mono: np.ndarray, sample_rate_hz: int, min_duration_s: float, *, where: str) -> None:
+def check_signal_duration(
+    mono: np.ndarray, sample_rate_hz: int, min_duration_s: float, *, where: str, purpose: str = "nothing to embed"
+) -> None:
     """Without a VAD, the minimum duration applies to the audio that holds signal
     (:func:`signal_duration_s`), not to the file's length: a click in two seconds of digital
     silence is refused, not embedded as an utterance. Recorded audio has a noise floor above
@@ -414,7 +416,7 @@ def check_signal_duration(mono: np.ndarray, sample_rate_hz: int, min_duration_s:
         raise AudioError(
             f"{where}: only {held:.3f} s of its {len(mono) / sample_rate_hz:.3f} s holds signal above "
             f"{SPEECH_FLOOR_DBFS:g} dBFS (the rest is digital silence), shorter than the minimum "
-            f"{min_duration_s:g} s; nothing to embed"
+            f"{min_duration_s:g} s; {purpose}"
         )
 
 

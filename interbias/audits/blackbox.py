@@ -144,6 +144,33 @@ def prepare(manifest: Any, groups: Sequence[str], options: ProtocolOptions) -> p
     return frame
 
 
+def shortfalls(frame: pd.DataFrame, options: ProtocolOptions) -> list[str]:
+    """One line per count of :class:`ProtocolOptions` that the manifest could not give in full
+    (``prepare`` draws at most what exists): how many units got fewer than asked, and the most
+    any got. Empty when every count was met."""
+    base = frame[frame["axis"] == "base"]
+    per_speaker = base[base["label"] == "nontarget"].groupby("enrol").size()
+    per_speaker = per_speaker.reindex(base["enrol"].unique(), fill_value=0)
+    text = frame[frame["axis"] == "text"].groupby("family").size().reindex(base["family"], fill_value=0)
+    counts = [("--nontargets", "", options.nontargets, per_speaker, "speakers")]
+    counts.append(("--text-variants", "", options.text_variants, text, "families"))
+    if options.voice_variants > 0:
+        voice = frame[frame["axis"] == "voice"]
+        kinds = voice["level"].astype(str).str.split(":").str[0]
+        for kind in ("within", "across"):
+            got = voice[kinds == kind].groupby("family").size().reindex(base["family"], fill_value=0)
+            counts.append(("--voice-variants", f" ({kind})", options.voice_variants, got, "families"))
+    lines = []
+    for option, where, asked, got, unit in counts:
+        short = int((got < asked).sum())
+        if short:
+            lines.append(
+                f"{option} {asked}{where}: {short} of {len(got)} {unit} got fewer "
+                f"(at most {int(got.max())}; the manifest has no more)"
+            )
+    return lines
+
+
 def _family(
     rows: list[dict[str, Any]],
     index: dict[tuple[str, str, str], Any],

@@ -126,9 +126,9 @@ def print_question(a: Analysis, found: object, *, wide: bool) -> None:
     metric = a.options.metric
     echo_wrapped("answer: " + question(a.run.resolved or {}, metric), wide=wide)
     frame = found.findings  # type: ignore[attr-defined]
-    lines = [] if frame is None else key_brief(frame, a.run.resolved or {}, metric)
+    pct = a.replicates.pct if a.replicates is not None else "95%"
+    lines = [] if frame is None else key_brief(frame, a.run.resolved or {}, metric, pct)
     if frame is not None and not lines:
-        pct = a.replicates.pct if a.replicates is not None else "95%"
         lines = [central_line(frame, (a.run.resolved or {}).get("use"), str(a.run.path), pct)]
     if frame is None:
         lines = [found.lines[0]]  # type: ignore[attr-defined]
@@ -208,6 +208,7 @@ def analyze(
         echo_wrapped(line, "  " if i else "", wide=wide)
     if not quiet:
         _print_tables(a, metric, tolerance, wide)
+    _print_crossed(a, wide)
     _closing(a, metric, paths, folder)
     print_question(a, found, wide=wide)
 
@@ -228,6 +229,19 @@ def _equivalence(a: Analysis, found: Any, margin: float | None, folder: Path, pa
     atomic.write_csv(folder / "equivalence.csv", frame)
     paths.append(folder / "equivalence.csv")
     return ["equivalence:", *eq.lines(frame, margin, a.options.adjust)]
+
+
+def _print_crossed(a: Analysis, wide: bool) -> None:
+    """The run's crossed fairness groupings (YAML ``fairness.groups`` such as ``gender×age_band``):
+    cells with speakers, comparisons tested or refused (:mod:`interbias.analysis.groups.fairness_cross_summary`)."""
+    from interbias.analysis.groups.fairness_cross_summary import crossed_lines
+    from interbias.cli.tables import echo_wrapped
+    from interbias.run.rundir import RunDir
+
+    if not a.run.path.is_dir():
+        return
+    for line in crossed_lines(*RunDir(a.run.path).read_fairness(keep_default_na=False)):
+        echo_wrapped(line, "  ", wide=wide)
 
 
 def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:

@@ -83,7 +83,7 @@ def train(
     Writes checkpoint.pt, curve.csv, training.json and state.pt (docs/countermeasures.md)."""
     check_numbers("cm train", stop_after=stop_after)
     from interbias.cm.models import CM_MODELS
-    from interbias.cm.train import cm_manifest, parse_settings, train_model
+    from interbias.cm.train import parse_settings, train_model
     from interbias.utils.paths import cache_dir as default_cache
     from interbias.utils.progress import Reporter
 
@@ -94,7 +94,7 @@ def train(
         folder, info = train_frames_cli(model, corpus, manifest, cache_dir or default_cache(), config,
                                         parse_settings(set_ or []), out, stop_after, reporter, log)  # fmt: skip
     else:
-        data = cm_manifest(corpus, manifest, cache_dir or default_cache(), reporter)
+        data = _checked_data(model, config, set_ or [], frontend_path, corpus, manifest, cache_dir, reporter)
         if task != "detection":
             train_recognition(
                 model, data, task, unknown or [], config, set_ or [], out, stop_after, quiet, frontend_path
@@ -106,6 +106,20 @@ def train(
         folder, info = train_model(model, data, preset=config, settings=parse_settings(set_ or []), out=out,
                                    frontend_path=frontend_path, stop_after=stop_after, reporter=reporter, log=log)  # fmt: skip
     _trained(model, folder, info)
+
+
+def _checked_data(
+    model: str, config: str, sets: list[str], frontend_path: Path | None, corpus: str | None,
+    manifest: Path | None, cache: Path | None, reporter: object,
+) -> Any:  # fmt: skip
+    """The training data, read only once every setting is checked (a bad one renders no corpus)."""
+    from interbias.cm.models import CM_MODELS
+    from interbias.cm.train import checked_config, cm_manifest, parse_settings
+    from interbias.utils.paths import cache_dir
+
+    if CM_MODELS.get(model).architecture != "gmm":  # GMM-lfcc's EM checks its own config
+        checked_config(model, config, parse_settings(sets), frontend_path)
+    return cm_manifest(corpus, manifest, cache or cache_dir(), reporter)
 
 
 def _trained(model: str, folder: Path, info: dict) -> None:

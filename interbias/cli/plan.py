@@ -45,8 +45,10 @@ def plan(
         str | None, typer.Option(help="Plan for one kind of effect only: interaction, main or gap (default: all).")
     ] = None,
     speakers: Annotated[
-        int | None,
-        typer.Option(help="Also state the MDE each effect would have with this many speakers per stratum."),
+        float | None,
+        typer.Option(
+            help="Also state the MDE each effect would have with this many speakers per stratum (a whole number)."
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
     wide: WideOpt = False,
@@ -55,6 +57,7 @@ def plan(
     """Minimum detectable effect of the run as it is, and speakers per stratum needed for --effect
     at --power to be resolved in the findings, for every effect of the family; writes plan.csv."""
     check_numbers("plan", effect=effect, power=power, alpha=alpha, bootstrap=bootstrap, speakers=speakers)
+    n_speakers = whole_speakers(speakers)
     from interbias.analysis import planner
     from interbias.analysis.findings_store import with_label
     from interbias.analysis.stats.bootstrap import check_replicates
@@ -77,8 +80,8 @@ def plan(
     a = analyse(run_dir, opts)
     use = (a.run.resolved or {}).get("use")
     frame = planner.central_first(planner.select(planner.plan(a, settings), model, kind), use)
-    if speakers is not None:
-        frame[f"mde_at_{speakers}_speakers"] = planner.mde_at(frame, speakers)
+    if n_speakers is not None:
+        frame[f"mde_at_{n_speakers}_speakers"] = planner.mde_at(frame, n_speakers)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     atomic.write_csv(folder / "plan.csv", with_label(frame))  # label: the effect's one name, as findings.csv
     reason = planner.no_plan_reason(frame)
@@ -86,6 +89,20 @@ def plan(
     level = f"alpha {alpha:g}" if per_effect else f"family alpha {alpha:g}, per effect alpha/m"
     title = f"speakers per stratum to detect {effect:g} with power {power:g} ({level})"
     _print_plan(a, frame, settings, folder / "plan.csv", title, reason, follow, wide=wide, as_json=as_json)
+
+
+def whole_speakers(value: float | None) -> int | None:
+    """``--speakers`` as a whole number of speakers per stratum (None when not given); a
+    fractional value is refused in one line before anything is read."""
+    from interbias.utils.errors import ConfigError
+
+    if value is None:
+        return None
+    if not float(value).is_integer():
+        raise ConfigError(f"--speakers must be a whole number of speakers per stratum, got {value:g}")
+    if value < 2:
+        raise ConfigError(f"--speakers must be a whole number >= 2 (speakers per stratum), got {value:g}")
+    return int(value)
 
 
 def _follow_up(a: Any, frame: pd.DataFrame, folder: Path, reason: str | None) -> str:
@@ -145,6 +162,7 @@ def _print_plan(
 ) -> None:
     """The plan on the console (fits the terminal) or as JSON."""
     from interbias.analysis import planner
+    from interbias.analysis.effect_names import effect_name
 
     pilot = planner.pilot_of(a.run.design())
     if as_json:
@@ -163,15 +181,18 @@ def _print_plan(
     rec = planner.recommendation(frame).rename(columns=_SHORT)
     columns = ["kind", "effects", "resolved", "med_mde", "med_speakers", "max_speakers", "experiment"]
     print_frame(rec, title, columns, wide=wide, full=path.name)
-    per = _named_first(frame).rename(columns=_SHORT)
+    per = _named_first(frame)
+    per = per.assign(effect=[effect_name(r) for r in per.itertuples(index=False)]).rename(columns=_SHORT)
     at = [c for c in frame.columns if str(c).startswith("mde_at_")]
+    shown = ["model", "effect", "speakers", *at, "mde", "estimate", "lo", "hi"]
     print_frame(
         per,
         "per effect (the question's effects first, largest need first)",
-        ["model", "effect", "speakers", *at, "mde", "estimate", "lo", "hi", "note"],
+        [*shown, "note"],
         wide=wide,
         full=path.name,
         max_rows=15,
+        min_keep=len(shown),  # the effect's name folds between words so that its interval is shown
     )
     echo_wrapped(
         "speakers: per stratum, to resolve the effect at the planned power; med_/max_: the median/"

@@ -102,5 +102,7 @@ def report(
     if latex:
         from interbias.analysis.reporting.latex import write_latex
 
-        tex = write_latex(a, folder)
+        tex, note = write_latex(a, folder)
         echo_wrapped(f"wrote {tex[0]} and {len(tex) - 1} table(s) in {tex[0].parent / 'tables'}")
+        if note:
+            echo_wrapped(f"note: {note}")

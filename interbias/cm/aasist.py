@@ -217,6 +217,13 @@ class AASIST(nn.Module):
         self.drop = nn.Dropout(0.5)
         self.out_layer = nn.Linear(5 * g1, 2)
 
+    @property
+    def min_samples(self) -> int:
+        """The fewest input samples with one time frame left: the sinc convolution loses
+        ``taps − 1``, then the first max-pool and each residual block divide time by 3."""
+        taps = self.cfg.first_conv + 1 if self.cfg.first_conv % 2 == 0 else self.cfg.first_conv
+        return taps - 1 + 3 ** (1 + len(self.cfg.blocks))
+
     def branch(self, out_t: torch.Tensor, out_s: torch.Tensor, i: int) -> tuple[torch.Tensor, ...]:
         first, second = getattr(self, f"HtrgGAT_layer_ST{i}1"), getattr(self, f"HtrgGAT_layer_ST{i}2")
         t1, s1, m1 = first(out_t, out_s, getattr(self, f"master{i}"))

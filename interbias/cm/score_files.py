@@ -6,7 +6,8 @@ Each file is loaded at the CM's 16 kHz with the chosen resampler and no duration
 from the file's sha256, the chain's fingerprint and ``seed`` (as ``interbias data degrade``), then
 fitted by the model's
 input policy and scored. A file that cannot be scored (not audio, empty, no signal, the
-operator failed) is one line in ``failed`` and has no row; nothing is replaced.
+operator failed, less than :data:`interbias.cm.scoring.MIN_SIGNAL_S` of signal: the CM runs'
+rule) is one line in ``failed`` and has no row; nothing is replaced.
 """
 
 from __future__ import annotations
@@ -95,12 +96,14 @@ def chain_for(op: str | None, params: dict[str, str], chain: list[str] | tuple[s
 def load_one(path: Path, fe: Any, chain: Any, seed: int) -> np.ndarray:
     """The file at the CM's rate, degraded by ``chain`` when given (module docstring)."""
     from interbias.audio.frontend import load
+    from interbias.cm.scoring import check_cm_signal
     from interbias.operators import OpContext
     from interbias.operators.silence import check_chain_output
     from interbias.utils.paths import cache_dir
     from interbias.utils.seeding import sha256_file
 
     x = load(path, fe).samples
+    check_cm_signal(x, fe.sample_rate_hz, str(path))
     if chain is None:
         return x
     y, _ = chain.apply(

@@ -3,7 +3,8 @@ cell's operator chain and each CM, into one long score table.
 
 The clean (reference) cell scores dev and eval utterances; other cells score eval only, since
 the deployment threshold is chosen once, on the clean dev scores. A chain that fails on an
-utterance (an operator error, audio that cannot be read or holds no speech, or a chain output
+utterance (an operator error, audio that cannot be read or holds less than :data:`MIN_SIGNAL_S`
+of signal, or a chain output
 that is near-silence: the checks of the SV path, :mod:`interbias.operators.silence`) drops that
 utterance from that cell and is counted (``n_failed``), never replaced by unchanged audio.
 """
@@ -20,6 +21,11 @@ from interbias.corpora.manifest import Manifest
 from interbias.operators.silence import check_chain_output
 from interbias.utils.errors import AudioError, OperatorError
 
+#: The least audio holding signal (:func:`interbias.audio.frontend.signal_duration_s`) that a CM
+#: judges, in ``cm score`` and in CM runs alike: a click or a burst in digital silence holds no
+#: speech, and the input policy would tile it into a click train.
+MIN_SIGNAL_S = 0.5
+
 #: Columns of ``cm_scores.csv``.
 SCORE_COLUMNS = (
     "model", "cell", "split", "id", "speaker", "gender", "label", "attack", "score", "log_odds",
@@ -35,6 +41,13 @@ class CellWaves:
     failed: list[str] = field(default_factory=list)
 
 
+def check_cm_signal(x: np.ndarray, sample_rate_hz: int, where: str) -> None:
+    """Refuse (:class:`AudioError`) audio with less than :data:`MIN_SIGNAL_S` of signal."""
+    from interbias.audio.frontend import check_signal_duration
+
+    check_signal_duration(x, sample_rate_hz, MIN_SIGNAL_S, where=where, purpose="nothing for a CM to judge")
+
+
 def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any, fe: Any = None) -> CellWaves:
     """Load each utterance with the front end ``fe`` (the CMs' rate, no duration limits, the
     run's resampler), apply ``chain`` (derived seeds) and check its output as the SV path does;
@@ -48,6 +61,7 @@ def degrade(manifest: Manifest, utts: list[Any], chain: Any, cache_dir: Any, fe:
     for u in utts:
         try:
             x = load(manifest.resolve(u), fe, span=u.span).samples
+            check_cm_signal(x, fe.sample_rate_hz, str(manifest.resolve(u)))
             y, _ = chain.apply(
                 x,
                 utterance_sha256=u.sha256 or u.id,

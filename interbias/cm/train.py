@@ -226,6 +226,60 @@ def cm_manifest(corpus: str | None, manifest: Path | None, cache: Path, reporter
     )
 
 
+def checked_config(
+    label: str, preset: str, settings: dict[str, str] | None = None, frontend_path: Path | None = None
+) -> TrainConfig:
+    """The training config of ``label`` (``preset`` plus ``settings``), every value checked before
+    any data is read: numbers in range, and an input of ``duration_s`` that the network takes."""
+    if CM_MODELS.get(label).architecture == "gmm":
+        raise ConfigError(
+            f"{label} is trained by EM, not this loop: interbias.cm.gmm_train.train_gmm (cm train calls it)"
+        )
+    if preset not in PRESETS:
+        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
+    cfg = PRESETS[preset].override(settings or {})
+    net = Trainer(label, cfg, Path("."), Path(frontend_path) if frontend_path else None).network()
+    shortest = shortest_input(net, cfg.n_samples, cfg.sample_rate_hz)
+    if shortest is not None:
+        raise ConfigError(
+            f"cm train: duration_s {cfg.duration_s:g} ({cfg.n_samples} samples at {cfg.sample_rate_hz} Hz) is "
+            f"shorter than {label} takes: at least {shortest} samples ({shortest / cfg.sample_rate_hz:.4g} s)"
+        )
+    return cfg
+
+
+def shortest_input(net: Any, n_samples: int, sample_rate_hz: int) -> int | None:
+    """None when ``net`` takes ``n_samples``; else the fewest samples it takes. A classifier that
+    states its ``min_samples`` (AASIST) is read; any other is probed: a batch of zeros through
+    the network in eval mode, doubling then bisecting up to 60 s of audio."""
+    import torch
+
+    stated = getattr(net.classifier, "min_samples", None)
+    if stated is not None:
+        return None if n_samples >= stated else int(stated)
+
+    def takes(n: int) -> bool:
+        try:
+            with torch.inference_mode():
+                net(torch.zeros(1, n))
+        except RuntimeError:
+            return False
+        return True
+
+    net.eval()
+    if takes(n_samples):
+        return None
+    low, high = n_samples, max(n_samples, 1)
+    while not takes(high):
+        low, high = high, high * 2
+        if high > 60 * sample_rate_hz:
+            raise ConfigError(f"cm train: the network takes no input of up to 60 s at {sample_rate_hz} Hz")
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if takes(mid) else (mid, high)
+    return high
+
+
 def train_model(
     label: str,
     manifest: Manifest,
@@ -243,13 +297,7 @@ def train_model(
     from interbias.utils.progress import Reporter
 
     card = CM_MODELS.get(label)
-    if card.architecture == "gmm":
-        raise ConfigError(
-            f"{label} is trained by EM, not this loop: interbias.cm.gmm_train.train_gmm (cm train calls it)"
-        )
-    if preset not in PRESETS:
-        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
-    cfg = PRESETS[preset].override(settings or {})
+    cfg = checked_config(label, preset, settings, frontend_path)
     folder = Path(out) if out else card.folder() / ("trained" if card.architecture == "aasist" else "")
     trainer = Trainer(label, cfg, folder, Path(frontend_path) if frontend_path else None, log)
     with torch_threads():

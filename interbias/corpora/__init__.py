@@ -184,7 +184,8 @@ def speaker_attributes(exp: Experiment, manifest: Manifest) -> list[str]:
     speakers by (population filter and factors, split attributes, fairness groups) and the
     attributes it declares (``speaker_attributes``, ``utterance_attributes``)."""
     groups = exp.fairness.groups if exp.fairness is not None else None
-    selected = needed_attributes(exp) + list(exp.trials.split_by or ()) + list(groups or ())
+    crossed = [part for g in groups or () for part in g.split("×")]  # a crossing reads each of its attributes
+    selected = needed_attributes(exp) + list(exp.trials.split_by or ()) + list(dict.fromkeys(crossed))
     return speaker_level_attributes(manifest, selected=selected, declared=exp.speaker_level, exempt=exp.utterance_level)
 
 

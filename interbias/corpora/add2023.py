@@ -14,8 +14,8 @@ exist. An id may carry its ``.wav`` suffix in the label file. Track 2 lines foll
 label 0 exactly when a segment is ``F``, no segment past the audio's end beyond 10 ms); an
 utterance becomes ``label`` spoof (partially fake) or bonafide, ``fake_regions`` in samples
 (``round(seconds × rate)``). Track 3 lines give ``algorithm`` = CLASS; ``label`` is bonafide
-when CLASS equals the option ``bonafide_class`` (default ``0``), else spoof, and ``attack`` =
-CLASS. ADD 2023 publishes no speaker labels: each utterance is its own ``speaker`` (so splits
+when CLASS equals the option ``bonafide_class`` (default ``0``; refused unless it is one of the
+label files' classes, and for Track 2), else spoof, and ``attack`` = CLASS. ADD 2023 publishes no speaker labels: each utterance is its own ``speaker`` (so splits
 are speaker-disjoint by construction and no speaker- or gender-level analysis is possible).
 A malformed line, a missing audio file or a repeated id is one :class:`CorpusError` line
 naming ``file:line``.
@@ -119,9 +119,16 @@ def prepare_add2023(root: Path | None, cache: Path, options: dict[str, Any]) -> 
         raise CorpusError(f"add2023: {base} holds none of the split folders {', '.join(SPLIT_DIRS)}")
     if "eval" in dirs and "test" in dirs:
         raise CorpusError(f"add2023: {base} holds both eval/ and test/; both would be the eval split")
-    utts = [
-        u for d in dirs for u in read_split(root, int(track), d, SPLIT_DIRS[d], str(options.get("bonafide_class", "0")))
-    ]
+    if track == "2" and "bonafide_class" in options:
+        raise CorpusError("add2023: bonafide_class applies to Track 3 (Track 2's labels say bona fide themselves)")
+    bonafide = str(options.get("bonafide_class", "0"))
+    utts = [u for d in dirs for u in read_split(root, int(track), d, SPLIT_DIRS[d], bonafide)]
+    classes = sorted({str(u.get("algorithm")) for u in utts}) if track == "3" else []
+    if classes and bonafide not in classes:
+        raise CorpusError(
+            f"add2023: bonafide_class {bonafide!r} is no class of the label files (every utterance would be "
+            f"spoof); classes: {', '.join(classes)}"
+        )
     return Manifest(f"add2023-track{track}", root, tuple(utts))
 
 

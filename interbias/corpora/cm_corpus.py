@@ -21,6 +21,7 @@ A spoof whose source is nevertheless in another split would be dropped and count
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from interbias.corpora import CorpusAdapter, register
 from interbias.corpora.attacks import BUILDERS, read_attacks
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.utils.errors import CorpusError, ManifestError
-from interbias.utils.seeding import canonical_json, derive_seed, sha256_text
+from interbias.utils.seeding import canonical_json, content_sha256, derive_seed, sha256_text
 
 LABELS = ("bonafide", "spoof")
 SPLITS = ("train", "dev", "eval")
@@ -131,6 +132,51 @@ def check_cm_manifest(manifest: Manifest, *, where: str | None = None) -> None:
             f"{where}: {len(shared)} speaker(s) appear in more than one split (train/dev/eval must be "
             f"speaker-disjoint); first: {shared[0]} in {', '.join(sorted(splits[shared[0]]))}"
         )
+    check_splits_share_no_audio(manifest, where=where)
+
+
+def check_splits_share_no_audio(manifest: Manifest, *, where: str) -> None:
+    """Refuse one audio in two splits: rows whose paths resolve (links followed) to one file
+    and span, or whole files with identical bytes (sha256; the manifest's ``sha256`` where it
+    has one, else read: only files whose size, then first 64 KiB, another split's file shares)."""
+    import os
+
+    keys: dict[str, list[tuple[Any, str]]] = {}  # utterance id -> its audio keys
+    by_size: dict[int, list[Utterance]] = {}
+    for u in manifest:
+        path = manifest.resolve(u)
+        keys[u.id] = [(os.path.realpath(path), u.span)]
+        if u.span is None:
+            if u.sha256:
+                keys[u.id].append(u.sha256)
+            else:
+                by_size.setdefault(os.path.getsize(path), []).append(u)
+    for group in by_size.values():
+        if len({u.get("split") for u in group}) > 1:
+            for u in _same_head(group, manifest):
+                keys[u.id].append(content_sha256(manifest.resolve(u)))
+    split_of = {u.id: str(u.get("split")) for u in manifest}
+    seen: dict[Any, list[str]] = {}
+    for uid, ks in keys.items():
+        for k in ks:
+            seen.setdefault(k, []).append(uid)
+    shared = sorted({tuple(ids) for ids in seen.values() if len({split_of[i] for i in ids}) > 1})
+    if shared:
+        first = " = ".join(f"{i!r} ({split_of[i]})" for i in shared[0][:3])
+        raise ManifestError(
+            f"{where}: {len(shared)} audio(s) appear in more than one split (same file or identical bytes; "
+            f"train/dev/eval must not share audio); first: {first}"
+        )
+
+
+def _same_head(group: list[Utterance], manifest: Manifest) -> list[Utterance]:
+    """The utterances of ``group`` (files of one size) whose first 64 KiB another split's file
+    shares: the only ones worth a full read."""
+    heads: dict[str, list[Utterance]] = {}
+    for u in group:
+        with open(manifest.resolve(u), "rb") as fh:
+            heads.setdefault(hashlib.sha256(fh.read(1 << 16)).hexdigest(), []).append(u)
+    return [u for us in heads.values() if len({u.get("split") for u in us}) > 1 for u in us]
 
 
 def _bonafide(u: Utterance, manifest: Manifest, split: str) -> Utterance:

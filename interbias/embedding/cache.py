@@ -9,7 +9,8 @@ The table's column for it is named ``chain_fp`` for history: it holds that chain
 the inputs were part of the key (``<chain key>@fe<8 hex>`` for such a chain) is never served.
 
 One SQLite file; each batch of embeddings is one transaction, so a crash loses at most the
-batch in flight and never leaves a torn row. Values: float32 vector plus the JSON record of
+batch in flight and never leaves a torn row. One connection per :class:`EmbeddingCache`, used by
+one thread at a time (a lock): the embedding stage's writer thread writes through it. Values: float32 vector plus the JSON record of
 what the operator chain actually did to that utterance (achieved SNR, offsets, …), closed by
 the verdict of the audio checks it passed (``{"audio_checks": N}``, :data:`AUDIO_CHECKS`). An
 entry stored under other checks (or before checks were recorded) is not served: its item is
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +139,7 @@ def db_error(path: Path, exc: sqlite3.DatabaseError, doing: str) -> RunError:
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._lock = threading.RLock()
         #: Entries the last :meth:`get_many` found stored under other audio checks (not served).
         self.n_unchecked = 0
         problem = usable_dir(self.path.parent, what="cache folder")
@@ -148,7 +151,9 @@ class EmbeddingCache:
                 raise RunError(f"embedding cache {self.path} {kind}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            # one connection, used by one thread at a time (the lock): the embedding stage's
+            # writer thread (interbias.embedding.writer) writes while its caller waits or computes
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
             self._check_schema()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -189,18 +194,19 @@ class EmbeddingCache:
         cur = self._db.cursor()
         # one primary-key lookup per key: ~3x the rate of OR-joined multi-key statements
         sql = "SELECT dim, vector, realised FROM embeddings WHERE utt_sha256=? AND chain_fp=? AND encoder_fp=?"
-        try:
-            for key in dict.fromkeys(tuple(k) for k in keys):
-                for dim, blob, realised in cur.execute(sql, key):
-                    enc = key[2]
-                    vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
-                    records = self._realised(key, realised)
-                    if not records or records[-1] != _VERDICT:  # not checked as now: computed again
-                        self.n_unchecked += 1
-                        continue
-                    out[key] = Entry(vec, records[:-1])
-        except sqlite3.DatabaseError as exc:
-            raise db_error(self.path, exc, "read") from exc
+        with self._lock:
+            try:
+                for key in dict.fromkeys(tuple(k) for k in keys):
+                    for dim, blob, realised in cur.execute(sql, key):
+                        enc = key[2]
+                        vec = self._checked(key, dim, blob, seen_dim.setdefault(enc, _dim_of(dim)))
+                        records = self._realised(key, realised)
+                        if not records or records[-1] != _VERDICT:  # not checked as now: computed again
+                            self.n_unchecked += 1
+                            continue
+                        out[key] = Entry(vec, records[:-1])
+            except sqlite3.DatabaseError as exc:
+                raise db_error(self.path, exc, "read") from exc
         return out
 
     def _bad(self, key: Key, problem: str) -> RunError:
@@ -248,7 +254,7 @@ class EmbeddingCache:
             for k, v, r in items
         ]
         try:
-            with self._db:
+            with self._lock, self._db:
                 self._db.execute("BEGIN")
                 self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
                 crashpoints.reached("cache-write")
@@ -259,7 +265,7 @@ class EmbeddingCache:
         """Store the blind quality measures (:mod:`interbias.audio.quality`) of stored vectors."""
         rows = [(k[0], k[1], k[2], json.dumps(dict(m), sort_keys=True)) for k, m in items]
         try:
-            with self._db:
+            with self._lock, self._db:
                 self._db.execute("BEGIN")
                 self._db.executemany("INSERT OR REPLACE INTO quality VALUES (?, ?, ?, ?)", rows)
         except sqlite3.DatabaseError as exc:
@@ -270,11 +276,16 @@ class EmbeddingCache:
         out: dict[Key, dict[str, float]] = {}
         sql = "SELECT measures FROM quality WHERE utt_sha256=? AND chain_fp=? AND encoder_fp=?"
         try:
-            for key in dict.fromkeys(tuple(k) for k in keys):
-                for (text,) in self._db.execute(sql, key):
-                    value = json.loads(text)
-                    if isinstance(value, dict):
-                        out[key] = {str(m): float(v) for m, v in value.items()}
+            with self._lock:
+                rows = [
+                    (key, text)
+                    for key in dict.fromkeys(tuple(k) for k in keys)
+                    for (text,) in self._db.execute(sql, key)
+                ]
+            for key, text in rows:
+                value = json.loads(text)
+                if isinstance(value, dict):
+                    out[key] = {str(m): float(v) for m, v in value.items()}
         except sqlite3.DatabaseError as exc:
             raise db_error(self.path, exc, "read") from exc
         return out
@@ -284,12 +295,15 @@ class EmbeddingCache:
         sql = "SELECT 1 FROM embeddings WHERE utt_sha256 = ? AND chain_fp = ? AND encoder_fp = ?"
         cur = self._db.cursor()
         try:
-            return sum(cur.execute(sql, k).fetchone() is not None for k in dict.fromkeys(tuple(k) for k in keys))
+            with self._lock:
+                return sum(cur.execute(sql, k).fetchone() is not None for k in dict.fromkeys(tuple(k) for k in keys))
         except sqlite3.DatabaseError as exc:
             raise db_error(self.path, exc, "read") from exc
 
     def count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()

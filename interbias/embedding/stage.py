@@ -2,7 +2,9 @@
 
 :class:`Embedder` serves each (utterance, chain, encoder) item from the embedding cache or has an
 executor compute it (each file decoded once, each chain applied once for all encoders); it is
-the cache's only writer. The run conductor, the executors' callers, the embedding export and the
+the cache's only writer, through a writer thread (:mod:`interbias.embedding.writer`) that
+commits every vector before :meth:`Embedder.run` returns, so the thread that drives the
+encoders never waits on the disk. The run conductor, the executors' callers, the embedding export and the
 geometry audit all key and fill the cache through this module, so an embedding made one way is
 found the other ways.
 
@@ -18,7 +20,6 @@ Contracts kept here:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ import numpy as np
 from interbias.corpora.manifest import Manifest, Utterance
 from interbias.embedding.cache import EmbeddingCache, Key, cache_chain_key, pre_inputs_key
 from interbias.embedding.executors import EmbedContext, EmbedResult, EmbedTask, Executor, make_executor
+from interbias.embedding.writer import CacheWriter
 from interbias.operators import Chain
 from interbias.trials.enrolment import enrol_columns, first_enrolment
 from interbias.utils import crashpoints
@@ -127,8 +129,12 @@ class Embedder:
         self.realised: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.n_embedded = 0
         self.n_cached = 0
-        #: Wall seconds this driver spent writing vectors into the cache (the one writer).
+        #: Seconds the cache's writer thread spent writing vectors (off the driving thread), the
+        #: seconds the driving thread waited for it (a full queue, the last writes), the vectors
+        #: it committed.
         self.cache_write_s = 0.0
+        self.cache_wait_s = 0.0
+        self.n_stored = 0
         #: (utt id, chain fp) -> the cache's chain component (:func:`cache_chain_key`).
         self.cache_keys: dict[tuple[str, str], str] = {}
         #: Serve from the cache only vectors with stored quality measures (a QMF calibration needs them).
@@ -164,25 +170,34 @@ class Embedder:
         ctx = EmbedContext(self.frontend, self.manifest, self.cache.path.parent)
         pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]] = []
         answered: set[tuple[str, str, str]] = set()
-        with self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
-            for result in executor.embed(ctx, self.encoders, tasks):
-                self._take(result, pending)
-                answered.add((result.uid, result.chain_fp, result.encoder_fp))
-                advance(result.n_items)
-                if len(pending) >= CACHE_BATCH:
-                    self._store(pending)
-                    pending = []
-        if pending:
-            self._store(pending)
+        writer = self.writer()
+        try:
+            with writer, self.reporter.task("embedding", sum(t.n_items for t in tasks)) as advance:
+                for result in executor.embed(ctx, self.encoders, tasks):
+                    self._take(result, pending)
+                    answered.add((result.uid, result.chain_fp, result.encoder_fp))
+                    advance(result.n_items)
+                    if len(pending) >= CACHE_BATCH:
+                        pending = self._store(writer, pending)
+                if pending:
+                    pending = self._store(writer, pending)
+        finally:
+            self.cache_write_s += writer.write_s
+            self.cache_wait_s += writer.wait_s
+            self.n_stored += writer.written
         check_answered(tasks, answered)
 
-    def _store(self, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]) -> None:
-        t = time.perf_counter()
-        self.cache.put_many(pending)
-        if self._quality_pending:
-            self.cache.put_quality(self._quality_pending)
-            self._quality_pending = []
-        self.cache_write_s += time.perf_counter() - t
+    def writer(self) -> CacheWriter:
+        """The cache's writer for one :meth:`run` (its own thread: :mod:`interbias.embedding.writer`)."""
+        return CacheWriter(self.cache)
+
+    def _store(
+        self, writer: CacheWriter, pending: list[tuple[Key, np.ndarray, list[dict[str, Any]]]]
+    ) -> list[tuple[Key, np.ndarray, list[dict[str, Any]]]]:
+        """Hand ``pending`` and the quality measures taken with it to ``writer``; an empty list."""
+        writer.put(pending, self._quality_pending)
+        self._quality_pending = []
+        return []
 
     def _wanted(self, items: ChainItems) -> tuple[list[tuple[str, Chain, Encoder]], list[Key]]:
         """Every (utterance, chain, encoder) item with a readable file, and its cache key."""

@@ -14,7 +14,8 @@ embeds prepared waveforms, shared with preparation in worker processes
 (:mod:`interbias.embedding.feed`). On CPU each waveform is embedded alone (byte-identical
 whatever else is in flight); on CUDA waveforms are handed to the encoder in length-sorted
 batches (:func:`ready_groups`: the encoder's network batches, a frame bucket's short last batch
-held for the next flush), each waveform copied once into the encoder's pinned batch buffer; a
+held for the next flush; the first batch as soon as it is full, :func:`first_group`), each
+waveform copied once into the encoder's pinned batch buffer; a
 batch that runs out of device memory is halved and retried (:func:`embed_batch`), one that fails
 otherwise is retried one at a time and counted.
 """
@@ -48,7 +49,8 @@ from interbias.utils.registry import Registry
 PREFETCH = 4
 #: Waveforms gathered before length-sorting them into CUDA calls (large: little padding).
 GPU_BUFFER = 2048
-#: Waveforms gathered before the first CUDA flush (the device starts early).
+#: Waveforms gathered before the first CUDA flush of the buffer (the first full network batch
+#: goes before, as soon as it is full).
 FIRST_BUFFER = 256
 #: Waveforms per ``Encoder.embed`` call on CUDA (whole network batches; the encoder cuts a call
 #: into the same batches by its frame budget, :meth:`interbias.encoders.Encoder.batch_groups`).
@@ -366,30 +368,61 @@ def call_chunks(groups: Sequence[list[int]], size: int) -> list[list[int]]:
     return calls
 
 
+def first_group(enc: Encoder, lengths: Sequence[int]) -> tuple[list[list[int]], list[int]]:
+    """(the first network batch among waveforms of ``lengths`` if it is full, the indices held),
+    for the driver's first batch (:func:`drive`): a bucketed encoder's first batch unless it is
+    a short last one (:func:`ready_groups`), another batching encoder's first batch of its full
+    row count (``max_batch_items``); none for an encoder that does not batch (its waveforms wait
+    for the buffer and go in calls of :data:`GPU_BATCH`)."""
+    everything = list(range(len(lengths)))
+    if not enc.batches() or not lengths:
+        return [], everything
+    groups, _ = ready_groups(enc, lengths, final=False)
+    full = [g for g in groups if enc.frame_buckets or len(g) >= enc.max_batch_items][:1]
+    taken = {i for g in full for i in g}
+    return full, [i for i in everything if i not in taken]
+
+
 def drive(
-    encoders: Sequence[Encoder], loaded: Iterable[Loaded], device: str, stats: ExecStats
+    encoders: Sequence[Encoder],
+    loaded: Iterable[Loaded],
+    device: str,
+    stats: ExecStats,
+    *,
+    first_buffer: int | None = None,
+    early: bool = True,
 ) -> Iterator[EmbedResult]:
     """Embed prepared tasks in the order they come: on CPU each waveform alone as it comes; on
-    CUDA gathered (the first :data:`FIRST_BUFFER` waveforms, then :data:`GPU_BUFFER` at a
-    time), sorted by length and cut into the encoder's network batches (:func:`ready_groups`:
-    a bucket's short last batch waits for the next flush), handed over in calls of about
-    :data:`GPU_BATCH` (or the smaller size an out-of-memory halving left), with cuDNN
-    autotuning off (:func:`interbias.embedding.device.device_scope`). Failures are passed on in
-    place."""
+    CUDA gathered, sorted by length and cut into the encoder's network batches. The first batch
+    goes to the encoder as soon as it is full (:func:`first_group`; with ``early=False`` only
+    with the first buffer); once ``first_buffer`` waveforms (default :data:`FIRST_BUFFER`)
+    wait, and then whenever :data:`GPU_BUFFER` wait, everything goes but a bucket's short last
+    batch (:func:`ready_groups`), in calls of about :data:`GPU_BATCH` (or the smaller size an
+    out-of-memory halving left), with cuDNN autotuning off
+    (:func:`interbias.embedding.device.device_scope`). Failures are passed on in place."""
     by_fp = {e.fingerprint: e for e in encoders}
     cuda = device.startswith("cuda")
     pending: dict[str, list[Prepared]] = {fp: [] for fp in by_fp}
-    size = {"buffered": 0, "limit": min(FIRST_BUFFER, GPU_BUFFER)}
+    # waveforms waiting; the count that flushes the buffer; whether a first batch still waits
+    size = {"buffered": 0, "limit": min(FIRST_BUFFER if first_buffer is None else first_buffer, GPU_BUFFER)}
+    waiting = {fp: early and cuda and enc.batches() for fp, enc in by_fp.items()}
 
-    def flush(final: bool) -> Iterator[EmbedResult]:
+    def flush(mode: str) -> Iterator[EmbedResult]:
         for fp, enc in by_fp.items():
+            if mode == "first" and not waiting[fp]:
+                continue
             mine = sorted(pending[fp], key=lambda p: (len(p.wave), p.uid, p.chain_key))
-            groups, held = ready_groups(enc, [len(p.wave) for p in mine], final=final)
+            lengths = [len(p.wave) for p in mine]
+            if mode == "first":
+                groups, held = first_group(enc, lengths)
+            else:
+                groups, held = ready_groups(enc, lengths, final=mode == "final")
+            waiting[fp] = waiting[fp] and not groups and mode == "first"
             pending[fp] = [mine[i] for i in held]
             cap = min(GPU_BATCH, stats.batch_cap.get(enc.label, GPU_BATCH))
             for call in call_chunks(groups, cap):
                 yield from embed_batch(enc, [mine[i] for i in call], stats)
-        size["buffered"], size["limit"] = sum(len(v) for v in pending.values()), GPU_BUFFER
+        size["buffered"] = sum(len(v) for v in pending.values())
 
     with device_scope(device):
         for ready, failed in loaded:
@@ -403,8 +436,11 @@ def drive(
                     pending[fp].append(p)
                 size["buffered"] += 1
             if size["buffered"] >= size["limit"]:
-                yield from flush(final=False)
-        yield from flush(final=True)
+                yield from flush("buffer")
+                size["limit"] = GPU_BUFFER
+            elif any(waiting.values()):
+                yield from flush("first")
+        yield from flush("final")
 
 
 class Executor:

@@ -84,7 +84,7 @@ class SSLEncoder(Encoder):
 
     @torch.inference_mode()
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
-        x, lengths = padded_waves([self._prepare(w).astype(np.float32) for w in waves], self.device)
+        x, lengths = padded_waves([self._prepare(w).astype(np.float32, copy=False) for w in waves], self.device)
         samples = torch.tensor(lengths, device=x.device)
         mask = length_mask(samples, x.shape[1]).to(torch.long)
         hidden = self._hidden(x, mask).double()

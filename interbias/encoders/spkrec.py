@@ -37,6 +37,7 @@ from interbias.encoders import (
     load_reason,
     optional_import,
 )
+from interbias.encoders.masking import padded_waves
 
 FILES = ("hyperparams.yaml", "embedding_model.ckpt", "mean_var_norm_emb.ckpt", "classifier.ckpt", "label_encoder.txt")
 
@@ -56,11 +57,8 @@ class SpeechBrainEncoder(Encoder):
 
     @torch.inference_mode()
     def _embed_batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
-        longest = max(w.size for w in waves)
-        x = torch.zeros(len(waves), longest)
-        for i, w in enumerate(waves):
-            x[i, : w.size] = torch.from_numpy(w)
-        lens = torch.tensor([w.size / longest for w in waves])
+        x, lengths = padded_waves(waves, self.device)  # each waveform copied once, pinned on CUDA
+        lens = torch.tensor([n / x.shape[1] for n in lengths])
         out = self.classifier.encode_batch(x, lens).reshape(len(waves), -1).float().cpu().numpy()
         return list(out)
 

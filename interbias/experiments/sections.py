@@ -8,6 +8,7 @@ the file, the key and the valid choices; :mod:`interbias.experiments.schema` ass
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.audio.vad import check_vad
 from interbias.audio.windows import LONG_AUDIO, MAX_OVERLAP
+from interbias.experiments.backend_factor import BackendLevel, parse_backend_levels
 from interbias.experiments.protocol import ProtocolLevel, parse_protocol_levels
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
@@ -47,7 +49,7 @@ FRONTEND_KEYS = {
     "trim_silence",
 }
 SIDES = ("test", "enrol", "both")
-FACTOR_TYPES = ("population", "acoustic", "protocol")
+FACTOR_TYPES = ("population", "acoustic", "protocol", "backend")
 ANY = "*"
 
 
@@ -83,12 +85,12 @@ class AcousticLevel:
 @dataclass(frozen=True)
 class Factor:
     name: str
-    type: Literal["population", "acoustic", "protocol"]
+    type: Literal["population", "acoustic", "protocol", "backend"]
     reference: str
-    levels: tuple[PopulationLevel | AcousticLevel | ProtocolLevel, ...]
+    levels: tuple[PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel, ...]
     attribute: str | None = None
 
-    def level(self, name: str) -> PopulationLevel | AcousticLevel | ProtocolLevel:
+    def level(self, name: str) -> PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel:
         for lv in self.levels:
             if lv.name == name:
                 return lv
@@ -274,13 +276,14 @@ def parse_factor(spec: Any, where: str, i: int) -> Factor:
     levels_raw = spec.get("levels")
     if not isinstance(levels_raw, dict) or not levels_raw:
         raise ConfigError(f"{where}: {here}.levels: a non-empty mapping of level name to definition")
-    levels: list[PopulationLevel | AcousticLevel | ProtocolLevel] = []
+    levels: list[PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel] = []
     attribute = None
-    if ftype == "protocol":
+    if ftype in ("protocol", "backend"):
         extra = [k for k in ("attribute", "apply_to") if k in spec]
         if extra:
-            raise ConfigError(f"{where}: {here}: {', '.join(extra)} do not apply to a protocol factor")
-        levels.extend(parse_protocol_levels(levels_raw, where, here))
+            raise ConfigError(f"{where}: {here}: {', '.join(extra)} do not apply to a {ftype} factor")
+        parse = parse_protocol_levels if ftype == "protocol" else parse_backend_levels
+        levels.extend(parse(levels_raw, where, here))
     elif ftype == "population":
         attribute = spec.get("attribute")
         if not isinstance(attribute, str) or not attribute:
@@ -481,7 +484,26 @@ def parse_fairness(spec: Any, where: str) -> FairnessSpec | None:
         ThresholdRule.parse(threshold)
     except AnalysisError as exc:
         raise ConfigError(f"{where}: fairness.threshold: {exc}") from None
-    return FairnessSpec(None if groups is None else attribute_values(groups, f"{where}: fairness.groups"), threshold)
+    names = None if groups is None else attribute_values(groups, f"{where}: fairness.groups")
+    return FairnessSpec(None if names is None else tuple(fairness_group(n, where) for n in names), threshold)
+
+
+#: How a crossing of fairness attributes may be written in the YAML: ``gender×age_band``,
+#: ``gender x age_band``, ``gender*age_band`` (stored with ×, as ``--group`` writes it).
+FAIRNESS_CROSS = re.compile(r"\s*(?:×|\*|\sx\s)\s*")
+
+
+def fairness_group(name: str, where: str) -> str:
+    """One ``fairness.groups`` entry: an attribute, or a crossing of distinct attributes
+    (``gender×age_band``: one grouping whose groups are the crossed cells), normalised to
+    ``a×b``; an empty or repeated component is refused."""
+    parts = [p.strip() for p in FAIRNESS_CROSS.split(name.strip())]
+    if any(not p for p in parts) or len(set(parts)) != len(parts):
+        raise ConfigError(
+            f"{where}: fairness.groups: {name!r}: a crossing names distinct attributes joined by × "
+            "(e.g. 'gender×age_band')"
+        )
+    return "×".join(parts)
 
 
 def parse_frontend(spec: Any, where: str) -> FrontEnd:

@@ -25,7 +25,9 @@ in a prediction the label is the sentence decision and the ``F`` segments the lo
   infinitely fine resolution); a frame length ``r`` (the challenge's labels are frame-based, e.g.
   r = 0.01 s) cuts time into frames ``[k·r, (k+1)·r)`` and counts a frame as fake when its
   centre ``(k + ½)·r`` lies in a fake segment ``[start, end)``; TP/FP/FN are then frame counts
-  × r (still seconds).
+  × r (still seconds). The reference covers the whole audio: a predicted segment past the
+  reference's last end is cut there, and the fake seconds cut off (audio that does not exist)
+  are counted in a note, never as false positives.
 - Score = 0.3 · A + 0.7 · F1 (Eq. 9).
 
 **Algorithm recognition (Track 3, open set).** Over the C known classes, P = (1/C) Σ TP_i /
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -142,6 +144,24 @@ def to_frames(regions: list[tuple[float, float]], r: float) -> list[tuple[int, i
     return [(first(a), first(b)) for a, b in regions]
 
 
+def clipped_to_reference(
+    ref: dict[str, SegmentLabel], pred: dict[str, SegmentLabel]
+) -> tuple[dict[str, SegmentLabel], dict[str, float]]:
+    """``pred`` with every segment cut at its utterance's end (the reference's last segment end:
+    the reference covers the whole audio), and the fake seconds cut off per utterance that had any."""
+    out, beyond = {}, {}
+    for utt, p in pred.items():
+        end = max(b for _, b, _ in ref[utt].segments)
+        past = sum(b - max(a, end) for a, b, fake in p.segments if fake and b > end + 1e-9)
+        if past <= 0:
+            out[utt] = p
+            continue
+        beyond[utt] = past
+        kept = tuple((a, min(b, end), f) for a, b, f in p.segments if a < end - 1e-9)
+        out[utt] = replace(p, segments=kept)
+    return out, beyond
+
+
 def location_scores(
     ref: dict[str, SegmentLabel],
     pred: dict[str, SegmentLabel],
@@ -158,6 +178,13 @@ def location_scores(
     tp = tn = fp = fn = 0
     s_tp = s_fp = s_fn = 0.0
     notes = []
+    pred, beyond = clipped_to_reference(ref, pred)
+    if beyond:
+        seconds = sum(beyond.values())
+        notes.append(
+            f"{len(beyond)} utterance(s) have predicted fake regions past the reference's end (first: "
+            f"{min(beyond)}): {seconds:.6g} s of audio that does not exist clipped off, not counted"
+        )
     for utt, rl in ref.items():
         p = pred[utt]
         if rl.fake and p.fake:

@@ -4,6 +4,7 @@ holds spoof trials (the columns :data:`SPOOF_COLUMNS` of results.csv); definitio
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -100,13 +101,15 @@ def cllr(bona: np.ndarray, spoof: np.ndarray) -> float:
     return float(0.5 * (np.logaddexp(0.0, -bona).mean() + np.logaddexp(0.0, spoof).mean()) / np.log(2.0))
 
 
-def track1_metrics(bona: object, spoof: object, cost: Track1Cost = Track1Cost()) -> dict[str, float | int]:
+def track1_metrics(bona: object, spoof: object, cost: Track1Cost = Track1Cost()) -> dict[str, float | int | str]:
     """ASVspoof 5 Track 1 metrics of CM scores (higher = bona fide), as its evaluation package
     computes them: ``min_dcf`` (normalised, minimum over the :func:`sorted_det` points — ties
     cannot lower it), ``act_dcf`` (normalised, at :attr:`Track1Cost.bayes_threshold`: a bona
     fide score below it is a miss, a spoof score at or above it a false accept), ``cllr``
     (:func:`cllr`), ``eer`` (the mean of the two rates at the first point where they are
-    closest) with their thresholds. ``act_dcf`` and ``cllr`` read scores as LLRs."""
+    closest) with their thresholds. ``act_dcf`` and ``cllr`` read scores as LLRs. Scores that
+    are all one value rank nothing: ``eer`` and its threshold are NaN, and ``eer_undefined``
+    (:func:`eer_undefined`) says why (the package's stable tie order would report 1.0)."""
     cost.check()
     n_b, n_s = np.asarray(bona).size, np.asarray(spoof).size
     if not n_b or not n_s:
@@ -119,6 +122,7 @@ def track1_metrics(bona: object, spoof: object, cost: Track1Cost = Track1Cost())
     i_eer = int(np.argmin(np.abs(miss - fa)))
     t = cost.bayes_threshold
     act = cost.c_miss * (1 - cost.p_spoof) * np.mean(b < t) + cost.c_fa * cost.p_spoof * np.mean(s >= t)
+    undefined = eer_undefined(b, s)
     return {
         "n_bonafide": len(b),
         "n_spoof": len(s),
@@ -127,6 +131,16 @@ def track1_metrics(bona: object, spoof: object, cost: Track1Cost = Track1Cost())
         "act_dcf": float(act / cost.norm),
         "act_dcf_threshold": t,
         "cllr": cllr(b, s),
-        "eer": float((miss[i_eer] + fa[i_eer]) / 2),
-        "eer_threshold": float(thr[i_eer]),
+        "eer": math.nan if undefined else float((miss[i_eer] + fa[i_eer]) / 2),
+        "eer_threshold": math.nan if undefined else float(thr[i_eer]),
+        "eer_undefined": undefined or "",
     }
+
+
+def eer_undefined(bona: np.ndarray, spoof: np.ndarray) -> str | None:
+    """Why these scores have no EER (every score the same value: no threshold ranks any pair),
+    or None."""
+    low = min(bona.min(), spoof.min())
+    if low == max(bona.max(), spoof.max()):
+        return f"every score is {low:g}: a constant score has no EER"
+    return None

@@ -53,7 +53,7 @@ from interbias.run.normalise import (
 )
 from interbias.run.operations import merge_operations, operation_notices
 from interbias.run.preflight import verification_experiment
-from interbias.run.qmf import experiment_qmf_columns
+from interbias.run.qmf import experiment_qmf_columns, qmf_notices
 from interbias.run.results import (
     COLUMNS,
     RowContext,
@@ -187,7 +187,8 @@ def _embed(ctx: RunContext, work: RunWork) -> CellEmbedders:
         emb.run(work.items, ctx.trials.for_stratum, lambda e, items: e.run(items, ctx.executor, ahead=emb.label(e)))
     db.close()
     ctx.timings["embed_s"] = time.perf_counter() - t
-    ctx.timings["cache_write_s"] = emb.cache_write_s  # the driver's share of embed_s spent writing the cache
+    ctx.timings["cache_write_s"] = emb.cache_write_s  # the cache's writer thread, beside the driver
+    ctx.timings["cache_wait_s"] = emb.cache_wait_s  # the driver's share of embed_s spent waiting for it
     ctx.timings["forward_s"] = sum(ctx.executor.stats.forward_s.values())
     ctx.timings["forward_cpu_s"] = sum(ctx.executor.stats.forward_cpu_s.values())
     # seconds of audio through the encoders (each waveform once per encoder): × real time = this / embed_s
@@ -205,6 +206,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
         for cell, enc in work.pending:
             try:
                 sub = first_enrolment(ctx.trials.for_stratum(cell.stratum), cell.enrol_utterances)
+                backend = ctx.backends.for_cell(enc.label, cell) if ctx.backends is not None else None
                 scored = score_cell(
                     cell,
                     enc,
@@ -213,7 +215,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                     ctx.options.max_failure_share,
                     ctx.exp.frontend.sample_rate_hz,
                     enrol=ctx.exp.scoring.enrol,
-                    backend=ctx.backends.get(enc.label),
+                    backend=backend,
                 )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
@@ -231,6 +233,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                 "trials_sha256": ctx.trials.sha256,
                 "audio_sha256": work.audio[cell.stratum],
                 "failures": scored.failures,
+                **({"backend": backend.kind, "backend_sha256": backend.sha256()} if backend is not None else {}),
             }
             ctx.run.write_cell(enc.label, cell.id, scored.frame, record)
             work.rows[(enc.label, cell.id)] = row
@@ -301,6 +304,8 @@ def _write(ctx: RunContext, work: RunWork, emb: CellEmbedders, cm_record: dict |
     keys = [(m, c.id) for m in ctx.models() for c in work.cells]
     has_dev = "split" in ctx.trials.frame.columns and bool((ctx.trials.frame["split"] == "dev").any())
     calibration = calibrate_rows(ctx.run, ctx.exp, ctx.models(), work.cells, work.rows, has_dev=has_dev)
+    for line in qmf_notices(calibration.models):  # a QMF that could not be fitted: said, not only recorded
+        ctx.reporter.notice(line)
     ordered = [work.rows[k] for k in keys if k in work.rows]
     draws = DRAW_COLUMNS + DRAW_CALIBRATION_COLUMNS if ctx.exp.trials.operator_draws > 1 else []
     columns = COLUMNS + calibration_columns(ctx.exp.operating_points) + draws + (SPOOF_COLUMNS if ctx.attacks else [])
@@ -360,7 +365,7 @@ def _record(
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
             **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
-            **backend_record(ctx.exp.scoring.backend, ctx.backends, ctx.run),
+            **(backend_record(ctx.backends, ctx.run) if ctx.backends is not None else {}),
         },
         **({"analyses": analyses.files} if analyses.files else {}),
         **({"countermeasures": cm_record} if cm_record else {}),

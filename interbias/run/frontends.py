@@ -72,6 +72,10 @@ class CellEmbedders:
         return sum(emb.cache_write_s for _, emb in self.groups.values())
 
     @property
+    def cache_wait_s(self) -> float:
+        return sum(emb.cache_wait_s for _, emb in self.groups.values())
+
+    @property
     def n_failures(self) -> int:
         return sum(len(emb.failures) for _, emb in self.groups.values())
 

@@ -138,6 +138,26 @@ def qmf_model(
     return record
 
 
+def qmf_notices(models: dict[str, Any] | None) -> list[str]:
+    """One console line per model whose QMF calibration was not fitted (``models``: the
+    calibration record's, model -> record with its ``qmf``): the whole model, or how many of
+    its cells (with the first one's reason). Those rows' ``qmf_`` columns are empty."""
+    lines = []
+    for model, rec in (models or {}).items():
+        q = rec.get("qmf") or {}
+        if "error" in q:
+            lines.append(f"{model}: {q['error']}; its qmf_ columns are empty")
+            continue
+        failed = [(c, r["error"]) for c, r in (q.get("per_cell") or {}).items() if "error" in r]
+        if failed:
+            cell, why = failed[0]
+            lines.append(
+                f"{model}: QMF calibration not fitted in {len(failed)} cell(s) (first: {cell}: {why}); "
+                "their qmf_ columns are empty"
+            )
+    return lines
+
+
 def experiment_qmf_columns(exp: Experiment) -> list[str]:
     """:func:`qmf_columns` for an experiment with ``scoring.calibration.kind: qmf``, else none."""
     return qmf_columns(exp.operating_points) if exp.scoring.calibration.quality_aware else []

@@ -118,10 +118,9 @@ def read_plan(path: Path, experiment: str) -> PlanRequest:
     need = pd.to_numeric(rows["speakers_per_stratum_needed"], errors="coerce")
     planned = need[need.notna() & (need >= 1)]
     if planned.empty:
-        raise ConfigError(
-            f"--plan {path}: none of its {len(rows)} effect(s) of {experiment} could be planned "
-            "(no bootstrap spread in the pilot)"
-        )
+        notes = [str(n) for n in rows.get("note", pd.Series(dtype=str)) if "no plan (" in str(n)]
+        why = notes[0].split("no plan (", 1)[1].removesuffix(")") if notes else "no bootstrap spread in the pilot"
+        raise ConfigError(f"--plan {path}: none of its {len(rows)} effect(s) of {experiment} could be planned ({why})")
     top = rows.loc[planned.idxmax()]
     counts = [pd.to_numeric(top[c], errors="coerce") for c in PLAN_COLUMNS[2:]]
     if any(pd.isna(v) or v < 1 for v in counts):

@@ -24,6 +24,7 @@ from interbias.analysis.effects import KINDS, MIN_EVENTS, SKEWED, order
 from interbias.analysis.reporting.numbers import p_text
 from interbias.analysis.stats.multiplicity import BC_RULE, DESCRIPTION, P_VALUE_RULE
 from interbias.analysis.suite import Analysis
+from interbias.analysis.verdict import verdict_text
 from interbias.metrics.registry import names
 
 #: Power at which the headline states each unresolved effect's minimum detectable effect.
@@ -168,7 +169,7 @@ def headline(a: Analysis) -> Headline:
                 continue
             lines.append(
                 f"  unresolved: {effect_name(r)}: {num(r.estimate, sign=True)} {span(r.lo, r.hi)}, "
-                f"adjusted p {pval(r.p_adjusted)}, MDE {num(r.mde)}"
+                f"{verdict_text(r)}, MDE {num(r.mde)}"
             )
     return Headline(frame, lines)
 

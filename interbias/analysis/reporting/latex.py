@@ -393,15 +393,53 @@ def latex_tables(a: Analysis) -> dict[str, str]:
     return out
 
 
-def write_latex(a: Analysis, folder: Path) -> list[Path]:
-    """``tables/<name>.tex`` per table and ``tables.tex`` inputting them; the paths written."""
+def t1_safe(tex: str) -> tuple[str, list[str]]:
+    """``tex`` with every character the T1 font encoding cannot set (beyond ASCII and Latin-1:
+    CJK, emoji, most symbols) transliterated to its NFKD letters where those are Latin-1 (``ő``
+    → ``o``), else written ``{[U+XXXX]}`` (braced: a ``[`` after ``\\\\`` would be read as its
+    argument); and the characters replaced, in order of first use."""
+    import unicodedata
+
+    out, replaced = [], []
+    for ch in tex:
+        if _settable(ch):
+            out.append(ch)
+            continue
+        base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+        out.append(base if base and all(_settable(c) for c in base) else f"{{[U+{ord(ch):04X}]}}")
+        if ch not in replaced:
+            replaced.append(ch)
+    return "".join(out), replaced
+
+
+def _settable(ch: str) -> bool:
+    """Whether pdflatex with T1 and utf8 input sets ``ch``: printable ASCII, newline, tab or
+    printable Latin-1."""
+    code = ord(ch)
+    return ch in "\n\t" or 0x20 <= code < 0x7F or 0xA0 <= code <= 0xFF
+
+
+def write_latex(a: Analysis, folder: Path) -> tuple[list[Path], str | None]:
+    """``tables/<name>.tex`` per table and ``tables.tex`` inputting them: the paths written, and a
+    note when characters the T1 encoding cannot set were replaced (:func:`t1_safe`; each such
+    table's first line, a comment, names them too)."""
+    paths, replaced, touched = [], [], 0
     tables = latex_tables(a)
-    paths = []
-    for name, tex in tables.items():
+    for name, raw in tables.items():
+        tex, here = t1_safe(raw)
+        if here:
+            touched += 1
+            replaced += [c for c in here if c not in replaced]
+            tex = f"% {_replaced_note(here)}\n{tex}"
         path = Path(folder) / "tables" / f"{name}.tex"
         atomic.write_text(path, tex)
         paths.append(path)
     body = "".join(f"\\input{{tables/{name}}}\n" for name in tables)
     doc = Path(folder) / "tables.tex"
     atomic.write_text(doc, PREAMBLE + body + "\\end{document}\n")
-    return [doc, *paths]
+    return [doc, *paths], (_replaced_note(replaced, f", in {touched} table(s),") if replaced else None)
+
+
+def _replaced_note(chars: list[str], where: str = "") -> str:
+    what = ", ".join(f"U+{ord(c):04X}" for c in chars[:8]) + (", ..." if len(chars) > 8 else "")
+    return f"{len(chars)} character(s) outside the T1 encoding{where} transliterated or written as [U+XXXX] ({what})"

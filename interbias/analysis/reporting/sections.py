@@ -12,6 +12,7 @@ import pandas as pd
 
 from interbias.analysis.groups.fairness import METRICS as FAIRNESS_METRICS
 from interbias.analysis.groups.fairness import SPOOF_METRIC
+from interbias.analysis.groups.fairness_cross_summary import crossed_lines
 from interbias.analysis.reporting.document import Figure, Report
 from interbias.analysis.reporting.registry import report_section
 from interbias.analysis.robustness import profile_figure, profile_table
@@ -52,7 +53,9 @@ def deployment_section(a: Analysis, rep: Report) -> None:
             f"One threshold per model ({rule}) chosen on the development speakers of the reference condition and "
             f"applied unchanged to the speaker-disjoint evaluation trials of every condition ({FAIRNESS_GROUPS})."
         )
-        keep = ["model", "condition", "group_by", "group", "n", "threshold", "far", "frr"]
+        for line in crossed_lines(g, c):
+            rep.para(line[0].upper() + line[1:] + ".")
+        keep = ["model", "condition", "group_by", "group", "n", "speakers", "threshold", "far", "frr"]
         rep.table(g, [*keep, *FAIRNESS_METRICS, SPOOF_METRIC, "act_dcf", "calibration_loss"])  # the present ones
         if c is not None:
             if len(c) and "significant" in c:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from interbias.analysis.security.cm import (
     read_cm_scores,
     weighted_eer,
 )
+from interbias.cm.openset import UNKNOWN
 from interbias.metrics.verification import eer_from_sweep, threshold_sweep
 from interbias.utils.errors import MetricError
 from interbias.utils.keyvalue import comma_list, parse_key_values
@@ -104,18 +106,48 @@ def recognition_of_files(
         )
     if (known is None) == (unknown is None):
         raise MetricError("give exactly one of --known or --unknown")
+    labels = sorted(set(ref.values()))
     if known is not None:
         classes = comma_list(known)
+        absent = [c for c in classes if c not in labels and c not in pred.values()]
+        if absent:
+            raise MetricError(
+                f"--known: class {absent[0]!r} is in neither file; the reference's labels are {', '.join(labels)}"
+            )
+        unk = set(labels) - set(classes)
     else:
         unk = set(comma_list(unknown or ""))
-        classes = sorted(set(ref.values()) - unk)
+        stray = sorted(unk - set(labels) - set(pred.values()))
+        if stray:
+            raise MetricError(
+                f"--unknown: {stray[0]!r} is in neither file; the reference's labels are {', '.join(labels)}"
+            )
+        classes = sorted(set(labels) - unk)
         if not classes:
             raise MetricError(
-                f"--unknown {unknown} leaves no known class: the reference's labels are "
-                f"{', '.join(sorted(set(ref.values())))}"
+                f"--unknown {unknown} leaves no known class: the reference's labels are {', '.join(labels)}"
             )
+    check_predicted_labels(pred, classes, unk | ({UNKNOWN} if known is not None else set()), prediction)
     ids = sorted(ref)
-    return open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes), classes
+    res = open_set_f1([ref[i] for i in ids], [pred[i] for i in ids], classes)
+    if known is not None and len(unk) > 1:  # several labels pooled as the unknown class: name them
+        counts = ", ".join(f"{u} ({sum(v == u for v in ref.values())})" for u in sorted(unk))
+        res = replace(res, notes=(*res.notes, f"reference labels counted as the unknown class: {counts}"))
+    return res, classes
+
+
+def check_predicted_labels(pred: dict[str, str], classes: list[str], unknown: set[str], path: Path) -> None:
+    """Refuse a predicted label that is neither a known class nor an unknown-class label (a typo
+    would count as a wrong answer with no word). With ``--known``, the unknown-class labels are
+    the reference's other labels and ``unknown`` (what the project's recognisers predict)."""
+    valid = set(classes) | unknown
+    bad = sorted({v for v in pred.values() if v not in valid})
+    if bad:
+        n = sum(v in bad for v in pred.values())
+        raise MetricError(
+            f"{path}: {n} prediction(s) with a label that is neither a known class nor the unknown class "
+            f"(first: {bad[0]!r}); valid: {', '.join(sorted(valid))}"
+        )
 
 
 def read_dsr(value: str, option: str) -> float:

@@ -44,10 +44,23 @@ def _row(group: str, value: str, bona: np.ndarray, spoof: np.ndarray, cost: Trac
     row: dict[str, Any] = {"group": group, "value": value, "n_bonafide": len(bona), "n_spoof": len(spoof)}
     if len(bona) and len(spoof):
         m = track1_metrics(bona, spoof, cost)
-        row.update({k: m[k] for k in METRICS})
+        row.update({k: m[k] for k in METRICS}, note=m["eer_undefined"])
     else:
-        row.update({k: float("nan") for k in METRICS})
+        row.update({k: float("nan") for k in METRICS}, note="no bona fide score" if not len(bona) else "no spoof score")
     return row
+
+
+def undefined_notes(out: dict[str, Any]) -> list[str]:
+    """One line per place of :func:`track1_of_file`'s result whose EER is undefined: the pooled
+    scores, and per breakdown column how many of its rows (with the first reason)."""
+    lines = []
+    if out["pooled"]["eer_undefined"]:
+        lines.append(f"EER undefined on the pooled scores: {out['pooled']['eer_undefined']}")
+    for col, rows in out["tables"].items():
+        notes = [r["note"] for r in rows if r["note"]]
+        if notes:
+            lines.append(f"EER undefined in {len(notes)} of {len(rows)} rows by {col} (first: {notes[0]})")
+    return lines
 
 
 def breakdown(frame: pd.DataFrame, by: str, cost: Track1Cost, *, where: str = "scores") -> list[dict[str, Any]]:
@@ -92,7 +105,8 @@ def json_ready(value: Any) -> Any:
 
 def run_table(scores: pd.DataFrame, cost: Track1Cost = Track1Cost()) -> pd.DataFrame:
     """A CM run's Track 1 table (``cm_track1.csv``): per model × cell of the eval split, the
-    pooled metrics (``group`` = ``all``) and one row per attack, on ``log_odds``."""
+    pooled metrics (``group`` = ``all``) and one row per attack, on ``log_odds``; ``note`` says
+    why a row's metrics are empty."""
     rows = []
     ev = scores[scores["split"] == "eval"]
     for (model, cell), g in ev.groupby(["model", "cell"], sort=False):
@@ -108,4 +122,4 @@ def run_table(scores: pd.DataFrame, cost: Track1Cost = Track1Cost()) -> pd.DataF
         pooled = [_row("all", "", s[is_bona], s[~is_bona], cost)]
         for r in pooled + breakdown(frame, "attack", cost):
             rows.append({"model": model, "cell": cell, **r})
-    return pd.DataFrame(rows, columns=["model", "cell", "group", "value", "n_bonafide", "n_spoof", *METRICS])
+    return pd.DataFrame(rows, columns=["model", "cell", "group", "value", "n_bonafide", "n_spoof", *METRICS, "note"])

@@ -12,7 +12,7 @@ from interbias.cli.audit import audit_app
 from interbias.cli.audit.source import CacheDirOpt, CorpusOpt, CorpusRootOpt, GroupsOpt, ManifestOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 from interbias.utils.keyvalue import comma_list
 
 blackbox_app = typer.Typer(
@@ -56,7 +56,7 @@ def prepare_cmd(
     check_numbers(
         "audit blackbox prepare", nontargets=nontargets, text_variants=text_variants, voice_variants=voice_variants
     )
-    from interbias.audits.blackbox import ProtocolOptions, prepare, with_paths
+    from interbias.audits.blackbox import ProtocolOptions, prepare, shortfalls, with_paths
     from interbias.audits.source import load_manifest
     from interbias.run.outputs import check_output, csv_header
     from interbias.utils import atomic
@@ -71,12 +71,16 @@ def prepare_cmd(
         require("--noise-snr", snr, error=AnalysisError)
     m = load_manifest(corpus, corpus_root, manifest, cache_dir)
     opts = ProtocolOptions(reference_style, nontargets, text_variants, seed, snrs, voice_variants)
-    frame = with_paths(prepare(m, comma_list(groups), opts), m, out.parent / "audio")
+    drawn = prepare(m, comma_list(groups), opts)
+    capped = shortfalls(drawn, opts)
+    frame = with_paths(drawn, m, out.parent / "audio")
     check_output(out, force=force, inputs=[p for p in (manifest,) if p], header=csv_header(frame))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_csv(out, frame)
     counts = frame.groupby(["axis", "label"]).size()
     typer.echo("trials: " + ", ".join(f"{a}/{lab} {n}" for (a, lab), n in counts.items()))
+    for line in capped:
+        echo_wrapped(f"note: {line}")
     typer.echo(f"wrote {out}: score each row's enrol_path against test_path; answer with trial_id,score")
 
 

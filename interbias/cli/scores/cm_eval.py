@@ -12,7 +12,7 @@ from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import JsonOpt
 from interbias.cli.scores import scores_app
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 
 cm_app = typer.Typer(
     help="Countermeasure metrics of ADD 2023: EER and weighted EER over rounds, DSR, "
@@ -74,7 +74,7 @@ def track1(
     (primary), actual DCF, C_llr and EER as its evaluation package computes them; actDCF and
     C_llr read the scores as natural-log likelihood ratios (docs/countermeasures.md)."""
     check_numbers("scores cm-eval track1", p_spoof=p_spoof, c_miss=c_miss, c_fa=c_fa)
-    from interbias.analysis.security.cm_track1 import json_ready, track1_of_file
+    from interbias.analysis.security.cm_track1 import json_ready, track1_of_file, undefined_notes
     from interbias.metrics.spoof import Track1Cost
 
     out = track1_of_file(scores, list(by or []), Track1Cost(p_spoof, c_miss, c_fa), score_column)
@@ -82,14 +82,17 @@ def track1(
         typer.echo(json.dumps(json_ready(out)))
         return
     p = out["pooled"]
+    eer = "undefined" if p["eer_undefined"] else f"{p['eer']:.6f}"
     typer.echo(
         f"{scores}: min DCF {p['min_dcf']:.6f}  actDCF {p['act_dcf']:.6f}  Cllr {p['cllr']:.6f} bits  "
-        f"EER {p['eer']:.6f} ({p['n_bonafide']} bona fide, {p['n_spoof']} spoof)"
+        f"EER {eer} ({p['n_bonafide']} bona fide, {p['n_spoof']} spoof)"
     )
     import pandas as pd
 
     for col, rows in out["tables"].items():
-        print_frame(pd.DataFrame(rows).drop(columns="group"), f"by {col}")
+        print_frame(pd.DataFrame(rows).drop(columns=["group", "note"]), f"by {col}")
+    for line in undefined_notes(out):
+        echo_wrapped(f"note: {line}")
 
 
 @cm_app.command("dsr", epilog="Example: interbias scores cm-eval dsr aasist.csv rawgat.csv --json")

@@ -10,7 +10,7 @@ is measured once per utterance, the root and the fingerprints once. Both run sid
 process, alternately, in CPU seconds of this process; their waveforms are checked equal byte for
 byte.
 
-    python benchmarks/prepare_speed.py [--utterances 48] [--reps 3]
+    python benchmarks/bench_prepare.py [--utterances 48] [--reps 3] [--quick]
 """
 
 from __future__ import annotations
@@ -135,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default="synthetic")
     ap.add_argument("--utterances", type=int, default=48)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="12 utterances, one repetition (a smoke test)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.utterances, args.reps = 12, 1
     import threadpoolctl
     import torch
 
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             if ref is None:
                 ref = waves
             elif waves != ref:
-                print(f"prepare_speed: the waveforms differ ({how})", file=sys.stderr)
+                print(f"bench_prepare: the waveforms differ ({how})", file=sys.stderr)
                 return 1
     old, new = statistics.median(seconds["before"]), statistics.median(seconds["now"])
     rows = [
