@@ -13,6 +13,10 @@ from interbias.utils.paths import conditions_dir
 
 #: The catalogue's experiments (found by name only: which corpora run here is asked in the test).
 NAMES = sorted(p.stem for p in conditions_dir().glob("*.yaml"))
+#: Experiments run at their own size, not --max-trials 40: E22's WebRTC VAD trims one synthetic
+#: utterance of the 40-trial draw to 0.93 s (under the 1 s minimum), which drops 1 of 40 trials,
+#: 2.5 % > the 1 % --max-failure-share (a counted failure, exit 1); its 600 trials drop none.
+FULL_SIZE = {"E22"}
 
 
 def _runs_here(name: str) -> list[str]:
@@ -37,7 +41,8 @@ def test_a_listed_experiment_runs(name: str, tmp_path: Path, session_cache: Path
         pytest.skip(f"{name}: not marked ✓ by interbias list here")
     for corpus in corpora:
         out = tmp_path / corpus
-        args = ["run", name, "--corpus", corpus, "--encoders", "mfcc-stats", "--max-trials", "40", "-q"]
+        size = [] if name in FULL_SIZE else ["--max-trials", "40"]
+        args = ["run", name, "--corpus", corpus, "--encoders", "mfcc-stats", *size, "-q"]
         res = run_child([*args, "--out", str(out), "--cache-dir", str(session_cache)], timeout=3600)
         assert res.returncode == 0, f"{name} --corpus {corpus}: {res.stderr[-2000:]}"
         assert "Traceback" not in res.stderr

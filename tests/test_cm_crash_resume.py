@@ -39,10 +39,11 @@ def setup(tmp_path_factory):
     mp.undo()
 
 
-def _run(tmp: Path, exp: Path, out: Path, crash: str | None = None, cache: Path | None = None):
+def _run(tmp: Path, exp: Path, out: Path, crash: str | None = None, cache: Path | None = None, quiet: bool = True):
     env = {"INTERBIAS_MODELS": str(tmp / "models"), **({"INTERBIAS_CRASH_AT": crash} if crash else {})}
     cache = cache or out.parent / f"{out.name}-cache"
-    return run_child(["run", str(exp), "--out", str(out), "--cache-dir", str(cache), "-q"], env=env)
+    args = ["run", str(exp), "--out", str(out), "--cache-dir", str(cache)]
+    return run_child([*args, "-q"] if quiet else args, env=env)
 
 
 def _files(run_dir: Path) -> dict[str, bytes]:
@@ -67,10 +68,14 @@ def test_killed_cm_run_resumes_by_cell_to_byte_identical_outputs(setup, tmp_path
     assert run_dir.name == ref_dir.name
     assert len(list((run_dir / "cells").rglob("*.json"))) == 2 and not (run_dir / "results.csv").exists()
 
-    again = _run(tmp, exp, tmp_path / "out")
+    again = _run(tmp, exp, tmp_path / "out", quiet=False)
     assert again.returncode == 0, again.stderr[-2000:]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["cells_reused"] == 2
+    n_cells = len(list((run_dir / "cells").rglob("*.json")))
+    progress = " ".join(again.stderr.split())  # the progress line counts only the cells left to score
+    assert f"K91: 2 of {n_cells} cell(s) finished earlier (reused)" in progress, progress
+    assert f"K91: scoring 1 CM(s): {n_cells - 2} to do" in progress, progress
     assert record["packages"]["interbias"] and record["hardware"]["cpu_count"]
     assert "cells reused 2" in again.stdout
     got, want = _files(run_dir), _files(ref_dir)

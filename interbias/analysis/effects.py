@@ -43,6 +43,7 @@ Bonferroni level 1 − α/m over the effect's family.
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,7 +248,9 @@ def _spread(frame: pd.DataFrame, matrix: np.ndarray, correction: Correction | No
     se = se_s.copy()
     if correction is not None and len(effects):
         a, c = correction.factors
-        v_n = np.nanvar(_matrix(effects, correction.replicates), axis=1, ddof=1)
+        with warnings.catch_warnings():  # an effect with under two valid replicates: NaN, said below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            v_n = np.nanvar(_matrix(effects, correction.replicates), axis=1, ddof=1)
         var = a * se_s**2 - c * v_n
         se = np.where(var > 0, np.sqrt(np.where(var > 0, var, 0.0)), np.nan)
         frame["df"] = correction.df(se_s**2, v_n, correction.replicates.n_boot)

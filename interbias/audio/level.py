@@ -72,6 +72,22 @@ def active_frame_power(x: np.ndarray, sample_rate_hz: int, range_db: float = 30.
     return float(np.mean(energy[active_frames(energy, range_db)]))
 
 
+#: A signal whose variance over its active samples is below this share of their mean square is
+#: constant (a DC offset, no speech): no SNR is set against it.
+CONSTANT_SHARE = 1e-6
+
+
+def check_varies(active: np.ndarray, power: float) -> None:
+    """:class:`OperatorError` when the active samples are constant (a DC offset and nothing else):
+    their "speech level" would be the offset's, and an SNR against it would say nothing of speech."""
+    spread = float(np.var(active.astype(np.float64))) if len(active) else 0.0
+    if spread <= CONSTANT_SHARE * power:
+        level = float(np.mean(active.astype(np.float64))) if len(active) else 0.0
+        raise OperatorError(
+            f"signal is constant (a DC offset of {level:.4g}, no variation): no speech to set an SNR against"
+        )
+
+
 def mix_at_snr(
     speech: np.ndarray, noise: np.ndarray, snr_db: float, sample_rate_hz: int
 ) -> tuple[np.ndarray, dict[str, float]]:
@@ -79,6 +95,7 @@ def mix_at_snr(
     both powers measured on the active-speech samples of ``speech``."""
     mask = active_mask(speech, sample_rate_hz)
     p_s = active_power(speech, mask)
+    check_varies(speech[mask], p_s)
     p_n = active_power(noise, mask)
     if p_n <= 0:
         raise OperatorError("noise segment is silent over the active speech")

@@ -52,6 +52,13 @@ SimpleOpt = Annotated[
         "--simple", help="Also report simple effects (one factor within one setting of the others), outside the family."
     ),
 ]
+TimeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-time-limit",
+        help="Run a bootstrap estimated to take over an hour (refused otherwise, with the estimate).",
+    ),
+]
 GroupOpt = Annotated[
     str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
 ]
@@ -72,15 +79,18 @@ def default_boot(path: Path, bootstrap: int | None) -> int:
     return DEFAULT_BOOT if ScoredRun.open(path).has_scores else 0
 
 
-def analysis_options(path: Path, bootstrap: int | None, **fields: Any) -> Options:
+def analysis_options(path: Path, bootstrap: int | None, *, no_time_limit: bool = False, **fields: Any) -> Options:
     """The analysis options of ``analyze`` and ``report`` (``fields``: the other
     :class:`~interbias.analysis.suite.Options` fields by name): B from :func:`default_boot`,
-    refused below the minimum of the bootstrap design the options name."""
+    refused below the minimum of the bootstrap design the options name; ``no_time_limit``
+    lifts the bootstrap's time limit."""
     from interbias.analysis.stats.bootstrap import check_replicates
     from interbias.analysis.suite import Options
 
     unit, design = fields.get("unit", "speaker"), fields.get("design", "corrected")
     n_boot = check_replicates(default_boot(path, bootstrap), design if unit == "speaker" else unit)
+    if no_time_limit:
+        fields["time_limit_s"] = None
     return Options(n_boot=n_boot, **fields)
 
 
@@ -157,6 +167,7 @@ def analyze(
             "says per model how many effects are shown within ±MARGIN; writes equivalence.csv."
         ),
     ] = None,
+    no_time_limit: TimeOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
@@ -177,7 +188,7 @@ def analyze(
     opts = analysis_options(
         results, bootstrap, metric=metric, seed=seed, unit=unit, level=ci_level, n_perm=permutations,
         tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
-        design=bootstrap_design, simple=simple,
+        design=bootstrap_design, simple=simple, no_time_limit=no_time_limit,
     )  # fmt: skip
     a = analyse(results, opts, Reporter(quiet=quiet or as_json))
     folder = out or (results if results.is_dir() else results.parent)
@@ -238,7 +249,9 @@ def _closing(a: Analysis, metric: str, paths: list[Path], folder: Path) -> None:
 
     c = a.contrasts.contrasts
     echo_wrapped(f"{len(c)} contrast(s), {len(a.contrasts.missing)} setting(s) with missing terms")
-    errored = [e for e in (a.run.run_json or {}).get("errored_cells", []) if not str(e).startswith("analysis: ")]
+    from interbias.run.frame import errored_split
+
+    errored, _ = errored_split((a.run.run_json or {}).get("errored_cells", []))
     if errored:  # the family is smaller than the design: said, not silent
         echo_wrapped(
             f"note: {len(errored)} cell(s) errored in the run (run.json errored_cells; first: {errored[0]}): they have "

@@ -18,6 +18,7 @@ from interbias.cli.analyze import (
     PermOpt,
     SeedOpt,
     SimpleOpt,
+    TimeOpt,
     TolOpt,
     UnitOpt,
     analysis_options,
@@ -45,6 +46,7 @@ def report(
     adjust: AdjustOpt = "holm",
     bootstrap_design: DesignOpt = "corrected",
     simple: SimpleOpt = False,
+    no_time_limit: TimeOpt = False,
     geometry: Annotated[
         Path | None,
         typer.Option(
@@ -74,7 +76,7 @@ def report(
     opts = analysis_options(
         run_dir, bootstrap, metric=metric, seed=seed, unit=unit, level=0.95, n_perm=permutations,
         tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
-        design=bootstrap_design, simple=simple,
+        design=bootstrap_design, simple=simple, no_time_limit=no_time_limit,
     )  # fmt: skip
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent

@@ -13,6 +13,7 @@ from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import DataRootOpt, NoiseDirOpt
 from interbias.cli.tables import print_frame
+from interbias.run.frame import errored_split, errored_words, stage_words
 from interbias.run.results import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
@@ -317,7 +318,7 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
         echo_wrapped(
             f"{outcome.run_dir.name}: {info['rows']} rows ({info['cells']} cells × {info['models']} "
             f"model{'' if info['models'] == 1 else 's'}), "
-            f"{fails} failed utterance(s), {info['errored_cells']} errored cell(s), {_duration(seconds)}"
+            f"{fails} failed utterance(s), {errored_words(outcome.errored_cells)}, {_duration(seconds)}"
         )
         for line in embedding_lines(info):
             echo_wrapped(line)
@@ -329,10 +330,9 @@ def _report(outcome: RunOutcome, quiet: bool, seconds: float, *, wide: bool = Fa
     if outcome.errored_cells:  # one line; run.json lists every errored cell
         n = len(outcome.errored_cells)
         first = outcome.errored_cells[0]
-        n_analyses = sum(e.startswith("analysis: ") for e in outcome.errored_cells)
-        n_cells = n - n_analyses
-        parts = [f"{n_cells} cell{'s' if n_cells > 1 else ''}"] if n_cells else []
-        parts += [f"{n_analyses} {'analyses' if n_analyses > 1 else 'analysis'}"] if n_analyses else []
+        cells, stages = errored_split(outcome.errored_cells)
+        parts = [f"{len(cells)} cell{'s' if len(cells) > 1 else ''}"] if cells else []
+        parts += [stage_words(stages)] if stages else []
         what = ", ".join(parts)
         more = f"{what} errored (all listed in run.json errored_cells); first: " if n > 1 else ""
         typer.echo(f"error: {more}{first}", err=True)
@@ -354,7 +354,8 @@ def _note_jobs(jobs: int | None) -> None:
 
 def note_restarts(run_dir: Path) -> None:
     """Say when worker processes died and were restarted (run.json ``executor.worker_restarts``):
-    the results are complete, but a run that keeps losing workers is slower and worth a look."""
+    the results are complete, but a run that keeps losing workers is slower and worth a look;
+    and when completion records failed their checksum (``records_redone``): scored again."""
     from interbias.cli.tables import echo_wrapped
     from interbias.run.rundir import RUN_JSON, RunDir
 
@@ -364,4 +365,11 @@ def note_restarts(run_dir: Path) -> None:
         echo_wrapped(
             f"note: worker processes died {n} time(s) and their work was redone in fresh ones (the results are "
             "complete; run.json executor.worker_restarts; --jobs 1 shows a failure in this process)"
+        )
+    redone = record.get("records_redone") or {}
+    if redone:
+        first, why = next(iter(redone.items()))
+        echo_wrapped(
+            f"note: {len(redone)} completion record(s) failed their checksum and their cells were scored again "
+            f"(run.json records_redone); first: {first}: {why}"
         )

@@ -67,14 +67,17 @@ class CorpusVerdict:
         return asdict(self)
 
 
-def corpus_verdict(manifest: Manifest, *, check_files: bool = False) -> CorpusVerdict | None:
+def corpus_verdict(
+    manifest: Manifest, *, check_files: bool = False, changed_files: int | None = None
+) -> CorpusVerdict | None:
     """The verdict for a built synthetic corpus (``None`` for any other manifest). With
-    ``check_files`` every file is hashed and compared with the sha256 the manifest records."""
+    ``check_files`` every file is hashed and compared with the sha256 the manifest records;
+    ``changed_files``: that count already made by the caller (a run: the files it read)."""
     spec = manifest.root.name
     if manifest.name != "synthetic" or not _FOLDER.match(spec):
         return None
     sha = manifest.sha256()
-    changed = _changed_files(manifest) if check_files else 0
+    changed = _changed_files(manifest) if check_files else int(changed_files or 0)
     reference = REFERENCE.get(spec)
     if reference is None:
         return CorpusVerdict("no reference", spec, sha, None, changed)
@@ -102,7 +105,7 @@ def corpora_differ(base: Path, new: Path) -> str | None:
     a, b = records
     assert a is not None and b is not None
     if a.get("manifest_sha256") == b.get("manifest_sha256"):
-        return None
+        return content_differs(a, b)
     status = [str((r.get("fingerprint") or {}).get("status", "no fingerprint")) for r in (a, b)]
     return (
         f"warning: the two runs' corpora differ (manifest sha256 {str(a.get('manifest_sha256'))[:12]}… vs "
@@ -111,10 +114,30 @@ def corpora_differ(base: Path, new: Path) -> str | None:
     )
 
 
+def content_differs(a: dict, b: dict) -> str | None:
+    """Two runs' corpora with the same records (manifest sha256): a warning when the audio they
+    read differs in content (``audio_sha256``: the files' bytes, over the same trial list) or a
+    run read files that differ from what the manifest records (``fingerprint.changed_files``)."""
+    changed = [int((r.get("fingerprint") or {}).get("changed_files") or 0) for r in (a, b)]
+    same_trials = a.get("trials_sha256") is not None and a.get("trials_sha256") == b.get("trials_sha256")
+    content = same_trials and a.get("audio_sha256") and b.get("audio_sha256") and a["audio_sha256"] != b["audio_sha256"]
+    if not content and not any(changed):
+        return None
+    return (
+        f"warning: the two runs' corpora have the same manifest but not the same audio (files that differ from what "
+        f"the manifest records: {changed[0]} vs {changed[1]}"
+        + ("; the audio of the same trials differs in content" if content else "")
+        + "): differences include the corpus, not only the change under test"
+    )
+
+
 def _corpus_record(path: Path) -> dict | None:
     folder = path if path.is_dir() else path.parent
     try:
-        corpus = json.loads((folder / RUN_JSON).read_text(encoding="utf-8")).get("corpus")
+        record = json.loads((folder / RUN_JSON).read_text(encoding="utf-8"))
+        corpus = record.get("corpus")
     except (OSError, ValueError, AttributeError):
         return None
-    return corpus if isinstance(corpus, dict) else None
+    if not isinstance(corpus, dict):
+        return None
+    return {**corpus, "trials_sha256": (record.get("trials") or {}).get("sha256")}

@@ -111,6 +111,8 @@ def degrade_file(
         ),
     )
     written = write_pcm16(dst, y, sample_rate_hz)
+    if len(chain.ops) == 1 and realised and "snr_db_achieved" in realised[0]:
+        realised[0]["snr_db_in_file"] = snr_in_file(loaded.samples, dst, sample_rate_hz)
     return {
         "input": str(src),
         "output": str(dst),
@@ -122,6 +124,20 @@ def degrade_file(
         **written,
         "realised": realised,
     }
+
+
+def snr_in_file(speech: np.ndarray, dst: Path, sample_rate_hz: int) -> float:
+    """The SNR the written file holds (dB): the input's active-speech power against the power of
+    everything the file adds to it (the noise, and the 16-bit quantisation and clipping of the
+    file), over the input's active samples, as the noise operator measures its own."""
+    import soundfile as sf
+
+    from interbias.audio.level import active_mask, active_power
+
+    out, _ = sf.read(dst, dtype="float64", always_2d=True)
+    mask = active_mask(speech, sample_rate_hz)
+    added = active_power(out[: len(speech), 0] - speech.astype(np.float64), mask)
+    return float(10 * np.log10(active_power(speech, mask) / added)) if added > 0 else float("inf")
 
 
 def write_pcm16(dst: Path, y: np.ndarray, sample_rate_hz: int) -> dict[str, Any]:

@@ -146,19 +146,22 @@ def run_countermeasures(ctx: RunContext, models: dict[str, Any]) -> dict[str, An
     shas = checkpoints(models)
     frames, failed, reused = [], {}, 0
     cells = ctx.exp.cells()
-    with ctx.reporter.task(f"countermeasures ({', '.join(models)})", len(cells)) as advance:
+    records = {cell.id: ctx.run.cm_cell_record(cell.id) for cell in cells}
+    done = {c: r for c, r in records.items() if r is not None and r.get("checkpoints") == shas}
+    if done:  # the progress line counts the cells still to score
+        ctx.reporter.info(f"countermeasures: {len(done)} of {len(cells)} cell(s) finished earlier (reused)")
+    with ctx.reporter.task(f"countermeasures ({', '.join(models)})", len(cells) - len(done)) as advance:
         for cell in cells:
-            record = ctx.run.cm_cell_record(cell.id)
-            if record is not None and record.get("checkpoints") == shas:
+            if (record := done.get(cell.id)) is not None:
                 frame, bad = ctx.run.read_cm_cell(cell.id), list(record.get("failed", []))
                 reused += 1
             else:
                 frame, bad = score_cell_cms(ctx, cell, models, exclude)
                 ctx.run.write_cm_cell(cell.id, frame, {"cell": cell.id, "checkpoints": shas, "failed": bad})
                 crashpoints.reached("cm-cell-done")
+                advance(1)
             frames.append(frame)
             failed[cell.id] = bad
-            advance(1)
     write_tables(ctx, pd.concat(frames, ignore_index=True), cells)
     return {
         "models": {label: cm.provenance() for label, cm in models.items()},

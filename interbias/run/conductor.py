@@ -379,4 +379,6 @@ def _record(
         counts=counts,
         failures=work.failures,
         extra=extra,
+        audio=ctx.audio,
+        changed_files=ctx.changed_files,
     )

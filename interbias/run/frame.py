@@ -32,6 +32,33 @@ if TYPE_CHECKING:
     from interbias.utils.progress import Reporter
 
 
+#: Stages of a run whose failure run.json lists in ``errored_cells`` beside the cells' own
+#: (their entry starts ``STAGE: ``; a cell's starts ``cell ``): counted apart, never as a cell.
+STAGES = ("analysis", "attacks", "countermeasures")
+
+
+def errored_split(errored: list[str]) -> tuple[list[str], list[str]]:
+    """(the errored cells, the errored stages) of a run.json ``errored_cells`` list."""
+    stage = [e for e in errored if str(e).split(": ", 1)[0] in STAGES]
+    return [e for e in errored if e not in stage], stage
+
+
+def stage_words(stages: list[str]) -> str:
+    """``1 analysis``, ``2 analyses``, ``the attack stage``: the errored stages in words."""
+    names = [str(e).split(": ", 1)[0] for e in stages]
+    parts = []
+    if n := names.count("analysis"):
+        parts.append(f"{n} {'analyses' if n > 1 else 'analysis'}")
+    parts += [f"the {name.rstrip('s')} stage" for name in dict.fromkeys(names) if name != "analysis"]
+    return ", ".join(parts)
+
+
+def errored_words(errored: list[str]) -> str:
+    """``2 errored cell(s)``, with ``; errored: 1 analysis`` when a stage failed."""
+    cells, stages = errored_split(errored)
+    return f"{len(cells)} errored cell(s)" + (f" (errored besides: {stage_words(stages)})" if stages else "")
+
+
 class Asked(Protocol):
     """What the frame reads of a run's options (:class:`interbias.run.inputs.RunOptions`)."""
 
@@ -112,7 +139,10 @@ def finish(
     analyses = hook(end) if hook is not None else Analyses()
     if analyses.results is not None:
         run.write_results(analyses.results)
-    run.write_run_json(record(analyses))
+    rec = record(analyses)
+    if run.unsealed:  # completion records that failed their checksum: their cells were scored again
+        rec["records_redone"] = dict(sorted(run.unsealed.items()))
+    run.write_run_json(rec)
     return end.results if analyses.results is None else analyses.results
 
 

@@ -116,6 +116,8 @@ class RunContext:
     #: sha256 of every trial utterance's file and, per stratum, one digest of them (part of the run id).
     shas: dict[str, str] = field(default_factory=dict)
     audio: dict[str, str] = field(default_factory=dict)
+    #: Corpus files of the trials whose bytes differ from the manifest's sha256 (or unreadable).
+    changed_files: int = 0
     #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
     cohort: Cohort | None = None
     cohort_missing: dict[str, int] = field(default_factory=dict)
@@ -146,8 +148,6 @@ def read_corpus(
     check_manifest(exp, manifest)
     for left in exp.left_out:
         reporter.notice(f"{exp.name}: {left.line()}", wrap=True)
-    if (verdict := corpus_verdict(manifest)) is not None:
-        (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line, wrap=True)
     if note := partly_labelled(
         manifest.utterances, needed_attributes(exp), where=f"{exp.name}: corpus {manifest.name!r}"
     ):
@@ -221,6 +221,9 @@ def load_inputs(
     bona = manifest.by_id()  # attack audio may be made from corpus files; the corpus itself may not repeat
     check_distinct_audio({u: h for u, h in shas.items() if h and u in bona}, where=f"corpus {manifest.name!r}")
     timings["audio_sha256_s"] = time.perf_counter() - t
+    changed = sum(1 for u, h in shas.items() if not h and u in bona)  # changed or unreadable: a counted failure
+    if (verdict := corpus_verdict(manifest, changed_files=changed)) is not None:
+        (reporter.notice if verdict.status == "differs" else reporter.info)(verdict.line, wrap=True)
     shas = {**shas, **cohort_audio_sha256(cohort, manifest)} if cohort is not None else shas  # cohort audio too
     rev = revision()
     attacks_sha256 = attacks.sha256 if attacks else None
@@ -246,6 +249,7 @@ def load_inputs(
         t0=t0,
         shas=shas,
         audio=audio,
+        changed_files=changed,
         cohort=cohort,
         cms=dict(cms or {}),
     )

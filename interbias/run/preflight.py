@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from interbias.utils.errors import DOCS_PAGES, ConfigError, DataMissingError, InterbiasError, RunError
 
 if TYPE_CHECKING:
-    from interbias.experiments.schema import Experiment
+    from interbias.experiments.schema import Cell, Experiment
     from interbias.run.inputs import RunOptions
 
 #: Cells × encoders a run accepts unless ``INTERBIAS_MAX_CELLS`` says otherwise.
@@ -254,3 +254,25 @@ def check_grid_size(exp: Experiment, n_encoders: int) -> int:
             f"over the limit of {limit:,}; check the factors' levels, or raise the limit with {ENV}={rows}"
         )
     return rows
+
+
+def repeated_levels(exp: Experiment) -> list[str]:
+    """One line per set of cells of a stratum that measure the same thing (the same enrolment and
+    test chains, draws and protocol settings) under different levels, naming the levels: e.g.
+    two acoustic levels with the same chain, or two identical protocol levels."""
+    groups: dict[tuple[object, ...], list[Cell]] = {}
+    for cell in exp.cells():
+        key = (cell.stratum, cell.enrol_chain.fingerprint, cell.test_chain.fingerprint, cell.n_draws)
+        groups.setdefault((*key, cell.enrol_utterances, cell.vad), []).append(cell)
+    out: dict[str, None] = {}
+    for cells in groups.values():
+        if len(cells) < 2:
+            continue
+        shared = set.intersection(*(set(c.levels) for c in cells))
+        names = [",".join(f"{f}={lv}" for f, lv in c.levels if (f, lv) not in shared) for c in cells]
+        sides = f"enrolment {cells[0].enrol_chain.label}, test {cells[0].test_chain.label}"
+        out[
+            f"levels {' and '.join(names)} give the same chains and settings ({sides}): their cells measure "
+            "the same thing, each counted as a chain setting"
+        ] = None
+    return sorted(out)

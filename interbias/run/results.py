@@ -302,6 +302,8 @@ def run_record(
     counts: dict[str, Any],
     failures: list[dict[str, str]],
     extra: dict[str, Any],
+    audio: dict[str, str] | None = None,
+    changed_files: int = 0,
 ) -> dict[str, Any]:
     """run.json of a verification run: :func:`base_record` with the corpus, encoders and trial
     list provenance, ``counts``, the first 200 ``failures``, the front end, and ``extra``
@@ -312,7 +314,8 @@ def run_record(
             "root": str(manifest.root),
             "manifest_sha256": manifest.sha256(),
             "n_utterances": len(manifest),
-            **({"fingerprint": v.record()} if (v := corpus_verdict(manifest)) is not None else {}),
+            **({"audio_sha256": sha256_text(canonical_json(audio))} if audio else {}),
+            **({"fingerprint": v.record()} if (v := corpus_verdict(manifest, changed_files=changed_files)) else {}),
             **manifest_file(exp),
             "strata": corpus_strata(exp, manifest),
         },

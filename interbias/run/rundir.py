@@ -35,6 +35,7 @@ import pandas as pd
 from interbias.utils import atomic
 from interbias.utils.errors import ConfigError, InterbiasError, RunError
 from interbias.utils.paths import RUN_JSON, slug
+from interbias.utils.seeding import canonical_json, sha256_file, sha256_text
 
 if TYPE_CHECKING:
     from interbias.experiments.schema import Experiment
@@ -129,6 +130,9 @@ class RunDir:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        #: Completion records read here that failed their checksum (path relative to the run: why);
+        #: their cells are not finished, and run.json lists them (``records_redone``).
+        self.unsealed: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -169,7 +173,7 @@ class RunDir:
     def write_cell(self, model: str, cell: str, scores: pd.DataFrame, record: dict[str, Any]) -> None:
         """A cell's per-trial scores, then its completion record (written last: it marks the cell done)."""
         atomic.write_parquet(self.scores_path(model, cell), scores)
-        atomic.write_text(self.cell_record_path(model, cell), json.dumps(record, indent=1, sort_keys=True) + "\n")
+        write_record(self.cell_record_path(model, cell), record, self.scores_path(model, cell))
 
     def write_results(self, results: pd.DataFrame) -> None:
         """results.csv: its one writer (the run frame, :func:`interbias.run.frame.finish`)."""
@@ -215,7 +219,7 @@ class RunDir:
 
     def cell_record(self, model: str, cell: str) -> dict[str, Any] | None:
         """The completion record of a finished cell (its scores file present), else ``None``."""
-        return completion_record(self.cell_record_path(model, cell), self.scores_path(model, cell))
+        return self._completed(self.cell_record_path(model, cell), self.scores_path(model, cell))
 
     def cm_cell_path(self, cell: str, suffix: str = ".parquet") -> Path:
         """The CM scores (``.parquet``) or completion record (``.json``) of ``cell``."""
@@ -224,11 +228,18 @@ class RunDir:
     def write_cm_cell(self, cell: str, rows: pd.DataFrame, record: dict[str, Any]) -> None:
         """A cell's CM rows, then its completion record (written last: it marks the cell done)."""
         atomic.write_parquet(self.cm_cell_path(cell), rows)
-        atomic.write_text(self.cm_cell_path(cell, ".json"), json.dumps(record, indent=1, sort_keys=True) + "\n")
+        write_record(self.cm_cell_path(cell, ".json"), record, self.cm_cell_path(cell))
 
     def cm_cell_record(self, cell: str) -> dict[str, Any] | None:
         """The completion record of a cell the CMs finished (its rows present), else ``None``."""
-        return completion_record(self.cm_cell_path(cell, ".json"), self.cm_cell_path(cell))
+        return self._completed(self.cm_cell_path(cell, ".json"), self.cm_cell_path(cell))
+
+    def _completed(self, path: Path, data: Path) -> dict[str, Any] | None:
+        """:func:`completion_record`, a record that fails its checksum noted in :attr:`unsealed`."""
+        rec, why = sealed_record(path, data)
+        if why:
+            self.unsealed[str(path.relative_to(self.path))] = why
+        return rec
 
     def read_cm_cell(self, cell: str) -> pd.DataFrame:
         return pd.read_parquet(self.cm_cell_path(cell))
@@ -286,16 +297,47 @@ class RunDir:
             raise error(str(exc)) from exc
 
 
-def completion_record(path: Path, data: Path) -> dict[str, Any] | None:
-    """The JSON record at ``path`` when it and the ``data`` file it completes are both there and
-    it reads as a mapping, else ``None`` (a torn or foreign record means: not finished)."""
+#: The key of a completion record's checksum: the sha256 of the record's other keys (canonical
+#: JSON) with ``data_sha256``, the sha256 of the scores file it completes.
+CHECKSUM = "record_sha256"
+
+
+def _digest(body: dict[str, Any]) -> str:
+    return sha256_text(canonical_json(json.loads(json.dumps(body))))  # as it reads back
+
+
+def write_record(path: Path, record: dict[str, Any], data: Path) -> None:
+    """A completion record of the ``data`` file (written before it), sealed with its checksum."""
+    body = {k: v for k, v in record.items() if k != CHECKSUM}
+    body["data_sha256"] = sha256_file(data)
+    atomic.write_text(path, json.dumps({**body, CHECKSUM: _digest(body)}, indent=1, sort_keys=True) + "\n")
+
+
+def sealed_record(path: Path, data: Path) -> tuple[dict[str, Any] | None, str]:
+    """(the JSON record at ``path`` when it and the ``data`` file it completes are both there, it
+    reads as a mapping and its checksum matches it and the data, else ``None``; why a record
+    that is there was refused, "" otherwise). A torn or foreign record means: not finished."""
     if not path.is_file() or not data.is_file():
-        return None
+        return None, ""
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) else None
+        return None, "not readable JSON"
+    if not isinstance(rec, dict):
+        return None, "not a JSON mapping"
+    body = {k: v for k, v in rec.items() if k != CHECKSUM}
+    if CHECKSUM not in rec:
+        return None, "no checksum"
+    if rec[CHECKSUM] != _digest(body):
+        return None, "the record was changed after it was written (checksum)"
+    if body.get("data_sha256") != sha256_file(data):
+        return None, f"{data.name} was changed after its record was written (checksum)"
+    return rec, ""
+
+
+def completion_record(path: Path, data: Path) -> dict[str, Any] | None:
+    """The record of :func:`sealed_record`, or ``None``."""
+    return sealed_record(path, data)[0]
 
 
 def _json_text(record: dict[str, Any]) -> str:

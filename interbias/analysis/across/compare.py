@@ -14,6 +14,7 @@ import pandas as pd
 
 from interbias.analysis import read_results
 from interbias.metrics.registry import results_columns
+from interbias.run.rundir import RESULTS
 from interbias.utils.errors import AnalysisError
 
 KEY = ("experiment", "cell", "model")
@@ -56,12 +57,22 @@ def _load(path: Path, metrics: tuple[str, ...]) -> pd.DataFrame:
     return frame.set_index(list(KEY))
 
 
+def results_file(path: Path) -> Path:
+    """``path`` when it is a results file, its results.csv when it is a run directory."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / RESULTS).is_file():
+            raise AnalysisError(f"{path}: a folder without {RESULTS} (give a run directory or a results file)")
+        return path / RESULTS
+    if not path.is_file():
+        raise AnalysisError(f"results file {path} does not exist")
+    return path
+
+
 def compare_results(base: Path, new: Path, *, tolerance: float, metrics: tuple[str, ...] | None = None) -> Comparison:
     if not tolerance >= 0:
         raise AnalysisError(f"--tolerance must be >= 0, got {tolerance}")
-    for p in (base, new):
-        if not Path(p).is_file():
-            raise AnalysisError(f"results file {p} does not exist")
+    base, new = results_file(base), results_file(new)
     if metrics is None:
         cols = [set(read_results(p).columns) for p in (base, new)]
         metrics = tuple(m for m in COMPARED if m in cols[0] and m in cols[1])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis.suite import Analysis, Options, analyse
-from interbias.run.rundir import RESULTS
+from interbias.run.rundir import EXPERIMENT, RESULTS, RunDir
 from interbias.utils.errors import AnalysisError
 
 
@@ -62,12 +62,44 @@ def runs_below(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def load(paths: list[Path], options: Options) -> list[RunAnalysis]:
-    """Analyse every run with ``options`` (which must ask for bootstrap replicates)."""
+def run_kind(path: Path) -> str:
+    """The experiment kind of a run (``verification``, ``countermeasure``, ``tracks``) from its
+    experiment.resolved.json; ``verification`` for a run without one (results.csv alone)."""
+    from interbias.experiments.kinds import kind_sections
+    from interbias.utils.errors import ConfigError
+
+    resolved = RunDir(path).read_json(EXPERIMENT, AnalysisError) or {}
+    try:
+        return str(kind_sections(resolved, str(path))["kind"])
+    except ConfigError as exc:
+        raise AnalysisError(f"{path}: {exc}") from exc
+
+
+def verification_runs(paths: list[Path], what: str) -> tuple[list[Path], list[str]]:
+    """(the speaker-verification runs of ``paths``, one note counting the others, left out of
+    ``what``); an error when none is left."""
+    runs, other = [], []
+    for path in expand(paths):
+        (runs if run_kind(path) == "verification" else other).append(path)
+    notes = []
+    if other:
+        named = ", ".join(f"{p.name} ({run_kind(p)})" for p in other)
+        notes.append(f"left out {len(other)} run(s) that are not speaker-verification runs: {named}: {what}")
+    if not runs:
+        raise AnalysisError(f"no speaker-verification run among {', '.join(str(p) for p in paths)}: {what}")
+    return runs, notes
+
+
+def load(paths: list[Path], options: Options, notes: list[str] | None = None) -> list[RunAnalysis]:
+    """Analyse every speaker-verification run with ``options`` (which must ask for bootstrap
+    replicates); the other runs are left out, counted in ``notes`` when given."""
     if options.n_boot < 1:
         raise AnalysisError("comparing runs needs bootstrap replicates (--bootstrap > 0)")
+    found, skipped = verification_runs(paths, "they have no per-trial speaker-verification scores to compare")
+    if notes is not None:
+        notes += skipped
     out = []
-    for path in expand(paths):
+    for path in found:
         a = analyse(path, options)
         sha = a.run.trials_sha256 or "unknown"
         out.append(RunAnalysis(path, sha, a))

@@ -52,6 +52,7 @@ from interbias.analysis.suite import Analysis, metric_units, shared_calibration_
 from interbias.experiments.schema import AcousticLevel, Experiment
 from interbias.metrics import verification as metrics
 from interbias.metrics.operating_points import too_small_line
+from interbias.run.frame import errored_words
 from interbias.utils.errors import AnalysisError
 from interbias.utils.paths import slug
 
@@ -149,9 +150,7 @@ def _provenance(a: Analysis, rep: Report) -> None:
         )
     errored = rj.get("errored_cells", [])
     if "n_failures" in rj:
-        lines.append(
-            f"Failures: {rj['n_failures']} failed utterance(s) over all cells; {len(errored)} errored cell(s)."
-        )
+        lines.append(f"Failures: {rj['n_failures']} failed utterance(s) over all cells; {errored_words(errored)}.")
     elif "n_failed" in frame.columns:
         n_fail = int(pd.to_numeric(frame["n_failed"], errors="coerce").fillna(0).sum())
         lines.append(f"Failures: {n_fail} failed utterance(s) summed over results rows (no run.json).")

@@ -65,10 +65,21 @@ def degrade(
         )
     for rec in info["realised"]:
         echo_wrapped(realised_text(rec), "  ")
+        in_file, achieved = rec.get("snr_db_in_file"), rec.get("snr_db_achieved")
+        if in_file is not None and achieved is not None and abs(in_file - achieved) > SNR_SLACK_DB:
+            echo_wrapped(
+                f"note: the {info['subtype']} file written holds {in_file:.1f} dB SNR, not {achieved:.1f}: its "
+                "quantisation (or clipping) adds noise of its own at this signal level",
+                "  ",
+            )
     if info["realised"]:
         echo_wrapped("  (--json: every realised value in full)")
     if info["channels_in"] > 1:
         typer.echo(f"  note: the {info['channels_in']}-channel input was averaged to mono")
+
+
+#: How far the written file's SNR may fall from the mix's before ``degrade`` says so (dB).
+SNR_SLACK_DB = 0.1
 
 
 @data_app.command("operators", epilog="Example: interbias data operators --json")

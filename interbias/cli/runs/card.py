@@ -11,6 +11,7 @@ from interbias.cli import guarded
 from interbias.cli.analyze import SeedOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.runs import runs_app
+from interbias.cli.tables import echo_wrapped
 
 
 @runs_app.command(epilog="Example: interbias runs card CAM++ results/ --out cards")
@@ -29,8 +30,13 @@ def card(
     from interbias.analysis.across.runs import load
     from interbias.analysis.suite import Options
 
-    by_metric = {m: load(list(runs), Options(m, bootstrap, seed)) for m in ("eer", "min_dcf")}
+    skipped: list[str] = []
+    by_metric = {
+        m: load(list(runs), Options(m, bootstrap, seed), skipped if m == "eer" else None) for m in ("eer", "min_dcf")
+    }
     result = build_page(label, by_metric)
+    for note in skipped:
+        echo_wrapped(f"note: {note}")
     out.mkdir(parents=True, exist_ok=True)
     md, page = write_page(result, out)
     for msg in result.missing:

@@ -17,8 +17,8 @@ from interbias.utils.keyvalue import comma_list
 @runs_app.command(epilog="Example: interbias runs compare base/results.csv new/results.csv --tolerance 0.005")
 @guarded
 def compare(
-    base: Annotated[Path, typer.Argument(help="Baseline results.csv.")],
-    new: Annotated[Path, typer.Argument(help="New results.csv.")],
+    base: Annotated[Path, typer.Argument(help="Baseline results.csv (or its run folder).")],
+    new: Annotated[Path, typer.Argument(help="New results.csv (or its run folder).")],
     tolerance: Annotated[float, typer.Option(help="Largest allowed |new − base| per metric value.")] = 0.0,
     metrics: Annotated[
         str | None,

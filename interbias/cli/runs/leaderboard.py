@@ -11,7 +11,7 @@ from interbias.cli import guarded
 from interbias.cli.analyze import MetricOpt, SeedOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.runs import runs_app
-from interbias.cli.tables import print_frame
+from interbias.cli.tables import echo_wrapped, print_frame
 
 
 @runs_app.command(epilog="Example: interbias runs leaderboard results/ --out leaderboard")
@@ -32,13 +32,14 @@ def leaderboard(
     from interbias.analysis.suite import Options
     from interbias.utils import atomic
 
-    loaded = load(list(runs), Options(metric, bootstrap, seed, "speaker", ci_level))
+    skipped: list[str] = []
+    loaded = load(list(runs), Options(metric, bootstrap, seed, "speaker", ci_level), skipped)
     board = lb.build(loaded)
     print_frame(
         board.display(), f"{metric} per encoder and experiment (mean over cells) [{100 * ci_level:g}% interval]"
     )
-    for note in board.notes:
-        typer.echo(f"note: {note}")
+    for note in [*skipped, *board.notes]:
+        echo_wrapped(f"note: {note}")
     typer.echo(
         f"rank: 1 + the longest chain of encoders separated from it and better in macro {metric}; separated: "
         f"paired speaker-bootstrap difference with Holm-adjusted p < {1 - ci_level:.2g} over all pairs; "

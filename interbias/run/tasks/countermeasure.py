@@ -232,9 +232,13 @@ def score_all(
     checkpoints = {k: m.checkpoint_sha256 for k, m in models.items()}
     frames, failed, reused = [], {}, 0
     cells = exp.cells()
-    with reporter.task(f"{exp.name}: scoring {len(models)} CM(s)", len(cells)) as advance:
+    finished = {cell.id: finished_cell(run, cell.id, checkpoints) for cell in cells}
+    n_done = sum(v is not None for v in finished.values())
+    if n_done:  # the progress line counts the cells still to score
+        reporter.info(f"{exp.name}: {n_done} of {len(cells)} cell(s) finished earlier (reused)")
+    with reporter.task(f"{exp.name}: scoring {len(models)} CM(s)", len(cells) - n_done) as advance:
         for cell in cells:
-            done = finished_cell(run, cell.id, checkpoints)
+            done = finished[cell.id]
             if done is not None:
                 frame, bad = done
                 reused += 1
@@ -243,9 +247,9 @@ def score_all(
                 frame, bad = score_cell(models, manifest, utts, cell, cache, frontend)
                 run.write_cell(CELL_KEY, cell.id, frame, {"cell": cell.id, "checkpoints": checkpoints, "failed": bad})
                 crashpoints.reached("cell-done")
+                advance(1)
             frames.append(frame)
             failed[cell.id] = bad
-            advance(1)
     return pd.concat(frames, ignore_index=True), failed, reused
 
 

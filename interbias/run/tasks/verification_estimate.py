@@ -55,7 +55,7 @@ JOBS_FROM = 256
 
 def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path) -> Estimate:
     """Grid size, trial counts, whether it runs here and the embedding cost of ``exp``."""
-    from interbias.run.preflight import availability, check_experiment
+    from interbias.run.preflight import availability, check_experiment, repeated_levels
 
     check_experiment(exp, encoders)  # the grid counted before any cell is built, as ``run`` does
     cells = exp.cells()
@@ -71,6 +71,7 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
     est.runs_here = runs_here_text(why, [])
     est.notes += [note] if (note := spoofing_cm_note(exp)) else []
     est.notes += [left.line() for left in exp.left_out]
+    est.notes += repeated_levels(exp)
     manifest, table, est.utterances_from = corpus_here(exp, cache)
     if manifest is not None:
         check_trials(exp, manifest, est)
