@@ -97,20 +97,33 @@ def test_blackbox_voice_variants_beyond_the_voices_are_said(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("setting", "message"),
+    ("model", "setting", "message"),
     [
-        ("sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
+        ("AASIST-L", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
         (
+            "AASIST-L",
             "duration_s=0.001",
             "cm train: duration_s 0.001 (16 samples at 16000 Hz) is shorter than AASIST-L takes: "
             "at least 2315 samples (0.1447 s)",
         ),
+        ("GMM-lfcc", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number in [1000, 192000], got 0"),
+        (
+            "GMM-lfcc",
+            "duration_s=0.001",
+            "cm train: duration_s 0.001 (16 samples at 16000 Hz) is shorter than GMM-lfcc needs: "
+            "at least one full LFCC window of 480 samples",
+        ),
+        ("LCNN-LFCC-frames", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
+        ("LCNN-LFCC-frames", "width=0", "cm train: lr, batch_size, max_epochs, patience and width must be positive"),
     ],
 )
-def test_cm_train_refuses_a_spec_before_building_the_corpus(tmp_path: Path, setting: str, message: str) -> None:
+def test_cm_train_refuses_a_spec_before_building_the_corpus(
+    tmp_path: Path, model: str, setting: str, message: str
+) -> None:
+    """Every trainer (the loop, GMM-lfcc's EM, the Track 2 frame detector) checks first."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    args = ["cm", "train", "--model", "AASIST-L", "--config", "small", "--set", setting]
+    args = ["cm", "train", "--model", model, "--config", "small", "--set", setting]
     res = runner.invoke(app, [*args, "--cache-dir", str(cache), "--out", str(tmp_path / "m")])
     _one_line(res, message)
     assert list(cache.iterdir()) == []  # no corpus was rendered
@@ -484,31 +497,3 @@ def test_cm_eval_eer_on_constant_scores_has_no_eer_and_says_so(tmp_path: Path) -
     ]
     rounds = json.loads(runner.invoke(app, ["scores", "cm-eval", "eer", str(const), "--json"]).output)["rounds"]
     assert rounds[0]["eer"] is None and rounds[0]["eer_undefined"].endswith("a constant score has no EER")
-
-
-# ---- cm train: GMM-lfcc and the frame detector check their settings before any corpus ------------
-
-
-@pytest.mark.parametrize(
-    ("model", "setting", "message"),
-    [
-        ("GMM-lfcc", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number in [1000, 192000], got 0"),
-        (
-            "GMM-lfcc",
-            "duration_s=0.001",
-            "cm train: duration_s 0.001 (16 samples at 16000 Hz) is shorter than GMM-lfcc needs: "
-            "at least one full LFCC window of 480 samples",
-        ),
-        ("LCNN-LFCC-frames", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
-        ("LCNN-LFCC-frames", "width=0", "cm train: lr, batch_size, max_epochs, patience and width must be positive"),
-    ],
-)
-def test_gmm_and_frame_training_refuse_a_spec_before_building_the_corpus(
-    tmp_path: Path, model: str, setting: str, message: str
-) -> None:
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    args = ["cm", "train", "--model", model, "--config", "small", "--set", setting]
-    res = runner.invoke(app, [*args, "--cache-dir", str(cache), "--out", str(tmp_path / "m")])
-    _one_line(res, message)
-    assert list(cache.iterdir()) == []  # no corpus was rendered
