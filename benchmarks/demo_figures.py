@@ -3,7 +3,9 @@
     python benchmarks/demo_figures.py results/<run_id>          # or: make demo-figures RUN=results/<run_id>
 
 runs `interbias analyze` on the run (the defaults, as `make demo`: the findings are those of
-the code as it is now), reads findings.csv, macro.csv and results.csv, writes the figures to ``docs/demo_figures.json`` (the committed reference)
+the code as it is now), reads findings.csv, macro.csv, results.csv, trials.json and run.json
+(the design: voices, speakers and trials per gender), writes the figures to
+``docs/demo_figures.json`` (the committed reference)
 and rewrites every marked region of the documents below from it. A region is
 
     <!-- demo:NAME -->
@@ -58,7 +60,9 @@ def figures(run: Path) -> dict:
     results = pd.read_csv(run / "results.csv")
     cells = {f"{r.model}|{r.level_a}|{r.level_b}": round(float(r.eer), 6) for r in results.itertuples(index=False)}
     return {
-        "run": run.name,
+        "run": json.loads((run / "run.json").read_text()).get("run_id", run.name),
+        "design": design(run),
+        "cam_gap_answer": cam_gap_answer(run, f),
         "macro_eer": {r.model: round(float(r.value), 6) for r in macro.itertuples(index=False)},
         "n_effects": len(f),
         "n_resolved": len(res),
@@ -70,12 +74,13 @@ def figures(run: Path) -> dict:
         else {
             k: (
                 ("" if pd.isna(top[k]) else str(top[k]))
-                if k in ("model", "condition", "group", "effect")
+                if k in ("model", "condition", "group", "effect", "label")
                 else round(float(top[k]), 6)
             )
             for k in (
                 "model",
                 "effect",
+                "label",
                 "condition",
                 "group",
                 "value_from",
@@ -92,14 +97,45 @@ def figures(run: Path) -> dict:
     }
 
 
+def design(run: Path) -> dict[str, int]:
+    """The run's voices (evaluation + dev), and per gender its evaluation and dev speakers and
+    its target and non-target trials (the smallest stratum's: the sampler matches them)."""
+    info = json.loads((run / "trials.json").read_text())
+    strata = info["strata"].values()
+    dev = (info.get("dev_strata") or {}).values()
+    return {
+        "voices": sum(s["n_speakers"] for s in strata) + sum(s["n_speakers"] for s in dev),
+        "eval_speakers": min(s["n_speakers"] for s in strata),
+        "dev_speakers": min((s["n_speakers"] for s in dev), default=0),
+        "targets": int(info["matched"]["n_target_per_stratum"]),
+        "nontargets": int(info["matched"]["n_nontarget_per_stratum"]),
+    }
+
+
+def cam_gap_answer(run: Path, f: pd.DataFrame) -> str:
+    """``analyze``'s answer line for CAM++'s gender gap (:func:`interbias.analysis.reporting.answer.key_brief`):
+    how many are resolved and the largest, by its one name, in words."""
+    from interbias.analysis.reporting.answer import key_brief
+
+    resolved = json.loads((run / "experiment.resolved.json").read_text())
+    return next(line for line in key_brief(f, resolved, "eer") if line.startswith("gender gap, CAM++: "))
+
+
+def _design(d: dict, word: str) -> str:
+    g = d["design"]
+    return (
+        f"{g['eval_speakers']} evaluation {word} per gender, {g['targets']} target and {g['nontargets']} non-target "
+        f"trials per gender, the same trials in every cell; {g['dev_speakers']} more {word} per gender in the dev "
+        f"split the calibration is fitted on; {g['voices']} voices in all"
+    )
+
+
 def _top_sentence(d: dict) -> str:
     t = d["top"]
     if t is None:
         return "no main effect is resolved"
-    averaged = re.search(r"\((averaged over [^)]*)\)$", t.get("effect", ""))
-    where = f" in {t['group']}" if t["group"] else (f" ({averaged.group(1)})" if averaged else "")
     return (
-        f"the largest resolved harm: {t['condition']}{where} raises {t['model']}'s EER from {f3(t['value_from'])} to "
+        f"the largest resolved harm: {t['label']} raises {t['model']}'s EER from {f3(t['value_from'])} to "
         f"{f3(t['value_to'])} ({f3(t['estimate'], True)}, 95 % CI [{f3(t['lo'], True)}, {f3(t['hi'], True)}])"
     )
 
@@ -127,14 +163,16 @@ def regions(d: dict) -> dict[str, str]:
     """Region name -> its text, rendered from the reference ``d``."""
     return {
         "readme-summary": (
-            f"On this run the macro EER is {_macro(d)}. {_counts(d)}; {_top_sentence(d)}. `interbias plan` says "
+            f"On this run ({_design(d, 'voices')}) the macro EER is {_macro(d)}. {_counts(d)}; {_top_sentence(d)}. `interbias plan` says "
             "how many speakers a one-point gap would need ([analysis and uncertainty](docs/guide/analysis.md))."
         ),
+        "guide-design": (f"What E16 shows on the embedded corpus ({_design(d, 'speakers')}; EER as a fraction):"),
         "guide-table": _table(d),
         "guide-summary": (
             f"Macro EER: {_macro(d)}. {_counts(d)}; {_top_sentence(d)}. For CAM++ the run's minimum detectable "
             f"gender gap in clean speech is {f3(d['cam_clean_gap_mde'])}, and `interbias plan` says a gap of 0.010 "
-            f"would need about {d['cam_clean_gap_need']} speakers per gender at power 0.8. See "
+            f"would need about {d['cam_clean_gap_need']} speakers per gender at power 0.8. `interbias analyze` ends with "
+            f'the answer, for CAM++: "{d["cam_gap_answer"]}" See '
             '[Analysis and uncertainty](analysis.md) for what "resolved" means.'
         ),
         "analysis-summary": (

@@ -40,7 +40,10 @@ def test_the_last_20_lines_hold_the_question_and_a_direction(run_dir, monkeypatc
             rf"gender gap, {model}: (\d+) of (\d+) resolved; largest: [^:]+: EER for (\w+) is (\w+) than", text
         )
         assert gap and gap.group(4) in ("higher", "lower"), text
-        ie = rf"gender × noise, {model}: \d+ of \d+ resolved; largest: gender × noise at \w+, \w+: EER is (above|below)"
+        ie = (
+            rf"gender × noise, {model}: \d+ of \d+ resolved; largest: gender × noise at \w+, \w+: with noise \w+ "
+            r"the male − female EER difference is (higher|lower) than with clean by"
+        )
         assert re.search(ie, text), text
     # the "big" model's male cells score far lower target means: men's EER is higher there
     big = r"gender gap, big: [1-9]\d* of \d+ resolved; largest: gender male − female at \w+: EER for male is higher"
@@ -75,7 +78,27 @@ def test_one_name_per_effect_in_findings_report_and_answer(run_dir) -> None:
         pool = res if len(res) else grp
         top = pool.loc[pool["estimate"].astype(float).abs().idxmax(), "label"]
         brief = [x for x in key_brief(found, resolved, "eer") if x.startswith(f"{texts[kind]}, {model}:")]
-        assert len(brief) == 1 and f"; largest: {top}: EER " in brief[0], brief
+        # an interaction of gender with noise is worded as the change of the gender gap it is
+        said = "EER " if kind == "gap" else "with noise "
+        assert len(brief) == 1 and f"; largest: {top}: {said}" in brief[0], brief
         key = [x for x in ans.key if x.startswith(f"{texts[kind]}, {model}:")]
         largest = grp.loc[grp["estimate"].astype(float).abs().idxmax(), "label"]
-        assert len(key) == 1 and f": {largest}: EER " in key[0], key
+        assert len(key) == 1 and f": {largest}: {said}" in key[0], key
+
+
+def test_the_report_opens_with_the_same_short_answer_then_the_forest_plot(run_dir, tmp_path) -> None:
+    """report.md's Answer (what a browser shows first at 1280×800): the question, the terminal's
+    answer lines "In short", the central statement, then the forest plot; the named effects in
+    detail and the per-model kind lines come after the figure."""
+    out = CliRunner().invoke(app, ["report", str(run_dir), "--bootstrap", "200", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    md = (tmp_path / "report.md").read_text()
+    answer = md.split("## Answer\n\n", 1)[1].split("\n## ", 1)[0]
+    blocks = answer.split("\n\n")
+    assert blocks[0] == f"Question: {ASKED['text']}" and blocks[1] == "In short:"
+    analyzed = CliRunner().invoke(app, ["analyze", str(run_dir), "--bootstrap", "200", "--wide"])
+    tail = analyzed.output.split("\nanswer: ", 1)[1].splitlines()[1:]
+    assert blocks[2].splitlines() == [f"- {line.strip()}" for line in tail if line.strip()]  # the terminal's lines
+    assert blocks[3].startswith(("Answer: ", "Not resolved: ")) and blocks[4].startswith("Metric: ")
+    forest = answer.index("(report_figures/forest.png)")
+    assert forest < answer.index("The effects the question names") < answer.index("- big — main effects: ")

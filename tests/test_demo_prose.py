@@ -52,3 +52,18 @@ def test_reference_equals_the_demo_run() -> None:
     ref = json.loads(m.REFERENCE.read_text())
     now = m.figures(Path(os.environ["INTERBIAS_DEMO_RUN"]))
     assert {k: v for k, v in now.items() if k != "run"} == {k: v for k, v in ref.items() if k != "run"}
+
+
+def test_demo_figures_are_quoted_only_inside_the_generated_regions() -> None:
+    """A demo figure copied by hand outside a region goes stale when the demo changes (the guide
+    once quoted 859 speakers and an MDE of 0.071 that the demo no longer gave): outside the
+    regions, the documents hold none of the reference's headline figures."""
+    m = _script()
+    ref = json.loads(m.REFERENCE.read_text())
+    top = ref["top"]
+    quoted = {m.f3(v) for v in ref["macro_eer"].values()} | {m.f3(ref["cam_clean_gap_mde"])}
+    quoted |= {m.f3(top[k], True) for k in ("estimate", "lo", "hi")} | {m.f3(top["value_from"]), m.f3(top["value_to"])}
+    quoted |= {f"{ref['cam_clean_gap_need']} speakers", ref["cam_gap_answer"].split("largest: ")[1].split(":")[0]}
+    for name in m.DOCUMENTS:
+        outside = m.PATTERN.sub("", (ROOT / name).read_text())
+        assert not [q for q in quoted if q in outside], f"{name}: a demo figure outside its demo: region"

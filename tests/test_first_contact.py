@@ -62,7 +62,7 @@ def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path, monkeypatch) 
     assert res.exit_code == 0, res.output
     lines = res.output.rstrip("\n").splitlines()
     names = sorted(p.stem for p in CONDITIONS.glob("*.yaml"))
-    assert len(names) == 24 and len(lines) <= 40
+    assert len(names) == 25 and len(lines) <= 40
     assert lines[0].split()[:4] == ["exp", "title", "use", "cells"]
     rows = {ln.split()[0]: ln for ln in lines[1:] if re.match(r"E\d\d ", ln)}
     assert sorted(rows) == names  # one line per experiment
@@ -70,7 +70,9 @@ def test_list_is_one_table_that_fits_in_40_lines(no_corpora: Path, monkeypatch) 
     assert rows["E02"].endswith("torgo ✗data")
     assert rows["E10"].endswith("manifest ✗manifest · synthetic(2) ✓")
     legend = "\n".join(lines[len(names) + 1 :])
-    assert "✗data     the corpus is not on this disk" in legend and "✗manifest" in legend
+    assert (
+        "✗data     the corpus is not here (--corpus-root DIR or INTERBIAS_CORPORA)" in legend and "✗manifest" in legend
+    )
     assert "✗ops" not in legend  # only the keys that occur
     assert "`interbias run E16 --corpus synthetic`" in legend
     monkeypatch.setenv("COLUMNS", "80")  # narrow: one cell of where it runs, titles wrapped at words

@@ -98,3 +98,81 @@ def test_direction_turns_a_negative_effect_into_words_and_a_size(findings: pd.Da
     n_res = int(gaps.resolved.astype(bool).sum())
     assert brief[2].startswith(f"gender gap, big: {n_res} of {len(gaps)} resolved; largest: gender male − female at ")
     assert ": EER for male is higher than for female by " in brief[2]
+
+
+def test_a_level_restricted_interaction_is_worded_as_the_gap_change(findings: pd.DataFrame, tmp_path) -> None:
+    """``A=l × P`` keeps the interactions at A's level l; an interaction of a population factor P
+    with another factor is the change of P's gap (IE = gap at A=l − gap at A's reference) and is
+    worded so, with its interval, in the report's key lines and in analyze's brief (every row)."""
+    from interbias.analysis.reporting.answer import key_brief
+
+    asked = {"text": "Q?", "effects": ["noise=n10 × gender"]}
+    spec = parse_question(asked, "E.yaml", {"gender": "population", "noise": "acoustic"})
+    assert spec.effects == (KeyEffect("interaction", ("noise", "gender"), "noise=n10 × gender", (("noise", "n10"),)),)
+    factors = [{"name": "gender", "type": "population", "reference": "female"},
+               {"name": "noise", "type": "acoustic", "reference": "clean"}]  # fmt: skip
+    resolved = {"use": "gap", "question": asked, "factors": factors}
+    ie = findings[(findings.kind == "interaction") & (findings.model == "big")].iloc[0]
+    gaps = findings[(findings.kind == "gap") & (findings.model == "big")].set_index("condition")["estimate"]
+    assert ie.estimate == pytest.approx(gaps["noise=n10"] - gaps["noise=clean"])
+    word, ends = ("higher", (ie.lo, ie.hi)) if ie.estimate > 0 else ("lower", (-ie.hi, -ie.lo))
+    said = (
+        f"gender × noise at male, n10: with noise n10 the male − female EER difference is {word} than with clean "
+        f"by {abs(ie.estimate):.3f} (95% CI [{ends[0]:.3f}, {ends[1]:.3f}])"
+    )
+    assert said in answer(findings, resolved, "eer", "95%").key[0]
+    brief = key_brief(findings, resolved, "eer", "95%")
+    short = f"with noise n10 against clean, the male − female EER difference is {word} by {abs(ie.estimate):.3f} [{ends[0]:.3f}, {ends[1]:.3f}], not resolved after Holm over "
+    assert brief[0].startswith("noise=n10 × gender, big: 0 of 1 resolved: ") and short in brief[0], brief[0]
+    other = {**resolved, "question": {"text": "Q?", "effects": ["noise=n20 × gender"]}}
+    assert key_brief(findings, other, "eer")[0].startswith("noise=n20 × gender: not in the findings")
+    with pytest.raises(ConfigError, match="a level \\(A=l\\) restricts an interaction"):
+        parse_question({"text": "Q?", "effects": ["noise=n10"]}, "E.yaml", ["noise", "gender"])
+
+
+def test_a_yaml_level_restriction_names_a_level_of_its_factor(tmp_path, tiny_corpus) -> None:
+    from conftest import tiny_experiment
+
+    from interbias.experiments.schema import load_experiment
+
+    ok = load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": ["noise=n10 × gender"]}))
+    assert ok.key_effects[0].levels == (("noise", "n10"),)
+    for level in ("n20", "clean"):
+        with pytest.raises(ConfigError, match=f"'{level}' is not a level of noise other than its reference clean"):
+            load_experiment(tiny_experiment(tmp_path, question={"text": "Q?", "effects": [f"noise={level} × gender"]}))
+
+
+def test_gap_changes_of_three_factors_state_the_reference_level_first() -> None:
+    """E27's form: gender × noise × backend; the rows of ``backend=plda × gender`` are stated at
+    each noise level, the reference first, then as the definition lists them; a negative change
+    as "lower" with its turned interval."""
+    from interbias.analysis.reporting.gap_change import gap_change_brief
+
+    factors = [
+        {"name": "gender", "type": "population", "reference": "female", "levels": {"female": 0, "male": 0}},
+        {"name": "noise", "type": "acoustic", "reference": "clean", "levels": {"amr": 0, "clean": 0, "ct5": 0}},
+        {"name": "backend", "type": "backend", "reference": "cosine", "levels": {"cosine": 0, "plda": 0}},
+    ]
+    rows = pd.DataFrame(
+        {
+            "kind": "interaction",
+            "effect": [f"IE gender×backend at male, {n}, plda" for n in ("amr", "clean", "ct5")],
+            "estimate": [-0.02, 0.01, 0.05],
+            "lo": [-0.05, -0.01, 0.02],
+            "hi": [0.01, 0.03, 0.08],
+            "p_adjusted": [0.9, 1.0, 0.01],
+            "resolved": [False, False, True],
+            "adjustment": "holm",
+            "family_size": 30,
+        }
+    )
+    text = gap_change_brief(rows, {"factors": factors}, "eer")
+    assert text == (
+        "with backend plda against cosine, the male − female EER difference is at noise clean higher by 0.010 "
+        "[-0.010, 0.030], not resolved after Holm over 30 (adjusted p 1.000); at noise amr lower by 0.020 "
+        "[-0.010, 0.050], not resolved after Holm over 30 (adjusted p 0.900); at noise ct5 higher by 0.050 "
+        "[0.020, 0.080], resolved after Holm over 30 (adjusted p 0.010)"
+    )
+    assert (
+        gap_change_brief(rows.assign(effect="IE noise×backend at male, amr, plda"), {"factors": factors}, "eer") is None
+    )

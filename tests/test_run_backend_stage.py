@@ -15,7 +15,7 @@ from run_helpers import isolated_cache
 
 from interbias.experiments.schema import load_experiment, with_backend
 from interbias.metrics.backends import fit_backend
-from interbias.run.backend_stage import backend_paths, load_backend
+from interbias.run.backend_set import backend_paths, load_backend
 from interbias.run.conductor import RunOptions, run
 from interbias.run.rundir import RunDir
 from interbias.utils.errors import ConfigError

@@ -58,7 +58,8 @@ def _scores(run_dir: Path, model: str, cell: str) -> pd.DataFrame:
 
 
 def _fuse(run_dir: Path, out: Path, models: str = "CAM++,mfcc-stats"):
-    return CliRunner().invoke(app, ["fuse", str(run_dir), "--models", models, "--out", str(out), "--bootstrap", "200"])
+    args = ["fuse", str(run_dir), "--models", models, "--out", str(out), "--bootstrap", "200"]
+    return CliRunner().invoke(app, args, env={"COLUMNS": "80"})
 
 
 def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path, tmp_path: Path) -> None:
@@ -70,6 +71,8 @@ def test_fused_model_equals_sklearn_and_is_read_like_any_model(two_models: Path,
     out = tmp_path / "fused"
     res = _fuse(two_models, out)
     assert res.exit_code == 0, res.output
+    wide = [ln for ln in res.output.splitlines() if len(ln) > 80 and str(tmp_path) not in ln]  # paths stay whole
+    assert not wide, res.output  # an 80-column console
     assert (out / "findings.csv").read_text() != "stale\n"  # the copy's own, fresh (checked below)
     assert "stale" not in (out / "report.html").read_text()
     flat = " ".join(res.output.split())

@@ -272,3 +272,29 @@ def test_an_external_list_is_counted_per_stratum_not_priced_as_sampled(tmp_path,
     assert res.exit_code == 0, res.output
     assert "4000 trials per stratum" not in res.output
     assert "3 trials from the list" in res.output, res.output
+
+
+def test_validate_says_the_trials_the_sampler_draws_not_the_ask(tmp_path, session_cache, tiny_corpus) -> None:
+    """The first line counts the trials the run will draw (the sampler's, at most what the
+    corpus holds), the ask beside it when larger (issue 63: 2,000,000,000 asked "runs here" where
+    the run drew 3,230); an ask whose trial list cannot fit in memory is warned of when the corpus
+    is not here to cap it."""
+    from interbias.experiments.schema import load_experiment
+    from interbias.run.estimate import Estimate
+    from interbias.run.tasks.verification_estimate import TRIAL_BYTES, trial_memory_note
+    from interbias.trials.sampler import draw_trials
+
+    path = tiny_experiment(tmp_path, name="A1", trials={"targets": 2_000_000_000, "min_speakers": 4})
+    res = runner.invoke(app, ["validate", str(path), "--encoders", "mfcc-stats", "--cache-dir", str(session_cache)])
+    assert res.exit_code == 0, res.output
+    frame = draw_trials(load_experiment(path), tiny_corpus).frame
+    per = frame.groupby("stratum").size()
+    assert per.nunique() == 1 and per.iloc[0] < 4_000_000_000  # matched across strata, capped by the corpus
+    assert f"; {per.iloc[0]} trials per stratum (of 4000000000 asked); runs here" in res.output, res.output
+    est = Estimate("X", "c", n_strata=2, trials_per_stratum=4_000_000_000)
+    note = trial_memory_note(est, available=2**30)
+    assert note is not None and note.startswith("4,000,000,000 trials per stratum asked: if the corpus holds that")
+    assert f"needs {8_000_000_000 * TRIAL_BYTES / 2**40:.3g} TiB of memory" in note and "1 GiB free" in note
+    assert trial_memory_note(est, available=2**50) is None
+    est.trials_drawn = True
+    assert trial_memory_note(est, available=2**30) is None

@@ -58,6 +58,7 @@ def test_analyze_with_no_options_bootstraps_and_report_uses_the_same_findings(ru
     assert res.stdout.startswith("findings:\n") and "\nanswer: " in res.stdout  # the question and answer last
     rep = runner.invoke(app, ["report", str(a)], env=ENV)
     assert rep.exit_code == 0, rep.output
+    _fits(rep.output)
     assert f"findings: reused {a / 'findings.csv'}" in " ".join(rep.output.split())
     b = tmp_path / "b"
     shutil.copytree(run, b)
@@ -88,11 +89,41 @@ def test_analyze_wide_and_json(run: Path, tmp_path: Path) -> None:
     assert wide.exit_code == 0 and "contrasts (eer)" in wide.stdout
 
 
-def test_plan_fits_80_columns(run: Path, tmp_path: Path) -> None:
+def _table_column(output: str, title: str, column: int) -> list[str]:
+    """The cells of ``column`` of the table titled ``title``, each row's wrapped lines joined
+    by a space (a row starts where the first column is not empty)."""
+    lines = output[output.index(title) :].splitlines()[1:]
+    rows: list[list[str]] = []
+    for line in lines:
+        if line.startswith("└"):
+            break
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if cells[0] or not rows:
+                rows.append([])
+            rows[-1] += [cells[column]] if cells[column] else []
+    return [" ".join(r) for r in rows]
+
+
+def test_plan_fits_80_columns_and_splits_no_word(run: Path, tmp_path: Path) -> None:
+    """The per-effect table names each effect by its one name, folded between words only (a
+    word split mid-way would not join back into the name); a model name is never split either,
+    so columns that do not fit beside it are left out and named."""
+    from interbias.analysis.effect_names import effect_name
+
     res = runner.invoke(app, ["plan", str(run), "--bootstrap", "200", "--out", str(tmp_path)], env=ENV)
     assert res.exit_code == 0, res.output
     _fits(res.stdout)
-    assert "per effect (the question's effects first, largest need first)" in res.stdout and "plan.csv" in res.stdout
+    title = "per effect (the question's effects first, largest need first)"
+    assert title in res.stdout and "plan.csv" in res.stdout
+    header = [c.strip() for c in res.stdout.split(title)[1].splitlines()[2].strip("┃").split("┃")]
+    assert header[:2] == ["model", "effect"] and "a-model-with-a-long-name" in res.stdout
+    hidden = ", ".join(c for c in ("mde", "estimate", "lo", "hi", "note") if c not in header)
+    assert f"column(s) not shown: {hidden};" in " ".join(res.stdout.split())
+    plan = pd.read_csv(tmp_path / "plan.csv")
+    shown = _table_column(res.stdout, title, 1)
+    names = {effect_name(r) for r in plan.itertuples(index=False)}
+    assert len(shown) == min(15, len(plan)) and set(shown) <= names, shown
 
 
 def test_fairness_fits_80_columns(tmp_path: Path) -> None:

@@ -116,9 +116,9 @@ def print_question(a: Analysis, found: object, *, wide: bool) -> None:
     metric = a.options.metric
     echo_wrapped("answer: " + question(a.run.resolved or {}, metric), wide=wide)
     frame = found.findings  # type: ignore[attr-defined]
-    lines = [] if frame is None else key_brief(frame, a.run.resolved or {}, metric)
+    pct = a.replicates.pct if a.replicates is not None else "95%"
+    lines = [] if frame is None else key_brief(frame, a.run.resolved or {}, metric, pct)
     if frame is not None and not lines:
-        pct = a.replicates.pct if a.replicates is not None else "95%"
         lines = [central_line(frame, (a.run.resolved or {}).get("use"), str(a.run.path), pct)]
     if frame is None:
         lines = [found.lines[0]]  # type: ignore[attr-defined]

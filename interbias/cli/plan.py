@@ -162,6 +162,7 @@ def _print_plan(
 ) -> None:
     """The plan on the console (fits the terminal) or as JSON."""
     from interbias.analysis import planner
+    from interbias.analysis.effect_names import effect_name
 
     pilot = planner.pilot_of(a.run.design())
     if as_json:
@@ -180,15 +181,18 @@ def _print_plan(
     rec = planner.recommendation(frame).rename(columns=_SHORT)
     columns = ["kind", "effects", "resolved", "med_mde", "med_speakers", "max_speakers", "experiment"]
     print_frame(rec, title, columns, wide=wide, full=path.name)
-    per = _named_first(frame).rename(columns=_SHORT)
+    per = _named_first(frame)
+    per = per.assign(effect=[effect_name(r) for r in per.itertuples(index=False)]).rename(columns=_SHORT)
     at = [c for c in frame.columns if str(c).startswith("mde_at_")]
+    shown = ["model", "effect", "speakers", *at, "mde", "estimate", "lo", "hi"]
     print_frame(
         per,
         "per effect (the question's effects first, largest need first)",
-        ["model", "effect", "speakers", *at, "mde", "estimate", "lo", "hi", "note"],
+        [*shown, "note"],
         wide=wide,
         full=path.name,
         max_rows=15,
+        min_keep=len(shown),  # the effect's name folds between words so that its interval is shown
     )
     echo_wrapped(
         "speakers: per stratum, to resolve the effect at the planned power; med_/max_: the median/"

@@ -102,7 +102,8 @@ BackendOption = Annotated[
     str | None,
     typer.Option(
         help="Scoring back-end: cosine, whiten+lnorm, lda+cosine or plda, fitted on the dev "
-        "split's clean embeddings (sets scoring.backend; docs/guide/backends.md).",
+        "split's clean embeddings, or whiten+lnorm+adapt / plda+adapt, then adapted to each "
+        "condition's unlabelled dev embeddings (sets scoring.backend; docs/guide/backends.md).",
     ),
 ]
 DevShareOption = Annotated[

@@ -3,7 +3,8 @@
 The width is the terminal's, else ``$COLUMNS``, else 80 (pipes and CI logs get 80 columns,
 not a 200-column table). A table keeps its columns in the order given (most important first)
 and drops trailing columns that do not fit, saying which and where the full table is; text
-columns wrap (fold) rather than end in "…"; numbers are never cut. ``wide``: every column at
+columns wrap between words rather than end in "…" (a column is never narrower than its longest
+word, so no word is split); numbers are never cut. ``wide``: every column at
 whatever width it needs. At most ``max_rows`` rows unless ``wide``, the rest counted.
 """
 
@@ -59,22 +60,26 @@ def echo_wrapped(text: str, indent: str = "", *, wide: bool = False) -> None:
 MIN_KEEP = 4
 
 
-def _text_share(widths: list[tuple[int, bool]], total: int) -> int | None:
+#: A column's (width, is text, narrowest it folds to: its longest word, at least MIN_TEXT).
+Width = tuple[int, bool, int]
+
+
+def _text_share(widths: list[Width], total: int) -> int | None:
     """The widest each text column may be so that the numbers keep their whole width within
     ``total`` characters (``None`` when everything fits at full width)."""
-    if 1 + sum(w + 3 for w, _ in widths) <= total:
+    if 1 + sum(w + 3 for w, _, _ in widths) <= total:
         return None
-    n_text = sum(1 for _, text in widths if text)
-    fixed = 1 + sum(w + 3 for w, text in widths if not text) + 3 * n_text
+    n_text = sum(1 for _, text, _ in widths if text)
+    fixed = 1 + sum(w + 3 for w, text, _ in widths if not text) + 3 * n_text
     return max(MIN_TEXT, (total - fixed) // max(1, n_text))
 
 
-def _fits(widths: list[tuple[int, bool]], total: int, *, fold: bool = True) -> int:
+def _fits(widths: list[Width], total: int, *, fold: bool = True) -> int:
     """How many leading columns fit in ``total`` characters (``fold``: text columns folded to
-    MIN_TEXT)."""
+    their narrowest, never splitting a word)."""
     used, n = 1, 0
-    for w, text in widths:
-        need = (min(w, MIN_TEXT) if text and fold else w) + 3
+    for w, text, narrowest in widths:
+        need = (narrowest if text and fold else w) + 3
         if used + need > total:
             break
         used, n = used + need, n + 1
@@ -90,9 +95,11 @@ def print_frame(
     wide: bool = False,
     full: str | None = None,
     max_rows: int = MAX_ROWS,
+    min_keep: int = MIN_KEEP,
 ) -> None:
     """Print ``frame`` (``columns`` in importance order) as a table that fits; ``full``: where
-    the whole table is (a file name), said when columns or rows are left out."""
+    the whole table is (a file name), said when columns or rows are left out; text columns are
+    folded (between words) when fewer than ``min_keep`` columns fit at full width."""
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     shown = frame if wide or len(frame) <= max_rows else frame.head(max_rows)
     cells = {c: [fmt(v, digits, c) for v in shown[c]] for c in cols}
@@ -101,16 +108,17 @@ def print_frame(
         numeric = pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
         head = min(len(str(c)), HEADER) if numeric else len(str(c))  # a long header folds, a number never
         w = max([head, *map(len, cells[c])])
-        widths.append((w, not numeric))
+        word = max((len(x) for v in [str(c), *cells[c]] for x in v.split()), default=0)
+        widths.append((w, not numeric, min(w, max(MIN_TEXT, word))))
     keep = len(cols) if wide else _fits(widths, width(), fold=False)  # whole labels where they fit
-    if not wide and keep < min(len(cols), MIN_KEEP):
+    if not wide and keep < min(len(cols), min_keep):
         keep = _fits(widths, width())
     table = Table(title=title, show_lines=False, title_justify="left", pad_edge=False, expand=False)
     share = None if wide else _text_share(widths[:keep], width())
-    for c, (w, text) in zip(cols[:keep], widths[:keep], strict=True):
+    for c, (w, text, narrowest) in zip(cols[:keep], widths[:keep], strict=True):
         just = "left" if text else "right"
-        most = share if text and share is not None and share < w else None
-        table.add_column(c, justify=just, overflow="fold", min_width=min(w, MIN_TEXT) if text else w, max_width=most)
+        most = max(share, narrowest) if text and share is not None and share < w else None
+        table.add_column(c, justify=just, overflow="fold", min_width=narrowest if text else w, max_width=most)
     for i in range(len(shown)):
         table.add_row(*(cells[c][i] for c in cols[:keep]))
     console(wide).print(table)

@@ -6,7 +6,8 @@ and :mod:`interbias.metrics.score_norm`; every problem is one :class:`ConfigErro
     calibration: {fit_on: reference | each, split: dev}
     scoring: {enrol: embedding-mean | score-mean, norm: none | s-norm | as-norm, top_k: 100,
               cohort: {speakers: 40, utterances_per_speaker: 2, pool: speaker | utterance},
-              cohort_chain: clean | matched, backend: cosine | whiten+lnorm | lda+cosine | plda}
+              cohort_chain: clean | matched,
+              backend: cosine | whiten+lnorm | lda+cosine | plda | whiten+lnorm+adapt | plda+adapt}
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class ScoreNormSpec:
     enrol: str = "embedding-mean"
     calibration: ScoreCalibrationSpec = field(default_factory=ScoreCalibrationSpec)
     #: The scoring back-end (:data:`interbias.metrics.backends.BACKENDS`; docs/guide/backends.md):
-    #: every one but ``cosine`` is fitted on the reference cells' dev-split embeddings.
+    #: every one but ``cosine`` is fitted on the reference cells' dev-split embeddings (``+adapt``:
+    #: then adapted per condition); a back-end factor sets it per cell instead.
     backend: str = "cosine"
 
 

@@ -2,8 +2,10 @@
 
 An experiment names a corpus, a population filter, up to three factors (each a population
 factor that selects speakers/utterances by a manifest attribute, an acoustic factor whose
-levels are operator chains per side, or a protocol factor whose levels set the cell's
-enrolment K or VAD: :mod:`interbias.experiments.protocol`), a trial spec and a seed. Every problem is reported as
+levels are operator chains per side, a protocol factor whose levels set the cell's
+enrolment K or VAD: :mod:`interbias.experiments.protocol`, or a back-end factor whose levels
+set the cell's scoring back-end: :mod:`interbias.experiments.backend_factor`), a trial spec
+and a seed. Every problem is reported as
 one :class:`ConfigError` naming the file, the key and the valid choices.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from interbias.audio.frontend import FrontEnd
 from interbias.experiments import yamlfile
 from interbias.experiments.attack_spec import AttackSpec, check_attack_experiment, parse_attacks
+from interbias.experiments.backend_factor import BackendLevel, backend_levels
 from interbias.experiments.decision_spec import (
     CalibrationSpec,
     OperatingPoint,
@@ -56,6 +59,7 @@ from interbias.experiments.sections import (
     parse_trials,
     spoofing_countermeasures,
 )
+from interbias.metrics.backends import base_kind
 from interbias.metrics.verification import P_TARGET
 from interbias.operators import Chain
 from interbias.utils.errors import ConfigError
@@ -68,7 +72,7 @@ TOP_KEYS = {
     "use": "contrast | gap | descriptive",
     "corpus": "corpus name or {name, root, manifest}",
     "population": "filter: attribute -> value or list of values",
-    "factors": "list of factors (at most 3)",
+    "factors": "list of factors (at most 3): population, acoustic, protocol or backend",
     "trials": "trial spec",
     "frontend": "front-end rules",
     "seed": "integer mixed into every derived seed",
@@ -85,7 +89,7 @@ TOP_KEYS = {
     "utterance_attributes": "attributes that describe recordings and may vary within a speaker",
     "operating_points": f"detection-cost points [{{name, p_target, c_miss, c_fa}}] (default: p_target {P_TARGET:g}, unit costs)",
     "calibration": "linear calibration: {fit_on: reference|each, split: dev}",
-    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda}",
+    "scoring": "how scores are made: {enrol: embedding-mean|score-mean, norm: none|s-norm|as-norm, top_k, cohort: {speakers, utterances_per_speaker, pool: speaker|utterance}, cohort_chain: clean|matched, calibration: {kind: linear|qmf, measures: [duration, snr, magnitude]}, backend: cosine|whiten+lnorm|lda+cosine|plda|whiten+lnorm+adapt|plda+adapt}",
 }
 USES = ("contrast", "gap", "descriptive")
 
@@ -117,6 +121,8 @@ class Cell:
     #: trial list's K, the experiment's front end).
     enrol_utterances: int | None = None
     vad: str | None = None
+    #: A back-end factor's level's back-end (``None``: the experiment's ``scoring.backend``).
+    backend: str | None = None
 
     def draws(self) -> list[tuple[Chain, Chain]]:
         """(enrolment chain, test chain) of each draw; one when neither chain is random."""
@@ -208,6 +214,14 @@ class Experiment:
     def protocol_factors(self) -> list[Factor]:
         return [f for f in self.factors if f.type == "protocol"]
 
+    def backend_of(self, cell: Cell) -> str:
+        """The back-end that scores ``cell``: its back-end level's, else ``scoring.backend``."""
+        return cell.backend if cell.backend is not None else self.scoring.backend
+
+    def backends(self) -> tuple[str, ...]:
+        """Every back-end a run scores with: the back-end factor's levels, else ``scoring.backend``."""
+        return tuple(lv.backend for lv in backend_levels(self.factors)) or (self.scoring.backend,)
+
     def frontend_for(self, cell: Cell) -> FrontEnd:
         """The cell's front end: the experiment's, with a protocol level's VAD."""
         return self.frontend if cell.vad is None else replace(self.frontend, vad=cell.vad)
@@ -234,14 +248,16 @@ class Experiment:
                 or "all"
             )
             enrol, test = Chain(), Chain()
-            k = vad = None
+            k = vad = backend = None
             for lv in combo:
-                if isinstance(lv, AcousticLevel):
+                if isinstance(lv, BackendLevel):
+                    backend = lv.backend
+                elif isinstance(lv, AcousticLevel):
                     enrol, test = enrol + lv.enrol, test + lv.test
                 elif isinstance(lv, ProtocolLevel):
                     k = lv.enrol_utterances if lv.enrol_utterances is not None else k
                     vad = lv.vad if lv.vad is not None else vad
-            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws, k, vad))
+            out.append(Cell(levels, stratum, enrol, test, self.trials.operator_draws, k, vad, backend))
         return out
 
 
@@ -367,26 +383,43 @@ def _scoring(raw: Any, trials: TrialSpec, where: str, per_cell_frontend: bool = 
 
 
 def check_backend(exp: Experiment, where: str) -> None:
-    """A fitted ``scoring.backend`` needs a dev split to be fitted on, and scores one
-    enrolment utterance per trial (plda), without score normalisation or attacks (both
-    score by cosine)."""
-    backend = exp.scoring.backend
-    if backend == "cosine":
-        return
-    here = f"{where}: scoring.backend: {backend}"
-    if exp.trials.dev_share is None:
-        raise ConfigError(f"{here} is fitted on the dev split's embeddings: set trials.dev_share")
-    if exp.scoring.norm != "none":
+    """Every fitted back-end the experiment scores with (``scoring.backend`` or a back-end
+    factor's levels) needs a dev split to be fitted on, and scores one enrolment utterance per
+    trial (PLDA), without score normalisation or attacks (both score by cosine); a back-end
+    factor leaves ``scoring.backend`` at ``cosine``, and an experiment has one at most."""
+    factors = [f for f in exp.factors if f.type == "backend"]
+    if len(factors) > 1:
         raise ConfigError(
-            f"{here} is not defined with scoring.norm {exp.scoring.norm} (the cohort is scored by cosine)"
+            f"{where}: factors: {factors[0].name} and {factors[1].name} are both back-end factors; one at most"
         )
-    if exp.attacks is not None:
-        raise ConfigError(f"{here} is not defined with attacks (the attack stage scores by cosine)")
-    if backend == "plda" and exp.trials.enrol_utterances > 1:
+    if factors and exp.scoring.backend != "cosine":
         raise ConfigError(
-            f"{here} scores one enrolment utterance per trial (trials.enrol_utterances is "
-            f"{exp.trials.enrol_utterances})"
+            f"{where}: scoring.backend: {exp.scoring.backend} and the back-end factor {factors[0].name} both set the "
+            "back-end; the factor's levels name it per cell (remove scoring.backend)"
         )
+    if factors and exp.scoring.calibration.quality_aware:
+        raise ConfigError(
+            f"{where}: scoring.calibration: qmf is fitted once over the reference cells; with the back-end factor "
+            f"{factors[0].name} they hold several back-ends' scores (use kind: linear, fitted per back-end)"
+        )
+    key = f"factors ({factors[0].name}).levels" if factors else "scoring.backend"
+    for backend in exp.backends():
+        if backend == "cosine":
+            continue
+        here = f"{where}: {key}: {backend}"
+        if exp.trials.dev_share is None:
+            raise ConfigError(f"{here} is fitted on the dev split's embeddings: set trials.dev_share")
+        if exp.scoring.norm != "none":
+            raise ConfigError(
+                f"{here} is not defined with scoring.norm {exp.scoring.norm} (the cohort is scored by cosine)"
+            )
+        if exp.attacks is not None:
+            raise ConfigError(f"{here} is not defined with attacks (the attack stage scores by cosine)")
+        if base_kind(backend) == "plda" and exp.trials.enrol_utterances > 1:
+            raise ConfigError(
+                f"{here} scores one enrolment utterance per trial (trials.enrol_utterances is "
+                f"{exp.trials.enrol_utterances})"
+            )
 
 
 def with_backend(exp: Experiment, kind: str) -> Experiment:
@@ -409,6 +442,15 @@ def _seed(value: Any, where: str) -> int:
 def _question(value: Any, where: str, factors: list[Factor]) -> dict[str, Any]:
     """The ``question`` and ``key_effects`` fields of an experiment (:mod:`question_spec`)."""
     asked = parse_question(value, where, {f.name: f.type for f in factors})
+    by_name = {f.name: f for f in factors}
+    for key in asked.effects:
+        for name, level in key.levels:
+            f = by_name[name]
+            if level not in f.level_names or level == f.reference:
+                raise ConfigError(
+                    f"{where}: question.effects: {key.text!r}: {level!r} is not a level of {name} other than its "
+                    f"reference {f.reference}; levels: {', '.join(n for n in f.level_names if n != f.reference)}"
+                )
     return {"question": asked.text, "key_effects": asked.effects}
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from interbias.audio.frontend import RATE_LIMITS_HZ, RESAMPLERS, FrontEnd
 from interbias.audio.vad import check_vad
 from interbias.audio.windows import LONG_AUDIO, MAX_OVERLAP
+from interbias.experiments.backend_factor import BackendLevel, parse_backend_levels
 from interbias.experiments.protocol import ProtocolLevel, parse_protocol_levels
 from interbias.operators import Chain, parse_chain
 from interbias.utils.errors import ConfigError, OperatorError
@@ -48,7 +49,7 @@ FRONTEND_KEYS = {
     "trim_silence",
 }
 SIDES = ("test", "enrol", "both")
-FACTOR_TYPES = ("population", "acoustic", "protocol")
+FACTOR_TYPES = ("population", "acoustic", "protocol", "backend")
 ANY = "*"
 
 
@@ -84,12 +85,12 @@ class AcousticLevel:
 @dataclass(frozen=True)
 class Factor:
     name: str
-    type: Literal["population", "acoustic", "protocol"]
+    type: Literal["population", "acoustic", "protocol", "backend"]
     reference: str
-    levels: tuple[PopulationLevel | AcousticLevel | ProtocolLevel, ...]
+    levels: tuple[PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel, ...]
     attribute: str | None = None
 
-    def level(self, name: str) -> PopulationLevel | AcousticLevel | ProtocolLevel:
+    def level(self, name: str) -> PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel:
         for lv in self.levels:
             if lv.name == name:
                 return lv
@@ -275,13 +276,14 @@ def parse_factor(spec: Any, where: str, i: int) -> Factor:
     levels_raw = spec.get("levels")
     if not isinstance(levels_raw, dict) or not levels_raw:
         raise ConfigError(f"{where}: {here}.levels: a non-empty mapping of level name to definition")
-    levels: list[PopulationLevel | AcousticLevel | ProtocolLevel] = []
+    levels: list[PopulationLevel | AcousticLevel | ProtocolLevel | BackendLevel] = []
     attribute = None
-    if ftype == "protocol":
+    if ftype in ("protocol", "backend"):
         extra = [k for k in ("attribute", "apply_to") if k in spec]
         if extra:
-            raise ConfigError(f"{where}: {here}: {', '.join(extra)} do not apply to a protocol factor")
-        levels.extend(parse_protocol_levels(levels_raw, where, here))
+            raise ConfigError(f"{where}: {here}: {', '.join(extra)} do not apply to a {ftype} factor")
+        parse = parse_protocol_levels if ftype == "protocol" else parse_backend_levels
+        levels.extend(parse(levels_raw, where, here))
     elif ftype == "population":
         attribute = spec.get("attribute")
         if not isinstance(attribute, str) or not attribute:

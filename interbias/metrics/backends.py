@@ -18,12 +18,25 @@ than D (fewer than D + S fit utterances), the data are first projected onto the 
 changes nothing. PLDA's B and W are moment estimates: W the pooled within-speaker covariance,
 B the covariance of the speaker means. A back-end that cannot be fitted (fewer than 2
 speakers, a class with one utterance only, a singular covariance) raises :class:`MetricError`.
+
+Domain adaptation (``whiten+lnorm+adapt``, ``plda+adapt``; :func:`adapt_backend`) re-estimates a
+fitted back-end from **unlabelled** in-condition embeddings X (n × D), in the spirit of
+WeSpeaker's ``adapt`` (BUT's Python form of Kaldi's unsupervised PLDA adaptation):
+
+- whitening: the mean and the whitening are re-estimated on X (whitening needs no labels);
+- PLDA: the projection is re-centred on X's mean m (the LDA directions are kept), so
+  y = unit((x − m)·P); the PLDA mean becomes the mean of the y, and with S their covariance
+  and T = B + W the model's total covariance, the excess of S over T — Σ over the generalised
+  eigenpairs S e = v T e (eᵀ T e = 1) with v > 1 of (v − 1)·T e eᵀ T, i.e. the positive part of
+  S − T in T's metric — is added to B and W in the shares :data:`ADAPT_BETWEEN` and
+  :data:`ADAPT_WITHIN` (WeSpeaker's defaults, 0.5 each). Directions where the new data vary
+  less than the model expects are left as they were.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,9 +44,14 @@ import scipy.linalg
 
 from interbias.utils.errors import MetricError
 
-BACKENDS = ("cosine", "whiten+lnorm", "lda+cosine", "plda")
+#: The suffix of a back-end adapted to each condition (:func:`adapt_backend`).
+ADAPT = "+adapt"
+BACKENDS = ("cosine", "whiten+lnorm", "lda+cosine", "plda", "whiten+lnorm" + ADAPT, "plda" + ADAPT)
 #: Back-ends that are fitted (every one but ``cosine``).
 FITTED = BACKENDS[1:]
+#: Shares of the PLDA covariance excess added to B (between) and W (within) when adapting.
+ADAPT_BETWEEN = 0.5
+ADAPT_WITHIN = 0.5
 #: Smallest eigenvalue kept, relative to the largest, before a covariance counts as singular.
 _RCOND = 1e-10
 _CHUNK = 1 << 14
@@ -219,6 +237,7 @@ def fit_backend(name: str, vectors: np.ndarray, speakers: np.ndarray) -> FittedB
     """Fit ``name`` on ``vectors`` (n × D) of ``speakers`` (n labels); see the module doc."""
     if name not in BACKENDS:
         raise MetricError(f"unknown back-end {name!r} (one of {', '.join(BACKENDS)})")
+    name = base_kind(name)
     x = np.asarray(vectors, np.float64)
     names, codes = _classes(np.asarray(speakers))
     spk = tuple(str(s) for s in names)
@@ -244,3 +263,46 @@ def backend_scores(
     if backend.plda is None:
         raise MetricError(f"back-end {backend.kind} scores by cosine, not by PLDA")
     return backend.plda.llr(enrol, test, np.asarray(enrol_idx, np.int64), np.asarray(test_idx, np.int64))
+
+
+def base_kind(name: str) -> str:
+    """The back-end an adapted one starts from (``plda`` of ``plda+adapt``); others as given."""
+    return name.removesuffix(ADAPT)
+
+
+def adapts(name: str) -> bool:
+    """Whether back-end ``name`` is adapted to each condition (:func:`adapt_backend`)."""
+    return name.endswith(ADAPT)
+
+
+def plda_excess(total: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """The positive part of ``cov`` − ``total`` in ``total``'s metric: Σ_{v>1} (v − 1)·T e eᵀ T over
+    the generalised eigenpairs cov·e = v·total·e with eᵀ·total·e = 1."""
+    vals, vecs = scipy.linalg.eigh((cov + cov.T) / 2, (total + total.T) / 2)
+    up = vals > 1
+    te = total @ vecs[:, up]
+    return (te * (vals[up] - 1)) @ te.T
+
+
+def adapt_backend(backend: FittedBackend, vectors: np.ndarray) -> FittedBackend:
+    """``backend`` (fitted on the clean dev split) adapted to unlabelled in-condition ``vectors``
+    (n × D, no speaker labels: see the module doc); its kind gains ``+adapt``, its fit speakers
+    and utterances stay those of the labelled fit. Whitening is re-estimated on ``vectors``; PLDA
+    is re-centred and its B and W take the covariance excess. Needs 2 or more vectors."""
+    x = np.asarray(vectors, np.float64)
+    base = base_kind(backend.kind)
+    if base not in ("whiten+lnorm", "plda"):
+        raise MetricError(f"back-end {backend.kind} has no adaptation (adapted: {', '.join(BACKENDS[-2:])})")
+    if len(x) < 2:
+        raise MetricError(f"cannot adapt the {base} back-end: it needs 2 or more in-condition embeddings, got {len(x)}")
+    if base == "whiten+lnorm":
+        return replace(backend, kind=base + ADAPT, projection=_whitening(x))
+    assert backend.projection is not None and backend.plda is not None  # a fitted PLDA back-end
+    proj = Projection(x.mean(axis=0), backend.projection.matrix)
+    y = _unit(proj.apply(x))
+    p = backend.plda
+    k = len(p.mean)
+    excess = plda_excess(p.between + p.within, np.cov(y, rowvar=False, bias=True).reshape(k, k))
+    between, within = p.between + ADAPT_BETWEEN * excess, p.within + ADAPT_WITHIN * excess
+    plda = TwoCovPlda.from_covariances(y.mean(axis=0), between, within)
+    return replace(backend, kind=base + ADAPT, projection=proj, plda=plda)

@@ -9,22 +9,30 @@ speaker is an eval speaker. The fitted parameters are saved in the run folder
 (``backends/<model>.npz`` and ``.json``: kind, dimensions, fit speakers, sha256 of the
 parameters) before the first cell is scored, reloaded when a run resumes, and recorded in
 run.json ``scoring.backend``. A back-end that cannot be fitted stops the run with one error.
+
+With a back-end factor (:mod:`interbias.experiments.backend_factor`) each level's back-end is
+fitted the same way, once per encoder and base kind (``plda`` and ``plda+adapt`` share one fit),
+on the reference cells of its level (the same embeddings for every level: back-ends only
+re-score cached vectors), and saved as ``backends/<model> <kind>``. An adapted back-end
+(``+adapt``) is then adapted per encoder and **condition** (the cell's levels of every factor
+but population and back-end factors) to that condition's unlabelled dev embeddings — every
+utterance of a dev trial of its cells, strata pooled, under each side's chain (draw 0) —
+(:func:`interbias.metrics.backends.adapt_backend`) and saved as ``backends/<model> <kind> at
+<condition>``; the fit speakers are checked against the eval speakers as above.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interbias.metrics.backends import FittedBackend, Projection, TwoCovPlda, fit_backend
+from interbias.metrics.backends import FittedBackend, adapt_backend, adapts, base_kind, fit_backend
+from interbias.run.backend_set import BACKENDS_DIR, RunBackends, condition_of, load_backend, save_backend
 from interbias.trials.enrolment import enrol_columns, first_enrolment
-from interbias.utils import atomic
 from interbias.utils.errors import InterbiasError, RunError
-from interbias.utils.paths import slug
 
 if TYPE_CHECKING:
     from interbias.encoders import Encoder
@@ -33,45 +41,6 @@ if TYPE_CHECKING:
     from interbias.run.inputs import RunContext
     from interbias.run.rundir import RunDir
     from interbias.run.work import RunWork
-
-BACKENDS_DIR = "backends"
-
-
-def backend_paths(run: RunDir, model: str) -> tuple[Any, Any]:
-    """(the .npz of the parameters, the .json record) of ``model``'s back-end in ``run``."""
-    base = run.path / BACKENDS_DIR / slug(model)
-    return base.with_suffix(".npz"), base.with_suffix(".json")
-
-
-def save_backend(run: RunDir, model: str, backend: FittedBackend, extra: dict[str, Any]) -> None:
-    npz, rec = backend_paths(run, model)
-    npz.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    np.savez(buf, **backend.arrays())
-    atomic.write_bytes(npz, buf.getvalue())
-    record = {"model": model, **backend.record(), **extra, "speakers": list(backend.speakers)}
-    atomic.write_text(rec, json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
-def load_backend(run: RunDir, model: str, kind: str) -> FittedBackend | None:
-    """``model``'s saved back-end of ``kind``, None when there is none."""
-    npz, rec = backend_paths(run, model)
-    if not (npz.is_file() and rec.is_file()):
-        return None
-    record = json.loads(rec.read_text(encoding="utf-8"))
-    if record.get("kind") != kind:
-        raise RunError(f"{rec}: a {record.get('kind')} back-end, but the run asks for {kind}")
-    with np.load(npz, allow_pickle=False) as z:
-        a = {k: z[k] for k in z.files}
-    proj = Projection(a["mean"], a["matrix"]) if "matrix" in a else None
-    plda = None
-    if "q" in a:
-        plda = TwoCovPlda(a["plda_mean"], a["between"], a["within"], a["q"], a["c"], float(a["const"]))
-    out = FittedBackend(kind, proj, plda, tuple(record["speakers"]), int(record["n_utterances"]),
-                        record.get("pca_dim"))  # fmt: skip
-    if out.sha256() != record.get("sha256"):
-        raise RunError(f"{npz}: the parameters do not match their record's sha256; remove {npz.parent} to refit")
-    return out
 
 
 def dev_vectors(
@@ -111,50 +80,104 @@ def eval_speakers(ctx: RunContext) -> set[str]:
     return {str(s) for c in cols for s in ev[c].unique()}
 
 
-def fit_run_backends(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> dict[str, FittedBackend]:
-    """Every encoder's back-end (see the module doc); empty for ``cosine``."""
+def _fit_data(
+    ctx: RunContext, work: RunWork, emb: CellEmbedders, enc: Encoder, cells: list[Cell], what: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`dev_vectors` of ``cells`` for ``what`` (a back-end to fit or adapt), refused when
+    some of the cells are finished (their vectors are not loaded: a resumed run would fit on
+    less) or a speaker of the vectors is an eval speaker."""
+    pending = {c.id for c, e in work.pending if e is enc}
+    if any(c.id not in pending for c in cells):
+        raise RunError(f"{enc.label}: {what} is not saved and some of its cells are finished: "
+                       f"remove {ctx.run.path} to start over")  # fmt: skip
+    vectors, speakers, missing = dev_vectors(ctx, enc, cells, emb)
+    overlap = set(speakers) & eval_speakers(ctx)
+    if overlap:
+        raise RunError(f"{enc.label}: {len(overlap)} speaker(s) of {what} are eval speakers, e.g. {min(overlap)}")
+    return vectors, speakers, missing
+
+
+def _fit_one(
+    ctx: RunContext, work: RunWork, emb: CellEmbedders, enc: Encoder, kind: str, refs: list[Cell]
+) -> FittedBackend:
+    """``enc``'s ``kind`` back-end fitted on the dev embeddings of ``refs`` and saved."""
+    vectors, speakers, missing = _fit_data(ctx, work, emb, enc, refs, f"the {kind} back-end")
+    try:
+        backend = fit_backend(kind, vectors, speakers)
+    except InterbiasError as exc:
+        raise RunError(f"{enc.label}: {exc} (fitted on {len(vectors)} dev embedding(s) of the reference cells; "
+                       "raise trials.dev_share or min_speakers)") from None  # fmt: skip
+    fit_on = {"fit_on": "dev split, reference cells", "n_missing": missing, "cells": [c.id for c in refs]}
+    save_backend(ctx.run, enc.label, backend, fit_on, ctx.backends.paths(ctx.run, enc.label, kind))
+    return backend
+
+
+def _adapt_one(
+    ctx: RunContext, work: RunWork, emb: CellEmbedders, enc: Encoder, base: FittedBackend, cells: list[Cell]
+) -> FittedBackend:
+    """``base`` adapted to the unlabelled dev embeddings of ``cells`` (one condition) and saved."""
+    kind, cond = ctx.exp.backend_of(cells[0]), condition_of(ctx.exp, cells[0])
+    vectors, _, missing = _fit_data(ctx, work, emb, enc, cells, f"the {kind} back-end at {cond}")
+    try:
+        backend = adapt_backend(base, vectors)  # unlabelled: the speakers only serve _fit_data's check
+    except InterbiasError as exc:
+        raise RunError(f"{enc.label}: {exc} (the dev embeddings of {cond})") from None
+    extra = {"fit_on": "dev split, reference cells; adapted to the dev split of its condition",
+             "condition": cond, "n_adapt": len(vectors), "n_missing": missing, "cells": [c.id for c in cells]}  # fmt: skip
+    save_backend(ctx.run, enc.label, backend, extra, ctx.backends.paths(ctx.run, enc.label, kind, cond))
+    return backend
+
+
+def fit_run_backends(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> RunBackends:
+    """Every encoder's back-ends (see the module doc); empty when every cell scores by cosine."""
     from interbias.run.calibrate import reference_cells
 
-    name = ctx.exp.scoring.backend
-    if name == "cosine":
-        return {}
-    refs = reference_cells(ctx.exp, ctx.exp.cells())
-    out: dict[str, FittedBackend] = {}
+    out = ctx.backends = RunBackends(ctx.exp)
+    cells = ctx.exp.cells()
+    refs = reference_cells(ctx.exp, cells)
+    kinds = [k for k in ctx.exp.backends() if k != "cosine"]
     for enc in ctx.encoders:
-        saved = load_backend(ctx.run, enc.label, name)
-        if saved is not None:
-            out[enc.label] = saved
-            continue
-        if not any(e is enc for _, e in work.pending):
-            continue
-        pending = {c.id for c, e in work.pending if e is enc}
-        if any(c.id not in pending for c in refs):
-            raise RunError(f"{enc.label}: the {name} back-end is not saved and its reference cells are finished: "
-                           f"remove {ctx.run.path} to start over")  # fmt: skip
-        vectors, speakers, missing = dev_vectors(ctx, enc, refs, emb)
-        overlap = set(speakers) & eval_speakers(ctx)
-        if overlap:
-            raise RunError(
-                f"{enc.label}: {len(overlap)} back-end fit speaker(s) are eval speakers, e.g. {min(overlap)}"
-            )
-        try:
-            backend = fit_backend(name, vectors, speakers)
-        except InterbiasError as exc:
-            raise RunError(f"{enc.label}: {exc} (fitted on {len(vectors)} dev embedding(s) of the reference cells; "
-                           "raise trials.dev_share or min_speakers)") from None  # fmt: skip
-        fit_on = {"fit_on": "dev split, reference cells", "n_missing": missing, "cells": [c.id for c in refs]}
-        save_backend(ctx.run, enc.label, backend, fit_on)
-        out[enc.label] = backend
+        todo = {c.id for c, e in work.pending if e is enc}
+        for base in dict.fromkeys(base_kind(k) for k in kinds):
+            saved = load_backend(ctx.run, enc.label, base, out.paths(ctx.run, enc.label, base))
+            if saved is None and not todo:
+                continue
+            mine = [c for c in refs if base_kind(ctx.exp.backend_of(c)) == base]
+            out.fitted[(enc.label, base)] = saved or _fit_one(ctx, work, emb, enc, base, mine)
+        for kind in (k for k in kinds if adapts(k)):
+            by_cond: dict[str, list[Cell]] = {}
+            for c in cells:
+                if ctx.exp.backend_of(c) == kind:
+                    by_cond.setdefault(condition_of(ctx.exp, c), []).append(c)
+            for cond, group in by_cond.items():
+                paths = out.paths(ctx.run, enc.label, kind, cond)
+                saved = load_backend(ctx.run, enc.label, kind, paths)
+                if saved is None and not any(c.id in todo for c in group):
+                    continue
+                base = out.fitted[(enc.label, base_kind(kind))]
+                out.adapted[(enc.label, kind, cond)] = saved or _adapt_one(ctx, work, emb, enc, base, group)
     return out
 
 
-def backend_record(name: str, backends: dict[str, FittedBackend], run: RunDir) -> dict[str, Any]:
-    """run.json ``scoring.backend``: the kind and, per model, its fitted parameters' record."""
-    if name == "cosine":
+def backend_record(backends: RunBackends, run: RunDir) -> dict[str, Any]:
+    """run.json ``scoring.backend``: the kind (or the back-end factor's levels) and, per model,
+    each fitted back-end's record and file."""
+    exp = backends.exp
+    if all(k == "cosine" for k in exp.backends()):
         return {}
-    models = {}
-    for label, be in backends.items():
-        rec = backend_paths(run, label)[1]
+    models: dict[str, Any] = {}
+    items = [((m, k, None), be) for (m, k), be in backends.fitted.items()]
+    items += [((m, k, c), be) for (m, k, c), be in backends.adapted.items()]
+    for (label, kind, cond), be in items:
+        rec = backends.paths(run, label, kind, cond)[1]
         saved = json.loads(rec.read_text(encoding="utf-8")) if rec.is_file() else {}
-        models[label] = {**be.record(), "file": f"{BACKENDS_DIR}/{rec.name}", "n_missing": saved.get("n_missing", 0)}
-    return {"backend": {"kind": name, "models": models}}
+        entry = {**be.record(), "file": f"{BACKENDS_DIR}/{rec.name}", "n_missing": saved.get("n_missing", 0)}
+        entry.update({k: saved[k] for k in ("condition", "n_adapt") if k in saved})
+        if not backends.named():
+            models[label] = entry
+        else:
+            models.setdefault(label, {})[kind + (f" at {cond}" if cond else "")] = entry
+    factor = next((f for f in exp.factors if f.type == "backend"), None)
+    head: dict[str, Any] = {"kind": exp.scoring.backend} if factor is None else {
+        "factor": factor.name, "levels": {lv.name: lv.backend for lv in factor.levels}}  # fmt: skip
+    return {"backend": {**head, "models": models}}

@@ -5,7 +5,9 @@ With ``calibration.fit_on: reference`` (the default) one calibration per model i
 the dev trials of the reference condition — every cell whose acoustic factors are all at their
 reference level, population strata pooled: the system as tuned on clean speech — and applied
 unchanged to the eval trials of every cell. ``fit_on: each`` fits on each cell's own dev
-trials (an oracle). A run without dev trials gets empty calibration columns and says why in
+trials (an oracle). A run with a back-end factor fits one calibration per model and back-end
+level, on that level's reference cells (calibration.json ``by_backend``; ``per_cell`` says which
+fit each cell met). A run without dev trials gets empty calibration columns and says why in
 run.json. Columns, at the experiment's first operating point unless suffixed:
 
 - ``cllr`` (bits) of the calibrated llrs, ``min_cllr`` (bits, PAV on the raw scores);
@@ -96,7 +98,9 @@ def cell_values(
 
 
 def reference_cells(exp: Experiment, cells: Sequence[Cell]) -> list[Cell]:
-    """Cells with every acoustic factor at its reference level (all population levels)."""
+    """Cells with every acoustic factor at its reference level (all population levels, all
+    back-end levels: a run with a back-end factor fits one calibration per back-end on its
+    level's reference cells)."""
     refs = {f.name: f.reference for f in exp.acoustic_factors}
     return [c for c in cells if all(dict(c.levels)[f] == r for f, r in refs.items())]
 
@@ -121,20 +125,28 @@ def _model(
     frames = {c.id: run.read_scores(model, c.id) for c in cells if (model, c.id) in rows}
     points = exp.operating_points
     record: dict[str, Any] = {}
-    shared = None
+    fits: dict[str, tuple[LinearCalibration, float, dict[str, Any]]] = {}
+    by_level = any(f.type == "backend" for f in exp.factors)  # one calibration per back-end
+    kind_of = {c.id: exp.backend_of(c) if by_level else "" for c in cells}
     if exp.calibration.fit_on == "reference":
-        refs = [frames[c.id] for c in reference_cells(exp, cells) if c.id in frames]
-        try:
-            shared = _fit(refs)
-        except MetricError as exc:
-            return {"error": f"{model}: calibration not fitted: {exc}"}
-        record = {**shared[2], "cells": [c.id for c in reference_cells(exp, cells) if c.id in frames]}
-        record["decision_thresholds"] = {p.name: shared[0].score_at(p.cost.bayes_threshold) for p in points}
+        for kind in dict.fromkeys(kind_of.values()):
+            ids = [c.id for c in reference_cells(exp, cells) if c.id in frames and kind_of[c.id] == kind]
+            try:
+                fit = fits[kind] = _fit([frames[i] for i in ids])
+            except MetricError as exc:
+                return {"error": f"{model}: calibration{f' of back-end {kind}' if kind else ''} not fitted: {exc}"}
+            rec = {**fit[2], "cells": ids}
+            rec["decision_thresholds"] = {p.name: fit[0].score_at(p.cost.bayes_threshold) for p in points}
+            if by_level:
+                record.setdefault("by_backend", {})[kind] = rec
+            else:
+                record = rec
+    shared = fits.get("") if not by_level else None
     per_cell: dict[str, Any] = {}
     per_draw: dict[str, Any] = {}
     for cell_id, frame in frames.items():
         try:
-            cal, thr, rec = shared if shared is not None else _fit([frame])
+            cal, thr, rec = fits[kind_of[cell_id]] if fits else _fit([frame])
             use = trial_masks(frame)[0]
             labels = frame["label"].to_numpy()[use]
             draws = [
@@ -147,8 +159,8 @@ def _model(
         rows[(model, cell_id)].update(combine_draw_values(draws, exp.trials.operator_draws > 1))
         if len(draws) > 1:
             per_draw[cell_id] = {k: [d[k] for d in draws] for k in ("act_dcf", "calibration_loss")}
-        if shared is None:
-            per_cell[cell_id] = rec
+        if shared is None:  # fit_on each, or a back-end factor: the fit this cell's scores met
+            per_cell[cell_id] = rec if not by_level else {**rec, "backend": kind_of[cell_id]}
     if per_cell:
         record["per_cell"] = per_cell
     if per_draw:

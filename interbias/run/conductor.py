@@ -206,6 +206,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
         for cell, enc in work.pending:
             try:
                 sub = first_enrolment(ctx.trials.for_stratum(cell.stratum), cell.enrol_utterances)
+                backend = ctx.backends.for_cell(enc.label, cell) if ctx.backends is not None else None
                 scored = score_cell(
                     cell,
                     enc,
@@ -214,7 +215,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                     ctx.options.max_failure_share,
                     ctx.exp.frontend.sample_rate_hz,
                     enrol=ctx.exp.scoring.enrol,
-                    backend=ctx.backends.get(enc.label),
+                    backend=backend,
                 )
             except (RunError, InterbiasError) as exc:
                 key = (enc.label, cell.id)
@@ -232,6 +233,7 @@ def _score(ctx: RunContext, work: RunWork, emb: CellEmbedders) -> None:
                 "trials_sha256": ctx.trials.sha256,
                 "audio_sha256": work.audio[cell.stratum],
                 "failures": scored.failures,
+                **({"backend": backend.kind, "backend_sha256": backend.sha256()} if backend is not None else {}),
             }
             ctx.run.write_cell(enc.label, cell.id, scored.frame, record)
             work.rows[(enc.label, cell.id)] = row
@@ -363,7 +365,7 @@ def _record(
         "scoring": {
             **scoring_record(ctx.exp.scoring, ctx.cohort, ctx.cohort_missing),
             **({"enrol": ctx.exp.scoring.enrol} if ctx.exp.trials.enrol_utterances > 1 else {}),
-            **backend_record(ctx.exp.scoring.backend, ctx.backends, ctx.run),
+            **(backend_record(ctx.backends, ctx.run) if ctx.backends is not None else {}),
         },
         **({"analyses": analyses.files} if analyses.files else {}),
         **({"countermeasures": cm_record} if cm_record else {}),

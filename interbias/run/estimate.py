@@ -21,7 +21,14 @@ class Estimate:
     n_cells: int = 0
     #: Results rows (cells × encoders or CMs); None when only the data can tell (tracks).
     n_rows: int | None = 0
+    #: Trials per stratum the run draws (eval; the sampler's count where the corpus is here,
+    #: else the ask); ``trials_asked`` the spec's ask when the sampler drew fewer or did not draw.
     trials_per_stratum: int | None = 0
+    trials_asked: int | None = None
+    #: Dev trials per stratum drawn beside them (``trials.dev_share``), 0 without a dev split.
+    dev_trials_per_stratum: int = 0
+    #: Whether ``trials_per_stratum`` was drawn from the corpus (else it is the ask: "up to").
+    trials_drawn: bool = False
     #: How the trials are counted when not sampled by the trial spec (an external list).
     trials_note: str = ""
     runs_here: str = ""
@@ -52,7 +59,7 @@ class Estimate:
         out = [
             f"{self.label}: corpus {self.corpus}, {self.n_strata} {strata} × {self.n_chains} chain setting(s) = "
             f"{self.n_cells} cells → {self.n_rows} results rows; "
-            f"{self.trials_note or f'{self.trials_per_stratum} trials per stratum'}; "
+            f"{self.trials_note or self.trials_text()}; "
             f"{self.runs_here}"
         ]
         if self.n_embeddings is None:
@@ -65,6 +72,15 @@ class Estimate:
             )
         out += [f"  note: {n}" for n in self.notes]
         return out
+
+    def trials_text(self) -> str:
+        """``555 trials per stratum (of 600 asked) + 405 dev`` where the sampler drew them,
+        ``up to 600 trials per stratum (as many as the corpus holds)`` where it could not."""
+        if not self.trials_drawn:
+            return f"up to {self.trials_per_stratum} trials per stratum (as many as the corpus holds)"
+        asked = f" (of {self.trials_asked} asked)" if self.trials_asked is not None else ""
+        dev = f" + {self.dev_trials_per_stratum} dev" if self.dev_trials_per_stratum else ""
+        return f"{self.trials_per_stratum} trials per stratum{asked}{dev}"
 
     def cores_text(self) -> str:
         if self.jobs == 1 or self.cores == 1:

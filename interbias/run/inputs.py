@@ -27,7 +27,7 @@ from interbias.embedding.executors import Executor
 from interbias.embedding.stage import audio_digests
 from interbias.encoders import Encoder
 from interbias.experiments.schema import Experiment
-from interbias.metrics.backends import FittedBackend
+from interbias.run.backend_set import RunBackends
 from interbias.run.frame import AfterRun
 from interbias.run.normalise import cohort_audio_sha256, norm_label
 from interbias.run.results import revision, run_id
@@ -119,8 +119,8 @@ class RunContext:
     #: The score-normalisation cohort (``scoring.norm`` other than none) and its utterances left out per model.
     cohort: Cohort | None = None
     cohort_missing: dict[str, int] = field(default_factory=dict)
-    #: Each model's fitted scoring back-end (:mod:`interbias.run.backend_stage`; empty for cosine).
-    backends: dict[str, FittedBackend] = field(default_factory=dict)
+    #: The run's fitted scoring back-ends (:mod:`interbias.run.backend_stage`; None before they are fitted).
+    backends: RunBackends | None = None
     #: The countermeasures that score every trial's test audio (label -> loaded CM; :mod:`interbias.run.cm_stage`).
     cms: dict[str, Any] = field(default_factory=dict)
 

@@ -39,7 +39,7 @@ ENV = "INTERBIAS_MAX_CELLS"
 
 #: What each reason key means (the legend of ``interbias list``).
 REASONS = {
-    "data": "the corpus is not on this disk (pass --corpus-root DIR or set INTERBIAS_CORPORA)",
+    "data": "the corpus is not here (--corpus-root DIR or INTERBIAS_CORPORA)",
     "attr": "the corpus has no label the experiment selects by",
     "file": "a labels file the experiment needs is missing under the corpus root",
     "manifest": "the experiment's manifest file does not exist",

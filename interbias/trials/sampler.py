@@ -497,6 +497,16 @@ def partners(frame: pd.DataFrame) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def drawn_per_stratum(info: dict[str, Any]) -> tuple[int, int] | None:
+    """(target, non-target) trials per stratum a sampled trial list drew (its ``matched``
+    counts: at most what its spec asked for, fewer where the smallest stratum has no more;
+    what ``run`` and ``validate`` say it drew), None for a list without them (not sampled)."""
+    got = info.get("matched") or {}
+    if "n_target_per_stratum" not in got or "n_nontarget_per_stratum" not in got:
+        return None
+    return int(got["n_target_per_stratum"]), int(got["n_nontarget_per_stratum"])
+
+
 def shortfall(info: dict[str, Any]) -> str | None:
     """One line when a sampled trial list holds fewer targets or non-targets per stratum than
     its spec asked for (too few speakers or utterances), else ``None``."""

@@ -16,7 +16,7 @@ import pandas as pd
 from interbias.analysis.effect_rule import RESOLVED, UNRESOLVED
 from interbias.analysis.fusion.paired import MACRO
 from interbias.run import rundir
-from interbias.run.backend_stage import BACKENDS_DIR
+from interbias.run.backend_set import BACKENDS_DIR
 
 if TYPE_CHECKING:
     from interbias.analysis.reporting.document import Report

@@ -178,10 +178,15 @@ def fuse_run(run_path: Path, models: Sequence[str], out: Path, *, n_boot: int = 
     if run.missing(RESULTS, RUN_JSON) or not run.has_scores:
         raise RunError(f"{run.path} is not a finished run directory (results.csv, run.json, scores/)")
     results = run.read_results(keep_default_na=False, na_values=[""])
-    _check_request(run, results, models, out)
     exp = run.experiment()
     if exp is None:
         raise RunError(f"{run.path} holds no experiment.resolved.json")
+    if any(f.type == "backend" for f in exp.factors):
+        raise RunError(
+            f"{run.path}: {exp.name} has a back-end factor; a fusion is fitted once over the reference cells, which "
+            "hold several back-ends' scores: run the experiment once per back-end (scoring.backend) and fuse those"
+        )
+    _check_request(run, results, models, out)
     trials = run.read_trials().frame
     if "split" not in trials.columns or not bool((trials["split"] == "dev").any()):
         raise RunError(no_dev_advice(run.path, _no_dev(run, exp)))

@@ -30,10 +30,10 @@ from interbias.analysis.groups.fairness_stats import (
     single_groups,
     two_proportion_ztest,
 )
-from interbias.experiments.schema import FairnessSpec
+from interbias.experiments.schema import Experiment, FairnessSpec
 from interbias.metrics.thresholds import ThresholdRule
 from interbias.run.measured import calibration_trials, in_split, kept, read_score_file
-from interbias.run.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, RunDir
+from interbias.run.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, CalibrationRecord, RunDir
 from interbias.utils.errors import AnalysisError
 
 __all__ = [
@@ -77,7 +77,9 @@ def fairness_for_run(
 
     For each model one threshold is chosen on the dev trials of the reference acoustic
     condition (every acoustic factor at its reference level, pooled over population strata)
-    and applied unchanged to the eval trials of every condition, pooled over strata. Groups
+    and applied unchanged to the eval trials of every condition, pooled over strata; with a
+    back-end factor, one threshold (and calibration) per model and back-end level, its
+    conditions named ``…,backend=level``: each back-end scores on its own scale. Groups
     come from ``attributes.parquet`` (default: the experiment's ``fairness.groups``, else its
     population-factor attributes, else ``gender``); the rule from ``rule`` or the experiment.
     Bona fide trials give the five metrics (positive class ``accept``); spoof trials, when
@@ -118,11 +120,13 @@ def fairness_for_run(
     # the scores files' `score` column is draw 0's: each row says so on operator_draws runs
     draws = {"draw": 0, "n_draws": exp.trials.operator_draws} if exp.trials.operator_draws > 1 else {}
     for model, rows in results.groupby("model", sort=False):
-        cal = record.shared(str(model)) if record is not None else None
-        for unit in _model_units(run, exp.name, str(model), rows, acoustic, side, the_rule):
-            unit.info.update(draws)
-            unit.calibration = None if cal is None else (cal, exp.operating_points[0])
-            units.append(unit)
+        for level, part, cal in _by_backend(exp, str(model), rows, record):
+            for unit in _model_units(run, exp.name, str(model), part, acoustic, side, the_rule):
+                if level:
+                    unit.keys["condition"] = f"{unit.keys['condition']},{level}"
+                unit.info.update(draws)
+                unit.calibration = None if cal is None else (cal, exp.operating_points[0])
+                units.append(unit)
     return fairness_report(units, positive="accept", alpha=alpha, test=test, n_boot=n_boot, seed=exp.seed)
 
 
@@ -154,6 +158,27 @@ class _TrialSides:
             )
 
         return {name: grouping(name, pure) for name in self.attrs}
+
+
+def _by_backend(
+    exp: Experiment, model: str, rows: pd.DataFrame, record: CalibrationRecord | None
+) -> list[tuple[str, pd.DataFrame, tuple[float, float] | None]]:
+    """(``backend=level`` or "", its rows, its shared calibration) per back-end level: a run with
+    a back-end factor gets a dev threshold and a calibration per back-end, whose scores are on
+    that back-end's scale (calibration.json ``by_backend``); other runs, one part."""
+    factor = next((f for f in exp.factors if f.type == "backend"), None)
+    if factor is None:
+        return [("", rows, record.shared(model) if record is not None else None)]
+    slot = next(x for x in "abc" if (rows[f"factor_{x}"] == factor.name).any())
+    fits = (record.model(model).get("by_backend") or {}) if record is not None else {}
+    out = []
+    for lv in factor.levels:
+        fit = fits.get(getattr(lv, "backend", "")) or {}
+        cal = (float(fit["slope"]), float(fit["offset"])) if "slope" in fit else None
+        part = rows[rows[f"level_{slot}"] == lv.name]
+        if len(part):
+            out.append((f"{factor.name}={lv.name}", part, cal))
+    return out
 
 
 def _model_units(

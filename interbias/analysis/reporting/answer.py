@@ -20,6 +20,7 @@ import pandas as pd
 
 from interbias.analysis.effect_names import effect_name
 from interbias.analysis.planner import median_need
+from interbias.analysis.reporting.gap_change import factors_of, gap_change, gap_change_brief, sized
 from interbias.analysis.reporting.headline import (
     HEADLINE_EFFECT,
     HEADLINE_POWER,
@@ -67,9 +68,10 @@ def key_effects(resolved: dict[str, Any]) -> tuple[KeyEffect, ...]:
 def key_hits(findings: pd.DataFrame, resolved: dict[str, Any]) -> list[tuple[KeyEffect, pd.DataFrame]]:
     """Per key effect the question names, its rows of ``findings`` (empty when none matches)."""
     out = []
+    order = [str(f.get("name")) for f in factors_of(resolved)]
     for key in key_effects(resolved):
         mask = [
-            key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group))
+            key.matches(str(r.kind), str(r.effect), str(r.condition), str(r.group), order)
             for r in findings.itertuples(index=False)
         ]
         out.append((key, findings[pd.Series(mask, index=findings.index, dtype=bool)]))
@@ -86,7 +88,7 @@ def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
             continue
         for model, grp in hits.groupby("model", sort=False):
             top = grp.loc[grp["estimate"].astype(float).abs().sort_values(ascending=False, kind="stable").index]
-            parts = [_key_row(r, pct, metric) for r in top.head(KEY_ROWS).itertuples(index=False)]
+            parts = [_key_row(r, pct, metric, resolved) for r in top.head(KEY_ROWS).itertuples(index=False)]
             if len(grp) > KEY_ROWS:
                 parts.append(
                     f"{len(grp) - KEY_ROWS} more; {int(resolved_mask(grp).sum())} of {len(grp)} resolved; "
@@ -96,8 +98,9 @@ def key_lines(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct
     return out
 
 
-def _key_row(r: Any, pct: str, metric: str = "eer") -> str:
-    return f"{direction(r, metric, pct)}; {verdict_text(r)}"
+def _key_row(r: Any, pct: str, metric: str = "eer", resolved: dict[str, Any] | None = None) -> str:
+    said = gap_change(r, resolved or {}, metric, pct) or direction(r, metric, pct)
+    return f"{said}; {verdict_text(r)}"
 
 
 def _level(text: Any) -> str:
@@ -113,10 +116,8 @@ def direction(r: Any, metric: str, pct: str = "") -> str:
 
 
 def _words(r: Any, metric: str, pct: str) -> str:
-    est, lo, hi = float(r.estimate), float(r.lo), float(r.hi)
-    ends = (lo, hi) if est >= 0 else (-hi, -lo)
-    ends_text = f"[{num(ends[0])}, {num(ends[1])}]" if lo == lo and hi == hi else "(no interval)"
-    size = f"by {num(abs(est))} " + (f"({pct} CI {ends_text})" if pct and lo == lo and hi == hi else ends_text)
+    est = float(r.estimate)
+    size = sized(r, pct)
     name = metric_name(metric)
     match r.kind:
         case "gap":
@@ -129,20 +130,27 @@ def _words(r: Any, metric: str, pct: str) -> str:
     return f"{verb} {name} {size}"
 
 
-def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str) -> list[str]:
+def key_brief(findings: pd.DataFrame, resolved: dict[str, Any], metric: str, pct: str = "") -> list[str]:
     """Per key effect and model one short line for the terminal's last lines: how many of its
-    effects are resolved and the largest (the largest resolved when any) in words."""
+    effects are resolved and the largest (the largest resolved when any) in words; an effect
+    restricted to a level (``A=l × B``) with at most :data:`KEY_ROWS` rows, every row."""
     out = []
     for key, hits in key_hits(findings, resolved):
         if hits.empty:
             out.append(f"{key.text}: not in the findings (no complete setting of its factors).")
         for model, grp in hits.groupby("model", sort=False):
             res = resolved_mask(grp)
+            if key.levels and len(grp) <= KEY_ROWS:
+                rows = gap_change_brief(grp, resolved, metric) or "; ".join(
+                    _key_row(r, pct, metric, resolved) for r in grp.itertuples(index=False)
+                )
+                out.append(f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved: {rows}.")
+                continue
             pool = grp[res] if res.any() else grp
             top = next(pool.loc[[pool["estimate"].astype(float).abs().idxmax()]].itertuples(index=False))
             out.append(
                 f"{key.text}, {model}: {int(res.sum())} of {len(grp)} resolved; largest: "
-                f"{direction(top, metric)}, {verdict_text(top)}."
+                f"{gap_change(top, resolved, metric) or direction(top, metric)}, {verdict_text(top)}."
             )
     return out
 

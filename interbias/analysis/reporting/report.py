@@ -27,7 +27,7 @@ from interbias.analysis.contrasts import CHANCE, SLOTS
 from interbias.analysis.effect_names import effect_name
 from interbias.analysis.fusion.compare import fusion_block
 from interbias.analysis.reporting import plots
-from interbias.analysis.reporting.answer import answer, question
+from interbias.analysis.reporting.answer import answer, key_brief, question
 from interbias.analysis.reporting.corpus import about_corpus, provenance_lines
 from interbias.analysis.reporting.det_points import deployed_marks, det_caption
 from interbias.analysis.reporting.document import Report
@@ -355,7 +355,8 @@ def _unit_line(a: Analysis) -> str:
 
 
 def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
-    """The question, one line per model and kind, the central statement, then the forest plot."""
+    """First screen: the question, the answer in short (the lines ``analyze`` ends with), the central
+    statement and the forest plot; below it the named effects in detail and per model and kind."""
     metric = a.options.metric
     rep.heading("Answer")
     rep.para("Question: " + question((a.run.resolved or {}), metric))
@@ -371,17 +372,23 @@ def answer_section(a: Analysis, rep: Report, h: Headline) -> None:
         return
     pct = a.replicates.pct if a.replicates is not None else ""
     ans = answer(h.findings, a.run.resolved or {}, metric, pct, str(a.run.path))
-    if ans.key:
-        rep.para("The effects the question names:")
-        rep.bullets(ans.key)
+    if brief := key_brief(h.findings, a.run.resolved or {}, metric):
+        rep.para("In short:")
+        rep.bullets(brief)
     if ans.central:
         rep.para(ans.central)
-    rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
     rep.para(_unit_line(a))
-    if h.findings.empty:
-        return
-    kinds = kinds_of(h.findings)
-    rows, left = plots.forest_rows(h.findings, kinds, resolved_mask(h.findings))
+    if not h.findings.empty:
+        _forest(rep, h, metric, pct)
+    if ans.key:
+        rep.para("The effects the question names, the largest of each with its adjusted p:")
+        rep.bullets(ans.key)
+    rep.bullets([f"{model} — {line}" for model, _, line in ans.lines] or ["No effect to test."])
+
+
+def _forest(rep: Report, h: Headline, metric: str, pct: str) -> None:
+    """The forest plot of the findings: the figure that shows the answer."""
+    rows, left = plots.forest_rows(h.findings, kinds := kinds_of(h.findings), resolved_mask(h.findings))
     unit = "fraction; 0.01 = one point" if metric in PERCENT else metric_units(metric).split(",")[0]
     more = f" {left} further resolved effect(s) are in the All effects table and findings.csv." if left else ""
     rep.draw(

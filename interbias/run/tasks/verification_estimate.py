@@ -46,6 +46,9 @@ UNMEASURED_X_REALTIME = 20.0
 DEFAULT_DURATION_S = 2.1
 #: Seconds for loading encoders, exporting graphs and starting workers (the demo's 5.5 s + 3 s).
 START_S = 9.0
+#: Memory one trial of a drawn trial list holds (bytes; pandas' deep size of the demo's and
+#: E14's trials.parquet rows, 135–147, rounded up).
+TRIAL_BYTES = 150
 #: A run starts one worker per core from this many items to embed (interbias.embedding.executors).
 JOBS_FROM = 256
 
@@ -73,6 +76,7 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
         check_trials(exp, manifest, est)
     elif t.list_file is not None:
         est.trials_per_stratum, est.trials_note = None, f"trials from the list (not read: {est.utterances_from})"
+    est.notes += [note] if (note := trial_memory_note(est)) else []
     if table is None:
         return est
     items, n_utts, seconds_audio = embedding_items(exp, table)
@@ -102,7 +106,7 @@ def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> None:
     is made at run time)."""
     from interbias.run.inputs import draw_inputs
     from interbias.trials.external import external_trials
-    from interbias.trials.sampler import shortfall
+    from interbias.trials.sampler import drawn_per_stratum, shortfall
 
     listed = external_trials(exp, manifest)
     if exp.spoofing is not None:
@@ -110,11 +114,36 @@ def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> None:
     trials, _ = draw_inputs(exp, manifest, listed)
     if listed is None and (short := shortfall(trials.info)):  # what run will say it drew
         est.notes.append(short)
+    if listed is None and (drawn := drawn_per_stratum(trials.info)) is not None:
+        asked = est.trials_per_stratum
+        est.trials_per_stratum, est.trials_drawn = sum(drawn), True
+        est.trials_asked = asked if asked is not None and sum(drawn) < asked else None
+        dev = drawn_per_stratum({"matched": trials.info.get("dev_matched")})
+        est.dev_trials_per_stratum = sum(dev) if dev else 0
     if listed is not None:
         per = trials.frame.groupby("stratum").size()
         spread = f" ({per.min()}–{per.max()} per stratum)" if len(per) > 1 else ""
         est.trials_per_stratum = int(per.max()) if len(per) else 0
         est.trials_note = f"{len(trials.frame)} trials from the list{spread}"
+
+
+def trial_memory_note(est: Estimate, available: int | None = None) -> str | None:
+    """A warning when the trials asked for (not drawn here: the corpus is not here to say how
+    many it holds) would not fit this machine's free memory as a trial list
+    (:data:`TRIAL_BYTES` each), else None."""
+    from interbias.utils.budget import available_bytes, size_text
+
+    if est.trials_drawn or not est.trials_per_stratum:
+        return None
+    free = available_bytes() if available is None else available
+    need = est.trials_per_stratum * max(1, est.n_strata) * TRIAL_BYTES
+    if need <= free:
+        return None
+    return (
+        f"{est.trials_per_stratum:,} trials per stratum asked: if the corpus holds that many, the trial list alone "
+        f"needs {size_text(need)} of memory (about {TRIAL_BYTES} bytes a trial) and this machine has "
+        f"{size_text(free)} free; ask for fewer (trials: targets, nontargets)"
+    )
 
 
 def utterance_table(exp: Experiment, cache: Path) -> tuple[pd.DataFrame | None, str]:
