@@ -526,8 +526,7 @@ def _gaps(a: Analysis, rep: Report) -> None:
             )
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
-        gcols += ["mean_abs_gap", "max_abs_gap", "ratio_min", "ratio_max"]
-        rep.table(a.gaps.summary, [*gcols, "n_ratio_flagged"])
+        rep.table(a.gaps.summary, [*gcols, "mean_abs_gap", "max_abs_gap", "ratio_min", "ratio_max", "n_ratio_flagged"])
         pcols = ["model", "group_level", "condition", "gap", "gap_lo", "gap_hi", "p_adjusted", "resolved", "abs_gap"]
         rep.table(a.gaps.gaps, [*pcols, "p_perm", "ratio", "ratio_flag"])
         if "p_perm" in a.gaps.gaps.columns:
