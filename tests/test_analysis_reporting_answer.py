@@ -99,5 +99,11 @@ def test_an_mde_above_the_bound_is_explained_on_the_same_line(findings: pd.DataF
     for scale, explained in ((2.0, True), (0.5, False)):
         grp["mde"] = b * scale  # every unresolved gap's MDE above (below) the bound
         line = kind_line(grp, "gap", "eer", "95%")
-        assert f"median MDE {b * scale:.3f} (the size resolved with 80 % power)" in line
-        assert ("larger effects are ruled out" in line) is explained, line
+        mde = f"{b * scale:.3f}"
+        assert f"median MDE {mde} (a true effect this large is resolved in 80 % of runs this size)" in line
+        assert f"within ±{b:.3f} (simultaneous 95%: larger effects ruled out)" in line
+        said = (
+            f"the median MDE {mde} exceeds ±{b:.3f}: for a typical effect here, one of ±{b:.3f} is resolved in fewer than 80 % "
+            f"of runs this size, so this run cannot reliably tell 0 from ±{b:.3f}"
+        )
+        assert (said in line) is explained, line

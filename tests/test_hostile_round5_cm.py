@@ -97,20 +97,33 @@ def test_blackbox_voice_variants_beyond_the_voices_are_said(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("setting", "message"),
+    ("model", "setting", "message"),
     [
-        ("sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
+        ("AASIST-L", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
         (
+            "AASIST-L",
             "duration_s=0.001",
             "cm train: duration_s 0.001 (16 samples at 16000 Hz) is shorter than AASIST-L takes: "
             "at least 2315 samples (0.1447 s)",
         ),
+        ("GMM-lfcc", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number in [1000, 192000], got 0"),
+        (
+            "GMM-lfcc",
+            "duration_s=0.001",
+            "cm train: duration_s 0.001 (16 samples at 16000 Hz) is shorter than GMM-lfcc needs: "
+            "at least one full LFCC window of 480 samples",
+        ),
+        ("LCNN-LFCC-frames", "sample_rate_hz=0", "cm train: sample_rate_hz must be a finite number >= 1000, got 0"),
+        ("LCNN-LFCC-frames", "width=0", "cm train: lr, batch_size, max_epochs, patience and width must be positive"),
     ],
 )
-def test_cm_train_refuses_a_spec_before_building_the_corpus(tmp_path: Path, setting: str, message: str) -> None:
+def test_cm_train_refuses_a_spec_before_building_the_corpus(
+    tmp_path: Path, model: str, setting: str, message: str
+) -> None:
+    """Every trainer (the loop, GMM-lfcc's EM, the Track 2 frame detector) checks first."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    args = ["cm", "train", "--model", "AASIST-L", "--config", "small", "--set", setting]
+    args = ["cm", "train", "--model", model, "--config", "small", "--set", setting]
     res = runner.invoke(app, [*args, "--cache-dir", str(cache), "--out", str(tmp_path / "m")])
     _one_line(res, message)
     assert list(cache.iterdir()) == []  # no corpus was rendered
@@ -440,3 +453,47 @@ def test_a_cm_runs_track1_table_says_why_an_eer_is_empty() -> None:
     table = run_table(scores)
     assert table["eer"].isna().all() and (table["min_dcf"] == 1.0).all()
     assert set(table["note"]) == {"every score is 0.25: a constant score has no EER"}
+
+
+def test_region_scoring_refuses_a_click_by_the_cm_score_rule(tmp_path: Path) -> None:
+    """ADD 2023 Track 3's region path loads audio by the rule of `cm score`: a click is a
+    failure line and has no segment line; 0.5 s of signal is located."""
+    from interbias.cm.lcnn_frames import FrameDetector, RegionRule, frame_network
+    from interbias.cm.regions import score_region_files
+    from interbias.cm.score_files import ScoreJob
+
+    click = _click(tmp_path / "click.wav")
+    speech = tmp_path / "noise.wav"
+    sf.write(speech, 0.1 * np.random.default_rng(3).standard_normal(RATE // 2), RATE)
+    detector = FrameDetector(frame_network(4).eval(), tmp_path / "untrained.pt", {})
+    job = ScoreJob([(click, "click", "", ""), (speech, "noise", "", "")])
+    n, failed = score_region_files(detector, job, RegionRule(0.5, 0.0).check(), tmp_path / "seg.txt")
+    assert (n, failed) == (1, [f"{click}: {CLICK}"])
+    assert [line.split()[0] for line in (tmp_path / "seg.txt").read_text().splitlines()] == ["noise"]
+
+
+# ---- cm-eval eer on constant scores: no EER, said as Track 1 says it ------------------------------
+
+
+def test_cm_eval_eer_on_constant_scores_has_no_eer_and_says_so(tmp_path: Path) -> None:
+    const = tmp_path / "const.csv"
+    const.write_text("score,label\n" + "0.5,bonafide\n" * 2 + "0.5,spoof\n" * 2)
+    ranked = tmp_path / "ranked.csv"
+    ranked.write_text("score,label\n0.1,bonafide\n0.9,bonafide\n0.3,spoof\n0.2,spoof\n")
+    res = runner.invoke(app, ["scores", "cm-eval", "eer", str(const), str(ranked)])
+    assert res.exit_code == 0, res.output
+    # independent: accept score >= t; the one threshold where miss = false accept is 0.3 (1/2 each)
+    bona, spoof = np.array([0.1, 0.9]), np.array([0.3, 0.2])
+    equal = [t for t in (0.1, 0.2, 0.3, 0.9) if np.mean(bona < t) == np.mean(spoof >= t)]
+    assert equal == [0.3] and np.mean(bona < 0.3) == 0.5
+    assert res.output.splitlines()[:3] == [
+        f"{const}: eer undefined (2 bona fide, 2 spoof)",
+        f"{ranked}: eer 0.500000 at threshold 0.300000 (2 bona fide, 2 spoof)",
+        "weer undefined (weights 0.4, 0.6)",
+    ]
+    assert _notes(res.output) == [
+        f"note: EER undefined in {const}: every score is 0.5: a constant score has no EER",
+        "note: weer undefined: 1 of 2 rounds have no EER",
+    ]
+    rounds = json.loads(runner.invoke(app, ["scores", "cm-eval", "eer", str(const), "--json"]).output)["rounds"]
+    assert rounds[0]["eer"] is None and rounds[0]["eer_undefined"].endswith("a constant score has no EER")

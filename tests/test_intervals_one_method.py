@@ -65,10 +65,18 @@ def test_report_and_latex_show_the_same_pair(folder: Path) -> None:
     gaps_tex = (folder / "tables" / "gaps.tex").read_text()
     findings_tex = (folder / "tables" / "findings.tex").read_text()
     g = pd.read_csv(folder / "gaps.csv")
+    f = pd.read_csv(folder / "findings.csv").set_index(["model", "effect"])
     for r in g.itertuples():
-        assert f"| {r.model} | {r.condition} | {r.gap:.3f} | {r.gap_lo:.3f} | {r.gap_hi:.3f} |" in md
-        assert f"[${r.gap_lo:.3f}$, ${r.gap_hi:.3f}$]" in gaps_tex
+        row = f.loc[(r.model, f"gap {r.group_factor} {r.group_level} − {r.group_ref} at {r.condition}")]
+        assert (r.p_adjusted, r.resolved) == (pytest.approx(row.p_adjusted, abs=1e-12), row.resolved)
+        cells = [r.model, r.group_level, r.condition, f"{r.gap:.3f}", f"{r.gap_lo:.3f}", f"{r.gap_hi:.3f}"]
+        verdict = f"{r.p_adjusted:.3f} | {'yes' if r.resolved else 'no'}"
+        assert f"| {' | '.join(cells)} | {verdict} |" in md
+        gap = f"${r.gap:.3f}$ [${r.gap_lo:.3f}$, ${r.gap_hi:.3f}$]"
+        assert f"{r.model} & {r.group_level} & {r.condition} & {gap}" in gaps_tex
         assert f"[${r.gap_lo:.3f}$, ${r.gap_hi:.3f}$]" in findings_tex
+    # no percentile interval of |gap| (it excludes 0 whenever the gap is not exactly 0) in the report
+    assert "mean_abs_gap_lo" not in md and "abs_gap_lo" not in md
     for lo, hi in _pairs(folder).values():
         assert f"[${lo:.3f}$, ${hi:.3f}$]" in findings_tex
     assert "95\\% corrected-SE t interval" in gaps_tex and "95\\% corrected-SE t interval" in findings_tex

@@ -319,8 +319,8 @@ def _print_tables(a: Analysis, metric: str, tolerance: float, wide: bool) -> Non
         a.summary, "summary by experiment × contrast × family", [*cols, "mean_predicted", "r_predicted_ie"], wide=True
     )
     typer.echo(f"r_predicted_ie: {R_NOTE}")
-    glohi = ["mean_abs_gap_lo", "mean_abs_gap_hi"] if a.replicates is not None else []
-    cols = ["experiment", "group_level", "condition", "n_models", "mean_gap", "mean_abs_gap", *glohi, "max_abs_gap"]
+    # means over models, no interval: each model's gap has the findings' interval (gaps.csv, findings.csv)
+    cols = ["experiment", "group_level", "condition", "n_models", "mean_gap", "mean_abs_gap", "max_abs_gap"]
     print_frame(
         a.gaps.summary,
         "subgroup gaps over models (gap = group level − reference group)",

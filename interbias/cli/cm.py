@@ -117,7 +117,11 @@ def _checked_data(
     from interbias.cm.train import checked_config, cm_manifest, parse_settings
     from interbias.utils.paths import cache_dir
 
-    if CM_MODELS.get(model).architecture != "gmm":  # GMM-lfcc's EM checks its own config
+    if CM_MODELS.get(model).architecture == "gmm":  # GMM-lfcc trains by EM, with its own settings
+        from interbias.cm.gmm import checked_config as checked_gmm_config
+
+        checked_gmm_config(config, parse_settings(sets))
+    else:
         checked_config(model, config, parse_settings(sets), frontend_path)
     return cm_manifest(corpus, manifest, cache or cache_dir(), reporter)
 

@@ -31,6 +31,7 @@ from torch import nn
 from interbias.cm.frontends import LFCC, FixedLengthConfig
 from interbias.utils.errors import ConfigError
 from interbias.utils.keyvalue import typed_overrides
+from interbias.utils.numbers import require
 from interbias.utils.seeding import derive_rng
 
 CLASSES = ("bonafide", "spoof")
@@ -55,7 +56,28 @@ class GMMConfig(FixedLengthConfig):
         cfg = replace(self, **kw)
         if cfg.n_components < 1 or cfg.max_iter < 1 or cfg.tol < 0 or cfg.var_floor <= 0:
             raise ConfigError("cm train GMM-lfcc: n_components and max_iter must be >= 1, tol >= 0, var_floor > 0")
+        cfg.check_input()
         return cfg
+
+    def check_input(self) -> None:
+        """The rate and duration in range, and ``duration_s`` at least one LFCC window."""
+        require("cm train: sample_rate_hz", self.sample_rate_hz, low=1000.0, high=192000.0, error=ConfigError)
+        require("cm train: duration_s", self.duration_s, low=0.0, low_open=True, error=ConfigError)
+        if self.max_per_class is not None:
+            require("cm train: max_per_class", self.max_per_class, low=1.0, error=ConfigError)
+        win = frontend().win
+        if self.n_samples < win:
+            raise ConfigError(
+                f"cm train: duration_s {self.duration_s:g} ({self.n_samples} samples at {self.sample_rate_hz} Hz) is "
+                f"shorter than GMM-lfcc needs: at least one full LFCC window of {win} samples"
+            )
+
+
+def checked_config(preset: str, settings: dict[str, str] | None = None) -> GMMConfig:
+    """``preset`` plus ``settings``, every value checked before any data is read."""
+    if preset not in PRESETS:
+        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
+    return PRESETS[preset].override(settings or {})
 
 
 #: ``paper``: 512 components (the ASVspoof 2021 baseline's size); ``small``: minutes on a CPU.

@@ -20,14 +20,23 @@ import numpy as np
 import pandas as pd
 import torch
 
-from interbias.cm.gmm import CLASSES, PRESETS, GMMConfig, GMMScorer, em_step, frontend, init_mixture, to_numpy, to_torch
+from interbias.cm.gmm import (
+    CLASSES,
+    GMMConfig,
+    GMMScorer,
+    checked_config,
+    em_step,
+    frontend,
+    init_mixture,
+    to_numpy,
+    to_torch,
+)
 from interbias.cm.loop import CHECKPOINT, INFO, STATE, resume_state, save
 from interbias.cm.models import CM_MODELS, FORMAT
 from interbias.cm.train import load_waves, select, training_manifest_sha256
 from interbias.corpora.cm_corpus import check_cm_manifest
 from interbias.metrics.verification import eer
 from interbias.utils import atomic
-from interbias.utils.errors import ConfigError
 
 
 @dataclass
@@ -90,9 +99,7 @@ def train_gmm(
     stop_after: int | None = None, log: Callable[[str], None] = print,
 ) -> tuple[Path, dict[str, Any]]:  # fmt: skip
     """Train (or resume) ``GMM-lfcc`` on the train split; the dev EER of the result in the summary."""
-    if preset not in PRESETS:
-        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
-    cfg = PRESETS[preset].override(settings or {})
+    cfg = checked_config(preset, settings)
     folder = Path(out) if out else CM_MODELS.get(label).folder()
     folder.mkdir(parents=True, exist_ok=True)
     check_cm_manifest(manifest)

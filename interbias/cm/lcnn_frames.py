@@ -43,7 +43,7 @@ from torch import nn
 
 from interbias.cm.frontends import LFCC
 from interbias.cm.lcnn import MFM
-from interbias.cm.train import PRESETS, Data, Trainer, featurize, load_waves
+from interbias.cm.train import PRESETS, Data, TrainConfig, Trainer, check_input_length, featurize, load_waves
 from interbias.corpora.splice import parse_region_attr
 from interbias.utils.errors import ConfigError, EncoderError
 
@@ -139,13 +139,21 @@ def train_frames(
     from interbias.utils.paths import models_dir
     from interbias.utils.progress import Reporter
 
-    if preset not in PRESETS:
-        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
-    cfg = PRESETS[preset].override(settings or {})
+    cfg = checked_frames_config(preset, settings)
     folder = Path(out) if out else models_dir() / "cm" / LABEL
     trainer = FrameTrainer(LABEL, cfg, folder, None, log)
     with torch_threads():
         return folder, trainer.run(manifest, stop_after=stop_after, reporter=reporter or Reporter(quiet=True))
+
+
+def checked_frames_config(preset: str, settings: dict[str, str] | None = None) -> TrainConfig:
+    """The frame detector's config (``preset`` plus ``settings``), every value checked before any
+    data is read: numbers in range, and an input of ``duration_s`` that the network takes."""
+    if preset not in PRESETS:
+        raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
+    cfg = PRESETS[preset].override(settings or {})
+    check_input_length(LABEL, frame_network(cfg.width), cfg)
+    return cfg
 
 
 @dataclass
@@ -236,6 +244,7 @@ def train_frames_cli(
         raise ConfigError(
             f"{LABEL}: corpus {corpus!r}: valid: synthetic-had; else give --manifest FILE with fake_regions"
         )
+    checked_frames_config(preset, settings)  # before any corpus is built
     data = read_manifest(Path(manifest)) if manifest is not None else build_had_corpus(cache, reporter=reporter)
     return train_frames(
         data, preset=preset, settings=settings, out=out, stop_after=stop_after, reporter=reporter, log=log

@@ -238,14 +238,20 @@ def checked_config(
     if preset not in PRESETS:
         raise ConfigError(f"cm train: unknown config {preset!r}; valid: {', '.join(PRESETS)}")
     cfg = PRESETS[preset].override(settings or {})
-    net = Trainer(label, cfg, Path("."), Path(frontend_path) if frontend_path else None).network()
+    check_input_length(
+        label, Trainer(label, cfg, Path("."), Path(frontend_path) if frontend_path else None).network(), cfg
+    )
+    return cfg
+
+
+def check_input_length(label: str, net: Any, cfg: TrainConfig) -> None:
+    """Refuse (:class:`ConfigError`) a ``duration_s`` shorter than ``net`` takes (:func:`shortest_input`)."""
     shortest = shortest_input(net, cfg.n_samples, cfg.sample_rate_hz)
     if shortest is not None:
         raise ConfigError(
             f"cm train: duration_s {cfg.duration_s:g} ({cfg.n_samples} samples at {cfg.sample_rate_hz} Hz) is "
             f"shorter than {label} takes: at least {shortest} samples ({shortest / cfg.sample_rate_hz:.4g} s)"
         )
-    return cfg
 
 
 def shortest_input(net: Any, n_samples: int, sample_rate_hz: int) -> int | None:

@@ -191,15 +191,16 @@ def bound(part: pd.DataFrame) -> float:
 
 
 def bound_text(part: pd.DataFrame, kind: str, pct: str) -> str:
-    """``every one of the 30 interactions within ±0.047 (simultaneous 95%)``, or ""."""
+    """``all 30 interactions within ±0.047 (simultaneous 95%: larger effects ruled out)``, or ""."""
     b = bound(part)
     if not np.isfinite(b):
         return ""
     word = WORDS.get(kind, kind)
+    said = f"within ±{num(b)} (simultaneous {pct}: larger effects ruled out)"
     if len(part) == 1:
-        return f"the {word.removesuffix('s')} lies within ±{num(b)} (simultaneous {pct})"
+        return f"the {word.removesuffix('s')} lies {said}"
     every = "both" if len(part) == 2 else f"all {len(part)}"
-    return f"{every} {word} within ±{num(b)} (simultaneous {pct})"
+    return f"{every} {word} {said}"
 
 
 def harm(part: pd.DataFrame) -> pd.Series | None:
@@ -225,7 +226,7 @@ def _unresolved(part: pd.DataFrame, n_pilot: int) -> str:
     mde = median_mde(part)
     if not np.isfinite(mde):
         return f"{len(part)} unresolved, none can be planned (no bootstrap spread)"
-    text = f"{len(part)} unresolved, median MDE {num(mde)} (the size resolved with 80 % power)"
+    text = f"{len(part)} unresolved, median MDE {num(mde)} (a true effect this large is resolved in 80 % of runs this size)"
     if len(need):
         text += (
             f"; detecting {num(HEADLINE_EFFECT)} would need a median {count(median_need(need))} speakers per stratum "
@@ -260,7 +261,11 @@ def kind_line(grp: pd.DataFrame, kind: str, metric: str, pct: str) -> str:
         mde = median_mde(unres) if len(unres) else float("nan")
         if np.isfinite(mde) and mde > bound(part):
             # both hold: larger effects are ruled out, yet one at the bound is resolved less often than 80 %
-            text += f" — larger effects are ruled out, though one of ±{num(bound(part))} is below the MDE"
+            b = num(bound(part))
+            text += (
+                f"; the median MDE {num(mde)} exceeds ±{b}: for a typical effect here, one of ±{b} is resolved in fewer than 80 % "
+                f"of runs this size, so this run cannot reliably tell 0 from ±{b}"
+            )
     return text + ("" if text.endswith(".") else ".")
 
 

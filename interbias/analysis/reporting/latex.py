@@ -86,8 +86,8 @@ class Col:
     align: str = "r"
 
 
-def text(col: str) -> Col:
-    return Col(escape(col), lambda r: escape(r.get(col, "")), "l")
+def text(col: str, header: str | None = None) -> Col:
+    return Col(escape(header or col), lambda r: escape(r.get(col, "")), "l")
 
 
 def num(col: str, header: str | None = None, digits: int = DIGITS) -> Col:
@@ -231,11 +231,11 @@ def gaps_table(a: Analysis) -> str | None:
     frame = a.gaps.gaps
     if frame is None or not len(frame):
         return None
-    cols = [text("model"), text("condition"), with_ci("gap"), num("abs_gap", "|gap|")]
+    cols = [text("model"), text("group_level", "group"), text("condition"), with_ci("gap"), num("abs_gap", "|gap|")]
     if "p_perm" in frame.columns:
         cols.append(num("p_perm", "p (perm.)"))
     caption = (
-        f"Subgroup gap (group level $-$ reference group) per model and condition. "
+        f"Subgroup gap (group level $-$ reference group) per model, group level and condition. "
         f"{_rounding(a, a.interval_method + FINDINGS_NOTE)}"
     )
     return booktabs(frame, cols, caption, "gaps")

@@ -517,17 +517,17 @@ def _gaps(a: Analysis, rep: Report) -> None:
             f"(gap / reference-condition gap) are flagged when |reference-condition gap| < {a.options.gap_floor:g}."
             + shared_calibration_note(a.options.metric)
             + (
-                f" gap_lo/gap_hi: {a.interval_method}, the findings' interval; mean_abs_gap_lo/hi: percentile "
-                "intervals over the bootstrap replicates."
+                " The first table describes each group level and condition over models (means, no interval). "
+                f"The second gives each model's gap with the findings' interval (gap_lo/gap_hi: {a.interval_method}) "
+                "and verdict (p_adjusted, resolved: Holm over the findings' family), the numbers of findings.csv."
                 if a.found is not None
                 else ""
             )
         )
         gcols = ["condition", "group_level", "n_models", "mean_value_ref_group", "mean_value_group", "mean_gap"]
-        gcols += ["mean_abs_gap", "mean_abs_gap_lo", "mean_abs_gap_hi", "max_abs_gap", "ratio_min", "ratio_max"]
-        rep.table(a.gaps.summary, [*gcols, "n_ratio_flagged"])
-        pcols = ["model", "condition", "gap", "gap_lo", "gap_hi", "abs_gap", "p_perm", "ratio", "ratio_flag"]
-        rep.table(a.gaps.gaps, pcols)
+        rep.table(a.gaps.summary, [*gcols, "mean_abs_gap", "max_abs_gap", "ratio_min", "ratio_max", "n_ratio_flagged"])
+        pcols = ["model", "group_level", "condition", "gap", "gap_lo", "gap_hi", "p_adjusted", "resolved", "abs_gap"]
+        rep.table(a.gaps.gaps, [*pcols, "p_perm", "ratio", "ratio_flag"])
         if "p_perm" in a.gaps.gaps.columns:
             rep.para(
                 f"p_perm: two-sided speaker-level permutation test ({a.options.n_perm} permutations; units: "

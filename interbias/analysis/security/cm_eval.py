@@ -38,8 +38,13 @@ def parse_floats(text: str, what: str) -> list[float]:
 
 def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, Any]:
     """``rounds``: per score file its EER (higher score = bona fide; interpolated crossing),
-    threshold and class counts; with several rounds or ``weights`` (comma-separated; default
-    ADD 2023's 0.4,0.6 for two rounds) also ``weights`` and ``weer`` = Σ w_r·EER_r / Σ w_r."""
+    threshold and class counts, and ``eer_undefined`` (:func:`interbias.metrics.spoof.eer_undefined`:
+    why a round has no EER, e.g. a constant score; its ``eer`` and ``threshold`` are then NaN, or
+    "" when it has one); with several rounds or ``weights`` (comma-separated; default ADD 2023's
+    0.4,0.6 for two rounds) also ``weights`` and ``weer`` = Σ w_r·EER_r / Σ w_r (NaN when a
+    round has no EER)."""
+    from interbias.metrics.spoof import eer_undefined
+
     rounds = []
     for path in paths:
         s, lab = read_cm_scores(path)
@@ -48,12 +53,14 @@ def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, A
                 raise MetricError(
                     f"{path}: no {name} trials ({len(lab)} trial(s), all of one class): the EER is undefined"
                 )
-        e, thr = eer_from_sweep(threshold_sweep(s, lab))
+        undefined = eer_undefined(s[lab == 1], s[lab == 0])
+        e, thr = (math.nan, math.nan) if undefined else eer_from_sweep(threshold_sweep(s, lab))
         rounds.append(
             {
                 "file": str(path),
                 "eer": e,
                 "threshold": thr,
+                "eer_undefined": undefined or "",
                 "n_bonafide": int(lab.sum()),
                 "n_spoof": int((lab == 0).sum()),
             }
@@ -67,7 +74,8 @@ def round_eers(paths: Sequence[Path], weights: str | None = None) -> dict[str, A
         else:
             raise MetricError(f"{len(rounds)} rounds: give --weights (ADD 2023 defines 0.4,0.6 for two rounds)")
         out["weights"] = w
-        out["weer"] = weighted_eer([r["eer"] for r in rounds], w)
+        weer = weighted_eer([0.0 if r["eer_undefined"] else r["eer"] for r in rounds], w)  # checks the weights
+        out["weer"] = math.nan if any(r["eer_undefined"] for r in rounds) else weer
     return out
 
 

@@ -6,9 +6,11 @@ gaps.csv, the heatmaps, the report and the LaTeX give the same pair of numbers a
 The plain percentile interval of the speaker-bootstrap replicates stays beside it as an
 explicitly named alternative (``ie_lo_percentile``/``ie_hi_percentile``,
 ``gap_lo_percentile``/``gap_hi_percentile``); ``interval_method`` names the method of
-``ie_lo``/``ie_hi`` (``gap_lo``/``gap_hi``) on every row. Means over settings or models
-(``mean_ie_lo``, ``mean_abs_gap_lo``) and |gap| bounds stay percentile intervals: they are not
-findings' effects, and their column ``*_interval`` says so.
+``ie_lo``/``ie_hi`` (``gap_lo``/``gap_hi``) on every row; each gap also carries the findings'
+Holm-adjusted p and verdict (``p_adjusted``, ``resolved``). Means over settings or models
+(``mean_ie_lo``, ``mean_abs_gap_lo``) and |gap| bounds stay percentile intervals in the CSV
+files: they are not findings' effects, and their column ``*_interval`` says so; the report's
+gap tables show none of them.
 """
 
 from __future__ import annotations
@@ -65,5 +67,17 @@ def unify(
     ie = found[found["kind"].astype(str).eq("interaction")]
     gap = found[found["kind"].astype(str).eq("gap")]
     c = replace(contrasts, contrasts=_swap(contrasts.contrasts, "ie_lo", "ie_hi", ie, method))
-    g = replace(gaps, gaps=_swap(gaps.gaps, "gap_lo", "gap_hi", gap, method))
+    g = replace(gaps, gaps=_verdict(_swap(gaps.gaps, "gap_lo", "gap_hi", gap, method), gap))
     return c, g
+
+
+def _verdict(frame: pd.DataFrame, found: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the findings' Holm-adjusted p and verdict (``p_adjusted``, ``resolved``)
+    after ``interval_method``, row by row, so a table of gaps says what findings.csv says."""
+    if "interval_method" not in frame.columns or not {"p_adjusted", "resolved"} <= set(found.columns):
+        return frame
+    out = frame.copy()
+    at = out.columns.get_loc("interval_method") + 1
+    out.insert(at, "p_adjusted", found["p_adjusted"].astype(float).to_numpy())
+    out.insert(at + 1, "resolved", found["resolved"].astype(bool).to_numpy())
+    return out

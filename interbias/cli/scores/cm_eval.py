@@ -38,18 +38,24 @@ def eer(
 ) -> None:
     """EER of each round (higher score = bona fide) and, for several rounds, the weighted EER."""
     from interbias.analysis.security.cm_eval import round_eers
+    from interbias.analysis.security.cm_track1 import json_ready
 
     out = round_eers(scores, weights)
     rounds = out["rounds"]
     if as_json:
-        typer.echo(json.dumps(out))
+        typer.echo(json.dumps(json_ready(out)))
         return
     for r in rounds:
-        typer.echo(
-            f"{r['file']}: eer {r['eer']:.6f} at threshold {r['threshold']:.6f} ({r['n_bonafide']} bona fide, {r['n_spoof']} spoof)"
-        )
+        eer = "undefined" if r["eer_undefined"] else f"{r['eer']:.6f} at threshold {r['threshold']:.6f}"
+        typer.echo(f"{r['file']}: eer {eer} ({r['n_bonafide']} bona fide, {r['n_spoof']} spoof)")
     if "weer" in out:
-        typer.echo(f"weer {out['weer']:.6f} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
+        weer = "undefined" if out["weer"] != out["weer"] else f"{out['weer']:.6f}"
+        typer.echo(f"weer {weer} (weights {', '.join(f'{x:g}' for x in out['weights'])})")
+    notes = [r for r in rounds if r["eer_undefined"]]
+    for r in notes:
+        echo_wrapped(f"note: EER undefined in {r['file']}: {r['eer_undefined']}")
+    if notes and "weer" in out:
+        echo_wrapped(f"note: weer undefined: {len(notes)} of {len(rounds)} rounds have no EER")
 
 
 @cm_app.command("track1", epilog="Example: interbias scores cm-eval track1 cm_scores.csv --by attack --by codec")
