@@ -35,6 +35,13 @@ def tiny_corpus(session_cache: Path):
     return manifest
 
 
+def wide_lines(text: str, width: int = 80) -> list[str]:
+    """The lines of ``text`` over ``width`` characters, but a line that is one path alone (one
+    token holding a ``/``): a path is never split, and a test's temporary folder is long (under
+    pytest-xdist it gains ``popen-gwN/``)."""
+    return [ln for ln in text.splitlines() if len(ln) > width and not (len(ln.split()) == 1 and "/" in ln)]
+
+
 def gender_factor() -> dict:
     """The population factor most test experiments stratify by: gender, reference female."""
     return {

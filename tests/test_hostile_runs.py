@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import wide_lines
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
@@ -332,7 +333,7 @@ def test_the_inventory_says_each_runs_kind_and_cells_done_of_the_total(tmp_path:
     assert shown["cells"].to_dict() == {"a": "4", "b": "2 of 4", "cm": "4"}
     done = runner.invoke(app, ["runs", "inventory", str(folder)], env={"COLUMNS": "80"})
     assert done.exit_code == 0, done.output
-    assert max(len(line) for line in done.output.splitlines()) <= 80
+    assert not wide_lines(done.output)
 
 
 # ---- the corpus fingerprint of an altered corpus -----------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import wide_lines
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
@@ -59,7 +60,7 @@ def test_plan_selects_inverts_and_fits_80_columns(run: Path, tmp_path: Path) -> 
     assert set(plan["model"]) == {"flat"} and set(plan["kind"]) == {"interaction"}
     # MDE at N speakers: the pilot's MDE scaled by sqrt(n_pilot / N) (n_pilot 12)
     assert plan["mde_at_48_speakers"].to_numpy() == pytest.approx(plan["mde"].to_numpy() * math.sqrt(12 / 48))
-    assert max(len(line) for line in text.splitlines()) <= 80
+    assert not wide_lines(text)
     for need in plan["speakers_per_stratum_needed"].astype(int):
         assert str(need) in text  # never cut
     done = CliRunner().invoke(app, ["plan", str(run), "--bootstrap", "200", "--out", str(tmp_path), "--kind", "x"])

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import wide_lines
 from synthetic_runs import gender_noise_run
 from typer.testing import CliRunner
 
@@ -29,7 +30,7 @@ LEVELS = ("clean", "gaussian_25", "gaussian_15", "gaussian_5")
 
 def _fits(output: str, path: Path | None = None) -> None:
     """No line over 80 characters (but one holding ``path``: paths are never split) and no "…"."""
-    wide = [line for line in output.splitlines() if len(line) > 80 and not (path and str(path) in line)]
+    wide = [line for line in wide_lines(output) if not (path and str(path) in line)]
     assert not wide, wide[:3]
     assert "…" not in output
 
