@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from interbias.cli import guarded
+from interbias.cli.analyze import TimeOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
 from interbias.cli.scores import scores_app
@@ -90,6 +91,7 @@ def fairness(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
     force: ForceOpt = False,
+    no_time_limit: TimeOpt = False,
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
@@ -98,9 +100,11 @@ def fairness(
     from interbias.analysis.groups.fairness_cross import crossed
     from interbias.run.outputs import check_output_folder
     from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
+    from interbias.utils.budget import TIME_LIMIT_S
     from interbias.utils.errors import AnalysisError
 
     check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
+    limit = None if no_time_limit else TIME_LIMIT_S
     if cross:
         group = crossed(group or [])
 
@@ -110,7 +114,13 @@ def fairness(
                 "a run directory holds its own dev trials and is scored as verification: drop --dev/--positive"
             )
         report = fairness_for_run(
-            scores, groups=group or None, rule=threshold_rule, alpha=alpha, test=test.value, n_boot=bootstrap
+            scores,
+            groups=group or None,
+            rule=threshold_rule,
+            alpha=alpha,
+            test=test.value,
+            n_boot=bootstrap,
+            time_limit_s=limit,
         )
         if report is None:
             raise AnalysisError(f"{scores}: the run has no dev trials (set trials.dev_share in the experiment)")
@@ -124,6 +134,7 @@ def fairness(
             alpha=alpha,
             test=test.value,
             n_boot=bootstrap,
+            time_limit_s=limit,
         )
     _show(report, out, as_json, quiet, wide)
 
