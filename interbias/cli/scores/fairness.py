@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -104,38 +104,21 @@ def fairness(
     from interbias.utils.errors import AnalysisError
 
     check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
-    limit = None if no_time_limit else TIME_LIMIT_S
     if cross:
         group = crossed(group or [])
-
+    common: dict[str, Any] = {"alpha": alpha, "test": test.value, "n_boot": bootstrap}
+    common["time_limit_s"] = None if no_time_limit else TIME_LIMIT_S
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:
             raise AnalysisError(
                 "a run directory holds its own dev trials and is scored as verification: drop --dev/--positive"
             )
-        report = fairness_for_run(
-            scores,
-            groups=group or None,
-            rule=threshold_rule,
-            alpha=alpha,
-            test=test.value,
-            n_boot=bootstrap,
-            time_limit_s=limit,
-        )
+        report = fairness_for_run(scores, groups=group or None, rule=threshold_rule, **common)
         if report is None:
             raise AnalysisError(f"{scores}: the run has no dev trials (set trials.dev_share in the experiment)")
     else:
-        report = fairness_for_files(
-            scores,
-            group or [],
-            dev=dev,
-            rule=threshold_rule or "eer",
-            positive=positive.value,
-            alpha=alpha,
-            test=test.value,
-            n_boot=bootstrap,
-            time_limit_s=limit,
-        )
+        rule = threshold_rule or "eer"
+        report = fairness_for_files(scores, group or [], dev=dev, rule=rule, positive=positive.value, **common)
     _show(report, out, as_json, quiet, wide)
 
 
