@@ -346,3 +346,18 @@ def test_report_answer_opens_with_what_the_cm_does(fused: dict, tmp_path: Path) 
     first = answer.split("\n\n")
     assert first[0].startswith("Question: ") and first[1].startswith("What the countermeasure does: ")
     assert all(f"- {line}" in first[2] for line in sasv_answer(fused["run"])), first[2]
+
+
+def test_the_question_s_population_groups_come_before_other_groupings(fused: dict, tmp_path: Path) -> None:
+    """E26 asks "for which gender?": its population factor's groups are answered first, a
+    fairness grouping that sorts before it by name (``accent``) after them."""
+    got = pd.read_csv(fused["run"] / SASV_FUSION, keep_default_na=False)
+    gender = got[got["group_by"] == "gender"]
+    accent = gender.assign(group_by="accent", group=gender["group"].map({"female": "gb", "male": "us"}))
+    (tmp_path / SASV_FUSION).write_text(pd.concat([got, accent]).to_csv(index=False))
+    heads = [line.split(":")[0] for line in sasv_answer(tmp_path) if line.startswith("per ")]
+    assert heads == ["per accent", "per gender"]  # no experiment file: by name
+    factors = [{"name": "gender", "type": "population", "attribute": "gender"}, {"name": "noise", "type": "acoustic"}]
+    (tmp_path / "experiment.resolved.json").write_text(json.dumps({"factors": factors}))
+    heads = [line.split(":")[0] for line in sasv_answer(tmp_path) if line.startswith("per ")]
+    assert heads == ["per gender", "per accent"]

@@ -37,6 +37,7 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,7 @@ from interbias.metrics.sasv_fusion import KEYS, sasv_row, sum_fusion
 from interbias.metrics.verification import eer
 from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
-from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
+from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, EXPERIMENT, SASV_FUSION, RunDir
 from interbias.utils.errors import AnalysisError, InterbiasError
 
 if TYPE_CHECKING:
@@ -342,7 +343,8 @@ def sasv_answer(folder: Path) -> list[str]:
             f"{format_value(pooled['a_dcf_asv'].mean())} alone, {format_value(pooled['a_dcf_sum'].mean())} with "
             f"the CM (means over {len(pooled)} cells; {cells_word(pooled)})."
         )
-        for attr, by in groups.groupby("group_by", sort=True):
+        first = population_attributes(folder)
+        for attr, by in sorted(groups.groupby("group_by"), key=lambda kv: (kv[0] not in first, kv[0])):
             if by["group"].nunique() <= ANSWER_GROUPS:
                 out.append(
                     f"per {attr}: the CM "
@@ -352,6 +354,16 @@ def sasv_answer(folder: Path) -> list[str]:
         if len(groups):
             out.append(worst_group(groups))
     return out
+
+
+def population_attributes(folder: Path) -> tuple[str, ...]:
+    """The attributes the run's population factors select by (``experiment.resolved.json``):
+    the groups its question is about, answered before any other fairness grouping."""
+    path = RunDir(folder).file(EXPERIMENT)
+    if not path.is_file():
+        return ()
+    factors = json.loads(path.read_text()).get("factors", [])
+    return tuple(str(f.get("attribute")) for f in factors if f.get("type") == "population" and f.get("attribute"))
 
 
 def change_words(part: pd.DataFrame, group: str) -> str:
