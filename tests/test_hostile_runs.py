@@ -46,9 +46,10 @@ def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(
     """The estimate is B × 2 passes × the cells' trial rows × the measured rate; this small run
     fits an hour at any count its memory allows, so the rate is set to 1 ms per trial weight."""
     from interbias.analysis import suite
+    from interbias.analysis.stats import cost
 
     run = _run(tmp_path)
-    monkeypatch.setattr(suite, "SECONDS_PER_TRIAL_REPLICATE", 1e-3)
+    monkeypatch.setattr(cost, "SECONDS_PER_TRIAL_REPLICATE", 1e-3)
     trials = pd.read_parquet(run / "trials.parquet")
     rows = 2 * len(trials)  # a cell (gender × noise) scores its gender's trials: each trial twice
     seconds = 2 * 20000 * rows * 1e-3
@@ -63,10 +64,70 @@ def test_a_bootstrap_that_would_take_hours_is_refused_before_it_starts(
     )
     with pytest.raises(AnalysisError, match="--no-time-limit"):
         suite.analyse(run, suite.Options(n_boot=40000, design="speaker"))
-    monkeypatch.setattr(suite, "SECONDS_PER_TRIAL_REPLICATE", 1e-2)  # 2,000 replicates: about 2 h
+    monkeypatch.setattr(cost, "SECONDS_PER_TRIAL_REPLICATE", 1e-2)  # 2,000 replicates: about 2 h
     res = runner.invoke(app, ["analyze", str(run), "--bootstrap", "2000", "--no-time-limit"])
     assert res.exit_code == 0, res.output
     assert f"--bootstrap 2,000: about {duration_of(2 * 2000 * rows * 1e-2)} (2 × {rows:,}" in res.output
+
+
+def _paired_copy(run: Path, folder: Path) -> Path:
+    """A second run on ``run``'s trial list, with the utterance columns ``runs compare --paired``
+    reads (as ``run`` writes them)."""
+    import json
+    import shutil
+
+    from interbias.trials.sampler import TrialList
+
+    copy = Path(shutil.copytree(run, folder))
+    trials = pd.read_parquet(run / "trials.parquet")
+    frame = trials.assign(
+        enrol=trials["enrol_speaker"] + "_e" + trials["trial_id"].astype(str),
+        test=trials["test_speaker"] + "_t" + trials["trial_id"].astype(str),
+    )
+    for target in (run, copy):
+        frame.to_parquet(target / "trials.parquet", index=False)
+        (target / "trials.json").write_text(json.dumps(TrialList(frame).meta()))
+    return copy
+
+
+def _score_file(run: Path, path: Path) -> Path:
+    """The run's trials as a score file with speakers and a gender column (score = label)."""
+    trials = pd.read_parquet(run / "trials.parquet")
+    gender = trials["stratum"].str.removeprefix("gender=")
+    frame = trials.assign(score=trials["label"].astype(float), label=trials["label"].astype(int), gender=gender)
+    frame[["score", "label", "enrol_speaker", "test_speaker", "gender"]].to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("command", ["plan", "scores fairness", "runs leaderboard", "runs card", "runs compare"])
+def test_every_bootstrap_count_is_refused_when_it_implies_hours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """As analyze: the count's time is estimated before the bootstrap and refused above the hour
+    in one line naming --no-time-limit (the rate set to 1 ms per trial weight), nothing written."""
+    from interbias.analysis.stats import cost
+
+    run = _run(tmp_path)
+    monkeypatch.setattr(cost, "SECONDS_PER_TRIAL_REPLICATE", 1e-3)
+    out = tmp_path / "out"
+    args = {
+        "plan": ["plan", str(run), "--out", str(out)],
+        "scores fairness": ["scores", "fairness", str(_score_file(run, tmp_path / "s.csv")), "--group", "gender",
+                            "--threshold-rule", "fixed:0.5", "--out", str(out)],
+        "runs leaderboard": ["runs", "leaderboard", str(run), "--out", str(out)],
+        "runs card": ["runs", "card", "m", str(run), "--out", str(out)],
+        "runs compare": ["runs", "compare", str(run), str(_paired_copy(run, tmp_path / "NEW")), "--paired"],
+    }[command]  # fmt: skip
+    count = 100000 if command == "scores fairness" else 20000  # fairness: 48 trial weights a replicate
+    res = runner.invoke(app, [*args, "--bootstrap", str(count)])
+    assert res.exit_code == 1 and len(res.output.splitlines()) == 1, res.output
+    line = res.output.strip()
+    assert line.startswith(f"error: --bootstrap {count:,}: about ") and " h " in line, line
+    assert line.endswith("within it): pass --no-time-limit to run it"), line
+    assert not out.exists()
+    if command == "scores fairness":  # the flag lifts the limit: the same count runs
+        res = runner.invoke(app, [*args, "--bootstrap", str(count), "--no-time-limit"])
+        assert res.exit_code == 0 and (out / "fairness.csv").is_file(), res.output
 
 
 def duration_of(seconds: float) -> str:

@@ -73,6 +73,21 @@ def test_levels_rescore_the_same_embeddings_of_the_same_trials(runs) -> None:
     assert np.allclose(cos.sort_index().to_numpy(), ref.sort_index().to_numpy())  # the cosine level is the plain run
 
 
+def test_validate_counts_the_embeddings_the_run_computes(runs, tmp_path: Path, session_cache: Path) -> None:
+    """validate on the same experiment: 2 chain settings × 4 back-ends per stratum (the back-end
+    levels are not flagged as repeated chains), and its embeddings equal run.json's ``embedded``
+    from an empty embedding cache (every level re-scores the same vectors)."""
+    from interbias.run.validate import validate_file
+
+    exp = _exp(tmp_path, "T27", [BACKEND, GENDER, NOISE])
+    est = validate_file(exp, encoders=["mfcc-stats"], cache=session_cache).estimates[0]
+    lines = est.lines()
+    assert "2 strata × 2 chain setting(s) × 4 back-ends = 16 cells" in " ".join(lines), lines
+    assert not any("measure the same thing" in line for line in lines), lines
+    assert est.utterances_from == "the synthetic corpus built in the cache"  # the trials drawn as run draws them
+    assert est.n_embeddings == runs[2]["embedded"] > 0
+
+
 def test_each_level_is_saved_and_recorded(runs) -> None:
     crossed = runs[0]
     rd = RunDir(crossed)

@@ -16,6 +16,7 @@ from interbias.analysis.effects import DESIGNS, Correction
 from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
+from interbias.analysis.stats.cost import check_boot_time
 from interbias.analysis.stats.intervals import method_name, unify
 from interbias.analysis.stats.multiplicity import check_method
 from interbias.analysis.stats.permutation import RunPermutations
@@ -24,7 +25,7 @@ from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.metrics import registry
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared
 from interbias.utils import atomic
-from interbias.utils.budget import TIME_LIMIT_S, estimate_time
+from interbias.utils.budget import TIME_LIMIT_S
 from interbias.utils.errors import AnalysisError
 from interbias.utils.progress import Reporter
 
@@ -33,9 +34,6 @@ from interbias.utils.progress import Reporter
 #: ``auc``; the calibration ones are read at the run's shared calibration
 #: (:mod:`interbias.metrics.weighted_llr`).
 ANALYSIS_METRICS = registry.analysable()
-#: Seconds one bootstrap pass spends per replicate and trial row of a cell (measured on the demo
-#: run: 34 ns marginal on a loaded 2-core machine, rounded up); the corrected design makes two passes.
-SECONDS_PER_TRIAL_REPLICATE = 4e-8
 
 
 def metric_units(metric: str) -> str:
@@ -171,21 +169,11 @@ def analyse(results_path: Path, options: Options, reporter: Reporter | None = No
 
 def _check_time(results: pd.DataFrame, run: ScoredRun, options: Options, reporter: Reporter | None) -> None:
     """Refuse a bootstrap estimated to run past ``options.time_limit_s``; print an estimate of a
-    long one (:func:`interbias.utils.budget.estimate_time`)."""
+    long one (:func:`interbias.analysis.stats.cost.check_boot_time`)."""
     trials = sum(len(run.cell(str(r.model), str(r.cell)).rows) for r in results.itertuples())
     passes = 2 if options.design == "corrected" and options.unit == "speaker" else 1
     each = f"{passes} × {trials:,} trial weights of {len(results)} cell row(s)"
-    line = estimate_time(
-        "--bootstrap",
-        options.n_boot,
-        passes * trials * SECONDS_PER_TRIAL_REPLICATE,
-        each,
-        allow="--no-time-limit",
-        limit_s=options.time_limit_s,
-        error=AnalysisError,
-    )
-    if line:  # printed on stderr unless the caller's reporter is quiet
-        (reporter or Reporter()).info(line, wrap=True)
+    check_boot_time(options.n_boot, passes * trials, each, limit_s=options.time_limit_s, reporter=reporter)
 
 
 def design_constants(design: TrialDesign, cells: list[np.ndarray]) -> tuple[float, float, float, float]:

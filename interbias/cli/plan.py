@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import DesignOpt, GroupOpt, JsonOpt, MetricOpt, SeedOpt, WideOpt
+from interbias.cli.analyze import DesignOpt, GroupOpt, JsonOpt, MetricOpt, SeedOpt, TimeOpt, WideOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.tables import echo_wrapped, print_frame
 
@@ -51,6 +51,7 @@ def plan(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for plan.csv (default: the run directory).")] = None,
+    no_time_limit: TimeOpt = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -63,6 +64,7 @@ def plan(
     from interbias.analysis.stats.bootstrap import check_replicates
     from interbias.analysis.suite import Options, analyse
     from interbias.utils import atomic
+    from interbias.utils.budget import TIME_LIMIT_S
     from interbias.utils.errors import AnalysisError
 
     settings = planner.Settings(effect, power, alpha, family=not per_effect)
@@ -76,6 +78,7 @@ def plan(
         1 - alpha,
         group_factor=group_factor,
         design=bootstrap_design,
+        time_limit_s=None if no_time_limit else TIME_LIMIT_S,
     )
     a = analyse(run_dir, opts)
     use = (a.run.resolved or {}).get("use")

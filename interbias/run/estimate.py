@@ -17,7 +17,9 @@ class Estimate:
     #: The experiment's kind (``verification``, ``countermeasure`` or ``tracks``).
     kind: str = "verification"
     n_strata: int = 0
+    #: Chain settings per stratum, and the back-end factor's levels that score each (0: none).
     n_chains: int = 0
+    n_backends: int = 0
     n_cells: int = 0
     #: Results rows (cells × encoders or CMs); None when only the data can tell (tracks).
     n_rows: int | None = 0
@@ -57,7 +59,7 @@ class Estimate:
             return [self.headline, *self.work, *(f"  note: {n}" for n in self.notes)]
         strata = "stratum" if self.n_strata == 1 else "strata"
         out = [
-            f"{self.label}: corpus {self.corpus}, {self.n_strata} {strata} × {self.n_chains} chain setting(s) = "
+            f"{self.label}: corpus {self.corpus}, {self.n_strata} {strata} × {self.grid_text()} = "
             f"{self.n_cells} cells → {self.n_rows} results rows; "
             f"{self.trials_note or self.trials_text()}; "
             f"{self.runs_here}"
@@ -72,6 +74,12 @@ class Estimate:
             )
         out += [f"  note: {n}" for n in self.notes]
         return out
+
+    def grid_text(self) -> str:
+        """``3 chain setting(s)``, or with a back-end factor ``3 chain setting(s) × 3 back-ends``
+        (every back-end level re-scores the same embeddings)."""
+        chains = f"{self.n_chains} chain setting(s)"
+        return f"{chains} × {self.n_backends} back-ends" if self.n_backends else chains
 
     def trials_text(self) -> str:
         """``555 trials per stratum (of 600 asked) + 405 dev`` where the sampler drew them,

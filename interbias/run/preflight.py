@@ -258,12 +258,12 @@ def check_grid_size(exp: Experiment, n_encoders: int) -> int:
 
 def repeated_levels(exp: Experiment) -> list[str]:
     """One line per set of cells of a stratum that measure the same thing (the same enrolment and
-    test chains, draws and protocol settings) under different levels, naming the levels: e.g.
-    two acoustic levels with the same chain, or two identical protocol levels."""
+    test chains, draws, protocol settings and back-end) under different levels, naming the
+    levels: e.g. two acoustic levels with the same chain, or two identical protocol levels."""
     groups: dict[tuple[object, ...], list[Cell]] = {}
     for cell in exp.cells():
         key = (cell.stratum, cell.enrol_chain.fingerprint, cell.test_chain.fingerprint, cell.n_draws)
-        groups.setdefault((*key, cell.enrol_utterances, cell.vad), []).append(cell)
+        groups.setdefault((*key, cell.enrol_utterances, cell.vad, cell.backend), []).append(cell)
     out: dict[str, None] = {}
     for cells in groups.values():
         if len(cells) < 2:

@@ -47,9 +47,11 @@ from interbias.analysis.across.paired_power import MIN_DF, POWER, Detectable, Pl
 from interbias.analysis.effects import DESIGNS, MIN_EVENTS, Correction
 from interbias.analysis.groups.fairness_stats import holm
 from interbias.analysis.stats.bootstrap import MIN_BOOT, MIN_BOOT_CORRECTED, Resampler, TrialDesign
+from interbias.analysis.stats.cost import check_boot_time
 from interbias.analysis.suite import design_constants
 from interbias.metrics.registry import replicable
 from interbias.metrics.weighted import metric_batch, sort_cell
+from interbias.utils.budget import TIME_LIMIT_S
 from interbias.utils.errors import AnalysisError
 
 KEY = ("experiment", "cell", "model")
@@ -308,6 +310,7 @@ def compare_paired(
     alpha: float = 0.05,
     n_boot: int = 1000,
     design: str = "corrected",
+    time_limit_s: float | None = TIME_LIMIT_S,
 ) -> PairedComparison:
     """The paired comparison of two run directories (or their results.csv) on one trial list."""
     from interbias.analysis import read_results
@@ -326,6 +329,10 @@ def compare_paired(
     common = res[0].index.intersection(res[1].index, sort=False)
     paired = [_paired_row(runs, trials, key) for key in common]
     metrics = metrics or tuple(m for m in ("eer", "min_dcf") if m in res[0].columns and m in res[1].columns)
+    passes = 2 * len(metrics) * (2 if design == "corrected" else 1)  # both runs, each metric, each design pass
+    weights = passes * sum(len(row.labels) for row in paired)
+    each = f"{passes} × {weights // max(1, passes):,} trial weights of {len(paired)} row(s)"
+    check_boot_time(n_boot, weights, each, limit_s=time_limit_s)
     rows = paired_test(
         trials,
         paired,

@@ -34,6 +34,7 @@ from interbias.experiments.schema import Experiment, FairnessSpec
 from interbias.metrics.thresholds import ThresholdRule
 from interbias.run.measured import calibration_trials, in_split, kept, read_score_file
 from interbias.run.rundir import ATTRIBUTES, EXPERIMENT, RESULTS, TRIALS, CalibrationRecord, RunDir
+from interbias.utils.budget import TIME_LIMIT_S
 from interbias.utils.errors import AnalysisError
 
 __all__ = [
@@ -72,6 +73,7 @@ def fairness_for_run(
     alpha: float = 0.05,
     test: str = "speaker",
     n_boot: int = DEFAULT_BOOT,
+    time_limit_s: float | None = TIME_LIMIT_S,
 ) -> FairnessReport | None:
     """The fairness report of a run directory, or ``None`` when it has no dev trials.
 
@@ -127,7 +129,9 @@ def fairness_for_run(
                 unit.info.update(draws)
                 unit.calibration = None if cal is None else (cal, exp.operating_points[0])
                 units.append(unit)
-    return fairness_report(units, positive="accept", alpha=alpha, test=test, n_boot=n_boot, seed=exp.seed)
+    return fairness_report(
+        units, positive="accept", alpha=alpha, test=test, n_boot=n_boot, seed=exp.seed, time_limit_s=time_limit_s
+    )
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,7 @@ def fairness_for_files(
     alpha: float = 0.05,
     test: str = "speaker",
     n_boot: int = DEFAULT_BOOT,
+    time_limit_s: float | None = TIME_LIMIT_S,
 ) -> FairnessReport:
     """The fairness report of one evaluation score file at a threshold from ``dev``. The
     speaker test needs the trials' speakers: ``enrol_speaker`` and ``test_speaker`` columns, or
@@ -325,4 +330,4 @@ def fairness_for_files(
             f"{scores}: the speaker test needs enrol_speaker and test_speaker columns (or a speaker column); "
             "--test trial-z runs the z-test that assumes independent trials"
         )
-    return fairness_report([unit], positive=positive, alpha=alpha, test=test, n_boot=n_boot)
+    return fairness_report([unit], positive=positive, alpha=alpha, test=test, n_boot=n_boot, time_limit_s=time_limit_s)

@@ -66,9 +66,11 @@ from interbias.analysis.groups.fairness_cluster import (
     too_few_speakers,
     unit_rng,
 )
+from interbias.analysis.stats.cost import check_boot_time
 from interbias.experiments.decision_spec import OperatingPoint
 from interbias.run.calibrate import group_values
 from interbias.utils import atomic
+from interbias.utils.budget import TIME_LIMIT_S
 from interbias.utils.errors import AnalysisError
 
 POSITIVES = ("accept", "spoof")
@@ -418,6 +420,7 @@ def fairness_report(
     test: str = "speaker",
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
+    time_limit_s: float | None = TIME_LIMIT_S,
 ) -> FairnessReport:
     """Per-group metrics and pairwise comparisons of every unit; Holm across all p-values.
 
@@ -430,6 +433,10 @@ def fairness_report(
     check_test(test)
     if test == "speaker" and n_boot < 50:
         raise AnalysisError(f"the speaker test needs at least 50 bootstrap replicates (got {n_boot})")
+    if test == "speaker":  # one resample per unit × group column, its totals over the unit's trials
+        weights = sum(len(u.scores) * len(u.groups) for u in units)
+        each = f"{weights:,} trial weights of {sum(len(u.groups) for u in units)} unit × group column(s)"
+        check_boot_time(n_boot, weights, each, limit_s=time_limit_s)
     group_rows: list[dict[str, Any]] = []
     comp_rows: list[dict[str, Any]] = []
     for unit in units:

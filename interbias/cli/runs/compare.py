@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import guarded
+from interbias.cli.analyze import TimeOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.runs import runs_app
 from interbias.metrics.registry import results_columns
@@ -52,6 +53,7 @@ def compare(
             help="--paired: corrected (the findings' SE, t test) or speaker (the plain speaker-bootstrap SE, z test)."
         ),
     ] = "corrected",
+    no_time_limit: TimeOpt = False,
 ) -> None:
     """Match rows by experiment × cell × model, print differences; exit 1 when a metric moved
     by more than the tolerance or a row is missing from either file. With --paired (two run
@@ -67,7 +69,7 @@ def compare(
     if warning := corpora_differ(base, new):
         typer.echo(warning, err=True)
     if paired:
-        _paired(base, new, names, margin, equivalence, alpha, (bootstrap, bootstrap_design), show_all)
+        _paired(base, new, names, margin, equivalence, alpha, (bootstrap, bootstrap_design, no_time_limit), show_all)
         return
     if margin or equivalence is not None:
         from interbias.utils.errors import AnalysisError
@@ -99,13 +101,22 @@ def _paired(
     margin: float,
     equivalence: float | None,
     alpha: float,
-    boot: tuple[int, str],
+    boot: tuple[int, str, bool],
     show_all: bool,
 ) -> None:
     from interbias.analysis.across.compare_paired import compare_paired
+    from interbias.utils.budget import TIME_LIMIT_S
 
     cmp = compare_paired(
-        base, new, metrics=names, margin=margin, equivalence=equivalence, alpha=alpha, n_boot=boot[0], design=boot[1]
+        base,
+        new,
+        metrics=names,
+        margin=margin,
+        equivalence=equivalence,
+        alpha=alpha,
+        n_boot=boot[0],
+        design=boot[1],
+        time_limit_s=None if boot[2] else TIME_LIMIT_S,
     )
     for r in cmp.rows.itertuples(index=False):
         if r.left_out:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import guarded
-from interbias.cli.analyze import MetricOpt, SeedOpt
+from interbias.cli.analyze import MetricOpt, SeedOpt, TimeOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.runs import runs_app
 from interbias.cli.tables import echo_wrapped, print_frame
@@ -23,6 +23,7 @@ def leaderboard(
     seed: SeedOpt = 0,
     ci_level: Annotated[float, typer.Option(help="Confidence level of intervals and rank separations.")] = 0.95,
     out: Annotated[Path | None, typer.Option(help="Folder for leaderboard.csv and leaderboard_pairs.csv.")] = None,
+    no_time_limit: TimeOpt = False,
 ) -> None:
     """Encoders × experiments with intervals, the macro column and a rank that separates two
     encoders only when their paired bootstrap difference is significant after Holm's adjustment over all pairs."""
@@ -31,9 +32,11 @@ def leaderboard(
     from interbias.analysis.across.runs import load
     from interbias.analysis.suite import Options
     from interbias.utils import atomic
+    from interbias.utils.budget import TIME_LIMIT_S
 
     skipped: list[str] = []
-    loaded = load(list(runs), Options(metric, bootstrap, seed, "speaker", ci_level), skipped)
+    limit = None if no_time_limit else TIME_LIMIT_S
+    loaded = load(list(runs), Options(metric, bootstrap, seed, "speaker", ci_level, time_limit_s=limit), skipped)
     board = lb.build(loaded)
     print_frame(
         board.display(), f"{metric} per encoder and experiment (mean over cells) [{100 * ci_level:g}% interval]"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from interbias.cli import guarded
+from interbias.cli.analyze import TimeOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.options import ForceOpt
 from interbias.cli.scores import scores_app
@@ -90,6 +91,7 @@ def fairness(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
     force: ForceOpt = False,
+    no_time_limit: TimeOpt = False,
 ) -> None:
     """Group fairness at one dev-chosen threshold: FAR/FRR, five group metrics, Holm-corrected tests
     clustered by speaker (or trial-level z-tests with --test trial-z)."""
@@ -98,33 +100,25 @@ def fairness(
     from interbias.analysis.groups.fairness_cross import crossed
     from interbias.run.outputs import check_output_folder
     from interbias.run.rundir import FAIRNESS, FAIRNESS_GROUPS
+    from interbias.utils.budget import TIME_LIMIT_S
     from interbias.utils.errors import AnalysisError
 
     check_output_folder(out, (FAIRNESS, FAIRNESS_GROUPS), force=force)
     if cross:
         group = crossed(group or [])
-
+    common: dict[str, Any] = {"alpha": alpha, "test": test.value, "n_boot": bootstrap}
+    common["time_limit_s"] = None if no_time_limit else TIME_LIMIT_S
     if scores.is_dir():
         if dev is not None or positive is not Positive.accept:
             raise AnalysisError(
                 "a run directory holds its own dev trials and is scored as verification: drop --dev/--positive"
             )
-        report = fairness_for_run(
-            scores, groups=group or None, rule=threshold_rule, alpha=alpha, test=test.value, n_boot=bootstrap
-        )
+        report = fairness_for_run(scores, groups=group or None, rule=threshold_rule, **common)
         if report is None:
             raise AnalysisError(f"{scores}: the run has no dev trials (set trials.dev_share in the experiment)")
     else:
-        report = fairness_for_files(
-            scores,
-            group or [],
-            dev=dev,
-            rule=threshold_rule or "eer",
-            positive=positive.value,
-            alpha=alpha,
-            test=test.value,
-            n_boot=bootstrap,
-        )
+        rule = threshold_rule or "eer"
+        report = fairness_for_files(scores, group or [], dev=dev, rule=rule, positive=positive.value, **common)
     _show(report, out, as_json, quiet, wide)
 
 

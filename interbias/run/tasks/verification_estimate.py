@@ -7,7 +7,9 @@ operator resources) and its size and cost:
 - embeddings: per stratum, the utterances that pass its enrol and test filters (at most
   ``utterances_per_speaker`` per speaker and side, in id order), each under every distinct chain
   its cells apply to that side (and under each front end a protocol factor's VAD gives a cell);
-  the distinct (utterance, chain) items over strata, × encoders.
+  the distinct (utterance, chain) items over strata, × encoders. Where the trials are drawn here
+  (the corpus's manifest is here) the items are counted as the run counts them, from the drawn
+  trials and cohort (:func:`drawn_items`): the estimate equals run.json's ``embedded``.
   The utterances come from the corpus's manifest when it is here (a ``manifest:`` file, or the
   synthetic corpus already built in the cache), from the synthetic spec when not built (every
   voice × style × sentence), else they are unknown;
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from interbias.experiments.backend_factor import backend_levels
 from interbias.run.estimate import Estimate, machine_load, shared_jobs
 from interbias.run.tasks.base import NO_TIME, runs_here_text
 from interbias.utils.errors import ShortfallError
@@ -33,6 +36,8 @@ from interbias.utils.errors import ShortfallError
 if TYPE_CHECKING:
     from interbias.corpora.manifest import Manifest
     from interbias.experiments.schema import Experiment
+    from interbias.trials.cohort import Cohort
+    from interbias.trials.sampler import TrialList
 
 #: Embedding throughput, × real time per core, of ``benchmarks/bench_throughput.py`` on a 2-core
 #: AMD EPYC VM (AVX2): CAM++ and GE2E under onnxruntime (their CPU default), mfcc-stats eager
@@ -64,7 +69,8 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
     label = exp.name + (f" --corpus {exp.variant}" if exp.variant else "")
     est = Estimate(label, Path(exp.corpus.manifest).name if exp.corpus.manifest else exp.corpus.name)
     est.n_strata, est.n_cells = len(strata), len(cells)
-    est.n_chains = len(cells) // max(1, len(strata))
+    est.n_backends = len(backend_levels(exp.factors))
+    est.n_chains = len(cells) // max(1, len(strata)) // max(1, est.n_backends)
     est.n_rows = len(cells) * len(encoders)
     est.trials_per_stratum = t.targets + t.n_nontargets + (t.n_spoofs if exp.spoofing else 0)
     why = availability(exp)
@@ -73,14 +79,15 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
     est.notes += [left.line() for left in exp.left_out]
     est.notes += repeated_levels(exp)
     manifest, table, est.utterances_from = corpus_here(exp, cache)
+    drawn = None
     if manifest is not None:
-        check_trials(exp, manifest, est)
+        drawn = check_trials(exp, manifest, est)
     elif t.list_file is not None:
         est.trials_per_stratum, est.trials_note = None, f"trials from the list (not read: {est.utterances_from})"
     est.notes += [note] if (note := trial_memory_note(est)) else []
     if table is None:
         return est
-    items, n_utts, seconds_audio = embedding_items(exp, table)
+    items, n_utts, seconds_audio = embedding_items(exp, table) if drawn is None else drawn_items(exp, table, *drawn)
     est.n_utterances, est.n_items = n_utts, items
     est.n_embeddings = items * len(encoders)
     mean_s = seconds_audio / max(1, n_utts) if seconds_audio else DEFAULT_DURATION_S
@@ -99,20 +106,20 @@ def verification_estimate(exp: Experiment, encoders: Sequence[str], cache: Path)
     return est
 
 
-def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> None:
+def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> tuple[TrialList, Cohort | None] | None:
     """Read the external trial list, or draw the trials, and draw the cohort, as ``run`` does
     (:func:`interbias.run.inputs.draw_inputs`): what ``run`` refuses (enrolment above what the
     speakers have, a missing or unmatched list, a cohort the corpus cannot give) is an error. A
     list's trials are counted as listed (``trials_note``). Skipped for spoof trials (their audio
-    is made at run time)."""
+    is made at run time): None; else the trials and the cohort, the items the run embeds."""
     from interbias.run.inputs import draw_inputs
     from interbias.trials.external import external_trials
     from interbias.trials.sampler import drawn_per_stratum, shortfall
 
     listed = external_trials(exp, manifest)
     if exp.spoofing is not None:
-        return
-    trials, _ = draw_inputs(exp, manifest, listed)
+        return None
+    trials, cohort = draw_inputs(exp, manifest, listed)
     if listed is None and (short := shortfall(trials.info)):  # what run will say it drew
         est.notes.append(short)
     if listed is None and (drawn := drawn_per_stratum(trials.info)) is not None:
@@ -126,6 +133,7 @@ def check_trials(exp: Experiment, manifest: Manifest, est: Estimate) -> None:
         spread = f" ({per.min()}–{per.max()} per stratum)" if len(per) > 1 else ""
         est.trials_per_stratum = int(per.max()) if len(per) else 0
         est.trials_note = f"{len(trials.frame)} trials from the list{spread}"
+    return trials, cohort
 
 
 def trial_memory_note(est: Estimate, available: int | None = None) -> str | None:
@@ -241,11 +249,39 @@ def embedding_items(exp: Experiment, table: pd.DataFrame) -> tuple[int, int, flo
             sizes[group] = len(frozenset().union(*(side_ids[k] for k in group)))
         n_items += sizes[group]
     used = set().union(*(side_ids[k] for keys in sides_of_chain.values() for k in keys)) if sides_of_chain else set()
-    seconds = 0.0
-    if "duration_s" in table.columns:
-        durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
-        seconds = float(durations.reindex(sorted(used)).fillna(DEFAULT_DURATION_S).sum())
-    return n_items, len(used), seconds
+    return n_items, len(used), _seconds(table, used)
+
+
+def drawn_items(
+    exp: Experiment, table: pd.DataFrame, trials: TrialList, cohort: Cohort | None
+) -> tuple[int, int, float]:
+    """:func:`embedding_items` counted as the run counts them from the trials (and cohort) it
+    draws: the (chain, utterance) items of every cell (:func:`chains_for_cells`; the cohort's
+    items where the cells share one front end, as the run's single embedder adds them), per
+    front end; equal to run.json's ``embedded`` from an empty embedding cache."""
+    from interbias.embedding.stage import chains_for_cells
+    from interbias.run.frontends import frontend_groups
+    from interbias.run.normalise import add_cohort_items
+
+    cells = exp.cells()
+    groups = list(frontend_groups(exp, cells).values())
+    n_items, used = 0, set()
+    for group in groups:
+        items = chains_for_cells(group, trials.for_stratum)
+        if cohort is not None and len(groups) == 1:
+            add_cohort_items(items, group, cohort, exp.scoring)
+        for _, ids in items.values():
+            n_items += len(ids)
+            used |= ids
+    return n_items, len(used), _seconds(table, used)
+
+
+def _seconds(table: pd.DataFrame, used: set[str]) -> float:
+    """The audio seconds of the utterances ``used`` (0 where the table has no durations)."""
+    if "duration_s" not in table.columns:
+        return 0.0
+    durations = pd.to_numeric(table.set_index("id")["duration_s"], errors="coerce")
+    return float(durations.reindex(sorted(used)).fillna(DEFAULT_DURATION_S).sum())
 
 
 def spoofing_cm_note(exp: Experiment) -> str | None:
