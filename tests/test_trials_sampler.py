@@ -7,7 +7,7 @@ import pytest
 from conftest import tiny_experiment
 
 from interbias.experiments.schema import load_experiment
-from interbias.trials.sampler import _triangular, draw_trials
+from interbias.trials.sampler import TrialList, _triangular, draw_trials
 from interbias.utils.errors import TrialError
 
 
@@ -90,3 +90,13 @@ def test_speakers_per_stratum_draws_exactly_that_many(tmp_path: Path, tiny_corpu
         r"utterances; trials.speakers_per_stratum asks for 9$",
     ):
         draw_trials(load_experiment(tiny_experiment(tmp_path, trials=too_many)), tiny_corpus)
+
+
+def test_a_trials_file_without_the_trial_columns_is_one_trial_error() -> None:
+    """A trials.parquet that lacks enrol/test (hand-made, or another tool's) is refused naming the
+    missing columns, before the sha256 of its rows is computed."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"trial_id": [0], "stratum": ["all"], "label": [1]})
+    with pytest.raises(TrialError, match=r"x/trials.parquet: no column\(s\) enrol, test: not a trial list"):
+        TrialList.from_meta(frame, {"sha256": "0" * 64}, "x/trials.parquet")

@@ -115,6 +115,9 @@ class TrialList:
     def from_meta(cls, frame: pd.DataFrame, meta: dict[str, Any], where: str) -> TrialList:
         """The list from its frame and :meth:`meta`; a :class:`TrialError` naming ``where`` when
         the frame does not match the recorded sha256 (the run directory reads both files)."""
+        missing = [c for c in ("stratum", "enrol", "test", "label") if c not in frame.columns]
+        if missing:
+            raise TrialError(f"{where}: no column(s) {', '.join(missing)}: not a trial list a run wrote")
         strata = {k: StratumStats(**v) for k, v in meta.get("strata", {}).items()}
         info = {k: v for k, v in meta.items() if k not in ("sha256", "source", "n_trials", "strata")}
         tl = cls(frame, strata, meta.get("source", "sampled"), info)
