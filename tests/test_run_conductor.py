@@ -196,5 +196,5 @@ def test_a_run_that_builds_the_corpus_shows_its_progress(tmp_path: Path) -> None
     assert lines[start + 1] == "synthetic corpus: rendering: 8 to do"
     done = [i for i, line in enumerate(lines) if re.fullmatch(r"synthetic corpus: rendering: 8/8 in \d+\.\d s", line)]
     assert done, lines
-    after = " ".join(" ".join(lines[done[0] + 1 :]).split())  # the fingerprint verdict, wrapped to the terminal
-    assert after.startswith("corpus fingerprint: no reference recorded for synthetic-v3-"), after
+    # the fingerprint verdict comes once the trials' files are hashed: this run stops at the sampler first
+    assert lines[done[0] + 1 :] == [], lines
