@@ -37,7 +37,6 @@ gives, per ASV model × CM × cell × group, over the eval trials the ASV scored
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +59,8 @@ from interbias.metrics.sasv_fusion import KEYS, sasv_row, sum_fusion
 from interbias.metrics.verification import eer
 from interbias.run.cm_stage import DEV_COLUMNS, TRIAL_COLUMNS
 from interbias.run.measured import in_split, kept
-from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, EXPERIMENT, SASV_FUSION, RunDir
+from interbias.run.rundir import ATTRIBUTES, CM_DEV, CM_TRIALS, SASV_FUSION, RunDir
+from interbias.trials.sampler import population_attributes
 from interbias.utils.errors import AnalysisError, InterbiasError
 
 if TYPE_CHECKING:
@@ -343,7 +343,8 @@ def sasv_answer(folder: Path) -> list[str]:
             f"{format_value(pooled['a_dcf_asv'].mean())} alone, {format_value(pooled['a_dcf_sum'].mean())} with "
             f"the CM (means over {len(pooled)} cells; {cells_word(pooled)})."
         )
-        first = population_attributes(folder)
+        exp = RunDir(folder).experiment(AnalysisError)
+        first = population_attributes(exp) if exp is not None else ()  # the question's groups first
         for attr, by in sorted(groups.groupby("group_by"), key=lambda kv: (kv[0] not in first, kv[0])):
             if by["group"].nunique() <= ANSWER_GROUPS:
                 out.append(
@@ -354,16 +355,6 @@ def sasv_answer(folder: Path) -> list[str]:
         if len(groups):
             out.append(worst_group(groups))
     return out
-
-
-def population_attributes(folder: Path) -> tuple[str, ...]:
-    """The attributes the run's population factors select by (``experiment.resolved.json``):
-    the groups its question is about, answered before any other fairness grouping."""
-    path = RunDir(folder).file(EXPERIMENT)
-    if not path.is_file():
-        return ()
-    factors = json.loads(path.read_text()).get("factors", [])
-    return tuple(str(f.get("attribute")) for f in factors if f.get("type") == "population" and f.get("attribute"))
 
 
 def change_words(part: pd.DataFrame, group: str) -> str:
