@@ -11,7 +11,7 @@ from interbias.analysis.scored_run import CellScores
 from interbias.analysis.stats import replicates
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.metrics.llr import CostPoint
-from interbias.metrics.weighted import METRICS, metric_batch, metric_by_class, sort_cell
+from interbias.metrics.weighted import batch_metrics, metric_batch, metric_by_class, sort_cell
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, SharedCalibration
 from interbias.utils.errors import AnalysisError
 from interbias.utils.seeding import derive_rng
@@ -44,7 +44,7 @@ def test_blocked_equals_dense(unit: str, n: int, monkeypatch: pytest.MonkeyPatch
     res = Resampler(design, n_boot=150, seed=4, unit=unit)
     dense = res.weights(rows)
     monkeypatch.setattr(replicates, "BLOCK_WEIGHTS", 7 * len(rows))  # 22 blocks, the last one short
-    for metric in METRICS:
+    for metric in batch_metrics():
         want = metric_batch(metric, cell, dense)
         got = replicates.blocked_replicates(metric, cell, rows, res)
         assert np.array_equal(got, want, equal_nan=True), (unit, metric)
@@ -57,7 +57,7 @@ def test_empty_class_replicates_are_nan() -> None:
     cell = sort_cell(scores, design.label)
     w = np.ones((3, 300), dtype=np.int64)
     w[1, design.label] = 0  # replicate 1 has no target weight
-    for metric in METRICS:
+    for metric in batch_metrics():
         got = metric_by_class(metric, cell, w[:, rows[cell.target_order]].T, w[:, rows[cell.nontarget_order]].T)
         want = metric_batch(metric, cell, w.astype(float))
         assert np.isnan(got[1]) and np.array_equal(got, want, equal_nan=True)

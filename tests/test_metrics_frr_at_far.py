@@ -33,7 +33,7 @@ def test_equals_the_reference_on_tied_seeded_scores(n_non: int, decimals: int) -
     scores = np.round(rng.normal(1.5 * labels, 1.0), decimals)  # ties within and across classes
     got = frr_at_far1(scores, labels)
     assert got == reference(scores.tolist(), labels.tolist())
-    assert summarize(scores, labels).frr_at_far1 == got
+    assert summarize(scores, labels)["frr_at_far1"] == got
 
 
 def test_a_far_of_exactly_one_percent_is_allowed() -> None:

@@ -74,3 +74,31 @@ def test_the_lists_are_queries_of_the_registry() -> None:
 def test_an_unknown_metric_names_every_registered_one() -> None:
     with pytest.raises(MetricError, match=r"unknown metric 'eerr'; valid: .*eer_legacy"):
         registry.spec("eerr")
+
+
+def test_the_summary_is_every_sweep_metric_of_the_registry_at_its_function_value() -> None:
+    """:func:`summarize` reads each registered sweep metric from one sort, in registration order,
+    and each value is what the metric's own function gives (the functions are checked against
+    independent references in test_metrics_verification.py); the summary lists no other metric."""
+    from interbias.metrics.verification import summarize
+
+    scores, labels, _ = _cell("summary", 120)
+    summ = summarize(scores, labels)
+    sweep = registry.names(lambda s: s.sweep is not None)
+    assert tuple(summ.values) == sweep
+    assert set(sweep) >= {"eer", "eer_legacy", "min_dcf", "auc", "frr_at_far1"}
+    for name in sweep:
+        assert summ[name] == registry.spec(name).function(scores, labels), name
+    assert list(summ.as_dict())[len(sweep) :] == ["n_target", "n_nontarget"]
+
+
+def test_a_prior_metric_in_the_summary_is_read_at_the_summary_prior() -> None:
+    from interbias.metrics.verification import summarize
+
+    scores, labels, _ = _cell("summary prior", 400)
+    with_prior = registry.names(lambda s: s.sweep is not None and s.p_target is not None)
+    assert with_prior  # min_dcf
+    for name in with_prior:
+        got = summarize(scores, labels, p_target=0.2)[name]
+        assert got == registry.spec(name).function(scores, labels, p_target=0.2)
+        assert got != summarize(scores, labels)[name]

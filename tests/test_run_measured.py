@@ -63,7 +63,7 @@ def _rescored(run_dir: Path, out: Path, fmt: str) -> None:
         scores, labels = read_scores(out / entry["file"])
         assert (len(scores), int(labels.sum())) == (row.n_target + row.n_nontarget, row.n_target)
         got = summarize(scores, labels)
-        assert (got.eer, got.min_dcf, got.auc) == (row.eer, row.min_dcf, row.auc), entry["file"]
+        assert (got["eer"], got["min_dcf"], got["auc"]) == (row.eer, row.min_dcf, row.auc), entry["file"]
         assert entry["n_not_measured"] > 0  # dev or spoof trials were left out, and counted
 
 

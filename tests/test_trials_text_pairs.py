@@ -117,6 +117,6 @@ def test_run_writes_text_pairs_whose_counts_match_the_trial_list(
         assert row.n_nontarget_different_text == ((labels == 0) & (rel == "different")).sum() == 20
         s = scores["score"].to_numpy()[use]
         pick = (labels == 1) | (rel == "same")
-        assert row.eer_same_text == pytest.approx(metrics.summarize(s[pick], labels[pick]).eer)
+        assert row.eer_same_text == pytest.approx(metrics.summarize(s[pick], labels[pick])["eer"])
         pick = (labels == 1) | (rel == "different")
-        assert row.min_dcf_different_text == pytest.approx(metrics.summarize(s[pick], labels[pick]).min_dcf)
+        assert row.min_dcf_different_text == pytest.approx(metrics.summarize(s[pick], labels[pick])["min_dcf"])

@@ -67,6 +67,6 @@ def _metrics(scores: np.ndarray, labels: np.ndarray, relation: str) -> dict[str,
         return {f"eer_{relation}_text": float("nan"), f"min_dcf_{relation}_text": float("nan")}
     parts = [metrics.summarize(scores[:, j], labels) for j in range(scores.shape[1])]
     return {
-        f"eer_{relation}_text": float(np.mean([p.eer for p in parts])),
-        f"min_dcf_{relation}_text": float(np.mean([p.min_dcf for p in parts])),
+        f"eer_{relation}_text": float(np.mean([p["eer"] for p in parts])),
+        f"min_dcf_{relation}_text": float(np.mean([p["min_dcf"] for p in parts])),
     }

@@ -14,10 +14,10 @@
 - :mod:`~interbias.metrics.operating_points`: whether a run has enough non-target trials for a DCF
   operating point (p_target);
 - :mod:`~interbias.metrics.registry`: one :class:`~interbias.metrics.registry.MetricSpec` per
-  metric; importing this package registers every metric (``weighted``, ``weighted_llr``).
+  metric; importing this package registers every metric (``verification``, ``weighted_llr``).
 """
 
-from interbias.metrics import weighted, weighted_llr  # noqa: F401  (they register the metrics, in column order)
+from interbias.metrics import verification, weighted_llr  # noqa: F401  (they register the metrics, in column order)
 from interbias.metrics.verification import (
     FAR_TARGET,
     P_TARGET,

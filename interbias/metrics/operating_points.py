@@ -12,8 +12,8 @@ supported prior is 10 / n.
 
 from __future__ import annotations
 
-from interbias.metrics.verification import P_TARGET
-
+#: The target prior of minDCF and of every detection-cost default (unit costs): the one place it is set.
+P_TARGET = 0.01
 #: Expected non-target trials in the prior's share a run needs for a DCF at that prior.
 MIN_EXPECTED = 10
 

@@ -1,10 +1,11 @@
 """The metric registry: one frozen :class:`MetricSpec` per metric, registered beside its code.
 
 Every list of metric names elsewhere (the results.csv columns, ``--metric`` choices, chance
-levels, interval rules, units) is a query of :data:`METRICS`. The verification metrics are
-registered in :mod:`interbias.metrics.weighted` beside their weighted twins, the calibration
-metrics in :mod:`interbias.metrics.weighted_llr`; importing :mod:`interbias.metrics` registers
-them all, in the order of the results.csv columns.
+levels, interval rules, units, the fields of :class:`interbias.metrics.verification.Summary`) is
+a query of :data:`METRICS`. The verification metrics are registered in
+:mod:`interbias.metrics.verification` beside their functions, the calibration metrics in
+:mod:`interbias.metrics.weighted_llr`; importing :mod:`interbias.metrics` registers them all, in
+the order of the results.csv columns.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ class MetricSpec:
     #: The fixed target prior a detection-cost metric is read at (min_dcf: 0.01); ``None`` for a
     #: calibrated metric (read at its calibration's operating point) or one without a prior.
     p_target: float | None = None
+    #: The value off a :class:`interbias.metrics.verification.ThresholdSweep` (``sweep(p)``, or
+    #: ``sweep(p, p_target=…)`` for a metric with a prior): :func:`~interbias.metrics.verification.summarize`
+    #: reads every metric that has one from one sort. ``None``: not a raw-score sweep metric.
+    sweep: Callable[..., float] | None = None
+    #: Its weighted twin reads every operating point (a minimum over thresholds), not the few a
+    #: binary search visits: :func:`interbias.metrics.weighted.metric_by_class` then sums the whole block.
+    every_point: bool = False
 
     def __post_init__(self) -> None:
         if self.interval not in INTERVALS:

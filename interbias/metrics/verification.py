@@ -3,6 +3,10 @@
 A trial is accepted when its score is >= the threshold. A :class:`ThresholdSweep` puts a threshold
 at every distinct score value (tied scores form one threshold) plus +inf (reject all), so the curves
 run from (FPR, FNR) = (1, 0) to (0, 1). Everything is sort-based, O(N log N).
+
+Each metric is registered (:mod:`interbias.metrics.registry`) right after its function, in
+results.csv column order, with its value off a sweep (``sweep``: what :func:`summarize` reads) and
+its weighted twin from :mod:`interbias.metrics.weighted` when it has one.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from functools import cached_property
 
 import numpy as np
 
+from interbias.metrics.operating_points import P_TARGET  # set there; most callers import it from here
+from interbias.metrics.registry import FRACTION, MetricSpec, register, specs
+from interbias.metrics.weighted import eer_legacy_points, eer_points, min_dcf_points
 from interbias.utils.errors import MetricError
 
-#: The target prior of minDCF and of every detection-cost default (unit costs): the one place it is set.
-P_TARGET = 0.01
 #: The false-acceptance rate at which ``frr_at_far1`` reads the false-rejection rate.
 FAR_TARGET = 0.01
 
@@ -192,6 +197,24 @@ def eer(scores: object, labels: object) -> float:
     return eer_from_sweep(threshold_sweep(scores, labels))[0]
 
 
+# EER lies in [0, 1] (1 on inverted scores): U = 1; 0.5 is the chance reference, not a bound
+register(
+    MetricSpec(
+        "eer",
+        eer,
+        FRACTION,
+        eer_points,
+        sweep=lambda p: eer_from_sweep(p)[0],
+        chance=0.5,
+        upper=1.0,
+        rate=True,
+        column=True,
+        draw_sd=True,
+        summary=True,
+    )
+)
+
+
 def eer_legacy_from_sweep(p: ThresholdSweep) -> float:
     """InterBias-SV's EER: the operating point minimising |FPR − FNR|, the two rates averaged.
 
@@ -207,6 +230,21 @@ def eer_legacy_from_sweep(p: ThresholdSweep) -> float:
 
 def eer_legacy(scores: object, labels: object) -> float:
     return eer_legacy_from_sweep(threshold_sweep(scores, labels))
+
+
+register(
+    MetricSpec(
+        "eer_legacy",
+        eer_legacy,
+        FRACTION,
+        eer_legacy_points,
+        sweep=eer_legacy_from_sweep,
+        chance=0.5,
+        upper=1.0,
+        rate=True,
+        column=True,
+    )
+)
 
 
 def min_dcf_from_sweep(
@@ -237,6 +275,56 @@ def min_dcf(
     return min_dcf_from_sweep(threshold_sweep(scores, labels), p_target=p_target, c_miss=c_miss, c_fa=c_fa)
 
 
+register(
+    MetricSpec(
+        "min_dcf",
+        min_dcf,
+        "normalised detection cost",
+        min_dcf_points,
+        sweep=min_dcf_from_sweep,
+        interval="reflected",
+        skewed=True,
+        every_point=True,
+        column=True,
+        draw_sd=True,
+        summary=True,
+        upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
+        p_target=P_TARGET,
+    )
+)
+
+
+def auc_from_sweep(p: ThresholdSweep) -> float:
+    """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney).
+
+    Twice the wins, Σ_k tgt_at_k·(n_lo_k + n_lo_{k+1}), is summed exactly in integers."""
+    pairs = p.n_target * p.n_nontarget
+    if pairs < _EXACT_PAIRS:
+        wins2 = int(np.dot(p.tgt_at, p.n_lo[:-1])) + int(np.dot(p.tgt_at, p.n_lo[1:]))
+        return wins2 / (2 * pairs)
+    wins = np.sum(p.tgt_at * (p.non_below + 0.5 * p.non_at), dtype=np.float64)
+    return float(wins / pairs)
+
+
+def auc(scores: object, labels: object) -> float:
+    return auc_from_sweep(threshold_sweep(scores, labels))
+
+
+AUC_WHY = "the bootstrap form of AUC is not built (and higher is better)"
+register(
+    MetricSpec(
+        "auc",
+        auc,
+        FRACTION,
+        sweep=auc_from_sweep,
+        better="higher",
+        column=True,
+        summary=True,
+        no_interval=AUC_WHY,
+    )
+)
+
+
 def frr_at_far_from_sweep(p: ThresholdSweep, far: float = FAR_TARGET) -> float:
     """False-rejection rate at the lowest threshold whose false-acceptance rate is at most ``far``.
 
@@ -265,59 +353,55 @@ def frr_at_far1(scores: object, labels: object) -> float:
     return frr_at_far_from_sweep(threshold_sweep(scores, labels))
 
 
-def auc_from_sweep(p: ThresholdSweep) -> float:
-    """Area under the ROC: P(s_target > s_non) + ½·P(s_target = s_non) (Mann–Whitney).
-
-    Twice the wins, Σ_k tgt_at_k·(n_lo_k + n_lo_{k+1}), is summed exactly in integers."""
-    pairs = p.n_target * p.n_nontarget
-    if pairs < _EXACT_PAIRS:
-        wins2 = int(np.dot(p.tgt_at, p.n_lo[:-1])) + int(np.dot(p.tgt_at, p.n_lo[1:]))
-        return wins2 / (2 * pairs)
-    wins = np.sum(p.tgt_at * (p.non_below + 0.5 * p.non_at), dtype=np.float64)
-    return float(wins / pairs)
-
-
-def auc(scores: object, labels: object) -> float:
-    return auc_from_sweep(threshold_sweep(scores, labels))
+# no weighted twin (so no bootstrap or analyze --metric): its intervals would need min_dcf's
+# small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
+# can a system whose few highest non-targets outscore every target however well it ranks the rest,
+# so a value above 0.99 does not mean that the scores rank the classes the wrong way round
+FRR_WHY = (
+    "it is read at the one threshold where FAR reaches 1 %, set by the few highest non-target "
+    "scores, and its interval would need minDCF's small-support check (n_nontarget × FAR >= 10)"
+)
+register(
+    MetricSpec(
+        "frr_at_far1",
+        frr_at_far1,
+        FRACTION,
+        sweep=frr_at_far_from_sweep,
+        rate=True,
+        column=True,
+        upper=1.0,
+        summary=True,
+        no_interval=FRR_WHY,
+    )
+)
 
 
 @dataclass(frozen=True)
 class Summary:
-    eer: float
+    """Every metric of the registry that reads a sweep (:attr:`MetricSpec.sweep`), in results.csv
+    column order (``summary["eer"]``), the EER's threshold and the trial counts."""
+
+    values: dict[str, float]
     eer_threshold: float
-    eer_legacy: float
-    min_dcf: float
-    auc: float
-    frr_at_far1: float
     n_target: int
     n_nontarget: int
 
+    def __getitem__(self, metric: str) -> float:
+        return self.values[metric]
+
     def as_dict(self) -> dict[str, float | int]:
-        return {
-            "eer": self.eer,
-            "eer_legacy": self.eer_legacy,
-            "min_dcf": self.min_dcf,
-            "auc": self.auc,
-            "frr_at_far1": self.frr_at_far1,
-            "n_target": self.n_target,
-            "n_nontarget": self.n_nontarget,
-        }
+        return {**self.values, "n_target": self.n_target, "n_nontarget": self.n_nontarget}
 
 
 def summarize(scores: object, labels: object, *, p_target: float = P_TARGET) -> Summary:
-    """All metrics from one sort."""
+    """All metrics from one sort; a metric read at a prior (:attr:`MetricSpec.p_target`) at ``p_target``."""
     p = threshold_sweep(scores, labels)
-    e, thr = eer_from_sweep(p)
-    return Summary(
-        e,
-        thr,
-        eer_legacy_from_sweep(p),
-        min_dcf_from_sweep(p, p_target=p_target),
-        auc_from_sweep(p),
-        frr_at_far_from_sweep(p),
-        p.n_target,
-        p.n_nontarget,
-    )
+    values = {
+        s.name: s.sweep(p, p_target=p_target) if s.p_target is not None else s.sweep(p)
+        for s in specs()
+        if s.sweep is not None
+    }
+    return Summary(values, eer_from_sweep(p)[1], p.n_target, p.n_nontarget)
 
 
 def det_curve(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,9 @@ for the EERs a binary search per replicate for the crossing (d_k = FNR_k − FPR
 non-decreasing in k), O(B log K) instead of evaluating every operating point. A replicate
 without target or without non-target weight has an undefined metric: NaN.
 
-The raw-score metrics are registered here (:mod:`interbias.metrics.registry`), each beside its twin.
+The kernels here (``*_points``) are the weighted twins that :mod:`interbias.metrics.verification`
+registers beside each metric (:attr:`interbias.metrics.registry.MetricSpec.weighted`); the
+drivers run the twin a metric's spec names, so a metric with a twin needs nothing added here.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interbias.metrics import verification
-from interbias.metrics.registry import FRACTION, MetricSpec, register, replicable, spec
-from interbias.metrics.verification import P_TARGET
+from interbias.metrics.operating_points import P_TARGET
+from interbias.metrics.registry import replicable, spec
 from interbias.utils.errors import AnalysisError, MetricError
 
 #: Replicates evaluated together are capped so that one block holds about this many weights.
@@ -111,7 +112,7 @@ class _Points:
         return lo
 
 
-def _eer(p: _Points) -> np.ndarray:
+def eer_points(p: _Points) -> np.ndarray:
     """Row-wise :func:`interbias.metrics.verification.eer_from_sweep` (same operations, same floats)."""
     k = p.first()
     km1 = np.maximum(k - 1, 0)
@@ -125,7 +126,7 @@ def _eer(p: _Points) -> np.ndarray:
     return np.where(exact, fnr_k, interp)
 
 
-def _eer_legacy(p: _Points) -> np.ndarray:
+def eer_legacy_points(p: _Points) -> np.ndarray:
     """Row-wise :func:`interbias.metrics.verification.eer_legacy_from_sweep`: the last k minimising |d_k|.
 
     With d non-decreasing, the minimum of |d| is at k* (first d ≥ 0) or k* − 1; when it is at
@@ -141,7 +142,7 @@ def _eer_legacy(p: _Points) -> np.ndarray:
     return (fpr + fnr) / 2
 
 
-def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
+def min_dcf_points(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: float = 1.0) -> np.ndarray:
     ks = np.arange(p.k_max + 1)
     fnr = p.ct[:, p.tb[ks]] / p.n_t[:, None]
     fpr = (p.n_n[:, None] - p.cn[:, p.nb[ks]]) / p.n_n[:, None]
@@ -149,82 +150,28 @@ def _min_dcf(p: _Points, p_target: float = P_TARGET, c_miss: float = 1.0, c_fa: 
     return cost.min(axis=1) / min(c_miss * p_target, c_fa * (1 - p_target))
 
 
-# The raw-score metrics, in results.csv column order, each beside its weighted twin.
-# EER lies in [0, 1] (1 on inverted scores): U = 1; 0.5 is the chance reference, not a bound
-register(
-    MetricSpec(
-        "eer",
-        verification.eer,
-        FRACTION,
-        _eer,
-        chance=0.5,
-        upper=1.0,
-        rate=True,
-        column=True,
-        draw_sd=True,
-        summary=True,
-    )
-)
-register(
-    MetricSpec(
-        "eer_legacy", verification.eer_legacy, FRACTION, _eer_legacy, chance=0.5, upper=1.0, rate=True, column=True
-    )
-)
-register(
-    MetricSpec(
-        "min_dcf",
-        verification.min_dcf,
-        "normalised detection cost",
-        _min_dcf,
-        interval="reflected",
-        skewed=True,
-        column=True,
-        draw_sd=True,
-        summary=True,
-        upper=1.0,  # normalised: the thresholds that accept or reject everything cost 1
-        p_target=verification.P_TARGET,
-    )
-)
-AUC_WHY = "the bootstrap form of AUC is not built (and higher is better)"
-register(MetricSpec("auc", verification.auc, FRACTION, better="higher", column=True, summary=True, no_interval=AUC_WHY))
-# no weighted twin (so no bootstrap or analyze --metric): its intervals would need min_dcf's
-# small-support check (n_nontarget·FAR >= 10); no chance level: random scores give 0.99, and so
-# can a system whose few highest non-targets outscore every target however well it ranks the rest,
-# so a value above 0.99 does not mean that the scores rank the classes the wrong way round
-FRR_WHY = (
-    "it is read at the one threshold where FAR reaches 1 %, set by the few highest non-target "
-    "scores, and its interval would need minDCF's small-support check (n_nontarget × FAR >= 10)"
-)
-register(
-    MetricSpec(
-        "frr_at_far1",
-        verification.frr_at_far1,
-        FRACTION,
-        rate=True,
-        column=True,
-        upper=1.0,
-        summary=True,
-        no_interval=FRR_WHY,
-    )
-)
+def batch_metrics() -> tuple[str, ...]:
+    """The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate: those whose spec
+    has a raw-score weighted twin."""
+    return replicable(calibrated=False)
 
-#: The metrics :func:`metric_batch` and :func:`metric_by_class` evaluate.
-METRICS = replicable(calibrated=False)
-_FUNCS: dict[str, Callable[[_Points], np.ndarray]] = {name: spec(name).weighted for name in METRICS}
+
+def _twin(metric: str) -> Callable[[_Points], np.ndarray]:
+    if metric not in batch_metrics():
+        raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(batch_metrics())}")
+    return spec(metric).weighted
 
 
 def metric_batch(metric: str, cell: SortedCell, weights: np.ndarray) -> np.ndarray:
     """The metric under each row of ``weights`` (``B × N``, trial order of the unsorted cell)."""
-    if metric not in _FUNCS:
-        raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(METRICS)}")
-    return _batched(cell, weights, _FUNCS[metric])
+    return _batched(cell, weights, _twin(metric))
 
 
 def min_dcf_batch(cell: SortedCell, weights: np.ndarray, p_target: float, c_miss: float, c_fa: float) -> np.ndarray:
     """Normalised minimum DCF at (``p_target``, ``c_miss``, ``c_fa``) under each row of
     ``weights``: min over the operating points of (C_miss·p·FNR + C_fa·(1 − p)·FPR) / min(C_miss·p,
     C_fa·(1 − p)); ``min_dcf`` of :func:`metric_batch` is the unit-cost case at ``verification.P_TARGET``."""
-    return _batched(cell, weights, lambda p: _min_dcf(p, p_target, c_miss, c_fa))
+    return _batched(cell, weights, lambda p: min_dcf_points(p, p_target, c_miss, c_fa))
 
 
 #: Most trials per chunk of :class:`_ClassSums` (a running sum is a chunk total plus at most this many).
@@ -290,8 +237,7 @@ def metric_by_class(metric: str, cell: SortedCell, w_target: np.ndarray, w_nonta
     replicates), ``w_nontarget`` likewise. The EERs read their O(log K) operating points from
     chunk totals (:class:`_ClassSums`, no cumulative matrix); min DCF, which reads every point,
     sums the whole block. The caller bounds memory by passing a block of replicates."""
-    if metric not in _FUNCS:
-        raise AnalysisError(f"replicated metric {metric!r} is not supported; valid: {', '.join(METRICS)}")
+    twin = _twin(metric)
     wt, wn = np.asarray(w_target), np.asarray(w_nontarget)
     if wt.shape != (len(cell.target_order), wn.shape[1]) or wn.shape[0] != len(cell.nontarget_order):
         raise AnalysisError(
@@ -302,18 +248,18 @@ def metric_by_class(metric: str, cell: SortedCell, w_target: np.ndarray, w_nonta
     if (wt < 0).any() or (wn < 0).any():
         raise AnalysisError("trial weights must be non-negative")
     out = np.full(wt.shape[1], np.nan)
-    if metric != "min_dcf":
+    if not spec(metric).every_point:
         cols = np.arange(wt.shape[1])
         ts, ns = _ClassSums(wt, cols), _ClassSums(wn, cols)
         valid = np.flatnonzero((ts.total > 0) & (ns.total > 0))
         if len(valid):
             ts.cols = ns.cols = valid
-            out[valid] = _FUNCS[metric](_LazyPoints(cell, ts, ns))
+            out[valid] = twin(_LazyPoints(cell, ts, ns))
         return out
     ct, cn = _full_cumulative(wt), _full_cumulative(wn)
     valid = (ct[:, -1] > 0) & (cn[:, -1] > 0)
     if valid.any():
-        out[valid] = _min_dcf(_Points(cell, ct=ct[valid], cn=cn[valid]))
+        out[valid] = twin(_Points(cell, ct=ct[valid], cn=cn[valid]))
     return out
 
 
