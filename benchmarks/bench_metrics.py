@@ -39,7 +39,7 @@ def scores(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def interbias_all(s: np.ndarray, lab: np.ndarray) -> dict[str, float]:
     m = metrics.summarize(s, lab)
-    return {"eer": m.eer, "min_dcf": m.min_dcf, "auc": m.auc, "eer_legacy": m.eer_legacy}
+    return {k: m[k] for k in ("eer", "min_dcf", "auc", "eer_legacy")}
 
 
 def sklearn_all(s: np.ndarray, lab: np.ndarray, p_target: float = 0.01) -> dict[str, float]:
