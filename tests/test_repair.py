@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -148,8 +149,8 @@ def test_verification_term_by_hand() -> None:
         (["--set", "lr=0"], "error: ORCA: lr must be a finite number > 0; got 0.0"),
         (
             ["--set", "stepz=1"],
-            "error: --set: unknown setting 'stepz'; valid: hidden, head_dim, steps, batch, lr, temperature, w_sem, "
-            "w_voice, w_expr, w_orth, w_keep, orthogonality, balanced, tau_rel, voice_share, keep_pairs, m, axes",
+            "error: --set: unknown setting 'stepz'; valid: "
+            + ", ".join(f.name for f in dataclasses.fields(OrcaConfig)),  # the record's settings
         ),
         (["--set", "steps=1.5"], "error: --set: steps='1.5' is not an int"),
         (
