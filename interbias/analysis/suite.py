@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 
 from interbias.analysis import effects, read_results
-from interbias.analysis.additivity import DEFAULT_TOLERANCE, AdditivityTables, validate_additivity
+from interbias.analysis.additivity import AdditivityTables, validate_additivity
 from interbias.analysis.contrasts import PER_MODEL_BY, REQUIRED, ContrastTables, compute_contrasts, summarize
 from interbias.analysis.effects import DESIGNS, Correction
-from interbias.analysis.gaps import DEFAULT_FLOOR, GapTables, compute_gaps
+from interbias.analysis.gaps import GapTables, compute_gaps
+from interbias.analysis.options import Options
 from interbias.analysis.scored_run import ScoredRun
 from interbias.analysis.stats.bootstrap import Resampler, TrialDesign
 from interbias.analysis.stats.cost import check_boot_time
@@ -25,7 +26,6 @@ from interbias.analysis.summaries import above_chance, cell_intervals, macro
 from interbias.metrics import registry
 from interbias.metrics.weighted_llr import CALIBRATED_METRICS, require_shared
 from interbias.utils import atomic
-from interbias.utils.budget import TIME_LIMIT_S
 from interbias.utils.errors import AnalysisError
 from interbias.utils.progress import Reporter
 
@@ -50,28 +50,6 @@ def shared_calibration_note(metric: str) -> str:
         "every group pooled and applied unchanged to every cell and group (bootstrap replicates keep it fixed): "
         "a gap is what one group pays for a system calibrated on everyone."
     )
-
-
-@dataclass(frozen=True)
-class Options:
-    metric: str = "eer"
-    n_boot: int = 0
-    seed: int = 0
-    unit: str = "speaker"
-    level: float = 0.95
-    n_perm: int = 0
-    tolerance: float = DEFAULT_TOLERANCE
-    gap_floor: float = DEFAULT_FLOOR
-    group_factor: str | None = None
-    #: Multiplicity adjustment of the findings' p-values over each experiment's effects.
-    adjust: str = "holm"
-    #: ``corrected`` (speaker bootstrap with the pair-variance correction) or ``speaker`` (plain).
-    design: str = "corrected"
-    #: Add the simple effects (outside the confirmatory family) to the findings.
-    simple: bool = False
-    #: Longest bootstrap (estimated from B and the cells' trials) run without being told
-    #: (``--no-time-limit``: None).
-    time_limit_s: float | None = TIME_LIMIT_S
 
 
 @dataclass

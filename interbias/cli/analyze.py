@@ -8,90 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.analysis_options import DEFAULT_CHOICE, AnalysisChoice, with_analysis_options
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import JsonOpt, WideOpt, quiet_flag
 from interbias.cli.tables import print_frame
-from interbias.metrics.registry import analysable
 from interbias.utils.progress import Reporter
 
 if TYPE_CHECKING:
-    from interbias.analysis.suite import Analysis, Options
-
-#: Options shared by ``analyze`` and ``report``.
-MetricOpt = Annotated[
-    str,
-    typer.Option(
-        help=f"{', '.join(analysable(calibrated=False))}, or at the run's shared calibration: "
-        f"{', '.join(analysable(calibrated=True))}."
-    ),
-]
-SeedOpt = Annotated[int, typer.Option(help="Master seed of bootstrap replicates and permutations.")]
-UnitOpt = Annotated[str, typer.Option(help="Bootstrap resampling unit: speaker (clustered) or trial.")]
-PermOpt = Annotated[int, typer.Option(help="Speaker-level permutations per subgroup gap (0: no test); needs scores.")]
-TolOpt = Annotated[float, typer.Option(help="Additivity tolerance on |observed − predicted| (metric units).")]
-FloorOpt = Annotated[
-    float, typer.Option(help="Ratio amplification is flagged when |reference-condition gap| is below this.")
-]
-AdjustOpt = Annotated[
-    str,
-    typer.Option(
-        help="Multiplicity adjustment of the findings' p-values over each experiment's effects: holm "
-        "(family-wise error), bh (false discovery rate) or none."
-    ),
-]
-DesignOpt = Annotated[
-    str,
-    typer.Option(
-        "--bootstrap-design",
-        help="corrected: speaker bootstrap with its pair-variance correction (SE matches the sampling SD); "
-        "speaker: the plain speaker bootstrap (conservative, for comparison).",
-    ),
-]
-SimpleOpt = Annotated[
-    bool,
-    typer.Option(
-        "--simple", help="Also report simple effects (one factor within one setting of the others), outside the family."
-    ),
-]
-TimeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--no-time-limit",
-        help="Run a bootstrap estimated to take over an hour (refused otherwise, with the estimate).",
-    ),
-]
-GroupOpt = Annotated[
-    str | None, typer.Option(help="Factor whose levels are compared as groups (default: a population factor).")
-]
-
-
-#: Replicates when --bootstrap is not given and the run has per-trial scores (analyze and report).
-DEFAULT_BOOT = 1000
-WideOpt = Annotated[bool, typer.Option("--wide", help="Print every table in full, at whatever width it needs.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (nothing else on stdout).")]
-
-
-def default_boot(path: Path, bootstrap: int | None) -> int:
-    """``bootstrap``, else :data:`DEFAULT_BOOT` when the run has per-trial scores, else 0."""
-    from interbias.analysis.scored_run import ScoredRun
-
-    if bootstrap is not None:
-        return bootstrap
-    return DEFAULT_BOOT if ScoredRun.open(path).has_scores else 0
-
-
-def analysis_options(path: Path, bootstrap: int | None, *, no_time_limit: bool = False, **fields: Any) -> Options:
-    """The analysis options of ``analyze`` and ``report`` (``fields``: the other
-    :class:`~interbias.analysis.suite.Options` fields by name): B from :func:`default_boot`,
-    refused below the minimum of the bootstrap design the options name; ``no_time_limit``
-    lifts the bootstrap's time limit."""
-    from interbias.analysis.stats.bootstrap import check_replicates
-    from interbias.analysis.suite import Options
-
-    unit, design = fields.get("unit", "speaker"), fields.get("design", "corrected")
-    n_boot = check_replicates(default_boot(path, bootstrap), design if unit == "speaker" else unit)
-    if no_time_limit:
-        fields["time_limit_s"] = None
-    return Options(n_boot=n_boot, **fields)
+    from interbias.analysis.suite import Analysis
 
 
 def print_answer(a: Analysis, found: object, *, wide: bool) -> None:
@@ -139,27 +63,11 @@ def print_question(a: Analysis, found: object, *, wide: bool) -> None:
 
 @app.command(epilog="Example: interbias analyze results/<run_id>/results.csv --bootstrap 1000")
 @guarded
+@with_analysis_options
 def analyze(
     results: Annotated[Path, typer.Argument(help="results.csv (or a run directory).")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the results).")] = None,
-    metric: MetricOpt = "eer",
-    bootstrap: Annotated[
-        int | None,
-        typer.Option(
-            help=f"Bootstrap replicates for percentile CIs (default {DEFAULT_BOOT} when the run has per-trial "
-            "scores, as report; 0: none)."
-        ),
-    ] = None,
-    seed: SeedOpt = 0,
-    unit: UnitOpt = "speaker",
-    ci_level: Annotated[float, typer.Option(help="Confidence level of the percentile intervals.")] = 0.95,
-    permutations: PermOpt = 0,
-    tolerance: TolOpt = 0.01,
-    gap_floor: FloorOpt = 0.01,
-    group_factor: GroupOpt = None,
-    adjust: AdjustOpt = "holm",
-    bootstrap_design: DesignOpt = "corrected",
-    simple: SimpleOpt = False,
+    analysis: AnalysisChoice = DEFAULT_CHOICE,
     equivalence: Annotated[
         float | None,
         typer.Option(
@@ -167,15 +75,14 @@ def analyze(
             "says per model how many effects are shown within ±MARGIN; writes equivalence.csv."
         ),
     ] = None,
-    no_time_limit: TimeOpt = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables or progress.")] = False,
+    quiet: Annotated[bool, quiet_flag("Do not print tables or progress.")] = False,
     wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Findings (every main effect, interaction and gap with its interval), contrasts (IE, NLI),
     summaries, subgroup gaps, additivity and bootstrap CIs of a run's results.csv."""
-    check_numbers("analyze", bootstrap=bootstrap, ci_level=ci_level, permutations=permutations)
-    check_numbers("analyze", tolerance=tolerance, gap_floor=gap_floor, equivalence=equivalence)
+    analysis.check("analyze")
+    check_numbers("analyze", equivalence=equivalence)
     from interbias.analysis.findings_store import write_findings
     from interbias.analysis.reporting.headline import headline
     from interbias.analysis.suite import analyse, write_tables
@@ -185,12 +92,7 @@ def analyze(
         from interbias.utils.errors import AnalysisError
 
         raise AnalysisError(f"{results} does not exist")
-    opts = analysis_options(
-        results, bootstrap, metric=metric, seed=seed, unit=unit, level=ci_level, n_perm=permutations,
-        tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
-        design=bootstrap_design, simple=simple, no_time_limit=no_time_limit,
-    )  # fmt: skip
-    a = analyse(results, opts, Reporter(quiet=quiet or as_json))
+    a = analyse(results, analysis.options(results), Reporter(quiet=quiet or as_json))
     folder = out or (results if results.is_dir() else results.parent)
     found = headline(a)
     paths = write_tables(a, folder) + write_findings(a, folder, found)
@@ -207,9 +109,9 @@ def analyze(
     for i, line in enumerate(within):
         echo_wrapped(line, "  " if i else "", wide=wide)
     if not quiet:
-        _print_tables(a, metric, tolerance, wide)
+        _print_tables(a, a.options.metric, a.options.tolerance, wide)
     _print_crossed(a, wide)
-    _closing(a, metric, paths, folder)
+    _closing(a, a.options.metric, paths, folder)
     print_question(a, found, wide=wide)
 
 

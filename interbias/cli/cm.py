@@ -10,7 +10,16 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ChainAlias, ForceOpt, JsonOpt, OpSetOpt, ParamAlias, QuietOpt, operator_or_chain
+from interbias.cli.options import (
+    ChainAlias,
+    ForceOpt,
+    JsonOpt,
+    OpSetOpt,
+    ParamAlias,
+    QuietOpt,
+    json_flag,
+    operator_or_chain,
+)
 
 cm_app = typer.Typer(
     help="Countermeasure (spoofing detector) models: list them, score audio files with one, and train them with the deepfake "
@@ -267,7 +276,7 @@ def score(
     out: Annotated[
         Path | None, typer.Option(help="Write the scores to .csv or .json (default: CSV on stdout).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (scores and what they mean).")] = False,
+    as_json: Annotated[bool, json_flag("Print JSON (scores and what they mean).")] = False,
     regions: RegionsOption = None,
     threshold: ThresholdOption = 0.5,
     min_region_s: MinRegionOption = 0.05,

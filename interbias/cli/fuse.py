@@ -65,7 +65,7 @@ def analyse_copy(path: Path, n_boot: int) -> Path:
     from interbias.analysis.reporting.headline import headline
     from interbias.analysis.reporting.report import build_report
     from interbias.analysis.suite import analyse, write_tables
-    from interbias.cli.analyze import analysis_options
+    from interbias.cli.analysis_options import analysis_options
 
     a = analyse(path, analysis_options(path, n_boot))
     found = headline(a)

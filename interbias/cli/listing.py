@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
+from interbias.cli.options import json_flag
 from interbias.cli.tables import width
 from interbias.run.catalogue import REASON_KEY, experiment_entries, without_reason_keys
 
@@ -107,7 +108,7 @@ def list_experiments(
         bool,
         typer.Option("--verbose", "-v", help="Every factor and level, and in full why an entry does not run here."),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (every field, every variant).")] = False,
+    as_json: Annotated[bool, json_flag("Print JSON (every field, every variant).")] = False,
 ) -> None:
     """The experiments, their cells, and whether each runs here now (its corpus, each variant).
 

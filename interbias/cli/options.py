@@ -13,8 +13,22 @@ from typing import Annotated, Any
 
 import typer
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+def json_flag(help: str = "Print the result as JSON (nothing else on stdout).") -> Any:
+    """The one ``--json`` option, for ``Annotated[bool, json_flag(...)]``; ``help`` says what
+    the JSON holds where a command's differs (:data:`JsonOpt` otherwise)."""
+    return typer.Option("--json", help=help)
+
+
+def quiet_flag(help: str = "No progress output.") -> Any:
+    """The one ``--quiet`` / ``-q`` option; ``help`` says what it silences where a command's
+    differs (:data:`QuietOpt` otherwise)."""
+    return typer.Option("--quiet", "-q", help=help)
+
+
+JsonOpt = Annotated[bool, json_flag()]
+QuietOpt = Annotated[bool, quiet_flag()]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Print every table in full, at whatever width it needs.")]
 #: ``--force``: replace an existing output file the command did not write (interbias.run.outputs).
 ForceOpt = Annotated[
     bool,

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import DesignOpt, GroupOpt, JsonOpt, MetricOpt, SeedOpt, TimeOpt, WideOpt
+from interbias.cli.analysis_options import DesignOpt, GroupOpt, MetricOpt, SeedOpt, TimeOpt
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import JsonOpt, WideOpt
 from interbias.cli.tables import echo_wrapped, print_frame
 
 if TYPE_CHECKING:

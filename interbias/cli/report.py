@@ -8,45 +8,17 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.analyze import (
-    DEFAULT_BOOT,
-    AdjustOpt,
-    DesignOpt,
-    FloorOpt,
-    GroupOpt,
-    MetricOpt,
-    PermOpt,
-    SeedOpt,
-    SimpleOpt,
-    TimeOpt,
-    TolOpt,
-    UnitOpt,
-    analysis_options,
-)
-from interbias.cli.numeric import check_numbers
+from interbias.cli.analysis_options import DEFAULT_CHOICE, AnalysisChoice, with_analysis_options
 from interbias.cli.tables import echo_wrapped
 
 
 @app.command(epilog="Example: interbias report results/<run_id>")
 @guarded
+@with_analysis_options
 def report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory (results/<run_id>/) or its results.csv.")],
     out: Annotated[Path | None, typer.Option(help="Output folder (default: the run directory).")] = None,
-    metric: MetricOpt = "eer",
-    bootstrap: Annotated[
-        int | None,
-        typer.Option(help=f"Bootstrap replicates (default {DEFAULT_BOOT} when the run has per-trial scores; 0: none)."),
-    ] = None,
-    seed: SeedOpt = 0,
-    unit: UnitOpt = "speaker",
-    permutations: PermOpt = 0,
-    tolerance: TolOpt = 0.01,
-    gap_floor: FloorOpt = 0.01,
-    group_factor: GroupOpt = None,
-    adjust: AdjustOpt = "holm",
-    bootstrap_design: DesignOpt = "corrected",
-    simple: SimpleOpt = False,
-    no_time_limit: TimeOpt = False,
+    analysis: AnalysisChoice = DEFAULT_CHOICE,
     geometry: Annotated[
         Path | None,
         typer.Option(
@@ -63,7 +35,7 @@ def report(
 ) -> None:
     """Write report.md and a self-contained report.html with figures (PNG, also PDF and SVG) for one
     run; with --latex, booktabs tables for a paper."""
-    check_numbers("report", bootstrap=bootstrap, permutations=permutations, tolerance=tolerance, gap_floor=gap_floor)
+    analysis.check("report")
     from interbias.analysis.findings_store import saved_findings, write_findings
     from interbias.analysis.reporting.document import write_report
     from interbias.analysis.reporting.headline import headline
@@ -73,11 +45,7 @@ def report(
 
     if not run_dir.exists():
         raise AnalysisError(f"run directory {run_dir} does not exist")
-    opts = analysis_options(
-        run_dir, bootstrap, metric=metric, seed=seed, unit=unit, level=0.95, n_perm=permutations,
-        tolerance=tolerance, gap_floor=gap_floor, group_factor=group_factor, adjust=adjust,
-        design=bootstrap_design, simple=simple, no_time_limit=no_time_limit,
-    )  # fmt: skip
+    opts = analysis.options(run_dir)
     folder = out or (run_dir if run_dir.is_dir() else run_dir.parent)
     base = run_dir if run_dir.is_dir() else run_dir.parent
     if geometry is not None and not (geometry / "geometry.csv").is_file():

@@ -11,7 +11,7 @@ import typer
 
 from interbias.cli import app, guarded
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import DataRootOpt, NoiseDirOpt
+from interbias.cli.options import DataRootOpt, NoiseDirOpt, QuietOpt, json_flag
 from interbias.cli.tables import print_frame
 from interbias.run.frame import errored_split, errored_words, stage_words
 from interbias.run.results import SUMMARY_COLUMNS
@@ -143,7 +143,7 @@ def run(
     max_trials: Annotated[int | None, typer.Option(help="Cap on trials per stratum (half targets).")] = None,
     max_failure_share: MaxFailureShareOption = 0.01,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $INTERBIAS_CACHE).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: QuietOpt = False,
     manifest: ManifestOption = None,
     data_root: DataRootOpt = None,
     trials: TrialsOption = None,
@@ -164,7 +164,7 @@ def run(
     backend: BackendOption = None,
     dev_share: DevShareOption = None,
     wide: Annotated[bool, typer.Option("--wide", help="Also print the results table in full.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the closing summary as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("Print the closing summary as JSON.")] = False,
 ) -> None:
     """Run an experiment: draw its trials once, embed, score every cell × encoder.
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import app, guarded
-from interbias.cli.options import DataRootOpt, NoiseDirOpt
+from interbias.cli.options import DataRootOpt, NoiseDirOpt, json_flag
 from interbias.cli.tables import echo_wrapped
 from interbias.utils.keyvalue import comma_list
 from interbias.utils.progress import terminal_width, wrapped
@@ -42,7 +42,7 @@ def validate(
     ] = None,
     data_root: DataRootOpt = None,
     noise_dir: NoiseDirOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per file, its estimates and errors.")] = False,
+    as_json: Annotated[bool, json_flag("Print JSON: per file, its estimates and errors.")] = False,
 ) -> None:
     """Parse and resolve each experiment file (variants, defaults, operators, trial spec), check
     the encoder labels, say whether it runs here, and estimate its grid, embeddings and time —

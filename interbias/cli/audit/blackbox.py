@@ -11,7 +11,7 @@ from interbias.cli import guarded
 from interbias.cli.audit import audit_app
 from interbias.cli.audit.source import CacheDirOpt, CorpusOpt, CorpusRootOpt, GroupsOpt, ManifestOpt
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ForceOpt
+from interbias.cli.options import ForceOpt, quiet_flag
 from interbias.cli.tables import echo_wrapped, print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -126,7 +126,7 @@ def analyze_cmd(
     permutations: Annotated[int, typer.Option(help="Speaker-level permutations per gap.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the permutations.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Result CSV (default: blackbox.csv beside the scores).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    quiet: Annotated[bool, quiet_flag("No table.")] = False,
     force: ForceOpt = False,
 ) -> None:
     """Invariance-violation ratio per axis, accuracy and EER per group, gaps with speaker-level p."""

@@ -20,6 +20,7 @@ from interbias.cli.audit.source import (
     SentencesOpt,
 )
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import quiet_flag
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -71,7 +72,7 @@ def geometry(
     across_attribute: AttributeOpt = "accent",
     bootstrap: BootstrapOpt = 200,
     noise_floor: NoiseOpt = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
+    quiet: Annotated[bool, quiet_flag("No progress output or tables.")] = False,
 ) -> None:
     """Geometry audit (TRIAD/ORCA): axis fidelities F, leakage Λ/ℓ, group spreads Γ on a factorial grid."""
     check_numbers("audit geometry", layer=layer, sentences=sentences, permutations=permutations)

@@ -20,6 +20,7 @@ from interbias.cli.audit.source import (
     SentencesOpt,
 )
 from interbias.cli.numeric import check_numbers
+from interbias.cli.options import quiet_flag
 from interbias.cli.tables import print_frame
 from interbias.utils.keyvalue import comma_list
 
@@ -111,7 +112,7 @@ def repair(
     no_jackknife: Annotated[bool, typer.Option("--no-jackknife", help="Skip the jackknife half-widths.")] = False,
     cache_dir: CacheDirOpt = None,
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] for the encoder (no fallback).")] = "cpu",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output or tables.")] = False,
+    quiet: Annotated[bool, quiet_flag("No progress output or tables.")] = False,
 ) -> None:
     """ORCA repair (TRIAD/ORCA): train an adapter on training voices, audit raw vs repaired on held-out voices.
 

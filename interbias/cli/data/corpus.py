@@ -12,7 +12,7 @@ import typer
 from interbias.cli import guarded
 from interbias.cli.data import data_app
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ForceOpt, JsonOpt, QuietOpt
+from interbias.cli.options import ForceOpt, JsonOpt, QuietOpt, json_flag
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def build(
         int | None,
         typer.Option(help="Voices in all, spread evenly over gender × age band × accent (default 48)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("Print the counts as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Build the embedded synthetic corpus, or the same-text CM set (recorded prompts and

@@ -10,7 +10,7 @@ import typer
 
 from interbias.cli import guarded
 from interbias.cli.data import data_app
-from interbias.cli.options import ForceOpt, JsonOpt, OpSetOpt, ParamAlias, op_settings
+from interbias.cli.options import ForceOpt, JsonOpt, OpSetOpt, ParamAlias, json_flag, op_settings
 from interbias.cli.tables import echo_wrapped
 
 
@@ -32,7 +32,7 @@ def degrade(
     param: ParamAlias = None,
     seed: Annotated[int, typer.Option(help="Seed for the operator's random draws.")] = 0,
     corpus: Annotated[str, typer.Option(help="Corpus whose talkers babble/crosstalk draw.")] = "synthetic",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("Print the record as JSON.")] = False,
     force: ForceOpt = False,
 ) -> None:
     """Degrade one file with an operator (or a chain of them) so you can hear a condition; an

@@ -11,7 +11,7 @@ import typer
 from interbias.cli import guarded
 from interbias.cli.encoders import encoders_app
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import JsonOpt
+from interbias.cli.options import JsonOpt, json_flag
 from interbias.utils.errors import see_docs
 
 
@@ -59,7 +59,7 @@ def embed(
     device: Annotated[str, typer.Option(help="cpu or cuda[:N] (no fallback).")] = "cpu",
     model_dir: Annotated[Path | None, typer.Option(help="Folder of the checkpoint (overrides the default).")] = None,
     layer: Annotated[int | None, typer.Option(help="Hidden layer to mean-pool (ssl encoders only).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the embeddings).")] = False,
+    as_json: Annotated[bool, json_flag("Print JSON (with the embeddings).")] = False,
 ) -> None:
     """Embed audio files with one encoder: dimension, checkpoint sha256 and the cosine matrix."""
     check_numbers("encoders embed", layer=layer)

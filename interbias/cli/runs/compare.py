@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import guarded
-from interbias.cli.analyze import TimeOpt
+from interbias.cli.analysis_options import TimeOpt
 from interbias.cli.numeric import check_numbers
 from interbias.cli.runs import runs_app
 from interbias.metrics.registry import results_columns

@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from interbias.cli import guarded
-from interbias.cli.analyze import WideOpt
-from interbias.cli.options import ForceOpt
+from interbias.cli.options import ForceOpt, WideOpt
 from interbias.cli.runs import runs_app
 from interbias.cli.tables import echo_wrapped, print_frame
 

@@ -10,7 +10,7 @@ import typer
 
 from interbias.cli import guarded
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import JsonOpt
+from interbias.cli.options import JsonOpt, json_flag
 from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
@@ -326,7 +326,7 @@ def sasv_fusion(
     by: Annotated[
         list[str] | None, typer.Option(help="Break down by this column (repeatable): condition, gender…")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: Annotated[bool, json_flag("Print JSON.")] = False,
 ) -> None:
     """ASV + CM fusion as ASVspoof 5's SASV baselines: the sum of calibrated LLRs and the product
     of posteriors, each scored by a-DCF (ASVspoof 5 costs), with the concurrent t-EER of the ASV

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from interbias.cli import guarded
-from interbias.cli.analyze import TimeOpt
+from interbias.cli.analysis_options import TimeOpt
 from interbias.cli.numeric import check_numbers
-from interbias.cli.options import ForceOpt
+from interbias.cli.options import ForceOpt, json_flag, quiet_flag
 from interbias.cli.scores import scores_app
 from interbias.cli.tables import echo_wrapped, print_frame
 
@@ -87,8 +87,8 @@ def fairness(
             help="Folder to write the report into: its comparisons and per-group values, named as in a run directory."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print tables.")] = False,
+    as_json: Annotated[bool, json_flag("Print the report as JSON.")] = False,
+    quiet: Annotated[bool, quiet_flag("Do not print tables.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column and row of both tables.")] = False,
     force: ForceOpt = False,
     no_time_limit: TimeOpt = False,
