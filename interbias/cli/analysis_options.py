@@ -118,8 +118,10 @@ class AnalysisChoice:
     def check(self, command: str) -> None:
         """Refuse, in one line, the first number outside its option's range."""
         c = self.chosen
-        check_numbers(command, bootstrap=self.bootstrap, ci_level=c["level"], permutations=c["n_perm"])
-        check_numbers(command, tolerance=c["tolerance"], gap_floor=c["gap_floor"])
+        check_numbers(
+            command, bootstrap=self.bootstrap, ci_level=c["level"], permutations=c["n_perm"],
+            tolerance=c["tolerance"], gap_floor=c["gap_floor"],
+        )  # fmt: skip
 
     def options(self, path: Path) -> Options:
         """The analysis options for the run at ``path`` (:func:`analysis_options`)."""
